@@ -1,0 +1,62 @@
+// Storage for tensor elements: 64-byte aligned, refcounted, pooled.
+#pragma once
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+
+#include "kiln/dtype.h"
+
+namespace kiln {
+
+/// A block of tensor memory. Small and medium blocks come from a pooling
+/// allocator (thread-local caches for small sizes); object dtypes (string,
+/// resource) have their elements constructed and destroyed here.
+class Buffer {
+ public:
+  static constexpr size_t kAlignment = 64;
+
+  /// New buffer for `count` elements of `dtype`, refcount 1. Plain dtypes are
+  /// left uninitialized; object dtypes are default-constructed. Throws
+  /// ResourceExhaustedError past the configured allocation cap.
+  static Buffer* allocate(DType dtype, int64_t count);
+  /// Wraps memory owned elsewhere (e.g. a NumPy array); `release` runs when
+  /// the last reference goes. Plain dtypes only.
+  static Buffer* wrap(void* data, size_t nbytes, std::function<void()> release);
+
+  void* data() const { return data_; }
+  size_t nbytes() const { return nbytes_; }
+  DType dtype() const { return dtype_; }
+  int64_t count() const { return count_; }
+
+  void ref() const { refs_.fetch_add(1, std::memory_order_relaxed); }
+  void unref() const {
+    if (refs_.fetch_sub(1, std::memory_order_acq_rel) == 1) destroy();
+  }
+  /// True when the caller holds the only reference (safe to write in place).
+  bool unique() const { return refs_.load(std::memory_order_acquire) == 1; }
+
+ private:
+  Buffer() = default;
+  void destroy() const;
+
+  mutable std::atomic<int32_t> refs_{1};
+  DType dtype_ = DType::kInvalid;
+  uint8_t size_class_ = 0;  // pool bucket; 0xff = direct allocation; 0xfe = wrapped
+  void* data_ = nullptr;
+  size_t nbytes_ = 0;
+  int64_t count_ = 0;
+  std::function<void()>* release_ = nullptr;  // wrapped buffers only
+};
+
+/// Allocator statistics (for tests and debugging).
+struct AllocatorStats {
+  int64_t bytes_in_use = 0;   ///< bytes handed out and not yet returned
+  int64_t pooled_hits = 0;    ///< allocations served from a cache
+  int64_t allocations = 0;    ///< all allocations
+};
+AllocatorStats allocator_stats();
+/// Returns cached blocks to the system (this thread and the shared pool).
+void allocator_trim();
+
+}  // namespace kiln

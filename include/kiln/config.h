@@ -1,0 +1,25 @@
+// Runtime configuration: one struct, documented, no environment variables.
+#pragma once
+#include <cstdint>
+
+namespace kiln {
+
+struct Config {
+  /// Largest single allocation allowed, in bytes; larger requests raise
+  /// ResourceExhaustedError instead of risking an OOM kill. 0 = default
+  /// (3/4 of physical memory).
+  int64_t max_allocation_bytes = 0;
+  /// Worker threads for large kernels; 0 = one per hardware thread.
+  int num_threads = 0;
+  /// Elements below which elementwise kernels stay single-threaded.
+  int64_t parallel_grain = 1 << 16;
+  /// Bytes of freed blocks kept per size class in the shared pool.
+  int64_t pool_cache_bytes = int64_t{256} << 20;
+};
+
+/// The process-wide configuration (read by the runtime on each use).
+Config& config();
+/// Effective allocation cap in bytes.
+int64_t max_allocation_bytes();
+
+}  // namespace kiln

@@ -1,0 +1,10 @@
+// The kiln C++ API.
+#pragma once
+#include "kiln/config.h"
+#include "kiln/context.h"
+#include "kiln/dtype.h"
+#include "kiln/op.h"
+#include "kiln/ops.h"
+#include "kiln/shape.h"
+#include "kiln/status.h"
+#include "kiln/tensor.h"

@@ -1,0 +1,239 @@
+// The op table: one row per op with its inputs, attributes, traits, shape and
+// dtype inference, CPU kernel, and slots for the gradient rule and the JIT
+// emitter. Every other layer (eager dispatch, tracing, passes, executor,
+// printer) looks ops up here; nothing keeps its own list of ops.
+#pragma once
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "kiln/dtype.h"
+#include "kiln/shape.h"
+#include "kiln/tensor.h"
+
+namespace kiln {
+
+enum class OpId : uint16_t {
+#define KILN_OP(id, type_name, node_name) id,
+#include "kiln/op_list.def"
+#undef KILN_OP
+  kNumOps
+};
+constexpr size_t kNumOps = static_cast<size_t>(OpId::kNumOps);
+
+/// Op traits, a bit set.
+enum OpTrait : uint32_t {
+  kElementwise = 1u << 0,   ///< output[i] depends on input[i] only (after broadcasting)
+  kStateful = 1u << 1,      ///< has side effects or reads state: never pruned, folded or merged
+  kCommutative = 1u << 2,   ///< binary op with f(a, b) == f(b, a)
+  kShapeOnly = 1u << 3,     ///< output depends on input shapes only, not values
+  kView = 1u << 4,          ///< output may share the input's buffer (reshape, expand_dims)
+  kRandom = 1u << 5,        ///< draws random numbers (also kStateful)
+  kNoGradient = 1u << 6,    ///< not differentiable (comparisons, bitwise, argmax)
+  kVariadicInput = 1u << 7, ///< the last declared input takes any number of tensors
+};
+
+/// Attribute values. Int lists double as shapes (dims, -1 = unknown).
+using AttrValue = std::variant<std::monostate, bool, int64_t, double, DType, std::string,
+                               std::vector<int64_t>>;
+enum class AttrType : uint8_t { kBool = 1, kInt, kFloat, kDType, kString, kInts };
+
+struct AttrDef {
+  const char* name;
+  AttrType type;
+  AttrValue default_value;  ///< monostate = required
+};
+
+/// Attributes of one op call, in the order of the op's AttrDefs.
+using Attrs = std::vector<AttrValue>;
+
+struct OpDef;
+class InferContext;
+class KernelContext;
+
+using InferFn = void (*)(InferContext&);
+using KernelFn = void (*)(KernelContext&);
+/// Reserved for the gradients issue: builds input gradients from output
+/// gradients with kiln ops (works eagerly and traced).
+using GradFn = void (*)(const OpDef&, std::span<const Tensor> inputs,
+                        std::span<const Tensor> outputs, std::span<const Tensor> grad_outputs,
+                        const Attrs& attrs, std::vector<Tensor>& grad_inputs);
+/// Reserved for the JIT issue: emits C++ source for one elementwise node.
+using JitEmitFn = std::string (*)(const OpDef&, std::span<const std::string> args,
+                                  const Attrs& attrs);
+
+struct OpDef {
+  OpId id = OpId::kNumOps;
+  const char* type_name = "";   ///< TensorFlow's op type, e.g. "AddV2"
+  const char* node_name = "";   ///< default node name when traced, e.g. "add"
+  std::vector<const char*> inputs;
+  std::vector<const char*> outputs;  ///< empty for ops with no outputs (Print)
+  std::vector<AttrDef> attrs;
+  uint32_t traits = 0;
+  InferFn infer = nullptr;
+  KernelFn cpu_kernel = nullptr;
+  GradFn grad = nullptr;
+  JitEmitFn jit_emit = nullptr;
+
+  bool has(OpTrait t) const { return (traits & t) != 0; }
+  /// Index of a named attribute; -1 when absent.
+  int attr_index(std::string_view name) const;
+};
+
+/// The table row for `id`. The table is built once, on first use.
+const OpDef& op_def(OpId id);
+/// Lookup by TensorFlow type name ("AddV2"); nullptr when unknown.
+const OpDef* find_op(std::string_view type_name);
+/// All rows, in OpId order.
+std::span<const OpDef> op_table();
+
+/// Builder used by the family files to fill their rows.
+class OpDefBuilder {
+ public:
+  explicit OpDefBuilder(OpDef& d) : d_(d) {}
+  OpDefBuilder& inputs(std::vector<const char*> v) {
+    d_.inputs = std::move(v);
+    return *this;
+  }
+  OpDefBuilder& outputs(std::vector<const char*> v) {
+    d_.outputs = std::move(v);
+    return *this;
+  }
+  OpDefBuilder& attr(const char* name, AttrType type, AttrValue def = {}) {
+    d_.attrs.push_back({name, type, std::move(def)});
+    return *this;
+  }
+  OpDefBuilder& traits(uint32_t t) {
+    d_.traits |= t;
+    return *this;
+  }
+  OpDefBuilder& infer(InferFn f) {
+    d_.infer = f;
+    return *this;
+  }
+
+ private:
+  OpDef& d_;
+};
+
+/// Passed to family definers while the table is built.
+class OpTableBuilder {
+ public:
+  explicit OpTableBuilder(std::vector<OpDef>& rows) : rows_(rows) {}
+  OpDefBuilder def(OpId id) { return OpDefBuilder(rows_[static_cast<size_t>(id)]); }
+  void kernel(OpId id, KernelFn k) { rows_[static_cast<size_t>(id)].cpu_kernel = k; }
+
+ private:
+  std::vector<OpDef>& rows_;
+};
+
+/// Output description produced by inference: dtype and (maybe partial) shape.
+struct TensorSpec {
+  DType dtype = DType::kInvalid;
+  Shape shape;
+};
+
+/// Shape and dtype inference for one op call. Works on concrete tensors
+/// (eager) and symbolic ones (tracing: shapes may have unknown dims).
+/// Validation failures throw InvalidArgumentError with the op's name.
+class InferContext {
+ public:
+  InferContext(const OpDef& op, std::span<const Tensor> inputs, const Attrs& attrs)
+      : op_(op), inputs_(inputs), attrs_(attrs) {}
+
+  const OpDef& op() const { return op_; }
+  size_t num_inputs() const { return inputs_.size(); }
+  const Tensor& input(size_t i) const { return inputs_[i]; }
+  DType dtype(size_t i) const { return inputs_[i].dtype(); }
+  const Shape& shape(size_t i) const { return inputs_[i].shape(); }
+  /// The input's value when known (always eagerly; when constant while
+  /// tracing); nullptr otherwise.
+  const Tensor* value(size_t i) const;
+  /// The input's value as int64s (int32/int64 inputs), if known.
+  bool int_values(size_t i, std::vector<int64_t>& out) const;
+
+  const Attrs& attrs() const { return attrs_; }
+  bool attr_bool(size_t i) const { return std::get<bool>(attrs_[i]); }
+  int64_t attr_int(size_t i) const { return std::get<int64_t>(attrs_[i]); }
+  double attr_float(size_t i) const { return std::get<double>(attrs_[i]); }
+  DType attr_dtype(size_t i) const { return std::get<DType>(attrs_[i]); }
+  const std::string& attr_string(size_t i) const { return std::get<std::string>(attrs_[i]); }
+  const std::vector<int64_t>& attr_ints(size_t i) const {
+    return std::get<std::vector<int64_t>>(attrs_[i]);
+  }
+
+  void set_output(size_t i, DType dtype, Shape shape);
+  size_t num_outputs() const { return outputs_.size(); }
+  const TensorSpec& output(size_t i) const { return outputs_[i]; }
+  std::vector<TensorSpec>& outputs() { return outputs_; }
+
+  /// Throws InvalidArgumentError: "<OpType>: <message>".
+  template <typename... Args>
+  [[noreturn]] void fail(const Args&... args) const {
+    throw InvalidArgumentError(str_cat(op_.type_name, ": ", args...));
+  }
+  /// Checks input i has dtype `want`.
+  void expect_dtype(size_t i, DType want) const;
+  /// Checks inputs i and j have the same dtype.
+  void expect_same_dtype(size_t i, size_t j) const;
+  /// Name of input i for messages ("x", or "values[2]" for variadic inputs).
+  std::string input_name(size_t i) const;
+
+ private:
+  const OpDef& op_;
+  std::span<const Tensor> inputs_;
+  const Attrs& attrs_;
+  std::vector<TensorSpec> outputs_;
+};
+
+class ThreadPool;
+
+/// What a CPU kernel sees: concrete inputs, attrs, and the inferred output
+/// specs (fully defined). Kernels create outputs through allocate_output (which
+/// may reuse an input buffer that nothing else references) or set_output
+/// (views). Kernels may throw kiln errors for value-dependent failures
+/// (integer division by zero, out-of-range gather index).
+class KernelContext {
+ public:
+  KernelContext(const OpDef& op, std::span<const Tensor> inputs, const Attrs& attrs,
+                std::span<const TensorSpec> specs, std::span<Tensor> outputs)
+      : op_(op), inputs_(inputs), attrs_(attrs), specs_(specs), outputs_(outputs) {}
+
+  const OpDef& op() const { return op_; }
+  size_t num_inputs() const { return inputs_.size(); }
+  const Tensor& input(size_t i) const { return inputs_[i]; }
+  const Attrs& attrs() const { return attrs_; }
+  bool attr_bool(size_t i) const { return std::get<bool>(attrs_[i]); }
+  int64_t attr_int(size_t i) const { return std::get<int64_t>(attrs_[i]); }
+  double attr_float(size_t i) const { return std::get<double>(attrs_[i]); }
+  DType attr_dtype(size_t i) const { return std::get<DType>(attrs_[i]); }
+  const std::string& attr_string(size_t i) const { return std::get<std::string>(attrs_[i]); }
+  const std::vector<int64_t>& attr_ints(size_t i) const {
+    return std::get<std::vector<int64_t>>(attrs_[i]);
+  }
+
+  size_t num_outputs() const { return outputs_.size(); }
+  const TensorSpec& output_spec(size_t i) const { return specs_[i]; }
+  /// Allocates output i per its spec. If `reuse_input` >= 0 names an input
+  /// of the same dtype and size whose buffer nobody else holds, that buffer is
+  /// reused (in-place). Returns the output tensor.
+  Tensor& allocate_output(size_t i, int reuse_input = -1);
+  void set_output(size_t i, Tensor t);
+  Tensor& output(size_t i) { return outputs_[i]; }
+
+ private:
+  const OpDef& op_;
+  std::span<const Tensor> inputs_;
+  const Attrs& attrs_;
+  std::span<const TensorSpec> specs_;
+  std::span<Tensor> outputs_;
+};
+
+/// Validates attrs against the op's schema, filling defaults for missing
+/// trailing ones; throws InvalidArgumentError for type mismatches.
+void complete_attrs(const OpDef& op, Attrs& attrs);
+
+}  // namespace kiln

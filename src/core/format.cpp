@@ -1,0 +1,120 @@
+// TensorFlow-style value formatting (tf.print / Tensor::SummarizeValue).
+#include <cfloat>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+#include "kiln/tensor.h"
+
+namespace kiln {
+namespace {
+
+// Shortest of 6/9 (float) or 15/17 (double) significant digits that
+// round-trips, as TensorFlow's FloatToBuffer/DoubleToBuffer do.
+std::string format_float(double v, bool single) {
+  if (std::isnan(v)) return "nan";
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  char buf[64];
+  const int short_digits = single ? FLT_DIG : DBL_DIG;
+  std::snprintf(buf, sizeof buf, "%.*g", short_digits, v);
+  bool exact = single ? (std::strtof(buf, nullptr) == static_cast<float>(v))
+                      : (std::strtod(buf, nullptr) == v);
+  if (!exact) std::snprintf(buf, sizeof buf, "%.*g", single ? FLT_DIG + 3 : DBL_DIG + 2, v);
+  return buf;
+}
+
+std::string bytes_repr(const std::string& s) {
+  const bool has_single = s.find('\'') != std::string::npos;
+  const bool has_double = s.find('"') != std::string::npos;
+  const char q = (has_single && !has_double) ? '"' : '\'';
+  std::string out = "b";
+  out += q;
+  for (unsigned char c : s) {
+    if (c == static_cast<unsigned char>(q) || c == '\\') {
+      out += '\\';
+      out += static_cast<char>(c);
+    } else if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\t') {
+      out += "\\t";
+    } else if (c == '\r') {
+      out += "\\r";
+    } else if (c < 0x20 || c >= 0x7f) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\x%02x", c);
+      out += buf;
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  out += q;
+  return out;
+}
+
+std::string element(const Tensor& t, int64_t i) {
+  switch (t.dtype()) {
+    case DType::kBool: return t.data<bool>()[i] ? "1" : "0";
+    case DType::kInt8: return std::to_string(t.data<int8_t>()[i]);
+    case DType::kUInt8: return std::to_string(t.data<uint8_t>()[i]);
+    case DType::kInt32: return std::to_string(t.data<int32_t>()[i]);
+    case DType::kInt64: return std::to_string(t.data<int64_t>()[i]);
+    case DType::kFloat32: return format_float(t.data<float>()[i], true);
+    case DType::kFloat64: return format_float(t.data<double>()[i], false);
+    case DType::kString: return bytes_repr(t.data<std::string>()[i]);
+    case DType::kResource: {
+      auto* r = reinterpret_cast<Resource* const*>(t.raw_data())[i];
+      return r ? "<" + r->debug_name() + ">" : "<null resource>";
+    }
+    default: return "?";
+  }
+}
+
+void format_rec(const Tensor& t, int64_t dim, int64_t offset, const SmallVec<int64_t, 6>& strides,
+                int64_t summarize, std::string& out) {
+  const int64_t n = t.dim(dim);
+  const bool last = dim == t.rank() - 1;
+  const bool cut = summarize >= 0 && n > 2 * summarize;
+  out += '[';
+  for (int64_t i = 0; i < n; ++i) {
+    if (cut && i == summarize) {
+      out += last ? "... " : "...";
+      if (!last) {
+        out += '\n';
+        for (int64_t k = 0; k < t.rank() - dim - 2; ++k) out += '\n';
+        out.append(static_cast<size_t>(dim + 1), ' ');
+      }
+      i = n - summarize - 1;
+      continue;
+    }
+    if (i > 0 && !(cut && i == n - summarize)) {
+      if (last) {
+        out += ' ';
+      } else {
+        out += '\n';
+        for (int64_t k = 0; k < t.rank() - dim - 2; ++k) out += '\n';
+        out.append(static_cast<size_t>(dim + 1), ' ');
+      }
+    }
+    const int64_t off = offset + i * strides[static_cast<size_t>(dim)];
+    if (last)
+      out += element(t, off);
+    else
+      format_rec(t, dim + 1, off, strides, summarize, out);
+  }
+  out += ']';
+}
+
+}  // namespace
+
+std::string format_tensor(const Tensor& t, const PrintOptions& opts) {
+  if (t.is_symbolic())
+    return str_cat("Tensor(\"", t.symbol()->tensor_name(t.output_index()),
+                   "\", shape=", t.shape().to_string(), ", dtype=", dtype_name(t.dtype()), ")");
+  if (t.rank() == 0) return element(t, 0);
+  std::string out;
+  format_rec(t, 0, 0, contiguous_strides(t.shape()), opts.summarize, out);
+  return out;
+}
+
+}  // namespace kiln

@@ -1,0 +1,17 @@
+// Binds every family's CPU kernels into the op table.
+#include "bind.h"
+
+namespace kiln {
+
+void bind_cpu_kernels(OpTableBuilder& t) {
+  cpu::bind_creation_kernels(t);
+  cpu::bind_unary_kernels(t);
+  cpu::bind_binary_kernels(t);
+  cpu::bind_select_cast_kernels(t);
+  cpu::bind_shape_kernels(t);
+  cpu::bind_reduce_kernels(t);
+  cpu::bind_nn_kernels(t);
+  cpu::bind_state_kernels(t);
+}
+
+}  // namespace kiln

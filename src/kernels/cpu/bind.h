@@ -1,0 +1,14 @@
+// Internal: one binder per kernel family file.
+#pragma once
+#include "kiln/op.h"
+
+namespace kiln::cpu {
+void bind_creation_kernels(OpTableBuilder& t);
+void bind_unary_kernels(OpTableBuilder& t);
+void bind_binary_kernels(OpTableBuilder& t);
+void bind_select_cast_kernels(OpTableBuilder& t);
+void bind_shape_kernels(OpTableBuilder& t);
+void bind_reduce_kernels(OpTableBuilder& t);
+void bind_nn_kernels(OpTableBuilder& t);
+void bind_state_kernels(OpTableBuilder& t);
+}  // namespace kiln::cpu

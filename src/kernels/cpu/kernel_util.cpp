@@ -1,0 +1,17 @@
+#include "kernel_util.h"
+
+namespace kiln::cpu {
+
+SmallVec<int64_t, 6> broadcast_strides(const Shape& in, const Shape& out) {
+  const int64_t r = out.rank(), ri = in.rank();
+  SmallVec<int64_t, 6> st(static_cast<size_t>(r), 0);
+  int64_t acc = 1;
+  for (int64_t d = ri - 1; d >= 0; --d) {
+    const int64_t od = d + (r - ri);
+    st[static_cast<size_t>(od)] = in.dim(d) == 1 ? 0 : acc;
+    acc *= in.dim(d);
+  }
+  return st;
+}
+
+}  // namespace kiln::cpu

@@ -1,0 +1,23 @@
+#include "kiln/config.h"
+
+#include <unistd.h>
+
+namespace kiln {
+
+Config& config() {
+  static Config c;
+  return c;
+}
+
+int64_t max_allocation_bytes() {
+  const int64_t set = config().max_allocation_bytes;
+  if (set > 0) return set;
+  static const int64_t def = [] {
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
+    if (pages <= 0 || page <= 0) return int64_t{8} << 30;
+    return static_cast<int64_t>(pages) * page / 4 * 3;
+  }();
+  return def;
+}
+
+}  // namespace kiln

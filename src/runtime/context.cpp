@@ -1,0 +1,109 @@
+#include "kiln/context.h"
+
+namespace kiln {
+namespace {
+thread_local ExecutionContext* t_current = nullptr;
+
+void check_inputs(const OpDef& op, std::span<const Tensor> inputs) {
+  if (!op.infer) throw UnimplementedError(str_cat(op.type_name, ": op is not implemented"));
+  const size_t declared = op.inputs.size();
+  const bool variadic = op.has(kVariadicInput);
+  if (variadic ? inputs.size() + 1 < declared : inputs.size() != declared)
+    throw InvalidArgumentError(str_cat(op.type_name, ": expected ", variadic ? "at least " : "",
+                                       variadic ? declared - 1 : declared, " inputs, got ",
+                                       inputs.size()));
+  for (size_t i = 0; i < inputs.size(); ++i)
+    if (!inputs[i].defined())
+      throw InvalidArgumentError(str_cat(op.type_name, ": input ", i, " is an undefined tensor"));
+}
+}  // namespace
+
+Tensor ExecutionContext::execute1(const OpDef& op, std::span<const Tensor> inputs,
+                                  const Attrs& attrs) {
+  std::vector<Tensor> out;
+  execute(op, inputs, attrs, out);
+  if (out.size() != 1)
+    throw InternalError(str_cat(op.type_name, ": expected one output, got ", out.size()));
+  return std::move(out[0]);
+}
+
+void run_kernel(const OpDef& op, std::span<const Tensor> inputs, const Attrs& attrs,
+                std::vector<Tensor>& outputs) {
+  check_inputs(op, inputs);
+  InferContext ic(op, inputs, attrs);
+  op.infer(ic);
+  if (!op.cpu_kernel)
+    throw UnimplementedError(str_cat(op.type_name, ": no CPU kernel"));
+  auto& specs = ic.outputs();
+  for (const TensorSpec& s : specs)
+    if (!s.shape.is_fully_defined())
+      throw InternalError(str_cat(op.type_name, ": inference left shape ", s.shape,
+                                  " partially unknown for concrete inputs"));
+  outputs.clear();
+  outputs.resize(specs.size());
+  KernelContext kc(op, inputs, attrs, specs, outputs);
+  op.cpu_kernel(kc);
+}
+
+void EagerContext::execute(const OpDef& op, std::span<const Tensor> inputs, const Attrs& attrs,
+                           std::vector<Tensor>& outputs) {
+  for (const Tensor& t : inputs)
+    if (t.defined() && t.is_symbolic())
+      throw InvalidArgumentError(str_cat(
+          op.type_name, ": symbolic tensor ", t.symbol()->tensor_name(t.output_index()), " (",
+          t.symbol()->describe(),
+          ") was used outside the function being traced; return it from the function instead"));
+  run_kernel(op, inputs, attrs, outputs);
+}
+
+Tensor EagerContext::execute1(const OpDef& op, std::span<const Tensor> inputs,
+                              const Attrs& attrs) {
+  // Same as execute() with the output held inline (no vector allocation).
+  for (const Tensor& t : inputs)
+    if (t.defined() && t.is_symbolic()) {
+      std::vector<Tensor> out;
+      execute(op, inputs, attrs, out);  // throws the leak error
+    }
+  check_inputs(op, inputs);
+  InferContext ic(op, inputs, attrs);
+  op.infer(ic);
+  if (!op.cpu_kernel) throw UnimplementedError(str_cat(op.type_name, ": no CPU kernel"));
+  if (ic.num_outputs() != 1)
+    throw InternalError(str_cat(op.type_name, ": expected one output, got ", ic.num_outputs()));
+  Tensor out;
+  KernelContext kc(op, inputs, attrs, ic.outputs(), std::span<Tensor>(&out, 1));
+  op.cpu_kernel(kc);
+  return out;
+}
+
+EagerContext& EagerContext::instance() {
+  static EagerContext* ctx = new EagerContext;
+  return *ctx;
+}
+
+ExecutionContext& current_context() {
+  return t_current ? *t_current : EagerContext::instance();
+}
+
+ContextScope::ContextScope(ExecutionContext& ctx) : prev_(t_current) { t_current = &ctx; }
+ContextScope::~ContextScope() { t_current = prev_; }
+
+std::vector<Tensor> call_op(OpId id, std::span<const Tensor> inputs, Attrs attrs) {
+  const OpDef& op = op_def(id);
+  complete_attrs(op, attrs);
+  std::vector<Tensor> out;
+  current_context().execute(op, inputs, attrs, out);
+  return out;
+}
+
+Tensor call_op1(OpId id, std::span<const Tensor> inputs, const Attrs& attrs) {
+  const OpDef& op = op_def(id);
+  if (attrs.size() != op.attrs.size()) {
+    Attrs full = attrs;
+    complete_attrs(op, full);
+    return current_context().execute1(op, inputs, full);
+  }
+  return current_context().execute1(op, inputs, attrs);
+}
+
+}  // namespace kiln

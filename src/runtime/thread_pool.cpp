@@ -1,0 +1,120 @@
+#include "kiln/thread_pool.h"
+
+#include <algorithm>
+#include <condition_variable>
+#include <exception>
+#include <mutex>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "kiln/config.h"
+
+namespace kiln {
+namespace {
+thread_local bool t_in_pool_task = false;
+}
+
+struct ThreadPool::Impl {
+  std::mutex mu;
+  std::condition_variable cv_work, cv_done;
+  std::vector<std::thread> workers;
+  const std::function<void(int64_t, int64_t)>* fn = nullptr;
+  int64_t n = 0, chunk = 0, next = 0, remaining = 0;
+  uint64_t generation = 0;
+  bool stop = false;
+  std::exception_ptr error;
+  std::mutex call_mu;  // one parallel_for at a time
+
+  // Takes chunks until none are left. Called with mu held; returns with it held.
+  void run_chunks(std::unique_lock<std::mutex>& lock) {
+    while (next < n) {
+      int64_t b = next, e = std::min(n, next + chunk);
+      next = e;
+      lock.unlock();
+      try {
+        t_in_pool_task = true;
+        (*fn)(b, e);
+        t_in_pool_task = false;
+      } catch (...) {
+        t_in_pool_task = false;
+        lock.lock();
+        if (!error) error = std::current_exception();
+        remaining -= e - b;
+        continue;
+      }
+      lock.lock();
+      remaining -= e - b;
+    }
+    if (remaining == 0) cv_done.notify_all();
+  }
+
+  void worker() {
+    std::unique_lock<std::mutex> lock(mu);
+    uint64_t seen = 0;
+    for (;;) {
+      cv_work.wait(lock, [&] { return stop || (generation != seen && next < n); });
+      if (stop) return;
+      seen = generation;
+      run_chunks(lock);
+    }
+  }
+};
+
+ThreadPool::ThreadPool(int num_threads) : impl_(new Impl) {
+  for (int i = 1; i < num_threads; ++i) impl_->workers.emplace_back([this] { impl_->worker(); });
+}
+
+ThreadPool::~ThreadPool() {
+  {
+    std::lock_guard<std::mutex> lock(impl_->mu);
+    impl_->stop = true;
+  }
+  impl_->cv_work.notify_all();
+  for (auto& t : impl_->workers) t.join();
+  delete impl_;
+}
+
+int ThreadPool::num_threads() const { return static_cast<int>(impl_->workers.size()) + 1; }
+
+void ThreadPool::parallel_for(int64_t n, int64_t grain,
+                              const std::function<void(int64_t, int64_t)>& fn) {
+  if (n <= 0) return;
+  grain = std::max<int64_t>(grain, 1);
+  const int threads = num_threads();
+  if (threads == 1 || n <= grain || t_in_pool_task) {
+    fn(0, n);
+    return;
+  }
+  std::lock_guard<std::mutex> call_lock(impl_->call_mu);
+  const int64_t chunks = std::min<int64_t>(threads * 4, (n + grain - 1) / grain);
+  std::unique_lock<std::mutex> lock(impl_->mu);
+  impl_->fn = &fn;
+  impl_->n = n;
+  impl_->chunk = (n + chunks - 1) / chunks;
+  impl_->next = 0;
+  impl_->remaining = n;
+  impl_->error = nullptr;
+  ++impl_->generation;
+  impl_->cv_work.notify_all();
+  impl_->run_chunks(lock);
+  impl_->cv_done.wait(lock, [&] { return impl_->remaining == 0; });
+  impl_->n = 0;
+  impl_->fn = nullptr;
+  if (impl_->error) std::rethrow_exception(std::exchange(impl_->error, nullptr));
+}
+
+ThreadPool& ThreadPool::global() {
+  static ThreadPool* pool = [] {
+    int n = config().num_threads;
+    if (n <= 0) n = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    return new ThreadPool(n);
+  }();
+  return *pool;
+}
+
+void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn) {
+  ThreadPool::global().parallel_for(n, grain > 0 ? grain : config().parallel_grain, fn);
+}
+
+}  // namespace kiln
