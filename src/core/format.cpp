@@ -64,7 +64,11 @@ std::string element(const Tensor& t, int64_t i) {
     case DType::kString: return bytes_repr(t.data<std::string>()[i]);
     case DType::kResource: {
       auto* r = reinterpret_cast<Resource* const*>(t.raw_data())[i];
-      return r ? "<" + r->debug_name() + ">" : "<null resource>";
+      if (!r) return "<null resource>";
+      std::string s = "<";
+      s += r->debug_name();
+      s += '>';
+      return s;
     }
     default: return "?";
   }

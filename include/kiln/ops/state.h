@@ -1,0 +1,4 @@
+#pragma once
+#include "kiln/tensor.h"
+
+namespace kiln {}  // namespace kiln
