@@ -8,3 +8,4 @@
 #include "kiln/shape.h"
 #include "kiln/status.h"
 #include "kiln/tensor.h"
+#include "kiln/thread_pool.h"

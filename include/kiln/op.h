@@ -166,9 +166,13 @@ class InferContext {
   }
 
   void set_output(size_t i, DType dtype, Shape shape);
-  size_t num_outputs() const { return outputs_.size(); }
-  const TensorSpec& output(size_t i) const { return outputs_[i]; }
-  std::vector<TensorSpec>& outputs() { return outputs_; }
+  size_t num_outputs() const { return n_; }
+  const TensorSpec& output(size_t i) const { return outputs()[i]; }
+  /// The inferred outputs (contiguous).
+  std::span<const TensorSpec> outputs() const {
+    return heap_.empty() ? std::span<const TensorSpec>(inline_, n_)
+                         : std::span<const TensorSpec>(heap_.data(), n_);
+  }
 
   /// Throws InvalidArgumentError: "<OpType>: <message>".
   template <typename... Args>
@@ -186,7 +190,11 @@ class InferContext {
   const OpDef& op_;
   std::span<const Tensor> inputs_;
   const Attrs& attrs_;
-  std::vector<TensorSpec> outputs_;
+  // Most ops have one or two outputs: keep them inline (no allocation).
+  static constexpr size_t kInline = 2;
+  TensorSpec inline_[kInline];
+  std::vector<TensorSpec> heap_;
+  size_t n_ = 0;
 };
 
 class ThreadPool;

@@ -91,8 +91,10 @@ class SmallVec {
     cap_ = n;
   }
   void release() {
-    std::free(heap_);
-    heap_ = nullptr;
+    if (heap_) {
+      std::free(heap_);
+      heap_ = nullptr;
+    }
   }
   void move_from(SmallVec& o) {
     if (o.heap_) {

@@ -44,6 +44,7 @@ struct TensorImpl {
   size_t offset = 0;          // byte offset into buffer
   Symbol* symbol = nullptr;   // symbolic values (owned reference)
   int32_t output_index = 0;
+  int64_t numel = -1;         // element count; -1 when the shape is not fully known
 
   void ref() { refs.fetch_add(1, std::memory_order_relaxed); }
   void unref() {
@@ -172,7 +173,9 @@ class Tensor {
   int64_t rank() const { return impl_->shape.rank(); }
   int64_t dim(int64_t i) const { return impl_->shape.dim(i); }
   /// Element count; throws for a symbolic tensor with unknown dims.
-  int64_t num_elements() const { return impl_->shape.num_elements(); }
+  int64_t num_elements() const {
+    return impl_->numel >= 0 ? impl_->numel : impl_->shape.num_elements();
+  }
   bool is_symbolic() const { return impl_ && impl_->symbol != nullptr; }
   Symbol* symbol() const { return impl_->symbol; }
   int32_t output_index() const { return impl_->output_index; }

@@ -5,6 +5,9 @@
 
 namespace kiln {
 
+/// config().parallel_grain (declared here to keep this header light).
+int64_t default_parallel_grain();
+
 class ThreadPool {
  public:
   explicit ThreadPool(int num_threads);
@@ -26,8 +29,17 @@ class ThreadPool {
   Impl* impl_;
 };
 
-/// Shorthand for ThreadPool::global().parallel_for with config().parallel_grain
-/// when grain <= 0.
-void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn);
+/// Calls fn(begin, end) over [0, n): inline when n <= grain (no allocation,
+/// the common case for small tensors), else on ThreadPool::global().
+/// grain <= 0 means config().parallel_grain.
+template <typename F>
+void parallel_for(int64_t n, int64_t grain, F&& fn) {
+  if (grain <= 0) grain = default_parallel_grain();
+  if (n <= grain) {
+    if (n > 0) fn(int64_t{0}, n);
+    return;
+  }
+  ThreadPool::global().parallel_for(n, grain, std::function<void(int64_t, int64_t)>(fn));
+}
 
 }  // namespace kiln

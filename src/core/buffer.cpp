@@ -13,6 +13,7 @@
 #include "kiln/config.h"
 #include "kiln/status.h"
 #include "kiln/tensor.h"
+#include "tls.h"
 
 namespace kiln {
 namespace {
@@ -26,7 +27,9 @@ constexpr size_t kLocalPerClass = 32;
 constexpr uint8_t kDirect = 0xff;
 constexpr uint8_t kWrapped = 0xfe;
 
-std::atomic<int64_t> g_in_use{0}, g_hits{0}, g_allocs{0};
+std::atomic<int64_t> g_in_use{0};
+thread_local int64_t t_hits KILN_TLS = 0;  // per thread: no shared cache line
+thread_local int64_t t_allocs KILN_TLS = 0;
 
 struct SharedPool {
   std::mutex mu;
@@ -38,21 +41,19 @@ SharedPool& shared_pool() {
   return *p;
 }
 
-thread_local bool t_cache_dead = false;  // trivially destructible: safe at exit
 struct LocalCache {
   std::vector<void*> free[kNumClasses];
   ~LocalCache() {
-    t_cache_dead = true;
     for (auto& v : free)
       for (void* b : v) std::free(b);
   }
 };
-thread_local LocalCache t_cache;
+struct LocalCacheTag {};
+using TCache = detail::ThreadCache<LocalCache, LocalCacheTag>;
 
 int size_class(size_t block) {
-  int s = kMinShift;
-  while ((size_t{1} << s) < block) ++s;
-  return s;
+  const int s = 64 - __builtin_clzll(static_cast<unsigned long long>(block - 1));
+  return s < kMinShift ? kMinShift : s;
 }
 
 void* raw_alloc(size_t bytes) {
@@ -78,13 +79,14 @@ Buffer* Buffer::allocate(DType dtype, int64_t count) {
   const size_t block = nbytes + kHeader;
   void* mem = nullptr;
   uint8_t cls = kDirect;
-  g_allocs.fetch_add(1, std::memory_order_relaxed);
+  ++t_allocs;
   if (block <= (size_t{1} << kMaxShift)) {
     int s = size_class(block);
     cls = static_cast<uint8_t>(s - kMinShift);
-    if (s <= kLocalMaxShift && !t_cache_dead && !t_cache.free[cls].empty()) {
-      mem = t_cache.free[cls].back();
-      t_cache.free[cls].pop_back();
+    LocalCache* lc = s <= kLocalMaxShift ? TCache::get() : nullptr;
+    if (lc && !lc->free[cls].empty()) {
+      mem = lc->free[cls].back();
+      lc->free[cls].pop_back();
     } else if (s > kLocalMaxShift) {
       SharedPool& pool = shared_pool();
       std::lock_guard<std::mutex> lock(pool.mu);
@@ -95,7 +97,7 @@ Buffer* Buffer::allocate(DType dtype, int64_t count) {
       }
     }
     if (mem)
-      g_hits.fetch_add(1, std::memory_order_relaxed);
+      ++t_hits;
     else
       mem = raw_alloc(size_t{1} << s);
   } else {
@@ -154,13 +156,9 @@ void Buffer::destroy() const {
   }
   const int s = cls + kMinShift;
   if (s <= kLocalMaxShift) {
-    if (t_cache_dead) {
-      std::free(mem);
-      return;
-    }
-    auto& v = t_cache.free[cls];
-    if (v.size() < kLocalPerClass) {
-      v.push_back(mem);
+    LocalCache* lc = TCache::get();
+    if (lc && lc->free[cls].size() < kLocalPerClass) {
+      lc->free[cls].push_back(mem);
       return;
     }
   } else {
@@ -176,12 +174,12 @@ void Buffer::destroy() const {
 }
 
 AllocatorStats allocator_stats() {
-  return {g_in_use.load(), g_hits.load(), g_allocs.load()};
+  return {g_in_use.load(), t_hits, t_allocs};
 }
 
 void allocator_trim() {
-  if (!t_cache_dead)
-    for (auto& v : t_cache.free) {
+  if (LocalCache* lc = TCache::get())
+    for (auto& v : lc->free) {
     for (void* b : v) std::free(b);
     v.clear();
   }

@@ -79,26 +79,22 @@ void format_rec(const Tensor& t, int64_t dim, int64_t offset, const SmallVec<int
   const int64_t n = t.dim(dim);
   const bool last = dim == t.rank() - 1;
   const bool cut = summarize >= 0 && n > 2 * summarize;
+  auto sep = [&] {
+    if (last) {
+      out += ' ';
+      return;
+    }
+    out += '\n';
+    for (int64_t k = 0; k < t.rank() - dim - 2; ++k) out += '\n';
+    out.append(static_cast<size_t>(dim + 1), ' ');
+  };
   out += '[';
   for (int64_t i = 0; i < n; ++i) {
+    if (i > 0) sep();
     if (cut && i == summarize) {
-      out += last ? "... " : "...";
-      if (!last) {
-        out += '\n';
-        for (int64_t k = 0; k < t.rank() - dim - 2; ++k) out += '\n';
-        out.append(static_cast<size_t>(dim + 1), ' ');
-      }
+      out += "...";
       i = n - summarize - 1;
       continue;
-    }
-    if (i > 0 && !(cut && i == n - summarize)) {
-      if (last) {
-        out += ' ';
-      } else {
-        out += '\n';
-        for (int64_t k = 0; k < t.rank() - dim - 2; ++k) out += '\n';
-        out.append(static_cast<size_t>(dim + 1), ' ');
-      }
     }
     const int64_t off = offset + i * strides[static_cast<size_t>(dim)];
     if (last)

@@ -1,5 +1,7 @@
 #include "kiln/tensor.h"
 
+#include "tls.h"
+
 #include <cmath>
 #include <limits>
 #include <mutex>
@@ -9,22 +11,22 @@ namespace kiln {
 namespace detail {
 namespace {
 // TensorImpl objects are recycled through a per-thread free list.
-thread_local bool t_impl_pool_dead = false;
 struct ImplPool {
   std::vector<TensorImpl*> free;
   ~ImplPool() {
-    t_impl_pool_dead = true;
     for (auto* p : free) delete p;
   }
 };
-thread_local ImplPool t_impl_pool;
+struct ImplPoolTag {};
+using TPool = ThreadCache<ImplPool, ImplPoolTag>;
 constexpr size_t kImplPoolMax = 256;
 }  // namespace
 
 TensorImpl* TensorImpl::create() {
-  if (!t_impl_pool_dead && !t_impl_pool.free.empty()) {
-    TensorImpl* t = t_impl_pool.free.back();
-    t_impl_pool.free.pop_back();
+  ImplPool* pool = TPool::get();
+  if (pool && !pool->free.empty()) {
+    TensorImpl* t = pool->free.back();
+    pool->free.pop_back();
     t->refs.store(1, std::memory_order_relaxed);
     return t;
   }
@@ -34,7 +36,8 @@ TensorImpl* TensorImpl::create() {
 void TensorImpl::destroy(TensorImpl* t) {
   if (t->buffer) t->buffer->unref();
   if (t->symbol) t->symbol->unref();
-  if (t_impl_pool_dead || t_impl_pool.free.size() >= kImplPoolMax) {
+  ImplPool* pool = TPool::get();
+  if (!pool || pool->free.size() >= kImplPoolMax) {
     delete t;
     return;
   }
@@ -42,8 +45,9 @@ void TensorImpl::destroy(TensorImpl* t) {
   t->symbol = nullptr;
   t->offset = 0;
   t->output_index = 0;
+  t->numel = -1;
   t->shape = Shape();
-  t_impl_pool.free.push_back(t);
+  pool->free.push_back(t);
 }
 }  // namespace detail
 
@@ -61,16 +65,15 @@ DType Scalar::natural_dtype() const {
 
 Tensor Tensor::empty(DType dtype, const Shape& shape) {
   if (!shape.is_fully_defined())
-    throw InvalidArgumentError(
-        str_cat("cannot create a tensor of partially known shape ", shape.debug_string()));
-  for (int64_t d : shape.dims())
-    if (d < 0) throw InvalidArgumentError(str_cat("negative dimension in shape ", shape));
+    throw InvalidArgumentError(str_cat("cannot create a tensor of shape ", shape.debug_string(),
+                                       ": it is partially known or has negative dims"));
   const int64_t n = shape.num_elements();
   Buffer* b = Buffer::allocate(dtype, n);
   detail::TensorImpl* impl = detail::TensorImpl::create();
   impl->dtype = dtype;
   impl->shape = shape;
   impl->buffer = b;
+  impl->numel = n;
   return Tensor(impl);
 }
 
@@ -81,6 +84,7 @@ Tensor Tensor::from_buffer(Buffer* buffer, size_t offset, DType dtype, const Sha
   impl->shape = shape;
   impl->buffer = buffer;
   impl->offset = offset;
+  impl->numel = shape.num_elements();
   return Tensor(impl);
 }
 
@@ -90,6 +94,7 @@ Tensor Tensor::symbolic(Symbol* symbol, int32_t output_index, DType dtype, const
   impl->shape = shape;
   impl->symbol = symbol;
   impl->output_index = output_index;
+  impl->numel = shape.num_elements_or_unknown();
   return Tensor(impl);
 }
 

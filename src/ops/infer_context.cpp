@@ -26,9 +26,12 @@ bool InferContext::int_values(size_t i, std::vector<int64_t>& out) const {
 }
 
 void InferContext::set_output(size_t i, DType dtype, Shape shape) {
-  if (outputs_.size() <= i) outputs_.resize(i + 1);
-  outputs_[i].dtype = dtype;
-  outputs_[i].shape = std::move(shape);
+  if (i >= kInline && heap_.empty()) heap_.assign(inline_, inline_ + kInline);
+  if (i >= n_) n_ = i + 1;
+  if (!heap_.empty() && heap_.size() < n_) heap_.resize(n_);
+  TensorSpec& s = heap_.empty() ? inline_[i] : heap_[i];
+  s.dtype = dtype;
+  s.shape = std::move(shape);
 }
 
 std::string InferContext::input_name(size_t i) const {

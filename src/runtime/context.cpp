@@ -1,8 +1,9 @@
+#include "core/tls.h"
 #include "kiln/context.h"
 
 namespace kiln {
 namespace {
-thread_local ExecutionContext* t_current = nullptr;
+thread_local ExecutionContext* t_current KILN_TLS = nullptr;
 
 void check_inputs(const OpDef& op, std::span<const Tensor> inputs) {
   if (!op.infer) throw UnimplementedError(str_cat(op.type_name, ": op is not implemented"));
@@ -34,7 +35,7 @@ void run_kernel(const OpDef& op, std::span<const Tensor> inputs, const Attrs& at
   op.infer(ic);
   if (!op.cpu_kernel)
     throw UnimplementedError(str_cat(op.type_name, ": no CPU kernel"));
-  auto& specs = ic.outputs();
+  auto specs = ic.outputs();
   for (const TensorSpec& s : specs)
     if (!s.shape.is_fully_defined())
       throw InternalError(str_cat(op.type_name, ": inference left shape ", s.shape,

@@ -1,3 +1,4 @@
+#include "core/tls.h"
 #include "kiln/thread_pool.h"
 
 #include <algorithm>
@@ -12,7 +13,7 @@
 
 namespace kiln {
 namespace {
-thread_local bool t_in_pool_task = false;
+thread_local bool t_in_pool_task KILN_TLS = false;
 }
 
 struct ThreadPool::Impl {
@@ -113,8 +114,6 @@ ThreadPool& ThreadPool::global() {
   return *pool;
 }
 
-void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn) {
-  ThreadPool::global().parallel_for(n, grain > 0 ? grain : config().parallel_grain, fn);
-}
+int64_t default_parallel_grain() { return config().parallel_grain; }
 
 }  // namespace kiln

@@ -1,0 +1,61 @@
+#include <set>
+
+#include "test_util.h"
+
+namespace kiln {
+namespace {
+
+TEST(OpTable, EveryRowIsComplete) {
+  std::set<std::string> names;
+  for (const OpDef& d : op_table()) {
+    SCOPED_TRACE(d.type_name);
+    EXPECT_EQ(&op_def(d.id), &d);
+    EXPECT_TRUE(names.insert(d.type_name).second) << "duplicate type name";
+    EXPECT_NE(d.infer, nullptr) << "no inference function";
+    if (d.id != OpId::Const) EXPECT_NE(d.cpu_kernel, nullptr) << "no CPU kernel";
+    if (d.has(kRandom)) EXPECT_TRUE(d.has(kStateful)) << "random ops must be stateful";
+    if (d.has(kCommutative)) EXPECT_EQ(d.inputs.size(), 2u);
+    if (d.has(kVariadicInput)) EXPECT_FALSE(d.inputs.empty());
+    for (const AttrDef& a : d.attrs) EXPECT_NE(std::string(a.name), "");
+  }
+  EXPECT_EQ(names.size(), kNumOps);
+}
+
+TEST(OpTable, LookupByTypeName) {
+  ASSERT_NE(find_op("AddV2"), nullptr);
+  EXPECT_EQ(find_op("AddV2")->id, OpId::Add);
+  EXPECT_STREQ(op_def(OpId::Add).node_name, "add");
+  EXPECT_EQ(find_op("NoSuchOp"), nullptr);
+}
+
+TEST(OpTable, StatefulOpsAreMarked) {
+  for (OpId id : {OpId::Print, OpId::AssignVariable, OpId::AssignAddVariable,
+                  OpId::AssignSubVariable, OpId::ReadVariable, OpId::RandomUniform,
+                  OpId::RandomNormal})
+    EXPECT_TRUE(op_def(id).has(kStateful)) << op_def(id).type_name;
+  EXPECT_FALSE(op_def(OpId::Add).has(kStateful));
+}
+
+TEST(OpTable, CompleteAttrsFillsDefaultsAndChecksTypes) {
+  for (const OpDef& d : op_table()) {
+    bool all_defaulted = true;
+    for (const AttrDef& a : d.attrs)
+      if (std::holds_alternative<std::monostate>(a.default_value)) all_defaulted = false;
+    if (!all_defaulted || d.attrs.empty()) continue;
+    Attrs attrs;
+    complete_attrs(d, attrs);
+    EXPECT_EQ(attrs.size(), d.attrs.size()) << d.type_name;
+    Attrs wrong(d.attrs.size(), AttrValue(std::string("not-a-valid-value")));
+    bool any_non_string = false;
+    for (const AttrDef& a : d.attrs) any_non_string |= a.type != AttrType::kString;
+    if (any_non_string)
+      testing::expect_error([&] { complete_attrs(d, wrong); }, Code::kInvalidArgument,
+                            {d.type_name, "must be of type"});
+  }
+  Attrs too_many(64);
+  testing::expect_error([&] { complete_attrs(op_def(OpId::Add), too_many); },
+                        Code::kInvalidArgument, {"AddV2", "attributes"});
+}
+
+}  // namespace
+}  // namespace kiln
