@@ -51,9 +51,9 @@ class Buffer {
 
 /// Allocator statistics (for tests and debugging).
 struct AllocatorStats {
-  int64_t bytes_in_use = 0;   ///< bytes handed out and not yet returned
-  int64_t pooled_hits = 0;    ///< allocations served from a cache (this thread)
-  int64_t allocations = 0;    ///< all allocations (this thread)
+  int64_t bytes_in_use = 0;  ///< bytes handed out and not yet returned
+  int64_t pooled_hits = 0;   ///< allocations served from a cache (this thread)
+  int64_t allocations = 0;   ///< all allocations (this thread)
 };
 AllocatorStats allocator_stats();
 /// Returns cached blocks to the system (this thread and the shared pool).

@@ -30,38 +30,61 @@ size_t dtype_size(DType t);
 /// Parse a name as returned by dtype_name; kInvalid when unknown.
 DType dtype_from_name(std::string_view name);
 
-inline bool is_floating(DType t) { return t == DType::kFloat32 || t == DType::kFloat64; }
+inline bool is_floating(DType t) {
+  return t == DType::kFloat32 || t == DType::kFloat64;
+}
 inline bool is_integer(DType t) {
   return t == DType::kInt8 || t == DType::kUInt8 || t == DType::kInt32 || t == DType::kInt64;
 }
-inline bool is_numeric(DType t) { return is_floating(t) || is_integer(t); }
-inline bool is_signed(DType t) { return t != DType::kUInt8 && is_numeric(t); }
+inline bool is_numeric(DType t) {
+  return is_floating(t) || is_integer(t);
+}
+inline bool is_signed(DType t) {
+  return t != DType::kUInt8 && is_numeric(t);
+}
 /// Elements that need construction/destruction (not plain bytes).
-inline bool is_object(DType t) { return t == DType::kString || t == DType::kResource; }
+inline bool is_object(DType t) {
+  return t == DType::kString || t == DType::kResource;
+}
 
 class Resource;  // defined in tensor.h
 
 /// Compile-time mapping C++ type -> DType.
 template <typename T>
 struct dtype_of;
-template <> struct dtype_of<bool> { static constexpr DType value = DType::kBool; };
-template <> struct dtype_of<int8_t> { static constexpr DType value = DType::kInt8; };
-template <> struct dtype_of<uint8_t> { static constexpr DType value = DType::kUInt8; };
-template <> struct dtype_of<int32_t> { static constexpr DType value = DType::kInt32; };
-template <> struct dtype_of<int64_t> { static constexpr DType value = DType::kInt64; };
-template <> struct dtype_of<float> { static constexpr DType value = DType::kFloat32; };
-template <> struct dtype_of<double> { static constexpr DType value = DType::kFloat64; };
-template <> struct dtype_of<std::string> { static constexpr DType value = DType::kString; };
+template <>
+struct dtype_of<bool> {
+  static constexpr DType value = DType::kBool;
+};
+template <>
+struct dtype_of<int8_t> {
+  static constexpr DType value = DType::kInt8;
+};
+template <>
+struct dtype_of<uint8_t> {
+  static constexpr DType value = DType::kUInt8;
+};
+template <>
+struct dtype_of<int32_t> {
+  static constexpr DType value = DType::kInt32;
+};
+template <>
+struct dtype_of<int64_t> {
+  static constexpr DType value = DType::kInt64;
+};
+template <>
+struct dtype_of<float> {
+  static constexpr DType value = DType::kFloat32;
+};
+template <>
+struct dtype_of<double> {
+  static constexpr DType value = DType::kFloat64;
+};
+template <>
+struct dtype_of<std::string> {
+  static constexpr DType value = DType::kString;
+};
 template <typename T>
 inline constexpr DType dtype_v = dtype_of<T>::value;
-
-/// Calls f(T{}) with the C++ type of a numeric or bool dtype; throws
-/// InvalidArgument for others. Use in kernels to stamp out typed loops.
-#define KILN_DTYPE_CASE(DT, T, ...) \
-  case DT: {                        \
-    using scalar_t = T;             \
-    __VA_ARGS__();                  \
-    break;                          \
-  }
 
 }  // namespace kiln

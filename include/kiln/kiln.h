@@ -9,3 +9,4 @@
 #include "kiln/status.h"
 #include "kiln/tensor.h"
 #include "kiln/thread_pool.h"
+#include "kiln/variable.h"

@@ -26,20 +26,21 @@ constexpr size_t kNumOps = static_cast<size_t>(OpId::kNumOps);
 
 /// Op traits, a bit set.
 enum OpTrait : uint32_t {
-  kElementwise = 1u << 0,   ///< output[i] depends on input[i] only (after broadcasting)
-  kStateful = 1u << 1,      ///< has side effects or reads state: never pruned, folded or merged
-  kCommutative = 1u << 2,   ///< binary op with f(a, b) == f(b, a)
-  kShapeOnly = 1u << 3,     ///< output depends on input shapes only, not values
-  kView = 1u << 4,          ///< output may share the input's buffer (reshape, expand_dims)
-  kRandom = 1u << 5,        ///< draws random numbers (also kStateful)
-  kNoGradient = 1u << 6,    ///< not differentiable (comparisons, bitwise, argmax)
-  kVariadicInput = 1u << 7, ///< the last declared input takes any number of tensors
+  kElementwise = 1u << 0,    ///< output[i] depends on input[i] only (after broadcasting)
+  kStateful = 1u << 1,       ///< has side effects or reads state: never pruned, folded or merged
+  kCommutative = 1u << 2,    ///< binary op with f(a, b) == f(b, a)
+  kShapeOnly = 1u << 3,      ///< output depends on input shapes only, not values
+  kView = 1u << 4,           ///< output may share the input's buffer (reshape, expand_dims)
+  kRandom = 1u << 5,         ///< draws random numbers (also kStateful)
+  kNoGradient = 1u << 6,     ///< not differentiable (comparisons, bitwise, argmax)
+  kVariadicInput = 1u << 7,  ///< the last declared input takes any number of tensors
 };
 
-/// Attribute values. Int lists double as shapes (dims, -1 = unknown).
+/// Attribute values. Int lists double as shapes (dims, -1 = unknown); tensors
+/// are constant values (the Const op's `value`).
 using AttrValue = std::variant<std::monostate, bool, int64_t, double, DType, std::string,
-                               std::vector<int64_t>>;
-enum class AttrType : uint8_t { kBool = 1, kInt, kFloat, kDType, kString, kInts };
+                               std::vector<int64_t>, Tensor>;
+enum class AttrType : uint8_t { kBool = 1, kInt, kFloat, kDType, kString, kInts, kTensor };
 
 struct AttrDef {
   const char* name;
@@ -67,8 +68,8 @@ using JitEmitFn = std::string (*)(const OpDef&, std::span<const std::string> arg
 
 struct OpDef {
   OpId id = OpId::kNumOps;
-  const char* type_name = "";   ///< TensorFlow's op type, e.g. "AddV2"
-  const char* node_name = "";   ///< default node name when traced, e.g. "add"
+  const char* type_name = "";  ///< TensorFlow's op type, e.g. "AddV2"
+  const char* node_name = "";  ///< default node name when traced, e.g. "add"
   std::vector<const char*> inputs;
   std::vector<const char*> outputs;  ///< empty for ops with no outputs (Print)
   std::vector<AttrDef> attrs;
@@ -102,10 +103,9 @@ class OpDefBuilder {
     d_.outputs = std::move(v);
     return *this;
   }
-  OpDefBuilder& attr(const char* name, AttrType type, AttrValue def = {}) {
-    d_.attrs.push_back({name, type, std::move(def)});
-    return *this;
-  }
+  /// Declares an attribute; without a default it is required.
+  OpDefBuilder& attr(const char* name, AttrType type);
+  OpDefBuilder& attr(const char* name, AttrType type, AttrValue def);
   OpDefBuilder& traits(uint32_t t) {
     d_.traits |= t;
     return *this;
@@ -164,6 +164,7 @@ class InferContext {
   const std::vector<int64_t>& attr_ints(size_t i) const {
     return std::get<std::vector<int64_t>>(attrs_[i]);
   }
+  const Tensor& attr_tensor(size_t i) const { return std::get<Tensor>(attrs_[i]); }
 
   void set_output(size_t i, DType dtype, Shape shape);
   size_t num_outputs() const { return n_; }
@@ -222,6 +223,7 @@ class KernelContext {
   const std::vector<int64_t>& attr_ints(size_t i) const {
     return std::get<std::vector<int64_t>>(attrs_[i]);
   }
+  const Tensor& attr_tensor(size_t i) const { return std::get<Tensor>(attrs_[i]); }
 
   size_t num_outputs() const { return outputs_.size(); }
   const TensorSpec& output_spec(size_t i) const { return specs_[i]; }

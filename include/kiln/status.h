@@ -31,9 +31,9 @@ class Error : public std::runtime_error {
   Code code_;
 };
 
-#define KILN_DEFINE_ERROR(Name, C) \
-  class Name : public Error {      \
-   public:                         \
+#define KILN_DEFINE_ERROR(Name, C)                           \
+  class Name : public Error {                                \
+   public:                                                   \
     explicit Name(const std::string& msg) : Error(C, msg) {} \
   };
 KILN_DEFINE_ERROR(InvalidArgumentError, Code::kInvalidArgument)
@@ -65,7 +65,7 @@ std::string str_cat(const Args&... args) {
 }  // namespace kiln
 
 /// Throws InvalidArgumentError with the concatenated message when cond fails.
-#define KILN_CHECK_ARG(cond, ...) \
-  do {                            \
+#define KILN_CHECK_ARG(cond, ...)                                                  \
+  do {                                                                             \
     if (!(cond)) throw ::kiln::InvalidArgumentError(::kiln::str_cat(__VA_ARGS__)); \
   } while (0)

@@ -40,11 +40,11 @@ struct TensorImpl {
   std::atomic<int32_t> refs{1};
   DType dtype = DType::kInvalid;
   Shape shape;
-  Buffer* buffer = nullptr;   // concrete values
-  size_t offset = 0;          // byte offset into buffer
-  Symbol* symbol = nullptr;   // symbolic values (owned reference)
+  Buffer* buffer = nullptr;  // concrete values
+  size_t offset = 0;         // byte offset into buffer
+  Symbol* symbol = nullptr;  // symbolic values (owned reference)
   int32_t output_index = 0;
-  int64_t numel = -1;         // element count; -1 when the shape is not fully known
+  int64_t numel = -1;  // element count; -1 when the shape is not fully known
 
   void ref() { refs.fetch_add(1, std::memory_order_relaxed); }
   void unref() {
@@ -130,9 +130,9 @@ class Tensor {
     init_nested<T, 3>(v);
   }
   template <typename T>
-  Tensor(std::initializer_list<
-         std::initializer_list<std::initializer_list<std::initializer_list<T>>>>
-             v) {
+  Tensor(
+      std::initializer_list<std::initializer_list<std::initializer_list<std::initializer_list<T>>>>
+          v) {
     init_nested<T, 4>(v);
   }
 
@@ -234,8 +234,7 @@ class Tensor {
   template <typename T, size_t D, typename L>
   void init_nested(const L& list);
   template <typename E, size_t D, typename L>
-  static void flatten(const L& list, size_t level, std::vector<int64_t>& dims,
-                      std::vector<E>& out);
+  static void flatten(const L& list, size_t level, std::vector<int64_t>& dims, std::vector<E>& out);
 
   detail::TensorImpl* impl_ = nullptr;
 };
@@ -253,16 +252,15 @@ std::string format_tensor(const Tensor& t, const PrintOptions& opts = {});
 template <typename T>
 Tensor Tensor::from_span(std::span<const T> values, const Shape& shape) {
   Tensor t = empty(dtype_v<T>, shape);
-  KILN_CHECK_ARG(static_cast<int64_t>(values.size()) == t.num_elements(), "from_span: ",
-                 values.size(), " values for shape ", shape.debug_string());
+  KILN_CHECK_ARG(static_cast<int64_t>(values.size()) == t.num_elements(),
+                 "from_span: ", values.size(), " values for shape ", shape.debug_string());
   T* p = t.mutable_data<T>();
   for (size_t i = 0; i < values.size(); ++i) p[i] = values[i];
   return t;
 }
 
 template <typename E, size_t D, typename L>
-void Tensor::flatten(const L& list, size_t level, std::vector<int64_t>& dims,
-                     std::vector<E>& out) {
+void Tensor::flatten(const L& list, size_t level, std::vector<int64_t>& dims, std::vector<E>& out) {
   const int64_t n = static_cast<int64_t>(list.size());
   if (dims.size() <= level)
     dims.push_back(n);
@@ -299,14 +297,14 @@ T Tensor::item() const {
 
 template <typename T>
 T Tensor::at(std::initializer_list<int64_t> index) const {
-  KILN_CHECK_ARG(static_cast<int64_t>(index.size()) == rank(), "at(): index has ",
-                 index.size(), " coordinates for a tensor of rank ", rank());
+  KILN_CHECK_ARG(static_cast<int64_t>(index.size()) == rank(), "at(): index has ", index.size(),
+                 " coordinates for a tensor of rank ", rank());
   int64_t flat = 0, k = 0;
   for (int64_t i : index) {
     int64_t d = dim(k);
     if (i < 0 || i >= d)
-      throw OutOfRangeError(str_cat("at(): index ", i, " out of range [0, ", d,
-                                    ") in dimension ", k));
+      throw OutOfRangeError(
+          str_cat("at(): index ", i, " out of range [0, ", d, ") in dimension ", k));
     flat = flat * d + i;
     ++k;
   }

@@ -72,9 +72,9 @@ Buffer* Buffer::allocate(DType dtype, int64_t count) {
   int64_t nbytes64;
   if (__builtin_mul_overflow(count, static_cast<int64_t>(esize), &nbytes64) ||
       nbytes64 > max_allocation_bytes())
-    throw ResourceExhaustedError(str_cat("allocating ", count, " elements of ",
-                                         dtype_name(dtype), " exceeds the allocation cap of ",
-                                         max_allocation_bytes(), " bytes"));
+    throw ResourceExhaustedError(str_cat("allocating ", count, " elements of ", dtype_name(dtype),
+                                         " exceeds the allocation cap of ", max_allocation_bytes(),
+                                         " bytes"));
   const size_t nbytes = static_cast<size_t>(nbytes64);
   const size_t block = nbytes + kHeader;
   void* mem = nullptr;
@@ -180,9 +180,9 @@ AllocatorStats allocator_stats() {
 void allocator_trim() {
   if (LocalCache* lc = TCache::get())
     for (auto& v : lc->free) {
-    for (void* b : v) std::free(b);
-    v.clear();
-  }
+      for (void* b : v) std::free(b);
+      v.clear();
+    }
   SharedPool& pool = shared_pool();
   std::lock_guard<std::mutex> lock(pool.mu);
   for (int c = 0; c < kNumClasses; ++c) {

@@ -38,8 +38,7 @@ bool Shape::is_compatible_with(const Shape& o) const {
 }
 
 Shape Shape::most_specific_common(const Shape& o) const {
-  if (unknown_rank_ || o.unknown_rank_ || dims_.size() != o.dims_.size())
-    return unknown_rank();
+  if (unknown_rank_ || o.unknown_rank_ || dims_.size() != o.dims_.size()) return unknown_rank();
   Shape r = *this;
   for (size_t i = 0; i < dims_.size(); ++i)
     if (dims_[i] != o.dims_[i]) r.dims_[i] = kUnknownDim;
@@ -67,7 +66,9 @@ std::string Shape::debug_string() const {
   return s + "]";
 }
 
-std::ostream& operator<<(std::ostream& os, const Shape& s) { return os << s.debug_string(); }
+std::ostream& operator<<(std::ostream& os, const Shape& s) {
+  return os << s.debug_string();
+}
 
 SmallVec<int64_t, 6> contiguous_strides(const Shape& s) {
   SmallVec<int64_t, 6> st(static_cast<size_t>(s.rank()));

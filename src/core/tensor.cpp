@@ -1,11 +1,11 @@
 #include "kiln/tensor.h"
 
-#include "tls.h"
-
 #include <cmath>
 #include <limits>
 #include <mutex>
 #include <vector>
+
+#include "tls.h"
 
 namespace kiln {
 namespace detail {
@@ -124,12 +124,11 @@ T checked_convert(const Scalar& s, DType dt) {
     } else {
       double r = std::nearbyint(s.f);
       if (r != s.f || !std::isfinite(s.f))
-        throw InvalidArgumentError(str_cat("cannot convert ", s.f, " to ", dtype_name(dt),
-                                           " without losing information"));
+        throw InvalidArgumentError(
+            str_cat("cannot convert ", s.f, " to ", dtype_name(dt), " without losing information"));
       if (r < static_cast<double>(std::numeric_limits<T>::lowest()) ||
           r > static_cast<double>(std::numeric_limits<T>::max()))
-        throw InvalidArgumentError(
-            str_cat("value ", s.f, " is out of range for ", dtype_name(dt)));
+        throw InvalidArgumentError(str_cat("value ", s.f, " is out of range for ", dtype_name(dt)));
       return static_cast<T>(r);
     }
   }
@@ -139,7 +138,8 @@ T checked_convert(const Scalar& s, DType dt) {
     return s.i != 0;
   } else if constexpr (std::is_integral_v<T>) {
     if (s.i < static_cast<int64_t>(std::numeric_limits<T>::lowest()) ||
-        (s.i > 0 && static_cast<uint64_t>(s.i) > static_cast<uint64_t>(std::numeric_limits<T>::max())))
+        (s.i > 0 &&
+         static_cast<uint64_t>(s.i) > static_cast<uint64_t>(std::numeric_limits<T>::max())))
       throw InvalidArgumentError(str_cat("value ", s.i, " is out of range for ", dtype_name(dt)));
     return static_cast<T>(s.i);
   } else {
@@ -171,12 +171,11 @@ void Tensor::check_access(DType want) const {
   if (!impl_) throw FailedPreconditionError("access to an undefined (null) tensor");
   if (impl_->symbol)
     throw FailedPreconditionError(
-        str_cat("tensor ", impl_->symbol->tensor_name(impl_->output_index),
-                " is symbolic (", impl_->symbol->describe(),
-                "): its value exists only when the function runs"));
+        str_cat("tensor ", impl_->symbol->tensor_name(impl_->output_index), " is symbolic (",
+                impl_->symbol->describe(), "): its value exists only when the function runs"));
   if (want != DType::kInvalid && want != impl_->dtype)
-    throw InvalidArgumentError(str_cat("tensor has dtype ", dtype_name(impl_->dtype),
-                                       ", accessed as ", dtype_name(want)));
+    throw InvalidArgumentError(
+        str_cat("tensor has dtype ", dtype_name(impl_->dtype), ", accessed as ", dtype_name(want)));
 }
 
 const void* Tensor::raw_data() const {

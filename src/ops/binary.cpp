@@ -1,52 +1,112 @@
 // Binary elementwise ops: definitions, inference, front functions.
 #include "kiln/ops/binary.h"
 
+#include "elementwise_infer.h"
 #include "families.h"
 #include "front_util.h"
 #include "kiln/context.h"
+#include "kiln/ops/select_cast.h"
 
 namespace kiln {
 namespace {
 
-enum class Allowed { kNumeric, kNumericOrString, kAll };
-
-// Same dtype for both inputs, broadcast shapes, output dtype = input dtype.
-template <Allowed A>
-void infer_arith(InferContext& c) {
+// Same dtype for both inputs (in `Allowed`), broadcast shapes; the output
+// has the input dtype, or bool for comparisons.
+template <DTypeSet Allowed, bool kBoolOut>
+void infer_binary(InferContext& c) {
   c.expect_same_dtype(0, 1);
-  const DType dt = c.dtype(0);
-  const bool ok = A == Allowed::kAll                 ? dt != DType::kResource
-                  : A == Allowed::kNumericOrString ? (is_numeric(dt) || dt == DType::kString)
-                                                   : is_numeric(dt);
-  if (!ok) c.fail("unsupported dtype ", dtype_name(dt));
-  c.set_output(0, dt, broadcast_shapes(c.shape(0), c.shape(1), c.op().type_name));
+  expect_dtype_in(c, 0, Allowed);
+  c.set_output(0, kBoolOut ? DType::kBool : c.dtype(0),
+               broadcast_shapes(c.shape(0), c.shape(1), c.op().type_name));
 }
 
 }  // namespace
 
 void define_binary_ops(OpTableBuilder& t) {
-  t.def(OpId::Add)
-      .inputs({"x", "y"})
-      .outputs({"z"})
-      .traits(kElementwise | kCommutative)
-      .infer(infer_arith<Allowed::kNumericOrString>);
-  t.def(OpId::Sub).inputs({"x", "y"}).outputs({"z"}).traits(kElementwise).infer(
-      infer_arith<Allowed::kNumeric>);
-  t.def(OpId::Mul)
-      .inputs({"x", "y"})
-      .outputs({"z"})
-      .traits(kElementwise | kCommutative)
-      .infer(infer_arith<Allowed::kNumeric>);
+  auto def = [&](OpId id, InferFn infer, uint32_t traits = 0) {
+    t.def(id).inputs({"x", "y"}).outputs({"z"}).traits(kElementwise | traits).infer(infer);
+  };
+  constexpr uint32_t kComm = kCommutative;
+  constexpr uint32_t kNoGrad = kNoGradient;
+  def(OpId::Add, infer_binary<kRealSet | kStringSet, false>, kComm);
+  def(OpId::Sub, infer_binary<kRealSet, false>);
+  def(OpId::Mul, infer_binary<kRealSet, false>, kComm);
+  // Div on integers truncates toward zero (C semantics) and rejects zero
+  // divisors; the divide() front function casts integers to float first.
+  def(OpId::Div, infer_binary<kRealSet, false>);
+  def(OpId::FloorDiv, infer_binary<kRealSet, false>, kNoGrad);
+  def(OpId::FloorMod, infer_binary<kRealSet, false>);
+  def(OpId::Pow, infer_binary<kRealSet, false>);
+  def(OpId::Maximum, infer_binary<kRealSet, false>, kComm);
+  def(OpId::Minimum, infer_binary<kRealSet, false>, kComm);
+  def(OpId::SquaredDifference, infer_binary<kRealSet, false>, kComm);
+  def(OpId::Equal, infer_binary<kAllValueSet, true>, kComm | kNoGrad);
+  def(OpId::NotEqual, infer_binary<kAllValueSet, true>, kComm | kNoGrad);
+  def(OpId::Less, infer_binary<kRealSet, true>, kNoGrad);
+  def(OpId::LessEqual, infer_binary<kRealSet, true>, kNoGrad);
+  def(OpId::Greater, infer_binary<kRealSet, true>, kNoGrad);
+  def(OpId::GreaterEqual, infer_binary<kRealSet, true>, kNoGrad);
+  def(OpId::LogicalAnd, infer_binary<kBoolSet, false>, kComm | kNoGrad);
+  def(OpId::LogicalOr, infer_binary<kBoolSet, false>, kComm | kNoGrad);
+  def(OpId::LogicalXor, infer_binary<kBoolSet, false>, kComm | kNoGrad);
+  def(OpId::BitwiseAnd, infer_binary<kIntSet, false>, kComm | kNoGrad);
+  def(OpId::BitwiseOr, infer_binary<kIntSet, false>, kComm | kNoGrad);
+  def(OpId::BitwiseXor, infer_binary<kIntSet, false>, kComm | kNoGrad);
+  def(OpId::LeftShift, infer_binary<kIntSet, false>, kNoGrad);
+  def(OpId::RightShift, infer_binary<kIntSet, false>, kNoGrad);
 }
 
-Tensor add(const Tensor& a, const Tensor& b) { return call_op1(OpId::Add, {a, b}); }
-Tensor add(const Tensor& a, Scalar b) { return add(a, scalar_like(b, a)); }
-Tensor add(Scalar a, const Tensor& b) { return add(scalar_like(a, b), b); }
-Tensor subtract(const Tensor& a, const Tensor& b) { return call_op1(OpId::Sub, {a, b}); }
-Tensor subtract(const Tensor& a, Scalar b) { return subtract(a, scalar_like(b, a)); }
-Tensor subtract(Scalar a, const Tensor& b) { return subtract(scalar_like(a, b), b); }
-Tensor multiply(const Tensor& a, const Tensor& b) { return call_op1(OpId::Mul, {a, b}); }
-Tensor multiply(const Tensor& a, Scalar b) { return multiply(a, scalar_like(b, a)); }
-Tensor multiply(Scalar a, const Tensor& b) { return multiply(scalar_like(a, b), b); }
+#define KILN_BINARY_IMPL(name, id)                \
+  Tensor name(const Tensor& a, const Tensor& b) { \
+    return call_op1(OpId::id, {a, b});            \
+  }                                               \
+  Tensor name(const Tensor& a, Scalar b) {        \
+    return name(a, scalar_like(b, a));            \
+  }                                               \
+  Tensor name(Scalar a, const Tensor& b) {        \
+    return name(scalar_like(a, b), b);            \
+  }
+
+KILN_BINARY_IMPL(add, Add)
+KILN_BINARY_IMPL(subtract, Sub)
+KILN_BINARY_IMPL(multiply, Mul)
+KILN_BINARY_IMPL(floordiv, FloorDiv)
+KILN_BINARY_IMPL(floormod, FloorMod)
+KILN_BINARY_IMPL(pow, Pow)
+KILN_BINARY_IMPL(maximum, Maximum)
+KILN_BINARY_IMPL(minimum, Minimum)
+KILN_BINARY_IMPL(squared_difference, SquaredDifference)
+KILN_BINARY_IMPL(equal, Equal)
+KILN_BINARY_IMPL(not_equal, NotEqual)
+KILN_BINARY_IMPL(less, Less)
+KILN_BINARY_IMPL(less_equal, LessEqual)
+KILN_BINARY_IMPL(greater, Greater)
+KILN_BINARY_IMPL(greater_equal, GreaterEqual)
+KILN_BINARY_IMPL(logical_and, LogicalAnd)
+KILN_BINARY_IMPL(logical_or, LogicalOr)
+KILN_BINARY_IMPL(logical_xor, LogicalXor)
+KILN_BINARY_IMPL(bitwise_and, BitwiseAnd)
+KILN_BINARY_IMPL(bitwise_or, BitwiseOr)
+KILN_BINARY_IMPL(bitwise_xor, BitwiseXor)
+KILN_BINARY_IMPL(left_shift, LeftShift)
+KILN_BINARY_IMPL(right_shift, RightShift)
+#undef KILN_BINARY_IMPL
+
+// TensorFlow's truediv: integers become floats first (8-bit -> float32,
+// 32/64-bit -> float64). Mismatched dtypes are left for RealDiv to report.
+Tensor divide(const Tensor& a, const Tensor& b) {
+  if (a.defined() && b.defined() && a.dtype() == b.dtype() && is_integer(a.dtype())) {
+    const DType to = (a.dtype() == DType::kInt8 || a.dtype() == DType::kUInt8) ? DType::kFloat32
+                                                                               : DType::kFloat64;
+    return call_op1(OpId::Div, {cast(a, to), cast(b, to)});
+  }
+  return call_op1(OpId::Div, {a, b});
+}
+Tensor divide(const Tensor& a, Scalar b) {
+  return divide(a, scalar_like(b, a));
+}
+Tensor divide(Scalar a, const Tensor& b) {
+  return divide(scalar_like(a, b), b);
+}
 
 }  // namespace kiln

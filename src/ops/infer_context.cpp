@@ -44,15 +44,13 @@ std::string InferContext::input_name(size_t i) const {
 
 void InferContext::expect_dtype(size_t i, DType want) const {
   if (dtype(i) != want)
-    fail("expected ", input_name(i), " to be ", dtype_name(want), ", got ",
-         dtype_name(dtype(i)));
+    fail("expected ", input_name(i), " to be ", dtype_name(want), ", got ", dtype_name(dtype(i)));
 }
 
 void InferContext::expect_same_dtype(size_t i, size_t j) const {
   if (dtype(i) != dtype(j))
-    fail("dtype mismatch: ", input_name(i), " is ", dtype_name(dtype(i)), " but ",
-         input_name(j), " is ", dtype_name(dtype(j)),
-         " (kiln does not promote dtypes implicitly; use cast)");
+    fail("dtype mismatch: ", input_name(i), " is ", dtype_name(dtype(i)), " but ", input_name(j),
+         " is ", dtype_name(dtype(j)), " (kiln does not promote dtypes implicitly; use cast)");
 }
 
 Tensor& KernelContext::allocate_output(size_t i, int reuse_input) {
@@ -70,6 +68,8 @@ Tensor& KernelContext::allocate_output(size_t i, int reuse_input) {
   return outputs_[i];
 }
 
-void KernelContext::set_output(size_t i, Tensor t) { outputs_[i] = std::move(t); }
+void KernelContext::set_output(size_t i, Tensor t) {
+  outputs_[i] = std::move(t);
+}
 
 }  // namespace kiln

@@ -1,5 +1,113 @@
+// Linear algebra and NN ops: matmul, bias_add, softmax (definitions,
+// inference, front functions). Convolutions and pooling are in conv.cpp.
+#include "kiln/ops/nn.h"
+
 #include "families.h"
+#include "kiln/context.h"
 
 namespace kiln {
-void define_nn_ops(OpTableBuilder&) {}
+void define_conv_ops(OpTableBuilder& t);  // conv.cpp
+
+namespace {
+
+void expect_numeric_not_bool(InferContext& c, size_t i) {
+  if (!is_numeric(c.dtype(i)))
+    c.fail(c.input_name(i),
+           " must have a numeric dtype (int8, uint8, int32, int64, float32, float64), got ",
+           dtype_name(c.dtype(i)));
+}
+
+// BatchMatMulV2. Attrs: adj_x, adj_y.
+void infer_matmul(InferContext& c) {
+  c.expect_same_dtype(0, 1);
+  expect_numeric_not_bool(c, 0);
+  const Shape& a = c.shape(0);
+  const Shape& b = c.shape(1);
+  const bool ta = c.attr_bool(0), tb = c.attr_bool(1);
+  for (size_t i = 0; i < 2; ++i)
+    if (c.shape(i).rank_known() && c.shape(i).rank() < 2)
+      c.fail(c.input_name(i), " must have rank >= 2, got shape ", c.shape(i).debug_string());
+  if (!a.rank_known() || !b.rank_known()) {
+    c.set_output(0, c.dtype(0), Shape::unknown_rank());
+    return;
+  }
+  const int64_t ra = a.rank(), rb = b.rank();
+  const int64_t m = ta ? a.dim(ra - 1) : a.dim(ra - 2);
+  const int64_t ka = ta ? a.dim(ra - 2) : a.dim(ra - 1);
+  const int64_t kb = tb ? b.dim(rb - 1) : b.dim(rb - 2);
+  const int64_t n = tb ? b.dim(rb - 2) : b.dim(rb - 1);
+  if (ka >= 0 && kb >= 0 && ka != kb)
+    c.fail("inner dimensions do not match: x shape ", a.debug_string(),
+           " (transpose_a=", ta ? "true" : "false", ") has ", ka, " columns but y shape ",
+           b.debug_string(), " (transpose_b=", tb ? "true" : "false", ") has ", kb, " rows");
+  Shape ba(std::span<const int64_t>(a.dims().data(), static_cast<size_t>(ra - 2)));
+  Shape bb(std::span<const int64_t>(b.dims().data(), static_cast<size_t>(rb - 2)));
+  Shape out;
+  try {
+    out = broadcast_shapes(ba, bb, c.op().type_name);
+  } catch (const InvalidArgumentError&) {
+    c.fail("batch dimensions of x shape ", a.debug_string(), " and y shape ", b.debug_string(),
+           " are not broadcastable");
+  }
+  out.push_back(m);
+  out.push_back(n);
+  c.set_output(0, c.dtype(0), std::move(out));
+}
+
+void infer_bias_add(InferContext& c) {
+  c.expect_same_dtype(0, 1);
+  expect_numeric_not_bool(c, 0);
+  const Shape& v = c.shape(0);
+  const Shape& b = c.shape(1);
+  if (v.rank_known() && v.rank() < 2)
+    c.fail("value must have rank >= 2, got shape ", v.debug_string());
+  if (b.rank_known() && b.rank() != 1) c.fail("bias must be 1-D, got shape ", b.debug_string());
+  if (v.rank_known() && b.rank_known()) {
+    const int64_t last = v.dim(v.rank() - 1), nb = b.dim(0);
+    if (last >= 0 && nb >= 0 && last != nb)
+      c.fail("bias length ", nb, " must match the last dimension of value ", last, " (value shape ",
+             v.debug_string(), ", bias shape ", b.debug_string(), ")");
+  }
+  Shape out = v;
+  if (v.rank_known() && b.rank_known() && out.dim(out.rank() - 1) < 0)
+    out.set_dim(out.rank() - 1, b.dim(0));
+  c.set_output(0, c.dtype(0), std::move(out));
+}
+
+void infer_softmax(InferContext& c) {
+  if (!is_floating(c.dtype(0)))
+    c.fail("logits must be float32 or float64, got ", dtype_name(c.dtype(0)));
+  if (c.shape(0).rank_known() && c.shape(0).rank() < 1)
+    c.fail("logits must have rank >= 1, got a scalar");
+  c.set_output(0, c.dtype(0), c.shape(0));
+}
+
+}  // namespace
+
+void define_nn_ops(OpTableBuilder& t) {
+  t.def(OpId::MatMul)
+      .inputs({"x", "y"})
+      .outputs({"output"})
+      .attr("adj_x", AttrType::kBool, false)
+      .attr("adj_y", AttrType::kBool, false)
+      .infer(infer_matmul);
+  t.def(OpId::BiasAdd).inputs({"value", "bias"}).outputs({"output"}).infer(infer_bias_add);
+  t.def(OpId::Softmax).inputs({"logits"}).outputs({"softmax"}).infer(infer_softmax);
+  t.def(OpId::LogSoftmax).inputs({"logits"}).outputs({"logsoftmax"}).infer(infer_softmax);
+  define_conv_ops(t);
+}
+
+Tensor matmul(const Tensor& a, const Tensor& b, bool transpose_a, bool transpose_b) {
+  return call_op1(OpId::MatMul, {a, b}, {transpose_a, transpose_b});
+}
+Tensor bias_add(const Tensor& value, const Tensor& bias) {
+  return call_op1(OpId::BiasAdd, {value, bias});
+}
+Tensor softmax(const Tensor& logits) {
+  return call_op1(OpId::Softmax, {logits});
+}
+Tensor log_softmax(const Tensor& logits) {
+  return call_op1(OpId::LogSoftmax, {logits});
+}
+
 }  // namespace kiln

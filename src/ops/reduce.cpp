@@ -1,5 +1,173 @@
+// Reductions, arg-max/min and cumsum: definitions, inference, front functions.
+#include "kiln/ops/reduce.h"
+
+#include <algorithm>
+#include <limits>
+
 #include "families.h"
+#include "kiln/context.h"
 
 namespace kiln {
-void define_reduce_ops(OpTableBuilder&) {}
+namespace {
+
+std::string ints_string(const std::vector<int64_t>& v) {
+  std::string s = "[";
+  for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
+  return s + "]";
+}
+
+void expect_numeric(InferContext& c, size_t i) {
+  if (!is_numeric(c.dtype(i)))
+    c.fail(c.input_name(i),
+           " must have a numeric dtype (int8, uint8, int32, int64, float32, float64), got ",
+           dtype_name(c.dtype(i)));
+}
+
+// Attrs: axis (list; empty = all), keepdims.
+template <bool kBoolOnly>
+void infer_reduce(InferContext& c) {
+  if constexpr (kBoolOnly)
+    c.expect_dtype(0, DType::kBool);
+  else
+    expect_numeric(c, 0);
+  const std::vector<int64_t>& axes = c.attr_ints(0);
+  const bool keepdims = c.attr_bool(1);
+  const Shape& in = c.shape(0);
+  if (!in.rank_known()) {
+    for (size_t i = 0; i < axes.size(); ++i)
+      for (size_t j = 0; j < i; ++j)
+        if (axes[i] == axes[j])
+          c.fail("axis contains duplicate dimension ", axes[i], " (axis ", ints_string(axes), ")");
+    c.set_output(0, c.dtype(0), Shape::unknown_rank());
+    return;
+  }
+  const int64_t rank = in.rank();
+  std::vector<bool> reduced(static_cast<size_t>(rank), axes.empty());
+  for (int64_t a : axes) {
+    const int64_t n = normalize_axis(a, rank, c.op().type_name, "axis");
+    if (reduced[static_cast<size_t>(n)])
+      c.fail("axis contains duplicate dimension ", n, " (axis ", ints_string(axes),
+             " for input of rank ", rank, ")");
+    reduced[static_cast<size_t>(n)] = true;
+  }
+  Shape out;
+  for (int64_t d = 0; d < rank; ++d) {
+    if (!reduced[static_cast<size_t>(d)])
+      out.push_back(in.dim(d));
+    else if (keepdims)
+      out.push_back(1);
+  }
+  c.set_output(0, c.dtype(0), std::move(out));
+}
+
+// Attrs: axis, output_type.
+void infer_arg(InferContext& c) {
+  if (!is_numeric(c.dtype(0)) && c.dtype(0) != DType::kBool)
+    c.fail("input must have a numeric or bool dtype, got ", dtype_name(c.dtype(0)));
+  const DType ot = c.attr_dtype(1);
+  if (ot != DType::kInt32 && ot != DType::kInt64)
+    c.fail("output_type must be int32 or int64, got ", dtype_name(ot));
+  const Shape& in = c.shape(0);
+  if (!in.rank_known()) {
+    c.set_output(0, ot, Shape::unknown_rank());
+    return;
+  }
+  if (in.rank() == 0) c.fail("input must have rank >= 1, got a scalar");
+  const int64_t axis = normalize_axis(c.attr_int(0), in.rank(), c.op().type_name, "axis");
+  const int64_t n = in.dim(axis);
+  if (n == 0)
+    c.fail("reduction axis ", axis, " is empty in shape ", in.debug_string(),
+           " (argmax/argmin need at least one element)");
+  if (ot == DType::kInt32 && n > std::numeric_limits<int32_t>::max())
+    c.fail("axis ", axis, " has ", n, " elements, too many for output_type int32");
+  Shape out = in;
+  out.erase(axis);
+  c.set_output(0, ot, std::move(out));
+}
+
+// Attrs: axis, exclusive, reverse.
+void infer_cumsum(InferContext& c) {
+  expect_numeric(c, 0);
+  const Shape& in = c.shape(0);
+  if (in.rank_known()) {
+    if (in.rank() == 0) c.fail("x must have rank >= 1, got a scalar");
+    normalize_axis(c.attr_int(0), in.rank(), c.op().type_name, "axis");
+  }
+  c.set_output(0, c.dtype(0), in);
+}
+
+void def_reduce(OpTableBuilder& t, OpId id, InferFn f, uint32_t traits = 0) {
+  t.def(id)
+      .inputs({"input"})
+      .outputs({"output"})
+      .attr("axis", AttrType::kInts, std::vector<int64_t>{})
+      .attr("keepdims", AttrType::kBool, false)
+      .traits(traits)
+      .infer(f);
+}
+
+Tensor reduce(OpId id, const Tensor& t, const std::vector<int64_t>& axes, bool keepdims) {
+  return call_op1(id, {t}, {axes, keepdims});
+}
+
+}  // namespace
+
+void define_reduce_ops(OpTableBuilder& t) {
+  def_reduce(t, OpId::ReduceSum, infer_reduce<false>);
+  def_reduce(t, OpId::ReduceMean, infer_reduce<false>);
+  def_reduce(t, OpId::ReduceMax, infer_reduce<false>);
+  def_reduce(t, OpId::ReduceMin, infer_reduce<false>);
+  def_reduce(t, OpId::ReduceProd, infer_reduce<false>);
+  def_reduce(t, OpId::ReduceAny, infer_reduce<true>, kNoGradient);
+  def_reduce(t, OpId::ReduceAll, infer_reduce<true>, kNoGradient);
+  for (OpId id : {OpId::ArgMax, OpId::ArgMin})
+    t.def(id)
+        .inputs({"input"})
+        .outputs({"output"})
+        .attr("axis", AttrType::kInt, int64_t{0})
+        .attr("output_type", AttrType::kDType, DType::kInt64)
+        .traits(kNoGradient)
+        .infer(infer_arg);
+  t.def(OpId::Cumsum)
+      .inputs({"x"})
+      .outputs({"out"})
+      .attr("axis", AttrType::kInt, int64_t{0})
+      .attr("exclusive", AttrType::kBool, false)
+      .attr("reverse", AttrType::kBool, false)
+      .infer(infer_cumsum);
+}
+
+Tensor reduce_sum(const Tensor& t, const std::vector<int64_t>& axes, bool keepdims) {
+  return reduce(OpId::ReduceSum, t, axes, keepdims);
+}
+Tensor reduce_mean(const Tensor& t, const std::vector<int64_t>& axes, bool keepdims) {
+  return reduce(OpId::ReduceMean, t, axes, keepdims);
+}
+Tensor reduce_max(const Tensor& t, const std::vector<int64_t>& axes, bool keepdims) {
+  return reduce(OpId::ReduceMax, t, axes, keepdims);
+}
+Tensor reduce_min(const Tensor& t, const std::vector<int64_t>& axes, bool keepdims) {
+  return reduce(OpId::ReduceMin, t, axes, keepdims);
+}
+Tensor reduce_prod(const Tensor& t, const std::vector<int64_t>& axes, bool keepdims) {
+  return reduce(OpId::ReduceProd, t, axes, keepdims);
+}
+Tensor reduce_any(const Tensor& t, const std::vector<int64_t>& axes, bool keepdims) {
+  return reduce(OpId::ReduceAny, t, axes, keepdims);
+}
+Tensor reduce_all(const Tensor& t, const std::vector<int64_t>& axes, bool keepdims) {
+  return reduce(OpId::ReduceAll, t, axes, keepdims);
+}
+
+Tensor argmax(const Tensor& t, int64_t axis, DType output_type) {
+  return call_op1(OpId::ArgMax, {t}, {axis, output_type});
+}
+Tensor argmin(const Tensor& t, int64_t axis, DType output_type) {
+  return call_op1(OpId::ArgMin, {t}, {axis, output_type});
+}
+
+Tensor cumsum(const Tensor& t, int64_t axis, bool exclusive, bool reverse) {
+  return call_op1(OpId::Cumsum, {t}, {axis, exclusive, reverse});
+}
+
 }  // namespace kiln

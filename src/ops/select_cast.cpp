@@ -1,5 +1,109 @@
+// Select (where), Cast and ClipByValue: definitions, inference, front functions.
+#include "kiln/ops/select_cast.h"
+
+#include "elementwise_infer.h"
 #include "families.h"
+#include "front_util.h"
+#include "kiln/context.h"
 
 namespace kiln {
-void define_select_cast_ops(OpTableBuilder&) {}
+namespace {
+
+void infer_select(InferContext& c) {
+  c.expect_dtype(0, DType::kBool);
+  c.expect_same_dtype(1, 2);
+  expect_dtype_in(c, 1, kAllValueSet);
+  const char* op = c.op().type_name;
+  c.set_output(0, c.dtype(1),
+               broadcast_shapes(broadcast_shapes(c.shape(0), c.shape(1), op), c.shape(2), op));
+}
+
+void infer_cast(InferContext& c) {
+  const DType from = c.dtype(0);
+  const DType to = c.attr_dtype(0);
+  if (!in_set(to, kAllValueSet))
+    c.fail("DstT must be one of ", dtype_set_names(kAllValueSet), ", got ", dtype_name(to));
+  expect_dtype_in(c, 0, kAllValueSet);
+  if ((from == DType::kString) != (to == DType::kString))
+    throw UnimplementedError(str_cat(c.op().type_name, ": cast from ", dtype_name(from), " to ",
+                                     dtype_name(to), " is not supported"));
+  c.set_output(0, to, c.shape(0));
+}
+
+// `bound` must broadcast to t's shape without changing it (unknown dims and
+// ranks are accepted).
+void check_broadcasts_to(const InferContext& c, size_t i, const Shape& t) {
+  const Shape& s = c.shape(i);
+  if (!s.rank_known() || !t.rank_known()) return;
+  bool ok = s.rank() <= t.rank();
+  for (int64_t d = 0; ok && d < s.rank(); ++d) {
+    const int64_t sd = s.dim(d), td = t.dim(d + t.rank() - s.rank());
+    ok = sd == 1 || sd < 0 || td < 0 || sd == td;
+  }
+  if (!ok)
+    c.fail(c.input_name(i), " of shape ", s.debug_string(), " does not broadcast to t's shape ",
+           t.debug_string());
+}
+
+void infer_clip(InferContext& c) {
+  c.expect_same_dtype(0, 1);
+  c.expect_same_dtype(0, 2);
+  expect_dtype_in(c, 0, kRealSet);
+  const Shape& t = c.shape(0);
+  check_broadcasts_to(c, 1, t);
+  check_broadcasts_to(c, 2, t);
+  // Refine unknown dims of t from the bounds' known non-1 dims.
+  const char* op = c.op().type_name;
+  Shape full = broadcast_shapes(broadcast_shapes(t, c.shape(1), op), c.shape(2), op);
+  Shape out = t;
+  if (t.rank_known() && full.rank_known() && full.rank() == t.rank())
+    for (int64_t d = 0; d < t.rank(); ++d)
+      if (t.dim(d) < 0 && full.dim(d) > 1) out.set_dim(d, full.dim(d));
+  c.set_output(0, c.dtype(0), out);
+}
+
+}  // namespace
+
+void define_select_cast_ops(OpTableBuilder& t) {
+  t.def(OpId::Select)
+      .inputs({"condition", "x", "y"})
+      .outputs({"output"})
+      .traits(kElementwise)
+      .infer(infer_select);
+  t.def(OpId::Cast)
+      .inputs({"x"})
+      .outputs({"y"})
+      .attr("DstT", AttrType::kDType)  // required
+      .traits(kElementwise)
+      .infer(infer_cast);
+  t.def(OpId::ClipByValue)
+      .inputs({"t", "clip_value_min", "clip_value_max"})
+      .outputs({"output"})
+      .traits(kElementwise)
+      .infer(infer_clip);
+}
+
+Tensor where(const Tensor& condition, const Tensor& x, const Tensor& y) {
+  return call_op1(OpId::Select, {condition, x, y});
+}
+Tensor where(const Tensor& condition, const Tensor& x, Scalar y) {
+  return where(condition, x, scalar_like(y, x));
+}
+Tensor where(const Tensor& condition, Scalar x, const Tensor& y) {
+  return where(condition, scalar_like(x, y), y);
+}
+
+Tensor cast(const Tensor& x, DType dtype) {
+  // As tf.cast: no op at all when the dtype already matches.
+  if (x.defined() && x.dtype() == dtype) return x;
+  return call_op1(OpId::Cast, {x}, {dtype});
+}
+
+Tensor clip_by_value(const Tensor& t, const Tensor& clip_value_min, const Tensor& clip_value_max) {
+  return call_op1(OpId::ClipByValue, {t, clip_value_min, clip_value_max});
+}
+Tensor clip_by_value(const Tensor& t, Scalar clip_value_min, Scalar clip_value_max) {
+  return clip_by_value(t, scalar_like(clip_value_min, t), scalar_like(clip_value_max, t));
+}
+
 }  // namespace kiln

@@ -46,14 +46,28 @@ const std::vector<OpDef>& table() {
 
 }  // namespace
 
-const OpDef& op_def(OpId id) { return table()[static_cast<size_t>(id)]; }
+const OpDef& op_def(OpId id) {
+  return table()[static_cast<size_t>(id)];
+}
 
-std::span<const OpDef> op_table() { return table(); }
+std::span<const OpDef> op_table() {
+  return table();
+}
 
 const OpDef* find_op(std::string_view type_name) {
   for (const OpDef& d : table())
     if (type_name == d.type_name) return &d;
   return nullptr;
+}
+
+// Out of line: inlined, GCC 12 warns falsely about std::variant storage.
+OpDefBuilder& OpDefBuilder::attr(const char* name, AttrType type) {
+  d_.attrs.push_back({name, type, AttrValue()});
+  return *this;
+}
+OpDefBuilder& OpDefBuilder::attr(const char* name, AttrType type, AttrValue def) {
+  d_.attrs.push_back({name, type, std::move(def)});
+  return *this;
 }
 
 int OpDef::attr_index(std::string_view name) const {
@@ -71,6 +85,7 @@ bool attr_matches(AttrType t, const AttrValue& v) {
     case AttrType::kDType: return std::holds_alternative<DType>(v);
     case AttrType::kString: return std::holds_alternative<std::string>(v);
     case AttrType::kInts: return std::holds_alternative<std::vector<int64_t>>(v);
+    case AttrType::kTensor: return std::holds_alternative<Tensor>(v);
   }
   return false;
 }
@@ -82,6 +97,7 @@ const char* attr_type_name(AttrType t) {
     case AttrType::kDType: return "dtype";
     case AttrType::kString: return "string";
     case AttrType::kInts: return "list(int)";
+    case AttrType::kTensor: return "tensor";
   }
   return "?";
 }
@@ -89,8 +105,8 @@ const char* attr_type_name(AttrType t) {
 
 void complete_attrs(const OpDef& op, Attrs& attrs) {
   if (attrs.size() > op.attrs.size())
-    throw InvalidArgumentError(str_cat(op.type_name, ": ", attrs.size(),
-                                       " attributes given, op has ", op.attrs.size()));
+    throw InvalidArgumentError(
+        str_cat(op.type_name, ": ", attrs.size(), " attributes given, op has ", op.attrs.size()));
   for (size_t i = 0; i < op.attrs.size(); ++i) {
     const AttrDef& def = op.attrs[i];
     if (i >= attrs.size()) attrs.push_back(def.default_value);

@@ -1,5 +1,127 @@
+// Unary elementwise ops: definitions, inference, front functions.
+#include "kiln/ops/unary.h"
+
+#include "elementwise_infer.h"
 #include "families.h"
+#include "kiln/context.h"
 
 namespace kiln {
-void define_unary_ops(OpTableBuilder&) {}
+namespace {
+
+// Output has the input's dtype and shape.
+template <DTypeSet Allowed>
+void infer_same(InferContext& c) {
+  expect_dtype_in(c, 0, Allowed);
+  c.set_output(0, c.dtype(0), c.shape(0));
+}
+
+// Predicates: bool output of the input's shape.
+template <DTypeSet Allowed>
+void infer_predicate(InferContext& c) {
+  expect_dtype_in(c, 0, Allowed);
+  c.set_output(0, DType::kBool, c.shape(0));
+}
+
+}  // namespace
+
+void define_unary_ops(OpTableBuilder& t) {
+  auto def = [&](OpId id, InferFn infer, uint32_t traits = 0) {
+    t.def(id).inputs({"x"}).outputs({"y"}).traits(kElementwise | traits).infer(infer);
+  };
+  // Dtypes follow TensorFlow's kernels: sign-changing ops on signed types,
+  // transcendental ops on floats only.
+  def(OpId::Neg, infer_same<kSignedRealSet>);
+  def(OpId::Abs, infer_same<kSignedRealSet>);
+  def(OpId::Sign, infer_same<kSignedRealSet>);
+  def(OpId::Square, infer_same<kRealSet>);
+  def(OpId::Sqrt, infer_same<kFloatSet>);
+  def(OpId::Rsqrt, infer_same<kFloatSet>);
+  def(OpId::Exp, infer_same<kFloatSet>);
+  def(OpId::Log, infer_same<kFloatSet>);
+  def(OpId::Log1p, infer_same<kFloatSet>);
+  def(OpId::Tanh, infer_same<kFloatSet>);
+  def(OpId::Sigmoid, infer_same<kFloatSet>);
+  def(OpId::Relu, infer_same<kRealSet>);
+  def(OpId::Sin, infer_same<kFloatSet>);
+  def(OpId::Cos, infer_same<kFloatSet>);
+  def(OpId::Floor, infer_same<kFloatSet>, kNoGradient);
+  def(OpId::Ceil, infer_same<kFloatSet>, kNoGradient);
+  def(OpId::Round, infer_same<kSignedRealSet>, kNoGradient);
+  def(OpId::LogicalNot, infer_same<kBoolSet>, kNoGradient);
+  def(OpId::Invert, infer_same<kIntSet>, kNoGradient);
+  def(OpId::IsNan, infer_predicate<kFloatSet>, kNoGradient);
+  def(OpId::IsFinite, infer_predicate<kFloatSet>, kNoGradient);
+}
+
+Tensor negative(const Tensor& x) {
+  return call_op1(OpId::Neg, {x});
+}
+Tensor abs(const Tensor& x) {
+  return call_op1(OpId::Abs, {x});
+}
+Tensor sign(const Tensor& x) {
+  return call_op1(OpId::Sign, {x});
+}
+Tensor square(const Tensor& x) {
+  return call_op1(OpId::Square, {x});
+}
+Tensor sqrt(const Tensor& x) {
+  return call_op1(OpId::Sqrt, {x});
+}
+Tensor rsqrt(const Tensor& x) {
+  return call_op1(OpId::Rsqrt, {x});
+}
+Tensor exp(const Tensor& x) {
+  return call_op1(OpId::Exp, {x});
+}
+Tensor log(const Tensor& x) {
+  return call_op1(OpId::Log, {x});
+}
+Tensor log1p(const Tensor& x) {
+  return call_op1(OpId::Log1p, {x});
+}
+Tensor tanh(const Tensor& x) {
+  return call_op1(OpId::Tanh, {x});
+}
+Tensor sigmoid(const Tensor& x) {
+  return call_op1(OpId::Sigmoid, {x});
+}
+Tensor relu(const Tensor& x) {
+  return call_op1(OpId::Relu, {x});
+}
+Tensor sin(const Tensor& x) {
+  return call_op1(OpId::Sin, {x});
+}
+Tensor cos(const Tensor& x) {
+  return call_op1(OpId::Cos, {x});
+}
+Tensor floor(const Tensor& x) {
+  return call_op1(OpId::Floor, {x});
+}
+Tensor ceil(const Tensor& x) {
+  return call_op1(OpId::Ceil, {x});
+}
+Tensor round(const Tensor& x) {
+  return call_op1(OpId::Round, {x});
+}
+Tensor logical_not(const Tensor& x) {
+  return call_op1(OpId::LogicalNot, {x});
+}
+Tensor invert(const Tensor& x) {
+  return call_op1(OpId::Invert, {x});
+}
+Tensor is_nan(const Tensor& x) {
+  return call_op1(OpId::IsNan, {x});
+}
+Tensor is_finite(const Tensor& x) {
+  return call_op1(OpId::IsFinite, {x});
+}
+
+Tensor operator-(const Tensor& x) {
+  return negative(x);
+}
+Tensor operator~(const Tensor& x) {
+  return x.defined() && x.dtype() == DType::kBool ? logical_not(x) : invert(x);
+}
+
 }  // namespace kiln

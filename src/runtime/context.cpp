@@ -1,5 +1,6 @@
-#include "core/tls.h"
 #include "kiln/context.h"
+
+#include "core/tls.h"
 
 namespace kiln {
 namespace {
@@ -33,8 +34,7 @@ void run_kernel(const OpDef& op, std::span<const Tensor> inputs, const Attrs& at
   check_inputs(op, inputs);
   InferContext ic(op, inputs, attrs);
   op.infer(ic);
-  if (!op.cpu_kernel)
-    throw UnimplementedError(str_cat(op.type_name, ": no CPU kernel"));
+  if (!op.cpu_kernel) throw UnimplementedError(str_cat(op.type_name, ": no CPU kernel"));
   auto specs = ic.outputs();
   for (const TensorSpec& s : specs)
     if (!s.shape.is_fully_defined())
@@ -57,8 +57,7 @@ void EagerContext::execute(const OpDef& op, std::span<const Tensor> inputs, cons
   run_kernel(op, inputs, attrs, outputs);
 }
 
-Tensor EagerContext::execute1(const OpDef& op, std::span<const Tensor> inputs,
-                              const Attrs& attrs) {
+Tensor EagerContext::execute1(const OpDef& op, std::span<const Tensor> inputs, const Attrs& attrs) {
   // Same as execute() with the output held inline (no vector allocation).
   for (const Tensor& t : inputs)
     if (t.defined() && t.is_symbolic()) {
@@ -86,8 +85,12 @@ ExecutionContext& current_context() {
   return t_current ? *t_current : EagerContext::instance();
 }
 
-ContextScope::ContextScope(ExecutionContext& ctx) : prev_(t_current) { t_current = &ctx; }
-ContextScope::~ContextScope() { t_current = prev_; }
+ContextScope::ContextScope(ExecutionContext& ctx) : prev_(t_current) {
+  t_current = &ctx;
+}
+ContextScope::~ContextScope() {
+  t_current = prev_;
+}
 
 std::vector<Tensor> call_op(OpId id, std::span<const Tensor> inputs, Attrs attrs) {
   const OpDef& op = op_def(id);

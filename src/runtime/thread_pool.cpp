@@ -1,4 +1,3 @@
-#include "core/tls.h"
 #include "kiln/thread_pool.h"
 
 #include <algorithm>
@@ -9,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/tls.h"
 #include "kiln/config.h"
 
 namespace kiln {
@@ -76,7 +76,9 @@ ThreadPool::~ThreadPool() {
   delete impl_;
 }
 
-int ThreadPool::num_threads() const { return static_cast<int>(impl_->workers.size()) + 1; }
+int ThreadPool::num_threads() const {
+  return static_cast<int>(impl_->workers.size()) + 1;
+}
 
 void ThreadPool::parallel_for(int64_t n, int64_t grain,
                               const std::function<void(int64_t, int64_t)>& fn) {
@@ -114,6 +116,8 @@ ThreadPool& ThreadPool::global() {
   return *pool;
 }
 
-int64_t default_parallel_grain() { return config().parallel_grain; }
+int64_t default_parallel_grain() {
+  return config().parallel_grain;
+}
 
 }  // namespace kiln

@@ -1,6 +1,16 @@
 // Scalar math functors shared by the eager CPU kernels and (later) the code
 // the JIT generates: one definition of each elementwise operation.
+//
+// Rules every functor follows:
+// - Total: defined for every input value, no UB (integer overflow wraps,
+//   shift counts are clamped, integer division by zero yields 0 -- the eager
+//   kernels reject zero divisors before calling the functor).
+// - Branch-free where it matters, so loops over contiguous data vectorize.
+// - float32 transcendentals (exp, log, tanh, sigmoid) use Cephes-style
+//   polynomials (<= 2-3 ulp, checked by tests against double precision);
+//   float64 uses the C library.
 #pragma once
+#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -8,19 +18,618 @@
 
 namespace kiln::fn {
 
+namespace detail {
+
+template <typename T>
+inline constexpr bool is_int_v = std::is_integral_v<T> && !std::is_same_v<T, bool>;
+template <typename T>
+inline constexpr bool is_sint_v = is_int_v<T>&& std::is_signed_v<T>;
+
+// Wrapping integer arithmetic through the unsigned type (no signed overflow UB).
+template <typename T>
+inline T wrap_add(T a, T b) {
+  using U = std::make_unsigned_t<T>;
+  return static_cast<T>(static_cast<U>(a) + static_cast<U>(b));
+}
+template <typename T>
+inline T wrap_sub(T a, T b) {
+  using U = std::make_unsigned_t<T>;
+  return static_cast<T>(static_cast<U>(a) - static_cast<U>(b));
+}
+template <typename T>
+inline T wrap_mul(T a, T b) {
+  using U = std::make_unsigned_t<T>;
+  // uint8 promotes to int; 255 * 255 fits, so no overflow there either.
+  return static_cast<T>(static_cast<U>(a) * static_cast<U>(b));
+}
+template <typename T>
+inline T wrap_neg(T a) {
+  using U = std::make_unsigned_t<T>;
+  return static_cast<T>(U(0) - static_cast<U>(a));
+}
+
+template <size_t N>
+struct UIntOfSize;
+template <>
+struct UIntOfSize<1> {
+  using type = uint8_t;
+};
+template <>
+struct UIntOfSize<4> {
+  using type = uint32_t;
+};
+template <>
+struct UIntOfSize<8> {
+  using type = uint64_t;
+};
+
+// Bit-level helpers for the float kernels.
+template <typename T>
+struct FloatBits;
+template <>
+struct FloatBits<float> {
+  using I = int32_t;
+  static constexpr float kMagic = 8388608.0f;  // 2^23: above it every float is an integer
+};
+template <>
+struct FloatBits<double> {
+  using I = int64_t;
+  static constexpr double kMagic = 4503599627370496.0;  // 2^52
+};
+
+// Branch-free c ? a : b on the bit patterns. GCC will not if-convert a
+// ternary whose arms hold floating-point arithmetic (it may trap), which
+// keeps such loops scalar; this form vectorizes to and/andnot/or.
+template <typename T>
+inline T select(bool c, T a, T b) {
+  using I = typename FloatBits<T>::I;
+  const I m = -static_cast<I>(c);
+  return std::bit_cast<T>((std::bit_cast<I>(a) & m) | (std::bit_cast<I>(b) & ~m));
+}
+
+// Round half to even (default rounding mode) without libm calls, so it
+// vectorizes on plain SSE2. Needs IEEE semantics (no -ffast-math).
+template <typename T>
+inline T round_even(T x) {
+  const T a = std::fabs(x);
+  const T m = FloatBits<T>::kMagic;
+  const T r = std::copysign((a + m) - m, x);
+  return select(a < m, r, x);  // large values and NaN/inf are returned as is
+}
+template <typename T>
+inline T floor_f(T x) {
+  const T r = round_even(x);
+  // floor/ceil results always carry x's sign (floor(-0.0) = -0.0, ceil(-0.5) = -0.0).
+  return std::copysign(select(r > x, r - T(1), r), x);
+}
+template <typename T>
+inline T ceil_f(T x) {
+  const T r = round_even(x);
+  return std::copysign(select(r < x, r + T(1), r), x);
+}
+
+// exp for float32: Cody-Waite range reduction x = n ln2 + r, |r| <= ln2/2, a
+// degree-6 polynomial (Cephes expf), then scaling by 2^n in two steps so that
+// results in the subnormal range are rounded once.
+inline float exp_f32(float x) {
+  float xc = select(x > -104.0f, x, -104.0f);  // exp(-104) rounds to 0; NaN -> -104, fixed below
+  xc = select(xc < 88.8f, xc, 88.8f);          // exp(88.8) overflows to inf
+  const float t = xc * 1.44269504088896341f + 12582912.0f;  // 1.5 * 2^23: rounds to int
+  const float nf = t - 12582912.0f;
+  const int32_t n = std::bit_cast<int32_t>(t) - 0x4B400000;
+  float r = xc - nf * 0.693359375f;
+  r = r - nf * -2.12194440e-4f;
+  float p = 1.9875691500e-4f;
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  float y = p * (r * r) + r + 1.0f;
+  const int32_t n1 = n >> 1;  // n in [-150, 129]: both halves stay in the normal range
+  const int32_t n2 = n - n1;
+  y = y * std::bit_cast<float>((n1 + 127) << 23);
+  y = y * std::bit_cast<float>((n2 + 127) << 23);
+  return select(x != x, x, y);
+}
+
+// log for float32 (Cephes logf): x = m 2^e with m in [sqrt(.5), sqrt(2)),
+// log(m) by a degree-9 polynomial in m - 1.
+inline float log_f32(float x) {
+  const bool sub = x < 1.17549435e-38f;  // subnormals (and non-positives) are rescaled
+  const float xs = select(sub, x * 8388608.0f, x);
+  const int32_t bits = std::bit_cast<int32_t>(xs);
+  int32_t e = ((bits >> 23) & 0xff) - 126;
+  float m = std::bit_cast<float>((bits & 0x007fffff) | 0x3f000000);  // [0.5, 1)
+  e -= sub ? 23 : 0;
+  const bool lo = m < 0.707106781186547524f;
+  e -= lo ? 1 : 0;
+  m = select(lo, (m + m) - 1.0f, m - 1.0f);
+  const float ef = static_cast<float>(e);
+  const float z = m * m;
+  float y = 7.0376836292e-2f;
+  y = y * m - 1.1514610310e-1f;
+  y = y * m + 1.1676998740e-1f;
+  y = y * m - 1.2420140846e-1f;
+  y = y * m + 1.4249322787e-1f;
+  y = y * m - 1.6668057665e-1f;
+  y = y * m + 2.0000714765e-1f;
+  y = y * m - 2.4999993993e-1f;
+  y = y * m + 3.3333331174e-1f;
+  y = y * m * z;
+  y = y + ef * -2.12194440e-4f;
+  y = y - 0.5f * z;
+  float res = m + y;
+  res = res + ef * 0.693359375f;
+  constexpr float kInf = std::numeric_limits<float>::infinity();
+  res = select(x == kInf, kInf, res);
+  res = select(x == 0.0f, -kInf, res);
+  res = select(x < 0.0f, std::numeric_limits<float>::quiet_NaN(), res);
+  return select(x != x, x, res);
+}
+
+// tanh for float32. Below |x| = 0.625 an odd polynomial (Cephes tanhf);
+// above, tanh|x| = m / (m + 2) with m = expm1(2|x|), where m comes from the
+// same range reduction as exp_f32 but keeps e^r - 1 separate (no
+// cancellation) and |x| is capped at 9.1 (tanh rounds to 1 above 9.011).
+inline float tanh_f32(float x) {
+  const float ax = std::fabs(x);
+  const float z = x * x;
+  float ps = -5.70498872745e-3f;
+  ps = ps * z + 2.06390887954e-2f;
+  ps = ps * z - 5.37397155531e-2f;
+  ps = ps * z + 1.33314422036e-1f;
+  ps = ps * z - 3.33332819422e-1f;
+  const float small = ps * z * x + x;
+
+  const float y = select(ax < 9.1f, ax + ax, 18.2f);  // NaN -> 18.2, fixed below
+  const float t = y * 1.44269504088896341f + 12582912.0f;
+  const float nf = t - 12582912.0f;
+  const int32_t n = std::bit_cast<int32_t>(t) - 0x4B400000;  // [0, 26]
+  float r = y - nf * 0.693359375f;
+  r = r - nf * -2.12194440e-4f;
+  float q = 1.0f / 40320;  // Taylor: |r| <= ln2/2, truncation < 2e-9
+  q = q * r + 1.0f / 5040;
+  q = q * r + 1.0f / 720;
+  q = q * r + 1.0f / 120;
+  q = q * r + 1.0f / 24;
+  q = q * r + 1.0f / 6;
+  q = q * r + 0.5f;
+  const float p = q * (r * r) + r;  // e^r - 1
+  const float s = std::bit_cast<float>((n + 127) << 23);
+  const float m = s * p + (s - 1.0f);  // e^y - 1
+  const float large = std::copysign(m / (m + 2.0f), x);
+  return select(ax < 0.625f, small, select(x != x, x, large));
+}
+
+}  // namespace detail
+
+// ---- unary ----
+
+struct Neg {
+  template <typename T>
+  T operator()(T x) const {
+    if constexpr (detail::is_int_v<T>)
+      return detail::wrap_neg(x);
+    else
+      return -x;
+  }
+};
+struct Abs {
+  template <typename T>
+  T operator()(T x) const {
+    if constexpr (std::is_floating_point_v<T>)
+      return std::fabs(x);
+    else if constexpr (std::is_unsigned_v<T>)
+      return x;
+    else
+      return x < 0 ? detail::wrap_neg(x) : x;  // abs(INT_MIN) wraps to INT_MIN as in TF
+  }
+};
+/// -1, 0 or 1; NaN stays NaN and zeros keep their sign.
+struct Sign {
+  template <typename T>
+  T operator()(T x) const {
+    if constexpr (std::is_floating_point_v<T>)
+      return x > T(0) ? T(1) : (x < T(0) ? T(-1) : x);
+    else
+      return static_cast<T>((x > T(0)) - (x < T(0)));
+  }
+};
+struct Square {
+  template <typename T>
+  T operator()(T x) const {
+    if constexpr (detail::is_int_v<T>)
+      return detail::wrap_mul(x, x);
+    else
+      return x * x;
+  }
+};
+struct Sqrt {
+  template <typename T>
+  T operator()(T x) const {
+    return std::sqrt(x);
+  }
+};
+struct Rsqrt {
+  template <typename T>
+  T operator()(T x) const {
+    return T(1) / std::sqrt(x);
+  }
+};
+struct Exp {
+  template <typename T>
+  T operator()(T x) const {
+    if constexpr (std::is_same_v<T, float>)
+      return detail::exp_f32(x);
+    else
+      return std::exp(x);
+  }
+};
+struct Log {
+  template <typename T>
+  T operator()(T x) const {
+    if constexpr (std::is_same_v<T, float>)
+      return detail::log_f32(x);
+    else
+      return std::log(x);
+  }
+};
+struct Log1p {
+  template <typename T>
+  T operator()(T x) const {
+    return std::log1p(x);
+  }
+};
+struct Tanh {
+  template <typename T>
+  T operator()(T x) const {
+    if constexpr (std::is_same_v<T, float>)
+      return detail::tanh_f32(x);
+    else
+      return std::tanh(x);
+  }
+};
+/// 1 / (1 + exp(-x)), computed as e^x / (1 + e^x) for x < 0 so that tiny
+/// (subnormal) results are not flushed to 0; saturates to exactly 0 and 1.
+struct Sigmoid {
+  template <typename T>
+  T operator()(T x) const {
+    const T e = Exp{}(-std::fabs(x));
+    return detail::select(x >= T(0), T(1), e) / (T(1) + e);
+  }
+};
+/// max(x, 0); NaN propagates.
+struct Relu {
+  template <typename T>
+  T operator()(T x) const {
+    return x < T(0) ? T(0) : x;
+  }
+};
+struct Sin {
+  template <typename T>
+  T operator()(T x) const {
+    return std::sin(x);
+  }
+};
+struct Cos {
+  template <typename T>
+  T operator()(T x) const {
+    return std::cos(x);
+  }
+};
+struct Floor {
+  template <typename T>
+  T operator()(T x) const {
+    return detail::floor_f(x);
+  }
+};
+struct Ceil {
+  template <typename T>
+  T operator()(T x) const {
+    return detail::ceil_f(x);
+  }
+};
+/// Half to even (TensorFlow's round, numpy's rint); identity on integers.
+struct Round {
+  template <typename T>
+  T operator()(T x) const {
+    if constexpr (std::is_floating_point_v<T>)
+      return detail::round_even(x);
+    else
+      return x;
+  }
+};
+struct LogicalNot {
+  bool operator()(bool x) const { return !x; }
+};
+struct Invert {
+  template <typename T>
+  T operator()(T x) const {
+    return static_cast<T>(~x);
+  }
+};
+struct IsNan {
+  template <typename T>
+  bool operator()(T x) const {
+    return x != x;
+  }
+};
+struct IsFinite {
+  template <typename T>
+  bool operator()(T x) const {
+    return (x - x) == T(0);
+  }  // inf - inf and NaN give NaN
+};
+
+// ---- binary ----
+
 struct Add {
   template <typename T>
-  T operator()(T a, T b) const { return static_cast<T>(a + b); }
+  T operator()(T a, T b) const {
+    if constexpr (detail::is_int_v<T>)
+      return detail::wrap_add(a, b);
+    else
+      return static_cast<T>(a + b);
+  }
 };
 struct Sub {
   template <typename T>
-  T operator()(T a, T b) const { return static_cast<T>(a - b); }
+  T operator()(T a, T b) const {
+    if constexpr (detail::is_int_v<T>)
+      return detail::wrap_sub(a, b);
+    else
+      return static_cast<T>(a - b);
+  }
 };
 struct Mul {
   template <typename T>
   T operator()(T a, T b) const {
-    if constexpr (std::is_same_v<T, bool>) return a && b;
-    else return static_cast<T>(a * b);
+    if constexpr (std::is_same_v<T, bool>)
+      return a && b;
+    else if constexpr (detail::is_int_v<T>)
+      return detail::wrap_mul(a, b);
+    else
+      return static_cast<T>(a * b);
+  }
+};
+/// Floats: IEEE division. Integers: C truncation; x / 0 = 0 (kernels reject
+/// zero divisors first) and INT_MIN / -1 wraps to INT_MIN.
+struct Div {
+  template <typename T>
+  T operator()(T a, T b) const {
+    if constexpr (std::is_floating_point_v<T>) {
+      return a / b;
+    } else {
+      if (b == T(0)) return T(0);
+      if constexpr (detail::is_sint_v<T>)
+        if (b == T(-1)) return detail::wrap_neg(a);
+      return static_cast<T>(a / b);
+    }
+  }
+};
+/// Division rounding toward -inf. Floats: floor(a / b).
+struct FloorDiv {
+  template <typename T>
+  T operator()(T a, T b) const {
+    if constexpr (std::is_floating_point_v<T>) {
+      return detail::floor_f(a / b);
+    } else {
+      if (b == T(0)) return T(0);
+      if constexpr (detail::is_sint_v<T>) {
+        if (b == T(-1)) return detail::wrap_neg(a);
+        const T q = static_cast<T>(a / b);
+        const T r = static_cast<T>(a % b);
+        return (r != 0 && ((r < 0) != (b < 0))) ? static_cast<T>(q - 1) : q;
+      } else {
+        return static_cast<T>(a / b);
+      }
+    }
+  }
+};
+/// Remainder with the divisor's sign: a - floordiv(a, b) * b.
+struct FloorMod {
+  template <typename T>
+  T operator()(T a, T b) const {
+    if constexpr (std::is_floating_point_v<T>) {
+      const T m = std::fmod(a, b);
+      return (m != T(0) && ((b < T(0)) != (m < T(0)))) ? m + b : m;
+    } else {
+      if (b == T(0)) return T(0);
+      if constexpr (detail::is_sint_v<T>) {
+        if (b == T(-1)) return T(0);
+        const T r = static_cast<T>(a % b);
+        return (r != 0 && ((r < 0) != (b < 0))) ? static_cast<T>(r + b) : r;
+      } else {
+        return static_cast<T>(a % b);
+      }
+    }
+  }
+};
+/// Floats: std::pow. Integers: exact power with wrap-around; a negative
+/// exponent yields 0 (kernels reject it first, as TensorFlow does).
+struct Pow {
+  template <typename T>
+  T operator()(T a, T b) const {
+    if constexpr (std::is_floating_point_v<T>) {
+      return std::pow(a, b);
+    } else {
+      if (b < T(0)) return T(0);
+      T result = T(1), base = a;
+      for (auto e = static_cast<std::make_unsigned_t<T>>(b); e != 0; e >>= 1) {
+        if (e & 1) result = detail::wrap_mul(result, base);
+        base = detail::wrap_mul(base, base);
+      }
+      return result;
+    }
+  }
+};
+/// NaN in either operand gives NaN (TensorFlow's Maximum).
+struct Maximum {
+  template <typename T>
+  T operator()(T a, T b) const {
+    const T m = a > b ? a : b;
+    if constexpr (std::is_floating_point_v<T>)
+      return a != a ? a : m;
+    else
+      return m;
+  }
+};
+struct Minimum {
+  template <typename T>
+  T operator()(T a, T b) const {
+    const T m = a < b ? a : b;
+    if constexpr (std::is_floating_point_v<T>)
+      return a != a ? a : m;
+    else
+      return m;
+  }
+};
+struct SquaredDifference {
+  template <typename T>
+  T operator()(T a, T b) const {
+    if constexpr (detail::is_int_v<T>) {
+      const T d = detail::wrap_sub(a, b);
+      return detail::wrap_mul(d, d);
+    } else {
+      const T d = a - b;
+      return d * d;
+    }
+  }
+};
+struct Equal {
+  template <typename T>
+  bool operator()(const T& a, const T& b) const {
+    return a == b;
+  }
+};
+struct NotEqual {
+  template <typename T>
+  bool operator()(const T& a, const T& b) const {
+    return a != b;
+  }
+};
+struct Less {
+  template <typename T>
+  bool operator()(T a, T b) const {
+    return a < b;
+  }
+};
+struct LessEqual {
+  template <typename T>
+  bool operator()(T a, T b) const {
+    return a <= b;
+  }
+};
+struct Greater {
+  template <typename T>
+  bool operator()(T a, T b) const {
+    return a > b;
+  }
+};
+struct GreaterEqual {
+  template <typename T>
+  bool operator()(T a, T b) const {
+    return a >= b;
+  }
+};
+struct LogicalAnd {
+  bool operator()(bool a, bool b) const { return a && b; }
+};
+struct LogicalOr {
+  bool operator()(bool a, bool b) const { return a || b; }
+};
+struct LogicalXor {
+  bool operator()(bool a, bool b) const { return a != b; }
+};
+struct BitwiseAnd {
+  template <typename T>
+  T operator()(T a, T b) const {
+    return static_cast<T>(a & b);
+  }
+};
+struct BitwiseOr {
+  template <typename T>
+  T operator()(T a, T b) const {
+    return static_cast<T>(a | b);
+  }
+};
+struct BitwiseXor {
+  template <typename T>
+  T operator()(T a, T b) const {
+    return static_cast<T>(a ^ b);
+  }
+};
+/// Shift counts are clamped to [0, bits - 1] as TensorFlow does (so shifting
+/// left by >= bits keeps only the top bit pattern, never UB).
+template <typename T>
+inline int clamp_shift(T b) {
+  constexpr int kMax = static_cast<int>(sizeof(T) * 8 - 1);
+  return b < T(0) ? 0 : (b > T(kMax) ? kMax : static_cast<int>(b));
+}
+struct LeftShift {
+  template <typename T>
+  T operator()(T a, T b) const {
+    using U = std::make_unsigned_t<T>;
+    return static_cast<T>(static_cast<U>(static_cast<U>(a) << clamp_shift(b)));
+  }
+};
+/// Arithmetic shift for signed types (sign fill), logical for unsigned.
+struct RightShift {
+  template <typename T>
+  T operator()(T a, T b) const {
+    return static_cast<T>(a >> clamp_shift(b));
+  }
+};
+
+// ---- select, clip, cast ----
+
+/// c ? x : y. `c` may be bool or a 0/1 byte (kernels read bool conditions
+/// as uint8_t, which GCC vectorizes); plain types select on bit masks.
+struct Select {
+  template <typename C, typename T>
+  T operator()(C c, const T& x, const T& y) const {
+    if constexpr (std::is_arithmetic_v<T>) {
+      using U = typename detail::UIntOfSize<sizeof(T)>::type;
+      const U m = static_cast<U>(U(0) - static_cast<U>(c));
+      return std::bit_cast<T>(
+          static_cast<U>((std::bit_cast<U>(x) & m) | (std::bit_cast<U>(y) & static_cast<U>(~m))));
+    } else {
+      return c ? x : y;
+    }
+  }
+};
+/// min(max(t, lo), hi) with NaN propagation; lo > hi gives hi.
+struct ClipByValue {
+  template <typename T>
+  T operator()(T t, T lo, T hi) const {
+    return Minimum{}(Maximum{}(t, lo), hi);
+  }
+};
+/// static_cast with TensorFlow's conventions plus defined edge cases:
+/// number -> bool is x != 0 (NaN -> true); float -> integer truncates toward
+/// zero, saturates out-of-range values to the type's min/max, and maps NaN to
+/// 0; integer -> narrower integer wraps (two's complement).
+template <typename To>
+struct Cast {
+  template <typename From>
+  To operator()(From x) const {
+    if constexpr (std::is_same_v<To, From>) {
+      return x;
+    } else if constexpr (std::is_same_v<To, bool>) {
+      return x != From(0);
+    } else if constexpr (std::is_floating_point_v<From> && detail::is_int_v<To>) {
+      // Bounds exact in From: min is a power of two (or 0), max + 1 is one.
+      constexpr From kLo = static_cast<From>(std::numeric_limits<To>::min());
+      constexpr From kHiExcl =
+          static_cast<From>(static_cast<From>(std::numeric_limits<To>::max() / 2 + 1) * 2);
+      if (x != x) return To(0);
+      if (x < kLo) return std::numeric_limits<To>::min();
+      if (x >= kHiExcl) return std::numeric_limits<To>::max();
+      return static_cast<To>(x);
+    } else {
+      return static_cast<To>(x);
+    }
   }
 };
 

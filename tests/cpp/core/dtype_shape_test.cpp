@@ -10,10 +10,11 @@ TEST(DType, NamesAndSizesComeFromOneTable) {
     const char* name;
     size_t size;
   };
-  const Row rows[] = {{DType::kBool, "bool", 1},       {DType::kInt8, "int8", 1},
-                      {DType::kUInt8, "uint8", 1},     {DType::kInt32, "int32", 4},
-                      {DType::kInt64, "int64", 8},     {DType::kFloat32, "float32", 4},
-                      {DType::kFloat64, "float64", 8}, {DType::kString, "string", sizeof(std::string)}};
+  const Row rows[] = {
+      {DType::kBool, "bool", 1},       {DType::kInt8, "int8", 1},
+      {DType::kUInt8, "uint8", 1},     {DType::kInt32, "int32", 4},
+      {DType::kInt64, "int64", 8},     {DType::kFloat32, "float32", 4},
+      {DType::kFloat64, "float64", 8}, {DType::kString, "string", sizeof(std::string)}};
   for (const Row& r : rows) {
     EXPECT_EQ(dtype_name(r.dt), r.name);
     EXPECT_EQ(dtype_size(r.dt), r.size);
@@ -68,8 +69,11 @@ TEST(Shape, Broadcasting) {
   EXPECT_EQ(broadcast_shapes({-1, 3}, {3}, "op"), Shape({-1, 3}));
   EXPECT_EQ(broadcast_shapes({-1}, {1}, "op"), Shape({-1}));
   EXPECT_EQ(broadcast_shapes({0, 3}, {1, 3}, "op"), Shape({0, 3}));
-  expect_error([] { broadcast_shapes({2, 3}, {4}, "AddV2"); }, Code::kInvalidArgument,
-               {"AddV2", "[2,3]", "[4]"});
+  expect_error(
+      [] {
+        broadcast_shapes({2, 3}, {4}, "AddV2");
+      },
+      Code::kInvalidArgument, {"AddV2", "[2,3]", "[4]"});
 }
 
 TEST(Shape, NormalizeAxis) {

@@ -1,6 +1,6 @@
-#include "test_util.h"
-
 #include <thread>
+
+#include "test_util.h"
 
 namespace kiln {
 namespace {
@@ -79,10 +79,13 @@ TEST(Tensor, AllocationCapGivesResourceExhausted) {
   expect_error([] { Tensor::empty(DType::kFloat32, {1 << 20}); }, Code::kResourceExhausted,
                {"allocation cap"});
   config().max_allocation_bytes = saved;
-  expect_error([] { Tensor::empty(DType::kFloat64, {int64_t{1} << 61}); },
-               Code::kResourceExhausted, {"float64"});
-  expect_error([] { Tensor::empty(DType::kFloat32, {int64_t{1} << 40, int64_t{1} << 40}); },
-               Code::kInvalidArgument, {"overflow"});
+  expect_error([] { Tensor::empty(DType::kFloat64, {int64_t{1} << 61}); }, Code::kResourceExhausted,
+               {"float64"});
+  expect_error(
+      [] {
+        Tensor::empty(DType::kFloat32, {int64_t{1} << 40, int64_t{1} << 40});
+      },
+      Code::kInvalidArgument, {"overflow"});
 }
 
 TEST(Tensor, HandlesAreCheapAndThreadSafeToShare) {

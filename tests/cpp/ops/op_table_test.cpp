@@ -12,10 +12,16 @@ TEST(OpTable, EveryRowIsComplete) {
     EXPECT_EQ(&op_def(d.id), &d);
     EXPECT_TRUE(names.insert(d.type_name).second) << "duplicate type name";
     EXPECT_NE(d.infer, nullptr) << "no inference function";
-    if (d.id != OpId::Const) EXPECT_NE(d.cpu_kernel, nullptr) << "no CPU kernel";
-    if (d.has(kRandom)) EXPECT_TRUE(d.has(kStateful)) << "random ops must be stateful";
-    if (d.has(kCommutative)) EXPECT_EQ(d.inputs.size(), 2u);
-    if (d.has(kVariadicInput)) EXPECT_FALSE(d.inputs.empty());
+    EXPECT_NE(d.cpu_kernel, nullptr) << "no CPU kernel";
+    if (d.has(kRandom)) {
+      EXPECT_TRUE(d.has(kStateful)) << "random ops must be stateful";
+    }
+    if (d.has(kCommutative)) {
+      EXPECT_EQ(d.inputs.size(), 2u);
+    }
+    if (d.has(kVariadicInput)) {
+      EXPECT_FALSE(d.inputs.empty());
+    }
     for (const AttrDef& a : d.attrs) EXPECT_NE(std::string(a.name), "");
   }
   EXPECT_EQ(names.size(), kNumOps);
@@ -29,9 +35,9 @@ TEST(OpTable, LookupByTypeName) {
 }
 
 TEST(OpTable, StatefulOpsAreMarked) {
-  for (OpId id : {OpId::Print, OpId::AssignVariable, OpId::AssignAddVariable,
-                  OpId::AssignSubVariable, OpId::ReadVariable, OpId::RandomUniform,
-                  OpId::RandomNormal})
+  for (OpId id :
+       {OpId::Print, OpId::AssignVariable, OpId::AssignAddVariable, OpId::AssignSubVariable,
+        OpId::ReadVariable, OpId::RandomUniform, OpId::RandomNormal})
     EXPECT_TRUE(op_def(id).has(kStateful)) << op_def(id).type_name;
   EXPECT_FALSE(op_def(OpId::Add).has(kStateful));
 }

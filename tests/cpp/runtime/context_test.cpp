@@ -48,8 +48,7 @@ TEST(Context, ScopeRoutesOpsToAnotherContextWithoutChangingOpCode) {
   ASSERT_TRUE(out.is_symbolic());
   EXPECT_EQ(out.shape(), Shape({2}));
   EXPECT_EQ(out.to_string(), "Tensor(\"x:0\", shape=(2,), dtype=float32)");
-  expect_error([&] { out.data<float>(); }, Code::kFailedPrecondition,
-               {"symbolic", "function 'f'"});
+  expect_error([&] { out.data<float>(); }, Code::kFailedPrecondition, {"symbolic", "function 'f'"});
   // Using the leaked symbolic tensor eagerly names it and its function.
   expect_error([&] { out + 1.f; }, Code::kInvalidArgument, {"x:0", "function 'f'"});
 }

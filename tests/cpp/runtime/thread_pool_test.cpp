@@ -1,9 +1,8 @@
 #include <atomic>
 #include <numeric>
+#include <thread>
 
 #include "test_util.h"
-
-#include <thread>
 
 namespace kiln {
 namespace {

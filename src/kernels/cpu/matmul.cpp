@@ -1,0 +1,213 @@
+// CPU kernel for batched matmul: OpenBLAS gemm for float32/float64, a blocked
+// loop for integers.
+#include <cblas.h>
+
+#include <algorithm>
+#include <cstring>
+#include <limits>
+#include <memory>
+#include <type_traits>
+#include <vector>
+
+#include "kernel_util.h"
+
+namespace kiln::cpu {
+namespace {
+
+// Problem sizes and the per-batch operand offsets (batch dims broadcast).
+struct MatMulPlan {
+  int64_t m = 0, n = 0, k = 0;
+  bool ta = false, tb = false;
+  int64_t a_rows = 0, a_cols = 0, b_rows = 0, b_cols = 0;  // as stored
+  std::vector<int64_t> a_off, b_off;                       // element offsets per batch
+};
+
+MatMulPlan plan(const Tensor& a, const Tensor& b, const Shape& out, bool ta, bool tb) {
+  MatMulPlan p;
+  p.ta = ta;
+  p.tb = tb;
+  const int64_t ra = a.rank(), rb = b.rank(), ro = out.rank();
+  p.a_rows = a.dim(ra - 2);
+  p.a_cols = a.dim(ra - 1);
+  p.b_rows = b.dim(rb - 2);
+  p.b_cols = b.dim(rb - 1);
+  p.m = ta ? p.a_cols : p.a_rows;
+  p.k = ta ? p.a_rows : p.a_cols;
+  p.n = tb ? p.b_rows : p.b_cols;
+  // Batch index -> operand offsets, right-aligned broadcasting.
+  const int64_t nb = ro - 2;
+  int64_t batches = 1;
+  for (int64_t d = 0; d < nb; ++d) batches *= out.dim(d);
+  p.a_off.assign(static_cast<size_t>(batches), 0);
+  p.b_off.assign(static_cast<size_t>(batches), 0);
+  const int64_t a_mat = p.a_rows * p.a_cols, b_mat = p.b_rows * p.b_cols;
+  auto fill = [&](const Shape& s, int64_t mat, std::vector<int64_t>& off) {
+    const int64_t sb = s.rank() - 2;
+    std::vector<int64_t> stride(static_cast<size_t>(nb), 0);
+    int64_t acc = mat;
+    for (int64_t d = sb - 1; d >= 0; --d) {
+      const int64_t od = d + (nb - sb);
+      stride[static_cast<size_t>(od)] = s.dim(d) == 1 ? 0 : acc;
+      acc *= s.dim(d);
+    }
+    for (int64_t i = 0; i < batches; ++i) {
+      int64_t rem = i, o = 0;
+      for (int64_t d = nb - 1; d >= 0; --d) {
+        o += (rem % out.dim(d)) * stride[static_cast<size_t>(d)];
+        rem /= out.dim(d);
+      }
+      off[static_cast<size_t>(i)] = o;
+    }
+  };
+  fill(a.shape(), a_mat, p.a_off);
+  fill(b.shape(), b_mat, p.b_off);
+  // [batch, m, k] x [k, n] with a shared y is one [batch * m, k] x [k, n]
+  // product (the dense-layer case).
+  bool fold = batches > 1 && !ta;
+  for (int64_t i = 0; fold && i < batches; ++i)
+    fold = p.b_off[static_cast<size_t>(i)] == 0 && p.a_off[static_cast<size_t>(i)] == i * a_mat;
+  if (fold) {
+    p.m *= batches;
+    p.a_rows = p.m;
+    p.a_off.assign(1, 0);
+    p.b_off.assign(1, 0);
+  }
+  return p;
+}
+
+// OpenBLAS runs gemms below this many multiply-adds on one thread; batches of
+// such small products are spread over the kiln pool instead.
+constexpr int64_t kSmallGemm = 1 << 18;
+
+template <typename T>
+void gemm(const MatMulPlan& p, const T* a, const T* b, T* c) {
+  const auto ta = p.ta ? CblasTrans : CblasNoTrans;
+  const auto tb = p.tb ? CblasTrans : CblasNoTrans;
+  const blasint m = static_cast<blasint>(p.m), n = static_cast<blasint>(p.n),
+                k = static_cast<blasint>(p.k);
+  const blasint lda = static_cast<blasint>(std::max<int64_t>(1, p.a_cols));
+  const blasint ldb = static_cast<blasint>(std::max<int64_t>(1, p.b_cols));
+  const blasint ldc = static_cast<blasint>(std::max<int64_t>(1, p.n));
+  if constexpr (std::is_same_v<T, float>)
+    cblas_sgemm(CblasRowMajor, ta, tb, m, n, k, 1.f, a, lda, b, ldb, 0.f, c, ldc);
+  else
+    cblas_dgemm(CblasRowMajor, ta, tb, m, n, k, 1.0, a, lda, b, ldb, 0.0, c, ldc);
+}
+
+template <typename T>
+void blas_matmul(const MatMulPlan& p, const T* a, const T* b, T* c) {
+  const int64_t batches = static_cast<int64_t>(p.a_off.size());
+  const int64_t mat_c = p.m * p.n;
+  auto one = [&](int64_t i) {
+    gemm<T>(p, a + p.a_off[static_cast<size_t>(i)], b + p.b_off[static_cast<size_t>(i)],
+            c + i * mat_c);
+  };
+  int64_t flops;
+  if (__builtin_mul_overflow(p.m * p.n, p.k, &flops)) flops = kSmallGemm;
+  if (batches > 1 && flops < kSmallGemm) {
+    parallel_for(batches, std::max<int64_t>(1, kSmallGemm / std::max<int64_t>(1, flops)),
+                 [&](int64_t b0, int64_t b1) {
+                   for (int64_t i = b0; i < b1; ++i) one(i);
+                 });
+  } else {
+    for (int64_t i = 0; i < batches; ++i) one(i);
+  }
+}
+
+// Copies the stored [rows, cols] matrix as [cols, rows].
+template <typename T>
+void transpose_into(const T* src, int64_t rows, int64_t cols, T* dst) {
+  constexpr int64_t kTile = 32;
+  for (int64_t i0 = 0; i0 < rows; i0 += kTile)
+    for (int64_t j0 = 0; j0 < cols; j0 += kTile)
+      for (int64_t i = i0; i < std::min(rows, i0 + kTile); ++i)
+        for (int64_t j = j0; j < std::min(cols, j0 + kTile); ++j)
+          dst[j * rows + i] = src[i * cols + j];
+}
+
+// Integer matmul: C[m, n] = A[m, k] B[k, n] in wrapping unsigned arithmetic,
+// blocked over k and n so a B tile stays in cache while rows stream past.
+template <typename T>
+void int_matmul(const MatMulPlan& p, const T* a, const T* b, T* c) {
+  using U = std::make_unsigned_t<T>;
+  constexpr int64_t kKb = 128, kNb = 512, kRows = 16;
+  const int64_t batches = static_cast<int64_t>(p.a_off.size());
+  const int64_t m = p.m, n = p.n, k = p.k;
+  // Transposed operands are materialized once per distinct matrix.
+  std::unique_ptr<T[]> at, bt;
+  const int64_t a_mat = p.a_rows * p.a_cols, b_mat = p.b_rows * p.b_cols;
+  auto a_of = [&](int64_t i) -> const T* { return a + p.a_off[static_cast<size_t>(i)]; };
+  auto b_of = [&](int64_t i) -> const T* { return b + p.b_off[static_cast<size_t>(i)]; };
+  if (p.ta) {
+    const int64_t na = a_mat ? (*std::max_element(p.a_off.begin(), p.a_off.end())) / a_mat + 1 : 0;
+    at.reset(new T[static_cast<size_t>(na * a_mat)]);
+    for (int64_t j = 0; j < na; ++j)
+      transpose_into(a + j * a_mat, p.a_rows, p.a_cols, at.get() + j * a_mat);
+  }
+  if (p.tb) {
+    const int64_t nbm = b_mat ? (*std::max_element(p.b_off.begin(), p.b_off.end())) / b_mat + 1 : 0;
+    bt.reset(new T[static_cast<size_t>(nbm * b_mat)]);
+    for (int64_t j = 0; j < nbm; ++j)
+      transpose_into(b + j * b_mat, p.b_rows, p.b_cols, bt.get() + j * b_mat);
+  }
+  const int64_t row_blocks = (m + kRows - 1) / kRows;
+  const int64_t work_per_task = kRows * n * k;
+  parallel_for(batches * row_blocks,
+               std::max<int64_t>(1, config().parallel_grain / std::max<int64_t>(1, work_per_task)),
+               [&](int64_t t0, int64_t t1) {
+                 for (int64_t t = t0; t < t1; ++t) {
+                   const int64_t bi = t / row_blocks, r0 = (t % row_blocks) * kRows;
+                   const int64_t r1 = std::min(m, r0 + kRows);
+                   const T* A = p.ta ? at.get() + p.a_off[static_cast<size_t>(bi)] : a_of(bi);
+                   const T* B = p.tb ? bt.get() + p.b_off[static_cast<size_t>(bi)] : b_of(bi);
+                   U* C = reinterpret_cast<U*>(c + bi * m * n);
+                   for (int64_t i = r0; i < r1; ++i) std::fill(C + i * n, C + (i + 1) * n, U(0));
+                   for (int64_t j0 = 0; j0 < n; j0 += kNb) {
+                     const int64_t j1 = std::min(n, j0 + kNb);
+                     for (int64_t k0 = 0; k0 < k; k0 += kKb) {
+                       const int64_t k1 = std::min(k, k0 + kKb);
+                       for (int64_t i = r0; i < r1; ++i) {
+                         U* crow = C + i * n;
+                         for (int64_t kk = k0; kk < k1; ++kk) {
+                           const U av = static_cast<U>(A[i * k + kk]);
+                           const T* brow = B + kk * n;
+                           for (int64_t j = j0; j < j1; ++j)
+                             crow[j] = static_cast<U>(crow[j] + av * static_cast<U>(brow[j]));
+                         }
+                       }
+                     }
+                   }
+                 }
+               });
+}
+
+void matmul_kernel(KernelContext& c) {
+  const Tensor& a = c.input(0);
+  const Tensor& b = c.input(1);
+  Tensor& out = c.allocate_output(0);
+  const MatMulPlan p = plan(a, b, out.shape(), c.attr_bool(0), c.attr_bool(1));
+  if (out.num_elements() == 0) return;
+  if (p.k == 0) {
+    std::memset(out.mutable_raw_data(), 0, out.nbytes());
+    return;
+  }
+  visit_numeric(a.dtype(), c.op().type_name, [&](auto tag) {
+    using T = decltype(tag);
+    constexpr int64_t kBlasMax = std::numeric_limits<blasint>::max();
+    if constexpr (std::is_floating_point_v<T>) {
+      if (std::max({p.m, p.n, p.k, p.a_cols, p.b_cols}) > kBlasMax)
+        throw UnimplementedError(str_cat(c.op().type_name, ": matrix dimension above ", kBlasMax,
+                                         " is not supported by the BLAS backend"));
+      blas_matmul<T>(p, a.data<T>(), b.data<T>(), out.mutable_data<T>());
+    } else if constexpr (!std::is_same_v<T, bool>)
+      int_matmul<T>(p, a.data<T>(), b.data<T>(), out.mutable_data<T>());
+  });
+}
+
+}  // namespace
+
+void bind_matmul_kernels(OpTableBuilder& t) {
+  t.kernel(OpId::MatMul, matmul_kernel);
+}
+
+}  // namespace kiln::cpu

@@ -1,0 +1,250 @@
+// CPU kernels for slicing, gathering, joining and splitting. Slices that are
+// one contiguous run of the input (x[1:3], unstack/split along the first
+// non-trivial axis) are returned as views of the input's buffer.
+#include <vector>
+
+#include "copy_util.h"
+#include "kernel_util.h"
+#include "ops/slice_spec.h"
+
+namespace kiln::cpu {
+namespace {
+
+std::vector<int64_t> int_values(const Tensor& t) {
+  const int64_t n = t.num_elements();
+  if (t.dtype() == DType::kInt32) {
+    const int32_t* p = t.data<int32_t>();
+    return std::vector<int64_t>(p, p + n);
+  }
+  const int64_t* p = t.data<int64_t>();
+  return std::vector<int64_t>(p, p + n);
+}
+
+const char* byte_ptr(const Tensor& t, int64_t elem_offset) {
+  return static_cast<const char*>(t.raw_data()) +
+         static_cast<size_t>(elem_offset) * dtype_size(t.dtype());
+}
+char* mutable_byte_ptr(const Tensor& t, int64_t elem_offset) {
+  return static_cast<char*>(t.mutable_raw_data()) +
+         static_cast<size_t>(elem_offset) * dtype_size(t.dtype());
+}
+
+// Output 0 = the box `plan` of `in` starting at element `base`: a view when
+// the box is contiguous in the input, else a copy.
+void emit_box(KernelContext& c, size_t i, const Tensor& in, int64_t base, const CopyPlan& plan) {
+  const Shape& os = c.output_spec(i).shape;
+  if (os.num_elements() > 0 && is_contiguous_source(plan))
+    return c.set_output(i, sub_view(in, base, os));
+  Tensor& out = c.allocate_output(i);
+  if (out.num_elements() == 0) return;
+  strided_copy(in.dtype(), byte_ptr(in, base), out.mutable_raw_data(), plan);
+}
+
+void slice_kernel(KernelContext& c) {
+  const Tensor& in = c.input(0);
+  const std::vector<int64_t> begin = int_values(c.input(1));
+  const Shape& os = c.output_spec(0).shape;
+  const Dims is = strides_of(in.shape()), ost = strides_of(os);
+  CopyPlan plan;
+  int64_t base = 0;
+  for (int64_t i = 0; i < in.rank(); ++i) {
+    const size_t k = static_cast<size_t>(i);
+    plan.add(os.dim(i), is[k], ost[k]);
+    if (os.dim(i) > 0) base += begin[k] * is[k];
+  }
+  emit_box(c, 0, in, base, plan);
+}
+
+void strided_slice_kernel(KernelContext& c) {
+  const Tensor& in = c.input(0);
+  const std::vector<int64_t> b = int_values(c.input(1)), e = int_values(c.input(2)),
+                             s = int_values(c.input(3));
+  const StridedSliceMasks masks{c.attr_int(0), c.attr_int(1), c.attr_int(2), c.attr_int(3),
+                                c.attr_int(4)};
+  const StridedSliceSpec spec =
+      canonicalize_strided_slice(in.shape(), static_cast<int64_t>(b.size()), &b, &e, &s, masks);
+  // The output, in the input's dimension order (processing shape), is
+  // contiguous: new and shrunk axes have size 1.
+  const Dims is = strides_of(in.shape());
+  Dims ost(static_cast<size_t>(in.rank()), 0);
+  int64_t acc = 1;
+  for (int64_t i = in.rank() - 1; i >= 0; --i) {
+    ost[static_cast<size_t>(i)] = acc;
+    acc *= spec.size[static_cast<size_t>(i)];
+  }
+  CopyPlan plan;
+  int64_t base = 0;
+  bool empty = false;
+  for (int64_t i = 0; i < in.rank(); ++i) {
+    const size_t k = static_cast<size_t>(i);
+    const int64_t n = spec.size[k];
+    empty |= n == 0;
+    // A stride only matters when more than one element is taken (and then
+    // stride * input stride fits in int64, as it stays inside the input).
+    plan.add(n, n > 1 ? spec.stride[k] * is[k] : 0, ost[k]);
+    if (n > 0) base += spec.begin[k] * is[k];
+  }
+  emit_box(c, 0, in, empty ? 0 : base, plan);
+}
+
+template <typename I>
+void check_indices(const Tensor& indices, int64_t limit) {
+  const I* idx = indices.data<I>();
+  const int64_t n = indices.num_elements();
+  for (int64_t j = 0; j < n; ++j) {
+    const int64_t v = static_cast<int64_t>(idx[j]);
+    if (v >= 0 && v < limit) continue;
+    // Name the offending position as a multi-index into indices.
+    std::string pos;
+    int64_t rem = j;
+    for (int64_t d = indices.rank() - 1; d >= 0; --d) {
+      pos = std::to_string(rem % indices.dim(d)) + (pos.empty() ? "" : ",") + pos;
+      rem /= indices.dim(d);
+    }
+    throw InvalidArgumentError(str_cat("GatherV2: indices[", pos, "] = ", v, " is not in [0, ",
+                                       limit, ") (params dimension size ", limit, ")"));
+  }
+}
+
+template <typename T, typename I>
+void gather_typed(const T* src, const I* idx, T* dst, int64_t outer, int64_t n, int64_t nidx,
+                  int64_t inner) {
+  // Row r of the output (inner elements) is row idx[r % nidx] of slab r / nidx.
+  const int64_t rows = outer * nidx;
+  parallel_for(
+      rows, std::max<int64_t>(1, config().parallel_grain / inner), [&](int64_t b, int64_t e) {
+        int64_t o = b / nidx, j = b % nidx;
+        for (int64_t r = b; r < e; ++o, j = 0) {
+          const T* slab = src + o * n * inner;
+          const int64_t j_end = std::min(nidx, j + (e - r));
+          T* d = dst + r * inner;
+          if (inner == 1) {
+            for (int64_t q = j; q < j_end; ++q) d[q - j] = slab[idx[q]];
+          } else {
+            for (int64_t q = j; q < j_end; ++q)
+              copy_run(slab + static_cast<int64_t>(idx[q]) * inner, d + (q - j) * inner, inner);
+          }
+          r += j_end - j;
+        }
+      });
+}
+
+void gather_kernel(KernelContext& c) {
+  const Tensor& params = c.input(0);
+  const Tensor& indices = c.input(1);
+  const int64_t r = params.rank();
+  int64_t axis = c.attr_int(0);
+  if (axis < 0) axis += r;
+  int64_t outer = 1, inner = 1;
+  for (int64_t i = 0; i < r; ++i)
+    if (i < axis)
+      outer *= params.dim(i);
+    else if (i > axis)
+      inner *= params.dim(i);
+  const int64_t n = params.dim(axis), nidx = indices.num_elements();
+  const bool i32 = indices.dtype() == DType::kInt32;
+  if (i32)
+    check_indices<int32_t>(indices, n);
+  else
+    check_indices<int64_t>(indices, n);
+  Tensor& out = c.allocate_output(0);
+  if (out.num_elements() == 0) return;
+  visit_elem(params.dtype(), "GatherV2", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T* src = static_cast<const T*>(params.raw_data());
+    T* dst = static_cast<T*>(out.mutable_raw_data());
+    if (i32)
+      gather_typed(src, indices.data<int32_t>(), dst, outer, n, nidx, inner);
+    else
+      gather_typed(src, indices.data<int64_t>(), dst, outer, n, nidx, inner);
+  });
+}
+
+// Concat and stack: input i fills `chunk[i]` elements of each of `outer`
+// output rows of `row` elements.
+void join(KernelContext& c, int64_t outer, int64_t row, const std::vector<int64_t>& chunk) {
+  Tensor& out = c.allocate_output(0);
+  if (out.num_elements() == 0) return;
+  int64_t offset = 0;
+  for (size_t i = 0; i < c.num_inputs(); ++i) {
+    CopyPlan plan;
+    plan.add(outer, chunk[i], row);
+    plan.add(chunk[i], 1, 1);
+    strided_copy(out.dtype(), c.input(i).raw_data(), mutable_byte_ptr(out, offset), plan);
+    offset += chunk[i];
+  }
+}
+
+void concat_kernel(KernelContext& c) {
+  const Shape& os = c.output_spec(0).shape;
+  if (c.num_inputs() == 1) return c.set_output(0, c.input(0));
+  const int64_t r = os.rank();
+  int64_t axis = c.attr_int(0);
+  if (axis < 0) axis += r;
+  int64_t outer = 1, inner = 1;
+  for (int64_t i = 0; i < axis; ++i) outer *= os.dim(i);
+  for (int64_t i = axis + 1; i < r; ++i) inner *= os.dim(i);
+  std::vector<int64_t> chunk;
+  for (size_t i = 0; i < c.num_inputs(); ++i) chunk.push_back(c.input(i).dim(axis) * inner);
+  join(c, outer, os.dim(axis) * inner, chunk);
+}
+
+void stack_kernel(KernelContext& c) {
+  const Shape& os = c.output_spec(0).shape;
+  const int64_t r = os.rank();
+  int64_t axis = c.attr_int(0);
+  if (axis < 0) axis += r;
+  int64_t outer = 1, inner = 1;
+  for (int64_t i = 0; i < axis; ++i) outer *= os.dim(i);
+  for (int64_t i = axis + 1; i < r; ++i) inner *= os.dim(i);
+  const int64_t n = static_cast<int64_t>(c.num_inputs());
+  join(c, outer, n * inner, std::vector<int64_t>(c.num_inputs(), inner));
+}
+
+// Unstack and split: output i takes `sizes[i]` entries of `axis`.
+void cut(KernelContext& c, int64_t axis, const std::vector<int64_t>& sizes) {
+  const Tensor& in = c.input(0);
+  const int64_t r = in.rank();
+  int64_t outer = 1, inner = 1;
+  for (int64_t i = 0; i < axis; ++i) outer *= in.dim(i);
+  for (int64_t i = axis + 1; i < r; ++i) inner *= in.dim(i);
+  const int64_t row = in.dim(axis) * inner;
+  int64_t offset = 0;
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    CopyPlan plan;
+    plan.add(outer, row, sizes[i] * inner);
+    plan.add(sizes[i] * inner, 1, 1);
+    emit_box(c, i, in, offset, plan);
+    offset += sizes[i] * inner;
+  }
+}
+
+void unstack_kernel(KernelContext& c) {
+  const int64_t r = c.input(0).rank();
+  int64_t axis = c.attr_int(1);
+  if (axis < 0) axis += r;
+  cut(c, axis, std::vector<int64_t>(c.num_outputs(), 1));
+}
+
+void split_kernel(KernelContext& c) {
+  const int64_t r = c.input(0).rank();
+  int64_t axis = c.attr_int(1);
+  if (axis < 0) axis += r;
+  std::vector<int64_t> sizes;
+  for (size_t i = 0; i < c.num_outputs(); ++i) sizes.push_back(c.output_spec(i).shape.dim(axis));
+  cut(c, axis, sizes);
+}
+
+}  // namespace
+
+void bind_slicing_kernels(OpTableBuilder& t) {
+  t.kernel(OpId::Slice, slice_kernel);
+  t.kernel(OpId::StridedSlice, strided_slice_kernel);
+  t.kernel(OpId::Gather, gather_kernel);
+  t.kernel(OpId::Concat, concat_kernel);
+  t.kernel(OpId::Stack, stack_kernel);
+  t.kernel(OpId::Unstack, unstack_kernel);
+  t.kernel(OpId::Split, split_kernel);
+}
+
+}  // namespace kiln::cpu

@@ -1,0 +1,244 @@
+// Joining and splitting: concat, stack, unstack, split.
+#include "front_util.h"
+#include "kiln/context.h"
+#include "kiln/ops/array.h"
+#include "shape_ops_util.h"
+
+namespace kiln {
+namespace {
+using namespace shape_ops;
+
+void expect_values(const InferContext& c) {
+  if (c.num_inputs() == 0) c.fail("expected at least one tensor in values, got none");
+  expect_data_dtype(c, 0);
+  for (size_t i = 1; i < c.num_inputs(); ++i) c.expect_same_dtype(0, i);
+}
+
+// ---- ConcatV2 ----
+
+void infer_concat(InferContext& c) {
+  expect_values(c);
+  const size_t n = c.num_inputs();
+  size_t first = n;  // first input of known rank
+  for (size_t i = 0; i < n && first == n; ++i)
+    if (c.shape(i).rank_known()) first = i;
+  if (first == n) return c.set_output(0, c.dtype(0), Shape::unknown_rank());
+  const Shape& ref = c.shape(first);
+  const int64_t r = ref.rank();
+  if (r == 0)
+    c.fail("cannot concatenate scalars (", c.input_name(first),
+           " has shape []); use stack instead");
+  const int64_t axis = normalize_axis(c.attr_int(0), r, c.op().type_name);
+  Shape out = ref;
+  int64_t total = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const Shape& s = c.shape(i);
+    if (!s.rank_known()) {
+      total = Shape::kUnknownDim;
+      continue;
+    }
+    if (s.rank() != r)
+      c.fail("all inputs must have the same rank: ", c.input_name(i), " has shape ",
+             s.debug_string(), " but ", c.input_name(first), " has shape ", ref.debug_string());
+    for (int64_t d = 0; d < r; ++d) {
+      if (d == axis) continue;
+      const int64_t a = out.dim(d), b = s.dim(d);
+      if (a >= 0 && b >= 0 && a != b)
+        c.fail("dimension ", d, " of ", c.input_name(i), " (shape ", s.debug_string(),
+               ") does not match ", c.input_name(first), " (shape ", ref.debug_string(),
+               "); all dimensions except the concat axis ", axis, " must agree");
+      if (a < 0) out.set_dim(d, b);
+    }
+    if (total >= 0)
+      total = s.dim(axis) < 0 ? Shape::kUnknownDim
+                              : checked_add(c, total, s.dim(axis), "concatenated dimension");
+  }
+  out.set_dim(axis, total);
+  c.set_output(0, c.dtype(0), std::move(out));
+}
+
+// ---- Pack ----
+
+void infer_stack(InferContext& c) {
+  expect_values(c);
+  const int64_t n = static_cast<int64_t>(c.num_inputs());
+  Shape merged = Shape::unknown_rank();
+  size_t first = 0;
+  for (size_t i = 0; i < c.num_inputs(); ++i) {
+    const Shape& s = c.shape(i);
+    if (!s.rank_known()) continue;
+    if (!merged.rank_known()) {
+      merged = s;
+      first = i;
+      continue;
+    }
+    if (!merged.is_compatible_with(s))
+      c.fail("all inputs must have the same shape: ", c.input_name(i), " has shape ",
+             s.debug_string(), " but ", c.input_name(first), " has shape ",
+             c.shape(first).debug_string());
+    for (int64_t d = 0; d < s.rank(); ++d)
+      if (merged.dim(d) < 0) merged.set_dim(d, s.dim(d));
+  }
+  if (!merged.rank_known()) return c.set_output(0, c.dtype(0), Shape::unknown_rank());
+  const int64_t r = merged.rank();
+  int64_t axis = c.attr_int(0);
+  if (axis < -r - 1 || axis > r)
+    c.fail("axis ", axis, " is out of range for stacking tensors of rank ", r, " (expected [",
+           -r - 1, ", ", r, "])");
+  if (axis < 0) axis += r + 1;
+  merged.insert(axis, n);
+  check_element_count(c, merged);
+  c.set_output(0, c.dtype(0), std::move(merged));
+}
+
+// ---- Unpack ----
+
+void infer_unstack(InferContext& c) {
+  expect_data_dtype(c, 0);
+  const Shape& in = c.shape(0);
+  const int64_t num = c.attr_int(0);
+  if (num < -1) c.fail("num must be >= 0 (or -1 to use the dimension), got ", num);
+  if (!in.rank_known()) {
+    if (num < 0)
+      c.fail("cannot infer the number of outputs: the input's rank is unknown; pass num");
+    for (int64_t i = 0; i < num; ++i) c.set_output(i, c.dtype(0), Shape::unknown_rank());
+    return;
+  }
+  const int64_t r = in.rank();
+  if (r == 0) c.fail("cannot unstack a scalar (value has shape [])");
+  const int64_t axis = normalize_axis(c.attr_int(1), r, c.op().type_name);
+  int64_t count = in.dim(axis);
+  if (count < 0) {
+    if (num < 0)
+      c.fail("cannot infer the number of outputs: dimension ", axis, " of shape ",
+             in.debug_string(), " is unknown; pass num");
+    count = num;
+  } else if (num >= 0 && num != count) {
+    c.fail("num is ", num, " but dimension ", axis, " of value (shape ", in.debug_string(),
+           ") has size ", count);
+  }
+  Shape out = in;
+  out.erase(axis);
+  for (int64_t i = 0; i < count; ++i) c.set_output(i, c.dtype(0), out);
+}
+
+// ---- SplitV ----
+
+void infer_split(InferContext& c) {
+  expect_data_dtype(c, 0);
+  const Shape& in = c.shape(0);
+  std::vector<int64_t> sizes = c.attr_ints(0);
+  const int64_t num_split = c.attr_int(2);
+  if (sizes.empty()) {
+    if (num_split < 1) c.fail("num_split must be >= 1 when size_splits is empty, got ", num_split);
+  } else if (num_split != 0 && num_split != static_cast<int64_t>(sizes.size())) {
+    c.fail("num_split ", num_split, " disagrees with size_splits ", ints_str(sizes));
+  }
+  int64_t unknown = -1, total = 0;
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    if (sizes[i] == -1) {
+      if (unknown >= 0)
+        c.fail("size_splits ", ints_str(sizes), " has more than one -1; at most one size ",
+               "can be inferred");
+      unknown = static_cast<int64_t>(i);
+    } else if (sizes[i] < 0) {
+      c.fail("size_splits[", i, "] = ", sizes[i], " is invalid: sizes must be >= 0 or -1");
+    } else {
+      total = checked_add(c, total, sizes[i], "sum of size_splits");
+    }
+  }
+  if (!in.rank_known()) {
+    const size_t n = sizes.empty() ? static_cast<size_t>(num_split) : sizes.size();
+    for (size_t i = 0; i < n; ++i) c.set_output(i, c.dtype(0), Shape::unknown_rank());
+    return;
+  }
+  const int64_t r = in.rank();
+  if (r == 0) c.fail("cannot split a scalar (value has shape [])");
+  const int64_t axis = normalize_axis(c.attr_int(1), r, c.op().type_name);
+  const int64_t d = in.dim(axis);
+  if (sizes.empty()) {
+    if (d >= 0 && d % num_split != 0)
+      c.fail("dimension ", axis, " of value (shape ", in.debug_string(), ") has size ", d,
+             ", which is not divisible by num_split ", num_split);
+    sizes.assign(static_cast<size_t>(num_split), d < 0 ? Shape::kUnknownDim : d / num_split);
+  } else if (d >= 0) {
+    if (unknown >= 0) {
+      if (total > d)
+        c.fail("size_splits ", ints_str(sizes), " add up to ", total, ", more than dimension ",
+               axis, " of value (shape ", in.debug_string(), ")");
+      sizes[static_cast<size_t>(unknown)] = d - total;
+    } else if (total != d) {
+      c.fail("size_splits ", ints_str(sizes), " add up to ", total, " but dimension ", axis,
+             " of value (shape ", in.debug_string(), ") has size ", d);
+    }
+  } else if (unknown >= 0) {
+    sizes[static_cast<size_t>(unknown)] = Shape::kUnknownDim;
+  }
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    Shape out = in;
+    out.set_dim(axis, sizes[i]);
+    c.set_output(i, c.dtype(0), std::move(out));
+  }
+}
+
+}  // namespace
+
+namespace shape_ops {
+void define_concat_split_ops(OpTableBuilder& t) {
+  t.def(OpId::Concat)
+      .inputs({"values"})
+      .outputs({"output"})
+      .attr("axis", AttrType::kInt)
+      .traits(kVariadicInput | kView)
+      .infer(infer_concat);
+  t.def(OpId::Stack)
+      .inputs({"values"})
+      .outputs({"output"})
+      .attr("axis", AttrType::kInt, int64_t{0})
+      .traits(kVariadicInput)
+      .infer(infer_stack);
+  t.def(OpId::Unstack)
+      .inputs({"value"})
+      .outputs({"output"})
+      .attr("num", AttrType::kInt, int64_t{-1})
+      .attr("axis", AttrType::kInt, int64_t{0})
+      .traits(kView)
+      .infer(infer_unstack);
+  t.def(OpId::Split)
+      .inputs({"value"})
+      .outputs({"output"})
+      .attr("size_splits", AttrType::kInts, std::vector<int64_t>{})
+      .attr("axis", AttrType::kInt, int64_t{0})
+      .attr("num_split", AttrType::kInt, int64_t{0})
+      .traits(kView)
+      .infer(infer_split);
+}
+}  // namespace shape_ops
+
+Tensor concat(const std::vector<Tensor>& values, int64_t axis) {
+  return call_op1(OpId::Concat, std::span<const Tensor>(values), {axis});
+}
+
+Tensor stack(const std::vector<Tensor>& values, int64_t axis) {
+  return call_op1(OpId::Stack, std::span<const Tensor>(values), {axis});
+}
+
+std::vector<Tensor> unstack(const Tensor& value, int64_t axis, int64_t num) {
+  return call_op(OpId::Unstack, std::span<const Tensor>(&value, 1), {num, axis});
+}
+
+std::vector<Tensor> split(const Tensor& value, int64_t num_splits, int64_t axis) {
+  return call_op(OpId::Split, std::span<const Tensor>(&value, 1),
+                 {std::vector<int64_t>{}, axis, num_splits});
+}
+std::vector<Tensor> split(const Tensor& value, const std::vector<int64_t>& size_splits,
+                          int64_t axis) {
+  if (size_splits.empty()) throw InvalidArgumentError("SplitV: size_splits must not be empty");
+  return call_op(OpId::Split, std::span<const Tensor>(&value, 1), {size_splits, axis});
+}
+std::vector<Tensor> split(const Tensor& value, std::initializer_list<int64_t> size_splits,
+                          int64_t axis) {
+  return split(value, std::vector<int64_t>(size_splits), axis);
+}
+
+}  // namespace kiln

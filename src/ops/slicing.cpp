@@ -1,0 +1,219 @@
+// Slicing and gathering: slice, strided_slice (and the index() lowering),
+// gather.
+#include "front_util.h"
+#include "kiln/context.h"
+#include "kiln/ops/array.h"
+#include "shape_ops_util.h"
+#include "slice_spec.h"
+
+namespace kiln {
+namespace {
+using namespace shape_ops;
+
+// ---- Slice ----
+
+void infer_slice(InferContext& c) {
+  expect_data_dtype(c, 0);
+  const int64_t nb = int_vector_length(c, 1);
+  const int64_t ns = int_vector_length(c, 2);
+  if (nb >= 0 && ns >= 0 && nb != ns)
+    c.fail("begin and size must have the same length, got ", nb, " and ", ns);
+  const Shape& in = c.shape(0);
+  int64_t r = in.rank_known() ? in.rank() : (nb >= 0 ? nb : ns);
+  if (in.rank_known() && ((nb >= 0 && nb != r) || (ns >= 0 && ns != r)))
+    c.fail("begin and size must have one entry per dimension of input (shape ", in.debug_string(),
+           "), got ", nb >= 0 ? nb : ns);
+  if (r < 0) return c.set_output(0, c.dtype(0), Shape::unknown_rank());
+  std::vector<int64_t> begin, size;
+  const bool have_begin = c.int_values(1, begin), have_size = c.int_values(2, size);
+  Shape out;
+  for (int64_t i = 0; i < r; ++i) {
+    const size_t k = static_cast<size_t>(i);
+    const int64_t d = in.rank_known() ? in.dim(i) : Shape::kUnknownDim;
+    const int64_t b = have_begin ? begin[k] : -1, s = have_size ? size[k] : -2;
+    if (have_begin && b < 0)
+      c.fail("begin[", i, "] = ", b, " must be >= 0 (input shape ", in.debug_string(), ")");
+    if (have_size && s < -1)
+      c.fail("size[", i, "] = ", s, " must be >= 0, or -1 for the rest of the dimension");
+    if (have_begin && d >= 0 && b > d)
+      c.fail("begin[", i, "] = ", b, " is out of bounds for dimension ", i, " of size ", d,
+             " (input shape ", in.debug_string(), ")");
+    if (have_begin && have_size && d >= 0 && s > d - b)
+      c.fail("slice [", b, ", ", b, " + ", s, ") is out of bounds for dimension ", i, " of size ",
+             d, " (input shape ", in.debug_string(), ")");
+    if (s >= 0)
+      out.push_back(s);
+    else if (s == -1 && have_begin && d >= 0)
+      out.push_back(d - b);
+    else
+      out.push_back(Shape::kUnknownDim);
+  }
+  c.set_output(0, c.dtype(0), std::move(out));
+}
+
+// ---- StridedSlice ----
+
+StridedSliceMasks masks_of(const InferContext& c) {
+  return {c.attr_int(0), c.attr_int(1), c.attr_int(2), c.attr_int(3), c.attr_int(4)};
+}
+
+void infer_strided_slice(InferContext& c) {
+  expect_data_dtype(c, 0);
+  const int64_t nb = int_vector_length(c, 1);
+  const int64_t ne = int_vector_length(c, 2);
+  const int64_t ns = int_vector_length(c, 3);
+  int64_t n = -1;
+  for (int64_t v : {nb, ne, ns}) {
+    if (v < 0) continue;
+    if (n >= 0 && v != n)
+      c.fail("begin, end and strides must have the same length, got ", nb, ", ", ne, " and ", ns);
+    n = v;
+  }
+  std::vector<int64_t> begin, end, strides;
+  const bool known = c.int_values(1, begin) && c.int_values(2, end) && c.int_values(3, strides);
+  if (n < 0) return c.set_output(0, c.dtype(0), Shape::unknown_rank());
+  StridedSliceSpec spec =
+      canonicalize_strided_slice(c.shape(0), n, known ? &begin : nullptr, known ? &end : nullptr,
+                                 known ? &strides : nullptr, masks_of(c));
+  c.set_output(0, c.dtype(0), std::move(spec.shape));
+}
+
+// ---- GatherV2 ----
+
+void infer_gather(InferContext& c) {
+  expect_data_dtype(c, 0);
+  const DType it = c.dtype(1);
+  if (it != DType::kInt32 && it != DType::kInt64)
+    c.fail("expected indices to be int32 or int64, got ", dtype_name(it));
+  if (c.attr_int(1) != 0)
+    c.fail("batch_dims ", c.attr_int(1), " is not supported; only batch_dims = 0 is");
+  const Shape& p = c.shape(0);
+  const Shape& idx = c.shape(1);
+  if (!p.rank_known() || !idx.rank_known())
+    return c.set_output(0, c.dtype(0), Shape::unknown_rank());
+  if (p.rank() == 0) c.fail("params must be at least 1-dimensional, got shape []");
+  const int64_t axis = normalize_axis(c.attr_int(0), p.rank(), c.op().type_name);
+  Shape out;
+  for (int64_t i = 0; i < axis; ++i) out.push_back(p.dim(i));
+  for (int64_t d : idx.dims()) out.push_back(d);
+  for (int64_t i = axis + 1; i < p.rank(); ++i) out.push_back(p.dim(i));
+  check_element_count(c, out);
+  c.set_output(0, c.dtype(0), std::move(out));
+}
+
+}  // namespace
+
+namespace shape_ops {
+void define_slicing_ops(OpTableBuilder& t) {
+  t.def(OpId::Slice)
+      .inputs({"input", "begin", "size"})
+      .outputs({"output"})
+      .traits(kView)
+      .infer(infer_slice);
+  t.def(OpId::StridedSlice)
+      .inputs({"input", "begin", "end", "strides"})
+      .outputs({"output"})
+      .attr("begin_mask", AttrType::kInt, int64_t{0})
+      .attr("end_mask", AttrType::kInt, int64_t{0})
+      .attr("ellipsis_mask", AttrType::kInt, int64_t{0})
+      .attr("new_axis_mask", AttrType::kInt, int64_t{0})
+      .attr("shrink_axis_mask", AttrType::kInt, int64_t{0})
+      .traits(kView)
+      .infer(infer_strided_slice);
+  t.def(OpId::Gather)
+      .inputs({"params", "indices"})
+      .outputs({"output"})
+      .attr("axis", AttrType::kInt, int64_t{0})
+      .attr("batch_dims", AttrType::kInt, int64_t{0})
+      .infer(infer_gather);
+}
+}  // namespace shape_ops
+
+Tensor slice(const Tensor& input, const Tensor& begin, const Tensor& size) {
+  return call_op1(OpId::Slice, {input, begin, size});
+}
+Tensor slice(const Tensor& input, const std::vector<int64_t>& begin,
+             const std::vector<int64_t>& size) {
+  return slice(input, int64_vector(begin), int64_vector(size));
+}
+Tensor slice(const Tensor& input, std::initializer_list<int64_t> begin,
+             std::initializer_list<int64_t> size) {
+  return slice(input, int64_vector(begin), int64_vector(size));
+}
+
+Tensor strided_slice(const Tensor& input, const Tensor& begin, const Tensor& end,
+                     const Tensor& strides, int64_t begin_mask, int64_t end_mask,
+                     int64_t ellipsis_mask, int64_t new_axis_mask, int64_t shrink_axis_mask) {
+  return call_op1(OpId::StridedSlice, {input, begin, end, strides},
+                  {begin_mask, end_mask, ellipsis_mask, new_axis_mask, shrink_axis_mask});
+}
+Tensor strided_slice(const Tensor& input, const std::vector<int64_t>& begin,
+                     const std::vector<int64_t>& end, const std::vector<int64_t>& strides,
+                     int64_t begin_mask, int64_t end_mask, int64_t ellipsis_mask,
+                     int64_t new_axis_mask, int64_t shrink_axis_mask) {
+  const std::vector<int64_t> ones(begin.size(), 1);
+  return strided_slice(input, int64_vector(begin), int64_vector(end),
+                       int64_vector(strides.empty() ? ones : strides), begin_mask, end_mask,
+                       ellipsis_mask, new_axis_mask, shrink_axis_mask);
+}
+Tensor strided_slice(const Tensor& input, std::initializer_list<int64_t> begin,
+                     std::initializer_list<int64_t> end, std::initializer_list<int64_t> strides,
+                     int64_t begin_mask, int64_t end_mask, int64_t ellipsis_mask,
+                     int64_t new_axis_mask, int64_t shrink_axis_mask) {
+  return strided_slice(input, std::vector<int64_t>(begin), std::vector<int64_t>(end),
+                       std::vector<int64_t>(strides), begin_mask, end_mask, ellipsis_mask,
+                       new_axis_mask, shrink_axis_mask);
+}
+
+Tensor index(const Tensor& input, const std::vector<IndexItem>& items) {
+  if (items.size() > 64)
+    throw InvalidArgumentError(
+        str_cat("index: ", items.size(), " index entries given; at most 64 are supported"));
+  std::vector<int64_t> begin, end, strides;
+  int64_t begin_mask = 0, end_mask = 0, ellipsis_mask = 0, new_axis_mask = 0, shrink_mask = 0;
+  for (size_t i = 0; i < items.size(); ++i) {
+    const IndexItem& it = items[i];
+    const int64_t bit = int64_t{1} << i;
+    int64_t b = 0, e = 0, s = 1;
+    switch (it.kind()) {
+      case IndexItem::kIndex:
+        b = it.index();
+        e = b == -1 ? 0 : b + 1;  // ignored: the dimension is removed
+        shrink_mask |= bit;
+        break;
+      case IndexItem::kSlice: {
+        const Slice& sl = it.slice();
+        if (sl.step_) s = *sl.step_;
+        if (s == 0) throw InvalidArgumentError("index: slice step cannot be zero");
+        if (sl.start_)
+          b = *sl.start_;
+        else
+          begin_mask |= bit;
+        if (sl.stop_)
+          e = *sl.stop_;
+        else
+          end_mask |= bit;
+        break;
+      }
+      case IndexItem::kNewAxis: new_axis_mask |= bit; break;
+      case IndexItem::kEllipsis:
+        if (ellipsis_mask) throw InvalidArgumentError("index: at most one ellipsis is allowed");
+        ellipsis_mask |= bit;
+        break;
+    }
+    begin.push_back(b);
+    end.push_back(e);
+    strides.push_back(s);
+  }
+  return strided_slice(input, begin, end, strides, begin_mask, end_mask, ellipsis_mask,
+                       new_axis_mask, shrink_mask);
+}
+Tensor index(const Tensor& input, std::initializer_list<IndexItem> items) {
+  return index(input, std::vector<IndexItem>(items));
+}
+
+Tensor gather(const Tensor& params, const Tensor& indices, int64_t axis) {
+  return call_op1(OpId::Gather, {params, indices}, {axis});
+}
+
+}  // namespace kiln

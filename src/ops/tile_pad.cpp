@@ -1,0 +1,203 @@
+// Ops that grow a tensor: tile, broadcast_to, pad.
+#include "front_util.h"
+#include "kiln/context.h"
+#include "kiln/ops/array.h"
+#include "shape_ops_util.h"
+
+namespace kiln {
+namespace {
+using namespace shape_ops;
+
+// ---- Tile ----
+
+void infer_tile(InferContext& c) {
+  expect_data_dtype(c, 0);
+  const int64_t n = int_vector_length(c, 1);
+  const Shape& in = c.shape(0);
+  if (in.rank_known() && n >= 0 && n != in.rank())
+    c.fail("multiples has ", n, " entries but the input has rank ", in.rank(), " (shape ",
+           in.debug_string(), ")");
+  const int64_t r = in.rank_known() ? in.rank() : n;
+  if (r < 0) return c.set_output(0, c.dtype(0), Shape::unknown_rank());
+  std::vector<int64_t> m;
+  const bool known = c.int_values(1, m);
+  if (known)
+    for (size_t i = 0; i < m.size(); ++i)
+      if (m[i] < 0)
+        c.fail("multiples[", i, "] = ", m[i], " must be non-negative (multiples ", ints_str(m),
+               ")");
+  Shape out;
+  for (int64_t i = 0; i < r; ++i) {
+    const int64_t d = in.rank_known() ? in.dim(i) : Shape::kUnknownDim;
+    const int64_t k = known ? m[static_cast<size_t>(i)] : Shape::kUnknownDim;
+    if (d == 0 || k == 0)
+      out.push_back(0);
+    else if (d < 0 || k < 0)
+      out.push_back(Shape::kUnknownDim);
+    else
+      out.push_back(checked_mul(c, d, k, "tiled dimension"));
+  }
+  check_element_count(c, out);
+  c.set_output(0, c.dtype(0), std::move(out));
+}
+
+// ---- BroadcastTo ----
+
+void infer_broadcast_to(InferContext& c) {
+  expect_data_dtype(c, 0);
+  const int64_t n = int_vector_length(c, 1);
+  const Shape& in = c.shape(0);
+  if (n < 0) return c.set_output(0, c.dtype(0), Shape::unknown_rank());
+  if (in.rank_known() && in.rank() > n)
+    c.fail("cannot broadcast input of shape ", in.debug_string(), " to a shape of rank ", n,
+           ": the target rank is lower");
+  std::vector<int64_t> target;
+  if (!c.int_values(1, target)) {
+    Shape out;
+    for (int64_t i = 0; i < n; ++i) out.push_back(Shape::kUnknownDim);
+    if (in.rank_known())  // known input dims other than 1 fix the output's
+      for (int64_t i = 0; i < in.rank(); ++i)
+        if (in.dim(i) != 1) out.set_dim(n - in.rank() + i, in.dim(i));
+    return c.set_output(0, c.dtype(0), std::move(out));
+  }
+  for (size_t i = 0; i < target.size(); ++i)
+    if (target[i] < 0)
+      c.fail("shape[", i, "] = ", target[i], " must be non-negative (shape ", ints_str(target),
+             ")");
+  const Shape out(target);
+  if (in.rank_known())
+    for (int64_t i = 0; i < in.rank(); ++i) {
+      const int64_t d = in.dim(i), t = target[static_cast<size_t>(n - in.rank() + i)];
+      if (d >= 0 && d != 1 && d != t)
+        c.fail("cannot broadcast input of shape ", in.debug_string(), " to shape ",
+               ints_str(target), ": dimension ", i, " has size ", d, " (expected 1 or ", t, ")");
+    }
+  check_element_count(c, out);
+  c.set_output(0, c.dtype(0), out);
+}
+
+// ---- PadV2 ----
+
+void infer_pad(InferContext& c) {
+  expect_data_dtype(c, 0);
+  const DType pt = c.dtype(1);
+  if (pt != DType::kInt32 && pt != DType::kInt64)
+    c.fail("expected paddings to be int32 or int64, got ", dtype_name(pt));
+  if (c.dtype(2) != c.dtype(0))
+    c.fail("constant_values must have the input's dtype ", dtype_name(c.dtype(0)), ", got ",
+           dtype_name(c.dtype(2)));
+  if (c.shape(2).rank_known() && c.shape(2).rank() != 0)
+    c.fail("constant_values must be a scalar, got shape ", c.shape(2).debug_string());
+  const Shape& in = c.shape(0);
+  const Shape& ps = c.shape(1);
+  int64_t r = in.rank_known() ? in.rank() : Shape::kUnknownDim;
+  if (ps.rank_known()) {
+    if (ps.rank() != 2 || (ps.dim(1) >= 0 && ps.dim(1) != 2))
+      c.fail("paddings must have shape [rank, 2], got ", ps.debug_string());
+    if (ps.dim(0) >= 0) {
+      if (r >= 0 && ps.dim(0) != r)
+        c.fail("paddings must have shape [rank, 2] = [", r, ",2] for input of shape ",
+               in.debug_string(), ", got ", ps.debug_string());
+      r = ps.dim(0);
+    }
+  }
+  if (r < 0) return c.set_output(0, c.dtype(0), Shape::unknown_rank());
+  std::vector<int64_t> p;
+  const bool known = c.int_values(1, p);
+  Shape out;
+  for (int64_t i = 0; i < r; ++i) {
+    const int64_t d = in.rank_known() ? in.dim(i) : Shape::kUnknownDim;
+    if (!known) {
+      out.push_back(Shape::kUnknownDim);
+      continue;
+    }
+    const int64_t before = p[static_cast<size_t>(2 * i)], after = p[static_cast<size_t>(2 * i + 1)];
+    if (before < 0 || after < 0)
+      c.fail("paddings must be non-negative: paddings[", i, "] = [", before, ", ", after, "]");
+    out.push_back(d < 0 ? Shape::kUnknownDim
+                        : checked_add(c, checked_add(c, d, before, "padded dimension"), after,
+                                      "padded dimension"));
+  }
+  check_element_count(c, out);
+  c.set_output(0, c.dtype(0), std::move(out));
+}
+
+std::vector<int64_t> flatten_pairs(std::span<const std::pair<int64_t, int64_t>> paddings) {
+  std::vector<int64_t> flat;
+  for (const auto& [b, a] : paddings) {
+    flat.push_back(b);
+    flat.push_back(a);
+  }
+  return flat;
+}
+
+Tensor paddings_tensor(std::span<const std::pair<int64_t, int64_t>> paddings) {
+  return Tensor::from_vector(flatten_pairs(paddings),
+                             Shape{static_cast<int64_t>(paddings.size()), 2});
+}
+
+}  // namespace
+
+namespace shape_ops {
+void define_tile_pad_ops(OpTableBuilder& t) {
+  t.def(OpId::Tile).inputs({"input", "multiples"}).outputs({"output"}).infer(infer_tile);
+  t.def(OpId::BroadcastTo)
+      .inputs({"input", "shape"})
+      .outputs({"output"})
+      .traits(kView)
+      .infer(infer_broadcast_to);
+  t.def(OpId::Pad)
+      .inputs({"input", "paddings", "constant_values"})
+      .outputs({"output"})
+      .infer(infer_pad);
+}
+}  // namespace shape_ops
+
+Tensor tile(const Tensor& input, const Tensor& multiples) {
+  return call_op1(OpId::Tile, {input, multiples});
+}
+Tensor tile(const Tensor& input, const std::vector<int64_t>& multiples) {
+  return tile(input, int64_vector(multiples));
+}
+Tensor tile(const Tensor& input, std::initializer_list<int64_t> multiples) {
+  return tile(input, int64_vector(multiples));
+}
+
+Tensor broadcast_to(const Tensor& input, const Tensor& shape) {
+  return call_op1(OpId::BroadcastTo, {input, shape});
+}
+Tensor broadcast_to(const Tensor& input, const std::vector<int64_t>& shape) {
+  return broadcast_to(input, int64_vector(shape));
+}
+Tensor broadcast_to(const Tensor& input, std::initializer_list<int64_t> shape) {
+  return broadcast_to(input, int64_vector(shape));
+}
+Tensor broadcast_to(const Tensor& input, const Shape& shape) {
+  return broadcast_to(input, int64_vector(shape.dims()));
+}
+
+Tensor pad(const Tensor& input, const Tensor& paddings, const Tensor& constant_values) {
+  return call_op1(OpId::Pad, {input, paddings, constant_values});
+}
+Tensor pad(const Tensor& input, const Tensor& paddings, Scalar constant_values) {
+  if (!input.defined()) throw InvalidArgumentError("PadV2: input is an undefined tensor");
+  return pad(input, paddings, scalar_of(constant_values, input.dtype()));
+}
+Tensor pad(const Tensor& input, const std::vector<std::pair<int64_t, int64_t>>& paddings,
+           Scalar constant_values) {
+  return pad(input, paddings_tensor(paddings), constant_values);
+}
+Tensor pad(const Tensor& input, std::initializer_list<std::pair<int64_t, int64_t>> paddings,
+           Scalar constant_values) {
+  return pad(input, paddings_tensor({paddings.begin(), paddings.size()}), constant_values);
+}
+Tensor pad(const Tensor& input, const std::vector<std::pair<int64_t, int64_t>>& paddings,
+           const Tensor& constant_values) {
+  return pad(input, paddings_tensor(paddings), constant_values);
+}
+Tensor pad(const Tensor& input, std::initializer_list<std::pair<int64_t, int64_t>> paddings,
+           const Tensor& constant_values) {
+  return pad(input, paddings_tensor({paddings.begin(), paddings.size()}), constant_values);
+}
+
+}  // namespace kiln

@@ -1,0 +1,512 @@
+// conv2d, depthwise_conv2d, max_pool2d and avg_pool2d against plain reference
+// loops (NHWC), with TensorFlow's SAME/VALID arithmetic written out here.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <thread>
+#include <type_traits>
+#include <vector>
+
+#include "test_util.h"
+
+namespace kiln {
+namespace {
+using testing::expect_error;
+using testing::expect_tensor;
+using testing::expect_tensor_near;
+
+// Output size and leading pad of one spatial dim, as TensorFlow defines them.
+struct Out1 {
+  int64_t size, pad;
+};
+Out1 tf_out(int64_t in, int64_t k, int64_t s, int64_t d, bool same) {
+  const int64_t eff = (k - 1) * d + 1;
+  if (!same) return {(in - eff + s) / s, 0};
+  const int64_t out = (in + s - 1) / s;
+  const int64_t total = std::max<int64_t>((out - 1) * s + eff - in, 0);
+  return {out, total / 2};
+}
+
+struct ConvCase {
+  int64_t n, h, w, c;
+  int64_t kh, kw, oc;  // oc = channel multiplier for depthwise
+  int64_t sh, sw, dh, dw;
+  bool same;
+};
+
+// Reference conv (depthwise when `dw`), accumulating in double.
+template <typename T>
+std::vector<T> ref_conv(const ConvCase& p, bool depthwise, const std::vector<T>& x,
+                        const std::vector<T>& f, Shape& shape) {
+  const Out1 oh = tf_out(p.h, p.kh, p.sh, p.dh, p.same);
+  const Out1 ow = tf_out(p.w, p.kw, p.sw, p.dw, p.same);
+  const int64_t oc = depthwise ? p.c * p.oc : p.oc;
+  shape = Shape{p.n, oh.size, ow.size, oc};
+  std::vector<T> out(p.n * oh.size * ow.size * oc);
+  for (int64_t b = 0; b < p.n; ++b)
+    for (int64_t i = 0; i < oh.size; ++i)
+      for (int64_t j = 0; j < ow.size; ++j)
+        for (int64_t o = 0; o < oc; ++o) {
+          double acc = 0;
+          for (int64_t ki = 0; ki < p.kh; ++ki)
+            for (int64_t kj = 0; kj < p.kw; ++kj) {
+              const int64_t y = i * p.sh - oh.pad + ki * p.dh;
+              const int64_t z = j * p.sw - ow.pad + kj * p.dw;
+              if (y < 0 || y >= p.h || z < 0 || z >= p.w) continue;
+              const T* px = x.data() + ((b * p.h + y) * p.w + z) * p.c;
+              if (depthwise) {
+                const int64_t ci = o / p.oc, m = o % p.oc;
+                acc += static_cast<double>(px[ci]) *
+                       static_cast<double>(f[((ki * p.kw + kj) * p.c + ci) * p.oc + m]);
+              } else {
+                for (int64_t ci = 0; ci < p.c; ++ci)
+                  acc += static_cast<double>(px[ci]) *
+                         static_cast<double>(f[((ki * p.kw + kj) * p.c + ci) * p.oc + o]);
+              }
+            }
+          out[((b * oh.size + i) * ow.size + j) * oc + o] = static_cast<T>(acc);
+        }
+  return out;
+}
+
+// A tensor of `shape` filled with `v` (built directly, no ops involved).
+template <typename T>
+Tensor full(const Shape& shape, T v) {
+  return Tensor::from_vector(std::vector<T>(shape.num_elements(), v), shape);
+}
+
+template <typename T>
+std::vector<T> wave(int64_t n, double freq) {
+  std::vector<T> v(n);
+  for (int64_t i = 0; i < n; ++i)
+    v[i] = static_cast<T>(std::sin(freq * static_cast<double>(i) + 0.3));
+  return v;
+}
+
+const std::vector<ConvCase>& conv_cases() {
+  static const std::vector<ConvCase> c = {
+      {1, 5, 5, 1, 3, 3, 1, 1, 1, 1, 1, false},
+      {1, 5, 5, 1, 3, 3, 1, 1, 1, 1, 1, true},
+      {2, 7, 6, 3, 3, 2, 4, 1, 1, 1, 1, true},
+      {2, 7, 6, 3, 3, 2, 4, 2, 2, 1, 1, true},
+      {2, 7, 6, 3, 3, 2, 4, 2, 3, 1, 1, false},
+      {1, 4, 4, 2, 3, 3, 2, 2, 2, 1, 1, true},  // asymmetric SAME padding (0 before, 1 after)
+      {1, 9, 8, 2, 3, 3, 3, 1, 1, 2, 2, true},  // dilation
+      {1, 9, 8, 2, 3, 2, 3, 1, 1, 2, 3, false},
+      {3, 6, 6, 5, 1, 1, 7, 1, 1, 1, 1, false},  // 1x1
+      {1, 5, 5, 3, 5, 5, 2, 1, 1, 1, 1, false},  // kernel == input
+      {1, 3, 3, 2, 5, 5, 2, 1, 1, 1, 1, true},   // kernel > input with SAME
+      {2, 12, 10, 16, 3, 3, 8, 2, 1, 1, 1, true},
+      {1, 10, 10, 8, 3, 3, 16, 3, 3, 1, 1, true},
+  };
+  return c;
+}
+
+Tensor run_conv(const ConvCase& p, bool depthwise, const Tensor& x, const Tensor& f,
+                int stride_form) {
+  std::vector<int64_t> st = {p.sh, p.sw}, dl = {p.dh, p.dw};
+  if (stride_form == 4) {
+    st = {1, p.sh, p.sw, 1};
+    dl = {1, p.dh, p.dw, 1};
+  } else if (stride_form == 1 && p.sh == p.sw && p.dh == p.dw) {
+    st = {p.sh};
+    dl = {p.dh};
+  }
+  const std::string pad = p.same ? "SAME" : "VALID";
+  return depthwise ? depthwise_conv2d(x, f, st, pad, dl) : conv2d(x, f, st, pad, dl);
+}
+
+template <typename T>
+void check_conv(bool depthwise) {
+  int form = 0;
+  for (const ConvCase& p : conv_cases()) {
+    form = (form + 1) % 3;
+    const int stride_form = form == 0 ? 1 : form == 1 ? 2 : 4;
+    SCOPED_TRACE(::testing::Message()
+                 << "N" << p.n << " H" << p.h << " W" << p.w << " C" << p.c << " k" << p.kh << "x"
+                 << p.kw << " oc/mult " << p.oc << " s" << p.sh << "," << p.sw << " d" << p.dh
+                 << "," << p.dw << (p.same ? " SAME" : " VALID") << " form " << stride_form);
+    const Shape xs{p.n, p.h, p.w, p.c}, fs{p.kh, p.kw, p.c, p.oc};
+    const auto x = wave<T>(xs.num_elements(), 0.7);
+    const auto f = wave<T>(fs.num_elements(), 1.3);
+    Shape s;
+    const auto want = ref_conv(p, depthwise, x, f, s);
+    const Tensor got =
+        run_conv(p, depthwise, Tensor::from_vector(x, xs), Tensor::from_vector(f, fs), stride_form);
+    expect_tensor_near<T>(got, s, want, std::is_same_v<T, float> ? 1e-4 : 1e-12);
+  }
+}
+
+TEST(Conv2D, Float32MatchesReference) {
+  check_conv<float>(false);
+}
+TEST(Conv2D, Float64MatchesReference) {
+  check_conv<double>(false);
+}
+TEST(DepthwiseConv2D, Float32MatchesReference) {
+  check_conv<float>(true);
+}
+TEST(DepthwiseConv2D, Float64MatchesReference) {
+  check_conv<double>(true);
+}
+
+TEST(Conv2D, SamePaddingByHand) {
+  // 4x4 input of ones, 3x3 kernel of ones, stride 2, SAME: out 2x2, padding
+  // 0 before and 1 after, so the windows hold 9, 6, 6 and 4 ones.
+  const Tensor x = full<float>({1, 4, 4, 1}, 1.f);
+  const Tensor f = full<float>({3, 3, 1, 1}, 1.f);
+  expect_tensor<float>(conv2d(x, f, {2, 2}, "SAME"), {1, 2, 2, 1}, {9, 6, 6, 4});
+  expect_tensor<float>(conv2d(x, f, {1, 1}, "VALID"), {1, 2, 2, 1}, {9, 9, 9, 9});
+  expect_tensor<float>(depthwise_conv2d(x, f, {2}, "SAME"), {1, 2, 2, 1}, {9, 6, 6, 4});
+}
+
+TEST(Conv2D, EmptyTensors) {
+  const Tensor f = full<float>({3, 3, 2, 4}, 1.f);
+  expect_tensor<float>(conv2d(Tensor::empty(DType::kFloat32, {0, 5, 5, 2}), f, {1, 1}, "SAME"),
+                       {0, 5, 5, 4}, {});
+  // No input channels: every output is an empty sum.
+  expect_tensor<float>(conv2d(full<float>({1, 2, 2, 0}, 1.f),
+                              Tensor::empty(DType::kFloat32, {1, 1, 0, 3}), {1, 1}, "VALID"),
+                       {1, 2, 2, 3}, std::vector<float>(12, 0.f));
+  expect_tensor<double>(conv2d(full<double>({1, 2, 2, 2}, 1.0),
+                               Tensor::empty(DType::kFloat64, {1, 1, 2, 0}), {1, 1}, "VALID"),
+                        {1, 2, 2, 0}, {});
+  expect_tensor<float>(
+      depthwise_conv2d(Tensor::empty(DType::kFloat32, {2, 0, 3, 2}), f, {1, 1}, "SAME"),
+      {2, 0, 3, 8}, {});
+}
+
+TEST(Conv2D, CachedPrimitivesSeeNewFilters) {
+  const Tensor x = full<float>({1, 3, 3, 1}, 1.f);
+  for (float v : {1.f, 2.f, -0.5f}) {
+    const Tensor f = full<float>({2, 2, 1, 1}, v);
+    expect_tensor<float>(conv2d(x, f, {1, 1}, "VALID"), {1, 2, 2, 1}, std::vector<float>(4, 4 * v));
+  }
+}
+
+TEST(Conv2D, PackedWeightsFollowFilterContents) {
+  const ConvCase p{1, 9, 9, 8, 3, 3, 16, 1, 1, 1, 1, true};
+  const Shape xs{p.n, p.h, p.w, p.c}, fs{p.kh, p.kw, p.c, p.oc};
+  const auto xv = wave<float>(xs.num_elements(), 0.7);
+  const Tensor x = Tensor::from_vector(xv, xs);
+  for (bool depthwise : {false, true}) {
+    const Shape fshape = depthwise ? Shape{3, 3, 8, 2} : fs;
+    ConvCase q = p;
+    if (depthwise) q.oc = 2;
+    for (double freq : {1.3, 0.4, 1.3, 2.1}) {
+      auto fv = wave<float>(fshape.num_elements(), freq);
+      Tensor f = Tensor::from_vector(fv, fshape);
+      Shape s;
+      expect_tensor_near<float>(run_conv(q, depthwise, x, f, 2), s,
+                                ref_conv(q, depthwise, xv, fv, s), 1e-4);
+      // The same buffer rewritten in place must not reuse the old packing.
+      for (auto& v : fv) v = -2 * v + 0.25f;
+      std::copy(fv.begin(), fv.end(), f.mutable_data<float>());
+      expect_tensor_near<float>(run_conv(q, depthwise, x, f, 2), s,
+                                ref_conv(q, depthwise, xv, fv, s), 1e-4);
+    }
+  }
+}
+
+TEST(Conv2D, ConcurrentCalls) {
+  const ConvCase p{2, 12, 10, 16, 3, 3, 8, 2, 1, 1, 1, true};
+  const Shape xs{p.n, p.h, p.w, p.c}, fs{p.kh, p.kw, p.c, p.oc};
+  const Tensor x = Tensor::from_vector(wave<float>(xs.num_elements(), 0.7), xs);
+  const Tensor f = Tensor::from_vector(wave<float>(fs.num_elements(), 1.3), fs);
+  const std::vector<float> want = conv2d(x, f, {2, 1}, "SAME").to_vector<float>();
+  std::vector<int> ok(4, 0);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&, t] {
+      bool same = true;
+      for (int i = 0; i < 10; ++i)
+        same = same && conv2d(x, f, {2, 1}, "SAME").to_vector<float>() == want;
+      ok[t] = same;
+    });
+  for (auto& t : threads) t.join();
+  for (int t = 0; t < 4; ++t) EXPECT_TRUE(ok[t]) << t;
+}
+
+TEST(Conv2D, Errors) {
+  const Tensor x = Tensor::empty(DType::kFloat32, {1, 5, 5, 3});
+  const Tensor f = Tensor::empty(DType::kFloat32, {3, 3, 3, 2});
+  expect_error(
+      [&] {
+        conv2d(x, f, {1, 1}, "same");
+      },
+      Code::kInvalidArgument, {"Conv2D", "padding", "'SAME'", "'VALID'", "'same'"});
+  expect_error(
+      [&] {
+        conv2d(x, f, {1, 0}, "SAME");
+      },
+      Code::kInvalidArgument, {"strides", "positive", "[1, 0]"});
+  expect_error(
+      [&] {
+        conv2d(x, f, {1, 1, 1}, "SAME");
+      },
+      Code::kInvalidArgument, {"strides", "1, 2 or 4", "3"});
+  expect_error(
+      [&] {
+        conv2d(x, f, {2, 1, 1, 1}, "SAME");
+      },
+      Code::kInvalidArgument, {"strides", "batch and channel"});
+  expect_error(
+      [&] {
+        conv2d(x, f, {1, 1}, "SAME", {0, 1});
+      },
+      Code::kInvalidArgument, {"dilations", "positive"});
+  expect_error(
+      [&] {
+        conv2d(Tensor::empty(DType::kFloat32, {5, 5, 3}), f, {1, 1}, "SAME");
+      },
+      Code::kInvalidArgument, {"input", "4-D", "[5,5,3]"});
+  expect_error(
+      [&] {
+        conv2d(x, Tensor::empty(DType::kFloat32, {3, 3, 3}), {1, 1}, "SAME");
+      },
+      Code::kInvalidArgument, {"filter", "4-D", "[3,3,3]"});
+  expect_error(
+      [&] {
+        conv2d(x, Tensor::empty(DType::kFloat32, {3, 3, 4, 2}), {1}, "SAME");
+      },
+      Code::kInvalidArgument, {"input channels 3", "in_channels 4", "[1,5,5,3]"});
+  expect_error(
+      [&] {
+        conv2d(x, Tensor::empty(DType::kFloat32, {6, 3, 3, 2}), {1}, "VALID");
+      },
+      Code::kInvalidArgument, {"negative", "height", "6", "5", "VALID"});
+  expect_error(
+      [&] {
+        conv2d(x, Tensor::empty(DType::kFloat32, {3, 3, 3, 2}), {1}, "VALID", {1, 3});
+      },
+      Code::kInvalidArgument, {"negative", "width", "effective size 7"});
+  expect_error(
+      [&] {
+        conv2d(x, Tensor::empty(DType::kFloat32, {0, 3, 3, 2}), {1}, "SAME");
+      },
+      Code::kInvalidArgument, {"filter height and width must be positive"});
+  expect_error(
+      [&] {
+        conv2d(x, Tensor::empty(DType::kFloat64, {3, 3, 3, 2}), {1}, "SAME");
+      },
+      Code::kInvalidArgument, {"Conv2D", "float32", "float64"});
+  expect_error(
+      [] {
+        conv2d(Tensor::empty(DType::kInt32, {1, 5, 5, 3}),
+               Tensor::empty(DType::kInt32, {3, 3, 3, 2}), {1}, "SAME");
+      },
+      Code::kInvalidArgument, {"input", "float32 or float64", "int32"});
+  expect_error(
+      [&] {
+        depthwise_conv2d(x, Tensor::empty(DType::kFloat32, {3, 3, 2, 2}), {1}, "SAME");
+      },
+      Code::kInvalidArgument, {"DepthwiseConv2dNative", "channels 3", "channels 2"});
+  expect_error([&] { depthwise_conv2d(x, f, {1}, "FULL"); }, Code::kInvalidArgument,
+               {"padding", "'SAME', 'VALID'"});
+}
+
+// ---- pooling ----
+
+struct PoolCase {
+  int64_t n, h, w, c, kh, kw, sh, sw;
+  bool same;
+};
+
+template <typename T>
+std::vector<T> ref_pool(const PoolCase& p, bool avg, const std::vector<T>& x, Shape& shape) {
+  const Out1 oh = tf_out(p.h, p.kh, p.sh, 1, p.same);
+  const Out1 ow = tf_out(p.w, p.kw, p.sw, 1, p.same);
+  shape = Shape{p.n, oh.size, ow.size, p.c};
+  std::vector<T> out(shape.num_elements());
+  for (int64_t b = 0; b < p.n; ++b)
+    for (int64_t i = 0; i < oh.size; ++i)
+      for (int64_t j = 0; j < ow.size; ++j)
+        for (int64_t ch = 0; ch < p.c; ++ch) {
+          double sum = 0;
+          int64_t count = 0;
+          T best = std::numeric_limits<T>::lowest();
+          if constexpr (std::is_floating_point_v<T>) best = -std::numeric_limits<T>::infinity();
+          for (int64_t ki = 0; ki < p.kh; ++ki)
+            for (int64_t kj = 0; kj < p.kw; ++kj) {
+              const int64_t y = i * p.sh - oh.pad + ki, z = j * p.sw - ow.pad + kj;
+              if (y < 0 || y >= p.h || z < 0 || z >= p.w) continue;
+              const T v = x[((b * p.h + y) * p.w + z) * p.c + ch];
+              sum += static_cast<double>(v);
+              ++count;
+              if constexpr (std::is_floating_point_v<T>)
+                if (std::isnan(v) || std::isnan(best)) {
+                  best = v;
+                  continue;
+                }
+              if (v > best) best = v;
+            }
+          out[((b * oh.size + i) * ow.size + j) * p.c + ch] =
+              avg ? static_cast<T>(sum / static_cast<double>(count)) : best;
+        }
+  return out;
+}
+
+const std::vector<PoolCase>& pool_cases() {
+  static const std::vector<PoolCase> c = {
+      {1, 4, 4, 1, 2, 2, 2, 2, false}, {1, 4, 4, 1, 2, 2, 2, 2, true},
+      {2, 5, 7, 3, 3, 3, 2, 2, true},  {2, 5, 7, 3, 3, 3, 2, 2, false},
+      {1, 6, 5, 4, 3, 2, 1, 1, true},  {1, 6, 5, 4, 1, 1, 1, 1, false},
+      {3, 9, 9, 2, 4, 3, 3, 2, true},  {1, 3, 3, 5, 5, 5, 1, 1, true},
+      {1, 8, 8, 32, 2, 2, 2, 2, true},
+  };
+  return c;
+}
+
+std::vector<int64_t> window_arg(int64_t h, int64_t w, int form) {
+  if (form == 4) return {1, h, w, 1};
+  if (form == 1 && h == w) return {h};
+  return {h, w};
+}
+
+template <typename T>
+void check_pool(bool avg) {
+  int form = 0;
+  for (const PoolCase& p : pool_cases()) {
+    form = (form + 1) % 3;
+    const int f = form == 0 ? 1 : form == 1 ? 2 : 4;
+    SCOPED_TRACE(::testing::Message()
+                 << dtype_name(dtype_v<T>) << " N" << p.n << " H" << p.h << " W" << p.w << " C"
+                 << p.c << " k" << p.kh << "x" << p.kw << " s" << p.sh << "," << p.sw
+                 << (p.same ? " SAME" : " VALID"));
+    const Shape xs{p.n, p.h, p.w, p.c};
+    std::vector<T> x(xs.num_elements());
+    for (size_t i = 0; i < x.size(); ++i) {
+      int64_t k = static_cast<int64_t>((i * 37 + 5) % 19) - 9;
+      if constexpr (std::is_unsigned_v<T>) k = k < 0 ? -k : k;
+      x[i] = static_cast<T>(k);
+    }
+    Shape s;
+    const auto want = ref_pool(p, avg, x, s);
+    const Tensor t = Tensor::from_vector(x, xs);
+    const std::string pad = p.same ? "SAME" : "VALID";
+    const auto k = window_arg(p.kh, p.kw, f), st = window_arg(p.sh, p.sw, f);
+    if (avg)
+      expect_tensor_near<T>(avg_pool2d(t, k, st, pad), s, want);
+    else
+      expect_tensor<T>(max_pool2d(t, k, st, pad), s, want);
+  }
+}
+
+template <typename T>
+class PoolTyped : public ::testing::Test {};
+using NumericTypes = ::testing::Types<int8_t, uint8_t, int32_t, int64_t, float, double>;
+TYPED_TEST_SUITE(PoolTyped, NumericTypes);
+
+TYPED_TEST(PoolTyped, MaxPool) {
+  check_pool<TypeParam>(false);
+}
+TEST(AvgPool, Float32) {
+  check_pool<float>(true);
+}
+TEST(AvgPool, Float64) {
+  check_pool<double>(true);
+}
+
+TEST(Pool, SameExcludesPaddingAndNaN) {
+  // 3x3 input 1..9, 2x2 window stride 2 SAME: windows {1,2,4,5}, {3,6}, {7,8}, {9}.
+  const Tensor x = Tensor({1.f, 2.f, 3.f, 4.f, 5.f, 6.f, 7.f, 8.f, 9.f}).view({1, 3, 3, 1});
+  expect_tensor<float>(avg_pool2d(x, {2, 2}, {2, 2}, "SAME"), {1, 2, 2, 1}, {3, 4.5f, 7.5f, 9});
+  expect_tensor<float>(max_pool2d(x, {2}, {2}, "SAME"), {1, 2, 2, 1}, {5, 6, 8, 9});
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const Tensor y = Tensor({-1.f, nan, -3.f, -4.f}).view({1, 2, 2, 1});
+  expect_tensor<float>(max_pool2d(y, {2}, {1}, "VALID"), {1, 1, 1, 1}, {nan});
+  const float inf = std::numeric_limits<float>::infinity();
+  const Tensor z = Tensor({-inf, -inf, -inf, -inf}).view({1, 2, 2, 1});
+  expect_tensor<float>(max_pool2d(z, {1}, {1}, "SAME"), {1, 2, 2, 1}, {-inf, -inf, -inf, -inf});
+}
+
+TEST(Pool, Empty) {
+  expect_tensor<float>(max_pool2d(Tensor::empty(DType::kFloat32, {0, 4, 4, 2}), {2}, {2}, "VALID"),
+                       {0, 2, 2, 2}, {});
+  expect_tensor<double>(avg_pool2d(Tensor::empty(DType::kFloat64, {1, 0, 4, 2}), {2}, {2}, "SAME"),
+                        {1, 0, 2, 2}, {});
+  expect_tensor<int32_t>(max_pool2d(Tensor::empty(DType::kInt32, {1, 4, 4, 0}), {2}, {2}, "SAME"),
+                         {1, 2, 2, 0}, {});
+}
+
+TEST(Pool, Errors) {
+  const Tensor x = Tensor::empty(DType::kFloat32, {1, 4, 4, 2});
+  expect_error(
+      [&] {
+        max_pool2d(x, {0, 2}, {1}, "SAME");
+      },
+      Code::kInvalidArgument, {"MaxPool", "ksize", "positive"});
+  expect_error(
+      [&] {
+        max_pool2d(x, {2, 2, 2, 1}, {1}, "SAME");
+      },
+      Code::kInvalidArgument, {"ksize", "batch and channel"});
+  expect_error(
+      [&] {
+        avg_pool2d(x, {2}, {1, 2, 3}, "SAME");
+      },
+      Code::kInvalidArgument, {"AvgPool", "strides", "1, 2 or 4"});
+  expect_error([&] { avg_pool2d(x, {2}, {1}, "Same"); }, Code::kInvalidArgument,
+               {"padding", "'SAME', 'VALID'", "'Same'"});
+  expect_error(
+      [&] {
+        max_pool2d(x, {5, 1}, {1}, "VALID");
+      },
+      Code::kInvalidArgument, {"negative", "height", "5", "4"});
+  expect_error(
+      [&] {
+        max_pool2d(Tensor::empty(DType::kFloat32, {4, 4, 2}), {2}, {1}, "VALID");
+      },
+      Code::kInvalidArgument, {"4-D", "[4,4,2]"});
+  expect_error(
+      [] {
+        avg_pool2d(Tensor::empty(DType::kInt32, {1, 4, 4, 2}), {2}, {1}, "VALID");
+      },
+      Code::kInvalidArgument, {"AvgPool", "float32 or float64", "int32"});
+  expect_error(
+      [] {
+        max_pool2d(Tensor::empty(DType::kBool, {1, 4, 4, 2}), {2}, {1}, "VALID");
+      },
+      Code::kInvalidArgument, {"MaxPool", "numeric", "bool"});
+}
+
+// ---- inference with unknown dims ----
+
+class FakeSymbol : public Symbol {
+ public:
+  std::string tensor_name(int32_t i) const override { return "x:" + std::to_string(i); }
+  std::string describe() const override { return "fake"; }
+};
+
+TEST(Conv2D, InferenceWithUnknownDims) {
+  auto infer = [](OpId id, std::vector<Shape> shapes, Attrs attrs) {
+    const OpDef& op = op_def(id);
+    std::vector<Tensor> in;
+    for (const Shape& s : shapes)
+      in.push_back(Tensor::symbolic(new FakeSymbol, 0, DType::kFloat32, s));
+    complete_attrs(op, attrs);
+    InferContext c(op, in, attrs);
+    op.infer(c);
+    return c.output(0).shape;
+  };
+  const std::vector<int64_t> s2 = {2, 2};
+  EXPECT_EQ(infer(OpId::Conv2D, {{-1, 10, -1, 3}, {3, 3, 3, 8}}, {s2, std::string("SAME")}),
+            Shape({-1, 5, -1, 8}));
+  EXPECT_EQ(
+      infer(OpId::DepthwiseConv2D, {{1, 10, 10, -1}, {3, 3, 4, 2}}, {s2, std::string("VALID")}),
+      Shape({1, 4, 4, 8}));
+  EXPECT_EQ(infer(OpId::MaxPool, {{-1, -1, 9, 3}}, {s2, s2, std::string("VALID")}),
+            Shape({-1, -1, 4, 3}));
+  EXPECT_EQ(infer(OpId::Conv2D, {Shape::unknown_rank(), {3, 3, 3, 8}}, {s2, std::string("SAME")}),
+            Shape({-1, -1, -1, -1}));
+  expect_error(
+      [&] {
+        infer(OpId::Conv2D, {{-1, 2, -1, 3}, {3, 3, 3, 8}}, {s2, std::string("VALID")});
+      },
+      Code::kInvalidArgument, {"negative"});
+}
+
+}  // namespace
+}  // namespace kiln

@@ -1,0 +1,132 @@
+// bias_add, softmax and log_softmax against plain reference loops.
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "test_util.h"
+
+namespace kiln {
+namespace {
+using testing::expect_error;
+using testing::expect_tensor;
+using testing::expect_tensor_near;
+
+template <typename T>
+class BiasAddTyped : public ::testing::Test {};
+using NumericTypes = ::testing::Types<int8_t, uint8_t, int32_t, int64_t, float, double>;
+TYPED_TEST_SUITE(BiasAddTyped, NumericTypes);
+
+TYPED_TEST(BiasAddTyped, MatchesReference) {
+  using T = TypeParam;
+  const std::vector<Shape> shapes = {{2, 3},     {4, 1}, {2, 3, 5}, {2, 2, 2, 7},
+                                     {3, 70000}, {0, 4}, {3, 0}};
+  for (const Shape& s : shapes) {
+    SCOPED_TRACE(::testing::Message() << "shape " << s);
+    const int64_t n = s.num_elements(), c = s.dim(s.rank() - 1);
+    std::vector<T> x(n), b(c), want(n);
+    for (int64_t i = 0; i < n; ++i) x[i] = static_cast<T>((i * 13 + 1) % 50);
+    for (int64_t j = 0; j < c; ++j) b[j] = static_cast<T>((j * 7 + 3) % 20);
+    for (int64_t i = 0; i < n; ++i) want[i] = static_cast<T>(x[i] + b[i % c]);
+    expect_tensor<T>(bias_add(Tensor::from_vector(x, s), Tensor::from_vector(b, Shape{c})), s,
+                     want);
+  }
+}
+
+TEST(BiasAdd, WrapsAndViews) {
+  expect_tensor<int8_t>(bias_add(Tensor::from_vector<int8_t>({127, -128}, {1, 2}),
+                                 Tensor::from_vector<int8_t>({1, -1}, {2})),
+                        {1, 2}, {-128, 127});
+  const Tensor v = Tensor({1.f, 2.f, 3.f, 4.f}).view({2, 2});
+  expect_tensor<float>(bias_add(v, Tensor({10.f, 20.f})), {2, 2}, {11, 22, 13, 24});
+  expect_tensor<float>(v, {2, 2}, {1, 2, 3, 4});  // input untouched
+}
+
+TEST(BiasAdd, Errors) {
+  expect_error(
+      [] {
+        bias_add(Tensor({1.f, 2.f}), Tensor({1.f, 2.f}));
+      },
+      Code::kInvalidArgument, {"BiasAdd", "value", "rank >= 2", "[2]"});
+  expect_error(
+      [] {
+        bias_add(Tensor({{1.f, 2.f}}), Tensor({{1.f, 2.f}}));
+      },
+      Code::kInvalidArgument, {"bias", "1-D", "[1,2]"});
+  expect_error(
+      [] {
+        bias_add(Tensor({{1.f, 2.f}}), Tensor({1.f, 2.f, 3.f}));
+      },
+      Code::kInvalidArgument, {"bias length 3", "last dimension", "2"});
+  expect_error(
+      [] {
+        bias_add(Tensor({{1.f, 2.f}}), Tensor({1, 2}));
+      },
+      Code::kInvalidArgument, {"BiasAdd", "float32", "int32"});
+  expect_error([] { bias_add(Tensor({{true}}), Tensor({true})); }, Code::kInvalidArgument,
+               {"numeric", "bool"});
+}
+
+template <typename T>
+std::vector<T> ref_softmax(const std::vector<T>& x, int64_t n, bool log) {
+  std::vector<T> out(x.size());
+  for (size_t r = 0; r < x.size() / n; ++r) {
+    const T* p = x.data() + r * n;
+    long double m = -INFINITY, sum = 0;
+    for (int64_t i = 0; i < n; ++i) m = std::max<long double>(m, p[i]);
+    for (int64_t i = 0; i < n; ++i) sum += std::exp(static_cast<long double>(p[i]) - m);
+    for (int64_t i = 0; i < n; ++i) {
+      const long double z = static_cast<long double>(p[i]) - m;
+      out[r * n + i] = static_cast<T>(log ? z - std::log(sum) : std::exp(z) / sum);
+    }
+  }
+  return out;
+}
+
+template <typename T>
+class SoftmaxTyped : public ::testing::Test {};
+using FloatTypes = ::testing::Types<float, double>;
+TYPED_TEST_SUITE(SoftmaxTyped, FloatTypes);
+
+TYPED_TEST(SoftmaxTyped, MatchesReference) {
+  using T = TypeParam;
+  const std::vector<Shape> shapes = {{1}, {5}, {3, 4}, {2, 3, 10}, {4, 1000}, {70, 1}};
+  for (const Shape& s : shapes)
+    for (double scale : {1.0, 300.0}) {  // large logits must not overflow
+      SCOPED_TRACE(::testing::Message() << "shape " << s << " scale " << scale);
+      const int64_t n = s.num_elements(), c = s.dim(s.rank() - 1);
+      std::vector<T> x(n);
+      for (int64_t i = 0; i < n; ++i) x[i] = static_cast<T>(scale * std::sin(0.9 * i));
+      const Tensor t = Tensor::from_vector(x, s);
+      expect_tensor_near<T>(softmax(t), s, ref_softmax(x, c, false));
+      expect_tensor_near<T>(log_softmax(t), s, ref_softmax(x, c, true),
+                            std::is_same_v<T, float> ? 1e-5 : 1e-11);
+    }
+}
+
+TEST(Softmax, SpecialValuesAndEmpty) {
+  const float inf = std::numeric_limits<float>::infinity();
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  expect_tensor_near<float>(softmax(Tensor({{0.f, -inf, 0.f}})), {1, 3}, {0.5f, 0.f, 0.5f});
+  expect_tensor_near<float>(log_softmax(Tensor({{0.f, -inf}})), {1, 2}, {0.f, -inf});
+  expect_tensor<float>(softmax(Tensor({1.f, nan})), {2}, {nan, nan});
+  expect_tensor<float>(softmax(Tensor({-inf, -inf})), {2}, {nan, nan});
+  expect_tensor<float>(softmax(Tensor::empty(DType::kFloat32, {3, 0})), {3, 0}, {});
+  expect_tensor<double>(log_softmax(Tensor::empty(DType::kFloat64, {0, 4})), {0, 4}, {});
+  expect_tensor<double>(softmax(Tensor({{1.0, 1.0}, {2.0, 2.0}})), {2, 2}, {0.5, 0.5, 0.5, 0.5});
+}
+
+TEST(Softmax, Errors) {
+  expect_error(
+      [] {
+        softmax(Tensor({1, 2}));
+      },
+      Code::kInvalidArgument, {"Softmax", "logits", "float32 or float64", "int32"});
+  expect_error([] { log_softmax(Tensor(1.f)); }, Code::kInvalidArgument,
+               {"LogSoftmax", "rank >= 1"});
+}
+
+}  // namespace
+}  // namespace kiln
