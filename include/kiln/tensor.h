@@ -17,6 +17,8 @@
 
 namespace kiln {
 
+class Tensor;
+
 /// A stateful object referenced by resource tensors (a Variable's storage, and
 /// later TensorArrays, iterators...). Identity is the object itself.
 class Resource : public RefCounted {
@@ -33,6 +35,9 @@ class Symbol : public RefCounted {
   virtual std::string tensor_name(int32_t index) const = 0;
   /// e.g. "node 'add' in function 'f'", used in error messages.
   virtual std::string describe() const = 0;
+  /// The value of output `index` when it is a known constant, else nullptr
+  /// (lets inference see constants recorded in a graph).
+  virtual const Tensor* constant_value(int32_t /*index*/) const { return nullptr; }
 };
 
 namespace detail {

@@ -4,7 +4,7 @@ namespace kiln {
 
 const Tensor* InferContext::value(size_t i) const {
   const Tensor& t = inputs_[i];
-  return t.is_symbolic() ? nullptr : &t;
+  return t.is_symbolic() ? t.symbol()->constant_value(t.output_index()) : &t;
 }
 
 bool InferContext::int_values(size_t i, std::vector<int64_t>& out) const {

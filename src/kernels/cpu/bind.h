@@ -11,4 +11,5 @@ void bind_shape_kernels(OpTableBuilder& t);
 void bind_reduce_kernels(OpTableBuilder& t);
 void bind_nn_kernels(OpTableBuilder& t);
 void bind_state_kernels(OpTableBuilder& t);
+void bind_graph_kernels(OpTableBuilder& t);
 }  // namespace kiln::cpu

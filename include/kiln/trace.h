@@ -1,0 +1,61 @@
+// Tracing: while a TracingContext is current (ContextScope), every op call
+// records a node in a Graph instead of running. Results are symbolic tensors
+// that know their dtype and static shape but cannot be read.
+#pragma once
+#include <string>
+#include <unordered_map>
+
+#include "kiln/context.h"
+#include "kiln/graph.h"
+
+namespace kiln {
+
+class TracingContext final : public ExecutionContext {
+ public:
+  /// Records into `graph`. `outer` is the enclosing trace (a control-flow
+  /// body traced inside a function), whose symbolic tensors may be captured.
+  explicit TracingContext(Graph& graph, TracingContext* outer = nullptr);
+  ~TracingContext() override;
+
+  void execute(const OpDef& op, std::span<const Tensor> inputs, const Attrs& attrs,
+               std::vector<Tensor>& outputs) override;
+  bool is_tracing() const override { return true; }
+
+  Graph& graph() { return graph_; }
+  TracingContext* outer() const { return outer_; }
+
+  /// Adds a graph input (Placeholder node named after the argument) and
+  /// returns its symbolic tensor.
+  Tensor add_input(std::string_view name, DType dtype, const Shape& shape);
+
+  /// The edge for `t` in this graph: its own node output; a Const node for a
+  /// concrete tensor (deduplicated); for a symbolic tensor of an enclosing
+  /// trace, a capture placeholder (see captures()). A symbolic tensor from
+  /// any other graph raises InvalidArgumentError naming its node and
+  /// function ("captured an external symbolic tensor").
+  Edge edge_for(const Tensor& t);
+
+  /// Captures of outer symbolic tensors: (outer tensor, inner placeholder).
+  const std::vector<std::pair<Tensor, Node*>>& captures() const { return captures_; }
+
+  /// The last stateful node recorded (automatic control dependencies chain
+  /// every stateful op after the previous one, in program order).
+  Node* last_stateful() const { return last_stateful_; }
+
+  /// Optional source location attached to nodes created from now on.
+  void set_location(std::string loc) { location_ = std::move(loc); }
+
+  /// The innermost TracingContext of this thread, or nullptr when eager.
+  static TracingContext* current();
+
+ private:
+  Graph& graph_;
+  TracingContext* outer_;
+  std::unordered_map<const detail::TensorImpl*, Node*> constants_;
+  std::vector<Tensor> constant_keepalive_;
+  std::vector<std::pair<Tensor, Node*>> captures_;
+  Node* last_stateful_ = nullptr;
+  std::string location_;
+};
+
+}  // namespace kiln

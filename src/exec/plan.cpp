@@ -1,0 +1,144 @@
+#include <unordered_map>
+
+#include "kiln/executor.h"
+
+namespace kiln {
+
+std::unique_ptr<Plan> Plan::compile(const Graph& graph) {
+  auto plan = std::unique_ptr<Plan>(new Plan());
+  plan->function_name_ = graph.function_name();
+  std::unordered_map<const Node*, int32_t> first_slot;
+  int32_t next = 0;
+  for (const auto& ref : graph.nodes()) {
+    first_slot[ref.get()] = next;
+    next += static_cast<int32_t>(ref->outputs().size());
+  }
+  plan->num_slots_ = next;
+  auto slot_of = [&](const Edge& e) { return first_slot.at(e.node) + e.index; };
+
+  // Last step index that reads each slot; outputs and constants live forever.
+  constexpr int32_t kForever = INT32_MAX;
+  std::vector<int32_t> last_use(static_cast<size_t>(next), -1);
+  for (const Edge& e : graph.outputs()) last_use[static_cast<size_t>(slot_of(e))] = kForever;
+
+  std::unordered_map<const Node*, size_t> input_pos;
+  for (size_t i = 0; i < graph.inputs().size(); ++i) input_pos[graph.inputs()[i]] = i;
+  plan->input_slots_.resize(graph.inputs().size(), -1);
+
+  for (const auto& ref : graph.nodes()) {
+    const Node* n = ref.get();
+    const int32_t base = first_slot.at(n);
+    if (n->op().id == OpId::Placeholder) {
+      auto it = input_pos.find(n);
+      if (it == input_pos.end())
+        throw InternalError(str_cat("graph '", graph.function_name(), "': placeholder '", n->name(),
+                                    "' is not a graph input"));
+      plan->input_slots_[it->second] = base;
+      continue;
+    }
+    if (n->op().id == OpId::Const) {
+      plan->constants_.emplace_back(base, std::get<Tensor>(n->attrs()[0]));
+      last_use[static_cast<size_t>(base)] = kForever;
+      continue;
+    }
+    Step s;
+    s.op = &n->op();
+    s.name = n->name();
+    s.attrs = n->attrs();
+    for (const Edge& e : n->inputs()) s.in_slots.push_back(slot_of(e));
+    s.out_begin = base;
+    s.num_out = static_cast<int32_t>(n->outputs().size());
+    s.specs.assign(n->outputs().begin(), n->outputs().end());
+    s.static_specs = true;
+    // A spec fully known at trace time holds for every call (inputs are
+    // checked against the signature); otherwise infer per call.
+    for (const TensorSpec& sp : s.specs) s.static_specs &= sp.shape.is_fully_defined();
+    const int32_t step_index = static_cast<int32_t>(plan->steps_.size());
+    for (int32_t slot : s.in_slots)
+      if (last_use[static_cast<size_t>(slot)] != kForever)
+        last_use[static_cast<size_t>(slot)] = step_index;
+    plan->steps_.push_back(std::move(s));
+  }
+  for (size_t i = 0; i < plan->input_slots_.size(); ++i)
+    if (plan->input_slots_[i] < 0)
+      throw InternalError(
+          str_cat("graph '", graph.function_name(), "': input ", i, " was removed from the graph"));
+  // Inputs belong to the caller: never moved (a move would not free them anyway).
+  for (int32_t slot : plan->input_slots_) last_use[static_cast<size_t>(slot)] = kForever;
+
+  for (size_t k = 0; k < plan->steps_.size(); ++k) {
+    Step& s = plan->steps_[k];
+    s.in_last_use.assign(s.in_slots.size(), 0);
+    for (size_t i = 0; i < s.in_slots.size(); ++i) {
+      const int32_t slot = s.in_slots[i];
+      if (last_use[static_cast<size_t>(slot)] != static_cast<int32_t>(k)) continue;
+      // Move only the last occurrence of a slot within the step.
+      bool later = false;
+      for (size_t j = i + 1; j < s.in_slots.size(); ++j) later |= s.in_slots[j] == slot;
+      if (!later) s.in_last_use[i] = 1;
+    }
+    // Outputs nobody reads are dropped right after the step.
+    for (int32_t o = 0; o < s.num_out; ++o)
+      if (last_use[static_cast<size_t>(s.out_begin + o)] < 0) s.release.push_back(s.out_begin + o);
+  }
+  for (const Edge& e : graph.outputs()) plan->output_slots_.push_back(slot_of(e));
+  return plan;
+}
+
+std::vector<Tensor> Plan::run(std::span<const Tensor> inputs) const {
+  if (inputs.size() != input_slots_.size())
+    throw InvalidArgumentError(str_cat("function '", function_name_, "' expects ",
+                                       input_slots_.size(), " inputs, got ", inputs.size()));
+  std::vector<Tensor> slots(static_cast<size_t>(num_slots_));
+  for (size_t i = 0; i < inputs.size(); ++i)
+    slots[static_cast<size_t>(input_slots_[i])] = inputs[i];
+  for (const auto& [slot, value] : constants_) slots[static_cast<size_t>(slot)] = value;
+  std::vector<Tensor> args;
+  for (const Step& s : steps_) {
+    args.clear();
+    for (size_t i = 0; i < s.in_slots.size(); ++i) {
+      Tensor& src = slots[static_cast<size_t>(s.in_slots[i])];
+      if (s.in_last_use[i])
+        args.push_back(std::move(src));
+      else
+        args.push_back(src);
+    }
+    std::span<Tensor> outs(slots.data() + s.out_begin, static_cast<size_t>(s.num_out));
+    try {
+      if (s.static_specs) {
+        KernelContext kc(*s.op, args, s.attrs, s.specs, outs);
+        s.op->cpu_kernel(kc);
+      } else {
+        InferContext ic(*s.op, args, s.attrs);
+        s.op->infer(ic);
+        KernelContext kc(*s.op, args, s.attrs, ic.outputs(), outs);
+        s.op->cpu_kernel(kc);
+      }
+    } catch (const Error& e) {
+      throw_error(e.code(), str_cat(e.what(), "\n  (in node '", s.name, "' of function '",
+                                    function_name_, "')"));
+    }
+    for (int32_t r : s.release) slots[static_cast<size_t>(r)] = Tensor();
+  }
+  std::vector<Tensor> out;
+  out.reserve(output_slots_.size());
+  for (int32_t slot : output_slots_) out.push_back(slots[static_cast<size_t>(slot)]);
+  return out;
+}
+
+std::string Plan::debug_string() const {
+  std::string s;
+  for (size_t k = 0; k < steps_.size(); ++k) {
+    const Step& st = steps_[k];
+    s += str_cat(k, ": ", st.op->type_name, " ", st.name, " (");
+    for (size_t i = 0; i < st.in_slots.size(); ++i)
+      s += str_cat(i ? ", " : "", "s", st.in_slots[i], st.in_last_use[i] ? "*" : "");
+    s += ") -> ";
+    for (int32_t o = 0; o < st.num_out; ++o) s += str_cat(o ? ", " : "", "s", st.out_begin + o);
+    if (!st.static_specs) s += " [infer]";
+    s += '\n';
+  }
+  return s;
+}
+
+}  // namespace kiln

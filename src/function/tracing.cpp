@@ -1,0 +1,95 @@
+#include "kiln/trace.h"
+
+namespace kiln {
+namespace {
+Node* node_of(const Tensor& t) {
+  Node* n = dynamic_cast<Node*>(t.symbol());
+  if (!n) throw InternalError("symbolic tensor does not come from a graph node");
+  return n;
+}
+}  // namespace
+
+TracingContext::TracingContext(Graph& graph, TracingContext* outer)
+    : graph_(graph), outer_(outer) {}
+
+TracingContext::~TracingContext() = default;
+
+TracingContext* TracingContext::current() {
+  ExecutionContext& c = current_context();
+  return c.is_tracing() ? dynamic_cast<TracingContext*>(&c) : nullptr;
+}
+
+Tensor TracingContext::add_input(std::string_view name, DType dtype, const Shape& shape) {
+  Attrs attrs{dtype, shape.rank_known() ? shape.to_vector() : std::vector<int64_t>{},
+              !shape.rank_known()};
+  Node* n = graph_.add_node(op_def(OpId::Placeholder), {}, std::move(attrs),
+                            {TensorSpec{dtype, shape}}, name);
+  graph_.inputs().push_back(n);
+  return n->output(0);
+}
+
+Edge TracingContext::edge_for(const Tensor& t) {
+  if (!t.defined()) throw InvalidArgumentError("an undefined tensor was passed to an op");
+  if (!t.is_symbolic()) {
+    auto it = constants_.find(t.impl());
+    if (it != constants_.end()) return {it->second, 0};
+    Node* n =
+        graph_.add_node(op_def(OpId::Const), {}, Attrs{t}, {TensorSpec{t.dtype(), t.shape()}});
+    constants_.emplace(t.impl(), n);
+    constant_keepalive_.push_back(t);
+    return {n, 0};
+  }
+  Node* n = node_of(t);
+  if (n->graph() == &graph_) return {n, t.output_index()};
+  // A value of an enclosing trace: capture it as an extra input of this graph.
+  for (TracingContext* o = outer_; o; o = o->outer_) {
+    if (n->graph() != &o->graph_) continue;
+    for (const auto& [outer_t, ph] : captures_)
+      if (outer_t.symbol() == t.symbol() && outer_t.output_index() == t.output_index())
+        return {ph, 0};
+    Node* ph = graph_.add_node(
+        op_def(OpId::Placeholder), {},
+        Attrs{t.dtype(), t.shape().rank_known() ? t.shape().to_vector() : std::vector<int64_t>{},
+              !t.shape().rank_known()},
+        {TensorSpec{t.dtype(), t.shape()}}, n->name() + "_capture");
+    captures_.emplace_back(t, ph);
+    return {ph, 0};
+  }
+  throw InvalidArgumentError(str_cat(
+      "function '", graph_.function_name(), "' captured an external symbolic tensor ",
+      n->tensor_name(t.output_index()), " (", n->describe(),
+      "). A symbolic tensor only exists inside the trace that created it; return it from that "
+      "function, or pass it in as an argument"));
+}
+
+void TracingContext::execute(const OpDef& op, std::span<const Tensor> inputs, const Attrs& attrs,
+                             std::vector<Tensor>& outputs) {
+  const size_t declared = op.inputs.size();
+  const bool variadic = op.has(kVariadicInput);
+  if (variadic ? inputs.size() + 1 < declared : inputs.size() != declared)
+    throw InvalidArgumentError(
+        str_cat(op.type_name, ": expected ", declared, " inputs, got ", inputs.size()));
+  std::vector<Edge> edges;
+  edges.reserve(inputs.size());
+  for (const Tensor& t : inputs) edges.push_back(edge_for(t));
+  // Inference sees concrete values where known (so a constant shape argument
+  // gives a static output shape) and this graph's nodes otherwise.
+  std::vector<Tensor> symbolic;
+  symbolic.reserve(inputs.size());
+  for (size_t i = 0; i < inputs.size(); ++i)
+    symbolic.push_back(inputs[i].is_symbolic() ? edges[i].node->output(edges[i].index) : inputs[i]);
+  InferContext ic(op, symbolic, attrs);
+  op.infer(ic);
+  std::vector<TensorSpec> specs(ic.outputs().begin(), ic.outputs().end());
+  Node* n = graph_.add_node(op, std::move(edges), attrs, std::move(specs));
+  if (!location_.empty()) n->set_location(location_);
+  if (op.has(kStateful)) {
+    if (last_stateful_) n->add_control_input(last_stateful_);
+    last_stateful_ = n;
+  }
+  outputs.clear();
+  for (size_t i = 0; i < n->outputs().size(); ++i)
+    outputs.push_back(n->output(static_cast<int32_t>(i)));
+}
+
+}  // namespace kiln
