@@ -1,0 +1,185 @@
+// Functions: a callable traced once per input signature into a graph,
+// optimized, compiled to a plan, and cached (TensorFlow's tf.function).
+#pragma once
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <shared_mutex>
+#include <string>
+#include <vector>
+
+#include "kiln/executor.h"
+#include "kiln/graph.h"
+#include "kiln/variable.h"
+
+namespace kiln {
+
+/// A named spec for a function argument (TensorFlow's tf.TensorSpec).
+struct ArgSpec {
+  DType dtype = DType::kFloat32;
+  Shape shape;
+  std::string name;
+  /// "TensorSpec(shape=(None,), dtype=tf.int32, name=None)"
+  std::string to_string() const;
+};
+
+/// A structured argument or result: tensors, variables, Python-like scalars
+/// and strings (bound at trace time), nested lists/tuples/dicts, tensor specs
+/// (for get_concrete_function) and opaque objects keyed by a stable identity.
+class Value {
+ public:
+  enum class Kind {
+    kNone,
+    kTensor,
+    kSpec,
+    kVariable,
+    kBool,
+    kInt,
+    kFloat,
+    kString,
+    kList,
+    kTuple,
+    kDict,
+    kOpaque
+  };
+
+  Value() = default;
+  Value(Tensor t);                                  // NOLINT: implicit by design
+  Value(ArgSpec s);                                 // NOLINT
+  Value(Variable v);                                // NOLINT
+  Value(bool b);                                    // NOLINT
+  Value(int v) : Value(static_cast<int64_t>(v)) {}  // NOLINT
+  Value(int64_t v);                                 // NOLINT
+  Value(double v);                                  // NOLINT
+  Value(std::string s);                             // NOLINT
+  Value(const char* s) : Value(std::string(s)) {}   // NOLINT
+  static Value list(std::vector<Value> items);
+  static Value tuple(std::vector<Value> items);
+  static Value dict(std::vector<std::pair<std::string, Value>> items);
+  /// An object identified by `id` (never reused while the object lives).
+  static Value opaque(uint64_t id, std::string repr);
+
+  Kind kind() const { return kind_; }
+  bool is_none() const { return kind_ == Kind::kNone; }
+  const Tensor& tensor() const;
+  const ArgSpec& spec() const;
+  const Variable& variable() const;
+  bool as_bool() const;
+  int64_t as_int() const;
+  double as_float() const;
+  const std::string& as_string() const;
+  const std::vector<Value>& items() const;       ///< list / tuple / dict values
+  const std::vector<std::string>& keys() const;  ///< dict keys (sorted)
+  uint64_t opaque_id() const { return i_; }
+  /// Python-like repr: 1, 2.5, 'aa', [1, 2], (t,), {'a': 1}.
+  std::string repr() const;
+
+ private:
+  Kind kind_ = Kind::kNone;
+  Tensor tensor_;
+  std::shared_ptr<ArgSpec> spec_;
+  Variable variable_;
+  int64_t i_ = 0;
+  double f_ = 0;
+  std::string s_;
+  std::shared_ptr<std::vector<Value>> items_;
+  std::shared_ptr<std::vector<std::string>> keys_;
+};
+
+/// Why a call traced again: the argument that differed from the closest
+/// cached signature, and how ("x: float32[1] -> float32[2]").
+struct RetraceReason {
+  std::string argument;
+  std::string before;
+  std::string after;
+  std::string to_string() const;
+};
+
+struct FunctionOptions {
+  std::string name = "function";
+  /// Names of the positional arguments (placeholders are named after them);
+  /// missing names default to "args_0", "args_1", ...
+  std::vector<std::string> arg_names;
+  /// When set, calls must match these specs (unknown dims allowed) and only
+  /// one trace is ever made.
+  std::optional<std::vector<ArgSpec>> input_signature;
+  /// After a miss that differs only in shapes, trace once for the most
+  /// specific common shape and reuse it.
+  bool reduce_retracing = false;
+  /// Reserved for the JIT.
+  bool jit_compile = false;
+  /// Run the optimization passes (prune, fold, CSE, simplify).
+  bool optimize = true;
+};
+
+/// A traced function: its graphs, plan and signature. Immutable and
+/// thread-safe to call.
+class ConcreteFunction {
+ public:
+  /// Calls with a structure matching the traced one. Tensor leaves must
+  /// match dtype and shape; values bound at trace time must be equal.
+  Value operator()(const std::vector<Value>& args) const;
+  /// Calls with the flat tensor inputs in placeholder order.
+  std::vector<Tensor> call_flat(std::span<const Tensor> inputs) const;
+
+  const std::string& name() const { return name_; }
+  const Graph& graph() const { return *graph_; }
+  const Graph& optimized_graph() const { return *optimized_; }
+  const Plan& plan() const { return *plan_; }
+  /// The arguments as traced: tensor leaves are ArgSpecs.
+  const std::vector<Value>& structured_input_signature() const { return inputs_; }
+  /// The result structure: tensor leaves are symbolic tensors of the graph.
+  const Value& structured_outputs() const { return outputs_; }
+  /// "ConcreteFunction double(a)\n  Args:\n    a: string Tensor, shape=()\n ..."
+  std::string pretty_signature() const;
+  /// Names of ops the optimizer pruned because nothing used them.
+  const std::vector<std::pair<std::string, std::string>>& pruned_ops() const { return pruned_; }
+
+ private:
+  friend class Function;
+  std::string join_names() const;
+  std::string name_;
+  std::vector<std::string> arg_names_;
+  std::unique_ptr<Graph> graph_, optimized_;
+  std::unique_ptr<Plan> plan_;
+  std::vector<Value> inputs_;
+  Value outputs_;
+  std::vector<ArgSpec> flat_specs_;  // placeholder order
+  std::vector<std::string> flat_names_;
+  std::vector<std::pair<std::string, std::string>> pruned_;
+};
+
+/// Receives warnings (retracing, pruned no-return functions). Default: stderr.
+using WarningHandler = std::function<void(const std::string& category, const std::string& msg)>;
+void set_warning_handler(WarningHandler handler);
+
+class Function {
+ public:
+  using Body = std::function<Value(const std::vector<Value>& args)>;
+  explicit Function(Body body, FunctionOptions options = {});
+  ~Function();
+  Function(const Function&) = delete;
+  Function& operator=(const Function&) = delete;
+
+  /// Traces on a cache miss, then runs the concrete function.
+  Value operator()(const std::vector<Value>& args);
+  /// Traces (or finds) the concrete function for these arguments without
+  /// running it. ArgSpec leaves stand for tensors of that spec.
+  std::shared_ptr<const ConcreteFunction> get_concrete_function(const std::vector<Value>& args);
+  /// Number of traces so far (experimental_get_tracing_count).
+  int64_t tracing_count() const;
+  /// One record per retrace, oldest first.
+  std::vector<RetraceReason> retrace_reasons() const;
+  const FunctionOptions& options() const { return options_; }
+  /// pretty_printed_concrete_signatures: every cached signature.
+  std::string pretty_printed_concrete_signatures() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+  Body body_;
+  FunctionOptions options_;
+};
+
+}  // namespace kiln

@@ -1,0 +1,453 @@
+#include "kiln/function.h"
+
+#include <atomic>
+#include <deque>
+#include <iostream>
+#include <unordered_map>
+
+#include "kiln/ops.h"
+#include "kiln/trace.h"
+#include "signature.h"
+
+namespace kiln {
+namespace {
+
+std::mutex g_warn_mu;
+WarningHandler& warning_handler() {
+  static WarningHandler h = [](const std::string& category, const std::string& msg) {
+    std::cerr << "kiln " << category << ": " << msg << std::endl;
+  };
+  return h;
+}
+void warn(const std::string& category, const std::string& msg) {
+  WarningHandler h;
+  {
+    std::lock_guard<std::mutex> lock(g_warn_mu);
+    h = warning_handler();
+  }
+  if (h) h(category, msg);
+}
+
+// Functions whose trace is running on this thread (recursion detection).
+thread_local std::vector<const void*> t_active_traces;
+
+std::unique_ptr<Graph> clone_graph(const Graph& g) {
+  auto out = std::make_unique<Graph>(g.function_name());
+  std::unordered_map<const Node*, Node*> map;
+  for (const auto& ref : g.nodes()) {
+    const Node* n = ref.get();
+    std::vector<Edge> ins;
+    for (const Edge& e : n->inputs()) ins.push_back({map.at(e.node), e.index});
+    Node* c = out->add_node(n->op(), std::move(ins), n->attrs(),
+                            {n->outputs().begin(), n->outputs().end()}, n->name());
+    for (const Node* ci : n->control_inputs()) c->add_control_input(map.at(ci));
+    c->set_location(n->location());
+    map[n] = c;
+  }
+  for (const Node* in : g.inputs()) out->inputs().push_back(map.at(in));
+  for (const Edge& e : g.outputs()) out->outputs().push_back({map.at(e.node), e.index});
+  return out;
+}
+
+// Replaces tensor/spec leaves of `v` by `leaf(i)` in walk order.
+template <typename F>
+Value map_leaves(const Value& v, size_t& i, F&& leaf) {
+  switch (v.kind()) {
+    case Value::Kind::kTensor:
+    case Value::Kind::kSpec: return leaf(i++, v);
+    case Value::Kind::kList:
+    case Value::Kind::kTuple: {
+      std::vector<Value> items;
+      for (const Value& x : v.items()) items.push_back(map_leaves(x, i, leaf));
+      return v.kind() == Value::Kind::kList ? Value::list(std::move(items))
+                                            : Value::tuple(std::move(items));
+    }
+    case Value::Kind::kDict: {
+      std::vector<std::pair<std::string, Value>> items;
+      for (size_t k = 0; k < v.items().size(); ++k)
+        items.emplace_back(v.keys()[k], map_leaves(v.items()[k], i, leaf));
+      return Value::dict(std::move(items));
+    }
+    default: return v;
+  }
+}
+
+// Output leaves: tensors (and variables, read) become graph outputs.
+Value map_outputs(const Value& v, TracingContext& tc) {
+  switch (v.kind()) {
+    case Value::Kind::kTensor:
+    case Value::Kind::kVariable: {
+      Tensor t = v.kind() == Value::Kind::kTensor ? v.tensor() : v.variable().read_value();
+      Tensor out = call_op1(OpId::Identity, {t});
+      tc.graph().outputs().push_back(tc.edge_for(out));
+      return Value(out);
+    }
+    case Value::Kind::kList:
+    case Value::Kind::kTuple: {
+      std::vector<Value> items;
+      for (const Value& x : v.items()) items.push_back(map_outputs(x, tc));
+      return v.kind() == Value::Kind::kList ? Value::list(std::move(items))
+                                            : Value::tuple(std::move(items));
+    }
+    case Value::Kind::kDict: {
+      std::vector<std::pair<std::string, Value>> items;
+      for (size_t k = 0; k < v.items().size(); ++k)
+        items.emplace_back(v.keys()[k], map_outputs(v.items()[k], tc));
+      return Value::dict(std::move(items));
+    }
+    default: return v;
+  }
+}
+
+std::string describe_spec(const ArgSpec& s) {
+  return str_cat(dtype_name(s.dtype), " Tensor, shape=", s.shape.to_string());
+}
+
+}  // namespace
+
+void set_warning_handler(WarningHandler handler) {
+  std::lock_guard<std::mutex> lock(g_warn_mu);
+  warning_handler() = std::move(handler);
+}
+
+// ---- ConcreteFunction ----
+
+std::vector<Tensor> ConcreteFunction::call_flat(std::span<const Tensor> inputs) const {
+  if (inputs.size() != flat_specs_.size())
+    throw InvalidArgumentError(str_cat("ConcreteFunction ", name_, " expects ", flat_specs_.size(),
+                                       " tensor inputs, got ", inputs.size()));
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const ArgSpec& s = flat_specs_[i];
+    const Tensor& t = inputs[i];
+    if (!t.defined() || t.dtype() != s.dtype || !s.shape.is_compatible_with(t.shape()))
+      throw InvalidArgumentError(str_cat(
+          "ConcreteFunction ", name_, ": argument '", flat_names_[i], "' expects a ",
+          describe_spec(s), ", got ",
+          t.defined() ? describe_spec({t.dtype(), t.shape(), ""}) : std::string("nothing")));
+  }
+  return plan_->run(inputs);
+}
+
+Value ConcreteFunction::operator()(const std::vector<Value>& args) const {
+  detail::Flat f = detail::flatten_args(args, arg_names_);
+  detail::Flat traced = detail::flatten_args(inputs_, arg_names_);
+  // Bound (non-tensor) values and the structure must match; tensor dtypes and
+  // shapes are checked by call_flat with the argument's name.
+  const size_t n = std::min(f.leaves.size(), traced.leaves.size());
+  for (size_t i = 0; i < n; ++i) {
+    const auto &a = traced.leaves[i], &b = f.leaves[i];
+    if (a.path != b.path) break;
+    if (a.is_tensor != b.is_tensor || (!a.is_tensor && a.desc != b.desc))
+      throw InvalidArgumentError(str_cat("ConcreteFunction ", name_, "(", join_names(), ")",
+                                         " was constructed with ", a.kind, " value ", a.desc,
+                                         " in ", a.path, ", but was called with ", b.kind,
+                                         " value ", b.desc, "."));
+  }
+  if (f.leaves.size() != traced.leaves.size() || f.specs.size() != traced.specs.size())
+    throw InvalidArgumentError(str_cat("ConcreteFunction ", name_, "(", join_names(), ")",
+                                       ": the arguments' structure differs from the traced one"));
+  std::vector<Tensor> out = call_flat(f.tensors);
+  size_t i = 0;
+  return map_leaves(outputs_, i, [&](size_t k, const Value&) { return Value(out[k]); });
+}
+
+std::string ConcreteFunction::join_names() const {
+  std::string s;
+  for (size_t i = 0; i < arg_names_.size(); ++i) s += str_cat(i ? ", " : "", arg_names_[i]);
+  return s;
+}
+
+std::string ConcreteFunction::pretty_signature() const {
+  // Header: name(a, b=2) -- bound (non-tensor) top-level args show their value.
+  std::string head = str_cat("ConcreteFunction ", name_, "(");
+  std::string args_block;
+  for (size_t i = 0; i < inputs_.size(); ++i) {
+    const std::string& n = arg_names_[i];
+    const Value& v = inputs_[i];
+    head += i ? ", " : "";
+    if (v.kind() == Value::Kind::kSpec) {
+      head += n;
+      args_block += str_cat("    ", n, ": ", describe_spec(v.spec()), "\n");
+    } else if (v.kind() == Value::Kind::kList || v.kind() == Value::Kind::kTuple ||
+               v.kind() == Value::Kind::kDict) {
+      head += n;
+      args_block += str_cat("    ", n, ": ", v.repr(), "\n");
+    } else {
+      head += str_cat(n, "=", v.repr());
+    }
+  }
+  head += ")\n";
+  std::string s = head + "  Args:\n" + args_block + "  Returns:\n";
+  std::vector<std::string> outs;
+  size_t i = 0;
+  map_leaves(outputs_, i, [&](size_t, const Value& v) {
+    outs.push_back(describe_spec({v.tensor().dtype(), v.tensor().shape(), ""}));
+    return v;
+  });
+  if (outputs_.kind() == Value::Kind::kTensor) {
+    s += "    " + outs[0] + "\n";
+  } else if (outputs_.is_none()) {
+    s += "    None\n";
+  } else {
+    s += "    " + outputs_.repr() + "\n";
+  }
+  return s;
+}
+
+// ---- Function ----
+
+struct Function::Impl {
+  using Key = std::vector<int64_t>;
+  mutable std::shared_mutex cache_mu;
+  std::unordered_map<Key, std::shared_ptr<const ConcreteFunction>, detail::KeyHash> cache;
+  // Concrete functions with unknown dims, matched by compatibility.
+  std::vector<std::pair<Key, std::shared_ptr<const ConcreteFunction>>> general;
+  std::vector<std::vector<detail::Leaf>> traced_leaves;  // per trace, for reasons
+  std::mutex trace_mu;
+  std::atomic<int64_t> tracing_count{0};
+  mutable std::mutex reasons_mu;
+  std::vector<RetraceReason> reasons;
+  std::deque<bool> recent;  // last calls: traced?
+  int64_t calls_since_warning = 0;
+};
+
+Function::Function(Body body, FunctionOptions options)
+    : impl_(std::make_unique<Impl>()), body_(std::move(body)), options_(std::move(options)) {
+  if (!body_) throw InvalidArgumentError("Function: the body is empty");
+}
+Function::~Function() = default;
+
+int64_t Function::tracing_count() const {
+  return impl_->tracing_count.load();
+}
+
+std::vector<RetraceReason> Function::retrace_reasons() const {
+  std::lock_guard<std::mutex> lock(impl_->reasons_mu);
+  return impl_->reasons;
+}
+
+std::string Function::pretty_printed_concrete_signatures() const {
+  std::shared_lock<std::shared_mutex> lock(impl_->cache_mu);
+  std::vector<std::shared_ptr<const ConcreteFunction>> all;
+  for (const auto& [k, cf] : impl_->cache) all.push_back(cf);
+  std::string s;
+  for (const auto& cf : all) s += str_cat(s.empty() ? "" : "\n", cf->pretty_signature());
+  return s;
+}
+
+namespace {
+bool compatible(const detail::Flat& general, const detail::Flat& call) {
+  if (general.structure != call.structure || general.specs.size() != call.specs.size())
+    return false;
+  for (size_t i = 0; i < general.specs.size(); ++i)
+    if (!general.specs[i].shape.is_compatible_with(call.specs[i].shape)) return false;
+  return true;
+}
+}  // namespace
+
+std::shared_ptr<const ConcreteFunction> Function::get_concrete_function(
+    const std::vector<Value>& args) {
+  Impl& im = *impl_;
+  std::vector<Value> call_args = args;
+  const std::vector<std::string>& names = options_.arg_names;
+
+  if (options_.input_signature) {
+    const auto& sig = *options_.input_signature;
+    detail::Flat f = detail::flatten_args(call_args, names);
+    if (f.specs.size() != sig.size() || f.leaves.size() != sig.size())
+      throw InvalidArgumentError(str_cat("function '", options_.name, "': expected ", sig.size(),
+                                         " tensor arguments matching input_signature, got ",
+                                         f.leaves.size(), " arguments"));
+    for (size_t i = 0; i < sig.size(); ++i)
+      if (f.specs[i].dtype != sig[i].dtype || !sig[i].shape.is_compatible_with(f.specs[i].shape))
+        throw InvalidArgumentError(
+            str_cat("function '", options_.name, "': argument '", f.leaves[i].path,
+                    "' is incompatible with input_signature: expected ", sig[i].to_string(),
+                    ", got ", ArgSpec{f.specs[i].dtype, f.specs[i].shape, ""}.to_string()));
+    call_args.assign(sig.begin(), sig.end());
+  }
+
+  detail::Flat f = detail::flatten_args(call_args, names);
+  {
+    std::shared_lock<std::shared_mutex> lock(im.cache_mu);
+    auto it = im.cache.find(f.key);
+    if (it != im.cache.end()) return it->second;
+    for (const auto& [k, cf] : im.general)
+      if (compatible(detail::flatten_args(cf->structured_input_signature(), names), f)) return cf;
+  }
+  for (const void* p : t_active_traces)
+    if (p == this)
+      throw FailedPreconditionError(str_cat(
+          "function '", options_.name,
+          "' called itself while being traced, with arguments that would trace it again: "
+          "recursion on tensor values cannot be unrolled into a graph (use a while_loop, or "
+          "recurse on Python values that end)"));
+
+  std::lock_guard<std::mutex> trace_lock(im.trace_mu);
+  {
+    std::shared_lock<std::shared_mutex> lock(im.cache_mu);
+    auto it = im.cache.find(f.key);
+    if (it != im.cache.end()) return it->second;
+  }
+
+  // reduce_retracing: generalize shapes against a cached signature that
+  // differs only in shapes.
+  std::vector<Shape> shapes;
+  for (const ArgSpec& s : f.specs) shapes.push_back(s.shape);
+  bool generalized = false;
+  if (options_.reduce_retracing) {
+    std::shared_lock<std::shared_mutex> lock(im.cache_mu);
+    for (const auto& [k, cf] : im.cache) {
+      detail::Flat old = detail::flatten_args(cf->structured_input_signature(), names);
+      if (old.structure != f.structure || old.specs.size() != f.specs.size()) continue;
+      for (size_t i = 0; i < shapes.size(); ++i)
+        shapes[i] = old.specs[i].shape.most_specific_common(shapes[i]);
+      generalized = true;
+      break;
+    }
+  }
+
+  // Retrace reason against the closest cached signature.
+  if (!im.traced_leaves.empty()) {
+    const std::vector<detail::Leaf>* best = nullptr;
+    size_t best_diff = SIZE_MAX;
+    for (const auto& leaves : im.traced_leaves) {
+      size_t diff = leaves.size() == f.leaves.size() ? 0 : 1000;
+      for (size_t i = 0; i < std::min(leaves.size(), f.leaves.size()); ++i)
+        diff += leaves[i].desc != f.leaves[i].desc || leaves[i].path != f.leaves[i].path;
+      if (diff <= best_diff) best_diff = diff, best = &leaves;  // ties: the most recent
+    }
+    RetraceReason r{"arguments", str_cat(best->size(), " leaves"),
+                    str_cat(f.leaves.size(), " leaves")};
+    for (size_t i = 0; i < std::min(best->size(), f.leaves.size()); ++i)
+      if ((*best)[i].desc != f.leaves[i].desc || (*best)[i].path != f.leaves[i].path) {
+        r = {f.leaves[i].path, (*best)[i].desc, f.leaves[i].desc};
+        break;
+      }
+    std::lock_guard<std::mutex> lock(im.reasons_mu);
+    im.reasons.push_back(std::move(r));
+  }
+
+  // Trace.
+  auto cf = std::shared_ptr<ConcreteFunction>(new ConcreteFunction());
+  cf->name_ = options_.name;
+  for (size_t i = 0; i < call_args.size(); ++i)
+    cf->arg_names_.push_back(i < names.size() ? names[i] : str_cat("args_", i));
+  cf->graph_ = std::make_unique<Graph>(options_.name);
+  {
+    TracingContext tc(*cf->graph_);
+    ContextScope scope(tc);
+    t_active_traces.push_back(this);
+    struct Pop {
+      ~Pop() { t_active_traces.pop_back(); }
+    } pop;
+    std::vector<Value> placeholders;
+    size_t leaf = 0;
+    std::vector<std::string> leaf_paths;
+    for (const auto& l : f.leaves)
+      if (l.is_tensor) leaf_paths.push_back(l.path);
+    for (const Value& a : call_args)
+      placeholders.push_back(map_leaves(a, leaf, [&](size_t i, const Value&) {
+        const ArgSpec& s = f.specs[i];
+        std::string pname = !s.name.empty() ? s.name : detail::placeholder_name(leaf_paths[i]);
+        cf->flat_names_.push_back(leaf_paths[i]);
+        cf->flat_specs_.push_back({s.dtype, shapes[i], s.name});
+        return Value(tc.add_input(pname, s.dtype, shapes[i]));
+      }));
+    Value result = body_(placeholders);
+    cf->outputs_ = map_outputs(result, tc);
+    leaf = 0;
+    for (const Value& a : call_args)
+      cf->inputs_.push_back(
+          map_leaves(a, leaf, [&](size_t i, const Value&) { return Value(cf->flat_specs_[i]); }));
+  }
+  cf->graph_->verify();
+  cf->optimized_ = clone_graph(*cf->graph_);
+  cf->plan_ = Plan::compile(*cf->optimized_);
+  im.tracing_count.fetch_add(1);
+
+  std::shared_ptr<const ConcreteFunction> result = cf;
+  {
+    std::unique_lock<std::shared_mutex> lock(im.cache_mu);
+    im.cache.emplace(f.key, result);
+    bool general = generalized;
+    for (const ArgSpec& s : cf->flat_specs_) general |= !s.shape.is_fully_defined();
+    if (general) im.general.emplace_back(f.key, result);
+    im.traced_leaves.push_back(f.leaves);
+  }
+  return result;
+}
+
+Value Function::operator()(const std::vector<Value>& args) {
+  const int64_t before = tracing_count();
+  if (TracingContext::current()) {
+    // Called while tracing another function: inline this function's graph by
+    // replaying its nodes, so control deps, captures and names follow the
+    // outer trace. Its own cache and signature rules still apply.
+    std::vector<Value> spec_args;
+    size_t leaf = 0;
+    detail::Flat f = detail::flatten_args(args, options_.arg_names);
+    for (const Value& a : args)
+      spec_args.push_back(map_leaves(a, leaf, [&](size_t i, const Value& v) {
+        return v.kind() == Value::Kind::kSpec
+                   ? v
+                   : Value(ArgSpec{f.specs[i].dtype, f.specs[i].shape, ""});
+      }));
+    auto cf = get_concrete_function(spec_args);
+    const Graph& g = cf->graph();
+    std::unordered_map<const Node*, std::vector<Tensor>> values;
+    for (size_t i = 0; i < g.inputs().size(); ++i) values[g.inputs()[i]] = {f.tensors.at(i)};
+    for (const auto& ref : g.nodes()) {
+      const Node* n = ref.get();
+      if (n->op().id == OpId::Placeholder) continue;
+      if (n->op().id == OpId::Const) {
+        values[n] = {std::get<Tensor>(n->attrs()[0])};
+        continue;
+      }
+      std::vector<Tensor> ins;
+      for (const Edge& e : n->inputs())
+        ins.push_back(values.at(e.node).at(static_cast<size_t>(e.index)));
+      std::vector<Tensor> outs;
+      current_context().execute(n->op(), ins, n->attrs(), outs);
+      values[n] = std::move(outs);
+    }
+    std::vector<Tensor> outs;
+    for (const Edge& e : g.outputs())
+      outs.push_back(values.at(e.node).at(static_cast<size_t>(e.index)));
+    size_t k = 0;
+    return map_leaves(cf->structured_outputs(), k,
+                      [&](size_t i, const Value&) { return Value(outs[i]); });
+  }
+  auto cf = get_concrete_function(args);
+  const bool traced = tracing_count() != before;
+  // Frequent retracing warning (>= 5 of the last 10 calls traced).
+  std::string warning;
+  {
+    std::lock_guard<std::mutex> lock(impl_->reasons_mu);
+    auto& recent = impl_->recent;
+    recent.push_back(traced);
+    if (recent.size() > 10) recent.pop_front();
+    ++impl_->calls_since_warning;
+    int n = 0;
+    for (bool b : recent) n += b;
+    if (n >= 5 && impl_->calls_since_warning >= 10 && !impl_->reasons.empty()) {
+      impl_->calls_since_warning = 0;
+      warning = str_cat("function '", options_.name, "' was traced ", n, " times in its last ",
+                        recent.size(), " calls; reasons:");
+      const size_t from = impl_->reasons.size() > 5 ? impl_->reasons.size() - 5 : 0;
+      for (size_t i = from; i < impl_->reasons.size(); ++i)
+        warning += "\n  " + impl_->reasons[i].to_string();
+      warning +=
+          "\nPass tensors instead of changing Python values, use input_signature with "
+          "unknown dims, or reduce_retracing=true.";
+    }
+  }
+  if (!warning.empty()) warn("RetracingWarning", warning);
+  detail::Flat f = detail::flatten_args(args, options_.arg_names);
+  std::vector<Tensor> out = cf->call_flat(f.tensors);
+  size_t i = 0;
+  return map_leaves(cf->structured_outputs(), i,
+                    [&](size_t k, const Value&) { return Value(out[k]); });
+}
+
+}  // namespace kiln
