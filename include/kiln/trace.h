@@ -58,4 +58,14 @@ class TracingContext final : public ExecutionContext {
   std::string location_;
 };
 
+/// Runs the enclosed code eagerly, outside any graph being traced, once at
+/// trace time (TensorFlow's tf.init_scope): e.g. to create a variable.
+class InitScope {
+ public:
+  InitScope() : scope_(EagerContext::instance()) {}
+
+ private:
+  ContextScope scope_;
+};
+
 }  // namespace kiln

@@ -107,4 +107,19 @@ class Variable {
 
 std::ostream& operator<<(std::ostream& os, const Variable& v);
 
+/// Called whenever a Variable is created on this thread while set (Function
+/// uses it to allow variables on the first trace only); may throw.
+using VariableCreationHook = std::function<void(const std::string& name)>;
+/// Installs `hook` for this thread until the returned guard is destroyed.
+class VariableCreationScope {
+ public:
+  explicit VariableCreationScope(VariableCreationHook hook);
+  ~VariableCreationScope();
+  VariableCreationScope(const VariableCreationScope&) = delete;
+  VariableCreationScope& operator=(const VariableCreationScope&) = delete;
+
+ private:
+  VariableCreationHook prev_;
+};
+
 }  // namespace kiln

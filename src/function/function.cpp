@@ -337,6 +337,16 @@ std::shared_ptr<const ConcreteFunction> Function::get_concrete_function(
   {
     TracingContext tc(*cf->graph_);
     ContextScope scope(tc);
+    // Variables may be created on the first trace only (TensorFlow's rule).
+    const bool first_trace = im.tracing_count.load() == 0;
+    VariableCreationScope var_rule([&](const std::string& name) {
+      if (!first_trace)
+        throw InvalidArgumentError(str_cat(
+            "function '", options_.name, "' tried to create variable '", name,
+            "' on a trace other than the first. kiln functions (like tf.function) only support "
+            "variables created on the first call: create the variable once outside the "
+            "function, or on the first call only (e.g. guarded by `if (!v.defined())`)"));
+    });
     t_active_traces.push_back(this);
     struct Pop {
       ~Pop() { t_active_traces.pop_back(); }

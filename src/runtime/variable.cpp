@@ -1,6 +1,7 @@
 #include "kiln/variable.h"
 
 #include <atomic>
+#include <utility>
 
 #include "kiln/ops/state.h"
 
@@ -73,7 +74,18 @@ void VariableResource::update(
 
 // ---- Variable ----
 
+namespace {
+thread_local VariableCreationHook t_creation_hook;
+}  // namespace
+
+VariableCreationScope::VariableCreationScope(VariableCreationHook hook)
+    : prev_(std::exchange(t_creation_hook, std::move(hook))) {}
+VariableCreationScope::~VariableCreationScope() {
+  t_creation_hook = std::move(prev_);
+}
+
 Variable::Variable(const Tensor& initial_value, const std::string& name, bool trainable) {
+  if (t_creation_hook) t_creation_hook(name);
   handle_ = Tensor::empty(DType::kResource, Shape());
   auto* res = new VariableResource(str_cat(name.empty() ? "Variable" : name, ":0"), initial_value,
                                    trainable);

@@ -4,6 +4,7 @@
 #include <atomic>
 #include <thread>
 
+#include "kiln/trace.h"
 #include "test_util.h"
 
 namespace kiln {
@@ -253,6 +254,56 @@ TEST(Function, ConcurrentCallsGiveSerialResultsAndOneTracePerSignature) {
   for (auto& th : threads) th.join();
   EXPECT_EQ(mismatches.load(), 0);
   EXPECT_EQ(f.tracing_count(), 4);
+}
+
+TEST(Function, VariablesMayBeCreatedOnTheFirstTraceOnly) {
+  // Buggy: creates a variable on every trace.
+  FunctionOptions o;
+  o.name = "f";
+  Function buggy(
+      [](const std::vector<Value>& a) {
+        Variable v(Tensor(1.f), "v");
+        return Value(v.read_value() + a[0].tensor());
+      },
+      o);
+  EXPECT_EQ(buggy({Tensor(1.f)}).tensor().item<float>(), 2.f);
+  expect_error(
+      [&] {
+        buggy({Tensor({1.f, 2.f})});
+      },
+      Code::kInvalidArgument, {"function 'f' tried to create variable 'v'", "first call"});
+  // Correct: created once, on the first call, and reused.
+  Variable v;
+  Function good(
+      [&](const std::vector<Value>& a) {
+        if (!v.defined()) {
+          InitScope eager;  // create it outside the graph
+          v = Variable(Tensor(1.f), "v");
+        }
+        return Value(v.read_value() + a[0].tensor());
+      },
+      o);
+  EXPECT_EQ(good({Tensor(1.f)}).tensor().item<float>(), 2.f);
+  expect_tensor<float>(good({Tensor({1.f, 2.f})}).tensor(), {2}, {2.f, 3.f});
+  EXPECT_EQ(good.tracing_count(), 2);
+}
+
+TEST(Function, InitScopeRunsEagerlyAtTraceTime) {
+  FunctionOptions o;
+  o.name = "f";
+  Tensor computed;
+  Function f(
+      [&](const std::vector<Value>& a) {
+        {
+          InitScope eager;
+          computed = Tensor({1, 2}) * 10;  // a concrete value, computed once
+        }
+        return Value(a[0].tensor() + computed);
+      },
+      o);
+  expect_tensor<int32_t>(f({Tensor({1, 1})}).tensor(), {2}, {11, 21});
+  EXPECT_FALSE(computed.is_symbolic());
+  expect_tensor<int32_t>(computed, {2}, {10, 20});
 }
 
 }  // namespace
