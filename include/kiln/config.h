@@ -15,6 +15,15 @@ struct Config {
   int64_t parallel_grain = 1 << 16;
   /// Bytes of freed blocks kept per size class in the shared pool.
   int64_t pool_cache_bytes = int64_t{256} << 20;
+  /// Run Graph::verify() after tracing and after every optimization pass.
+  /// On in debug builds and in kiln's tests; off by default in release.
+  bool verify_graphs = kDebugBuild;
+
+#ifdef NDEBUG
+  static constexpr bool kDebugBuild = false;
+#else
+  static constexpr bool kDebugBuild = true;
+#endif
 };
 
 /// The process-wide configuration (read by the runtime on each use).

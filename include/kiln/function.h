@@ -5,12 +5,14 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <shared_mutex>
 #include <string>
 #include <vector>
 
 #include "kiln/executor.h"
 #include "kiln/graph.h"
+#include "kiln/passes.h"
 #include "kiln/variable.h"
 
 namespace kiln {
@@ -111,6 +113,8 @@ struct FunctionOptions {
   bool jit_compile = false;
   /// Run the optimization passes (prune, fold, CSE, simplify).
   bool optimize = true;
+  /// Passes to skip by name (see kiln/passes.h pass_names()).
+  std::set<std::string> disabled_passes;
 };
 
 /// A traced function: its graphs, plan and signature. Immutable and
@@ -133,8 +137,10 @@ class ConcreteFunction {
   const Value& structured_outputs() const { return outputs_; }
   /// "ConcreteFunction double(a)\n  Args:\n    a: string Tensor, shape=()\n ..."
   std::string pretty_signature() const;
-  /// Names of ops the optimizer pruned because nothing used them.
+  /// Ops the optimizer pruned because nothing used them: (name, type).
   const std::vector<std::pair<std::string, std::string>>& pruned_ops() const { return pruned_; }
+  /// What each optimization pass changed (a debug dump via to_string()).
+  const OptimizeReport& optimize_report() const { return report_; }
 
  private:
   friend class Function;
@@ -148,6 +154,7 @@ class ConcreteFunction {
   std::vector<ArgSpec> flat_specs_;  // placeholder order
   std::vector<std::string> flat_names_;
   std::vector<std::pair<std::string, std::string>> pruned_;
+  OptimizeReport report_;
 };
 
 /// Receives warnings (retracing, pruned no-return functions). Default: stderr.

@@ -5,6 +5,7 @@
 #include <iostream>
 #include <unordered_map>
 
+#include "kiln/config.h"
 #include "kiln/ops.h"
 #include "kiln/trace.h"
 #include "signature.h"
@@ -371,9 +372,25 @@ std::shared_ptr<const ConcreteFunction> Function::get_concrete_function(
       cf->inputs_.push_back(
           map_leaves(a, leaf, [&](size_t i, const Value&) { return Value(cf->flat_specs_[i]); }));
   }
-  cf->graph_->verify();
+  if (config().verify_graphs) cf->graph_->verify();
   cf->optimized_ = clone_graph(*cf->graph_);
+  if (options_.optimize) {
+    OptimizeOptions oo;
+    oo.disabled = options_.disabled_passes;
+    oo.verify = config().verify_graphs;
+    cf->report_ = optimize(*cf->optimized_, oo);
+    cf->pruned_ = cf->report_.unused_ops();
+  }
   cf->plan_ = Plan::compile(*cf->optimized_);
+  if (cf->optimized_->outputs().empty() && !cf->pruned_.empty()) {
+    const size_t n = cf->pruned_.size();
+    warn("NoReturnWarning",
+         str_cat("function '", options_.name, "' returns no value; ", n,
+                 n == 1 ? " operation" : " operations", " (e.g. '", cf->pruned_.back().first, "') ",
+                 n == 1 ? "was" : "were",
+                 " removed because nothing uses their result. A benchmark of this function "
+                 "measures nothing: return the result"));
+  }
   im.tracing_count.fetch_add(1);
 
   std::shared_ptr<const ConcreteFunction> result = cf;

@@ -121,15 +121,18 @@ void Graph::sort_topologically() {
   std::unordered_map<const Node*, uint8_t> state;  // 0 new, 1 on stack, 2 done
   state.reserve(nodes_.size());
   for (const auto& n : nodes_) state.emplace(n.get(), 0);
-  std::vector<Ref<Node>> sorted;
+  std::vector<Node*> sorted;  // nodes_ is only touched once this succeeded
   sorted.reserve(nodes_.size());
   std::unordered_map<const Node*, size_t> position;
   for (size_t i = 0; i < nodes_.size(); ++i) position.emplace(nodes_[i].get(), i);
+  std::vector<Node*> order;
+  order.reserve(nodes_.size());
+  for (const auto& n : nodes_) order.push_back(n.get());
   std::vector<std::pair<Node*, size_t>> stack;  // node, next dependency to visit
-  for (const auto& root : nodes_) {
-    if (state[root.get()] != 0) continue;
-    stack.push_back({root.get(), 0});
-    state[root.get()] = 1;
+  for (Node* root : order) {
+    if (state[root] != 0) continue;
+    stack.push_back({root, 0});
+    state[root] = 1;
     while (!stack.empty()) {
       auto& [n, k] = stack.back();
       const size_t deps = n->inputs_.size() + n->control_inputs_.size();
@@ -151,11 +154,14 @@ void Graph::sort_topologically() {
         continue;
       }
       state[n] = 2;
-      sorted.push_back(std::move(nodes_[position.at(n)]));
+      sorted.push_back(n);
       stack.pop_back();
     }
   }
-  nodes_ = std::move(sorted);
+  std::vector<Ref<Node>> reordered;
+  reordered.reserve(nodes_.size());
+  for (Node* n : sorted) reordered.push_back(std::move(nodes_[position.at(n)]));
+  nodes_ = std::move(reordered);
 }
 
 std::vector<std::vector<std::pair<Node*, size_t>>> Graph::consumers() const {

@@ -10,6 +10,9 @@
 
 namespace kiln::testing {
 
+// Every test binary verifies graphs after tracing and after each pass.
+inline const bool kVerifyGraphsInTests = (config().verify_graphs = true);
+
 /// Checks dtype, shape and exact values.
 template <typename T>
 void expect_tensor(const Tensor& t, const Shape& shape, const std::vector<T>& values) {

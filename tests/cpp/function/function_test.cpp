@@ -308,3 +308,86 @@ TEST(Function, InitScopeRunsEagerlyAtTraceTime) {
 
 }  // namespace
 }  // namespace kiln
+
+namespace kiln {
+namespace {
+
+// Seed 000: a layer whose function returned nothing looked 10x faster because
+// its work was pruned. kiln prunes too, and says so.
+TEST(Function, NoReturnPruningWarnsAndKeepsStatefulOps) {
+  std::vector<std::string> warnings;
+  set_warning_handler([&](const std::string& cat, const std::string& msg) {
+    warnings.push_back(cat + ": " + msg);
+  });
+  // Constants made eagerly, captured by the trace (like tf.constant in the seed).
+  const Tensor shifts = cast(Tensor({7, 6, 5, 4, 3, 2, 1, 0}), DType::kUInt8);
+  const Tensor one = cast(Tensor(1), DType::kUInt8);
+  FunctionOptions o;
+  o.name = "fun";
+  o.arg_names = {"x"};
+  Function fun(
+      [&](const std::vector<Value>& a) {
+        const Tensor& x = a[0].tensor();
+        Tensor e = expand_dims(x, -1);
+        Tensor shifted = right_shift(e, shifts);
+        Tensor bits = bitwise_and(shifted, one);
+        Tensor flat = reshape(bits, {2, -1});
+        Tensor f = cast(flat, DType::kFloat32);
+        (void)f;
+        return Value();  // returns nothing
+      },
+      o);
+  Tensor input = cast(Tensor({{1, 2}, {3, 4}}), DType::kUInt8);
+  fun({input});
+  auto cf = fun.get_concrete_function({input});
+  EXPECT_EQ(cf->optimized_graph().listing(), "[] -> x\n");
+  set_warning_handler(nullptr);
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_EQ(warnings[0],
+            "NoReturnWarning: function 'fun' returns no value; 5 operations (e.g. 'Cast') were "
+            "removed because nothing uses their result. A benchmark of this function measures "
+            "nothing: return the result");
+
+  // Stateful work (print, assign) survives pruning and runs every call.
+  Variable counter(Tensor(0));
+  Function side(
+      [&](const std::vector<Value>& a) {
+        Tensor unused = a[0].tensor() * 3;
+        (void)unused;
+        counter.assign_add(Tensor(1));
+        return Value();
+      },
+      o);
+  side({Tensor(1)});
+  side({Tensor(2)});
+  EXPECT_EQ(counter.read_value().item<int32_t>(), 2);
+}
+
+TEST(Function, OptimizedGraphIsWhatRunsAndTheReportSaysWhy) {
+  FunctionOptions o;
+  o.name = "f";
+  o.arg_names = {"x"};
+  Function f(
+      [](const std::vector<Value>& a) {
+        Tensor x = a[0].tensor();
+        Tensor c = Tensor({2.f}) * Tensor({3.f});  // folded
+        Tensor y = x * 1.f + c;                    // x*1 simplified
+        Tensor z = x * 1.f + c;                    // common subexpression
+        return Value::tuple({Value(y), Value(z)});
+      },
+      o);
+  Value r = f({Tensor({1.f})});
+  expect_tensor<float>(r.items()[0].tensor(), {1}, {7.f});
+  expect_tensor<float>(r.items()[1].tensor(), {1}, {7.f});
+  auto cf = f.get_concrete_function({Tensor({1.f})});
+  EXPECT_LT(cf->optimized_graph().num_nodes(), cf->graph().num_nodes());
+  EXPECT_NE(cf->optimize_report().to_string().find("fold_constants"), std::string::npos);
+  FunctionOptions raw = o;
+  raw.optimize = false;
+  Function g([](const std::vector<Value>& a) { return Value(a[0].tensor() * 1.f); }, raw);
+  auto gcf = g.get_concrete_function({Tensor({1.f})});
+  EXPECT_EQ(gcf->optimized_graph().num_nodes(), gcf->graph().num_nodes());
+}
+
+}  // namespace
+}  // namespace kiln

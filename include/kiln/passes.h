@@ -1,0 +1,103 @@
+// Graph optimization passes and their driver. Each pass is a plain function
+// over a Graph (testable alone); optimize() runs them in a fixed order,
+// switchable by name, and records what each changed.
+//
+// Passes keep node order topological, never touch stateful ops (beyond
+// keeping them), keep every Placeholder (the signature) and never change the
+// dtype or static shape of a value that is still used.
+#pragma once
+#include <cstdint>
+#include <set>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "kiln/graph.h"
+
+namespace kiln {
+
+/// (node name, op type), e.g. ("Cast", "Cast").
+using NodeRef = std::pair<std::string, std::string>;
+
+/// What one pass run changed.
+struct PassResult {
+  std::string pass;  ///< the pass's name ("prune", "fold_constants", ...)
+  /// Nodes taken out of the graph, in graph order.
+  std::vector<NodeRef> removed;
+  /// Nodes created (constants for multi-output folds).
+  std::vector<NodeRef> added;
+  /// Nodes changed in place: (name, what happened, e.g. "AddV2 -> Const").
+  std::vector<NodeRef> rewritten;
+  double millis = 0;  ///< wall time of the pass
+
+  bool changed() const { return !removed.empty() || !added.empty() || !rewritten.empty(); }
+  /// "removed 3 (e.g. 'Cast' (Cast), ...), rewritten 1 (...)" or "no change".
+  std::string summary(size_t max_examples = 3) const;
+};
+
+/// Default cap on the elements of one folded constant (per output).
+inline constexpr int64_t kDefaultMaxFoldElements = int64_t{1} << 16;
+
+struct OptimizeOptions {
+  /// Pass names to skip (see pass_names()); an unknown name is an
+  /// InvalidArgumentError. Disabling "prune" skips both prune runs.
+  std::set<std::string> disabled;
+  /// Run Graph::verify() after every pass (InternalError naming the pass).
+  bool verify = true;
+  /// Constant folding leaves a node alone when an output would have more
+  /// elements than this (huge constants are not baked into the graph).
+  int64_t max_fold_elements = kDefaultMaxFoldElements;
+};
+
+/// Everything optimize() did, pass by pass.
+struct OptimizeReport {
+  std::string function_name;
+  size_t nodes_before = 0;
+  size_t nodes_after = 0;
+  std::vector<PassResult> passes;  ///< in run order (skipped passes absent)
+
+  /// Ops removed by the first prune because nothing used their result,
+  /// excluding Const and Placeholder nodes: what the function layer's
+  /// "returns no value; N operations (e.g. 'Cast') were removed" warning
+  /// names. Empty when pruning was disabled.
+  std::vector<NodeRef> unused_ops() const;
+  /// Multi-line debug dump: one line per pass run with its summary.
+  std::string to_string() const;
+};
+
+/// The passes optimize() runs, in order ("prune" appears twice).
+std::span<const std::string_view> pass_names();
+
+/// Runs the pass pipeline on `g` in place.
+OptimizeReport optimize(Graph& g, const OptimizeOptions& opts = {});
+
+/// Keeps only what the graph outputs need, every stateful op and what it
+/// needs (data and control inputs), and every Placeholder. Reports the
+/// removed nodes.
+PassResult prune(Graph& g);
+
+/// Evaluates nodes whose data inputs are all constants (not stateful, not
+/// random, no stateful control inputs) and turns them into Const nodes, plus
+/// Shape/Size/Rank of inputs whose static shape is fully known. A node whose
+/// output would exceed `max_elements`, or whose kernel fails (e.g. integer
+/// division by zero, left to fail at run time), is left as is.
+PassResult fold_constants(Graph& g, int64_t max_elements = kDefaultMaxFoldElements);
+
+/// Common-subexpression elimination: merges nodes with the same op, attrs,
+/// inputs (either order for commutative ops) and control inputs. Constants
+/// merge when they are the same tensor or small and byte-equal. Stateful ops
+/// never merge.
+PassResult cse(Graph& g);
+
+/// Algebraic simplification: x*1, 1*x, x+0, 0+x, x-0, x/1 (when the
+/// constant cannot change x's shape or dtype), Identity bypass (except
+/// Identity nodes that are graph outputs), Transpose of Transpose (removed
+/// when the permutations cancel, else merged), Reshape of Reshape (merged;
+/// removed when the shape does not change), Cast to the same dtype.
+/// Note: as TensorFlow's grappler, x + 0 -> x also for floats, where it
+/// differs from IEEE only in the sign of a zero result for x = -0.0.
+PassResult simplify(Graph& g);
+
+}  // namespace kiln

@@ -1,0 +1,111 @@
+// The pass driver: the pipeline, in order, each pass switchable by name.
+#include <array>
+#include <chrono>
+
+#include "kiln/passes.h"
+
+namespace kiln {
+namespace {
+
+struct PassEntry {
+  std::string_view name;
+  PassResult (*run)(Graph&, const OptimizeOptions&);
+};
+
+// The pipeline. prune runs again last to drop what simplification orphaned.
+constexpr PassEntry kPipeline[] = {
+    {"prune", [](Graph& g, const OptimizeOptions&) { return prune(g); }},
+    {"fold_constants",
+     [](Graph& g, const OptimizeOptions& o) { return fold_constants(g, o.max_fold_elements); }},
+    {"cse", [](Graph& g, const OptimizeOptions&) { return cse(g); }},
+    {"simplify", [](Graph& g, const OptimizeOptions&) { return simplify(g); }},
+    {"prune", [](Graph& g, const OptimizeOptions&) { return prune(g); }},
+};
+
+constexpr auto kNames = [] {
+  std::array<std::string_view, std::size(kPipeline)> a{};
+  for (size_t i = 0; i < a.size(); ++i) a[i] = kPipeline[i].name;
+  return a;
+}();
+
+std::string examples(const std::vector<NodeRef>& v, size_t max_examples) {
+  std::string s;
+  for (size_t i = 0; i < v.size() && i < max_examples; ++i)
+    s += str_cat(i ? ", " : "", "'", v[i].first, "' (", v[i].second, ")");
+  if (v.size() > max_examples) s += ", ...";
+  return s;
+}
+
+}  // namespace
+
+std::span<const std::string_view> pass_names() {
+  return kNames;
+}
+
+std::string PassResult::summary(size_t max_examples) const {
+  if (!changed()) return "no change";
+  std::string s;
+  auto part = [&](const char* what, const std::vector<NodeRef>& v) {
+    if (v.empty()) return;
+    s += str_cat(s.empty() ? "" : "; ", what, " ", v.size(), " (", examples(v, max_examples), ")");
+  };
+  part("removed", removed);
+  part("added", added);
+  part("rewritten", rewritten);
+  return s;
+}
+
+std::vector<NodeRef> OptimizeReport::unused_ops() const {
+  for (const PassResult& p : passes) {
+    if (p.pass != "prune") continue;
+    std::vector<NodeRef> v;
+    for (const NodeRef& n : p.removed)
+      if (n.second != op_def(OpId::Const).type_name &&
+          n.second != op_def(OpId::Placeholder).type_name)
+        v.push_back(n);
+    return v;
+  }
+  return {};
+}
+
+std::string OptimizeReport::to_string() const {
+  std::string s =
+      str_cat("optimize '", function_name, "': ", nodes_before, " -> ", nodes_after, " nodes\n");
+  for (const PassResult& p : passes) s += str_cat("  ", p.pass, ": ", p.summary(), "\n");
+  return s;
+}
+
+OptimizeReport optimize(Graph& g, const OptimizeOptions& opts) {
+  for (const std::string& d : opts.disabled) {
+    bool known = false;
+    for (std::string_view n : kNames) known |= n == d;
+    if (!known)
+      throw InvalidArgumentError(str_cat("optimize: unknown pass '", d,
+                                         "' in disabled; passes are prune, fold_constants, "
+                                         "cse, simplify"));
+  }
+  OptimizeReport report;
+  report.function_name = g.function_name();
+  report.nodes_before = g.num_nodes();
+  for (const PassEntry& p : kPipeline) {
+    if (opts.disabled.count(std::string(p.name))) continue;
+    const auto start = std::chrono::steady_clock::now();
+    PassResult r = p.run(g, opts);
+    r.pass = std::string(p.name);
+    r.millis =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    if (opts.verify) {
+      try {
+        g.verify();
+      } catch (const Error& e) {
+        throw InternalError(str_cat("optimize: pass '", p.name, "' left graph '", g.function_name(),
+                                    "' invalid: ", e.what()));
+      }
+    }
+    report.passes.push_back(std::move(r));
+  }
+  report.nodes_after = g.num_nodes();
+  return report;
+}
+
+}  // namespace kiln

@@ -1,0 +1,184 @@
+// simplify: algebraic identities.
+#include "pass_test_util.h"
+
+namespace kiln {
+namespace {
+using testing::add_output;
+using testing::edge_of;
+
+// Traces `body(x)` for an input x of `dtype`/`shape`, returns identity(result).
+template <typename F>
+void trace(Graph& g, DType dtype, const Shape& shape, F body) {
+  TracingContext tc(g);
+  ContextScope scope(tc);
+  Tensor x = tc.add_input("x", dtype, shape);
+  add_output(g, identity(body(x)));
+}
+
+struct NeutralCase {
+  const char* what;
+  DType dtype;
+  Shape x_shape;
+  Tensor (*body)(const Tensor&);
+  bool simplifies;
+};
+
+TEST(Simplify, NeutralElementsRemoveArithmeticOnlyWhenShapesStay) {
+  const NeutralCase cases[] = {
+      {"x*1", DType::kFloat32, Shape({2, 3}), [](const Tensor& x) { return x * 1.f; }, true},
+      {"1*x", DType::kFloat32, Shape({2, 3}), [](const Tensor& x) { return 1.f * x; }, true},
+      {"x+0", DType::kInt32, Shape({2, 3}), [](const Tensor& x) { return x + 0; }, true},
+      {"0+x", DType::kInt64, Shape({2, 3}), [](const Tensor& x) { return 0 + x; }, true},
+      {"x-0", DType::kFloat64, Shape({2, 3}), [](const Tensor& x) { return x - 0; }, true},
+      {"x/1", DType::kFloat32, Shape({2, 3}), [](const Tensor& x) { return divide(x, 1.f); }, true},
+      {"0-x", DType::kFloat32, Shape({2, 3}), [](const Tensor& x) { return 0.f - x; }, false},
+      {"1/x", DType::kFloat32, Shape({2, 3}), [](const Tensor& x) { return divide(1.f, x); },
+       false},
+      {"x*2", DType::kFloat32, Shape({2, 3}), [](const Tensor& x) { return x * 2.f; }, false},
+      {"x*ones[3]", DType::kUInt8, Shape({2, 3}),
+       [](const Tensor& x) {
+         return x * Tensor::from_vector<uint8_t>({1, 1, 1}, Shape({3}));
+       },
+       true},
+      {"x*[1,1,2]", DType::kFloat32, Shape({2, 3}),
+       [](const Tensor& x) {
+         return x * Tensor({1.f, 1.f, 2.f});
+       },
+       false},
+      {"x[3]*ones[2,3] broadcasts", DType::kFloat32, Shape({3}),
+       [](const Tensor& x) {
+         return x * Tensor({{1.f, 1.f, 1.f}, {1.f, 1.f, 1.f}});
+       },
+       false},
+      {"x[?]+zeros[1]", DType::kInt8, Shape({-1}),
+       [](const Tensor& x) { return x + Tensor::from_vector<int8_t>({0}, Shape({1})); }, true},
+      {"x[?]+zeros[4] may broadcast", DType::kFloat32, Shape({-1}),
+       [](const Tensor& x) {
+         return x + Tensor({0.f, 0.f, 0.f, 0.f});
+       },
+       false},
+      {"x[*]+zeros[1] may add a dim", DType::kFloat32, Shape::unknown_rank(),
+       [](const Tensor& x) { return x + Tensor({0.f}); }, false},
+      {"x[*]+0", DType::kFloat32, Shape::unknown_rank(), [](const Tensor& x) { return x + 0.f; },
+       true},
+  };
+  for (const NeutralCase& c : cases) {
+    SCOPED_TRACE(c.what);
+    Graph g("f");
+    trace(g, c.dtype, c.x_shape, c.body);
+    const std::string before = g.listing();
+    PassResult r = simplify(g);
+    EXPECT_NO_THROW(g.verify());
+    if (c.simplifies) {
+      ASSERT_EQ(r.removed.size(), 1u) << before;
+      EXPECT_EQ(g.outputs()[0].node->inputs()[0].node->name(), "x");
+    } else {
+      EXPECT_FALSE(r.changed());
+      EXPECT_EQ(g.listing(), before);
+    }
+  }
+}
+
+TEST(Simplify, BypassesIdentityButKeepsTheOutputIdentity) {
+  Graph g("f");
+  trace(g, DType::kFloat32, Shape({2}), [](const Tensor& x) { return identity(x * 2.f) + 1.f; });
+  ASSERT_EQ(g.listing(),
+            "[] -> x\n[] -> Const\n['x', 'Const'] -> mul\n['mul'] -> Identity\n[] -> Const_1\n"
+            "['Identity', 'Const_1'] -> add\n['add'] -> Identity_1\n");
+  PassResult r = simplify(g);
+  EXPECT_EQ(r.removed, (std::vector<NodeRef>{{"Identity", "Identity"}}));
+  EXPECT_EQ(g.listing(),
+            "[] -> x\n[] -> Const\n['x', 'Const'] -> mul\n[] -> Const_1\n"
+            "['mul', 'Const_1'] -> add\n['add'] -> Identity_1\n");
+  EXPECT_NO_THROW(g.verify());
+}
+
+TEST(Simplify, CastToTheSameDtypeIsRemoved) {
+  Graph g("f");
+  trace(g, DType::kInt32, Shape({2}), [](const Tensor& x) {
+    // cast() itself skips the op; record one as a converted program might.
+    Tensor same = call_op1(OpId::Cast, {x}, {DType::kInt32});
+    return call_op1(OpId::Cast, {same}, {DType::kInt64});
+  });
+  PassResult r = simplify(g);
+  EXPECT_EQ(r.removed, (std::vector<NodeRef>{{"Cast", "Cast"}}));
+  EXPECT_EQ(g.listing(), "[] -> x\n['x'] -> Cast_1\n['Cast_1'] -> Identity\n");
+  EXPECT_NO_THROW(g.verify());
+}
+
+TEST(Simplify, DoubleTransposeCancelsOrMerges) {
+  Graph g("f");
+  trace(g, DType::kFloat32, Shape({2, 3}),
+        [](const Tensor& x) { return transpose(transpose(x)) + 1.f; });
+  PassResult r = simplify(g);
+  EXPECT_EQ(r.removed, (std::vector<NodeRef>{{"transpose_1", "Transpose"}}));
+  prune(g);
+  EXPECT_EQ(g.listing(), "[] -> x\n[] -> Const\n['x', 'Const'] -> add\n['add'] -> Identity\n");
+
+  // Permutations that do not cancel compose into one transpose.
+  const std::vector<int64_t> p1{1, 2, 0}, p2{0, 2, 1};
+  Graph g2("f");
+  trace(g2, DType::kInt32, Shape({2, 3, 4}),
+        [&](const Tensor& x) { return transpose(transpose(x, p1), p2); });
+  r = simplify(g2);
+  EXPECT_EQ(r.rewritten,
+            (std::vector<NodeRef>{{"transpose_1", "Transpose(Transpose(x)) -> Transpose(x)"}}));
+  prune(g2);
+  EXPECT_EQ(g2.listing(), "[] -> x\n['x'] -> transpose_1\n['transpose_1'] -> Identity\n");
+  EXPECT_NO_THROW(g2.verify());
+  const auto& perm = std::get<std::vector<int64_t>>(g2.find("transpose_1")->attrs()[0]);
+  std::vector<int32_t> values(24);
+  for (int i = 0; i < 24; ++i) values[static_cast<size_t>(i)] = i;
+  Tensor v = Tensor::from_vector(values, Shape({2, 3, 4}));
+  Tensor want = transpose(transpose(v, p1), p2);
+  Tensor got = transpose(v, perm);
+  EXPECT_EQ(got.shape(), want.shape());
+  EXPECT_EQ(got.to_vector<int32_t>(), want.to_vector<int32_t>());
+}
+
+TEST(Simplify, ReshapeChainsMergeAndNoOpReshapesGo) {
+  Graph g("f");
+  trace(g, DType::kFloat32, Shape({2, 6}), [](const Tensor& x) {
+    return reshape(reshape(x, {3, 4}), {4, 3});
+  });
+  ASSERT_EQ(g.listing(),
+            "[] -> x\n[] -> Const\n['x', 'Const'] -> Reshape\n[] -> Const_1\n"
+            "['Reshape', 'Const_1'] -> Reshape_1\n['Reshape_1'] -> Identity\n");
+  PassResult r = simplify(g);
+  EXPECT_EQ(r.rewritten,
+            (std::vector<NodeRef>{{"Reshape_1", "Reshape(Reshape(x)) -> Reshape(x)"}}));
+  prune(g);
+  EXPECT_EQ(g.listing(),
+            "[] -> x\n[] -> Const_1\n['x', 'Const_1'] -> Reshape_1\n"
+            "['Reshape_1'] -> Identity\n");
+  EXPECT_EQ(g.find("Reshape_1")->outputs()[0].shape, Shape({4, 3}));
+  EXPECT_NO_THROW(g.verify());
+
+  Graph g2("f");
+  trace(g2, DType::kFloat32, Shape({2, 6}), [](const Tensor& x) {
+    return reshape(reshape(x, {12}), {2, 6});
+  });
+  r = simplify(g2);
+  EXPECT_EQ(r.removed, (std::vector<NodeRef>{{"Reshape_1", "Reshape"}}));
+  prune(g2);
+  EXPECT_EQ(g2.listing(), "[] -> x\n['x'] -> Identity\n");
+
+  // An unknown dim could change: the reshape stays.
+  Graph g3("f");
+  trace(g3, DType::kFloat32, Shape({-1, 6}), [](const Tensor& x) { return reshape(x, {-1, 6}); });
+  EXPECT_FALSE(simplify(g3).changed());
+}
+
+TEST(Simplify, ControlInputsBlockBypass) {
+  Graph g("f");
+  Tensor y;
+  trace(g, DType::kFloat32, Shape({2}), [&](const Tensor& x) {
+    y = x * 1.f;
+    return y;
+  });
+  edge_of(y).node->add_control_input(g.find("x"));
+  EXPECT_FALSE(simplify(g).changed());
+}
+
+}  // namespace
+}  // namespace kiln
