@@ -183,6 +183,7 @@ class Function {
   std::string pretty_printed_concrete_signatures() const;
 
  private:
+  void note_call(bool traced);
   struct Impl;
   std::unique_ptr<Impl> impl_;
   Body body_;

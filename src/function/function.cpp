@@ -1,5 +1,6 @@
 #include "kiln/function.h"
 
+#include <algorithm>
 #include <atomic>
 #include <deque>
 #include <iostream>
@@ -208,8 +209,11 @@ struct Function::Impl {
   std::atomic<int64_t> tracing_count{0};
   mutable std::mutex reasons_mu;
   std::vector<RetraceReason> reasons;
-  std::deque<bool> recent;  // last calls: traced?
-  int64_t calls_since_warning = 0;
+  std::atomic<uint32_t> history{0};  // bit i: the i-th latest call traced
+  std::atomic<int64_t> calls{0};
+  std::atomic<int64_t> last_warning_call{-100};
+  // With input_signature: the one concrete function (fast path).
+  std::atomic<const ConcreteFunction*> signature_cf{nullptr};
 };
 
 Function::Function(Body body, FunctionOptions options)
@@ -229,8 +233,9 @@ std::vector<RetraceReason> Function::retrace_reasons() const {
 
 std::string Function::pretty_printed_concrete_signatures() const {
   std::shared_lock<std::shared_mutex> lock(impl_->cache_mu);
-  std::vector<std::shared_ptr<const ConcreteFunction>> all;
-  for (const auto& [k, cf] : impl_->cache) all.push_back(cf);
+  std::vector<std::shared_ptr<const ConcreteFunction>> all;  // in trace order, no aliases
+  for (const auto& [k, cf] : impl_->cache)
+    if (std::find(all.begin(), all.end(), cf) == all.end()) all.push_back(cf);
   std::string s;
   for (const auto& cf : all) s += str_cat(s.empty() ? "" : "\n", cf->pretty_signature());
   return s;
@@ -405,6 +410,31 @@ std::shared_ptr<const ConcreteFunction> Function::get_concrete_function(
   return result;
 }
 
+void Function::note_call(bool traced) {
+  Impl& im = *impl_;
+  uint32_t h = im.history.load(std::memory_order_relaxed), nh;
+  do {
+    nh = ((h << 1) | (traced ? 1u : 0u)) & 0x3ffu;  // the last 10 calls
+  } while (!im.history.compare_exchange_weak(h, nh, std::memory_order_relaxed));
+  const int64_t call = im.calls.fetch_add(1, std::memory_order_relaxed) + 1;
+  const int n = __builtin_popcount(nh);
+  if (!traced || n < 5) return;
+  int64_t last = im.last_warning_call.load();
+  if (call - last < 10 || !im.last_warning_call.compare_exchange_strong(last, call)) return;
+  const int window = static_cast<int>(std::min<int64_t>(call, 10));
+  std::string warning = str_cat("function '", options_.name, "' was traced ", n,
+                                " times in its last ", window, " calls; reasons:");
+  {
+    std::lock_guard<std::mutex> lock(im.reasons_mu);
+    const size_t from = im.reasons.size() > 5 ? im.reasons.size() - 5 : 0;
+    for (size_t i = from; i < im.reasons.size(); ++i) warning += "\n  " + im.reasons[i].to_string();
+  }
+  warning +=
+      "\nPass tensors instead of changing Python values, use input_signature with "
+      "unknown dims, or reduce_retracing=true.";
+  warn("RetracingWarning", warning);
+}
+
 Value Function::operator()(const std::vector<Value>& args) {
   const int64_t before = tracing_count();
   if (TracingContext::current()) {
@@ -445,32 +475,41 @@ Value Function::operator()(const std::vector<Value>& args) {
     return map_leaves(cf->structured_outputs(), k,
                       [&](size_t i, const Value&) { return Value(outs[i]); });
   }
-  auto cf = get_concrete_function(args);
-  const bool traced = tracing_count() != before;
-  // Frequent retracing warning (>= 5 of the last 10 calls traced).
-  std::string warning;
-  {
-    std::lock_guard<std::mutex> lock(impl_->reasons_mu);
-    auto& recent = impl_->recent;
-    recent.push_back(traced);
-    if (recent.size() > 10) recent.pop_front();
-    ++impl_->calls_since_warning;
-    int n = 0;
-    for (bool b : recent) n += b;
-    if (n >= 5 && impl_->calls_since_warning >= 10 && !impl_->reasons.empty()) {
-      impl_->calls_since_warning = 0;
-      warning = str_cat("function '", options_.name, "' was traced ", n, " times in its last ",
-                        recent.size(), " calls; reasons:");
-      const size_t from = impl_->reasons.size() > 5 ? impl_->reasons.size() - 5 : 0;
-      for (size_t i = from; i < impl_->reasons.size(); ++i)
-        warning += "\n  " + impl_->reasons[i].to_string();
-      warning +=
-          "\nPass tensors instead of changing Python values, use input_signature with "
-          "unknown dims, or reduce_retracing=true.";
+  // Hot path: key and tensor leaves only (no strings), shared-lock lookup.
+  detail::Flat f;
+  f.key.reserve(24);
+  f.tensors.reserve(4);
+  detail::flatten_key(args, f);
+  std::shared_ptr<const ConcreteFunction> cf;
+  if (options_.input_signature) {
+    const ConcreteFunction* sig = impl_->signature_cf.load(std::memory_order_acquire);
+    if (sig && f.tensors.size() == sig->flat_specs_.size()) {
+      bool ok = true;
+      for (size_t i = 0; i < f.tensors.size() && ok; ++i)
+        ok = f.tensors[i].dtype() == sig->flat_specs_[i].dtype &&
+             sig->flat_specs_[i].shape.is_compatible_with(f.tensors[i].shape());
+      if (ok) {
+        std::shared_lock<std::shared_mutex> lock(impl_->cache_mu);
+        cf = impl_->cache.begin()->second;
+      }
+    }
+  } else {
+    std::shared_lock<std::shared_mutex> lock(impl_->cache_mu);
+    auto it = impl_->cache.find(f.key);
+    if (it != impl_->cache.end()) cf = it->second;
+  }
+  if (!cf) {
+    cf = get_concrete_function(args);
+    if (options_.input_signature) {
+      impl_->signature_cf.store(cf.get(), std::memory_order_release);
+    } else {
+      // Alias this exact key to a generalized concrete function.
+      std::unique_lock<std::shared_mutex> lock(impl_->cache_mu);
+      impl_->cache.emplace(f.key, cf);
     }
   }
-  if (!warning.empty()) warn("RetracingWarning", warning);
-  detail::Flat f = detail::flatten_args(args, options_.arg_names);
+  const bool traced = tracing_count() != before;
+  note_call(traced);
   std::vector<Tensor> out = cf->call_flat(f.tensors);
   size_t i = 0;
   return map_leaves(cf->structured_outputs(), i,

@@ -33,10 +33,12 @@ std::string tensor_desc(DType dt, const Shape& s) {
   return str_cat(dtype_name(dt), s.debug_string());
 }
 
-void walk(const Value& v, const std::string& path, Flat& f) {
+// With describe == false only `key` and `tensors` are filled (the cache-hit
+// path: no strings built); `path` is then ignored.
+void walk(const Value& v, const std::string& path, Flat& f, bool describe) {
   auto both = [&](int64_t x) {
     f.key.push_back(x);
-    f.structure.push_back(x);
+    if (describe) f.structure.push_back(x);
   };
   switch (v.kind()) {
     case Value::Kind::kTensor:
@@ -46,6 +48,19 @@ void walk(const Value& v, const std::string& path, Flat& f) {
       if (v.kind() == Value::Kind::kTensor) {
         const Tensor& t = v.tensor();
         dt = t.dtype();
+        if (!describe) {                 // no Shape copy on the hit path
+          if (dt == DType::kResource) {  // never cached: the slow path reports it
+            f.key.push_back(-1);
+            return;
+          }
+          f.tensors.push_back(t);
+          f.has_tensor_values = true;
+          both(kTensorCode);
+          both(static_cast<int64_t>(dt));
+          f.key.push_back(t.shape().rank());
+          for (int64_t d : t.shape().dims()) f.key.push_back(d);
+          return;
+        }
         shape = t.shape();
         f.tensors.push_back(t);
         f.has_tensor_values = true;
@@ -59,6 +74,7 @@ void walk(const Value& v, const std::string& path, Flat& f) {
       both(static_cast<int64_t>(dt));
       f.key.push_back(shape.rank());
       for (int64_t d : shape.dims()) f.key.push_back(d);
+      if (!describe) return;
       ArgSpec spec{dt, shape, v.kind() == Value::Kind::kSpec ? v.spec().name : std::string()};
       f.specs.push_back(std::move(spec));
       f.leaves.push_back({path, tensor_desc(dt, shape), true, "Tensor"});
@@ -67,7 +83,8 @@ void walk(const Value& v, const std::string& path, Flat& f) {
     case Value::Kind::kVariable:
       both(kVariableCode);
       both(v.variable().id());
-      f.leaves.push_back({path, str_cat("'", v.variable().name(), "'"), false, "Variable"});
+      if (describe)
+        f.leaves.push_back({path, str_cat("'", v.variable().name(), "'"), false, "Variable"});
       return;
     case Value::Kind::kBool:
       both(kBoolCode);
@@ -88,7 +105,7 @@ void walk(const Value& v, const std::string& path, Flat& f) {
     case Value::Kind::kString:
       both(kStringCode);
       push_string(f.key, v.as_string());
-      push_string(f.structure, v.as_string());
+      if (describe) push_string(f.structure, v.as_string());
       break;
     case Value::Kind::kNone: both(kNoneCode); break;
     case Value::Kind::kOpaque:
@@ -104,14 +121,18 @@ void walk(const Value& v, const std::string& path, Flat& f) {
       if (dict)
         for (const std::string& k : v.keys()) {
           push_string(f.key, k);
-          push_string(f.structure, k);
+          if (describe) push_string(f.structure, k);
         }
       for (size_t i = 0; i < v.items().size(); ++i)
         walk(v.items()[i],
-             dict ? str_cat(path, "['", v.keys()[i], "']") : str_cat(path, "[", i, "]"), f);
+             !describe ? path
+             : dict    ? str_cat(path, "['", v.keys()[i], "']")
+                       : str_cat(path, "[", i, "]"),
+             f, describe);
       return;
     }
   }
+  if (!describe) return;
   const char* kind = "object";
   switch (v.kind()) {
     case Value::Kind::kBool: kind = "bool"; break;
@@ -131,8 +152,16 @@ Flat flatten_args(const std::vector<Value>& args, const std::vector<std::string>
   f.key.push_back(static_cast<int64_t>(args.size()));
   f.structure.push_back(static_cast<int64_t>(args.size()));
   for (size_t i = 0; i < args.size(); ++i)
-    walk(args[i], i < names.size() ? names[i] : str_cat("args_", i), f);
+    walk(args[i], i < names.size() ? names[i] : str_cat("args_", i), f, true);
   return f;
+}
+
+void flatten_key(const std::vector<Value>& args, Flat& f) {
+  f.key.clear();
+  f.tensors.clear();
+  f.key.push_back(static_cast<int64_t>(args.size()));
+  static const std::string kNoPath;
+  for (const Value& a : args) walk(a, kNoPath, f, false);
 }
 
 std::string placeholder_name(const std::string& path) {

@@ -27,6 +27,9 @@ struct Flat {
 /// Walks `args` (named by `names`, "args_i" when missing) depth-first.
 Flat flatten_args(const std::vector<Value>& args, const std::vector<std::string>& names);
 
+/// Only f.key and f.tensors, identical to flatten_args' (the cache-hit path).
+void flatten_key(const std::vector<Value>& args, Flat& f);
+
 /// Placeholder name for a leaf path: "x" stays, "x[1]" -> "x_1".
 std::string placeholder_name(const std::string& path);
 

@@ -1,0 +1,139 @@
+// Graph functions against eager execution (issue 3, section 12): call
+// overhead of a cached function, the 100-small-ops chain, CharUnpack, and
+// tracing + optimizing a 1,000-op function.
+#include <benchmark/benchmark.h>
+
+#include "kiln/function.h"
+#include "kiln/kiln.h"
+
+namespace {
+using namespace kiln;
+
+void BM_EagerAdd(benchmark::State& state) {
+  Tensor a({1.f}), b({2.f});
+  for (auto _ : state) {
+    Tensor c = add(a, b);
+    benchmark::DoNotOptimize(c.impl());
+  }
+}
+BENCHMARK(BM_EagerAdd);
+
+// A cached function whose graph is one add, called with 2 tensors.
+void BM_FunctionAddCall(benchmark::State& state) {
+  FunctionOptions o;
+  o.name = "add";
+  Function f([](const std::vector<Value>& a) { return Value(a[0].tensor() + a[1].tensor()); }, o);
+  Tensor a({1.f}), b({2.f});
+  std::vector<Value> args{Value(a), Value(b)};
+  f(args);
+  for (auto _ : state) {
+    Value r = f(args);
+    benchmark::DoNotOptimize(r.tensor().impl());
+  }
+}
+BENCHMARK(BM_FunctionAddCall);
+
+// The same through the ConcreteFunction's flat entry point (no key lookup).
+void BM_ConcreteAddCallFlat(benchmark::State& state) {
+  FunctionOptions o;
+  o.name = "add";
+  Function f([](const std::vector<Value>& a) { return Value(a[0].tensor() + a[1].tensor()); }, o);
+  Tensor a({1.f}), b({2.f});
+  auto cf = f.get_concrete_function({Value(a), Value(b)});
+  std::vector<Tensor> in{a, b};
+  for (auto _ : state) {
+    auto r = cf->call_flat(in);
+    benchmark::DoNotOptimize(r.data());
+  }
+}
+BENCHMARK(BM_ConcreteAddCallFlat);
+
+Tensor chain(const Tensor& x) {
+  Tensor y = x;
+  for (int i = 0; i < 34; ++i) y = tanh(y) * 0.5f + x;  // ~100 ops
+  return y;
+}
+
+void BM_Chain100_Eager(benchmark::State& state) {
+  Tensor x = Tensor::from_vector(std::vector<float>(100, 0.5f), {10, 10});
+  for (auto _ : state) {
+    Tensor y = chain(x);
+    benchmark::DoNotOptimize(y.impl());
+  }
+}
+BENCHMARK(BM_Chain100_Eager);
+
+void BM_Chain100_Function(benchmark::State& state) {
+  Tensor x = Tensor::from_vector(std::vector<float>(100, 0.5f), {10, 10});
+  FunctionOptions o;
+  o.name = "chain";
+  Function f([](const std::vector<Value>& a) { return Value(chain(a[0].tensor())); }, o);
+  std::vector<Value> args{Value(x)};
+  f(args);
+  for (auto _ : state) {
+    Value r = f(args);
+    benchmark::DoNotOptimize(r.tensor().impl());
+  }
+}
+BENCHMARK(BM_Chain100_Function);
+
+// Seed 000's CharUnpack on [8192, 400] uint8 -> [8192, 3200] float32.
+Tensor char_unpack(const Tensor& x, const Tensor& shifts, const Tensor& one) {
+  Tensor bits = bitwise_and(right_shift(expand_dims(x, -1), shifts), one);
+  return cast(reshape(bits, {x.dim(0), -1}), DType::kFloat32);
+}
+
+void BM_CharUnpack_Function(benchmark::State& state) {
+  Tensor x = cast(random_uniform({8192, 400}, 0, 256, DType::kInt32, 1), DType::kUInt8);
+  Tensor shifts = cast(Tensor({7, 6, 5, 4, 3, 2, 1, 0}), DType::kUInt8);
+  Tensor one = cast(Tensor(1), DType::kUInt8);
+  FunctionOptions o;
+  o.name = "char_unpack";
+  Function f(
+      [&](const std::vector<Value>& a) { return Value(char_unpack(a[0].tensor(), shifts, one)); },
+      o);
+  std::vector<Value> args{Value(x)};
+  f(args);
+  for (auto _ : state) {
+    Value r = f(args);
+    benchmark::DoNotOptimize(r.tensor().impl());
+  }
+  state.SetBytesProcessed(state.iterations() * 8192 * 3200 * 4);
+}
+BENCHMARK(BM_CharUnpack_Function)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// Reference: writing the 105 MB float32 output once.
+void BM_CharUnpack_WriteOutputOnce(benchmark::State& state) {
+  for (auto _ : state) {
+    Tensor out = Tensor::empty(DType::kFloat32, {8192, 3200});
+    float* p = out.mutable_data<float>();
+    parallel_for(8192 * 3200, 0, [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) p[i] = 1.f;
+    });
+    benchmark::DoNotOptimize(p);
+  }
+  state.SetBytesProcessed(state.iterations() * 8192 * 3200 * 4);
+}
+BENCHMARK(BM_CharUnpack_WriteOutputOnce)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+void BM_Trace1000Ops(benchmark::State& state) {
+  Tensor x = Tensor::from_vector(std::vector<float>(4, 0.5f), {4});
+  for (auto _ : state) {
+    FunctionOptions o;
+    o.name = "big";
+    Function f(
+        [](const std::vector<Value>& a) {
+          Tensor y = a[0].tensor();
+          for (int i = 0; i < 500; ++i) y = y * 0.5f + a[0].tensor();
+          return Value(y);
+        },
+        o);
+    auto cf = f.get_concrete_function({Value(x)});
+    benchmark::DoNotOptimize(cf.get());
+  }
+}
+BENCHMARK(BM_Trace1000Ops)->Unit(benchmark::kMillisecond);
+
+}  // namespace
+
+BENCHMARK_MAIN();
