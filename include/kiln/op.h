@@ -36,11 +36,27 @@ enum OpTrait : uint32_t {
   kVariadicInput = 1u << 7,  ///< the last declared input takes any number of tensors
 };
 
+struct TensorSpec;
+
+/// A graph-valued attribute: a control-flow body (cond branch, loop body).
+/// The function layer implements it over a traced graph and its plan;
+/// control-flow kernels run it on concrete tensors.
+class Subgraph : public RefCounted {
+ public:
+  /// The body's name (e.g. "cond_true"), for listings and errors.
+  virtual const std::string& name() const = 0;
+  virtual std::span<const TensorSpec> input_specs() const = 0;
+  virtual std::span<const TensorSpec> output_specs() const = 0;
+  /// Runs the body on concrete inputs (thread-safe).
+  virtual std::vector<Tensor> run(std::span<const Tensor> inputs) const = 0;
+};
+
 /// Attribute values. Int lists double as shapes (dims, -1 = unknown); tensors
-/// are constant values (the Const op's `value`).
+/// are constant values (the Const op's `value`); subgraphs are bodies.
 using AttrValue = std::variant<std::monostate, bool, int64_t, double, DType, std::string,
-                               std::vector<int64_t>, Tensor>;
-enum class AttrType : uint8_t { kBool = 1, kInt, kFloat, kDType, kString, kInts, kTensor };
+                               std::vector<int64_t>, Tensor, Ref<Subgraph>>;
+enum class AttrType : uint8_t { kBool = 1, kInt, kFloat, kDType, kString, kInts, kTensor,
+                                kSubgraph };
 
 struct AttrDef {
   const char* name;
@@ -165,6 +181,7 @@ class InferContext {
     return std::get<std::vector<int64_t>>(attrs_[i]);
   }
   const Tensor& attr_tensor(size_t i) const { return std::get<Tensor>(attrs_[i]); }
+  const Subgraph& attr_subgraph(size_t i) const { return *std::get<Ref<Subgraph>>(attrs_[i]); }
 
   void set_output(size_t i, DType dtype, Shape shape);
   size_t num_outputs() const { return n_; }
@@ -224,6 +241,7 @@ class KernelContext {
     return std::get<std::vector<int64_t>>(attrs_[i]);
   }
   const Tensor& attr_tensor(size_t i) const { return std::get<Tensor>(attrs_[i]); }
+  const Subgraph& attr_subgraph(size_t i) const { return *std::get<Ref<Subgraph>>(attrs_[i]); }
 
   size_t num_outputs() const { return outputs_.size(); }
   const TensorSpec& output_spec(size_t i) const { return specs_[i]; }

@@ -87,6 +87,7 @@ bool attr_matches(AttrType t, const AttrValue& v) {
     case AttrType::kString: return std::holds_alternative<std::string>(v);
     case AttrType::kInts: return std::holds_alternative<std::vector<int64_t>>(v);
     case AttrType::kTensor: return std::holds_alternative<Tensor>(v);
+    case AttrType::kSubgraph: return std::holds_alternative<Ref<Subgraph>>(v);
   }
   return false;
 }
@@ -99,6 +100,7 @@ const char* attr_type_name(AttrType t) {
     case AttrType::kString: return "string";
     case AttrType::kInts: return "list(int)";
     case AttrType::kTensor: return "tensor";
+    case AttrType::kSubgraph: return "subgraph";
   }
   return "?";
 }

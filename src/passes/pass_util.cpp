@@ -141,6 +141,8 @@ size_t attr_hash(const AttrValue& a) {
           for (int64_t x : v) h = hash_combine(h, std::hash<int64_t>()(x));
         } else if constexpr (std::is_same_v<T, Tensor>) {
           h = hash_combine(h, tensor_hash(v));
+        } else if constexpr (std::is_same_v<T, Ref<Subgraph>>) {
+          h = hash_combine(h, std::hash<const void*>()(v.get()));
         } else {
           h = hash_combine(h, std::hash<T>()(v));
         }
