@@ -20,6 +20,8 @@ build: setup $(BUILD)/build.ninja
 
 demo: build
 	$(BUILD)/kiln_demo
+	@echo; echo "== a graph function (examples/function_example.cpp)"
+	$(BUILD)/function_example
 
 test-cpp: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)

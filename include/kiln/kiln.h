@@ -2,6 +2,7 @@
 #pragma once
 #include "kiln/config.h"
 #include "kiln/context.h"
+#include "kiln/control_flow.h"
 #include "kiln/dtype.h"
 #include "kiln/op.h"
 #include "kiln/ops.h"

@@ -55,8 +55,16 @@ class Subgraph : public RefCounted {
 /// are constant values (the Const op's `value`); subgraphs are bodies.
 using AttrValue = std::variant<std::monostate, bool, int64_t, double, DType, std::string,
                                std::vector<int64_t>, Tensor, Ref<Subgraph>>;
-enum class AttrType : uint8_t { kBool = 1, kInt, kFloat, kDType, kString, kInts, kTensor,
-                                kSubgraph };
+enum class AttrType : uint8_t {
+  kBool = 1,
+  kInt,
+  kFloat,
+  kDType,
+  kString,
+  kInts,
+  kTensor,
+  kSubgraph
+};
 
 struct AttrDef {
   const char* name;
@@ -78,6 +86,9 @@ using KernelFn = void (*)(KernelContext&);
 using GradFn = void (*)(const OpDef&, std::span<const Tensor> inputs,
                         std::span<const Tensor> outputs, std::span<const Tensor> grad_outputs,
                         const Attrs& attrs, std::vector<Tensor>& grad_inputs);
+/// A float32 elementwise kernel on one block of contiguous values, used by
+/// the fused-elementwise kernel: out[i] = f(a[i]) or f(a[i], b[i]).
+using BlockFnF32 = void (*)(const float* a, const float* b, float* out, int64_t n);
 /// Reserved for the JIT issue: emits C++ source for one elementwise node.
 using JitEmitFn = std::string (*)(const OpDef&, std::span<const std::string> args,
                                   const Attrs& attrs);
@@ -94,6 +105,8 @@ struct OpDef {
   KernelFn cpu_kernel = nullptr;
   GradFn grad = nullptr;
   JitEmitFn jit_emit = nullptr;
+  /// Set for elementwise ops that the fusion pass may fuse (float32).
+  BlockFnF32 block_f32 = nullptr;
 
   bool has(OpTrait t) const { return (traits & t) != 0; }
   /// Index of a named attribute; -1 when absent.
@@ -141,6 +154,7 @@ class OpTableBuilder {
   explicit OpTableBuilder(std::vector<OpDef>& rows) : rows_(rows) {}
   OpDefBuilder def(OpId id) { return OpDefBuilder(rows_[static_cast<size_t>(id)]); }
   void kernel(OpId id, KernelFn k) { rows_[static_cast<size_t>(id)].cpu_kernel = k; }
+  void block_kernel(OpId id, BlockFnF32 k) { rows_[static_cast<size_t>(id)].block_f32 = k; }
 
  private:
   std::vector<OpDef>& rows_;

@@ -100,4 +100,9 @@ PassResult cse(Graph& g);
 /// differs from IEEE only in the sign of a zero result for x = -0.0.
 PassResult simplify(Graph& g);
 
+/// fuse: chains of float32 elementwise ops with one static shape (scalars
+/// broadcast) whose intermediate values have no other user become one
+/// FusedElementwise node evaluated block by block (no intermediate tensors).
+PassResult fuse_elementwise(Graph& g);
+
 }  // namespace kiln

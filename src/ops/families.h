@@ -13,6 +13,8 @@ void define_reduce_ops(OpTableBuilder& t);
 void define_nn_ops(OpTableBuilder& t);
 void define_state_ops(OpTableBuilder& t);
 void define_graph_ops(OpTableBuilder& t);
+void define_control_flow_ops(OpTableBuilder& t);
+void define_fused_ops(OpTableBuilder& t);
 /// Sets cpu_kernel on every row (src/kernels/cpu/bind.cpp).
 void bind_cpu_kernels(OpTableBuilder& t);
 }  // namespace kiln

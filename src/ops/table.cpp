@@ -36,6 +36,8 @@ std::vector<OpDef> build_table() {
   define_nn_ops(b);
   define_state_ops(b);
   define_graph_ops(b);
+  define_control_flow_ops(b);
+  define_fused_ops(b);
   bind_cpu_kernels(b);
   return rows;  // completeness of every row is checked by tests/cpp/ops/op_table_test.cpp
 }

@@ -12,7 +12,8 @@ struct PassEntry {
   PassResult (*run)(Graph&, const OptimizeOptions&);
 };
 
-// The pipeline. prune runs again last to drop what simplification orphaned.
+// The pipeline. prune runs again to drop what simplification orphaned;
+// fusion runs last, on the final graph.
 constexpr PassEntry kPipeline[] = {
     {"prune", [](Graph& g, const OptimizeOptions&) { return prune(g); }},
     {"fold_constants",
@@ -20,6 +21,7 @@ constexpr PassEntry kPipeline[] = {
     {"cse", [](Graph& g, const OptimizeOptions&) { return cse(g); }},
     {"simplify", [](Graph& g, const OptimizeOptions&) { return simplify(g); }},
     {"prune", [](Graph& g, const OptimizeOptions&) { return prune(g); }},
+    {"fuse", [](Graph& g, const OptimizeOptions&) { return fuse_elementwise(g); }},
 };
 
 constexpr auto kNames = [] {

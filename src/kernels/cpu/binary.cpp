@@ -84,9 +84,23 @@ void add_kernel(KernelContext& c) {
   same_type_kernel<fn::Add, RealTypes>(c);
 }
 
+// float32 block form, for the fused-elementwise kernel.
+template <typename F>
+void block_binary(const float* a, const float* b, float* out, int64_t n) {
+  detail::binary_run<true, true>(a, b, out, n, F{});
+}
+
 }  // namespace
 
 void bind_binary_kernels(OpTableBuilder& t) {
+  t.block_kernel(OpId::Add, block_binary<fn::Add>);
+  t.block_kernel(OpId::Sub, block_binary<fn::Sub>);
+  t.block_kernel(OpId::Mul, block_binary<fn::Mul>);
+  t.block_kernel(OpId::Div, block_binary<fn::Div>);
+  t.block_kernel(OpId::Pow, block_binary<fn::Pow>);
+  t.block_kernel(OpId::Maximum, block_binary<fn::Maximum>);
+  t.block_kernel(OpId::Minimum, block_binary<fn::Minimum>);
+  t.block_kernel(OpId::SquaredDifference, block_binary<fn::SquaredDifference>);
   t.kernel(OpId::Add, add_kernel);
   t.kernel(OpId::Sub, same_type_kernel<fn::Sub, RealTypes>);
   t.kernel(OpId::Mul, same_type_kernel<fn::Mul, RealTypes>);

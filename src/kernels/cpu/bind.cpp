@@ -13,6 +13,8 @@ void bind_cpu_kernels(OpTableBuilder& t) {
   cpu::bind_nn_kernels(t);
   cpu::bind_state_kernels(t);
   cpu::bind_graph_kernels(t);
+  cpu::bind_control_flow_kernels(t);
+  cpu::bind_fused_kernels(t);
 }
 
 }  // namespace kiln

@@ -12,4 +12,6 @@ void bind_reduce_kernels(OpTableBuilder& t);
 void bind_nn_kernels(OpTableBuilder& t);
 void bind_state_kernels(OpTableBuilder& t);
 void bind_graph_kernels(OpTableBuilder& t);
+void bind_control_flow_kernels(OpTableBuilder& t);
+void bind_fused_kernels(OpTableBuilder& t);
 }  // namespace kiln::cpu

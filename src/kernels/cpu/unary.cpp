@@ -28,9 +28,32 @@ void predicate_kernel(KernelContext& c) {
   });
 }
 
+// float32 block form, for the fused-elementwise kernel.
+template <typename F>
+void block_unary(const float* a, const float*, float* out, int64_t n) {
+  unary_map(a, out, n, F{});
+}
+
 }  // namespace
 
 void bind_unary_kernels(OpTableBuilder& t) {
+  t.block_kernel(OpId::Neg, block_unary<fn::Neg>);
+  t.block_kernel(OpId::Abs, block_unary<fn::Abs>);
+  t.block_kernel(OpId::Sign, block_unary<fn::Sign>);
+  t.block_kernel(OpId::Square, block_unary<fn::Square>);
+  t.block_kernel(OpId::Sqrt, block_unary<fn::Sqrt>);
+  t.block_kernel(OpId::Rsqrt, block_unary<fn::Rsqrt>);
+  t.block_kernel(OpId::Exp, block_unary<fn::Exp>);
+  t.block_kernel(OpId::Log, block_unary<fn::Log>);
+  t.block_kernel(OpId::Log1p, block_unary<fn::Log1p>);
+  t.block_kernel(OpId::Tanh, block_unary<fn::Tanh>);
+  t.block_kernel(OpId::Sigmoid, block_unary<fn::Sigmoid>);
+  t.block_kernel(OpId::Relu, block_unary<fn::Relu>);
+  t.block_kernel(OpId::Sin, block_unary<fn::Sin>);
+  t.block_kernel(OpId::Cos, block_unary<fn::Cos>);
+  t.block_kernel(OpId::Floor, block_unary<fn::Floor>);
+  t.block_kernel(OpId::Ceil, block_unary<fn::Ceil>);
+  t.block_kernel(OpId::Round, block_unary<fn::Round>);
   t.kernel(OpId::Neg, unary_kernel<fn::Neg, SignedRealTypes>);
   t.kernel(OpId::Abs, unary_kernel<fn::Abs, SignedRealTypes>);
   t.kernel(OpId::Sign, unary_kernel<fn::Sign, SignedRealTypes>);

@@ -23,7 +23,8 @@ void trace_busy(Graph& g) {
 
 TEST(Optimize, RunsThePipelineInOrderAndReports) {
   EXPECT_EQ(std::vector<std::string_view>(pass_names().begin(), pass_names().end()),
-            (std::vector<std::string_view>{"prune", "fold_constants", "cse", "simplify", "prune"}));
+            (std::vector<std::string_view>{"prune", "fold_constants", "cse", "simplify", "prune",
+                                           "fuse"}));
   Graph g("busy");
   trace_busy(g);
   ASSERT_EQ(g.listing(),
@@ -41,8 +42,9 @@ TEST(Optimize, RunsThePipelineInOrderAndReports) {
             "  fold_constants: rewritten 1 ('mul' (Mul -> Const))\n"
             "  cse: removed 3 ('Const_3' (Const), 'mul_2' (Mul), 'add_1' (AddV2))\n"
             "  simplify: removed 1 ('mul_1' (Mul))\n"
-            "  prune: removed 3 ('Const' (Const), 'Const_1' (Const), 'Const_2' (Const))\n");
-  ASSERT_EQ(rep.passes.size(), 5u);
+            "  prune: removed 3 ('Const' (Const), 'Const_1' (Const), 'Const_2' (Const))\n"
+            "  fuse: no change\n");
+  ASSERT_EQ(rep.passes.size(), 6u);
   EXPECT_EQ(rep.unused_ops(), (std::vector<NodeRef>{{"Tanh", "Tanh"}}));
   for (const PassResult& p : rep.passes) EXPECT_GE(p.millis, 0.0);
 }
@@ -53,18 +55,20 @@ TEST(Optimize, PassesCanBeSwitchedOffByName) {
   OptimizeOptions opts;
   opts.disabled = {"fold_constants", "simplify"};
   OptimizeReport rep = optimize(g, opts);
-  ASSERT_EQ(rep.passes.size(), 3u);
+  ASSERT_EQ(rep.passes.size(), 4u);
   EXPECT_EQ(rep.passes[0].pass, "prune");
   EXPECT_EQ(rep.passes[1].pass, "cse");
   EXPECT_EQ(rep.passes[2].pass, "prune");
+  EXPECT_EQ(rep.passes[3].pass, "fuse");
+  // fuse merged x * 2 + mul into the node named after its root, 'add'.
   EXPECT_EQ(g.listing(),
             "[] -> x\n[] -> Const\n[] -> Const_1\n['Const', 'Const_1'] -> mul\n"
-            "[] -> Const_2\n['x', 'Const_2'] -> mul_1\n['mul_1', 'mul'] -> add\n"
+            "[] -> Const_2\n['x', 'Const_2', 'mul'] -> add\n"
             "['add', 'add'] -> mul_3\n['mul_3'] -> Identity\n");
 
   Graph g2("busy");
   trace_busy(g2);
-  opts.disabled = {"prune", "fold_constants", "cse", "simplify"};
+  opts.disabled = {"prune", "fold_constants", "cse", "simplify", "fuse"};
   rep = optimize(g2, opts);
   EXPECT_TRUE(rep.passes.empty());
   EXPECT_EQ(rep.nodes_before, rep.nodes_after);
@@ -112,6 +116,7 @@ TEST(Optimize, ALongTracedChainOptimizesToAValidGraph) {
   ASSERT_GE(g.num_nodes(), 1000u);
   OptimizeOptions opts;
   opts.verify = false;
+  opts.disabled = {"fuse"};  // checked on its own in fuse_test.cpp
   OptimizeReport rep = optimize(g, opts);
   const auto t2 = std::chrono::steady_clock::now();
   EXPECT_NO_THROW(g.verify());

@@ -1,0 +1,48 @@
+#include "subgraph.h"
+
+#include "kiln/config.h"
+#include "kiln/control_flow.h"
+#include "kiln/passes.h"
+
+namespace kiln {
+namespace detail {
+
+Ref<GraphSubgraph> GraphSubgraph::create(std::unique_ptr<Graph> graph) {
+  Ref<GraphSubgraph> s = Ref<GraphSubgraph>::adopt(new GraphSubgraph());
+  if (config().verify_graphs) graph->verify();
+  OptimizeOptions oo;
+  oo.verify = config().verify_graphs;
+  optimize(*graph, oo);
+  for (const Node* n : graph->inputs()) s->inputs_.push_back(n->outputs()[0]);
+  for (const Edge& e : graph->outputs())
+    s->outputs_.push_back(e.node->outputs()[static_cast<size_t>(e.index)]);
+  for (const auto& n : graph->nodes()) s->stateful_ |= n->op().has(kStateful);
+  s->plan_ = Plan::compile(*graph);
+  s->graph_ = std::move(graph);
+  return s;
+}
+
+std::vector<Tensor> GraphSubgraph::run(std::span<const Tensor> inputs) const {
+  if (inputs.size() != inputs_.size())
+    throw InvalidArgumentError(str_cat("subgraph '", name(), "' expects ", inputs_.size(),
+                                       " inputs, got ", inputs.size()));
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const Tensor& t = inputs[i];
+    const TensorSpec& s = inputs_[i];
+    if (!t.defined() || t.dtype() != s.dtype || !s.shape.is_compatible_with(t.shape()))
+      throw InvalidArgumentError(str_cat(
+          "subgraph '", name(), "': input ", i, " ('", graph_->inputs()[i]->name(), "') expects ",
+          dtype_name(s.dtype), " ", s.shape, ", got ",
+          t.defined() ? str_cat(dtype_name(t.dtype()), " ", t.shape()) : std::string("nothing")));
+  }
+  return plan_->run(inputs);
+}
+
+}  // namespace detail
+
+const Graph* subgraph_graph(const Subgraph& s) {
+  const auto* g = dynamic_cast<const detail::GraphSubgraph*>(&s);
+  return g ? &g->graph() : nullptr;
+}
+
+}  // namespace kiln

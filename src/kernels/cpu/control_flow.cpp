@@ -1,0 +1,67 @@
+// CPU kernels of the control-flow ops: they run their subgraph bodies.
+#include "bind.h"
+
+namespace kiln::cpu {
+namespace {
+
+bool truth(const Tensor& t, const char* what, const Subgraph* g) {
+  if (!t.defined() || t.dtype() != DType::kBool || t.rank() != 0)
+    throw InvalidArgumentError(str_cat(
+        what, g ? str_cat(" of '", g->name(), "'") : std::string(), " must be a bool scalar, got ",
+        t.defined() ? str_cat(dtype_name(t.dtype()), " ", t.shape()) : std::string("nothing")));
+  return t.item<bool>();
+}
+
+void set_outputs(KernelContext& c, std::vector<Tensor>& values) {
+  if (values.size() != c.num_outputs())
+    throw InternalError(str_cat(c.op().type_name, ": body returned ", values.size(), " values for ",
+                                c.num_outputs(), " outputs"));
+  for (size_t i = 0; i < values.size(); ++i) c.set_output(i, std::move(values[i]));
+}
+
+void if_kernel(KernelContext& c) {
+  const bool p = truth(c.input(0), "If: cond", nullptr);
+  const Subgraph& g = c.attr_subgraph(p ? 0 : 1);
+  std::vector<Tensor> out = g.run(std::span<const Tensor>(&c.input(0) + 1, c.num_inputs() - 1));
+  set_outputs(c, out);
+}
+
+void while_kernel(KernelContext& c) {
+  const Subgraph& cg = c.attr_subgraph(0);
+  const Subgraph& bg = c.attr_subgraph(1);
+  const int64_t max_iter = c.attr_int(2);
+  const size_t n_vars = c.num_outputs();
+  std::vector<Tensor> state(&c.input(0), &c.input(0) + c.num_inputs());
+  const auto invariants = bg.input_specs();
+  for (int64_t it = 0; max_iter < 0 || it < max_iter; ++it) {
+    std::vector<Tensor> p = cg.run(state);
+    if (!truth(p.at(0), "While: the result of cond", &cg)) break;
+    std::vector<Tensor> next = bg.run(state);
+    for (size_t i = 0; i < n_vars; ++i) {
+      // Inference checked the body's specs; a shape can still only be
+      // known per call when the invariant has unknown dims.
+      if (next[i].dtype() != invariants[i].dtype ||
+          !invariants[i].shape.is_compatible_with(next[i].shape()))
+        throw InvalidArgumentError(
+            str_cat("While: body '", bg.name(), "' returned ", dtype_name(next[i].dtype()), " ",
+                    next[i].shape(), " for loop variable ", i, ", whose invariant is ",
+                    dtype_name(invariants[i].dtype), " ", invariants[i].shape));
+      state[i] = std::move(next[i]);
+    }
+  }
+  state.resize(n_vars);
+  set_outputs(c, state);
+}
+
+}  // namespace
+
+void bind_tensor_array_kernels(OpTableBuilder& t);  // tensor_array.cpp
+
+void bind_control_flow_kernels(OpTableBuilder& t) {
+  bind_tensor_array_kernels(t);
+  t.kernel(OpId::If, if_kernel);
+  t.kernel(OpId::StatelessIf, if_kernel);
+  t.kernel(OpId::While, while_kernel);
+}
+
+}  // namespace kiln::cpu

@@ -1,0 +1,150 @@
+// TensorArray kernels. Every write copies the list of element references
+// (not the elements), so a handle's list never changes once visible.
+#include <cstring>
+
+#include "bind.h"
+#include "ops/tensor_list.h"
+
+namespace kiln::cpu {
+namespace {
+
+using detail::TensorList;
+
+int64_t index_of(const Tensor& t) {
+  return t.dtype() == DType::kInt32 ? t.item<int32_t>() : t.item<int64_t>();
+}
+
+void reserve_kernel(KernelContext& c) {
+  const int64_t n = index_of(c.input(0));
+  if (n < 0) throw InvalidArgumentError(str_cat("TensorListReserve: size must be >= 0, got ", n));
+  auto* l = new TensorList();
+  Tensor h = TensorList::handle(l);
+  l->dtype = c.attr_dtype(0);
+  l->element_shape = c.attr_bool(2) ? Shape::unknown_rank() : Shape(c.attr_ints(1));
+  l->dynamic_size = c.attr_bool(3);
+  l->items.resize(static_cast<size_t>(n));
+  c.set_output(0, std::move(h));
+}
+
+void set_item_kernel(KernelContext& c) {
+  const TensorList& in = TensorList::of(c.input(0), "TensorListSetItem");
+  const int64_t i = index_of(c.input(1));
+  const Tensor& v = c.input(2);
+  const int64_t n = static_cast<int64_t>(in.items.size());
+  if (in.dtype != v.dtype())
+    throw InvalidArgumentError(str_cat("TensorArray.write: value is ", dtype_name(v.dtype()),
+                                       " but the TensorArray holds ", dtype_name(in.dtype)));
+  if (i < 0 || (i >= n && !in.dynamic_size))
+    throw InvalidArgumentError(str_cat("TensorArray.write: index ", i, " is out of range [0, ", n,
+                                       ")",
+                                       i >= n ? " (the size is fixed: use dynamic_size)" : ""));
+  if (!in.element_shape.is_compatible_with(v.shape()))
+    throw InvalidArgumentError(str_cat("TensorArray.write: value has shape ", v.shape(),
+                                       " but the elements have shape ", in.element_shape));
+  auto* l = new TensorList();
+  Tensor h = TensorList::handle(l);
+  l->dtype = in.dtype;
+  l->dynamic_size = in.dynamic_size;
+  l->element_shape = v.shape();  // concrete: fixes the shape of every element
+  l->items = in.items;
+  if (i >= n) l->items.resize(static_cast<size_t>(i) + 1);
+  l->items[static_cast<size_t>(i)] = v;
+  c.set_output(0, std::move(h));
+}
+
+// Copies `src` (or zeros when undefined) into out at element offset `at`.
+void copy_into(const Tensor& out, int64_t at, const Tensor& src, int64_t count) {
+  if (count == 0) return;
+  if (out.dtype() == DType::kString) {
+    std::string* o = out.mutable_data<std::string>() + at;
+    if (src.defined()) {
+      const std::string* s = src.data<std::string>();
+      for (int64_t k = 0; k < count; ++k) o[k] = s[k];
+    }
+    return;
+  }
+  const size_t sz = dtype_size(out.dtype());
+  char* o = static_cast<char*>(out.mutable_raw_data()) + static_cast<size_t>(at) * sz;
+  if (src.defined())
+    std::memcpy(o, src.raw_data(), static_cast<size_t>(count) * sz);
+  else
+    std::memset(o, 0, static_cast<size_t>(count) * sz);
+}
+
+void get_item_kernel(KernelContext& c) {
+  const TensorList& l = TensorList::of(c.input(0), "TensorListGetItem");
+  const int64_t i = index_of(c.input(1));
+  const int64_t n = static_cast<int64_t>(l.items.size());
+  if (i < 0 || i >= n)
+    throw InvalidArgumentError(
+        str_cat("TensorArray.read: index ", i, " is out of range [0, ", n, ")"));
+  const Tensor& v = l.items[static_cast<size_t>(i)];
+  if (v.defined()) {
+    c.set_output(0, v);
+    return;
+  }
+  // Never written: zeros of the element shape (known, else inference failed).
+  Tensor& out = c.allocate_output(0);
+  copy_into(out, 0, Tensor(), out.num_elements());
+}
+
+void stack_kernel(KernelContext& c) {
+  const TensorList& l = TensorList::of(c.input(0), "TensorListStack");
+  Tensor& out = c.allocate_output(0);
+  const int64_t per =
+      out.shape().rank() > 0 && out.dim(0) > 0 ? out.num_elements() / out.dim(0) : 0;
+  Shape elem = out.shape();
+  elem.erase(0);
+  for (size_t k = 0; k < l.items.size(); ++k) {
+    const Tensor& t = l.items[k];
+    if (t.defined() && t.shape() != elem)
+      throw InvalidArgumentError(str_cat("TensorArray.stack: element ", k, " has shape ", t.shape(),
+                                         " but element 0 has shape ", elem));
+    copy_into(out, static_cast<int64_t>(k) * per, t, per);
+  }
+}
+
+void from_tensor_kernel(KernelContext& c) {
+  const Tensor& t = c.input(0);
+  auto* l = new TensorList();
+  Tensor h = TensorList::handle(l);
+  l->dtype = t.dtype();
+  Shape elem = t.shape();
+  elem.erase(0);
+  l->element_shape = elem;
+  const int64_t n = t.dim(0);
+  const int64_t per = elem.num_elements();
+  for (int64_t k = 0; k < n; ++k) {
+    Tensor e = Tensor::empty(t.dtype(), elem);
+    if (t.dtype() == DType::kString) {
+      const std::string* s = t.data<std::string>() + k * per;
+      std::string* o = e.mutable_data<std::string>();
+      for (int64_t j = 0; j < per; ++j) o[j] = s[j];
+    } else if (per > 0) {
+      const size_t sz = dtype_size(t.dtype());
+      std::memcpy(e.mutable_raw_data(),
+                  static_cast<const char*>(t.raw_data()) + static_cast<size_t>(k * per) * sz,
+                  static_cast<size_t>(per) * sz);
+    }
+    l->items.push_back(std::move(e));
+  }
+  c.set_output(0, std::move(h));
+}
+
+void length_kernel(KernelContext& c) {
+  const TensorList& l = TensorList::of(c.input(0), "TensorListLength");
+  c.set_output(0, Tensor(static_cast<int32_t>(l.items.size())));
+}
+
+}  // namespace
+
+void bind_tensor_array_kernels(OpTableBuilder& t) {
+  t.kernel(OpId::TensorListReserve, reserve_kernel);
+  t.kernel(OpId::TensorListSetItem, set_item_kernel);
+  t.kernel(OpId::TensorListGetItem, get_item_kernel);
+  t.kernel(OpId::TensorListStack, stack_kernel);
+  t.kernel(OpId::TensorListFromTensor, from_tensor_kernel);
+  t.kernel(OpId::TensorListLength, length_kernel);
+}
+
+}  // namespace kiln::cpu

@@ -1,0 +1,99 @@
+// Control-flow ops with subgraph bodies: If / StatelessIf (tf.cond) and
+// While (tf.while_loop). Front functions: src/function/control_flow.cpp.
+#include "families.h"
+
+namespace kiln {
+namespace {
+
+std::string spec_str(DType d, const Shape& s) {
+  return str_cat(dtype_name(d), " ", s);
+}
+
+// Checks that inputs [first, n) match the subgraph's inputs.
+void check_body_inputs(const InferContext& c, size_t first, const char* attr, const Subgraph& g) {
+  const size_t n = c.num_inputs() - first;
+  const auto specs = g.input_specs();
+  if (specs.size() != n) c.fail(attr, " '", g.name(), "' takes ", specs.size(), " inputs, got ", n);
+  for (size_t i = 0; i < n; ++i) {
+    const size_t k = first + i;
+    if (c.dtype(k) != specs[i].dtype || !specs[i].shape.is_compatible_with(c.shape(k)))
+      c.fail(c.input_name(k), " is ", spec_str(c.dtype(k), c.shape(k)), " but ", attr, " '",
+             g.name(), "' input ", i, " expects ", spec_str(specs[i].dtype, specs[i].shape));
+  }
+}
+
+void check_bool_scalar(const InferContext& c, DType d, const Shape& s, const char* what) {
+  if (d != DType::kBool || (s.rank_known() && s.rank() != 0))
+    c.fail(what, " must be a bool scalar, got ", spec_str(d, s));
+}
+
+// inputs: cond, input...; attrs: then_branch, else_branch.
+void infer_if(InferContext& c) {
+  check_bool_scalar(c, c.dtype(0), c.shape(0), "cond");
+  const Subgraph& t = c.attr_subgraph(0);
+  const Subgraph& e = c.attr_subgraph(1);
+  check_body_inputs(c, 1, "then_branch", t);
+  check_body_inputs(c, 1, "else_branch", e);
+  const auto to = t.output_specs(), eo = e.output_specs();
+  if (to.size() != eo.size())
+    c.fail("then_branch '", t.name(), "' returns ", to.size(), " outputs but else_branch '",
+           e.name(), "' returns ", eo.size());
+  for (size_t i = 0; i < to.size(); ++i) {
+    if (to[i].dtype != eo[i].dtype)
+      c.fail("output ", i, " is ", dtype_name(to[i].dtype), " in then_branch '", t.name(), "' but ",
+             dtype_name(eo[i].dtype), " in else_branch '", e.name(), "'");
+    c.set_output(i, to[i].dtype, to[i].shape.most_specific_common(eo[i].shape));
+  }
+}
+
+// inputs: input... (loop variables, then captures); attrs: cond, body,
+// maximum_iterations. Outputs: the loop variables, with the body's input
+// (invariant) shapes.
+void infer_while(InferContext& c) {
+  const Subgraph& cg = c.attr_subgraph(0);
+  const Subgraph& bg = c.attr_subgraph(1);
+  if (c.attr_int(2) < -1)
+    c.fail("maximum_iterations must be >= 0 (or -1: no limit), got ", c.attr_int(2));
+  check_body_inputs(c, 0, "cond", cg);
+  check_body_inputs(c, 0, "body", bg);
+  const auto co = cg.output_specs();
+  if (co.size() != 1)
+    c.fail("cond '", cg.name(), "' must return one bool scalar, returns ", co.size(), " outputs");
+  check_bool_scalar(c, co[0].dtype, co[0].shape, "the result of cond");
+  const auto bi = bg.input_specs(), bo = bg.output_specs();
+  if (bo.size() > bi.size())
+    c.fail("body '", bg.name(), "' returns ", bo.size(), " outputs for ", bi.size(), " inputs");
+  for (size_t i = 0; i < bo.size(); ++i) {
+    if (bo[i].dtype != bi[i].dtype || !bi[i].shape.is_compatible_with(bo[i].shape))
+      c.fail("body '", bg.name(), "' output ", i, " is ", spec_str(bo[i].dtype, bo[i].shape),
+             " but loop variable ", i, " is ", spec_str(bi[i].dtype, bi[i].shape));
+    c.set_output(i, bi[i].dtype, bi[i].shape);
+  }
+}
+
+}  // namespace
+
+void define_tensor_array_ops(OpTableBuilder& t);  // tensor_array_ops.cpp
+
+void define_control_flow_ops(OpTableBuilder& t) {
+  define_tensor_array_ops(t);
+  for (OpId id : {OpId::If, OpId::StatelessIf}) {
+    t.def(id)
+        .inputs({"cond", "input"})
+        .outputs({"output"})
+        .attr("then_branch", AttrType::kSubgraph)
+        .attr("else_branch", AttrType::kSubgraph)
+        .traits(kVariadicInput | (id == OpId::If ? kStateful : 0u))
+        .infer(infer_if);
+  }
+  t.def(OpId::While)
+      .inputs({"input"})
+      .outputs({"output"})
+      .attr("cond", AttrType::kSubgraph)
+      .attr("body", AttrType::kSubgraph)
+      .attr("maximum_iterations", AttrType::kInt, int64_t{-1})
+      .traits(kVariadicInput | kStateful)
+      .infer(infer_while);
+}
+
+}  // namespace kiln
