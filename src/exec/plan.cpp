@@ -1,8 +1,41 @@
 #include <unordered_map>
 
+#include "core/tls.h"
 #include "kiln/executor.h"
 
 namespace kiln {
+namespace {
+
+// Per-thread pool of tensor vectors for slots and kernel arguments, so a
+// plan run allocates nothing in the steady state. A pool (not one buffer)
+// because runs nest: control-flow kernels run their bodies' plans.
+struct VectorPool {
+  std::vector<std::vector<Tensor>> free;
+};
+struct VectorPoolTag {};
+using TPool = detail::ThreadCache<VectorPool, VectorPoolTag>;
+
+class PooledVector {
+ public:
+  PooledVector() {
+    if (VectorPool* p = TPool::get(); p && !p->free.empty()) {
+      v_ = std::move(p->free.back());
+      p->free.pop_back();
+    }
+  }
+  ~PooledVector() {
+    v_.clear();
+    VectorPool* p = TPool::get();
+    if (p && p->free.size() < 16) p->free.push_back(std::move(v_));
+  }
+  std::vector<Tensor>& operator*() { return v_; }
+  std::vector<Tensor>* operator->() { return &v_; }
+
+ private:
+  std::vector<Tensor> v_;
+};
+
+}  // namespace
 
 std::unique_ptr<Plan> Plan::compile(const Graph& graph) {
   auto plan = std::unique_ptr<Plan>(new Plan());
@@ -14,7 +47,17 @@ std::unique_ptr<Plan> Plan::compile(const Graph& graph) {
     next += static_cast<int32_t>(ref->outputs().size());
   }
   plan->num_slots_ = next;
-  auto slot_of = [&](const Edge& e) { return first_slot.at(e.node) + e.index; };
+  // Identity nodes (function outputs are named by them) cost no step: their
+  // users read the identity's input slot directly.
+  auto resolve = [](Edge e) {
+    while (e.node->op().id == OpId::Identity && e.node->control_inputs().empty())
+      e = e.node->inputs()[0];
+    return e;
+  };
+  auto slot_of = [&](const Edge& e) {
+    const Edge r = resolve(e);
+    return first_slot.at(r.node) + r.index;
+  };
 
   // Last step index that reads each slot; outputs and constants live forever.
   constexpr int32_t kForever = INT32_MAX;
@@ -41,6 +84,7 @@ std::unique_ptr<Plan> Plan::compile(const Graph& graph) {
       last_use[static_cast<size_t>(base)] = kForever;
       continue;
     }
+    if (n->op().id == OpId::Identity && n->control_inputs().empty()) continue;
     Step s;
     s.op = &n->op();
     s.name = n->name();
@@ -123,6 +167,7 @@ std::vector<Tensor> Plan::run(std::span<const Tensor> inputs) const {
   std::vector<Tensor> out;
   out.reserve(output_slots_.size());
   for (int32_t slot : output_slots_) out.push_back(slots[static_cast<size_t>(slot)]);
+  args.clear();
   return out;
 }
 
