@@ -15,6 +15,11 @@ struct Config {
   int64_t parallel_grain = 1 << 16;
   /// Bytes of freed blocks kept per size class in the shared pool.
   int64_t pool_cache_bytes = int64_t{256} << 20;
+  /// Log level for the function layer: 0 = off (default); 1 = log every
+  /// retrace with its reason (through the warning handler, category
+  /// "RetraceLog"); 2 = also log each trace's optimization report
+  /// ("OptimizeLog").
+  int log_level = 0;
   /// Run Graph::verify() after tracing and after every optimization pass.
   /// On in debug builds and in kiln's tests; off by default in release.
   bool verify_graphs = kDebugBuild;

@@ -330,6 +330,8 @@ std::shared_ptr<const ConcreteFunction> Function::get_concrete_function(
         r = {f.leaves[i].path, (*best)[i].desc, f.leaves[i].desc};
         break;
       }
+    if (config().log_level >= 1)
+      warn("RetraceLog", str_cat("function '", options_.name, "' retraced: ", r.to_string()));
     std::lock_guard<std::mutex> lock(im.reasons_mu);
     im.reasons.push_back(std::move(r));
   }
@@ -385,6 +387,7 @@ std::shared_ptr<const ConcreteFunction> Function::get_concrete_function(
     oo.verify = config().verify_graphs;
     cf->report_ = optimize(*cf->optimized_, oo);
     cf->pruned_ = cf->report_.unused_ops();
+    if (config().log_level >= 2) warn("OptimizeLog", cf->report_.to_string());
   }
   cf->plan_ = Plan::compile(*cf->optimized_);
   if (cf->optimized_->outputs().empty() && !cf->pruned_.empty()) {

@@ -212,6 +212,36 @@ TEST(Function, RecursionOnTensorsIsAClearError) {
                {"'recursive' called itself while being traced"});
 }
 
+TEST(Function, RetracesAreLoggedWhenALogLevelIsSet) {
+  std::vector<std::string> logs;
+  set_warning_handler(
+      [&](const std::string& cat, const std::string& msg) { logs.push_back(cat + ": " + msg); });
+  config().log_level = 2;
+  FunctionOptions o;
+  o.name = "train";
+  o.arg_names = {"num_steps"};
+  Function f(
+      [](const std::vector<Value>& a) {
+        return Value(Tensor(static_cast<int32_t>(a[0].as_int())) * 2);
+      },
+      o);
+  f({Value(10)});
+  f({Value(20)});
+  config().log_level = 0;
+  f({Value(30)});  // not logged
+  set_warning_handler(nullptr);
+  std::vector<std::string> retraces;
+  int optimize_logs = 0;
+  for (const auto& l : logs) {
+    if (l.rfind("RetraceLog: ", 0) == 0) retraces.push_back(l);
+    if (l.rfind("OptimizeLog: optimize 'train'", 0) == 0) ++optimize_logs;
+  }
+  EXPECT_EQ(
+      retraces,
+      (std::vector<std::string>{"RetraceLog: function 'train' retraced: num_steps: 10 -> 20"}));
+  EXPECT_EQ(optimize_logs, 2);
+}
+
 TEST(Function, FrequentRetracingWarnsWithReasons) {
   std::vector<std::string> warnings;
   set_warning_handler([&](const std::string& cat, const std::string& msg) {
@@ -245,7 +275,7 @@ TEST(Function, ConcurrentCallsGiveSerialResultsAndOneTracePerSignature) {
   std::vector<std::thread> threads;
   for (int t = 0; t < 8; ++t)
     threads.emplace_back([&, t] {
-      for (int k = 0; k < 2000; ++k) {
+      for (int k = 0; k < 10000; ++k) {
         const Tensor& x = inputs[static_cast<size_t>((k + t) % 4)];
         Tensor y = f({x}).tensor();
         if (y.to_vector<int32_t>() != (x * 2 + 1).to_vector<int32_t>()) ++mismatches;
