@@ -2,6 +2,16 @@
 
 namespace kiln::cpu {
 
+std::vector<int64_t> int_values(const Tensor& t) {
+  const int64_t n = t.num_elements();
+  if (t.dtype() == DType::kInt32) {
+    const int32_t* p = t.data<int32_t>();
+    return std::vector<int64_t>(p, p + n);
+  }
+  const int64_t* p = t.data<int64_t>();
+  return std::vector<int64_t>(p, p + n);
+}
+
 SmallVec<int64_t, 6> broadcast_strides(const Shape& in, const Shape& out) {
   const int64_t r = out.rank(), ri = in.rank();
   SmallVec<int64_t, 6> st(static_cast<size_t>(r), 0);

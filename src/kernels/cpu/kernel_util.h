@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <string>
 #include <type_traits>
+#include <vector>
 
 #include "kiln/config.h"
 #include "kiln/op.h"
@@ -26,6 +27,9 @@ void visit_numeric(DType dt, const char* op, F&& f) {
     default: throw InvalidArgumentError(str_cat(op, ": unsupported dtype ", dtype_name(dt)));
   }
 }
+
+/// The elements of an int32 or int64 tensor as int64 (shape arguments).
+std::vector<int64_t> int_values(const Tensor& t);
 
 /// Strides of `in` broadcast to `out` (0 on broadcast dims), right-aligned.
 SmallVec<int64_t, 6> broadcast_strides(const Shape& in, const Shape& out);

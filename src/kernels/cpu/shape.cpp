@@ -10,16 +10,6 @@
 namespace kiln::cpu {
 namespace {
 
-std::vector<int64_t> int_values(const Tensor& t) {
-  const int64_t n = t.num_elements();
-  if (t.dtype() == DType::kInt32) {
-    const int32_t* p = t.data<int32_t>();
-    return std::vector<int64_t>(p, p + n);
-  }
-  const int64_t* p = t.data<int64_t>();
-  return std::vector<int64_t>(p, p + n);
-}
-
 // Reshape, ExpandDims, Squeeze: same elements, new shape.
 void view_kernel(KernelContext& c) {
   c.set_output(0, c.input(0).view(c.output_spec(0).shape));

@@ -10,16 +10,6 @@
 namespace kiln::cpu {
 namespace {
 
-std::vector<int64_t> int_values(const Tensor& t) {
-  const int64_t n = t.num_elements();
-  if (t.dtype() == DType::kInt32) {
-    const int32_t* p = t.data<int32_t>();
-    return std::vector<int64_t>(p, p + n);
-  }
-  const int64_t* p = t.data<int64_t>();
-  return std::vector<int64_t>(p, p + n);
-}
-
 const char* byte_ptr(const Tensor& t, int64_t elem_offset) {
   return static_cast<const char*>(t.raw_data()) +
          static_cast<size_t>(elem_offset) * dtype_size(t.dtype());
