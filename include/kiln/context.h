@@ -54,6 +54,11 @@ inline Tensor call_op1(OpId id, std::initializer_list<Tensor> inputs, const Attr
   return call_op1(id, std::span<const Tensor>(inputs.begin(), inputs.size()), attrs);
 }
 
+/// Checks an op call's inputs before inference: the op is implemented, the
+/// input count matches its row (variadic last input allowed), and every
+/// input is defined. Throws InvalidArgument/Unimplemented naming the op.
+void check_op_inputs(const OpDef& op, std::span<const Tensor> inputs);
+
 /// Runs the kernel of `op` directly on concrete inputs (inference included).
 /// Used by the eager context and by later executors/constant folding.
 void run_kernel(const OpDef& op, std::span<const Tensor> inputs, const Attrs& attrs,

@@ -16,6 +16,9 @@
 #include "kiln/variable.h"
 
 namespace kiln {
+namespace detail {
+struct Flat;
+}
 
 /// A named spec for a function argument (TensorFlow's tf.TensorSpec).
 struct ArgSpec {
@@ -155,6 +158,7 @@ class ConcreteFunction {
   std::vector<std::string> flat_names_;
   std::vector<std::pair<std::string, std::string>> pruned_;
   OptimizeReport report_;
+  std::shared_ptr<const detail::Flat> signature_;  // inputs_ flattened once
 };
 
 /// Receives warnings (retracing, pruned no-return functions). Default: stderr.

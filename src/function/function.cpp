@@ -132,7 +132,7 @@ std::vector<Tensor> ConcreteFunction::call_flat(std::span<const Tensor> inputs) 
 
 Value ConcreteFunction::operator()(const std::vector<Value>& args) const {
   detail::Flat f = detail::flatten_args(args, arg_names_);
-  detail::Flat traced = detail::flatten_args(inputs_, arg_names_);
+  const detail::Flat& traced = *signature_;
   // Bound (non-tensor) values and the structure must match; tensor dtypes and
   // shapes are checked by call_flat with the argument's name.
   const size_t n = std::min(f.leaves.size(), traced.leaves.size());
@@ -279,7 +279,7 @@ std::shared_ptr<const ConcreteFunction> Function::get_concrete_function(
     auto it = im.cache.find(f.key);
     if (it != im.cache.end()) return it->second;
     for (const auto& [k, cf] : im.general)
-      if (compatible(detail::flatten_args(cf->structured_input_signature(), names), f)) return cf;
+      if (compatible(*cf->signature_, f)) return cf;
   }
   for (const void* p : t_active_traces)
     if (p == this)
@@ -304,7 +304,7 @@ std::shared_ptr<const ConcreteFunction> Function::get_concrete_function(
   if (options_.reduce_retracing) {
     std::shared_lock<std::shared_mutex> lock(im.cache_mu);
     for (const auto& [k, cf] : im.cache) {
-      detail::Flat old = detail::flatten_args(cf->structured_input_signature(), names);
+      const detail::Flat& old = *cf->signature_;
       if (old.structure != f.structure || old.specs.size() != f.specs.size()) continue;
       for (size_t i = 0; i < shapes.size(); ++i)
         shapes[i] = old.specs[i].shape.most_specific_common(shapes[i]);
@@ -379,6 +379,8 @@ std::shared_ptr<const ConcreteFunction> Function::get_concrete_function(
       cf->inputs_.push_back(
           map_leaves(a, leaf, [&](size_t i, const Value&) { return Value(cf->flat_specs_[i]); }));
   }
+  cf->signature_ =
+      std::make_shared<const detail::Flat>(detail::flatten_args(cf->inputs_, cf->arg_names_));
   if (config().verify_graphs) cf->graph_->verify();
   cf->optimized_ = clone_graph(*cf->graph_);
   if (options_.optimize) {

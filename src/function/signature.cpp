@@ -54,7 +54,6 @@ void walk(const Value& v, const std::string& path, Flat& f, bool describe) {
             return;
           }
           f.tensors.push_back(t);
-          f.has_tensor_values = true;
           both(kTensorCode);
           both(static_cast<int64_t>(dt));
           f.key.push_back(t.shape().rank());
@@ -63,7 +62,6 @@ void walk(const Value& v, const std::string& path, Flat& f, bool describe) {
         }
         shape = t.shape();
         f.tensors.push_back(t);
-        f.has_tensor_values = true;
         if (dt == DType::kResource)
           throw InvalidArgumentError(str_cat(path, ": pass the Variable itself, not its handle"));
       } else {

@@ -21,7 +21,6 @@ struct Flat {
   std::vector<Tensor> tensors;     ///< tensor leaves, in walk order (calls)
   std::vector<ArgSpec> specs;      ///< spec of every tensor or spec leaf
   std::vector<Leaf> leaves;        ///< every leaf
-  bool has_tensor_values = false;  ///< any Tensor (not just spec) leaf
 };
 
 /// Walks `args` (named by `names`, "args_i" when missing) depth-first.

@@ -64,11 +64,7 @@ Edge TracingContext::edge_for(const Tensor& t) {
 
 void TracingContext::execute(const OpDef& op, std::span<const Tensor> inputs, const Attrs& attrs,
                              std::vector<Tensor>& outputs) {
-  const size_t declared = op.inputs.size();
-  const bool variadic = op.has(kVariadicInput);
-  if (variadic ? inputs.size() + 1 < declared : inputs.size() != declared)
-    throw InvalidArgumentError(
-        str_cat(op.type_name, ": expected ", declared, " inputs, got ", inputs.size()));
+  check_op_inputs(op, inputs);
   std::vector<Edge> edges;
   edges.reserve(inputs.size());
   for (const Tensor& t : inputs) edges.push_back(edge_for(t));

@@ -6,7 +6,9 @@ namespace kiln {
 namespace {
 thread_local ExecutionContext* t_current KILN_TLS = nullptr;
 
-void check_inputs(const OpDef& op, std::span<const Tensor> inputs) {
+}  // namespace
+
+void check_op_inputs(const OpDef& op, std::span<const Tensor> inputs) {
   if (!op.infer) throw UnimplementedError(str_cat(op.type_name, ": op is not implemented"));
   const size_t declared = op.inputs.size();
   const bool variadic = op.has(kVariadicInput);
@@ -18,7 +20,6 @@ void check_inputs(const OpDef& op, std::span<const Tensor> inputs) {
     if (!inputs[i].defined())
       throw InvalidArgumentError(str_cat(op.type_name, ": input ", i, " is an undefined tensor"));
 }
-}  // namespace
 
 Tensor ExecutionContext::execute1(const OpDef& op, std::span<const Tensor> inputs,
                                   const Attrs& attrs) {
@@ -29,50 +30,60 @@ Tensor ExecutionContext::execute1(const OpDef& op, std::span<const Tensor> input
   return std::move(out[0]);
 }
 
-void run_kernel(const OpDef& op, std::span<const Tensor> inputs, const Attrs& attrs,
-                std::vector<Tensor>& outputs) {
-  check_inputs(op, inputs);
+namespace {
+
+// Inference, then the kernel into the outputs make_outputs(n) provides: the
+// one path shared by run_kernel (vector outputs) and the single-output fast
+// path (an inline tensor).
+template <typename MakeOutputs>
+void infer_and_run(const OpDef& op, std::span<const Tensor> inputs, const Attrs& attrs,
+                   MakeOutputs make_outputs) {
+  check_op_inputs(op, inputs);
   InferContext ic(op, inputs, attrs);
   op.infer(ic);
   if (!op.cpu_kernel) throw UnimplementedError(str_cat(op.type_name, ": no CPU kernel"));
-  auto specs = ic.outputs();
+  const auto specs = ic.outputs();
   for (const TensorSpec& s : specs)
     if (!s.shape.is_fully_defined())
       throw InternalError(str_cat(op.type_name, ": inference left shape ", s.shape,
                                   " partially unknown for concrete inputs"));
-  outputs.clear();
-  outputs.resize(specs.size());
-  KernelContext kc(op, inputs, attrs, specs, outputs);
+  KernelContext kc(op, inputs, attrs, specs, make_outputs(specs.size()));
   op.cpu_kernel(kc);
 }
 
-void EagerContext::execute(const OpDef& op, std::span<const Tensor> inputs, const Attrs& attrs,
-                           std::vector<Tensor>& outputs) {
+void check_not_symbolic(const OpDef& op, std::span<const Tensor> inputs) {
   for (const Tensor& t : inputs)
     if (t.defined() && t.is_symbolic())
       throw InvalidArgumentError(str_cat(
           op.type_name, ": symbolic tensor ", t.symbol()->tensor_name(t.output_index()), " (",
           t.symbol()->describe(),
           ") was used outside the function being traced; return it from the function instead"));
+}
+
+}  // namespace
+
+void run_kernel(const OpDef& op, std::span<const Tensor> inputs, const Attrs& attrs,
+                std::vector<Tensor>& outputs) {
+  infer_and_run(op, inputs, attrs, [&](size_t n) {
+    outputs.clear();
+    outputs.resize(n);
+    return std::span<Tensor>(outputs);
+  });
+}
+
+void EagerContext::execute(const OpDef& op, std::span<const Tensor> inputs, const Attrs& attrs,
+                           std::vector<Tensor>& outputs) {
+  check_not_symbolic(op, inputs);
   run_kernel(op, inputs, attrs, outputs);
 }
 
 Tensor EagerContext::execute1(const OpDef& op, std::span<const Tensor> inputs, const Attrs& attrs) {
-  // Same as execute() with the output held inline (no vector allocation).
-  for (const Tensor& t : inputs)
-    if (t.defined() && t.is_symbolic()) {
-      std::vector<Tensor> out;
-      execute(op, inputs, attrs, out);  // throws the leak error
-    }
-  check_inputs(op, inputs);
-  InferContext ic(op, inputs, attrs);
-  op.infer(ic);
-  if (!op.cpu_kernel) throw UnimplementedError(str_cat(op.type_name, ": no CPU kernel"));
-  if (ic.num_outputs() != 1)
-    throw InternalError(str_cat(op.type_name, ": expected one output, got ", ic.num_outputs()));
+  check_not_symbolic(op, inputs);
   Tensor out;
-  KernelContext kc(op, inputs, attrs, ic.outputs(), std::span<Tensor>(&out, 1));
-  op.cpu_kernel(kc);
+  infer_and_run(op, inputs, attrs, [&](size_t n) {
+    if (n != 1) throw InternalError(str_cat(op.type_name, ": expected one output, got ", n));
+    return std::span<Tensor>(&out, 1);
+  });
   return out;
 }
 
