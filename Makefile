@@ -5,7 +5,7 @@ TSAN_BUILD ?= build-tsan
 CMAKE_FLAGS ?=
 JOBS ?= $(shell nproc)
 
-.PHONY: all setup build demo test test-cpp test-asan test-tsan bench format format-check clean
+.PHONY: all setup build py demo test test-cpp test-py test-asan test-tsan bench format format-check clean
 
 all: build
 
@@ -17,6 +17,16 @@ $(BUILD)/build.ninja: | setup
 
 build: setup $(BUILD)/build.ninja
 	cmake --build $(BUILD) -j $(JOBS)
+	@$(MAKE) --no-print-directory py
+
+# The Python package: kiln._kiln (python/src) built by scikit-build-core
+# against the libkiln.so above, installed editable into .venv.
+PY_STAMP = build/python/.installed
+py: $(PY_STAMP)
+$(PY_STAMP): $(wildcard python/src/*.cpp python/src/*.h) $(BUILD)/libkiln.so pyproject.toml CMakeLists.txt
+	.venv/bin/python -m pip install --quiet --no-build-isolation --no-deps -e . \
+	  -Ccmake.define.KILN_PREBUILT_DIR=$(abspath $(BUILD)) -Cbuild.verbose=false
+	@touch $@
 
 demo: build
 	$(BUILD)/kiln_demo
@@ -26,7 +36,10 @@ demo: build
 test-cpp: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 
-test: test-cpp
+test-py: build
+	.venv/bin/python -m pytest tests/python -q
+
+test: test-cpp test-py
 	@scripts/test_summary.sh $(BUILD)
 
 test-asan: setup

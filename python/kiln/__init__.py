@@ -1,0 +1,21 @@
+"""kiln: eager tensors, graph functions and a TensorFlow-compatible API.
+
+``import kiln as tf`` runs the code of TensorFlow's tf.function guide.
+"""
+from kiln import _kiln
+from kiln._kiln import Tensor, Variable, TensorSpec, DType, as_dtype, constant
+from kiln._kiln import convert_to_tensor, executing_eagerly
+from kiln import errors, nest
+from kiln.tensor_shape import TensorShape
+from kiln import _tensor_methods  # noqa: F401  (Python-side Tensor/Variable methods)
+from kiln.dtypes import *  # noqa: F401,F403
+from kiln import dtypes
+from kiln.function import function, Function, ConcreteFunction
+from kiln.control_flow import cond, while_loop, TensorArray, is_tensor
+from kiln.ops import *  # noqa: F401,F403
+from kiln.ops import range, print  # noqa: A004
+from kiln import config
+from kiln._warnings import KilnWarning, RetracingWarning, NoReturnWarning
+from kiln.scopes import init_scope
+
+__version__ = "0.1.0"

@@ -1,0 +1,63 @@
+"""Tensor and Variable methods written in Python (printing, shape, ref)."""
+from kiln import _kiln
+from kiln.tensor_shape import TensorShape
+
+Tensor, Variable = _kiln.Tensor, _kiln.Variable
+
+
+def _numpy_text(t):
+    return str(t.numpy())
+
+
+def _tensor_str(self):
+    if self.is_symbolic:
+        return f'Tensor("{self.name}", shape={self.shape}, dtype={self.dtype.name})'
+    text = _numpy_text(self)
+    if "\n" in text:
+        text = "\n" + text
+    return f"kiln.Tensor({text}, shape={self.shape}, dtype={self.dtype.name})"
+
+
+def _shape(self):
+    return TensorShape(self._dims)
+
+
+class Reference:
+    """A hashable reference to a tensor or variable (Tensor.ref())."""
+
+    __slots__ = ("_obj",)
+
+    def __init__(self, obj):
+        self._obj = obj
+
+    def deref(self):
+        return self._obj
+
+    def __hash__(self):
+        return id(self._obj)
+
+    def __eq__(self, other):
+        return isinstance(other, Reference) and other._obj is self._obj
+
+
+Tensor.__str__ = _tensor_str
+Tensor.shape = property(_shape, doc="The static shape (a TensorShape; None for unknown dims).")
+Tensor.get_shape = _shape
+Tensor.ref = lambda self: Reference(self)
+Tensor.experimental_ref = Tensor.ref
+
+
+def _var_repr(self):
+    v = self.read_value().numpy()
+    import numpy as np
+    text = repr(v) if isinstance(v, np.ndarray) else repr(v.item() if hasattr(v, "item") else v)
+    return (f"<kiln.Variable '{self.name}' shape={self.shape} dtype={self.dtype.name}, "
+            f"numpy={text}>")
+
+
+Variable.shape = property(_shape)
+Variable.get_shape = _shape
+Variable.__repr__ = _var_repr
+Variable.__str__ = _var_repr
+Variable.ref = lambda self: Reference(self)
+Variable.numpy = lambda self: self.read_value().numpy()

@@ -1,0 +1,66 @@
+"""kiln's exceptions (tf.errors): every runtime error is an OpError subclass.
+
+InvalidArgumentError also derives from ValueError, and the graph-misuse error
+from TypeError, so code written for plain Python exceptions keeps working.
+"""
+
+
+class OpError(Exception):
+    """Base class of the errors raised by kiln ops and functions."""
+
+    def __init__(self, message="", *args):
+        super().__init__(message, *args)
+        self.message = message
+
+    def __str__(self):
+        return self.message
+
+
+class InvalidArgumentError(OpError, ValueError):
+    """An op received an argument it cannot accept (bad shape, dtype, value)."""
+
+
+class NotFoundError(OpError):
+    """Something referenced does not exist."""
+
+
+class FailedPreconditionError(OpError):
+    """The system is not in a state where the operation can run."""
+
+
+class OutOfRangeError(OpError):
+    """An index or iteration went past the end."""
+
+
+class ResourceExhaustedError(OpError):
+    """Out of memory or past a configured limit."""
+
+
+class UnimplementedError(OpError):
+    """The operation is not implemented for these inputs."""
+
+
+class InternalError(OpError):
+    """A bug in kiln: please report it."""
+
+
+class UnknownError(OpError):
+    """An error of unknown kind."""
+
+
+class OperatorNotAllowedInGraphError(TypeError):
+    """A symbolic tensor was used where a Python value is needed (bool, int, iteration)."""
+
+
+__all__ = [
+    "OpError", "InvalidArgumentError", "NotFoundError", "FailedPreconditionError",
+    "OutOfRangeError", "ResourceExhaustedError", "UnimplementedError", "InternalError",
+    "UnknownError", "OperatorNotAllowedInGraphError",
+]
+
+
+class LeakedTensorError(InvalidArgumentError, TypeError):
+    """A symbolic tensor of one function's graph was used outside it."""
+
+
+__all__.append("LeakedTensorError")

@@ -1,0 +1,376 @@
+"""kiln.function: trace a Python function into a graph once per input signature.
+
+The call hot path (trace key, cache lookup, graph execution) is C++
+(kiln._kiln._Function); this module handles what only Python knows: the
+function's signature (keyword and default arguments), methods (one cache per
+instance), AutoGraph conversion and the ConcreteFunction / graph views.
+"""
+import functools
+import inspect
+import weakref
+
+from kiln import _kiln
+from kiln.tensor_shape import TensorShape
+
+_P = inspect.Parameter
+
+
+class _Tracer:
+    """What the C++ side calls while tracing: rebuilds the Python call from the
+    canonical argument list and runs the (AutoGraph-converted) function.
+    Holds no reference to the Function, so no reference cycle is formed."""
+
+    __slots__ = ("fn", "params", "autograph", "self_ref", "_converted", "__weakref__")
+
+    def __init__(self, fn, params, autograph, self_ref):
+        self.fn = fn
+        self.params = params
+        self.autograph = autograph
+        self.self_ref = self_ref
+        self._converted = None
+
+    def target(self):
+        if not self.autograph:
+            return self.fn
+        if self._converted is None:
+            try:
+                from kiln import autograph as ag
+                convert = ag.convert_for_trace
+            except (ImportError, AttributeError):
+                convert = None
+            self._converted = convert(self.fn) if convert is not None else self.fn
+        return self._converted
+
+    def __call__(self, *canon):
+        args, kwargs = _uncanonicalize(self.params, canon)
+        if self.self_ref is not None:
+            obj = self.self_ref()
+            if obj is None:
+                raise ReferenceError("the object this method belongs to no longer exists")
+            args = (obj,) + tuple(args)
+        return self.target()(*args, **kwargs)
+
+
+def _uncanonicalize(params, canon):
+    args, kwargs = [], {}
+    for p, v in zip(params, canon):
+        if p.kind in (_P.POSITIONAL_ONLY, _P.POSITIONAL_OR_KEYWORD):
+            args.append(v)
+        elif p.kind == _P.VAR_POSITIONAL:
+            args.extend(v)
+        elif p.kind == _P.KEYWORD_ONLY:
+            kwargs[p.name] = v
+        else:
+            kwargs.update(v)
+    return args, kwargs
+
+
+class RetraceReason:
+    """Why a call traced again: the argument that differed and how."""
+
+    __slots__ = ("argument", "before", "after", "_text")
+
+    def __init__(self, argument, before, after, text):
+        self.argument, self.before, self.after, self._text = argument, before, after, text
+
+    def __str__(self):
+        return self._text
+
+    def __repr__(self):
+        return f"RetraceReason({self._text!r})"
+
+
+class Function(_kiln._Function):
+    """A Python function traced into graphs (tf.function's Function)."""
+
+    def __init__(self, python_function, name=None, input_signature=None, autograph=True,
+                 jit_compile=None, reduce_retracing=False, _self_ref=None):
+        if not callable(python_function):
+            raise TypeError(f"kiln.function expects a callable, got {python_function!r}")
+        sig = inspect.signature(python_function)
+        params = list(sig.parameters.values())
+        if _self_ref is not None:
+            params = params[1:]
+        self._params = params
+        self._signature = sig.replace(parameters=params)
+        self._python_function = python_function
+        self._self_ref = _self_ref
+        self._autograph = autograph
+        self._jit_compile = jit_compile
+        self._reduce_retracing = reduce_retracing
+        self._input_signature = None
+        self._attr_name = None
+        self._bound = None  # instances' Functions, for objects without __dict__
+        fname = name or getattr(python_function, "__name__", "function")
+        self._name = fname
+        if input_signature is not None:
+            input_signature = list(input_signature)
+            for s in input_signature:
+                if not isinstance(s, _kiln.TensorSpec):
+                    raise TypeError(
+                        f"input_signature must be a list of kiln.TensorSpec, got {s!r}")
+            self._input_signature = tuple(input_signature)
+        simple = all(p.kind == _P.POSITIONAL_OR_KEYWORD for p in params)
+        nparams = len(params) if simple else 2**62
+        names = [p.name for p in params]
+        self._tracer = _Tracer(python_function, params, autograph, _self_ref)
+        super().__init__(self._tracer, fname, names, self._input_signature,
+                         bool(reduce_retracing), bool(jit_compile), nparams)
+        functools.update_wrapper(self, python_function, updated=())
+
+    # -- the Python side of the call path --
+
+    def _canonicalize(self, args, kwargs):
+        """Binds a call to the signature: one value per parameter, defaults filled."""
+        try:
+            bound = self._signature.bind(*args, **kwargs)
+        except TypeError as e:
+            raise TypeError(f"{self._name}(): {e}") from None
+        bound.apply_defaults()
+        canon = []
+        for p in self._params:
+            v = bound.arguments.get(p.name, p.default)
+            if p.kind == _P.VAR_POSITIONAL:
+                v = tuple(v) if v is not _P.empty else ()
+            elif p.kind == _P.VAR_KEYWORD:
+                v = dict(v) if v is not _P.empty else {}
+            canon.append(v)
+        return tuple(canon)
+
+    def _call_eagerly(self, *args, **kwargs):
+        if self._self_ref is not None:
+            return self._python_function(self._self_ref(), *args, **kwargs)
+        return self._python_function(*args, **kwargs)
+
+    # -- the TensorFlow API --
+
+    @property
+    def python_function(self):
+        """The original Python function."""
+        return self._python_function
+
+    @property
+    def input_signature(self):
+        return self._input_signature
+
+    @property
+    def function_spec(self):
+        return self._signature
+
+    def get_concrete_function(self, *args, **kwargs):
+        """Traces (or finds) the graph for these arguments without running it.
+        Tensor arguments may be given as kiln.TensorSpec."""
+        if self._input_signature is not None and not args and not kwargs:
+            args = self._input_signature
+        canon = self._canonicalize(args, kwargs)
+        if self._input_signature is not None:
+            canon = tuple(self._input_signature) + tuple(canon[len(self._input_signature):])
+        return ConcreteFunction(self._get_concrete(canon), self)
+
+    def retrace_reasons(self):
+        """One record per retrace: the argument that differed and how."""
+        return [RetraceReason(*r) for r in self._retrace_reasons()]
+
+    def __get__(self, instance, owner=None):
+        if instance is None:
+            return self
+        d = getattr(instance, "__dict__", None)
+        key = self._attr_name or self._name
+        if d is not None:
+            f = d.get(key)
+            if isinstance(f, Function) and f._self_ref is not None:
+                return f
+        elif self._bound is not None:
+            f = self._bound.get(instance)
+            if f is not None:
+                return f
+        f = Function(self._python_function, name=self._name,
+                     input_signature=self._input_signature, autograph=self._autograph,
+                     jit_compile=self._jit_compile, reduce_retracing=self._reduce_retracing,
+                     _self_ref=weakref.ref(instance))
+        if d is not None:
+            d[key] = f  # later lookups find it directly: obj.method is stable
+        else:
+            if self._bound is None:
+                self._bound = weakref.WeakKeyDictionary()
+            self._bound[instance] = f
+        return f
+
+    def __set_name__(self, owner, name):
+        self._attr_name = name
+
+    def __repr__(self):
+        return f"<kiln.function {self._name} at 0x{id(self):x}>"
+
+
+class ConcreteFunction:
+    """One traced graph of a Function: callable with tensors (positionally or by
+    keyword; non-tensor arguments bound at trace time may be left out)."""
+
+    def __init__(self, cf, function):
+        self._cf = cf
+        self._function = function
+        self._params = function._params if function is not None else []
+
+    @property
+    def name(self):
+        return self._cf.name
+
+    @property
+    def structured_input_signature(self):
+        """(args, kwargs) as traced; tensor arguments appear as TensorSpecs."""
+        return (self._cf._structured_input_signature, {})
+
+    @property
+    def structured_outputs(self):
+        """The result structure with the graph's symbolic output tensors."""
+        return self._cf._structured_outputs
+
+    @property
+    def graph(self):
+        """The graph as traced."""
+        return FuncGraph(_kiln._graph_of(self._cf, False))
+
+    @property
+    def optimized_graph(self):
+        """The graph that runs, after pruning, folding, CSE and fusion."""
+        return FuncGraph(_kiln._graph_of(self._cf, True))
+
+    @property
+    def pruned_ops(self):
+        return self._cf.pruned_ops
+
+    @property
+    def optimize_report(self):
+        return self._cf.optimize_report
+
+    def pretty_printed_signature(self, verbose=True):
+        return self._cf.pretty_signature().rstrip("\n")
+
+    def __str__(self):
+        return self.pretty_printed_signature()
+
+    def __repr__(self):
+        return f"<ConcreteFunction {self.name} at 0x{id(self):X}>\n{self}"
+
+    def __call__(self, *args, **kwargs):
+        traced = self._cf._structured_input_signature
+        values = list(traced)
+        names = [p.name for p in self._params]
+        if len(args) > len(values):
+            raise TypeError(f"{self.name}() takes {len(values)} arguments, got {len(args)}")
+        given = [False] * len(values)
+        for i, a in enumerate(args):
+            values[i], given[i] = a, True
+        for k, v in kwargs.items():
+            if k not in names or names.index(k) >= len(values):
+                raise TypeError(f"{self.name}() got an unexpected keyword argument '{k}'")
+            i = names.index(k)
+            if given[i]:
+                raise TypeError(f"{self.name}() got multiple values for argument '{k}'")
+            values[i], given[i] = v, True
+        for i, ok in enumerate(given):
+            if not ok and _has_spec(traced[i]):
+                raise TypeError(f"{self.name}() missing required tensor argument "
+                                f"'{names[i] if i < len(names) else i}'")
+        return self._cf._call(values)
+
+
+def _has_spec(v):
+    if isinstance(v, _kiln.TensorSpec):
+        return True
+    if isinstance(v, (list, tuple)):
+        return any(_has_spec(x) for x in v)
+    if isinstance(v, dict):
+        return any(_has_spec(x) for x in v.values())
+    return False
+
+
+class NodeDef:
+    """One node of a graph listing (as in GraphDef): name, op, input."""
+
+    __slots__ = ("name", "op", "input", "outputs", "location")
+
+    def __init__(self, d):
+        self.name = d["name"]
+        self.op = d["op"]
+        self.input = list(d["input"])
+        self.outputs = d["outputs"]
+        self.location = d["location"]
+
+    def __repr__(self):
+        ins = "".join(f'\n  input: "{i}"' for i in self.input)
+        return f'name: "{self.name}"\nop: "{self.op}"{ins}'
+
+
+class GraphDef:
+    __slots__ = ("node",)
+
+    def __init__(self, nodes):
+        self.node = nodes
+
+    def __repr__(self):
+        return "\n".join(f"node {{\n  {n!r}\n}}".replace("\n", "\n  ") for n in self.node)
+
+
+class FuncGraph:
+    """A read-only view of a traced graph."""
+
+    def __init__(self, g):
+        self._g = g
+
+    @property
+    def name(self):
+        return self._g.name
+
+    def as_graph_def(self):
+        return GraphDef([NodeDef(d) for d in self._g._nodes()])
+
+    def get_operations(self):
+        return self.as_graph_def().node
+
+    @property
+    def inputs(self):
+        return self._g._inputs()
+
+    @property
+    def outputs(self):
+        return self._g._outputs()
+
+    def listing(self):
+        return self._g.listing()
+
+    def debug_listing(self):
+        return self._g.debug_listing()
+
+    def to_dot(self):
+        return self._g.to_dot()
+
+    def __str__(self):
+        return self._g.debug_listing()
+
+
+def function(func=None, input_signature=None, autograph=True, jit_compile=None,
+             reduce_retracing=False, experimental_relax_shapes=None, name=None,
+             experimental_autograph_options=None, experimental_follow_type_hints=None,
+             experimental_implements=None, experimental_attributes=None):
+    """Compiles a function into a callable graph (tf.function).
+
+    Usable as ``@kiln.function`` or ``@kiln.function(input_signature=...)``.
+    """
+    if experimental_relax_shapes is not None:
+        reduce_retracing = reduce_retracing or experimental_relax_shapes
+
+    def decorate(f):
+        if isinstance(f, Function):
+            f = f.python_function
+        return Function(f, name=name, input_signature=input_signature, autograph=autograph,
+                        jit_compile=jit_compile, reduce_retracing=reduce_retracing)
+
+    if func is None:
+        return decorate
+    return decorate(func)
+
+
+__all__ = ["function", "Function", "ConcreteFunction", "FuncGraph", "RetraceReason",
+           "TensorShape"]

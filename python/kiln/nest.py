@@ -1,0 +1,98 @@
+"""Nested structures (tf.nest): lists, tuples, namedtuples and dicts of leaves."""
+import collections.abc
+
+
+def _is_namedtuple(x):
+    return isinstance(x, tuple) and hasattr(type(x), "_fields")
+
+
+def is_nested(x):
+    """True for list, tuple, namedtuple and dict (mapping) structures."""
+    return isinstance(x, (list, tuple, collections.abc.Mapping))
+
+
+def _children(x):
+    if isinstance(x, collections.abc.Mapping):
+        return [x[k] for k in sorted(x)]
+    return list(x)
+
+
+def flatten(structure, expand_composites=False):
+    """The leaves of `structure`, depth first (dict values in sorted key order)."""
+    out = []
+
+    def rec(x):
+        if is_nested(x):
+            for c in _children(x):
+                rec(c)
+        else:
+            out.append(x)
+
+    rec(structure)
+    return out
+
+
+def _rebuild(template, children):
+    if isinstance(template, collections.abc.Mapping):
+        keys = sorted(template)
+        d = dict(zip(keys, children))
+        return type(template)((k, d[k]) for k in template) if type(template) is not dict else {
+            k: d[k] for k in template}
+    if _is_namedtuple(template):
+        return type(template)(*children)
+    if isinstance(template, tuple):
+        return tuple(children)
+    return list(children)
+
+
+def pack_sequence_as(structure, flat_sequence, expand_composites=False):
+    """Builds `structure`'s shape with the leaves taken from `flat_sequence`."""
+    flat = list(flat_sequence)
+    pos = [0]
+
+    def rec(x):
+        if is_nested(x):
+            return _rebuild(x, [rec(c) for c in _children(x)])
+        if pos[0] >= len(flat):
+            raise ValueError(
+                f"Structure had more leaves than the {len(flat)} values given: {structure}")
+        v = flat[pos[0]]
+        pos[0] += 1
+        return v
+
+    result = rec(structure)
+    if pos[0] != len(flat):
+        raise ValueError(
+            f"Structure {structure} has {pos[0]} leaves, but {len(flat)} values were given")
+    return result
+
+
+def map_structure(func, *structures, **kwargs):
+    """Applies func to the corresponding leaves of structures of the same shape."""
+    if not structures:
+        raise ValueError("map_structure needs at least one structure")
+    for s in structures[1:]:
+        assert_same_structure(structures[0], s)
+    flats = [flatten(s) for s in structures]
+    return pack_sequence_as(structures[0], [func(*xs) for xs in zip(*flats)])
+
+
+def _shape_of(x):
+    if is_nested(x):
+        kind = "dict" if isinstance(x, collections.abc.Mapping) else type(x).__name__
+        keys = sorted(x) if isinstance(x, collections.abc.Mapping) else None
+        return (kind, keys, tuple(_shape_of(c) for c in _children(x)))
+    return "."
+
+
+def assert_same_structure(nest1, nest2, check_types=True, expand_composites=False):
+    """Raises ValueError (TypeError for type differences) if the structures differ."""
+    a, b = _shape_of(nest1), _shape_of(nest2)
+    if a == b:
+        return
+    if not check_types:
+        if len(flatten(nest1)) == len(flatten(nest2)):
+            return
+    raise ValueError(
+        "The two structures don't have the same nested structure.\n\n"
+        f"First structure: {nest1!r}\n\nSecond structure: {nest2!r}")

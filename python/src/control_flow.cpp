@@ -1,0 +1,175 @@
+// Control flow and printing from Python: cond / while_loop over flat tensor
+// lists (kiln/control_flow.py handles nesting), TensorArray, and print with
+// output streams that write to Python's sys.stdout / sys.stderr.
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include <sstream>
+
+#include "bindings.h"
+#include "convert.h"
+#include "kiln/control_flow.h"
+#include "kiln/ops.h"
+
+namespace kiln::py {
+
+Shape to_shape(nb::handle h);
+nb::object shape_object(const Shape& s);
+
+namespace {
+
+std::vector<Tensor> tensor_list(nb::handle seq, const char* what) {
+  std::vector<Tensor> out;
+  for (nb::handle x : seq) out.push_back(to_tensor(x, DType::kInvalid, what));
+  return out;
+}
+
+nb::list py_list(std::vector<Tensor> ts) {
+  nb::list l;
+  for (Tensor& t : ts) l.append(wrap(std::move(t)));
+  return l;
+}
+
+// A stream whose text goes to a Python file object; sys.stdout / sys.stderr
+// are looked up at each write so pytest's capture and redirections work.
+class PyStreamBuf final : public std::stringbuf {
+ public:
+  PyStreamBuf(std::string sys_name, nb::object file)
+      : sys_name_(std::move(sys_name)), file_(std::move(file)) {}
+  int sync() override {
+    std::string text = str();
+    str("");
+    if (text.empty()) return 0;
+    nb::gil_scoped_acquire gil;
+    try {
+      nb::object f = sys_name_.empty() ? file_ : nb::module_::import_("sys").attr(sys_name_.c_str());
+      f.attr("write")(text);
+      if (nb::hasattr(f, "flush")) f.attr("flush")();
+    } catch (nb::python_error& e) {
+      e.discard_as_unraisable("kiln.print");
+    }
+    return 0;
+  }
+
+ private:
+  std::string sys_name_;
+  nb::object file_;
+};
+
+struct PyStream {
+  PyStreamBuf buf;
+  std::ostream os;
+  std::string id;
+  PyStream(std::string sys_name, nb::object file) : buf(std::move(sys_name), std::move(file)), os(&buf) {
+    id = register_print_stream(os);
+  }
+};
+
+std::string stream_id(nb::handle stream) {
+  static PyStream* out = new PyStream("stdout", nb::object());
+  static PyStream* err = new PyStream("stderr", nb::object());
+  if (stream.is_none()) return err->id;
+  if (nb::isinstance<nb::str>(stream)) return nb::cast<std::string>(stream);
+  nb::module_ sys = nb::module_::import_("sys");
+  if (stream.is(sys.attr("stdout")) || stream.is(sys.attr("__stdout__"))) return out->id;
+  if (stream.is(sys.attr("stderr")) || stream.is(sys.attr("__stderr__"))) return err->id;
+  // Any other file-like object: a stream kept for the life of the process.
+  static std::vector<std::pair<nb::object, PyStream*>>* others =
+      new std::vector<std::pair<nb::object, PyStream*>>();
+  for (auto& [o, s] : *others)
+    if (o.is(stream)) return s->id;
+  auto* s = new PyStream("", nb::borrow(stream));
+  others->emplace_back(nb::borrow(stream), s);
+  return s->id;
+}
+
+}  // namespace
+
+void bind_control_flow(nb::module_& m) {
+  m.def(
+      "_cond",
+      [](nb::handle pred, nb::object true_fn, nb::object false_fn, const std::string& name) {
+        Tensor p = to_tensor(pred, DType::kInvalid, "cond pred");
+        auto branch = [](nb::object fn) {
+          return [fn]() { return tensor_list(fn(), "cond branch output"); };
+        };
+        return py_list(cond(p, branch(true_fn), branch(false_fn), name));
+      },
+      nb::arg("pred"), nb::arg("true_fn"), nb::arg("false_fn"), nb::arg("name") = "cond",
+      "cond over flat tensor lists (use kiln.cond).");
+  m.def(
+      "_while_loop",
+      [](nb::object cond_fn, nb::object body_fn, nb::handle loop_vars, nb::handle invariants,
+         int64_t maximum_iterations, const std::string& name) {
+        WhileOptions o;
+        o.maximum_iterations = maximum_iterations;
+        o.name = name;
+        if (!invariants.is_none())
+          for (nb::handle s : invariants)
+            o.shape_invariants.push_back(s.is_none() ? std::nullopt
+                                                     : std::optional<Shape>(to_shape(s)));
+        auto c = [cond_fn](const std::vector<Tensor>& vars) {
+          return to_tensor(cond_fn(py_list(vars)), DType::kInvalid, "while_loop cond");
+        };
+        auto b = [body_fn](const std::vector<Tensor>& vars) {
+          return tensor_list(body_fn(py_list(vars)), "while_loop body output");
+        };
+        return py_list(while_loop(c, b, tensor_list(loop_vars, "loop_vars"), o));
+      },
+      nb::arg("cond"), nb::arg("body"), nb::arg("loop_vars"), nb::arg("shape_invariants").none(),
+      nb::arg("maximum_iterations"), nb::arg("name"),
+      "while_loop over flat tensor lists (use kiln.while_loop).");
+
+  nb::class_<TensorArray>(m, "_TensorArray")
+      .def(
+          "__init__",
+          [](TensorArray* self, nb::handle dtype, nb::handle size, bool dynamic_size,
+             nb::handle element_shape) {
+            new (self) TensorArray(to_dtype(dtype), to_tensor(size, DType::kInt32, "size"),
+                                   dynamic_size, to_shape(element_shape));
+          },
+          nb::arg("dtype"), nb::arg("size"), nb::arg("dynamic_size"), nb::arg("element_shape").none())
+      .def("with_handle", [](const TensorArray& ta, nb::handle h) {
+        return ta.with_handle(to_tensor(h));
+      })
+      .def("write", [](const TensorArray& ta, nb::handle index, nb::handle value) {
+        return ta.write(to_tensor(index, DType::kInt32, "index"),
+                        to_tensor(value, ta.dtype(), "TensorArray.write value"));
+      })
+      .def("read", [](const TensorArray& ta, nb::handle index) {
+        return wrap(ta.read(to_tensor(index, DType::kInt32, "index")));
+      })
+      .def("stack", [](const TensorArray& ta) { return wrap(ta.stack()); })
+      .def("unstack", [](const TensorArray& ta, nb::handle value) {
+        return ta.unstack(to_tensor(value, ta.dtype(), "TensorArray.unstack value"));
+      })
+      .def("size", [](const TensorArray& ta) { return wrap(ta.size()); })
+      .def_prop_ro("handle", [](const TensorArray& ta) { return wrap(ta.handle()); })
+      .def_prop_ro("dtype", [](const TensorArray& ta) { return dtype_object(ta.dtype()); })
+      .def_prop_ro("element_shape",
+                   [](const TensorArray& ta) { return shape_object(ta.element_shape()); });
+
+  m.def(
+      "_print",
+      [](nb::handle args, nb::handle output_stream, const std::string& sep, const std::string& end,
+         int64_t summarize) {
+        std::vector<PrintArg> pa;
+        for (nb::handle a : args) {
+          if (nb::isinstance<nb::str>(a))
+            pa.emplace_back(nb::cast<std::string>(a));
+          else
+            pa.emplace_back(to_tensor(a, DType::kInvalid, "print"));
+        }
+        PrintSettings s;
+        s.output_stream = stream_id(output_stream);
+        s.sep = sep;
+        s.end = end;
+        s.summarize = summarize;
+        print(pa, s);
+      },
+      nb::arg("args"), nb::arg("output_stream").none(), nb::arg("sep"), nb::arg("end"),
+      nb::arg("summarize"));
+}
+
+}  // namespace kiln::py

@@ -1,0 +1,311 @@
+// Functions from Python: kiln._kiln.Function (the trace cache and the call
+// hot path, in C++), ConcreteFunction, TensorSpec, and graph views.
+#include <nanobind/stl/shared_ptr.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include <atomic>
+
+#include "bindings.h"
+#include "convert.h"
+#include "kiln/function.h"
+#include "kiln/trace.h"
+
+namespace kiln::py {
+
+Shape to_shape(nb::handle h) {
+  if (h.is_none()) return Shape::unknown_rank();
+  nb::object dims = nb::borrow(h);
+  if (nb::hasattr(h, "_dims")) {
+    dims = h.attr("_dims");
+    if (dims.is_none()) return Shape::unknown_rank();
+  }
+  if (PyLong_Check(dims.ptr())) return Shape({nb::cast<int64_t>(dims)});
+  std::vector<int64_t> out;
+  for (nb::handle d : dims) {
+    if (d.is_none()) {
+      out.push_back(-1);
+    } else {
+      int64_t v = nb::cast<int64_t>(nb::int_(d));
+      if (v < -1) throw nb::value_error(str_cat("invalid dimension ", v).c_str());
+      out.push_back(v);
+    }
+  }
+  return Shape(out);
+}
+
+nb::object shape_object(const Shape& s) {
+  static nb::object* cls = nullptr;
+  if (!cls) cls = new nb::object(nb::module_::import_("kiln.tensor_shape").attr("TensorShape"));
+  if (!s.rank_known()) return (*cls)(nb::none());
+  nb::list l;
+  for (int64_t d : s.dims()) l.append(d < 0 ? nb::none() : nb::object(nb::int_(d)));
+  return (*cls)(l);
+}
+
+namespace {
+
+std::atomic<bool> g_run_eagerly{false};
+
+// Python warnings for the C++ function layer's warnings.
+void install_warning_handler() {
+  set_warning_handler([](const std::string& category, const std::string& msg) {
+    nb::gil_scoped_acquire gil;
+    try {
+      nb::module_ w = nb::module_::import_("kiln._warnings");
+      w.attr("emit")(category, msg);
+    } catch (nb::python_error& e) {
+      e.discard_as_unraisable("kiln warning handler");
+    }
+  });
+}
+
+struct GraphView {
+  std::shared_ptr<const ConcreteFunction> cf;
+  bool optimized;
+  const Graph& graph() const { return optimized ? cf->optimized_graph() : cf->graph(); }
+};
+
+nb::object node_def(const Node& n) {
+  nb::dict d;
+  d["name"] = n.name();
+  d["op"] = n.op().type_name;
+  nb::list inputs;
+  for (const Edge& e : n.inputs())
+    inputs.append(e.index == 0 ? e.node->name() : str_cat(e.node->name(), ":", e.index));
+  for (const Node* c : n.control_inputs()) inputs.append(str_cat("^", c->name()));
+  d["input"] = inputs;
+  nb::list outs;
+  for (const TensorSpec& s : n.outputs())
+    outs.append(nb::make_tuple(dtype_object(s.dtype), shape_object(s.shape)));
+  d["outputs"] = outs;
+  d["location"] = n.location();
+  return d;
+}
+
+struct PyFunction {
+  std::unique_ptr<Function> fn;
+  nb::object trace_fn;  // called with the structured arguments while tracing
+  size_t nparams = 0;   // positional-call fast path when len(args) == nparams
+  std::vector<DType> signature_dtypes;  // input_signature: non-tensor args are converted
+};
+
+std::vector<Value> to_values(nb::handle args) {
+  std::vector<Value> v;
+  v.reserve(nb::len(args));
+  for (nb::handle a : args) v.push_back(to_value(a));
+  return v;
+}
+
+nb::object concrete_object(std::shared_ptr<const ConcreteFunction> cf) {
+  return nb::cast(std::move(cf));
+}
+
+}  // namespace
+
+void bind_function(nb::module_& m) {
+  install_warning_handler();
+
+  nb::class_<ArgSpec>(m, "TensorSpec",
+                      "Describes a tensor argument: dtype, shape (None for unknown dims) and an "
+                      "optional name (tf.TensorSpec).")
+      .def(
+          "__init__",
+          [](ArgSpec* self, nb::handle shape, nb::handle dtype, nb::handle name) {
+            new (self) ArgSpec{dtype.is_none() ? DType::kFloat32 : to_dtype(dtype),
+                               to_shape(shape),
+                               name.is_none() ? std::string() : nb::cast<std::string>(name)};
+          },
+          nb::arg("shape").none(), nb::arg("dtype").none() = nb::none(), nb::arg("name").none() = nb::none())
+      .def_prop_ro("dtype", [](const ArgSpec& s) { return dtype_object(s.dtype); })
+      .def_prop_ro("shape", [](const ArgSpec& s) { return shape_object(s.shape); })
+      .def_prop_ro("name",
+                   [](const ArgSpec& s) -> nb::object {
+                     return s.name.empty() ? nb::none() : nb::object(nb::str(s.name.c_str()));
+                   })
+      .def_static(
+          "from_tensor",
+          [](nb::handle t, nb::handle name) {
+            Tensor x = to_tensor(t);
+            return ArgSpec{x.dtype(), x.shape(),
+                           name.is_none() ? std::string() : nb::cast<std::string>(name)};
+          },
+          nb::arg("tensor"), nb::arg("name").none() = nb::none())
+      .def("is_compatible_with",
+           [](const ArgSpec& s, nb::handle o) {
+             if (nb::isinstance<ArgSpec>(o)) {
+               const ArgSpec& b = nb::cast<const ArgSpec&>(o);
+               return s.dtype == b.dtype && s.shape.is_compatible_with(b.shape);
+             }
+             Tensor t = to_tensor(o);
+             return s.dtype == t.dtype() && s.shape.is_compatible_with(t.shape());
+           })
+      .def("__repr__", &ArgSpec::to_string)
+      .def("__eq__",
+           [](const ArgSpec& a, nb::handle o) {
+             if (!nb::isinstance<ArgSpec>(o)) return false;
+             const ArgSpec& b = nb::cast<const ArgSpec&>(o);
+             return a.dtype == b.dtype && a.shape == b.shape && a.name == b.name;
+           })
+      .def("__hash__", [](const ArgSpec& a) {
+        size_t h = std::hash<std::string>()(a.name) ^ static_cast<size_t>(a.dtype);
+        for (int64_t d : a.shape.dims()) h = h * 31 + static_cast<size_t>(d);
+        return h;
+      });
+
+  nb::class_<GraphView>(m, "_Graph")
+      .def_prop_ro("name", [](const GraphView& g) { return g.graph().function_name(); })
+      .def("_nodes",
+           [](const GraphView& g) {
+             nb::list l;
+             for (const auto& n : g.graph().nodes()) l.append(node_def(*n));
+             return l;
+           })
+      .def("_inputs",
+           [](const GraphView& g) {
+             nb::list l;
+             for (const Node* n : g.graph().inputs()) l.append(n->name());
+             return l;
+           })
+      .def("_outputs",
+           [](const GraphView& g) {
+             nb::list l;
+             for (const Edge& e : g.graph().outputs()) l.append(e.node->tensor_name(e.index));
+             return l;
+           })
+      .def("listing", [](const GraphView& g) { return g.graph().listing(); },
+           "One line per node: \"['a', 'a'] -> add\".")
+      .def("debug_listing", [](const GraphView& g) { return g.graph().debug_listing(); },
+           "Readable listing with ops, dtypes and shapes.")
+      .def("to_dot", [](const GraphView& g) { return g.graph().to_dot(); }, "Graphviz DOT text.");
+
+  nb::class_<ConcreteFunction>(m, "_ConcreteFunction")
+      .def_prop_ro("name", &ConcreteFunction::name)
+      .def("pretty_signature", &ConcreteFunction::pretty_signature)
+      .def_prop_ro("_structured_input_signature",
+                   [](const ConcreteFunction& cf) {
+                     nb::list l;
+                     for (const Value& v : cf.structured_input_signature()) l.append(from_value(v));
+                     return nb::tuple(l);
+                   })
+      .def_prop_ro("_structured_outputs",
+                   [](const ConcreteFunction& cf) { return from_value(cf.structured_outputs()); })
+      .def_prop_ro("pruned_ops",
+                   [](const ConcreteFunction& cf) {
+                     nb::list l;
+                     for (const auto& [n, t] : cf.pruned_ops()) l.append(nb::make_tuple(n, t));
+                     return l;
+                   })
+      .def_prop_ro("optimize_report",
+                   [](const ConcreteFunction& cf) { return cf.optimize_report().to_string(); })
+      .def("_call",
+           [](const ConcreteFunction& cf, nb::handle args) {
+             return from_value(cf(to_values(args)));
+           })
+      .def("call_flat", [](const ConcreteFunction& cf, nb::handle tensors) {
+        std::vector<Tensor> in;
+        for (nb::handle t : tensors) in.push_back(to_tensor(t));
+        nb::list l;
+        for (Tensor& t : cf.call_flat(in)) l.append(wrap(std::move(t)));
+        return l;
+      });
+  m.def("_graph_of", [](std::shared_ptr<const ConcreteFunction> cf, bool optimized) {
+    return GraphView{std::move(cf), optimized};
+  });
+
+  nb::class_<PyFunction>(m, "_Function", nb::dynamic_attr(),
+                         "The C++ side of kiln.function: trace cache and call path.")
+      .def(
+          "__init__",
+          [](PyFunction* self, nb::object trace_fn, const std::string& name,
+             std::vector<std::string> arg_names, nb::handle input_signature,
+             bool reduce_retracing, bool jit_compile, size_t nparams) {
+            FunctionOptions o;
+            o.name = name;
+            o.arg_names = std::move(arg_names);
+            if (!input_signature.is_none()) {
+              std::vector<ArgSpec> sig;
+              for (nb::handle s : input_signature) {
+                if (!nb::isinstance<ArgSpec>(s))
+                  throw nb::type_error(
+                      str_cat("input_signature must be a sequence of TensorSpec, got ",
+                              nb::cast<std::string>(nb::repr(s)))
+                          .c_str());
+                sig.push_back(nb::cast<ArgSpec>(s));
+              }
+              o.input_signature = std::move(sig);
+            }
+            std::vector<DType> sig_dtypes;
+            if (o.input_signature)
+              for (const ArgSpec& a : *o.input_signature) sig_dtypes.push_back(a.dtype);
+            o.reduce_retracing = reduce_retracing;
+            o.jit_compile = jit_compile;
+            new (self) PyFunction();
+            self->trace_fn = trace_fn;
+            self->nparams = nparams;
+            self->signature_dtypes = std::move(sig_dtypes);
+            PyFunction* raw = self;
+            self->fn = std::make_unique<Function>(
+                [raw](const std::vector<Value>& args) -> Value {
+                  nb::list py_args;
+                  for (const Value& a : args) py_args.append(from_value(a));
+                  nb::object result = raw->trace_fn(*nb::tuple(py_args));
+                  return to_value(result);
+                },
+                std::move(o));
+          },
+          nb::arg("trace_fn"), nb::arg("name"), nb::arg("arg_names"), nb::arg("input_signature").none(),
+          nb::arg("reduce_retracing"), nb::arg("jit_compile"), nb::arg("nparams"))
+      .def(
+          "__call__",
+          [](nb::handle self, nb::args args, nb::kwargs kwargs) -> nb::object {
+            PyFunction& f = nb::cast<PyFunction&>(self);
+            if (g_run_eagerly.load(std::memory_order_relaxed))
+              return self.attr("_call_eagerly")(*args, **kwargs);
+            nb::object call_args = args;
+            if (kwargs.size() != 0 || args.size() != f.nparams)
+              call_args = self.attr("_canonicalize")(args, kwargs);
+            std::vector<Value> values;
+            values.reserve(nb::len(call_args));
+            size_t i = 0;
+            for (nb::handle a : call_args) {
+              if (i < f.signature_dtypes.size() && !is_tensor(a) && !is_variable(a) &&
+                  !nb::isinstance<ArgSpec>(a))
+                values.emplace_back(to_tensor(a, f.signature_dtypes[i], "argument"));
+              else
+                values.push_back(to_value(a));
+              ++i;
+            }
+            return from_value((*f.fn)(values));
+          },
+          "Calls the function: traces on a cache miss, then runs the graph.")
+      .def(
+          "_get_concrete",
+          [](PyFunction& f, nb::handle args) {
+            return concrete_object(f.fn->get_concrete_function(to_values(args)));
+          },
+          "The concrete function for canonicalized arguments (tensors or TensorSpecs).")
+      .def("experimental_get_tracing_count",
+           [](const PyFunction& f) { return f.fn->tracing_count(); },
+           "How many times the function has been traced.")
+      .def("pretty_printed_concrete_signatures",
+           [](const PyFunction& f) { return f.fn->pretty_printed_concrete_signatures(); })
+      .def("_retrace_reasons", [](const PyFunction& f) {
+        nb::list l;
+        for (const RetraceReason& r : f.fn->retrace_reasons())
+          l.append(nb::make_tuple(r.argument, r.before, r.after, r.to_string()));
+        return l;
+      });
+
+  m.def("_enter_init_scope", [] { return reinterpret_cast<uintptr_t>(new InitScope()); });
+  m.def("_exit_init_scope",
+        [](uintptr_t token) { delete reinterpret_cast<InitScope*>(token); });
+  m.def("_set_run_eagerly", [](bool on) { g_run_eagerly.store(on); });
+  m.def("_run_eagerly", [] { return g_run_eagerly.load(); });
+  m.def("_shape_of", [](nb::handle h) {
+    Shape s = to_shape(h);
+    return shape_object(s);
+  });
+}
+
+}  // namespace kiln::py

@@ -1,0 +1,53 @@
+// The kiln._kiln extension module: error translation and the per-area
+// bindings (tensor, ops, variables, function, control flow).
+#include <nanobind/nanobind.h>
+
+#include "bindings.h"
+#include <string_view>
+
+#include "kiln/status.h"
+
+namespace kiln::py {
+
+void bind_errors(nb::module_& m) {
+  // kiln errors become the classes of kiln.errors (OpError subclasses).
+  nb::register_exception_translator([](const std::exception_ptr& p, void*) {
+    try {
+      std::rethrow_exception(p);
+    } catch (const Error& e) {
+      const char* name = "UnknownError";
+      switch (e.code()) {
+        case Code::kInvalidArgument: name = "InvalidArgumentError"; break;
+        case Code::kNotFound: name = "NotFoundError"; break;
+        case Code::kFailedPrecondition: name = "FailedPreconditionError"; break;
+        case Code::kOutOfRange: name = "OutOfRangeError"; break;
+        case Code::kResourceExhausted: name = "ResourceExhaustedError"; break;
+        case Code::kUnimplemented: name = "UnimplementedError"; break;
+        case Code::kInternal: name = "InternalError"; break;
+        default: break;
+      }
+      if (std::string_view(e.what()).find("captured an external symbolic tensor") !=
+          std::string_view::npos)
+        name = "LeakedTensorError";  // also a TypeError, as in TensorFlow
+      nb::object cls = nb::module_::import_("kiln.errors").attr(name);
+      PyErr_SetString(cls.ptr(), e.what());
+    }
+  });
+  (void)m;
+}
+
+}  // namespace kiln::py
+
+NB_MODULE(_kiln, m) {
+  using namespace kiln::py;
+  m.doc() = "kiln's C++ core (tensors, ops, functions); use the `kiln` package.";
+  // Functions and variables held by modules are still alive at exit; that
+  // is expected, not a leak worth reporting.
+  nanobind::set_leak_warnings(false);
+  bind_errors(m);
+  bind_tensor(m);
+  bind_ops(m);
+  bind_variables(m);
+  bind_function(m);
+  bind_control_flow(m);
+}

@@ -1,0 +1,267 @@
+import gc
+import warnings
+import weakref
+
+import numpy as np
+import pytest
+
+import kiln as tf
+
+
+def test_one_trace_per_dtype_and_reuse():
+    traces = []
+
+    @tf.function
+    def double(a):
+        traces.append(a.dtype)
+        return a + a
+
+    assert double(tf.constant(1)).numpy() == 2
+    assert double(tf.constant(1.1)).numpy() == pytest.approx(2.2)
+    assert double(tf.constant("a")).numpy() == b"aa"
+    assert double(tf.constant(5)).numpy() == 10
+    assert traces == [tf.int32, tf.float32, tf.string]
+    assert double.experimental_get_tracing_count() == 3
+
+
+def test_keyword_and_default_arguments():
+    @tf.function
+    def f(x, y=2, *, z=3):
+        return x * y + z
+
+    assert f(tf.constant(1)).numpy() == 5
+    assert f(tf.constant(1), y=4, z=0).numpy() == 4
+    assert f(x=tf.constant(2)).numpy() == 7
+    with pytest.raises(TypeError, match="f\\(\\)"):
+        f(tf.constant(1), 2, 3)
+
+
+def test_python_values_are_part_of_the_key():
+    @tf.function
+    def f(x, n):
+        return x * n
+
+    f(tf.constant(1), 2)
+    f(tf.constant(1), 2)
+    f(tf.constant(1), 3)
+    assert f.experimental_get_tracing_count() == 2
+    reasons = [str(r) for r in f.retrace_reasons()]
+    assert reasons == ["n: 2 -> 3"]
+
+
+def test_input_signature_and_errors():
+    @tf.function(input_signature=(tf.TensorSpec(shape=[None], dtype=tf.int32),))
+    def next_collatz(x):
+        return tf.where(x % 2 == 0, x // 2, 3 * x + 1) if hasattr(tf, "where") else x + 1
+
+    next_collatz(tf.constant([1, 2]))
+    next_collatz([1, 2, 3])  # converted by the signature
+    assert next_collatz.experimental_get_tracing_count() == 1
+    with pytest.raises(ValueError, match="input_signature"):
+        next_collatz(tf.constant([1.0, 2.0]))
+    with pytest.raises(ValueError, match="input_signature"):
+        next_collatz(tf.constant([[1, 2], [3, 4]]))
+
+
+def test_concrete_function_signature_graph_and_keyword_call():
+    @tf.function
+    def double(a):
+        return a + a
+
+    cf = double.get_concrete_function(tf.constant("a"))
+    assert str(cf) == (
+        "ConcreteFunction double(a)\n  Args:\n    a: string Tensor, shape=()\n"
+        "  Returns:\n    string Tensor, shape=()")
+    assert cf(tf.constant("b")).numpy() == b"bb"
+    assert cf(a=tf.constant("c")).numpy() == b"cc"
+    lines = [f"{n.input} -> {n.name}" for n in cf.graph.as_graph_def().node]
+    assert lines == ["[] -> a", "['a', 'a'] -> add", "['add'] -> Identity"]
+    assert "digraph" in cf.graph.to_dot()
+    with pytest.raises(tf.errors.InvalidArgumentError, match="'a'"):
+        cf(tf.constant(1))
+
+
+def test_methods_have_their_own_cache_and_are_stable():
+    class M:
+        def __init__(self, k):
+            self.k = k
+
+        @tf.function
+        def f(self, x):
+            return x * self.k
+
+    a, b = M(2), M(3)
+    assert a.f(tf.constant(1)).numpy() == 2
+    assert b.f(tf.constant(1)).numpy() == 3
+    assert a.f is a.f
+    for _ in range(5):
+        a.f(tf.constant(1))
+    assert a.f.experimental_get_tracing_count() == 1
+    r = weakref.ref(a)
+    del a
+    gc.collect()
+    assert r() is None  # the method cache does not keep the object alive
+
+
+def test_variables_read_at_run_time_and_assign_ordering():
+    v = tf.Variable(1)
+
+    @tf.function
+    def inc():
+        v.assign_add(1)
+        return v.read_value()
+
+    assert inc().numpy() == 2
+    assert inc().numpy() == 3
+    v.assign(10)
+    assert inc().numpy() == 11
+
+
+def test_variable_creation_only_on_first_trace():
+    @tf.function
+    def f(x):
+        v = tf.Variable(1.0)
+        return v + x
+
+    f(tf.constant(1.0))
+    with pytest.raises(ValueError, match="first"):
+        f(tf.constant([1.0, 2.0]))
+
+
+def test_no_return_warning_names_the_function():
+    @tf.function
+    def fun(x):
+        y = tf.cast(x, tf.float32) * 2.0  # noqa: F841
+
+    with pytest.warns(tf.NoReturnWarning, match="'fun' returns no value"):
+        fun(tf.constant([1, 2]))
+
+
+def test_retracing_warning_lists_reasons():
+    @tf.function
+    def f(x):
+        return x
+
+    with pytest.warns(tf.RetracingWarning, match="x: int32\\[1\\] -> int32\\[2\\]"):
+        for n in range(1, 8):
+            f(tf.constant(np.zeros(n, np.int32)))
+
+
+def test_leaked_symbolic_tensor():
+    leaked = []
+
+    @tf.function
+    def f(x):
+        leaked.append(x + 1)
+        return x
+
+    f(tf.constant(1))
+    with pytest.raises(AttributeError, match="symbolic"):
+        leaked[0].numpy()
+
+    @tf.function
+    def g():
+        return leaked[0] + 1
+
+    with pytest.raises(TypeError, match="external symbolic tensor"):
+        g()
+
+
+def test_symbolic_tensor_as_bool_explains():
+    @tf.function(autograph=False)
+    def f(x):
+        if x > 0:
+            return x
+        return -x
+
+    with pytest.raises(tf.errors.OperatorNotAllowedInGraphError, match="kiln.cond"):
+        f(tf.constant(1))
+
+
+def test_run_functions_eagerly():
+    calls = []
+
+    @tf.function
+    def f(x):
+        calls.append(1)
+        return x.numpy()
+
+    tf.config.run_functions_eagerly(True)
+    assert f(tf.constant(3)) == 3
+    assert f(tf.constant(3)) == 3
+    assert len(calls) == 2
+
+
+def test_init_scope_runs_eagerly():
+    seen = []
+
+    @tf.function
+    def f(x):
+        with tf.init_scope():
+            seen.append(tf.executing_eagerly())
+        seen.append(tf.executing_eagerly())
+        return x
+
+    f(tf.constant(1))
+    assert seen == [True, False]
+
+
+def test_nested_structures_and_namedtuples():
+    import collections
+    Point = collections.namedtuple("Point", ["x", "y"])
+
+    @tf.function
+    def f(p, d):
+        return Point(p.x + d["a"], p.y), [d["a"]]
+
+    out = f(Point(tf.constant(1), tf.constant(2)), {"a": tf.constant(10)})
+    assert isinstance(out[0], Point)
+    assert out[0].x.numpy() == 11 and out[0].y.numpy() == 2
+    assert out[1][0].numpy() == 10
+
+
+def test_cond_while_loop_and_print(capsys):
+    @tf.function
+    def f(x):
+        def body(i, acc):
+            return i + 1, acc * 2
+        _, r = tf.while_loop(lambda i, acc: i < 3, body, (tf.constant(0), x))
+        tf.print("r =", r, output_stream=__import__("sys").stdout)
+        return tf.cond(x > 0, lambda: r, lambda: -r)
+
+    assert f(tf.constant(5)).numpy() == 40
+    assert f(tf.constant(-1)).numpy() == 8
+    assert capsys.readouterr().out == "r = 40\nr = -8\n"
+
+
+def test_tensor_array_in_while_loop():
+    @tf.function
+    def f(n):
+        ta = tf.TensorArray(tf.int32, size=0, dynamic_size=True)
+
+        def body(i, ta):
+            return i + 1, ta.write(i, i * i)
+        _, ta = tf.while_loop(lambda i, ta: i < n, body, (tf.constant(0), ta))
+        return ta.stack()
+
+    np.testing.assert_array_equal(f(tf.constant(4)).numpy(), [0, 1, 4, 9])
+
+
+def test_cond_structure_mismatch_names_both():
+    @tf.function
+    def f(x):
+        return tf.cond(x > 0, lambda: (x, x), lambda: x)
+
+    with pytest.raises(ValueError, match="true_fn returned"):
+        f(tf.constant(1))
+
+
+def test_warning_categories_filterable():
+    @tf.function
+    def fun(x):
+        tf.cast(x, tf.float32)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        warnings.filterwarnings("ignore", category=tf.NoReturnWarning)
+        fun(tf.constant(1))

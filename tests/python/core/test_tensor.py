@@ -1,0 +1,113 @@
+import numpy as np
+import pytest
+
+import kiln as tf
+
+
+def test_constant_dtypes_follow_tensorflow():
+    assert tf.constant(1).dtype == tf.int32
+    assert tf.constant(2**40).dtype == tf.int64
+    assert tf.constant(1.5).dtype == tf.float32
+    assert tf.constant([1, 2.5]).dtype == tf.float32  # mixed int/float lists
+    assert tf.constant(True).dtype == tf.bool
+    assert tf.constant("aa").dtype == tf.string
+    assert tf.constant(np.zeros(3, np.float64)).dtype == tf.float64
+    assert tf.constant([]).dtype == tf.float32
+    assert tf.constant(1, dtype=tf.float32).dtype == tf.float32
+
+
+def test_str_and_repr_as_in_the_guide():
+    t = tf.constant([4, 1])
+    assert str(t) == "kiln.Tensor([4 1], shape=(2,), dtype=int32)"
+    assert repr(t) == "<kiln.Tensor: shape=(2,), dtype=int32, numpy=array([4, 1], dtype=int32)>"
+    assert str(tf.constant(2.2)) == "kiln.Tensor(2.2, shape=(), dtype=float32)"
+    assert str(tf.constant("aa")) == "kiln.Tensor(b'aa', shape=(), dtype=string)"
+    assert str(tf.constant([1.0, 2.0])) == "kiln.Tensor([1. 2.], shape=(2,), dtype=float32)"
+
+
+def test_numpy_is_zero_copy_and_read_only():
+    t = tf.constant(np.arange(6, dtype=np.float32).reshape(2, 3))
+    a = t.numpy()
+    b = np.asarray(t)
+    assert a.ctypes.data == b.ctypes.data
+    assert not a.flags.writeable
+    d = np.from_dlpack(t)
+    assert d.ctypes.data == a.ctypes.data
+    np.testing.assert_array_equal(d, [[0, 1, 2], [3, 4, 5]])
+    assert tf.constant(b"x").numpy() == b"x"
+    assert isinstance(tf.constant(3).numpy(), np.int32)
+
+
+def test_shape_is_a_tensorshape_comparable_to_lists():
+    t = tf.zeros([2, 3]) if hasattr(tf, "zeros") else tf.constant(np.zeros((2, 3), np.float32))
+    assert t.shape == [2, 3]
+    assert t.shape == (2, 3)
+    assert t.shape.as_list() == [2, 3]
+    assert str(t.shape) == "(2, 3)"
+    assert repr(t.shape) == "TensorShape([2, 3])"
+    assert t.shape.rank == 2 and t.ndim == 2
+
+
+def test_operators_and_python_number_conversion():
+    x = tf.constant([1, 2])
+    np.testing.assert_array_equal((x + 1).numpy(), [2, 3])
+    np.testing.assert_array_equal((1 - x).numpy(), [0, -1])
+    np.testing.assert_array_equal((x * x).numpy(), [1, 4])
+    assert (x / 2).dtype == tf.float64  # truediv of ints, as in TensorFlow
+    np.testing.assert_array_equal((x == 2).numpy(), [False, True])
+    assert (x == None) is False  # noqa: E711
+    with pytest.raises(TypeError, match="Cannot convert 1.5"):
+        x + 1.5
+    with pytest.raises(tf.errors.InvalidArgumentError):
+        x + tf.constant([1.0, 2.0])
+
+
+def test_bool_index_and_hash_protocols():
+    assert bool(tf.constant(True))
+    assert [10, 20, 30][tf.constant(1)] == 20
+    with pytest.raises(ValueError, match="ambiguous"):
+        bool(tf.constant([True, False]))
+    with pytest.raises(TypeError, match="unhashable"):
+        hash(tf.constant(1))
+    t = tf.constant(1)
+    assert {t.ref(): 1}[t.ref()] == 1
+
+
+def test_basic_indexing():
+    x = tf.constant(np.arange(12, dtype=np.int32).reshape(3, 4))
+    np.testing.assert_array_equal(x[1].numpy(), [4, 5, 6, 7])
+    np.testing.assert_array_equal(x[:, 1].numpy(), [1, 5, 9])
+    np.testing.assert_array_equal(x[::2, None, -1].numpy(), [[3], [11]])
+    np.testing.assert_array_equal(x[..., 0].numpy(), [0, 4, 8])
+
+
+def test_iteration_and_len():
+    x = tf.constant([[1, 2], [3, 4]])
+    rows = [r.numpy().tolist() for r in x]
+    assert rows == [[1, 2], [3, 4]]
+    assert len(x) == 2
+    with pytest.raises(TypeError, match="scalar"):
+        iter(tf.constant(1))
+
+
+def test_variable_api():
+    v = tf.Variable(1.0, name="v")
+    assert v.name == "v:0" and v.dtype == tf.float32 and v.shape == []
+    v.assign_add(2.0)
+    v.assign_sub(0.5)
+    assert v.numpy() == 2.5
+    assert float(v + 1) == 3.5
+    assert repr(v) == "<kiln.Variable 'v:0' shape=() dtype=float32, numpy=2.5>"
+    with pytest.raises(tf.errors.InvalidArgumentError, match="shape"):
+        v.assign([1.0, 2.0])
+    w = tf.Variable(lambda: tf.constant([1, 2]), trainable=False)
+    assert not w.trainable and w.numpy().tolist() == [1, 2]
+
+
+def test_bad_conversions_raise_clear_errors():
+    with pytest.raises(TypeError, match="unsupported type"):
+        tf.constant(object())
+    with pytest.raises(TypeError, match="ragged"):
+        tf.constant([[1, 2], [3]])
+    with pytest.raises(ValueError, match="requested dtype"):
+        tf.convert_to_tensor(tf.constant(1), dtype=tf.float32)
