@@ -23,6 +23,9 @@ struct Config {
   /// Run Graph::verify() after tracing and after every optimization pass.
   /// On in debug builds and in kiln's tests; off by default in release.
   bool verify_graphs = kDebugBuild;
+  /// Check every float output of every op for NaN/Inf and raise
+  /// InvalidArgumentError naming the op (tf.debugging.enable_check_numerics).
+  bool check_numerics = false;
 
 #ifdef NDEBUG
   static constexpr bool kDebugBuild = false;

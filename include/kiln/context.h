@@ -4,6 +4,7 @@
 #pragma once
 #include <initializer_list>
 #include <span>
+#include <string_view>
 #include <vector>
 
 #include "kiln/op.h"
@@ -58,6 +59,11 @@ inline Tensor call_op1(OpId id, std::initializer_list<Tensor> inputs, const Attr
 /// input count matches its row (variadic last input allowed), and every
 /// input is defined. Throws InvalidArgument/Unimplemented naming the op.
 void check_op_inputs(const OpDef& op, std::span<const Tensor> inputs);
+
+/// Throws InvalidArgumentError naming `op` (and `node`, when not empty) if a
+/// float tensor in `outputs` holds NaN or Inf. Used when
+/// config().check_numerics is on.
+void check_numerics(const OpDef& op, std::span<const Tensor> outputs, std::string_view node = {});
 
 /// Runs the kernel of `op` directly on concrete inputs (inference included).
 /// Used by the eager context and by later executors/constant folding.

@@ -17,5 +17,7 @@ from kiln.ops import range, print  # noqa: A004
 from kiln import config
 from kiln._warnings import KilnWarning, RetracingWarning, NoReturnWarning
 from kiln.scopes import init_scope
+from kiln.module import Module
+from kiln import debugging, keras
 
 __version__ = "0.1.0"

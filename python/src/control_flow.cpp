@@ -10,6 +10,7 @@
 #include "bindings.h"
 #include "convert.h"
 #include "kiln/control_flow.h"
+#include "kiln/context.h"
 #include "kiln/ops.h"
 
 namespace kiln::py {
@@ -84,9 +85,97 @@ std::string stream_id(nb::handle stream) {
   return s->id;
 }
 
+// A Python callable as the body of an EagerPyFunc op (kiln.py_function).
+class PySubgraph final : public Subgraph {
+ public:
+  PySubgraph(std::string name, nb::object fn, std::vector<TensorSpec> outs)
+      : name_(std::move(name)), fn_(std::move(fn)), outs_(std::move(outs)) {}
+  ~PySubgraph() override {
+    if (!Py_IsInitialized()) {
+      fn_.release();  // the interpreter is gone: nothing to release into
+      return;
+    }
+    nb::gil_scoped_acquire gil;
+    fn_.reset();
+  }
+  const std::string& name() const override { return name_; }
+  std::span<const TensorSpec> input_specs() const override { return {}; }
+  std::span<const TensorSpec> output_specs() const override { return outs_; }
+  std::vector<Tensor> run(std::span<const Tensor> inputs) const override {
+    nb::gil_scoped_acquire gil;
+    // Python errors (in the callback or converting its results) become kiln
+    // errors naming the callback: the op may be running inside a graph.
+    try {
+      return call(inputs);
+    } catch (nb::python_error& e) {
+      throw InvalidArgumentError(str_cat("EagerPyFunc '", name_, "' raised ", e.what()));
+    } catch (nb::builtin_exception& e) {
+      throw InvalidArgumentError(str_cat("EagerPyFunc '", name_, "': ", e.what()));
+    }
+  }
+
+ private:
+  std::vector<Tensor> call(std::span<const Tensor> inputs) const {
+    nb::list args;
+    for (const Tensor& t : inputs) args.append(wrap(t));
+    nb::object r = fn_(*nb::tuple(args));
+    std::vector<Tensor> out;
+    if (outs_.size() == 1 && !nb::isinstance<nb::list>(r) && !nb::isinstance<nb::tuple>(r)) {
+      out.push_back(to_tensor(r, outs_[0].dtype, "py_function result"));
+      return out;
+    }
+    size_t i = 0;
+    for (nb::handle x : r) {
+      DType want = i < outs_.size() ? outs_[i].dtype : DType::kInvalid;
+      out.push_back(to_tensor(x, want, "py_function result"));
+      ++i;
+    }
+    return out;
+  }
+
+  std::string name_;
+  nb::object fn_;
+  std::vector<TensorSpec> outs_;
+};
+
 }  // namespace
 
 void bind_control_flow(nb::module_& m) {
+  m.def(
+      "_py_function",
+      [](nb::object func, nb::handle inputs, nb::handle tout, nb::handle output_shapes,
+         bool stateful) {
+        (void)stateful;  // always stateful: the callback may have side effects
+        std::vector<TensorSpec> outs;
+        size_t i = 0;
+        std::vector<nb::handle> shapes;
+        if (!output_shapes.is_none())
+          for (nb::handle s : output_shapes) shapes.push_back(s);
+        for (nb::handle d : tout) {
+          Shape s = i < shapes.size() ? to_shape(shapes[i]) : Shape::unknown_rank();
+          outs.push_back({to_dtype(d), s});
+          ++i;
+        }
+        std::string name = nb::hasattr(func, "__name__")
+                               ? nb::cast<std::string>(func.attr("__name__"))
+                               : std::string("py_function");
+        Ref<Subgraph> body = Ref<Subgraph>::adopt(new PySubgraph(name, func, std::move(outs)));
+        std::vector<Tensor> in = tensor_list(inputs, "py_function input");
+        if (!current_context().is_tracing()) {
+          // Eagerly: call now (result shapes are only known after the call).
+          std::vector<Tensor> out = body->run(in);
+          if (out.size() != body->output_specs().size())
+            throw InvalidArgumentError(str_cat("py_function '", name, "' returned ", out.size(),
+                                               " values, expected ",
+                                               body->output_specs().size()));
+          return py_list(std::move(out));
+        }
+        Attrs attrs{AttrValue(body)};
+        return py_list(call_op(OpId::PyFunction, in, std::move(attrs)));
+      },
+      nb::arg("func"), nb::arg("inputs"), nb::arg("tout"), nb::arg("output_shapes").none(),
+      nb::arg("stateful") = true,
+      "Runs func on eager tensors when the op executes (kiln.py_function).");
   m.def(
       "_cond",
       [](nb::handle pred, nb::object true_fn, nb::object false_fn, const std::string& name) {

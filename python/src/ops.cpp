@@ -6,6 +6,7 @@
 
 #include "bindings.h"
 #include "convert.h"
+#include "kiln/config.h"
 #include "kiln/context.h"
 #include "kiln/ops.h"
 
@@ -130,6 +131,8 @@ void bind_ops(nb::module_& m) {
   m.def("executing_eagerly", [] { return !current_context().is_tracing(); },
         "False while a function is being traced.");
   m.def("set_random_seed", &set_random_seed, nb::arg("seed"));
+  m.def("_set_check_numerics", [](bool on) { config().check_numerics = on; });
+  m.def("_set_log_level", [](int level) { config().log_level = level; });
 }
 
 }  // namespace kiln::py

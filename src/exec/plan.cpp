@@ -3,6 +3,9 @@
 #include "core/tls.h"
 #include "kiln/executor.h"
 
+#include "kiln/config.h"
+#include "kiln/context.h"
+
 namespace kiln {
 namespace {
 
@@ -158,6 +161,7 @@ std::vector<Tensor> Plan::run(std::span<const Tensor> inputs) const {
         KernelContext kc(*s.op, args, s.attrs, ic.outputs(), outs);
         s.op->cpu_kernel(kc);
       }
+      if (config().check_numerics) check_numerics(*s.op, outs, s.name);
     } catch (const Error& e) {
       throw_error(e.code(), str_cat(e.what(), "\n  (in node '", s.name, "' of function '",
                                     function_name_, "')"));

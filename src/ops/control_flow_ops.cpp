@@ -71,6 +71,13 @@ void infer_while(InferContext& c) {
   }
 }
 
+// inputs: input...; attrs: func (a host callback wrapped as a Subgraph
+// whose output specs are the declared result dtypes and shapes).
+void infer_py_function(InferContext& c) {
+  const auto outs = c.attr_subgraph(0).output_specs();
+  for (size_t i = 0; i < outs.size(); ++i) c.set_output(i, outs[i].dtype, outs[i].shape);
+}
+
 }  // namespace
 
 void define_tensor_array_ops(OpTableBuilder& t);  // tensor_array_ops.cpp
@@ -94,6 +101,14 @@ void define_control_flow_ops(OpTableBuilder& t) {
       .attr("maximum_iterations", AttrType::kInt, int64_t{-1})
       .traits(kVariadicInput | kStateful)
       .infer(infer_while);
+  // Always stateful: the callback may have side effects, so it is never
+  // pruned, folded or merged, and runs in program order.
+  t.def(OpId::PyFunction)
+      .inputs({"input"})
+      .outputs({"output"})
+      .attr("func", AttrType::kSubgraph)
+      .traits(kVariadicInput | kStateful | kNoGradient)
+      .infer(infer_py_function);
 }
 
 }  // namespace kiln

@@ -1,5 +1,9 @@
 #include "kiln/context.h"
 
+#include <cmath>
+
+#include "kiln/config.h"
+
 #include "core/tls.h"
 
 namespace kiln {
@@ -47,8 +51,19 @@ void infer_and_run(const OpDef& op, std::span<const Tensor> inputs, const Attrs&
     if (!s.shape.is_fully_defined())
       throw InternalError(str_cat(op.type_name, ": inference left shape ", s.shape,
                                   " partially unknown for concrete inputs"));
-  KernelContext kc(op, inputs, attrs, specs, make_outputs(specs.size()));
+  std::span<Tensor> outs = make_outputs(specs.size());
+  KernelContext kc(op, inputs, attrs, specs, outs);
   op.cpu_kernel(kc);
+  if (config().check_numerics) check_numerics(op, outs);
+}
+
+template <typename T>
+bool all_finite(const Tensor& t) {
+  const T* p = t.data<T>();
+  const int64_t n = t.num_elements();
+  for (int64_t i = 0; i < n; ++i)
+    if (!std::isfinite(p[i])) return false;
+  return true;
 }
 
 void check_not_symbolic(const OpDef& op, std::span<const Tensor> inputs) {
@@ -61,6 +76,20 @@ void check_not_symbolic(const OpDef& op, std::span<const Tensor> inputs) {
 }
 
 }  // namespace
+
+void check_numerics(const OpDef& op, std::span<const Tensor> outputs, std::string_view node) {
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    const Tensor& t = outputs[i];
+    if (!t.defined() || t.is_symbolic()) continue;
+    const bool ok = t.dtype() == DType::kFloat32   ? all_finite<float>(t)
+                    : t.dtype() == DType::kFloat64 ? all_finite<double>(t)
+                                                   : true;
+    if (!ok)
+      throw InvalidArgumentError(str_cat(
+          op.type_name, node.empty() ? "" : str_cat(" (node '", node, "')"), ": output ", i,
+          " contains NaN or Inf (check_numerics is enabled)"));
+  }
+}
 
 void run_kernel(const OpDef& op, std::span<const Tensor> inputs, const Attrs& attrs,
                 std::vector<Tensor>& outputs) {

@@ -53,6 +53,25 @@ void while_kernel(KernelContext& c) {
   set_outputs(c, state);
 }
 
+// Runs the host callback and checks its results against the declared specs.
+void py_function_kernel(KernelContext& c) {
+  const Subgraph& g = c.attr_subgraph(0);
+  std::vector<Tensor> out = g.run(std::span<const Tensor>(&c.input(0), c.num_inputs()));
+  const auto specs = g.output_specs();
+  if (out.size() != specs.size())
+    throw InvalidArgumentError(str_cat("EagerPyFunc '", g.name(), "' returned ", out.size(),
+                                       " values, expected ", specs.size()));
+  for (size_t i = 0; i < out.size(); ++i)
+    if (!out[i].defined() || out[i].dtype() != specs[i].dtype ||
+        !specs[i].shape.is_compatible_with(out[i].shape()))
+      throw InvalidArgumentError(str_cat(
+          "EagerPyFunc '", g.name(), "' result ", i, " is ",
+          out[i].defined() ? str_cat(dtype_name(out[i].dtype()), " ", out[i].shape())
+                           : std::string("nothing"),
+          ", expected ", dtype_name(specs[i].dtype), " ", specs[i].shape));
+  set_outputs(c, out);
+}
+
 }  // namespace
 
 void bind_tensor_array_kernels(OpTableBuilder& t);  // tensor_array.cpp
@@ -62,6 +81,7 @@ void bind_control_flow_kernels(OpTableBuilder& t) {
   t.kernel(OpId::If, if_kernel);
   t.kernel(OpId::StatelessIf, if_kernel);
   t.kernel(OpId::While, while_kernel);
+  t.kernel(OpId::PyFunction, py_function_kernel);
 }
 
 }  // namespace kiln::cpu

@@ -1,0 +1,75 @@
+"""kiln.Module (tf.Module): tracks variables and submodules assigned as attributes."""
+import re
+
+from kiln import _kiln
+
+
+def _walk(obj, seen, want):
+    """Variables (want='v') or modules (want='m') reachable from obj's attributes."""
+    out = []
+    if id(obj) in seen:
+        return out
+    seen.add(id(obj))
+    values = []
+    if isinstance(obj, Module):
+        for k in sorted(vars(obj)):
+            if k.startswith("_kiln_") or k in ("_name", "_scope_name"):
+                continue
+            values.append(vars(obj)[k])
+    elif isinstance(obj, dict):
+        values = [obj[k] for k in sorted(obj, key=str)]
+    elif isinstance(obj, (list, tuple)):
+        values = list(obj)
+    for v in values:
+        if isinstance(v, _kiln.Variable):
+            if want == "v" and id(v) not in seen:
+                seen.add(id(v))
+                out.append(v)
+        elif isinstance(v, Module):
+            if want == "m" and id(v) not in seen:
+                out.append(v)
+            out.extend(_walk(v, seen, want))
+        elif isinstance(v, (list, tuple, dict)):
+            out.extend(_walk(v, seen, want))
+    return out
+
+
+class Module:
+    """A named container of variables and submodules (tf.Module)."""
+
+    def __init__(self, name=None):
+        if name is None:
+            name = re.sub(r"(?<!^)(?=[A-Z])", "_", type(self).__name__).lower()
+        self._name = name
+
+    @property
+    def name(self):
+        return self._name
+
+    @property
+    def name_scope(self):
+        return self._name
+
+    @property
+    def variables(self):
+        """Every variable of this module and its submodules (each once)."""
+        return tuple(_walk(self, set(), "v"))
+
+    @property
+    def trainable_variables(self):
+        return tuple(v for v in self.variables if v.trainable)
+
+    @property
+    def non_trainable_variables(self):
+        return tuple(v for v in self.variables if not v.trainable)
+
+    @property
+    def submodules(self):
+        return tuple(_walk(self, set(), "m"))
+
+    @classmethod
+    def with_name_scope(cls, method):
+        return method
+
+    def __repr__(self):
+        return f"<{type(self).__module__}.{type(self).__name__} name={self._name!r}>"
