@@ -14,10 +14,13 @@ from kiln.function import function, Function, ConcreteFunction
 from kiln.control_flow import cond, while_loop, TensorArray, is_tensor
 from kiln.ops import *  # noqa: F401,F403
 from kiln.ops import range, print  # noqa: A004
+from kiln import math, nn, random, bitwise, linalg
 from kiln import config
 from kiln._warnings import KilnWarning, RetracingWarning, NoReturnWarning
 from kiln.scopes import init_scope
 from kiln.module import Module
-from kiln import debugging, keras
+from kiln import debugging, keras, autograph
+from kiln import data
+from kiln.data.py_func import py_function, numpy_function
 
 __version__ = "0.1.0"

@@ -18,6 +18,17 @@ def _tensor_str(self):
     return f"kiln.Tensor({text}, shape={self.shape}, dtype={self.dtype.name})"
 
 
+def _tensor_repr(self):
+    if self.is_symbolic:
+        return f"<kiln.Tensor '{self.name}' shape={self.shape} dtype={self.dtype.name}>"
+    v = self.numpy()
+    # Scalars show their value (numpy=1.0), arrays their NumPy repr, as the guide prints.
+    text = str(v) if self.ndim == 0 else repr(v)
+    if "\n" in text:
+        text = "\n" + text
+    return f"<kiln.Tensor: shape={self.shape}, dtype={self.dtype.name}, numpy={text}>"
+
+
 def _shape(self):
     return TensorShape(self._dims)
 
@@ -41,6 +52,7 @@ class Reference:
 
 
 Tensor.__str__ = _tensor_str
+Tensor.__repr__ = _tensor_repr
 Tensor.shape = property(_shape, doc="The static shape (a TensorShape; None for unknown dims).")
 Tensor.get_shape = _shape
 Tensor.ref = lambda self: Reference(self)

@@ -10,6 +10,7 @@ import inspect
 import weakref
 
 from kiln import _kiln
+from kiln.errors import InvalidArgumentError
 from kiln.tensor_shape import TensorShape
 
 _P = inspect.Parameter
@@ -48,7 +49,25 @@ class _Tracer:
             if obj is None:
                 raise ReferenceError("the object this method belongs to no longer exists")
             args = (obj,) + tuple(args)
-        return self.target()(*args, **kwargs)
+        return _outputs_to_tensors(self.target()(*args, **kwargs))
+
+
+def _outputs_to_tensors(out):
+    """Python numbers, bools, strings and NumPy values returned by a traced
+    function become tensors, as TensorFlow converts every output."""
+    import numpy as np
+    from kiln import nest
+    if out is None:
+        return None
+
+    def conv(x):
+        if isinstance(x, (bool, int, float, str, bytes, np.ndarray, np.generic)):
+            return _kiln.convert_to_tensor(x)
+        return x
+
+    if not nest.is_nested(out):
+        return conv(out)
+    return nest.map_structure(conv, out)
 
 
 def _uncanonicalize(params, canon):
@@ -273,7 +292,13 @@ class ConcreteFunction:
             if not ok and _has_spec(traced[i]):
                 raise TypeError(f"{self.name}() missing required tensor argument "
                                 f"'{names[i] if i < len(names) else i}'")
-        return self._cf._call(values)
+        try:
+            return self._cf._call(values)
+        except InvalidArgumentError as e:
+            if "was constructed with" in str(e):
+                # A different value for an argument bound at trace time: TensorFlow's TypeError.
+                raise TypeError(str(e)) from None
+            raise
 
 
 def _has_spec(v):

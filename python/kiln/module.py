@@ -44,11 +44,15 @@ class Module:
 
     @property
     def name(self):
-        return self._name
+        # Subclasses that skip Module.__init__ still get TensorFlow's default name.
+        name = self.__dict__.get("_name")
+        if name is None:
+            name = re.sub(r"(?<!^)(?=[A-Z])", "_", type(self).__name__).lower()
+        return name
 
     @property
     def name_scope(self):
-        return self._name
+        return self.name
 
     @property
     def variables(self):
@@ -72,4 +76,4 @@ class Module:
         return method
 
     def __repr__(self):
-        return f"<{type(self).__module__}.{type(self).__name__} name={self._name!r}>"
+        return f"<{type(self).__module__}.{type(self).__name__} name={self.name!r}>"

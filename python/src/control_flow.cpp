@@ -108,6 +108,25 @@ class PySubgraph final : public Subgraph {
     try {
       return call(inputs);
     } catch (nb::python_error& e) {
+      // kiln errors raised by the callback keep their kind and message;
+      // StopIteration (an exhausted iterator) is OutOfRange, as in tf.data.
+      nb::module_ errors = nb::module_::import_("kiln.errors");
+      if (e.matches(PyExc_StopIteration)) throw OutOfRangeError("End of sequence");
+      if (e.matches(errors.attr("OpError"))) {
+        std::string kind = nb::cast<std::string>(e.type().attr("__name__"));
+        std::string msg = nb::cast<std::string>(nb::str(e.value()));
+        static const std::pair<const char*, Code> kCodes[] = {
+            {"InvalidArgumentError", Code::kInvalidArgument},
+            {"NotFoundError", Code::kNotFound},
+            {"FailedPreconditionError", Code::kFailedPrecondition},
+            {"OutOfRangeError", Code::kOutOfRange},
+            {"ResourceExhaustedError", Code::kResourceExhausted},
+            {"UnimplementedError", Code::kUnimplemented},
+            {"InternalError", Code::kInternal}};
+        for (const auto& [n, c] : kCodes)
+          if (kind == n) throw_error(c, msg);
+        throw InvalidArgumentError(msg);
+      }
       throw InvalidArgumentError(str_cat("EagerPyFunc '", name_, "' raised ", e.what()));
     } catch (nb::builtin_exception& e) {
       throw InvalidArgumentError(str_cat("EagerPyFunc '", name_, "': ", e.what()));

@@ -72,7 +72,8 @@ Tensor string_tensor_from_numpy(nb::handle arr, const Shape& shape) {
 
 // Copies a NumPy array (any layout) into a new tensor of the array's dtype.
 Tensor tensor_from_numpy(nb::handle array) {
-  nb::object arr = numpy().attr("ascontiguousarray")(array);
+  // asarray(order="C") keeps 0-d arrays 0-d (ascontiguousarray makes them 1-d).
+  nb::object arr = numpy().attr("asarray")(array, nb::arg("order") = "C");
   const std::string name = nb::cast<std::string>(arr.attr("dtype").attr("name"));
   DType dt = dtype_from_numpy_name(name);
   std::vector<int64_t> dims;
@@ -139,8 +140,7 @@ Tensor tensor_from_sequence(nb::handle seq, DType dtype) {
     } else if (name == "int64") {
       nb::object info = numpy().attr("iinfo")("int32");
       bool fits = nb::cast<int64_t>(arr.attr("size")) == 0 ||
-                  (nb::cast<bool>(arr.attr("min")() >= info.attr("min")) &&
-                   nb::cast<bool>(arr.attr("max")() <= info.attr("max")));
+                  (arr.attr("min")() >= info.attr("min") && arr.attr("max")() <= info.attr("max"));
       if (fits) arr = arr.attr("astype")("int32");
     } else if (nb::cast<int64_t>(arr.attr("size")) == 0) {
       arr = arr.attr("astype")("float32");  // tf.constant([]) is float32
@@ -149,8 +149,9 @@ Tensor tensor_from_sequence(nb::handle seq, DType dtype) {
   }
   DType have = dtype_from_numpy_name(name);
   if (is_integral_dtype(dtype) && is_floating(have)) {
-    bool integral = nb::cast<bool>(numpy().attr("all")(numpy().attr("equal")(
-        arr, numpy().attr("floor")(arr))));
+    int integral = PyObject_IsTrue(
+        numpy().attr("all")(numpy().attr("equal")(arr, numpy().attr("floor")(arr))).ptr());
+    if (integral < 0) throw nb::python_error();
     if (!integral)
       type_error("Cannot convert " + py_repr(seq) + " to EagerTensor of dtype " +
                  std::string(dtype_name(dtype)));

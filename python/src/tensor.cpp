@@ -237,7 +237,7 @@ void add_operators(Cls& cls) {
              Tensor t = to_tensor(a);
              return wrap(t.dtype() == DType::kBool ? logical_not(t) : invert(t));
            })
-      .def("__getitem__", &getitem)
+      .def("__getitem__", &getitem, nb::arg("key").none())
       .def("__bool__",
            [](nb::handle a) {
              Tensor t = to_tensor(a);

@@ -30,8 +30,10 @@ void warn(const std::string& category, const std::string& msg) {
   if (h) h(category, msg);
 }
 
-// Functions whose trace is running on this thread (recursion detection).
-thread_local std::vector<const void*> t_active_traces;
+// (function, trace key) of the traces running on this thread: a function may
+// trace itself for other arguments (recursion on Python values that ends),
+// never for the same ones (that recursion could not end).
+thread_local std::vector<std::pair<const void*, std::vector<int64_t>>> t_active_traces;
 
 std::unique_ptr<Graph> clone_graph(const Graph& g) {
   auto out = std::make_unique<Graph>(g.function_name());
@@ -205,7 +207,8 @@ struct Function::Impl {
   // Concrete functions with unknown dims, matched by compatibility.
   std::vector<std::pair<Key, std::shared_ptr<const ConcreteFunction>>> general;
   std::vector<std::vector<detail::Leaf>> traced_leaves;  // per trace, for reasons
-  std::mutex trace_mu;
+  std::recursive_mutex trace_mu;  // recursive: a trace may trace other keys
+  std::vector<std::shared_ptr<const ConcreteFunction>> traced;  // in trace order
   std::atomic<int64_t> tracing_count{0};
   mutable std::mutex reasons_mu;
   std::vector<RetraceReason> reasons;
@@ -233,11 +236,14 @@ std::vector<RetraceReason> Function::retrace_reasons() const {
 
 std::string Function::pretty_printed_concrete_signatures() const {
   std::shared_lock<std::shared_mutex> lock(impl_->cache_mu);
-  std::vector<std::shared_ptr<const ConcreteFunction>> all;  // in trace order, no aliases
-  for (const auto& [k, cf] : impl_->cache)
-    if (std::find(all.begin(), all.end(), cf) == all.end()) all.push_back(cf);
+  // In trace order, without the "ConcreteFunction " prefix (as TensorFlow).
+  static const std::string kPrefix = "ConcreteFunction ";
   std::string s;
-  for (const auto& cf : all) s += str_cat(s.empty() ? "" : "\n", cf->pretty_signature());
+  for (const auto& cf : impl_->traced) {
+    std::string one = cf->pretty_signature();
+    if (one.rfind(kPrefix, 0) == 0) one.erase(0, kPrefix.size());
+    s += str_cat(s.empty() ? "" : "\n", one);
+  }
   return s;
 }
 
@@ -281,15 +287,15 @@ std::shared_ptr<const ConcreteFunction> Function::get_concrete_function(
     for (const auto& [k, cf] : im.general)
       if (compatible(*cf->signature_, f)) return cf;
   }
-  for (const void* p : t_active_traces)
-    if (p == this)
+  for (const auto& [p, key] : t_active_traces)
+    if (p == this && key == f.key)
       throw FailedPreconditionError(str_cat(
           "function '", options_.name,
           "' called itself while being traced, with arguments that would trace it again: "
           "recursion on tensor values cannot be unrolled into a graph (use a while_loop, or "
           "recurse on Python values that end)"));
 
-  std::lock_guard<std::mutex> trace_lock(im.trace_mu);
+  std::lock_guard<std::recursive_mutex> trace_lock(im.trace_mu);
   {
     std::shared_lock<std::shared_mutex> lock(im.cache_mu);
     auto it = im.cache.find(f.key);
@@ -355,7 +361,7 @@ std::shared_ptr<const ConcreteFunction> Function::get_concrete_function(
             "variables created on the first call: create the variable once outside the "
             "function, or on the first call only (e.g. guarded by `if (!v.defined())`)"));
     });
-    t_active_traces.push_back(this);
+    t_active_traces.emplace_back(this, f.key);
     struct Pop {
       ~Pop() { t_active_traces.pop_back(); }
     } pop;
@@ -369,7 +375,8 @@ std::shared_ptr<const ConcreteFunction> Function::get_concrete_function(
         const ArgSpec& s = f.specs[i];
         std::string pname = !s.name.empty() ? s.name : detail::placeholder_name(leaf_paths[i]);
         cf->flat_names_.push_back(leaf_paths[i]);
-        cf->flat_specs_.push_back({s.dtype, shapes[i], s.name});
+        // Specs are named after their argument, as TensorFlow names them.
+        cf->flat_specs_.push_back({s.dtype, shapes[i], pname});
         return Value(tc.add_input(pname, s.dtype, shapes[i]));
       }));
     Value result = body_(placeholders);
@@ -386,6 +393,9 @@ std::shared_ptr<const ConcreteFunction> Function::get_concrete_function(
   if (options_.optimize) {
     OptimizeOptions oo;
     oo.disabled = options_.disabled_passes;
+    // With check_numerics on, keep ops unfused so an error names the op
+    // that produced the NaN/Inf.
+    if (config().check_numerics) oo.disabled.insert("fuse");
     oo.verify = config().verify_graphs;
     cf->report_ = optimize(*cf->optimized_, oo);
     cf->pruned_ = cf->report_.unused_ops();
@@ -411,6 +421,7 @@ std::shared_ptr<const ConcreteFunction> Function::get_concrete_function(
     for (const ArgSpec& s : cf->flat_specs_) general |= !s.shape.is_fully_defined();
     if (general) im.general.emplace_back(f.key, result);
     im.traced_leaves.push_back(f.leaves);
+    im.traced.push_back(result);
   }
   return result;
 }

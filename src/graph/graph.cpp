@@ -252,7 +252,11 @@ std::string Graph::debug_listing() const {
     s += str_cat("  ", n->name(), " = ", n->op_->type_name, "(");
     for (size_t k = 0; k < n->inputs_.size(); ++k)
       s += str_cat(k ? ", " : "", n->inputs_[k].node->tensor_name(n->inputs_[k].index));
-    for (const Node* c : n->control_inputs_) s += str_cat(", ^", c->name());
+    bool first = n->inputs_.empty();
+    for (const Node* c : n->control_inputs_) {
+      s += str_cat(first ? "^" : ", ^", c->name());
+      first = false;
+    }
     s += ") -> ";
     for (size_t i = 0; i < n->outputs_.size(); ++i)
       s += str_cat(i ? ", " : "", dtype_name(n->outputs_[i].dtype),

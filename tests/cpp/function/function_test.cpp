@@ -212,6 +212,33 @@ TEST(Function, RecursionOnTensorsIsAClearError) {
                {"'recursive' called itself while being traced"});
 }
 
+TEST(Function, RecursionOnPythonValuesTracesEachLevel) {
+  // The seed guide's recursive_fn(n) on Python ints: each level is another
+  // trace key, so it unrolls (one trace per value) instead of erroring.
+  FunctionOptions o;
+  o.name = "recursive_fn";
+  o.arg_names = {"n"};
+  Function* self = nullptr;
+  Function f(
+      [&](const std::vector<Value>& a) -> Value {
+        const int64_t n = a[0].as_int();
+        if (n <= 0) return Value(Tensor(int32_t{1}));
+        return Value((*self)({Value(n - 1)}).tensor() + 1);
+      },
+      o);
+  self = &f;
+  Value r = f({Value(3)});
+  EXPECT_EQ(r.tensor().item<int32_t>(), 4);
+  EXPECT_EQ(f.tracing_count(), 4);
+  // Signatures print in the order traces finished (the innermost level
+  // first here), without the ConcreteFunction prefix.
+  const std::string sigs = f.pretty_printed_concrete_signatures();
+  ASSERT_NE(sigs.find("recursive_fn(n=3)"), std::string::npos) << sigs;
+  EXPECT_EQ(sigs.rfind("recursive_fn(n=0)", 0), 0u) << sigs;
+  EXPECT_LT(sigs.find("recursive_fn(n=2)"), sigs.find("recursive_fn(n=3)")) << sigs;
+  EXPECT_EQ(sigs.find("ConcreteFunction"), std::string::npos) << sigs;
+}
+
 TEST(Function, RetracesAreLoggedWhenALogLevelIsSet) {
   std::vector<std::string> logs;
   set_warning_handler(

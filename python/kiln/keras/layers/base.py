@@ -63,7 +63,13 @@ class Layer(Module):
         if not self.built:
             self.build(_input_shape(inputs))
             self.built = True
-        return self.call(inputs, *args, **kwargs)
+        call = self.call
+        if not _kiln.executing_eagerly():
+            # Inside a traced function, convert the user's call() (AutoGraph):
+            # it is user code reached through this library method.
+            from kiln import autograph
+            call = autograph.maybe_convert(call)
+        return call(inputs, *args, **kwargs)
 
     def add_weight(self, name=None, shape=None, dtype=None, initializer=None, regularizer=None,
                    trainable=True, constraint=None, **kwargs):

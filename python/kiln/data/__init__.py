@@ -1,0 +1,16 @@
+"""kiln.data: input pipelines (a subset of tf.data).
+
+``for x in dataset`` inside a kiln.function becomes one graph loop whose size
+does not grow with the data.
+"""
+from kiln.data.dataset import Dataset, DatasetV2, INFINITE, UNKNOWN
+from kiln.data.iterator import DatasetIterator, Iterator
+from kiln.data.py_func import py_function, numpy_function
+from kiln.data import experimental
+
+INFINITE_CARDINALITY = INFINITE
+UNKNOWN_CARDINALITY = UNKNOWN
+AUTOTUNE = -1
+
+__all__ = ["Dataset", "DatasetV2", "Iterator", "DatasetIterator", "INFINITE_CARDINALITY",
+           "UNKNOWN_CARDINALITY", "AUTOTUNE", "experimental"]

@@ -1,0 +1,121 @@
+"""User functions of dataset transformations (map, filter): traced once, as in
+tf.data, against the input dataset's element_spec."""
+import collections.abc
+
+import numpy as np
+
+from kiln import _kiln, nest
+from kiln.data import structure
+
+
+def _flat_wrapper(n, impl):
+    """A function of exactly n positional parameters calling impl(*args)
+    (kiln.function's input_signature needs one parameter per spec)."""
+    names = ", ".join(f"a{i}" for i in range(n))
+    src = f"def elementwise({names}):\n    return impl(({names}{',' if n == 1 else ''}))\n"
+    ns = {"impl": impl}
+    exec(src, ns)  # noqa: S102 -- a fixed template; only parameter names vary
+    return ns["elementwise"]
+
+
+def _convert(fn):
+    """fn converted by AutoGraph when available (tensor if/while in map fns)."""
+    try:
+        from kiln import autograph
+        convert = autograph.convert_for_trace
+    except (ImportError, AttributeError):
+        return fn
+    return convert(fn)
+
+
+def _normalize_output(value, who):
+    # tf.data rule: a list returned from a map function is a tuple of components.
+    def rec(x):
+        if isinstance(x, list):
+            return tuple(rec(c) for c in x)
+        if isinstance(x, collections.abc.Mapping):
+            return {k: rec(v) for k, v in x.items()} if type(x) is dict else \
+                type(x)((k, rec(v)) for k, v in x.items())
+        if isinstance(x, tuple):
+            items = [rec(c) for c in x]
+            return type(x)(*items) if hasattr(type(x), "_fields") else tuple(items)
+        return x
+    return structure.normalize_element(rec(value), f"{who} result")
+
+
+class StructuredFunction:
+    """fn(element) for elements of `input_spec`, traced at construction (so its
+    errors show at map() time). Tuple elements are passed unpacked (fn(*element)),
+    others as one argument.
+
+    Made eagerly, fn becomes a kiln.function with the element spec as its
+    input_signature (traced once, as in tf.data). Made while tracing, fn may
+    capture that trace's tensors, so it is called inline wherever it is applied;
+    its result structure comes from a probe trace in a never-running loop."""
+
+    def __init__(self, fn, input_spec, who):
+        if not callable(fn):
+            raise TypeError(f"{who}: expected a callable, got {fn!r}")
+        self.who = who
+        self.input_spec = input_spec
+        self._user = _convert(fn)
+        self.output_structure = None
+        self._function = None
+        if _kiln.executing_eagerly():
+            flat = structure.flat_specs(input_spec)
+            wrapper = _flat_wrapper(len(flat), lambda args: nest.flatten(
+                self._apply(nest.pack_sequence_as(self.input_spec, list(args)))))
+            wrapper.__name__ = getattr(fn, "__name__", "fn").replace("<lambda>", "lambda")
+            from kiln.function import function
+            self._function = function(wrapper, input_signature=flat, autograph=False)
+            self._function.get_concrete_function()
+        else:
+            self._probe()
+
+    def _apply(self, element):
+        if isinstance(element, tuple) and not hasattr(type(element), "_fields"):
+            out = self._user(*element)
+        else:
+            out = self._user(element)
+        out = _normalize_output(out, self.who)
+        if self.output_structure is None:
+            self.output_structure = nest.map_structure(structure.spec_of, out)
+        return out
+
+    def _probe(self):
+        from kiln.control_flow import while_loop
+        flat = structure.flat_specs(self.input_spec)
+        init = tuple(structure.dummy_value(s) for s in flat)
+
+        def body(*vals):
+            self._apply(nest.pack_sequence_as(self.input_spec, list(vals)))
+            return vals
+        while_loop(lambda *vals: structure.to_tensor(np.bool_(False)), body, init,
+                   shape_invariants=tuple(s.shape for s in flat), name="probe")
+
+    @property
+    def inline(self):
+        """True when made while tracing (fn is called inline where applied)."""
+        return self._function is None
+
+    @property
+    def output_spec(self):
+        return self.output_structure
+
+    def __call__(self, element):
+        if self._function is None:
+            return self._apply(element)
+        out = self._function(*nest.flatten(element))
+        out = out if isinstance(out, (list, tuple)) else [out]
+        return nest.pack_sequence_as(self.output_structure, list(out))
+
+
+def predicate(fn, input_spec, who):
+    """A StructuredFunction that must return a scalar bool."""
+    f = StructuredFunction(fn, input_spec, who)
+    spec = f.output_structure
+    if nest.is_nested(spec) or spec.dtype != _kiln.as_dtype("bool") or \
+            (spec.shape.rank is not None and spec.shape.rank != 0):
+        raise ValueError(f"{who}: the predicate must return a scalar bool tensor, got "
+                         f"{spec!r}")
+    return f

@@ -1,0 +1,170 @@
+"""Element structures of datasets: nested tuples/dicts/namedtuples of tensors,
+described by matching structures of TensorSpecs (a dataset's element_spec)."""
+import collections.abc
+
+import numpy as np
+
+from kiln import _kiln, nest
+from kiln.tensor_shape import TensorShape
+
+Tensor, Variable, TensorSpec = _kiln.Tensor, _kiln.Variable, _kiln.TensorSpec
+_raw = _kiln.raw
+_STRING = _kiln.as_dtype("string")
+
+
+def is_symbolic(t):
+    return isinstance(t, Tensor) and t.is_symbolic
+
+
+def to_tensor(value, dtype=None):
+    """value as a Tensor (NumPy 0-d arrays and scalars stay scalars)."""
+    if isinstance(value, Variable):
+        value = value.read_value()
+    if isinstance(value, Tensor):
+        if dtype is not None and value.dtype != _kiln.as_dtype(dtype):
+            raise TypeError(f"expected a {_kiln.as_dtype(dtype).name} tensor, got "
+                            f"{value.dtype.name}")
+        return value
+    if isinstance(value, (np.ndarray, np.generic)) and np.ndim(value) == 0:
+        # Through the Python scalar: a 0-d array must give a shape () tensor.
+        arr = np.asarray(value)
+        if dtype is None:
+            dtype = _STRING if arr.dtype.kind in "SUO" else _kiln.as_dtype(arr.dtype)
+        return _kiln.constant(arr.item(), dtype=dtype)
+    if dtype is None:
+        return _kiln.convert_to_tensor(value)
+    return _kiln.convert_to_tensor(value, dtype=dtype)
+
+
+def normalize_element(element, what="element"):
+    """Tuples, dicts and namedtuples stay structures; every other leaf (lists
+    included, as in tf.data) becomes one Tensor."""
+    def rec(x, path):
+        if isinstance(x, collections.abc.Mapping):
+            return type(x)((k, rec(x[k], f"{path}[{k!r}]")) for k in x) \
+                if type(x) is not dict else {k: rec(x[k], f"{path}[{k!r}]") for k in x}
+        if isinstance(x, tuple):
+            items = [rec(c, f"{path}[{i}]") for i, c in enumerate(x)]
+            return type(x)(*items) if hasattr(type(x), "_fields") else tuple(items)
+        if x is None:
+            raise TypeError(f"{what}: {path} is None; dataset elements must be tensors "
+                            "or values convertible to tensors")
+        try:
+            return to_tensor(x)
+        except (TypeError, ValueError) as e:
+            raise TypeError(f"{what}: {path} could not be converted to a tensor: {e}") from None
+    return rec(element, what)
+
+
+def spec_of(t):
+    return TensorSpec(TensorShape(t._dims) if not _unknown_rank(t) else TensorShape(None),
+                      t.dtype)
+
+
+def _unknown_rank(t):
+    return t.shape.rank is None
+
+
+def specs_of(element):
+    return nest.map_structure(spec_of, element)
+
+
+def flat_specs(spec):
+    return nest.flatten(spec)
+
+
+def relax_leading(spec, dim=None):
+    """spec with a new leading dimension `dim` (batching)."""
+    def leaf(s):
+        shape = s.shape
+        if shape.rank is None:
+            return TensorSpec(TensorShape(None), s.dtype)
+        return TensorSpec(TensorShape([dim] + list(shape.dims)), s.dtype)
+    return nest.map_structure(leaf, spec)
+
+
+def format_structure(structure, leaf):
+    """Text of a structure with each leaf formatted by leaf() (dataset reprs)."""
+    if isinstance(structure, collections.abc.Mapping):
+        return "{" + ", ".join(f"{k!r}: {format_structure(structure[k], leaf)}"
+                               for k in structure) + "}"
+    if isinstance(structure, tuple):
+        inner = ", ".join(format_structure(c, leaf) for c in structure)
+        if hasattr(type(structure), "_fields"):
+            return f"{type(structure).__name__}({inner})"
+        return f"({inner},)" if len(structure) == 1 else f"({inner})"
+    return leaf(structure)
+
+
+def flatten_up_to(template, value, what):
+    """The parts of `value` at the leaves of `template` (lists and tuples are
+    interchangeable in `value`); a TypeError says where they differ."""
+    out = []
+
+    def rec(t, v):
+        if isinstance(t, collections.abc.Mapping):
+            if not isinstance(v, collections.abc.Mapping) or set(v) != set(t):
+                raise TypeError(what(t, v))
+            for k in sorted(t):
+                rec(t[k], v[k])
+        elif isinstance(t, tuple):
+            if not isinstance(v, (list, tuple)) or len(v) != len(t):
+                raise TypeError(what(t, v))
+            for tc, vc in zip(t, v):
+                rec(tc, vc)
+        else:
+            out.append(v)
+
+    rec(template, value)
+    return out
+
+
+def check_dtype_conversion(value, dtype):
+    """value (NumPy-convertible) as a NumPy array of `dtype`, or None when the
+    conversion would change its meaning (float -> int, number -> bool, text)."""
+    try:
+        arr = np.asarray(value)
+    except (ValueError, TypeError):
+        return None
+    kind = arr.dtype.kind
+    if dtype == _kiln.as_dtype("string"):
+        return arr if kind in "SUO" else None
+    if kind in "SUOV":
+        return None
+    if dtype.is_bool:
+        return arr if kind == "b" else None
+    target = np.dtype(dtype.as_numpy_dtype)
+    if dtype.is_integer:
+        if kind not in "iu":
+            return None
+        out = arr.astype(target)
+        return out if np.array_equal(out.astype(arr.dtype), arr) else None
+    if dtype.is_floating:
+        return arr.astype(target) if kind in "iuf" else None
+    return arr.astype(target)
+
+
+def dummy_value(spec):
+    """A zero tensor of spec's dtype and shape (unknown dims as 0)."""
+    shape = spec.shape
+    dims = [] if shape.rank is None else [0 if d is None else d for d in shape.dims]
+    np_dtype = spec.dtype.as_numpy_dtype
+    if spec.dtype == _kiln.as_dtype("string"):
+        arr = np.full(dims, b"", dtype=object)
+    else:
+        arr = np.zeros(dims, dtype=np_dtype)
+    return to_tensor(arr, spec.dtype)
+
+
+def ensure_shape(t, spec):
+    """t with spec's static shape where the spec knows more (a no-op reshape;
+    possible when at most one dim stays unknown)."""
+    shape = spec.shape
+    if shape.rank is None or t.shape == shape:
+        return t
+    dims = shape.as_list()
+    if sum(d is None for d in dims) > 1:
+        return t
+    return _raw.Reshape(t, to_tensor(np.asarray([-1 if d is None else d for d in dims],
+                                                dtype=np.int64)))
+

@@ -1,0 +1,281 @@
+"""Elementwise math, comparisons, logical ops, reductions and scans
+(tf.math.* names; most are also top-level kiln.* names)."""
+from kiln import _kiln
+from kiln import errors
+from kiln.ops import _helpers as h
+
+raw = h.raw
+
+
+def _binary(op_name, doc):
+    op = getattr(raw, op_name)
+
+    def fn(x, y, name=None):
+        return op(*h.pair(x, y, op_name))
+
+    fn.__doc__ = doc
+    return fn
+
+
+def _unary(op_name, doc):
+    op = getattr(raw, op_name)
+
+    def fn(x, name=None):
+        return op(h.tensor(x))
+
+    fn.__doc__ = doc
+    return fn
+
+
+add = _binary("AddV2", "x + y elementwise, with broadcasting (tf.math.add).")
+subtract = _binary("Sub", "x - y elementwise (tf.math.subtract).")
+multiply = _binary("Mul", "x * y elementwise (tf.math.multiply).")
+floordiv = _binary("FloorDiv", "floor(x / y) elementwise (tf.math.floordiv).")
+floormod = _binary("FloorMod", "Remainder with the divisor's sign (tf.math.floormod).")
+mod = floormod
+maximum = _binary("Maximum", "The larger of x and y elementwise; NaN propagates "
+                             "(tf.math.maximum).")
+minimum = _binary("Minimum", "The smaller of x and y elementwise; NaN propagates "
+                             "(tf.math.minimum).")
+squared_difference = _binary("SquaredDifference", "(x - y)**2 elementwise.")
+equal = _binary("Equal", "x == y elementwise, a bool tensor (tf.math.equal).")
+not_equal = _binary("NotEqual", "x != y elementwise (tf.math.not_equal).")
+less = _binary("Less", "x < y elementwise (tf.math.less).")
+less_equal = _binary("LessEqual", "x <= y elementwise (tf.math.less_equal).")
+greater = _binary("Greater", "x > y elementwise (tf.math.greater).")
+greater_equal = _binary("GreaterEqual", "x >= y elementwise (tf.math.greater_equal).")
+logical_and = _binary("LogicalAnd", "x AND y for bool tensors (tf.math.logical_and).")
+logical_or = _binary("LogicalOr", "x OR y for bool tensors (tf.math.logical_or).")
+logical_xor = _binary("LogicalXor", "x XOR y for bool tensors (tf.math.logical_xor).")
+
+negative = _unary("Neg", "-x elementwise (tf.math.negative).")
+abs = _unary("Abs", "|x| elementwise (tf.math.abs).")  # noqa: A001
+sign = _unary("Sign", "-1, 0 or 1 by the sign of x (tf.math.sign).")
+square = _unary("Square", "x * x elementwise (tf.math.square).")
+sqrt = _unary("Sqrt", "Square root elementwise (tf.math.sqrt).")
+rsqrt = _unary("Rsqrt", "1 / sqrt(x) elementwise (tf.math.rsqrt).")
+exp = _unary("Exp", "e**x elementwise (tf.math.exp).")
+log = _unary("Log", "Natural logarithm elementwise (tf.math.log).")
+log1p = _unary("Log1p", "log(1 + x), accurate for small x (tf.math.log1p).")
+tanh = _unary("Tanh", "Hyperbolic tangent elementwise (tf.math.tanh).")
+sigmoid = _unary("Sigmoid", "1 / (1 + exp(-x)) elementwise (tf.math.sigmoid).")
+sin = _unary("Sin", "Sine elementwise (tf.math.sin).")
+cos = _unary("Cos", "Cosine elementwise (tf.math.cos).")
+floor = _unary("Floor", "Largest integer <= x, elementwise (tf.math.floor).")
+ceil = _unary("Ceil", "Smallest integer >= x, elementwise (tf.math.ceil).")
+round = _unary("Round", "Round half to even, elementwise (tf.math.round).")  # noqa: A001
+logical_not = _unary("LogicalNot", "NOT x for a bool tensor (tf.math.logical_not).")
+is_nan = _unary("IsNan", "True where x is NaN (tf.math.is_nan).")
+is_finite = _unary("IsFinite", "True where x is neither infinite nor NaN (tf.math.is_finite).")
+
+# TensorFlow's truediv: integers are cast to a float type first.
+_TRUEDIV_FLOAT = {"int8": "float32", "uint8": "float32", "int32": "float64", "int64": "float64"}
+
+
+def truediv(x, y, name=None):
+    """x / y in floating point: integer inputs are cast first (int8/uint8 to
+    float32, int32/int64 to float64), as tf.math.truediv."""
+    x, y = h.pair(x, y, "RealDiv")
+    h.check_same_dtype("RealDiv", x=x, y=y)
+    target = _TRUEDIV_FLOAT.get(x.dtype.name)
+    if target is not None:
+        x = raw.Cast(x, DstT=target)
+        y = raw.Cast(y, DstT=target)
+    return raw.RealDiv(x, y)
+
+
+def divide(x, y, name=None):
+    """x / y with Python's true-division semantics (tf.math.divide)."""
+    return truediv(x, y)
+
+
+def pow(x, y, name=None):  # noqa: A001
+    """x ** y elementwise; an integer negative exponent is an error (tf.math.pow)."""
+    return raw.Pow(*h.pair(x, y, "Pow"))
+
+
+def is_inf(x, name=None):
+    """True where x is +inf or -inf (tf.math.is_inf)."""
+    x = h.tensor(x)
+    return raw.LogicalAnd(raw.LogicalNot(raw.IsFinite(x)), raw.LogicalNot(raw.IsNan(x)))
+
+
+def reciprocal(x, name=None):
+    """1 / x elementwise (tf.math.reciprocal)."""
+    x = h.tensor(x)
+    return raw.RealDiv(h.one_of(x.dtype, "Reciprocal"), x)
+
+
+def softplus(features, name=None):
+    """log(1 + exp(x)), computed stably as max(x, 0) + log1p(exp(-|x|))."""
+    x = h.tensor(features)
+    _require_float(x, "Softplus")
+    return raw.AddV2(raw.Relu(x), raw.Log1p(raw.Exp(raw.Neg(raw.Abs(x)))))
+
+
+def log_sigmoid(x, name=None):
+    """log(sigmoid(x)), computed stably as -softplus(-x) (tf.math.log_sigmoid)."""
+    x = h.tensor(x)
+    _require_float(x, "LogSigmoid")
+    return raw.Neg(softplus(raw.Neg(x)))
+
+
+def count_nonzero(input, axis=None, keepdims=False, dtype="int64", name=None):  # noqa: A002
+    """The number of non-zero elements over axis (tf.math.count_nonzero)."""
+    x = h.tensor(input)
+    nz = raw.NotEqual(x, h.zero_of(x.dtype))
+    return _reduce("Sum", raw.Cast(nz, DstT=_kiln.as_dtype(dtype)), axis, keepdims)
+
+
+def divide_no_nan(x, y, name=None):
+    """x / y, but 0 wherever y is 0 (tf.math.divide_no_nan)."""
+    x, y = h.pair(x, y, "DivNoNan")
+    h.check_same_dtype("DivNoNan", x=x, y=y)
+    _require_float(x, "DivNoNan")
+    zero = raw.Equal(y, h.zero_of(y.dtype))
+    safe = raw.SelectV2(zero, h.one_of(y.dtype), y)
+    return raw.SelectV2(zero, h.zero_of(x.dtype), raw.RealDiv(x, safe))
+
+
+def _require_float(x, op):
+    if not x.dtype.is_floating:
+        raise errors.InvalidArgumentError(
+            f"{op}: expected a float32 or float64 tensor, got {x.dtype.name}")
+
+
+def clip_by_value(t, clip_value_min, clip_value_max, name=None):
+    """t with values limited to [clip_value_min, clip_value_max] (tf.clip_by_value)."""
+    t = h.tensor(t)
+    lo = h.tensor(clip_value_min, t.dtype if not h.is_tensor(clip_value_min) else None)
+    hi = h.tensor(clip_value_max, t.dtype if not h.is_tensor(clip_value_max) else None)
+    return raw.ClipByValue(t, lo, hi)
+
+
+def add_n(inputs, name=None):
+    """The elementwise sum of a list of same-shape, same-dtype tensors (tf.math.add_n)."""
+    if h.is_tensor(inputs):
+        inputs = [inputs]
+    if not isinstance(inputs, (list, tuple)) or not inputs:
+        raise ValueError("AddN: inputs must be a non-empty list of tensors")
+    ts = [h.tensor(x) for x in inputs]
+    first = ts[0]
+    for i, t in enumerate(ts[1:], 1):
+        if t.dtype != first.dtype:
+            raise errors.InvalidArgumentError(
+                f"AddN: dtype mismatch: inputs[0] is {first.dtype.name} but inputs[{i}] is "
+                f"{t.dtype.name}")
+        a, b = first.shape, t.shape
+        if a.rank is not None and b.rank is not None and not a.is_compatible_with(b):
+            raise errors.InvalidArgumentError(
+                f"AddN: shapes must be equal: inputs[0] has shape {a} but inputs[{i}] has "
+                f"shape {b}")
+    out = ts[0]
+    for t in ts[1:]:
+        out = raw.AddV2(out, t)
+    return out if len(ts) > 1 else raw.Identity(out)
+
+
+# ---- reductions ----
+
+def _reduce(op_name, input_tensor, axis, keepdims):
+    x = h.tensor(input_tensor)
+    if axis is None:
+        return getattr(raw, op_name)(x, axis=[], keepdims=bool(keepdims))
+    axes = h.int_list(axis, "axis", op_name)
+    if not axes:  # TensorFlow's axis=[]: nothing is reduced
+        _check_reduce_dtype(op_name, x)
+        return raw.Identity(x)
+    return getattr(raw, op_name)(x, axis=axes, keepdims=bool(keepdims))
+
+
+def _check_reduce_dtype(op_name, x):
+    if op_name in ("Any", "All") and not x.dtype.is_bool:
+        raise errors.InvalidArgumentError(f"{op_name}: input must be bool, got {x.dtype.name}")
+    if op_name not in ("Any", "All") and (x.dtype.is_bool or x.dtype.name == "string"):
+        raise errors.InvalidArgumentError(
+            f"{op_name}: input must be numeric, got {x.dtype.name}")
+
+
+def _reduction(op_name, what):
+    def fn(input_tensor, axis=None, keepdims=False, name=None):
+        return _reduce(op_name, input_tensor, axis, keepdims)
+
+    fn.__doc__ = (f"The {what} of input_tensor over axis (None: all axes; []: none), "
+                  f"keeping reduced dims as 1 when keepdims.")
+    return fn
+
+
+reduce_sum = _reduction("Sum", "sum")
+reduce_mean = _reduction("Mean", "mean (integers truncate)")
+reduce_max = _reduction("Max", "maximum")
+reduce_min = _reduction("Min", "minimum")
+reduce_prod = _reduction("Prod", "product")
+reduce_any = _reduction("Any", "logical OR")
+reduce_all = _reduction("All", "logical AND")
+
+
+def reduce_variance(input_tensor, axis=None, keepdims=False, name=None):
+    """The variance over axis (tf.math.reduce_variance); float only."""
+    x = h.tensor(input_tensor)
+    _require_float(x, "ReduceVariance")
+    mean = reduce_mean(x, axis, keepdims=True)
+    return reduce_mean(raw.SquaredDifference(x, mean), axis, keepdims)
+
+
+def reduce_std(input_tensor, axis=None, keepdims=False, name=None):
+    """The standard deviation over axis (tf.math.reduce_std); float only."""
+    return raw.Sqrt(reduce_variance(input_tensor, axis, keepdims))
+
+
+def reduce_logsumexp(input_tensor, axis=None, keepdims=False, name=None):
+    """log(sum(exp(x))) over axis, computed stably (tf.math.reduce_logsumexp)."""
+    x = h.tensor(input_tensor)
+    _require_float(x, "ReduceLogSumExp")
+    m = reduce_max(x, axis, keepdims=True)
+    # An infinite max would give inf - inf = NaN: shift by 0 there instead.
+    m = raw.SelectV2(raw.IsFinite(m), m, h.zero_of(x.dtype))
+    out = raw.AddV2(raw.Log(reduce_sum(raw.Exp(raw.Sub(x, m)), axis, keepdims=True)), m)
+    if keepdims:
+        return out
+    if axis is None:
+        return raw.Reshape(out, h.int_array([]))
+    axes = h.int_list(axis, "axis", "ReduceLogSumExp")
+    return raw.Squeeze(out, squeeze_dims=axes) if axes else out
+
+
+def _arg(op_name, input, axis, output_type):
+    x = h.tensor(input)
+    axis = 0 if axis is None else h.one_int(axis, "axis", op_name)
+    return getattr(raw, op_name)(x, axis=axis, output_type=_kiln.as_dtype(output_type))
+
+
+def argmax(input, axis=None, output_type="int64", name=None):  # noqa: A002
+    """The index of the largest value along axis (default 0); ties take the first
+    index, NaNs are ignored (tf.math.argmax)."""
+    return _arg("ArgMax", input, axis, output_type)
+
+
+def argmin(input, axis=None, output_type="int64", name=None):  # noqa: A002
+    """The index of the smallest value along axis (default 0) (tf.math.argmin)."""
+    return _arg("ArgMin", input, axis, output_type)
+
+
+def cumsum(x, axis=0, exclusive=False, reverse=False, name=None):
+    """Cumulative sum along axis (tf.math.cumsum)."""
+    return raw.Cumsum(h.tensor(x), axis=h.one_int(axis, "axis", "Cumsum"),
+                      exclusive=bool(exclusive), reverse=bool(reverse))
+
+
+__all__ = [
+    "add", "subtract", "multiply", "divide", "truediv", "floordiv", "floormod", "mod", "pow",
+    "maximum", "minimum", "squared_difference", "negative", "abs", "sign", "square", "sqrt",
+    "rsqrt", "exp", "log", "log1p", "tanh", "sigmoid", "sin", "cos", "floor", "ceil", "round",
+    "equal", "not_equal", "less", "less_equal", "greater", "greater_equal", "logical_and",
+    "logical_or", "logical_xor", "logical_not", "clip_by_value", "add_n", "reduce_sum",
+    "reduce_mean", "reduce_max", "reduce_min", "reduce_prod", "reduce_any", "reduce_all",
+    "argmax", "argmin", "cumsum",
+]
+# tf.math only (not top-level names in TensorFlow 2).
+MATH_ONLY = ["is_nan", "is_finite", "is_inf", "reciprocal", "softplus", "log_sigmoid",
+             "count_nonzero", "divide_no_nan",
+             "reduce_variance", "reduce_std", "reduce_logsumexp"]

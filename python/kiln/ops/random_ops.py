@@ -1,0 +1,63 @@
+"""Random tensors (tf.random.*). Values come from Philox streams: an op seed
+gives a repeatable stream per (op, seed); set_seed restarts every stream."""
+from kiln import _kiln
+from kiln import errors
+from kiln.ops import _helpers as h
+
+raw = h.raw
+
+
+def _seed(seed, op):
+    if seed is None:
+        return -1
+    s = h.one_int(seed, "seed", op)
+    if s < 0:
+        raise errors.InvalidArgumentError(f"{op}: seed must be non-negative, got {s}")
+    return s
+
+
+def _bound(v, dtype, op, what):
+    t = h.tensor(v, None if h.is_tensor(v) else dtype, op)
+    if t.dtype != dtype:
+        raise errors.InvalidArgumentError(
+            f"{op}: {what} is {t.dtype.name} but dtype is {dtype.name}")
+    return t
+
+
+def uniform(shape, minval=0, maxval=None, dtype="float32", seed=None, name=None):
+    """Uniform values in [minval, maxval) (tf.random.uniform). Floats default to
+    [0, 1); integer dtypes need maxval."""
+    dtype = _kiln.as_dtype(dtype)
+    if maxval is None:
+        if dtype.is_integer:
+            raise ValueError(f"RandomUniform: maxval must be given for integer dtype "
+                             f"{dtype.name}")
+        maxval = 1
+    lo = _bound(minval, dtype, "RandomUniform", "minval")
+    hi = _bound(maxval, dtype, "RandomUniform", "maxval")
+    return raw.RandomUniform(h.shape_tensor(shape, "RandomUniform"), lo, hi,
+                             seed=_seed(seed, "RandomUniform"))
+
+
+def normal(shape, mean=0.0, stddev=1.0, dtype="float32", seed=None, name=None):
+    """Normally distributed values mean + stddev * N(0, 1) (tf.random.normal)."""
+    dtype = _kiln.as_dtype(dtype)
+    if not dtype.is_floating:
+        raise errors.InvalidArgumentError(
+            f"RandomStandardNormal: dtype must be float32 or float64, got {dtype.name}")
+    m = _bound(mean, dtype, "RandomStandardNormal", "mean")
+    s = _bound(stddev, dtype, "RandomStandardNormal", "stddev")
+    return raw.RandomStandardNormal(h.shape_tensor(shape, "RandomStandardNormal"), m, s,
+                                    seed=_seed(seed, "RandomStandardNormal"))
+
+
+def set_seed(seed):
+    """Sets the global random seed (tf.random.set_seed): every random stream
+    restarts, so the same sequence of random calls gives the same values."""
+    if isinstance(seed, bool) or not hasattr(seed, "__index__"):
+        raise TypeError(f"set_seed: seed must be an int, got {seed!r}")
+    _kiln.set_random_seed(int(seed))
+
+
+RANDOM = ["uniform", "normal", "set_seed"]
+__all__ = []
