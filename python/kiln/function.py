@@ -186,6 +186,10 @@ class Function(_kiln._Function):
             canon = tuple(self._input_signature) + tuple(canon[len(self._input_signature):])
         return ConcreteFunction(self._get_concrete(canon), self)
 
+    def pretty_printed_concrete_signatures(self, verbose=True):
+        """Every traced signature, in trace order (as the guide prints them)."""
+        return super().pretty_printed_concrete_signatures().rstrip("\n")
+
     def retrace_reasons(self):
         """One record per retrace: the argument that differed and how."""
         return [RetraceReason(*r) for r in self._retrace_reasons()]
