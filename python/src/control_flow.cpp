@@ -15,9 +15,6 @@
 
 namespace kiln::py {
 
-Shape to_shape(nb::handle h);
-nb::object shape_object(const Shape& s);
-
 namespace {
 
 std::vector<Tensor> tensor_list(nb::handle seq, const char* what) {
@@ -115,17 +112,8 @@ class PySubgraph final : public Subgraph {
       if (e.matches(errors.attr("OpError"))) {
         std::string kind = nb::cast<std::string>(e.type().attr("__name__"));
         std::string msg = nb::cast<std::string>(nb::str(e.value()));
-        static const std::pair<const char*, Code> kCodes[] = {
-            {"InvalidArgumentError", Code::kInvalidArgument},
-            {"NotFoundError", Code::kNotFound},
-            {"FailedPreconditionError", Code::kFailedPrecondition},
-            {"OutOfRangeError", Code::kOutOfRange},
-            {"ResourceExhaustedError", Code::kResourceExhausted},
-            {"UnimplementedError", Code::kUnimplemented},
-            {"InternalError", Code::kInternal}};
-        for (const auto& [n, c] : kCodes)
-          if (kind == n) throw_error(c, msg);
-        throw InvalidArgumentError(msg);
+        Code c = error_code_from_class_name(kind);
+        throw_error(c == Code::kOk ? Code::kInvalidArgument : c, msg);
       }
       throw InvalidArgumentError(str_cat("EagerPyFunc '", name_, "' raised ", e.what()));
     } catch (nb::builtin_exception& e) {

@@ -10,12 +10,23 @@
 
 namespace kiln::py {
 
-namespace {
-
 nb::module_& numpy() {
   static nb::module_* np = new nb::module_(nb::module_::import_("numpy"));
   return *np;
 }
+
+std::string error_class_name(Code c) {
+  return str_cat(code_name(c), "Error");
+}
+
+Code error_code_from_class_name(std::string_view name) {
+  for (int c = static_cast<int>(Code::kInvalidArgument); c <= static_cast<int>(Code::kInternal);
+       ++c)
+    if (error_class_name(static_cast<Code>(c)) == name) return static_cast<Code>(c);
+  return Code::kOk;
+}
+
+namespace {
 
 [[noreturn]] void type_error(const std::string& msg) {
   throw nb::type_error(msg.c_str());
@@ -115,12 +126,15 @@ bool is_integral_dtype(DType dt) {
 Tensor tensor_from_sequence(nb::handle seq, DType dtype) {
   if (contains_tensor(seq)) {
     // Auto-packing (tf.stack of the elements), as TensorFlow does.
+    // Python numbers take the dtype of the first tensor element.
+    DType hint = dtype;
+    for (nb::handle x : seq) {
+      if (hint != DType::kInvalid) break;
+      if (is_tensor(x)) hint = nb::cast<const Tensor&>(x).dtype();
+      if (is_variable(x)) hint = nb::cast<const Variable&>(x).dtype();
+    }
     std::vector<Tensor> parts;
-    for (nb::handle x : seq) parts.push_back(to_tensor(x, dtype));
-    if (parts.empty()) type_error("Cannot convert an empty list of tensors");
-    DType first = parts[0].dtype();
-    for (auto& p : parts)
-      if (p.dtype() != first) p = cast(p, first == DType::kInt32 ? p.dtype() : first);
+    for (nb::handle x : seq) parts.push_back(to_tensor(x, hint));
     return stack(parts, 0);
   }
   nb::object arr;

@@ -54,6 +54,19 @@ nb::object wrap(Tensor t);
 Value to_value(nb::handle h);
 nb::object from_value(const Value& v);
 
+/// The numpy module (imported once).
+nb::module_& numpy();
+
+/// A Shape from None (unknown rank), a TensorShape, or a sequence of
+/// int/None dims; and back to a kiln.TensorShape.
+Shape to_shape(nb::handle h);
+nb::object shape_object(const Shape& s);
+
+/// The kiln.errors class name for a code ("InvalidArgumentError"), and back
+/// (Code::kOk when the name is not one of them).
+std::string error_class_name(Code c);
+Code error_code_from_class_name(std::string_view name);
+
 /// Marks a Python exception as already set (propagates through C++).
 struct PythonErrorPending {};
 

@@ -302,10 +302,6 @@ void bind_function(nb::module_& m) {
         [](uintptr_t token) { delete reinterpret_cast<InitScope*>(token); });
   m.def("_set_run_eagerly", [](bool on) { g_run_eagerly.store(on); });
   m.def("_run_eagerly", [] { return g_run_eagerly.load(); });
-  m.def("_shape_of", [](nb::handle h) {
-    Shape s = to_shape(h);
-    return shape_object(s);
-  });
 }
 
 }  // namespace kiln::py

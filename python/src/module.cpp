@@ -3,6 +3,7 @@
 #include <nanobind/nanobind.h>
 
 #include "bindings.h"
+#include "convert.h"
 #include <string_view>
 
 #include "kiln/status.h"
@@ -15,21 +16,11 @@ void bind_errors(nb::module_& m) {
     try {
       std::rethrow_exception(p);
     } catch (const Error& e) {
-      const char* name = "UnknownError";
-      switch (e.code()) {
-        case Code::kInvalidArgument: name = "InvalidArgumentError"; break;
-        case Code::kNotFound: name = "NotFoundError"; break;
-        case Code::kFailedPrecondition: name = "FailedPreconditionError"; break;
-        case Code::kOutOfRange: name = "OutOfRangeError"; break;
-        case Code::kResourceExhausted: name = "ResourceExhaustedError"; break;
-        case Code::kUnimplemented: name = "UnimplementedError"; break;
-        case Code::kInternal: name = "InternalError"; break;
-        default: break;
-      }
+      std::string name = e.code() == Code::kOk ? "UnknownError" : error_class_name(e.code());
       if (std::string_view(e.what()).find("captured an external symbolic tensor") !=
           std::string_view::npos)
         name = "LeakedTensorError";  // also a TypeError, as in TensorFlow
-      nb::object cls = nb::module_::import_("kiln.errors").attr(name);
+      nb::object cls = nb::module_::import_("kiln.errors").attr(name.c_str());
       PyErr_SetString(cls.ptr(), e.what());
     }
   });

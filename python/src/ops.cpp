@@ -132,7 +132,6 @@ void bind_ops(nb::module_& m) {
         "False while a function is being traced.");
   m.def("set_random_seed", &set_random_seed, nb::arg("seed"));
   m.def("_set_check_numerics", [](bool on) { config().check_numerics = on; });
-  m.def("_set_log_level", [](int level) { config().log_level = level; });
 }
 
 }  // namespace kiln::py

@@ -13,11 +13,6 @@
 namespace kiln::py {
 namespace {
 
-nb::module_& numpy() {
-  static nb::module_* np = new nb::module_(nb::module_::import_("numpy"));
-  return *np;
-}
-
 std::vector<PyDType>& dtype_singletons() {
   static auto* v = [] {
     auto* out = new std::vector<PyDType>();
@@ -363,17 +358,6 @@ void bind_tensor(nb::module_& m) {
                    [](const Tensor&) {
                      return std::string("/job:localhost/replica:0/task:0/device:CPU:0");
                    })
-      .def("__str__", &Tensor::debug_string)
-      .def("__repr__",
-           [](const Tensor& t) {
-             if (t.is_symbolic())
-               return str_cat("<kiln.Tensor '", t.symbol()->tensor_name(t.output_index()),
-                              "' shape=", t.shape().to_string(), " dtype=", dtype_name(t.dtype()),
-                              ">");
-             std::string np = nb::cast<std::string>(nb::repr(tensor_numpy(t, false)));
-             return str_cat("<kiln.Tensor: shape=", t.shape().to_string(),
-                            ", dtype=", dtype_name(t.dtype()), ", numpy=", np, ">");
-           })
       .def("__len__",
            [](const Tensor& t) {
              if (!t.shape().rank_known() || t.rank() == 0 || t.dim(0) < 0)
@@ -401,7 +385,6 @@ void bind_tensor(nb::module_& m) {
                  "Tensor is unhashable (== compares values). Instead, use tensor.ref() as the "
                  "key.");
            })
-      .def("_id", [](const Tensor& t) { return reinterpret_cast<uintptr_t>(t.impl()); })
       .def("__dlpack_device__", [](const Tensor&) { return nb::make_tuple(1, 0); })
       .def(
           "__dlpack__",

@@ -1,5 +1,4 @@
 """The first ops: enough for functions and control flow (expanded per family)."""
-import sys as _sys
 
 from kiln import _kiln
 
@@ -32,8 +31,6 @@ def range(start, limit=None, delta=1, dtype=None, name="range"):  # noqa: A001
 def print(*inputs, output_stream=None, sep=" ", end="\n", summarize=3, name=None):  # noqa: A001
     """Prints tensors and strings when it runs: eagerly now, and on every call of a
     traced function (tf.print). Writes to sys.stderr unless output_stream says."""
-    if output_stream is None:
-        output_stream = _sys.stderr
     args = []
     for x in inputs:
         if isinstance(x, (str, Tensor, Variable)):
