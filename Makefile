@@ -5,7 +5,7 @@ TSAN_BUILD ?= build-tsan
 CMAKE_FLAGS ?=
 JOBS ?= $(shell nproc)
 
-.PHONY: all setup build py demo test test-cpp test-py test-asan test-tsan bench format format-check clean
+.PHONY: all setup build py demo tour test test-cpp test-py test-asan test-tsan bench format format-check clean
 
 all: build
 
@@ -28,9 +28,16 @@ $(PY_STAMP): $(wildcard python/src/*.cpp python/src/*.h) $(BUILD)/libkiln.so pyp
 	  -Ccmake.define.KILN_PREBUILT_DIR=$(abspath $(BUILD)) -Cbuild.verbose=false
 	@touch $@
 
+# The main job: the seed workloads, eager vs function, timed by kiln.benchmark;
+# writes bench/results/demo.{json,png}. Then the same harness from C++.
 demo: build
+	.venv/bin/python bench/demo.py
+	@echo; echo "== the C++ harness (examples/bench_demo.cpp)"
+	$(BUILD)/bench_demo
+
+# A tour of the eager ops and a graph function from C++.
+tour: build
 	$(BUILD)/kiln_demo
-	@echo; echo "== a graph function (examples/function_example.cpp)"
 	$(BUILD)/function_example
 
 test-cpp: build

@@ -21,6 +21,7 @@ from kiln.scopes import init_scope
 from kiln.module import Module
 from kiln import debugging, keras, autograph
 from kiln import data
+from kiln import benchmark  # noqa: F401  (kiln.benchmark: the timing harness)
 from kiln.data.py_func import py_function, numpy_function
 
 __version__ = "0.1.0"

@@ -1,0 +1,179 @@
+"""make demo: the seed workloads, eager vs function, timed with kiln.benchmark.
+
+Prints one table (workload, mode, median, spread, speed-up vs eager, first
+call), then writes bench/results/demo.json and bench/results/demo.png.
+
+    .venv/bin/python bench/demo.py [--only NAME ...] [--min-time S] [--json-only]
+"""
+import argparse
+import datetime
+import json
+import os
+import platform
+import sys
+import time
+import warnings
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+import kiln as tf  # noqa: E402
+from kiln import benchmark as kb  # noqa: E402
+import workloads as wl  # noqa: E402
+
+RESULTS = os.path.join(HERE, "results")
+JIT_NOTE = "jit_compile=True: not built yet (kiln's JIT is a later issue); rows show eager and function"
+
+
+def machine():
+    cpu = platform.processor() or ""
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    cpu = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    return {"cpu": cpu, "cores": os.cpu_count(), "python": platform.python_version(),
+            "system": f"{platform.system()} {platform.release()}"}
+
+
+def run_workload(w, min_time, log):
+    if w.unavailable:
+        log(f"  {w.name}: skipped — {w.unavailable}")
+        return [], {"name": w.name, "reason": w.unavailable}
+    start = time.perf_counter()
+    modes = w.build()
+    out = []
+    for mode, (fn, args) in modes.items():
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", kb.ConstantResultWarning)
+            r = kb.benchmark(fn, *args, name=w.name, mode=mode, min_time=min_time,
+                             min_runs=w.min_runs, meta={"title": w.title})
+        for c in caught:
+            if issubclass(c.category, kb.ConstantResultWarning):
+                r.meta["warning"] = str(c.message)
+        out.append(r)
+    log(f"  {w.name}: {time.perf_counter() - start:.1f} s")
+    return out, None
+
+
+def speedups(results):
+    eager = {r.name: r.median for r in results if r.mode == "eager"}
+    return {(r.name, r.mode): (eager[r.name] / r.median if r.name in eager else None)
+            for r in results}
+
+
+def table(results, skipped):
+    f = kb.format_seconds
+    sp = speedups(results)
+    head = ["workload", "mode", "median", "IQR", "mean ± std", "runs", "vs eager", "first call"]
+    rows = []
+    for r in results:
+        s = sp[(r.name, r.mode)]
+        rows.append([r.name, r.mode, f(r.median), f(r.iqr), f"{f(r.mean)} ± {f(r.std)}",
+                     f"{r.runs}x{r.number}",
+                     "-" if s is None or r.mode == "eager" else f"{s:.2f}x",
+                     f(r.first_call_s)])
+    widths = [max(len(str(x)) for x in col) for col in zip(head, *rows)]
+    lines = ["  ".join(str(x).ljust(w) for x, w in zip(head, widths)),
+             "  ".join("-" * w for w in widths)]
+    lines += ["  ".join(str(x).ljust(w) for x, w in zip(row, widths)).rstrip() for row in rows]
+    lines += [f"{s['name']}: not run — {s['reason']}" for s in skipped]
+    return "\n".join(lines)
+
+
+def write_png(results, path):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    names = []
+    for r in results:
+        if r.name not in names:
+            names.append(r.name)
+    modes = ["eager", "function"]
+    fig, ax = plt.subplots(figsize=(9, 0.6 * len(names) + 1.5))
+    height = 0.38
+    for i, mode in enumerate(modes):
+        vals = [next((r.median for r in results if r.name == n and r.mode == mode), 0)
+                for n in names]
+        errs = [next((r.iqr / 2 for r in results if r.name == n and r.mode == mode), 0)
+                for n in names]
+        pos = [k + (i - 0.5) * height for k in range(len(names))]
+        ax.barh(pos, vals, height, xerr=errs, label=mode)
+    ax.set_yticks(range(len(names)))
+    ax.set_yticklabels(names)
+    ax.invert_yaxis()
+    ax.set_xscale("log")
+    ax.set_xlabel("median seconds per call (log scale; error bar = IQR/2)")
+    ax.set_title("kiln: eager vs function (make demo)")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--only", nargs="*", help="workload names to run")
+    p.add_argument("--min-time", type=float, default=1.0,
+                   help="seconds of samples per workload and mode (default 1)")
+    p.add_argument("--json-only", action="store_true", help="write the JSON, skip the PNG")
+    p.add_argument("--out", default=RESULTS, help="results folder")
+    args = p.parse_args(argv)
+
+    chosen = wl.WORKLOADS + wl.MICRO
+    if args.only:
+        known = {w.name for w in chosen}
+        bad = [n for n in args.only if n not in known]
+        if bad:
+            p.error(f"unknown workload(s) {bad}; known: {sorted(known)}")
+        chosen = [w for w in chosen if w.name in args.only]
+
+    def log(msg):
+        print(msg, file=sys.stderr, flush=True)
+
+    log(f"kiln {tf.__version__}: timing {len(chosen)} workloads "
+        f"(min {args.min_time:g} s of samples each mode)")
+    start = time.perf_counter()
+    results, skipped = [], []
+    for w in chosen:
+        rs, skip = run_workload(w, args.min_time, log)
+        results += rs
+        if skip:
+            skipped.append(skip)
+    total = time.perf_counter() - start
+
+    print()
+    print(table(results, skipped))
+    print()
+    print(JIT_NOTE)
+    for r in results:
+        if "warning" in r.meta:
+            print(f"warning: {r.name} [{r.mode}]: {r.meta['warning']}")
+    print(f"total {total:.1f} s")
+
+    os.makedirs(args.out, exist_ok=True)
+    sp = speedups(results)
+    doc = {"framework": "kiln", "version": tf.__version__,
+           "date": datetime.datetime.now().isoformat(timespec="seconds"),
+           "command": " ".join([os.path.relpath(sys.argv[0])] + (argv or sys.argv[1:])),
+           "machine": machine(), "jit": JIT_NOTE,
+           "results": [dict(r.to_dict(), speedup_vs_eager=sp[(r.name, r.mode)])
+                       for r in results],
+           "skipped": skipped}
+    json_path = os.path.join(args.out, "demo.json")
+    with open(json_path, "w") as f:
+        json.dump(doc, f, indent=1)
+    print(f"wrote {os.path.relpath(json_path)}")
+    if not args.json_only:
+        png = os.path.join(args.out, "demo.png")
+        write_png([r for r in results if r.name in {w.name for w in wl.WORKLOADS}], png)
+        print(f"wrote {os.path.relpath(png)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
