@@ -64,3 +64,26 @@ class LeakedTensorError(InvalidArgumentError, TypeError):
 
 
 __all__.append("LeakedTensorError")
+
+
+def _in_user_code(message):
+    """message prefixed with the innermost frame of user code calling in
+    (TensorFlow's "in user code:" block), skipping kiln's and installed
+    packages' frames. Converted (AutoGraph) code keeps the user's file and line."""
+    import linecache
+    import os
+    import sys
+    from kiln.autograph.api import _library_file
+    kiln_dir = os.path.dirname(os.path.realpath(__file__)) + os.sep
+
+    def library(filename):
+        return os.path.realpath(filename).startswith(kiln_dir) or _library_file(filename)
+    frame = sys._getframe(1)
+    while frame is not None and library(frame.f_code.co_filename):
+        frame = frame.f_back
+    if frame is None:
+        return message
+    code = frame.f_code
+    line = linecache.getline(code.co_filename, frame.f_lineno).strip()
+    return (f"in user code:\n\n    File \"{code.co_filename}\", line {frame.f_lineno}, in "
+            f"{code.co_name}\n        {line}\n\n    {message}")

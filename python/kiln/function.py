@@ -277,6 +277,19 @@ class ConcreteFunction:
         return f"<ConcreteFunction {self.name} at 0x{id(self):X}>\n{self}"
 
     def __call__(self, *args, **kwargs):
+        try:
+            return self._call_structured(args, kwargs)
+        except TypeError:
+            # TensorFlow's fallback: positional tensors fill the tensor
+            # arguments in order; Python values stay as bound at trace time.
+            traced = self._cf._structured_input_signature
+            if kwargs or not args or not all(isinstance(a, _kiln.Tensor) for a in args) or \
+                    len(args) != sum(_count_specs(t) for t in traced):
+                raise
+            leaves = iter(args)
+            return self._cf._call([_fill_specs(t, leaves) for t in traced])
+
+    def _call_structured(self, args, kwargs):
         traced = self._cf._structured_input_signature
         values = list(traced)
         names = [p.name for p in self._params]
@@ -293,9 +306,11 @@ class ConcreteFunction:
                 raise TypeError(f"{self.name}() got multiple values for argument '{k}'")
             values[i], given[i] = v, True
         for i, ok in enumerate(given):
+            name = names[i] if i < len(names) else f"args_{i}"
             if not ok and _has_spec(traced[i]):
-                raise TypeError(f"{self.name}() missing required tensor argument "
-                                f"'{names[i] if i < len(names) else i}'")
+                raise TypeError(f"{self.name}() missing required tensor argument '{name}'")
+            if ok:
+                _check_structure(traced[i], values[i], name, self.name)
         try:
             return self._cf._call(values)
         except InvalidArgumentError as e:
@@ -303,6 +318,53 @@ class ConcreteFunction:
                 # A different value for an argument bound at trace time: TensorFlow's TypeError.
                 raise TypeError(str(e)) from None
             raise
+
+
+def _count_specs(v):
+    if isinstance(v, _kiln.TensorSpec):
+        return 1
+    if isinstance(v, (list, tuple)):
+        return sum(_count_specs(x) for x in v)
+    if isinstance(v, dict):
+        return sum(_count_specs(x) for x in v.values())
+    return 0
+
+
+def _fill_specs(v, leaves):
+    # v with its TensorSpec leaves replaced, in order, by the next of `leaves`.
+    if isinstance(v, _kiln.TensorSpec):
+        return next(leaves)
+    if isinstance(v, (list, tuple)):
+        items = [_fill_specs(x, leaves) for x in v]
+        return type(v)(*items) if hasattr(v, "_fields") else type(v)(items)
+    if isinstance(v, dict):
+        return {k: _fill_specs(x, leaves) for k, x in v.items()}
+    return v
+
+
+def _check_structure(traced, value, path, fname):
+    """TypeError when `value` does not have the traced structure (lists and
+    tuples are interchangeable; bound Python values are checked in C++)."""
+    def fail(what):
+        raise TypeError(f"{fname}(): argument '{path}' does not match the traced structure: "
+                        f"it {what}; the concrete function was traced with {traced!r}")
+    if isinstance(traced, _kiln.TensorSpec):
+        if isinstance(value, (list, tuple, dict)):
+            fail(f"is a {type(value).__name__}, expected a tensor")
+    elif isinstance(traced, (list, tuple)):
+        if not isinstance(value, (list, tuple)) or isinstance(value, dict):
+            fail(f"is a {type(value).__name__}, expected a sequence of {len(traced)}")
+        if len(value) != len(traced):
+            fail(f"has {len(value)} elements, expected {len(traced)}")
+        for i, (t, v) in enumerate(zip(traced, value)):
+            _check_structure(t, v, f"{path}[{i}]", fname)
+    elif isinstance(traced, dict):
+        if not isinstance(value, dict):
+            fail(f"is a {type(value).__name__}, expected a dict")
+        if set(value) != set(traced):
+            fail(f"has keys {sorted(value)}, expected {sorted(traced)}")
+        for k in traced:
+            _check_structure(traced[k], value[k], f"{path}[{k!r}]", fname)
 
 
 def _has_spec(v):

@@ -37,7 +37,15 @@ void bind_variables(nb::module_& m) {
                                          .c_str());
            }
            std::string n = name.is_none() ? "Variable" : nb::cast<std::string>(name);
-           new (self) Variable(value, n, trainable);
+           try {
+             new (self) Variable(value, n, trainable);
+           } catch (const InvalidArgumentError& e) {
+             // A function creating variables on a retrace: point at the user's line.
+             const std::string msg = e.what();
+             if (msg.find("only supports singleton") == std::string::npos) throw;
+             nb::object text = nb::module_::import_("kiln.errors").attr("_in_user_code")(msg);
+             throw InvalidArgumentError(nb::cast<std::string>(text));
+           }
          },
          nb::arg("initial_value"), nb::arg("trainable") = true, nb::arg("name").none() = nb::none(),
          nb::arg("dtype").none() = nb::none(), nb::arg("shape").none() = nb::none())

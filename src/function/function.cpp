@@ -255,6 +255,10 @@ bool compatible(const detail::Flat& general, const detail::Flat& call) {
     if (!general.specs[i].shape.is_compatible_with(call.specs[i].shape)) return false;
   return true;
 }
+constexpr const char* kSingletonVariables =
+    "kiln.function only supports singleton kiln.Variables created on the first call. Make sure "
+    "the kiln.Variable is only created once or created outside kiln.function.";
+
 }  // namespace
 
 std::shared_ptr<const ConcreteFunction> Function::get_concrete_function(
@@ -342,50 +346,60 @@ std::shared_ptr<const ConcreteFunction> Function::get_concrete_function(
     im.reasons.push_back(std::move(r));
   }
 
-  // Trace.
-  auto cf = std::shared_ptr<ConcreteFunction>(new ConcreteFunction());
-  cf->name_ = options_.name;
-  for (size_t i = 0; i < call_args.size(); ++i)
-    cf->arg_names_.push_back(i < names.size() ? names[i] : str_cat("args_", i));
-  cf->graph_ = std::make_unique<Graph>(options_.name);
-  {
-    TracingContext tc(*cf->graph_);
-    ContextScope scope(tc);
-    // Variables may be created on the first trace only (TensorFlow's rule).
-    const bool first_trace = im.tracing_count.load() == 0;
-    VariableCreationScope var_rule([&](const std::string& name) {
-      if (!first_trace)
-        throw InvalidArgumentError(str_cat(
-            "function '", options_.name, "' tried to create variable '", name,
-            "' on a trace other than the first. kiln functions (like tf.function) only support "
-            "variables created on the first call: create the variable once outside the "
-            "function, or on the first call only (e.g. guarded by `if (!v.defined())`)"));
-    });
-    t_active_traces.emplace_back(this, f.key);
-    struct Pop {
-      ~Pop() { t_active_traces.pop_back(); }
-    } pop;
-    std::vector<Value> placeholders;
-    size_t leaf = 0;
-    std::vector<std::string> leaf_paths;
-    for (const auto& l : f.leaves)
-      if (l.is_tensor) leaf_paths.push_back(l.path);
-    for (const Value& a : call_args)
-      placeholders.push_back(map_leaves(a, leaf, [&](size_t i, const Value&) {
-        const ArgSpec& s = f.specs[i];
-        std::string pname = !s.name.empty() ? s.name : detail::placeholder_name(leaf_paths[i]);
-        cf->flat_names_.push_back(leaf_paths[i]);
-        // Specs are named after their argument, as TensorFlow names them.
-        cf->flat_specs_.push_back({s.dtype, shapes[i], pname});
-        return Value(tc.add_input(pname, s.dtype, shapes[i]));
-      }));
-    Value result = body_(placeholders);
-    cf->outputs_ = map_outputs(result, tc);
-    leaf = 0;
-    for (const Value& a : call_args)
-      cf->inputs_.push_back(
-          map_leaves(a, leaf, [&](size_t i, const Value&) { return Value(cf->flat_specs_[i]); }));
-  }
+  // Trace. Variables may be created on the first trace only (TensorFlow's
+  // rule); a first trace that created some is run again with creation
+  // disallowed, as tf.function does, so code that would create a variable on
+  // every call fails on the first call instead of on a later retrace.
+  auto trace_once = [&](bool allow_variables, int& created) {
+    auto cf = std::shared_ptr<ConcreteFunction>(new ConcreteFunction());
+    created = 0;
+    cf->name_ = options_.name;
+    for (size_t i = 0; i < call_args.size(); ++i)
+      cf->arg_names_.push_back(i < names.size() ? names[i] : str_cat("args_", i));
+    cf->graph_ = std::make_unique<Graph>(options_.name);
+    {
+      TracingContext tc(*cf->graph_);
+      ContextScope scope(tc);
+      VariableCreationScope var_rule([&](const std::string& name) {
+        if (!allow_variables)
+          throw InvalidArgumentError(str_cat(kSingletonVariables, " (function '", options_.name,
+                                             "' created variable '", name,
+                                             "' when traced again: create it once, e.g. only "
+                                             "while the attribute that holds it is unset)"));
+        ++created;
+      });
+      t_active_traces.emplace_back(this, f.key);
+      struct Pop {
+        ~Pop() { t_active_traces.pop_back(); }
+      } pop;
+      std::vector<Value> placeholders;
+      size_t leaf = 0;
+      std::vector<std::string> leaf_paths;
+      for (const auto& l : f.leaves)
+        if (l.is_tensor) leaf_paths.push_back(l.path);
+      for (const Value& a : call_args)
+        placeholders.push_back(map_leaves(a, leaf, [&](size_t i, const Value&) {
+          const ArgSpec& s = f.specs[i];
+          std::string pname = !s.name.empty() ? s.name : detail::placeholder_name(leaf_paths[i]);
+          cf->flat_names_.push_back(leaf_paths[i]);
+          // Specs are named after their argument, as TensorFlow names them.
+          cf->flat_specs_.push_back({s.dtype, shapes[i], pname});
+          return Value(tc.add_input(pname, s.dtype, shapes[i]));
+        }));
+      Value result = body_(placeholders);
+      cf->outputs_ = map_outputs(result, tc);
+      leaf = 0;
+      for (const Value& a : call_args)
+        cf->inputs_.push_back(
+            map_leaves(a, leaf, [&](size_t i, const Value&) { return Value(cf->flat_specs_[i]); }));
+    }
+    return cf;
+  };
+  const bool first_trace = im.tracing_count.load() == 0;
+  int created = 0;
+  std::shared_ptr<ConcreteFunction> cf = trace_once(first_trace, created);
+  if (first_trace && created > 0) cf = trace_once(/*allow_variables=*/false, created);
+
   cf->signature_ =
       std::make_shared<const detail::Flat>(detail::flatten_args(cf->inputs_, cf->arg_names_));
   if (config().verify_graphs) cf->graph_->verify();

@@ -314,25 +314,34 @@ TEST(Function, ConcurrentCallsGiveSerialResultsAndOneTracePerSignature) {
 }
 
 TEST(Function, VariablesMayBeCreatedOnTheFirstTraceOnly) {
-  // Buggy: creates a variable on every trace.
+  // Buggy: creates a variable on every trace. As with tf.function, a first
+  // trace that creates variables is run again with creation disallowed, so
+  // the mistake surfaces on the first call.
   FunctionOptions o;
   o.name = "f";
+  int buggy_traces = 0;
   Function buggy(
-      [](const std::vector<Value>& a) {
+      [&](const std::vector<Value>& a) {
+        ++buggy_traces;
         Variable v(Tensor(1.f), "v");
         return Value(v.read_value() + a[0].tensor());
       },
       o);
-  EXPECT_EQ(buggy({Tensor(1.f)}).tensor().item<float>(), 2.f);
   expect_error(
       [&] {
-        buggy({Tensor({1.f, 2.f})});
+        buggy({Tensor(1.f)});
       },
-      Code::kInvalidArgument, {"function 'f' tried to create variable 'v'", "first call"});
+      Code::kInvalidArgument,
+      {"only supports singleton kiln.Variables created on the first call",
+       "function 'f' created variable 'v' when traced again"});
+  EXPECT_EQ(buggy_traces, 2);
+  EXPECT_EQ(buggy.tracing_count(), 0);
   // Correct: created once, on the first call, and reused.
   Variable v;
+  int good_traces = 0;
   Function good(
       [&](const std::vector<Value>& a) {
+        ++good_traces;
         if (!v.defined()) {
           InitScope eager;  // create it outside the graph
           v = Variable(Tensor(1.f), "v");
@@ -341,7 +350,9 @@ TEST(Function, VariablesMayBeCreatedOnTheFirstTraceOnly) {
       },
       o);
   EXPECT_EQ(good({Tensor(1.f)}).tensor().item<float>(), 2.f);
+  EXPECT_EQ(good_traces, 2);  // the first call traced twice: it created a variable
   expect_tensor<float>(good({Tensor({1.f, 2.f})}).tensor(), {2}, {2.f, 3.f});
+  EXPECT_EQ(good_traces, 3);
   EXPECT_EQ(good.tracing_count(), 2);
 }
 

@@ -123,9 +123,32 @@ def test_variable_creation_only_on_first_trace():
         v = tf.Variable(1.0)
         return v + x
 
-    f(tf.constant(1.0))
-    with pytest.raises(ValueError, match="first"):
-        f(tf.constant([1.0, 2.0]))
+    # Like tf.function, the first call traces again when variables were
+    # created, so a variable created on every call fails right away.
+    with pytest.raises(ValueError, match="first call") as info:
+        f(tf.constant(1.0))
+    assert "v = tf.Variable(1.0)" in str(info.value)
+    assert f.experimental_get_tracing_count() == 0
+
+
+def test_variable_created_once_traces_twice_on_first_call():
+    traces = []
+
+    class Model(tf.Module):
+        def __init__(self):
+            self.v = None
+
+        @tf.function
+        def __call__(self, x):
+            traces.append(1)
+            if self.v is None:
+                self.v = tf.Variable(2.0)
+            return self.v * x
+
+    m = Model()
+    assert m(tf.constant(3.0)).numpy() == 6.0
+    assert len(traces) == 2  # the creating trace, then the one kept
+    assert m(tf.constant(4.0)).numpy() == 8.0 and len(traces) == 2
 
 
 def test_no_return_warning_names_the_function():
@@ -265,3 +288,23 @@ def test_warning_categories_filterable():
         warnings.simplefilter("error")
         warnings.filterwarnings("ignore", category=tf.NoReturnWarning)
         fun(tf.constant(1))
+
+
+def test_concrete_function_flat_tensor_call_and_structure_errors():
+    @tf.function
+    def f(scale, pair, bias):
+        return scale * (pair[0] + pair[1]) + bias
+
+    cf = f.get_concrete_function(2.0, (tf.constant(1.0), tf.constant(2.0)), tf.constant(0.5))
+    # Structured call: Python values as traced, tensors in their places.
+    assert cf(2.0, (tf.constant(3.0), tf.constant(4.0)), tf.constant(1.0)).numpy() == 15.0
+    # Flat call: the tensors alone, in order (TensorFlow's fallback).
+    assert cf(tf.constant(3.0), tf.constant(4.0), tf.constant(1.0)).numpy() == 15.0
+    with pytest.raises(TypeError, match="traced structure"):
+        cf(2.0, {"a": tf.constant(3.0), "b": tf.constant(4.0)}, tf.constant(1.0))
+    with pytest.raises(TypeError, match="has 3 elements"):
+        cf(2.0, (tf.constant(3.0),) * 3, tf.constant(1.0))
+    with pytest.raises(TypeError):
+        cf(tf.constant(3.0), tf.constant(4.0))  # too few tensors for a flat call
+    with pytest.raises(TypeError):
+        cf(3.0, (tf.constant(3.0), tf.constant(4.0)), tf.constant(1.0))  # other bound value

@@ -147,9 +147,6 @@ def test_rule_concrete_function_with_other_structure_is_an_error():
         cf([tf.constant(3), tf.constant(4), tf.constant(5)])
 
 
-@pytest.mark.xfail(strict=True, reason="a ConcreteFunction accepts another structure with the "
-                   "same number of leaves (a dict for a list) and raises InvalidArgumentError, "
-                   "not TypeError, for a different leaf count")
 def test_rule_concrete_function_with_other_structure_is_type_error():
     @tf.function
     def f(pair):
