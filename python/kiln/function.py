@@ -168,6 +168,16 @@ class Function(_kiln._Function):
         """The original Python function."""
         return self._python_function
 
+    def _raise_signature_error(self, args, detail):
+        # Called by the C++ __call__ when arguments do not match input_signature.
+        inputs = ",\n    ".join(str(a) for a in args)
+        specs = ",\n    ".join(repr(s) for s in self._input_signature)
+        err = InvalidArgumentError(f"Python inputs incompatible with input_signature:\n"
+                                   f"  inputs: (\n    {inputs})\n"
+                                   f"  input_signature: (\n    {specs}).")
+        err.add_note(detail)  # kiln's own line: which argument, expected vs actual
+        raise err
+
     @property
     def input_signature(self):
         return self._input_signature

@@ -276,7 +276,17 @@ void bind_function(nb::module_& m) {
                 values.push_back(to_value(a));
               ++i;
             }
-            return from_value((*f.fn)(values));
+            if (f.signature_dtypes.empty()) return from_value((*f.fn)(values));
+            try {
+              return from_value((*f.fn)(values));
+            } catch (const InvalidArgumentError& e) {
+              // TensorFlow's "Python inputs incompatible with input_signature" text.
+              if (std::string(e.what()).find("incompatible with input_signature") ==
+                  std::string::npos)
+                throw;
+              self.attr("_raise_signature_error")(call_args, e.what());
+              throw;
+            }
           },
           "Calls the function: traces on a cache miss, then runs the graph.")
       .def(

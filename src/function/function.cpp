@@ -191,7 +191,7 @@ std::string ConcreteFunction::pretty_signature() const {
   if (outputs_.kind() == Value::Kind::kTensor) {
     s += "    " + outs[0] + "\n";
   } else if (outputs_.is_none()) {
-    s += "    None\n";
+    s += "    NoneTensorSpec()\n";  // as TensorFlow prints a function returning nothing
   } else {
     s += "    " + outputs_.repr() + "\n";
   }

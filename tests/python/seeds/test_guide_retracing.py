@@ -50,8 +50,14 @@ def test_input_signature_error_names_inputs_and_signature():
     assert "input_signature" in msg and "float32" in msg
 
 
-@pytest.mark.xfail(strict=True, reason="input_signature mismatch message differs from TF's "
-                   "'Python inputs incompatible with input_signature:' block")
+def test_input_signature_error_note_names_the_argument():
+    next_collatz = _next_collatz()
+    with pytest.raises(ValueError) as info:
+        next_collatz(tf.constant([[1, 2], [3, 4]]))
+    notes = getattr(info.value, "__notes__", [])
+    assert any("argument 'x'" in n and "expected" in n for n in notes), notes
+
+
 def test_input_signature_error_text_matches_guide():
     assert _signature_error(tf.constant([[1, 2], [3, 4]])) == guide("""
         Python inputs incompatible with input_signature:
