@@ -1,6 +1,10 @@
 """Keras-style layers and models (kiln.keras), for inference."""
-from kiln.keras import layers, initializers
-from kiln.keras.layers import Layer
-from kiln.keras.models import Model
+from kiln.keras import activations, initializers, utils, backend
+from kiln.keras import layers
+from kiln.keras.layers import Layer, Input, InputLayer
+from kiln.keras import models
+from kiln.keras.models import Model, Sequential
+from kiln.keras import applications
 
-__all__ = ["layers", "initializers", "Layer", "Model"]
+__all__ = ["activations", "initializers", "utils", "backend", "layers", "models",
+           "applications", "Layer", "Input", "InputLayer", "Model", "Sequential"]

@@ -1,11 +1,5 @@
-"""A minimal kiln.keras.Model: a Layer that is called like a function."""
-from kiln import _kiln
-from kiln.keras.layers.base import Layer
+"""Keras models (kiln.keras.models): functional or subclassed Model, and Sequential."""
+from kiln.keras.engine.training import Model
+from kiln.keras.engine.sequential import Sequential
 
-
-class Model(Layer):
-    """A subclassed model (tf.keras.Model): override call()."""
-
-    def predict(self, x, batch_size=None, verbose=0):
-        out = self(_kiln.convert_to_tensor(x) if not isinstance(x, _kiln.Tensor) else x)
-        return out.numpy() if isinstance(out, _kiln.Tensor) else out
+__all__ = ["Model", "Sequential"]

@@ -69,7 +69,6 @@ def test_function_inside_function_repr():
                [3., 3.]], dtype=float32)>""")
 
 
-@pytest.mark.xfail(strict=True, reason="kiln.keras.layers.Conv2D is missing")
 def test_conv_layer_eager_vs_function(capsys):
     conv_layer = tf.keras.layers.Conv2D(100, 3)
 

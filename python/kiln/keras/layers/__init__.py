@@ -1,4 +1,23 @@
-"""Keras layers (kiln.keras.layers)."""
-from kiln.keras.layers.base import Layer
+"""Keras layers (kiln.keras.layers), with TensorFlow/Keras names, arguments and defaults."""
+from kiln.keras.layers.base import Layer, InputSpec
+from kiln.keras.layers.input_layer import InputLayer, Input
+from kiln.keras.layers.core import (Dense, Activation, Dropout, Flatten, Reshape, Rescaling,
+                                    Lambda)
+from kiln.keras.layers.convolutional import Conv2D, DepthwiseConv2D, ZeroPadding2D
+from kiln.keras.layers.normalization import BatchNormalization
+from kiln.keras.layers.pooling import (MaxPooling2D, AveragePooling2D, GlobalAveragePooling2D,
+                                       GlobalMaxPooling2D, MaxPool2D, AvgPool2D,
+                                       GlobalAvgPool2D, GlobalMaxPool2D)
+from kiln.keras.layers.merging import (Add, Subtract, Multiply, Average, Maximum, Minimum,
+                                       Concatenate, add, subtract, multiply, average, maximum,
+                                       minimum, concatenate)
 
-__all__ = ["Layer"]
+Convolution2D = Conv2D
+
+__all__ = ["Layer", "InputSpec", "InputLayer", "Input", "Dense", "Activation", "Dropout",
+           "Flatten", "Reshape", "Rescaling", "Lambda", "Conv2D", "Convolution2D",
+           "DepthwiseConv2D", "ZeroPadding2D", "BatchNormalization", "MaxPooling2D",
+           "AveragePooling2D", "GlobalAveragePooling2D", "GlobalMaxPooling2D", "MaxPool2D",
+           "AvgPool2D", "GlobalAvgPool2D", "GlobalMaxPool2D", "Add", "Subtract", "Multiply",
+           "Average", "Maximum", "Minimum", "Concatenate", "add", "subtract", "multiply",
+           "average", "maximum", "minimum", "concatenate"]

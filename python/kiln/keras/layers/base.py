@@ -1,23 +1,42 @@
-"""kiln.keras.layers.Layer: weights created on first call by build()."""
+"""kiln.keras.layers.Layer: weights created on first call by build().
+
+A layer called on real tensors runs ``call``; called on symbolic Keras tensors
+(from ``kiln.keras.Input``) it records a node of a functional model instead
+(see kiln.keras.engine.keras_tensor).
+"""
+import inspect
 import re
+import threading
+
+import numpy as np
 
 from kiln import _kiln
+from kiln import nest
 from kiln.keras import initializers
 from kiln.module import Module
 from kiln.tensor_shape import TensorShape
 
 
 def _snake(name):
-    return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
+    """Keras' default layer names: Conv2D -> conv2d, DepthwiseConv2D -> depthwise_conv2d."""
+    s = re.sub(r"(?<=[a-z0-9])(?=[A-Z][a-z])|(?<=[a-z])(?=[A-Z])", "_", name)
+    return s.lower()
 
 
 _NAME_COUNTS = {}
 
 
-def _unique(base):
+def _unique(base, zero_based=True):
     n = _NAME_COUNTS.get(base, 0)
     _NAME_COUNTS[base] = n + 1
-    return base if n == 0 else f"{base}_{n}"
+    if zero_based:
+        return base if n == 0 else f"{base}_{n}"
+    return f"{base}_{n + 1}"
+
+
+def reset_names():
+    """Restarts default layer names (dense, dense_1, ...); see backend.clear_session."""
+    _NAME_COUNTS.clear()
 
 
 def _input_shape(x):
@@ -29,16 +48,137 @@ def _input_shape(x):
     return TensorShape(shape) if shape is not None else None
 
 
+# The `training` value of the enclosing layer call, inherited by inner layers.
+_CTX = threading.local()
+_ACCEPTS = {}
+_ALLOWED_KWARGS = {"input_shape", "batch_input_shape", "batch_size", "input_dim", "weights",
+                   "activity_regularizer", "autocast", "dynamic", "implementation"}
+
+
+def _call_accepts_training(layer):
+    key = type(layer)
+    v = _ACCEPTS.get(key)
+    if v is None:
+        try:
+            params = inspect.signature(layer.call).parameters
+            v = "training" in params or any(p.kind == p.VAR_KEYWORD for p in params.values())
+        except (TypeError, ValueError):
+            v = False
+        _ACCEPTS[key] = v
+    return v
+
+
+def _is_keras_tensor(x):
+    from kiln.keras.engine.keras_tensor import KerasTensor
+    return isinstance(x, KerasTensor)
+
+
+def _has_keras_tensor(inputs, args, kwargs):
+    from kiln.keras.engine.keras_tensor import KerasTensor
+    if isinstance(inputs, KerasTensor):
+        return True
+    if isinstance(inputs, (_kiln.Tensor, np.ndarray)) and not args and not kwargs:
+        return False
+    return any(isinstance(t, KerasTensor) for t in nest.flatten((inputs, args, kwargs)))
+
+
+class InputSpec:
+    """What a layer accepts (tf.keras.layers.InputSpec): ``ndim``, ``min_ndim``,
+    ``max_ndim``, ``axes`` ({axis: size}), checked before each call."""
+
+    def __init__(self, dtype=None, shape=None, ndim=None, max_ndim=None, min_ndim=None,
+                 axes=None, allow_last_axis_squeeze=False, name=None):
+        self.dtype = dtype
+        self.shape = None if shape is None else tuple(shape)
+        self.ndim = len(self.shape) if shape is not None else ndim
+        self.max_ndim, self.min_ndim = max_ndim, min_ndim
+        self.axes = dict(axes or {})
+        self.name = name
+
+    def __repr__(self):
+        return (f"InputSpec(ndim={self.ndim}, min_ndim={self.min_ndim}, "
+                f"max_ndim={self.max_ndim}, axes={self.axes})")
+
+
+def _check_spec(layer, spec, x, index):
+    shape = getattr(x, "shape", None)
+    if shape is None:
+        return
+    shape = TensorShape(shape)
+    if shape.rank is None:
+        return
+    rank = shape.rank
+
+    def fail(what):
+        raise ValueError(f'Input {index} of layer "{layer.name}" is incompatible with the '
+                         f"layer: {what}, found ndim={rank}. Full shape received: {shape}")
+
+    if spec.ndim is not None and rank != spec.ndim:
+        fail(f"expected ndim={spec.ndim}")
+    if spec.min_ndim is not None and rank < spec.min_ndim:
+        fail(f"expected min_ndim={spec.min_ndim}")
+    if spec.max_ndim is not None and rank > spec.max_ndim:
+        fail(f"expected max_ndim={spec.max_ndim}")
+    for axis, size in spec.axes.items():
+        a = axis if axis >= 0 else rank + axis
+        if size is not None and 0 <= a < rank and shape[a] is not None and shape[a] != size:
+            raise ValueError(
+                f'Input {index} of layer "{layer.name}" is incompatible with the layer: '
+                f"expected axis {axis} of input shape to have value {size}, but received "
+                f"input with shape {shape}")
+    if spec.shape is not None:
+        for want, got in zip(spec.shape, shape):
+            if want is not None and got is not None and want != got:
+                raise ValueError(
+                    f'Input {index} of layer "{layer.name}" is incompatible with the layer: '
+                    f"expected shape={spec.shape}, found shape={shape}")
+
+
 class Layer(Module):
     """A callable with weights (tf.keras.layers.Layer). Subclasses implement
-    build(input_shape) to create weights with add_weight and call(inputs)."""
+    build(input_shape) to create weights with add_weight and call(inputs).
+
+    Args: trainable, name, dtype (default float32), and for the first layer of
+    a Sequential model input_shape / batch_input_shape / batch_size / input_dim.
+    """
+
+    # Built-in layers compute their symbolic output shapes with
+    # compute_output_shape; other layers are traced (see engine.keras_tensor).
+    _kiln_static_shapes = False
 
     def __init__(self, trainable=True, name=None, dtype=None, **kwargs):
+        bad = set(kwargs) - _ALLOWED_KWARGS
+        if bad:
+            raise TypeError(f"Keyword argument not understood: {sorted(bad)[0]!r} "
+                            f"(layer {type(self).__name__})")
+        if name is not None and (not isinstance(name, str) or not name):
+            raise ValueError(f"Layer name must be a non-empty string, got {name!r}")
         super().__init__(name=name or _unique(_snake(type(self).__name__)))
-        self._trainable = trainable
+        self._trainable = bool(trainable)
+        if dtype is not None and hasattr(dtype, "name") and not isinstance(dtype, _kiln.DType):
+            dtype = dtype.name
         self._dtype = _kiln.as_dtype(dtype) if dtype is not None else _kiln.as_dtype("float32")
         self.built = False
         self._kiln_weights = []
+        self._kiln_nodes = []
+        self._autocast = kwargs.get("autocast", True)
+        self.input_spec = None
+        self.supports_masking = False
+        self._batch_input_shape = self._batch_shape_from_kwargs(kwargs)
+        self._kiln_initial_weights = kwargs.get("weights")
+
+    @staticmethod
+    def _batch_shape_from_kwargs(kwargs):
+        if "batch_input_shape" in kwargs:
+            return tuple(kwargs["batch_input_shape"])
+        shape = kwargs.get("input_shape")
+        if shape is None and kwargs.get("input_dim") is not None:
+            shape = (kwargs["input_dim"],)
+        if shape is None:
+            return None
+        if isinstance(shape, int):
+            shape = (shape,)
+        return (kwargs.get("batch_size"),) + tuple(shape)
 
     @property
     def trainable(self):
@@ -52,6 +192,14 @@ class Layer(Module):
     def dtype(self):
         return self._dtype.name
 
+    @property
+    def compute_dtype(self):
+        return self._dtype.name
+
+    @property
+    def variable_dtype(self):
+        return self._dtype.name
+
     def build(self, input_shape):
         """Creates the weights; called once, before the first call."""
         self.built = True
@@ -59,21 +207,87 @@ class Layer(Module):
     def call(self, inputs, *args, **kwargs):
         return inputs
 
+    # ---- calling ----
+
     def __call__(self, inputs, *args, **kwargs):
+        if _has_keras_tensor(inputs, args, kwargs):
+            from kiln.keras.engine import keras_tensor
+            return keras_tensor.symbolic_call(self, inputs, args, kwargs)
+        inputs = self._convert_inputs(inputs)
         if not self.built:
-            self.build(_input_shape(inputs))
-            self.built = True
+            if self.input_spec is not None:
+                self._check_input_spec(inputs)
+            self._maybe_build(inputs)
+        if self.input_spec is not None:
+            self._check_input_spec(inputs)
+        training = kwargs.get("training")
+        if training is None:
+            training = getattr(_CTX, "training", None)
+        if _call_accepts_training(self):
+            if training is not None:
+                kwargs["training"] = training
+        else:
+            kwargs.pop("training", None)
         call = self.call
-        if not _kiln.executing_eagerly():
+        if not _kiln.executing_eagerly() and not type(self).__module__.startswith("kiln."):
             # Inside a traced function, convert the user's call() (AutoGraph):
             # it is user code reached through this library method.
             from kiln import autograph
             call = autograph.maybe_convert(call)
-        return call(inputs, *args, **kwargs)
+        outer = getattr(_CTX, "training", None)
+        _CTX.training = training
+        try:
+            return call(inputs, *args, **kwargs)
+        finally:
+            _CTX.training = outer
+
+    def _convert_inputs(self, inputs):
+        """NumPy arrays and Python floats become tensors; floating tensors are
+        cast to the layer's dtype (Keras' autocast)."""
+        cast = self._autocast and self._dtype.is_floating
+
+        def conv(x):
+            if isinstance(x, (np.ndarray, np.generic, float)):
+                x = _kiln.convert_to_tensor(x)
+            if cast and isinstance(x, _kiln.Tensor) and x.dtype.is_floating \
+                    and x.dtype != self._dtype:
+                x = _kiln.raw.Cast(x, DstT=self._dtype)
+            return x
+
+        if isinstance(inputs, (_kiln.Tensor, np.ndarray, np.generic, float)):
+            return conv(inputs)
+        if isinstance(inputs, (list, tuple, dict)):
+            return nest.map_structure(conv, inputs)
+        return inputs
+
+    def _maybe_build(self, inputs):
+        if not self.built:
+            from kiln.scopes import init_scope
+            with init_scope():
+                self.build(_input_shape(inputs))
+            self.built = True
+            if self._kiln_initial_weights is not None:
+                self.set_weights(self._kiln_initial_weights)
+                self._kiln_initial_weights = None
+
+    def _check_input_spec(self, inputs):
+        specs = self.input_spec
+        if isinstance(specs, InputSpec):
+            flat = nest.flatten(inputs)
+            if len(flat) == 1:
+                _check_spec(self, specs, flat[0], 0)
+            return
+        flat = nest.flatten(inputs)
+        for i, (spec, x) in enumerate(zip(specs, flat)):
+            if spec is not None:
+                _check_spec(self, spec, x, i)
+
+    # ---- weights ----
 
     def add_weight(self, name=None, shape=None, dtype=None, initializer=None, regularizer=None,
                    trainable=True, constraint=None, **kwargs):
-        """Creates a variable tracked by this layer."""
+        """Creates a variable tracked by this layer, initialized by
+        ``initializer`` (a name, an Initializer or a callable(shape, dtype))."""
         shape = () if shape is None else tuple(int(d) for d in shape)
         dtype = _kiln.as_dtype(dtype) if dtype is not None else self._dtype
         if initializer is None:
@@ -82,24 +296,80 @@ class Layer(Module):
         from kiln.scopes import init_scope
         with init_scope():
             value = init(shape, dtype=dtype)
-            value = _kiln.constant(value, dtype=dtype)
-            v = _kiln.Variable(value, trainable=trainable and self._trainable,
-                               name=name or "Variable")
+            if isinstance(value, _kiln.Variable):
+                value = value.read_value()
+            if not isinstance(value, _kiln.Tensor):
+                value = _kiln.convert_to_tensor(np.asarray(value, dtype=dtype.name))
+            elif value.dtype != dtype:
+                value = _kiln.raw.Cast(value, DstT=dtype)
+            if tuple(value.shape) != shape:
+                raise ValueError(f"add_weight {name!r}: the initializer returned shape "
+                                 f"{tuple(value.shape)}, expected {shape}")
+            vname = f"{self.name}/{name}" if name else "Variable"
+            v = _kiln.Variable(value, trainable=bool(trainable), name=vname)
+        v._kiln_regularizer, v._kiln_constraint = regularizer, constraint
         self._kiln_weights.append(v)
         return v
 
+    def _direct_children(self):
+        """(sublayers, other variables) held in attributes, in assignment order."""
+        layers, variables = [], []
+        seen = set()
+
+        def visit(v):
+            if id(v) in seen:
+                return
+            if isinstance(v, Layer):
+                seen.add(id(v))
+                layers.append(v)
+            elif isinstance(v, _kiln.Variable):
+                seen.add(id(v))
+                variables.append(v)
+            elif isinstance(v, Module):
+                seen.add(id(v))
+                variables.extend(v.variables)
+            elif isinstance(v, (list, tuple)):
+                seen.add(id(v))
+                for e in v:
+                    visit(e)
+            elif isinstance(v, dict):
+                seen.add(id(v))
+                for e in v.values():
+                    visit(e)
+
+        for k, v in vars(self).items():
+            if not k.startswith("_kiln_") and v is not self:
+                visit(v)
+        return layers, variables
+
+    def _sublayers_direct(self):
+        return self._direct_children()[0]
+
+    def _weight_items(self, seen, out, parent_trainable=True):
+        trainable = parent_trainable and self.trainable
+        _, extra = self._direct_children()
+        for v in list(self._kiln_weights) + extra:
+            if id(v) not in seen:
+                seen.add(id(v))
+                out.append((v, trainable and v.trainable))
+        for layer in self._sublayers_direct():
+            if id(layer) not in seen:
+                seen.add(id(layer))
+                layer._weight_items(seen, out, trainable)
+        return out
+
     @property
     def weights(self):
-        return list(self._kiln_weights) + [w for m in self._sublayers() for w in m.weights
-                                           if all(w is not x for x in self._kiln_weights)]
+        """Every variable of this layer and its sublayers (each once)."""
+        return [v for v, _ in self._weight_items(set(), [])]
 
     @property
     def trainable_weights(self):
-        return [w for w in self.weights if w.trainable]
+        return [v for v, t in self._weight_items(set(), []) if t]
 
     @property
     def non_trainable_weights(self):
-        return [w for w in self.weights if not w.trainable]
+        return [v for v, t in self._weight_items(set(), []) if not t]
 
     @property
     def variables(self):
@@ -109,25 +379,92 @@ class Layer(Module):
     def trainable_variables(self):
         return tuple(self.trainable_weights)
 
+    @property
+    def non_trainable_variables(self):
+        return tuple(self.non_trainable_weights)
+
     def _sublayers(self):
         return [m for m in self.submodules if isinstance(m, Layer)]
 
     def get_weights(self):
+        """The weights' values as NumPy arrays."""
         return [w.numpy() for w in self.weights]
 
     def set_weights(self, weights):
+        """Assigns NumPy arrays (or tensors) to the weights, in ``weights`` order."""
         ws = self.weights
         if len(weights) != len(ws):
             raise ValueError(f"Layer {self.name} expects {len(ws)} weights, got {len(weights)}")
         for w, v in zip(ws, weights):
+            shape = tuple(getattr(v, "shape", np.shape(v)))
+            if shape != tuple(w.shape):
+                raise ValueError(f"Layer {self.name}: weight {w.name} has shape "
+                                 f"{tuple(w.shape)}, got a value of shape {shape}")
+        for w, v in zip(ws, weights):
+            if not isinstance(v, (_kiln.Tensor, _kiln.Variable)):
+                v = _kiln.convert_to_tensor(np.asarray(v, dtype=w.dtype.name))
             w.assign(v)
+
+    def count_params(self):
+        """The number of weight elements; the layer must be built."""
+        if not self.built:
+            raise ValueError(f"You tried to call count_params on layer '{self.name}', but the "
+                             "layer isn't built. Build it with layer.build(input_shape) or by "
+                             "calling it on data.")
+        return int(sum(w.shape.num_elements() for w in self.weights))
+
+    # ---- shapes and the functional graph ----
+
+    def _output_dtype(self, inputs):
+        """The dtype of the symbolic output: the layer's dtype, or the input's
+        when the input is not floating (e.g. an int tensor through Flatten)."""
+        flat = [t for t in nest.flatten(inputs) if hasattr(t, "dtype")]
+        if flat and not flat[0].dtype.is_floating:
+            return flat[0].dtype
+        return self._dtype
 
     def compute_output_shape(self, input_shape):
         raise NotImplementedError(
             f"Layer {type(self).__name__} does not define compute_output_shape")
 
-    def count_params(self):
-        return int(sum(w.shape.num_elements() for w in self.weights))
+    def _node_attr(self, attr):
+        if not self._kiln_nodes:
+            raise AttributeError(f'The layer "{self.name}" has never been called and thus has '
+                                 f"no defined {attr}.")
+        if len(self._kiln_nodes) > 1:
+            raise AttributeError(f'The layer "{self.name}" has multiple inbound nodes; '
+                                 f"{attr} is ill-defined.")
+        return self._kiln_nodes[0]
+
+    @property
+    def input(self):
+        """The symbolic input of this layer's only call on Keras tensors."""
+        return self._node_attr("input").input_structure
+
+    @property
+    def output(self):
+        """The symbolic output of this layer's only call on Keras tensors."""
+        return self._node_attr("output").outputs
+
+    @property
+    def input_shape(self):
+        return nest.map_structure(lambda t: tuple(t.shape), self.input)
+
+    @property
+    def output_shape(self):
+        return nest.map_structure(lambda t: tuple(t.shape), self.output)
+
+    # ---- config ----
 
     def get_config(self):
-        return {"name": self.name, "trainable": self.trainable, "dtype": self.dtype}
+        config = {"name": self.name, "trainable": self.trainable, "dtype": self.dtype}
+        if self._batch_input_shape is not None:
+            config["batch_input_shape"] = self._batch_input_shape
+        return config
+
+    @classmethod
+    def from_config(cls, config):
+        return cls(**config)
+
+    def __repr__(self):
+        return f"<{type(self).__module__}.{type(self).__name__} name={self.name!r}>"

@@ -1,0 +1,1 @@
+"""Internals of the functional API: symbolic Keras tensors and nodes."""

@@ -1,0 +1,66 @@
+"""Argument checks shared by the built-in layers (Keras' names and errors)."""
+import numpy as np
+
+
+def positive_int(value, name, layer):
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value <= 0:
+        raise ValueError(f"Invalid value for argument `{name}` of {layer}. Expected a strictly "
+                         f"positive integer. Received {name}={value!r}")
+    return int(value)
+
+
+def int_tuple(value, n, name, allow_zero=False):
+    """An int or n ints as an n-tuple (kernel_size, strides, pool_size, ...)."""
+    if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
+        out = (int(value),) * n
+    else:
+        try:
+            out = tuple(value)
+        except TypeError:
+            out = None
+        if out is None or len(out) != n or any(
+                isinstance(v, bool) or not isinstance(v, (int, np.integer)) for v in out):
+            raise ValueError(f"The `{name}` argument must be a tuple of {n} integers. "
+                             f"Received {name}={value!r}")
+        out = tuple(int(v) for v in out)
+    low = 0 if allow_zero else 1
+    if any(v < low for v in out):
+        kind = "non-negative" if allow_zero else "strictly positive"
+        raise ValueError(f"The `{name}` argument must be {kind}. Received {name}={value!r}")
+    return out
+
+
+def padding_mode(value):
+    p = value.lower() if isinstance(value, str) else value
+    if p not in ("valid", "same"):
+        raise ValueError(f"The `padding` argument must be one of 'valid', 'same'. "
+                         f"Received padding={value!r}")
+    return p
+
+
+def data_format(value):
+    if value is None:
+        return "channels_last"
+    v = value.lower() if isinstance(value, str) else value
+    if v not in ("channels_last", "channels_first"):
+        raise ValueError("The `data_format` argument must be one of 'channels_first', "
+                         f"'channels_last'. Received data_format={value!r}")
+    return v
+
+
+def conv_output_length(length, kernel, padding, stride, dilation=1):
+    """Output length of a convolution / pooling window along one axis."""
+    if length is None:
+        return None
+    eff = (kernel - 1) * dilation + 1
+    if padding == "same":
+        return (length + stride - 1) // stride
+    return (length - eff + stride) // stride if length >= eff else 0
+
+
+def rate(value, name="rate"):
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.floating)) \
+            or not 0 <= value <= 1:
+        raise ValueError(f"Invalid value received for argument `{name}`. Expected a float value "
+                         f"between 0 and 1. Received: {name}={value!r}")
+    return float(value)

@@ -1,0 +1,23 @@
+"""kiln.keras.utils: seeding and small helpers."""
+import random as _py_random
+
+import numpy as np
+
+
+def set_random_seed(seed):
+    """Seeds Python's, NumPy's and kiln's random generators
+    (tf.keras.utils.set_random_seed): model construction and random ops repeat."""
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
+        raise TypeError(f"set_random_seed: seed must be an int, got {seed!r}")
+    if seed < 0:
+        raise ValueError(f"set_random_seed: seed must be non-negative, got {seed}")
+    from kiln.ops import random_ops
+    _py_random.seed(int(seed))
+    np.random.seed(int(seed) % (2 ** 32))
+    random_ops.set_seed(int(seed))
+
+
+def count_params(weights):
+    """The number of elements in a list of weights."""
+    return int(sum(int(np.prod(w.shape.as_list() if hasattr(w.shape, "as_list") else w.shape))
+                   for w in weights))

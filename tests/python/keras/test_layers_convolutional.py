@@ -1,0 +1,119 @@
+"""Conv2D, DepthwiseConv2D and ZeroPadding2D against NumPy references."""
+import numpy as np
+import pytest
+
+import kiln as tf
+from keras_helpers import assert_layer, np_conv2d, np_depthwise, randn
+
+layers = tf.keras.layers
+
+
+@pytest.mark.parametrize("kernel,strides,padding,dilation", [
+    (3, 1, "valid", 1), (3, 1, "same", 1), (3, 2, "same", 1), ((1, 3), (2, 1), "valid", 1),
+    (3, 1, "same", 2), (2, 2, "same", 1), (1, 1, "valid", 1),
+])
+def test_conv2d_matches_numpy(kernel, strides, padding, dilation):
+    layer = layers.Conv2D(5, kernel, strides=strides, padding=padding, dilation_rate=dilation,
+                          bias_initializer="random_normal")
+    x = randn(2, 9, 8, 3)
+    layer(tf.constant(x))
+    k, b = layer.get_weights()
+    kt = kernel if isinstance(kernel, tuple) else (kernel, kernel)
+    st = strides if isinstance(strides, tuple) else (strides, strides)
+    assert k.shape == kt + (3, 5) and b.shape == (5,)
+    want = np_conv2d(x, k, st, padding, (dilation, dilation)) + b
+    out = assert_layer(layer, x, want, rtol=1e-4, atol=1e-5)
+    assert layer.compute_output_shape((None, 9, 8, 3)) == (None,) + out.shape[1:]
+
+
+def test_conv2d_activation_no_bias_and_params():
+    layer = layers.Conv2D(4, 3, padding="same", use_bias=False, activation="swish")
+    x = randn(1, 6, 6, 2)
+    layer(tf.constant(x))
+    (k,) = layer.get_weights()
+    z = np_conv2d(x, k, (1, 1), "same")
+    assert_layer(layer, x, z / (1 + np.exp(-z)), rtol=1e-4, atol=1e-5)
+    assert layer.count_params() == 3 * 3 * 2 * 4
+    assert layers.Conv2D(100, 3)(tf.zeros([1, 20, 20, 10])).shape == (1, 18, 18, 100)
+
+
+def test_conv2d_groups():
+    layer = layers.Conv2D(6, 3, groups=2, padding="same")
+    x = randn(1, 5, 5, 4)
+    layer(tf.constant(x))
+    k, b = layer.get_weights()
+    assert k.shape == (3, 3, 2, 6)
+    assert_layer(layer, x, np_conv2d(x, k, (1, 1), "same", groups=2) + b, rtol=1e-4, atol=1e-5)
+
+
+def test_conv2d_argument_errors():
+    with pytest.raises(ValueError, match="filters"):
+        layers.Conv2D(0, 3)
+    with pytest.raises(ValueError, match="kernel_size"):
+        layers.Conv2D(2, (3, 3, 3))
+    with pytest.raises(ValueError, match="kernel_size"):
+        layers.Conv2D(2, 0)
+    with pytest.raises(ValueError, match="padding"):
+        layers.Conv2D(2, 3, padding="full")
+    with pytest.raises(ValueError, match="data_format"):
+        layers.Conv2D(2, 3, data_format="NHWC")
+    with pytest.raises(ValueError, match="dilation_rate > 1"):
+        layers.Conv2D(2, 3, strides=2, dilation_rate=2)
+    with pytest.raises(ValueError, match="divisible by the number of groups"):
+        layers.Conv2D(5, 3, groups=2)
+    with pytest.raises(ValueError, match="input channels must be evenly divisible"):
+        layers.Conv2D(4, 3, groups=2)(tf.zeros([1, 5, 5, 3]))
+    with pytest.raises(ValueError, match="expected ndim=4"):
+        layers.Conv2D(2, 3)(tf.zeros([5, 5, 3]))
+    with pytest.raises(ValueError, match="<= 0"):
+        layers.Conv2D(2, 5)(tf.zeros([1, 3, 3, 1]))
+    layer = layers.Conv2D(2, 1)
+    layer(tf.zeros([1, 4, 4, 3]))
+    with pytest.raises(ValueError, match="expected axis -1 of input shape to have value 3"):
+        layer(tf.zeros([1, 4, 4, 2]))
+
+
+def test_conv2d_channels_first():
+    layer = layers.Conv2D(3, 3, data_format="channels_first", padding="same")
+    x = randn(1, 2, 6, 5)
+    out = layer(tf.constant(x))
+    k, b = layer.get_weights()
+    want = np_conv2d(x.transpose(0, 2, 3, 1), k, (1, 1), "same") + b
+    np.testing.assert_allclose(out.numpy(), want.transpose(0, 3, 1, 2), rtol=1e-4, atol=1e-5)
+    assert layer.compute_output_shape((None, 2, 6, 5)) == (None, 3, 6, 5)
+
+
+@pytest.mark.parametrize("strides,padding,mult,dilation", [
+    (1, "same", 1, 1), (2, "same", 2, 1), (1, "valid", 3, 1), (1, "same", 1, 2),
+])
+def test_depthwise_conv2d_matches_numpy(strides, padding, mult, dilation):
+    layer = layers.DepthwiseConv2D(3, strides=strides, padding=padding, depth_multiplier=mult,
+                                   dilation_rate=dilation, bias_initializer="random_normal")
+    x = randn(2, 7, 7, 4)
+    layer(tf.constant(x))
+    k, b = layer.get_weights()
+    assert k.shape == (3, 3, 4, mult) and b.shape == (4 * mult,)
+    assert [w.name for w in layer.weights][0].endswith("depthwise_kernel:0")
+    want = np_depthwise(x, k, (strides, strides), padding, (dilation, dilation)) + b
+    assert_layer(layer, x, want, rtol=1e-4, atol=1e-5)
+    assert layer.count_params() == 9 * 4 * mult + 4 * mult
+
+
+def test_depthwise_errors():
+    with pytest.raises(ValueError, match="depth_multiplier"):
+        layers.DepthwiseConv2D(3, depth_multiplier=0)
+    with pytest.raises(ValueError, match="channel dimension"):
+        layers.DepthwiseConv2D(3).build((None, 5, 5, None))
+
+
+def test_zero_padding2d():
+    x = randn(1, 2, 3, 2)
+    assert_layer(layers.ZeroPadding2D(1), x, np.pad(x, [(0, 0), (1, 1), (1, 1), (0, 0)]))
+    assert_layer(layers.ZeroPadding2D((1, 2)), x, np.pad(x, [(0, 0), (1, 1), (2, 2), (0, 0)]))
+    layer = layers.ZeroPadding2D(((0, 1), (2, 0)))
+    assert_layer(layer, x, np.pad(x, [(0, 0), (0, 1), (2, 0), (0, 0)]))
+    assert layer.compute_output_shape((None, 2, 3, 2)) == (None, 3, 5, 2)
+    with pytest.raises(ValueError, match="padding"):
+        layers.ZeroPadding2D((1, 2, 3))
+    with pytest.raises(ValueError, match="non-negative"):
+        layers.ZeroPadding2D(((1, -1), (0, 0)))

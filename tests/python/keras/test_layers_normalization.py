@@ -1,0 +1,98 @@
+"""BatchNormalization: inference with moving statistics, training statistics, weights."""
+import numpy as np
+import pytest
+
+import kiln as tf
+from keras_helpers import assert_layer, randn
+
+layers = tf.keras.layers
+
+
+def _set_random_stats(layer, c, seed=1):
+    r = np.random.default_rng(seed)
+    gamma, beta = r.uniform(0.5, 2, c), r.normal(size=c)
+    mean, var = r.normal(size=c), r.uniform(0.2, 3, c)
+    layer.set_weights([a.astype(np.float32) for a in (gamma, beta, mean, var)])
+    return gamma, beta, mean, var
+
+
+def test_batchnorm_weights_defaults_and_counts():
+    layer = layers.BatchNormalization()
+    assert (layer.axis, layer.momentum, layer.epsilon) == (-1, 0.99, 1e-3)
+    layer.build((None, 4, 4, 6))
+    assert [w.name.split("/")[-1] for w in layer.weights] == [
+        "gamma:0", "beta:0", "moving_mean:0", "moving_variance:0"]
+    assert layer.count_params() == 24
+    assert sum(w.shape.num_elements() for w in layer.trainable_weights) == 12
+    assert sum(w.shape.num_elements() for w in layer.non_trainable_weights) == 12
+    g, b, m, v = layer.get_weights()
+    np.testing.assert_array_equal(g, 1) and np.testing.assert_array_equal(v, 1)
+    np.testing.assert_array_equal(b, 0) and np.testing.assert_array_equal(m, 0)
+
+
+def test_batchnorm_inference_matches_numpy():
+    layer = layers.BatchNormalization(epsilon=1e-3)
+    x = randn(2, 3, 3, 5)
+    layer(tf.constant(x))
+    gamma, beta, mean, var = _set_random_stats(layer, 5)
+    want = gamma * (x - mean) / np.sqrt(var + 1e-3) + beta
+    assert_layer(layer, x, want, rtol=1e-5, atol=1e-5)
+    assert_layer(layer, x, want, rtol=1e-5, atol=1e-5, training=False)
+
+
+def test_batchnorm_center_scale_off_and_axis1():
+    layer = layers.BatchNormalization(center=False, scale=False)
+    layer.build((None, 4))
+    assert len(layer.weights) == 2 and layer.trainable_weights == []
+    x = randn(3, 4)
+    layer.set_weights([np.full(4, 0.5, np.float32), np.full(4, 4.0, np.float32)])
+    assert_layer(layer, x, (x - 0.5) / np.sqrt(4.0 + 1e-3))
+
+    ch_first = layers.BatchNormalization(axis=1)
+    x = randn(2, 3, 4, 4)
+    ch_first(tf.constant(x))
+    gamma, beta, mean, var = _set_random_stats(ch_first, 3)
+    r = (1, 3, 1, 1)
+    want = gamma.reshape(r) * (x - mean.reshape(r)) / np.sqrt(var.reshape(r) + 1e-3) + \
+        beta.reshape(r)
+    assert_layer(ch_first, x, want, rtol=1e-5, atol=1e-5)
+
+
+def test_batchnorm_training_uses_batch_stats_and_updates_moving():
+    layer = layers.BatchNormalization(momentum=0.9)
+    x = randn(8, 2, 2, 3) * 2 + 1
+    out = layer(tf.constant(x), training=True).numpy()
+    mean, var = x.mean(axis=(0, 1, 2)), x.var(axis=(0, 1, 2))
+    np.testing.assert_allclose(out, (x - mean) / np.sqrt(var + 1e-3), rtol=1e-4, atol=1e-4)
+    _, _, mm, mv = layer.get_weights()
+    np.testing.assert_allclose(mm, 0.1 * mean, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(mv, 0.9 + 0.1 * var, rtol=1e-5, atol=1e-6)
+    layer.trainable = False  # frozen batch norm runs in inference mode
+    frozen = layer(tf.constant(x), training=True).numpy()
+    np.testing.assert_allclose(frozen, (x - mm) / np.sqrt(mv + 1e-3), rtol=1e-4, atol=1e-4)
+
+
+def test_batchnorm_errors():
+    with pytest.raises(ValueError, match="epsilon"):
+        layers.BatchNormalization(epsilon=0)
+    with pytest.raises(ValueError, match="momentum"):
+        layers.BatchNormalization(momentum=2)
+    with pytest.raises(TypeError, match="axis"):
+        layers.BatchNormalization(axis="last")
+    with pytest.raises(ValueError, match="invalid axis"):
+        layers.BatchNormalization(axis=4).build((None, 3, 3, 2))
+    with pytest.raises(ValueError, match="must be defined"):
+        layers.BatchNormalization().build((None, 3, None))
+    layer = layers.BatchNormalization()
+    layer(tf.zeros([1, 3]))
+    with pytest.raises(ValueError, match="expected axis 1 of input shape to have value 3"):
+        layer(tf.zeros([1, 4]))
+
+
+def test_batchnorm_training_inside_function_updates_moving_stats():
+    layer = layers.BatchNormalization(momentum=0.5)
+    x = randn(8, 3) + 3
+    f = tf.function(lambda t: layer(t, training=True))
+    f(tf.constant(x))
+    f(tf.constant(x))
+    np.testing.assert_allclose(layer.moving_mean.numpy(), 0.75 * x.mean(axis=0), rtol=1e-5)
