@@ -5,7 +5,7 @@ TSAN_BUILD ?= build-tsan
 CMAKE_FLAGS ?=
 JOBS ?= $(shell nproc)
 
-.PHONY: all setup build py demo tour test test-cpp test-py test-asan test-tsan bench format format-check clean
+.PHONY: all setup build py demo tour bench-peers test test-cpp test-py test-asan test-tsan bench format format-check clean
 
 all: build
 
@@ -34,6 +34,14 @@ demo: build
 	.venv/bin/python bench/demo.py
 	@echo; echo "== the C++ harness (examples/bench_demo.cpp)"
 	$(BUILD)/bench_demo
+
+# Peers side by side: CPU TensorFlow, JAX and PyTorch in .venv-peers (scripts/setup_peers.sh),
+# the same workloads through each, then ratios kiln/peer (bench/results/compare.json).
+bench-peers: build
+	@scripts/setup_peers.sh
+	.venv/bin/python bench/demo.py --json-only
+	.venv-peers/bin/python bench/peers/run_peers.py
+	.venv/bin/python bench/peers/compare.py
 
 # A tour of the eager ops and a graph function from C++.
 tour: build

@@ -1,0 +1,201 @@
+"""The workloads in PyTorch (CPU): plain tensor code and torch.compile.
+
+Modes: "eager" (plain calls) and "jit" (torch.compile, the default Inductor
+backend, which generates and compiles C++ on the CPU); every "jit" row is also
+recorded under "function" (PyTorch has one compiled mode). Gradients are off
+(torch.set_grad_enabled(False)), as in inference. Layout: PyTorch's
+convolution is NCHW, so the Conv2D input is the same values transposed.
+"""
+import atexit
+import logging
+import os
+import shutil
+import tempfile
+
+import numpy as np
+
+import common as cm
+from common import Case, Skip
+
+NAME = "torch"
+_torch = None
+UNAVAILABLE = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__)))), ".venv-peers", "torch-unavailable.txt")
+
+
+def configure(threads):
+    """Imports PyTorch with `threads` intra-op threads; returns (version, notes).
+    Raises RuntimeError with the reason when scripts/setup_peers.sh could not
+    install a working CPU PyTorch."""
+    global _torch
+    if os.path.exists(UNAVAILABLE):
+        with open(UNAVAILABLE) as f:
+            raise RuntimeError(f.read().strip())
+    # A fresh Inductor cache for this run, so first calls compile for real.
+    if "TORCHINDUCTOR_CACHE_DIR" not in os.environ:
+        cache = tempfile.mkdtemp(prefix="kiln-inductor-")
+        os.environ["TORCHINDUCTOR_CACHE_DIR"] = cache
+        atexit.register(shutil.rmtree, cache, ignore_errors=True)
+    import torch
+    logging.getLogger("torch").setLevel(logging.ERROR)  # "triton not found" and the like
+    torch.set_num_threads(threads)
+    torch.set_num_interop_threads(1)
+    torch.set_grad_enabled(False)
+    _torch = torch
+    return torch.__version__, {
+        "threads": f"torch.set_num_threads({threads}), interop 1",
+        "grad": "torch.set_grad_enabled(False)",
+        "modes": "eager = plain; jit = torch.compile (Inductor, C++ on the CPU), "
+                 "also reported as 'function'",
+        "inductor_cache": os.environ["TORCHINDUCTOR_CACHE_DIR"]}
+
+
+def _case(name, mode, build, **kw):
+    if mode == "jit":
+        kw["meta"] = dict(kw.get("meta", {}), compiled="torch.compile")
+        return Case(name, "jit", build, also_as=("function",), **kw)
+    return Case(name, mode, build, **kw)
+
+
+def _maybe_compile(fn, mode):
+    return fn if mode == "eager" else _torch.compile(fn)
+
+
+def _charunpack(rows, mode):
+    torch = _torch
+    x_host = cm.charunpack_input(rows)
+    shifts = torch.arange(7, -1, -1, dtype=torch.uint8).reshape(1, 1, 8)
+
+    def char_unpack(x):
+        bits = (x.unsqueeze(2) >> shifts) & 1
+        return bits.reshape(x.shape[0], -1).to(torch.float32)
+
+    def build():
+        return _maybe_compile(char_unpack, mode), (torch.from_numpy(x_host.copy()),)
+
+    def check(out):
+        cm.close(out[0], cm.charunpack_reference(x_host), "charunpack")
+    return _case(f"charunpack_{rows}x400", mode, build, check=check)
+
+
+def _conv(mode):
+    torch = _torch
+
+    def build():
+        conv = torch.nn.Conv2d(100, 100, 3)  # padding 0, like Keras' "valid"
+        with torch.no_grad():
+            conv.weight.copy_(torch.from_numpy(cm.conv_kernel_hwio().transpose(3, 2, 0, 1).copy()))
+            conv.bias.zero_()
+        conv.eval()
+        image = torch.from_numpy(np.ascontiguousarray(cm.conv_input().transpose(0, 3, 1, 2)))
+        return _maybe_compile(conv, mode), (image,)
+    return _case("conv2d_seed002", mode, build,
+                 meta={"layout": "NCHW input [1, 100, 200, 200] (the same values), OIHW kernel"})
+
+
+def _while_tanh(mode):
+    torch = _torch
+    x_host = cm.while_tanh_input()
+    ref, iters = cm.while_tanh_reference(x_host)
+
+    def f(x):
+        while torch.sum(x) > 1:
+            x = torch.tanh(x)
+        return x
+
+    def build():
+        return _maybe_compile(f, mode), (torch.from_numpy(x_host.copy()),)
+
+    def check(out):
+        cm.close(out[0], ref, "while_tanh", rtol=1e-4)
+    meta = {"iterations": iters}
+    if mode == "jit":
+        meta["note"] = ("the data-dependent Python while breaks torch.compile's graph: the "
+                        "loop stays in Python around compiled pieces")
+    return _case("while_tanh", mode, build, check=check, meta=meta)
+
+
+def _dynamic_rnn(mode):
+    torch = _torch
+    data_host = cm.rnn_input()
+
+    def rnn_step(inp, state):
+        return inp + state
+
+    def dynamic_rnn(input_data, initial_state):
+        input_data = input_data.permute(1, 0, 2)
+        states, state = [], initial_state
+        for i in range(input_data.shape[0]):
+            state = rnn_step(input_data[i], state)
+            states.append(state)
+        return torch.stack(states).permute(1, 0, 2)
+
+    def build():
+        b, _, f = cm.RNN_SHAPE
+        return (_maybe_compile(dynamic_rnn, mode),
+                (torch.from_numpy(data_host.copy()), torch.zeros(b, f)))
+
+    def check(out):
+        cm.close(out[0], cm.rnn_reference(data_host), "dynamic_rnn")
+    return _case("dynamic_rnn", mode, build, check=check,
+                 meta={"loop": "Python loop + torch.stack (PyTorch has no TensorArray)"})
+
+
+def _chain(c, n):
+    def chain(x):
+        y = x
+        for _ in range(n):
+            y = y * c + x
+        return y
+    return chain
+
+
+def _chain100(mode):
+    torch = _torch
+    x_host = cm.chain_input()
+
+    def build():
+        return _maybe_compile(_chain(0.5, 50), mode), (torch.from_numpy(x_host.copy()),)
+
+    def check(out):
+        cm.close(out[0], cm.chain_reference(x_host), "chain100", rtol=1e-4)
+    return _case("chain100", mode, build, check=check)
+
+
+def _micro():
+    torch = _torch
+    a_host, b_host = cm.micro_inputs()
+
+    def eager_build():
+        return (lambda a, b: a + b), (torch.from_numpy(a_host), torch.from_numpy(b_host))
+
+    def call_build():
+        return (torch.compile(lambda a, b: a + b),
+                (torch.from_numpy(a_host), torch.from_numpy(b_host)))
+
+    x = torch.from_numpy(cm.chain_input())
+
+    def fresh(i):
+        torch._dynamo.reset()  # forget earlier samples' compiled code and guards
+        f = torch.compile(_chain(0.5 + 1e-4 * i, cm.TRACE_OPS // 2))
+        return lambda: f(x)
+
+    return [
+        Case("eager_add_overhead", "eager", eager_build),
+        _case("function_call_overhead", "jit", call_build),
+        _case("trace_1000_ops", "jit", fresh, fresh=True, min_runs=3,
+              meta={"note": "the constant c is baked into the generated C++, so every "
+                            "sample compiles a new kernel"}),
+    ]
+
+
+def cases():
+    """Every case, in table order."""
+    modes = ("eager", "jit")
+    out = [_charunpack(64, m) for m in modes] + [_charunpack(8192, m) for m in modes]
+    for make in (_conv, _while_tanh, _dynamic_rnn, _chain100):
+        out += [make(m) for m in modes]
+    reason = ("PyTorch has no EfficientNetV2-S of its own (torchvision's needs "
+              "a torchvision wheel built for this torch; none is pinned)")
+    out += [Skip("efficientnetv2s", m, reason) for m in ("eager", "function", "jit")]
+    return out + _micro()
