@@ -4,7 +4,12 @@
 //  - conv2d 1x200x200x100 input, 100 filters 3x3, VALID: kiln::conv2d vs a
 //    oneDNN convolution primitive created once and executed on preallocated
 //    memory with weights already in its preferred layout (target: within 15%);
-//  - reduce_sum over 1M float32 vs a plain loop.
+//  - reduce_sum over 1M float32 vs a plain loop;
+//  - a convolution block epilogue, Conv2D 3x3 (1x96x96x64 -> 64, SAME) or
+//    DepthwiseConv2dNative 3x3 (1x96x96x64), then BiasAdd, batch-norm
+//    scale/shift (Mul, AddV2 with [C] operands) and swish: eager op by op vs
+//    a function without conv fusion vs a function (fused into one oneDNN
+//    primitive with post-ops by the fuse_conv pass).
 // Run: bench_nn --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
 #include <benchmark/benchmark.h>
 #include <cblas.h>
@@ -13,6 +18,7 @@
 #include <oneapi/dnnl/dnnl.hpp>
 #include <vector>
 
+#include "kiln/function.h"
 #include "kiln/kiln.h"
 
 namespace {
@@ -139,6 +145,78 @@ void BM_ReduceSumAxis0_1024x1024_Kiln(benchmark::State& state) {
   state.SetBytesProcessed(state.iterations() * kReduceN * 4);
 }
 BENCHMARK(BM_ReduceSumAxis0_1024x1024_Kiln)->UseRealTime();
+
+// ---- conv block epilogue: eager vs function vs fused function ----
+
+constexpr int64_t kBlkH = 96, kBlkW = 96, kBlkC = 64;
+
+Tensor block(const std::vector<Tensor>& a, bool depthwise) {
+  Tensor y =
+      depthwise ? depthwise_conv2d(a[0], a[1], {1, 1}, "SAME") : conv2d(a[0], a[1], {1, 1}, "SAME");
+  y = bias_add(y, a[2]) * a[3] + a[4];
+  return y * sigmoid(y);
+}
+
+std::vector<Tensor> block_inputs(bool depthwise) {
+  return {wave<float>({1, kBlkH, kBlkW, kBlkC}, 0.01),
+          wave<float>({3, 3, kBlkC, depthwise ? 1 : kBlkC}, 0.3), wave<float>({kBlkC}, 0.7),
+          wave<float>({kBlkC}, 0.5) + 1.f, wave<float>({kBlkC}, 0.9)};
+}
+
+void block_eager(benchmark::State& state, bool depthwise) {
+  const std::vector<Tensor> a = block_inputs(depthwise);
+  for (auto _ : state) {
+    Tensor y = block(a, depthwise);
+    benchmark::DoNotOptimize(y.impl());
+  }
+}
+
+// A function without fuse_conv, or with the default pipeline (fused).
+void block_function(benchmark::State& state, bool depthwise, bool fused) {
+  const std::vector<Tensor> a = block_inputs(depthwise);
+  FunctionOptions o;
+  o.name = "conv_block";
+  if (!fused) o.disabled_passes = {"fuse_conv"};
+  Function f(
+      [depthwise](const std::vector<Value>& v) {
+        std::vector<Tensor> t;
+        for (const Value& x : v) t.push_back(x.tensor());
+        return Value(block(t, depthwise));
+      },
+      o);
+  std::vector<Value> args(a.begin(), a.end());
+  Value warm = f(args);
+  benchmark::DoNotOptimize(&warm);
+  for (auto _ : state) {
+    Value y = f(args);
+    benchmark::DoNotOptimize(&y);
+  }
+}
+
+void BM_ConvBlock_Eager(benchmark::State& s) {
+  block_eager(s, false);
+}
+void BM_ConvBlock_FunctionUnfused(benchmark::State& s) {
+  block_function(s, false, false);
+}
+void BM_ConvBlock_FunctionFused(benchmark::State& s) {
+  block_function(s, false, true);
+}
+void BM_DepthwiseBlock_Eager(benchmark::State& s) {
+  block_eager(s, true);
+}
+void BM_DepthwiseBlock_FunctionUnfused(benchmark::State& s) {
+  block_function(s, true, false);
+}
+void BM_DepthwiseBlock_FunctionFused(benchmark::State& s) {
+  block_function(s, true, true);
+}
+BENCHMARK(BM_ConvBlock_Eager)->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK(BM_ConvBlock_FunctionUnfused)->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK(BM_ConvBlock_FunctionFused)->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK(BM_DepthwiseBlock_Eager)->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK(BM_DepthwiseBlock_FunctionUnfused)->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK(BM_DepthwiseBlock_FunctionFused)->Unit(benchmark::kMicrosecond)->UseRealTime();
 
 }  // namespace
 

@@ -42,7 +42,8 @@ inline constexpr int64_t kDefaultMaxFoldElements = int64_t{1} << 16;
 
 struct OptimizeOptions {
   /// Pass names to skip (see pass_names()); an unknown name is an
-  /// InvalidArgumentError. Disabling "prune" skips both prune runs.
+  /// InvalidArgumentError. Disabling "prune" skips both prune runs;
+  /// disabling "fuse" skips every fusion pass ("fuse_conv" too).
   std::set<std::string> disabled;
   /// Run Graph::verify() after every pass (InternalError naming the pass).
   bool verify = true;
@@ -104,5 +105,18 @@ PassResult simplify(Graph& g);
 /// broadcast) whose intermediate values have no other user become one
 /// FusedElementwise node evaluated block by block (no intermediate tensors).
 PassResult fuse_elementwise(Graph& g);
+
+/// fuse_conv: a float32 Conv2D or DepthwiseConv2dNative with a static
+/// channel count, followed by a chain of epilogue steps whose intermediate
+/// values have no other user (and are not graph outputs or control targets),
+/// becomes one _FusedConv2D / _FusedDepthwiseConv2dNative node (one oneDNN
+/// primitive with bias and post-ops). Steps: BiasAdd; Mul, AddV2 (either
+/// operand order) and Sub (y - a) with a float32 operand of shape [C],
+/// [1, ..., 1, C] or one element; Relu; Relu6 as Minimum(Relu(y), c >= 0);
+/// ClipByValue with constant scalar bounds (lo <= hi); Sigmoid; Tanh; swish
+/// as Mul(y, Sigmoid(y)). Operands stay runtime inputs (nothing is folded
+/// into the filter). Runs before fuse_elementwise, which would otherwise
+/// take the epilogue's elementwise ops.
+PassResult fuse_conv(Graph& g);
 
 }  // namespace kiln

@@ -106,8 +106,9 @@ void bind_ops(nb::module_& m) {
   for (const OpDef& op : op_table()) {
     if (!op.cpu_kernel && op.id != OpId::Placeholder) continue;
     if (op.id == OpId::If || op.id == OpId::StatelessIf || op.id == OpId::While ||
-        op.id == OpId::FusedElementwise || op.id == OpId::Placeholder)
-      continue;
+        op.id == OpId::FusedElementwise || op.id == OpId::FusedConv2D ||
+        op.id == OpId::FusedDepthwiseConv2D || op.id == OpId::Placeholder)
+      continue;  // control flow has its own API; fused ops are made by passes
     const OpDef* p = &op;
     std::string doc = str_cat(op.type_name, "(");
     for (size_t i = 0; i < op.inputs.size(); ++i) doc += str_cat(i ? ", " : "", op.inputs[i]);

@@ -1,5 +1,6 @@
 // Convolution and pooling ops (NHWC): definitions, inference, front functions.
 #include "families.h"
+#include "fused_conv.h"
 #include "kiln/context.h"
 #include "kiln/ops/nn.h"
 #include "window.h"
@@ -86,6 +87,49 @@ void infer_conv(InferContext& c) {
   c.set_output(0, c.dtype(0), Shape{in.dim(0), oh, ow, oc});
 }
 
+// _FusedConv2D / _FusedDepthwiseConv2dNative: the convolution's inference,
+// then the epilogue (fused_conv.h) and its extra inputs.
+template <bool kDepthwise>
+void infer_fused_conv(InferContext& c) {
+  using namespace fused_conv;
+  c.expect_dtype(0, DType::kFloat32);
+  c.expect_dtype(1, DType::kFloat32);
+  infer_conv<kDepthwise>(c);
+  const int64_t oc = c.output(0).shape.rank_known() ? c.output(0).shape.dim(3) : -1;
+  std::vector<PostOp> ops;
+  const std::string err = parse_post_ops(c.attr_string(kAttrFusedOps), ops);
+  if (!err.empty()) c.fail("fused_ops: ", err);
+  size_t n_args = 0;
+  for (PostOp op : ops) n_args += takes_arg(op);
+  if (c.num_inputs() != 2 + n_args)
+    c.fail("fused_ops '", c.attr_string(kAttrFusedOps), "' take ", n_args, " extra inputs, got ",
+           c.num_inputs() - 2);
+  const double lo = c.attr_float(kAttrClipMin), hi = c.attr_float(kAttrClipMax);
+  if (!(lo <= hi)) c.fail("clip_min ", lo, " must not exceed clip_max ", hi);
+  size_t arg = 2;
+  for (PostOp op : ops) {
+    if (!takes_arg(op)) continue;
+    c.expect_dtype(arg, DType::kFloat32);
+    const Shape& s = c.shape(arg);
+    const std::string what = str_cat(c.input_name(arg), " (for ", post_op_name(op), ")");
+    if (!s.rank_known() || s.rank() > 4)
+      c.fail(what, " must have rank <= 4, got shape ", s.debug_string());
+    if (op == PostOp::kBiasAdd && s.rank() != 1)
+      c.fail(what, " must be 1-D, got shape ", s.debug_string());
+    for (int64_t d = 0; d + 1 < s.rank(); ++d)
+      if (s.dim(d) != 1 && s.dim(d) != -1)
+        c.fail(what, " must broadcast along the output channels only, got shape ",
+               s.debug_string());
+    const int64_t last = s.rank() ? s.dim(s.rank() - 1) : 1;
+    const bool ok = op == PostOp::kBiasAdd ? (last == oc || last < 0 || oc < 0)
+                                           : (last == 1 || last == oc || last < 0 || oc < 0);
+    if (!ok)
+      c.fail(what, " has ", last, " elements along the last dim, expected ",
+             op == PostOp::kBiasAdd ? "" : "1 or ", oc, " (the output channels)");
+    ++arg;
+  }
+}
+
 // MaxPool / AvgPool. Attrs: ksize, strides, padding.
 template <bool kAvg>
 void infer_pool(InferContext& c) {
@@ -127,6 +171,18 @@ void define_conv_ops(OpTableBuilder& t) {
       .attr("padding", AttrType::kString)
       .attr("dilations", AttrType::kInts, ones)
       .infer(infer_conv<true>);
+  for (OpId id : {OpId::FusedConv2D, OpId::FusedDepthwiseConv2D})
+    t.def(id)
+        .inputs({"input", "filter", "args"})
+        .outputs({"output"})
+        .attr("strides", AttrType::kInts)
+        .attr("padding", AttrType::kString)
+        .attr("dilations", AttrType::kInts, ones)
+        .attr("fused_ops", AttrType::kString)
+        .attr("clip_min", AttrType::kFloat, 0.0)
+        .attr("clip_max", AttrType::kFloat, 6.0)
+        .traits(kVariadicInput)
+        .infer(id == OpId::FusedConv2D ? infer_fused_conv<false> : infer_fused_conv<true>);
   t.def(OpId::MaxPool)
       .inputs({"input"})
       .outputs({"output"})
@@ -160,5 +216,60 @@ Tensor avg_pool2d(const Tensor& input, const std::vector<int64_t>& ksize,
                   const std::vector<int64_t>& strides, const std::string& padding) {
   return call_op1(OpId::AvgPool, {input}, {ksize, strides, padding});
 }
+
+namespace fused_conv {
+
+namespace {
+constexpr PostOp kAll[] = {PostOp::kBiasAdd, PostOp::kMul,  PostOp::kAdd,
+                           PostOp::kSub,     PostOp::kRelu, PostOp::kClip,
+                           PostOp::kSigmoid, PostOp::kTanh, PostOp::kSwish};
+}  // namespace
+
+const char* post_op_name(PostOp op) {
+  switch (op) {
+    case PostOp::kBiasAdd: return "BiasAdd";
+    case PostOp::kMul: return "Mul";
+    case PostOp::kAdd: return "Add";
+    case PostOp::kSub: return "Sub";
+    case PostOp::kRelu: return "Relu";
+    case PostOp::kClip: return "Clip";
+    case PostOp::kSigmoid: return "Sigmoid";
+    case PostOp::kTanh: return "Tanh";
+    case PostOp::kSwish: return "Swish";
+  }
+  return "?";
+}
+
+std::string parse_post_ops(std::string_view spec, std::vector<PostOp>& out) {
+  out.clear();
+  bool clip = false;
+  for (bool more = !spec.empty(); more;) {
+    const size_t comma = spec.find(',');
+    const std::string_view name = spec.substr(0, comma);
+    more = comma != std::string_view::npos;
+    spec = more ? spec.substr(comma + 1) : std::string_view();
+    bool found = false;
+    for (PostOp op : kAll)
+      if (name == post_op_name(op)) {
+        if (op == PostOp::kBiasAdd && !out.empty()) return "BiasAdd must be the first step";
+        if (op == PostOp::kClip && clip) return "at most one Clip step";
+        clip |= op == PostOp::kClip;
+        out.push_back(op);
+        found = true;
+      }
+    if (!found)
+      return str_cat("unknown step '", name,
+                     "' (expected BiasAdd, Mul, Add, Sub, Relu, Clip, Sigmoid, Tanh or Swish)");
+  }
+  return {};
+}
+
+std::string format_post_ops(const std::vector<PostOp>& ops) {
+  std::string s;
+  for (PostOp op : ops) s += str_cat(s.empty() ? "" : ",", post_op_name(op));
+  return s;
+}
+
+}  // namespace fused_conv
 
 }  // namespace kiln

@@ -13,7 +13,8 @@ struct PassEntry {
 };
 
 // The pipeline. prune runs again to drop what simplification orphaned;
-// fusion runs last, on the final graph.
+// fusion runs last, on the final graph: convolution epilogues first, so that
+// elementwise fusion does not take their ops.
 constexpr PassEntry kPipeline[] = {
     {"prune", [](Graph& g, const OptimizeOptions&) { return prune(g); }},
     {"fold_constants",
@@ -21,6 +22,7 @@ constexpr PassEntry kPipeline[] = {
     {"cse", [](Graph& g, const OptimizeOptions&) { return cse(g); }},
     {"simplify", [](Graph& g, const OptimizeOptions&) { return simplify(g); }},
     {"prune", [](Graph& g, const OptimizeOptions&) { return prune(g); }},
+    {"fuse_conv", [](Graph& g, const OptimizeOptions&) { return fuse_conv(g); }},
     {"fuse", [](Graph& g, const OptimizeOptions&) { return fuse_elementwise(g); }},
 };
 
@@ -81,16 +83,25 @@ OptimizeReport optimize(Graph& g, const OptimizeOptions& opts) {
   for (const std::string& d : opts.disabled) {
     bool known = false;
     for (std::string_view n : kNames) known |= n == d;
-    if (!known)
-      throw InvalidArgumentError(str_cat("optimize: unknown pass '", d,
-                                         "' in disabled; passes are prune, fold_constants, "
-                                         "cse, simplify"));
+    if (!known) {
+      std::string names;
+      for (std::string_view n : kNames)
+        if (names.find(str_cat("'", n, "'")) == std::string::npos)
+          names += str_cat(names.empty() ? "" : ", ", "'", n, "'");
+      throw InvalidArgumentError(
+          str_cat("optimize: unknown pass '", d, "' in disabled; passes are ", names));
+    }
   }
+  // "fuse" names fusion as a whole (check_numerics turns it off).
+  auto skipped = [&](std::string_view name) {
+    return opts.disabled.count(std::string(name)) ||
+           (name.starts_with("fuse") && opts.disabled.count("fuse"));
+  };
   OptimizeReport report;
   report.function_name = g.function_name();
   report.nodes_before = g.num_nodes();
   for (const PassEntry& p : kPipeline) {
-    if (opts.disabled.count(std::string(p.name))) continue;
+    if (skipped(p.name)) continue;
     const auto start = std::chrono::steady_clock::now();
     PassResult r = p.run(g, opts);
     r.pass = std::string(p.name);

@@ -1,12 +1,19 @@
-// CPU kernels for Conv2D and DepthwiseConv2dNative (NHWC).
-// float32 runs on oneDNN: primitives are cached by geometry (an LRU of
-// kCacheSize entries), activations stay in NHWC, and the HWIO filter is
-// reordered into the weights layout oneDNN prefers. The reordered filter is
-// kept with its primitive and reused while the filter bytes are unchanged
-// (checked with memcmp, far cheaper than a reorder). float64 uses a direct loop.
+// CPU kernels for Conv2D, DepthwiseConv2dNative and their fused forms
+// (_FusedConv2D, _FusedDepthwiseConv2dNative: the convolution plus an
+// epilogue, see ops/fused_conv.h), NHWC.
+// float32 runs on oneDNN: primitives are cached by geometry and epilogue (an
+// LRU of kCacheSize entries), activations stay in NHWC, and the HWIO filter is
+// reordered into the weights layout oneDNN prefers. Reordered filters are
+// kept with their primitive (a few per primitive, for layers that share a
+// geometry) and reused while the filter bytes are unchanged (checked with
+// memcmp, far cheaper than a reorder). An epilogue becomes the
+// primitive's bias and post-ops (per-channel binary mul/add/sub, eltwise
+// relu/clip/logistic/tanh/swish), so the output is written once. float64 and
+// geometries oneDNN rejects use a direct loop (epilogue applied after it).
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <bit>
 #include <cstring>
 #include <list>
 #include <memory>
@@ -15,7 +22,9 @@
 #include <optional>
 #include <vector>
 
+#include "functors.h"
 #include "kernel_util.h"
+#include "ops/fused_conv.h"
 #include "ops/window.h"
 
 namespace kiln::cpu {
@@ -71,10 +80,37 @@ dnnl::stream& stream() {
   return s;
 }
 
-using Key = std::array<int64_t, 19>;
-Key key_of(const Geom& g) {
-  return {g.n,  g.h,  g.w,  g.c,  g.kh, g.kw, g.oc, g.mult, g.oh,       g.ow,
-          g.sh, g.sw, g.dh, g.dw, g.pt, g.pl, g.pb, g.pr,   g.depthwise};
+using fused_conv::PostOp;
+
+// The epilogue of one fused call: steps, their extra inputs, clip bounds.
+struct Epilogue {
+  std::vector<PostOp> ops;
+  std::vector<const Tensor*> args;  // one per step that takes an input
+  float clip_min = 0, clip_max = 6;
+};
+
+// Primitive cache key: geometry plus the epilogue's shape (steps, whether
+// each input is per-channel or one element, clip bounds).
+struct Key {
+  std::array<int64_t, 19> geom;
+  std::vector<int64_t> post;
+  bool operator==(const Key&) const = default;
+};
+Key key_of(const Geom& g, const Epilogue* ep) {
+  Key k{{g.n, g.h, g.w, g.c, g.kh, g.kw, g.oc, g.mult, g.oh, g.ow, g.sh, g.sw, g.dh, g.dw, g.pt,
+         g.pl, g.pb, g.pr, g.depthwise},
+        {}};
+  if (!ep) return k;
+  size_t a = 0;
+  for (PostOp op : ep->ops) {
+    k.post.push_back(static_cast<int64_t>(op));
+    if (fused_conv::takes_arg(op)) k.post.push_back(ep->args[a++]->num_elements() == 1);
+    if (op == PostOp::kClip) {
+      k.post.push_back(std::bit_cast<int32_t>(ep->clip_min));
+      k.post.push_back(std::bit_cast<int32_t>(ep->clip_max));
+    }
+  }
+  return k;
 }
 
 // Bytes held by all PackedWeights; new ones are not kept past the budget.
@@ -85,6 +121,7 @@ constexpr int64_t kPackedBudget = int64_t{256} << 20;
 // filter bytes it came from: reused only while the filter is bit-identical,
 // so a recycled or rewritten buffer can never give stale weights.
 struct PackedWeights {
+  const void* source = nullptr;  // the filter buffer it was packed from (a hint)
   std::vector<char> user;
   Tensor packed;
   int64_t bytes = 0;  // counted in g_packed_bytes
@@ -94,14 +131,63 @@ struct PackedWeights {
 struct ConvPrim {
   dnnl::convolution_forward conv;
   dnnl::memory::desc src_md, dst_md, user_wei_md, wei_md;
+  bool bias = false;  // the epilogue's BiasAdd is the primitive's bias
+  dnnl::memory::desc bias_md;
+  std::vector<int> arg_post_index;  // post-op index of each remaining epilogue input
+  std::vector<dnnl::memory::desc> arg_md;
   size_t scratch_bytes = 0;
   std::optional<dnnl::reorder> wei_reorder;  // absent when layouts agree
   size_t reorder_scratch_bytes = 0;
   std::mutex weights_mu;
-  std::shared_ptr<const PackedWeights> weights;  // last packed filter
+  // Recently packed filters, newest first (at most kPackedPerPrim): layers
+  // sharing one geometry (a CNN's repeated blocks) each keep theirs.
+  std::vector<std::shared_ptr<const PackedWeights>> weights;
 };
 
-std::shared_ptr<ConvPrim> create_prim(const Geom& g) {
+constexpr size_t kPackedPerPrim = 32;
+
+dnnl::algorithm dnnl_alg(PostOp op) {
+  switch (op) {
+    case PostOp::kRelu: return dnnl::algorithm::eltwise_relu;
+    case PostOp::kClip: return dnnl::algorithm::eltwise_clip;
+    case PostOp::kSigmoid: return dnnl::algorithm::eltwise_logistic;
+    case PostOp::kTanh: return dnnl::algorithm::eltwise_tanh;
+    case PostOp::kSwish: return dnnl::algorithm::eltwise_swish;
+    case PostOp::kMul: return dnnl::algorithm::binary_mul;
+    case PostOp::kAdd:
+    case PostOp::kBiasAdd: return dnnl::algorithm::binary_add;
+    case PostOp::kSub: return dnnl::algorithm::binary_sub;
+  }
+  return dnnl::algorithm::undef;
+}
+
+// The epilogue as oneDNN attributes: bias, then post-ops in order.
+dnnl::post_ops make_post_ops(const Geom& g, const Epilogue& ep, ConvPrim& p) {
+  using dt = dnnl::memory::data_type;
+  using tag = dnnl::memory::format_tag;
+  dnnl::post_ops po;
+  size_t a = 0;
+  for (size_t i = 0; i < ep.ops.size(); ++i) {
+    const PostOp op = ep.ops[i];
+    if (i == 0 && op == PostOp::kBiasAdd) {
+      p.bias = true;
+      p.bias_md = dnnl::memory::desc({g.oc}, dt::f32, tag::x);
+      ++a;
+    } else if (fused_conv::takes_arg(op)) {
+      const int64_t n = ep.args[a++]->num_elements() == 1 ? 1 : g.oc;
+      p.arg_post_index.push_back(po.len());
+      p.arg_md.emplace_back(dnnl::memory::dims{1, n, 1, 1}, dt::f32, tag::nchw);
+      po.append_binary(dnnl_alg(op), p.arg_md.back());
+    } else {
+      const float alpha = op == PostOp::kClip ? ep.clip_min : op == PostOp::kSwish ? 1.f : 0.f;
+      const float beta = op == PostOp::kClip ? ep.clip_max : 0.f;
+      po.append_eltwise(1.f, dnnl_alg(op), alpha, beta);
+    }
+  }
+  return po;
+}
+
+std::shared_ptr<ConvPrim> create_prim(const Geom& g, const Epilogue* ep) {
   using dt = dnnl::memory::data_type;
   using tag = dnnl::memory::format_tag;
   using dims = dnnl::memory::dims;
@@ -120,12 +206,21 @@ std::shared_ptr<ConvPrim> create_prim(const Geom& g) {
     p->user_wei_md = dnnl::memory::desc(wdims, dt::f32, tag::hwio);
     any_wei = dnnl::memory::desc(wdims, dt::f32, tag::any);
   }
-  dnnl::convolution_forward::desc d(
-      dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, p->src_md, any_wei,
-      p->dst_md, dims{g.sh, g.sw}, dims{g.dh - 1, g.dw - 1}, dims{g.pt, g.pl}, dims{g.pb, g.pr});
-  dnnl::primitive_attr attr;
+  // Two attrs: copies of a dnnl handle share one object.
+  dnnl::primitive_attr attr, conv_attr;
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-  dnnl::convolution_forward::primitive_desc pd(d, attr, engine());
+  conv_attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  if (ep) conv_attr.set_post_ops(make_post_ops(g, *ep, *p));
+  const auto d = p->bias
+                     ? dnnl::convolution_forward::desc(
+                           dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
+                           p->src_md, any_wei, p->bias_md, p->dst_md, dims{g.sh, g.sw},
+                           dims{g.dh - 1, g.dw - 1}, dims{g.pt, g.pl}, dims{g.pb, g.pr})
+                     : dnnl::convolution_forward::desc(
+                           dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
+                           p->src_md, any_wei, p->dst_md, dims{g.sh, g.sw},
+                           dims{g.dh - 1, g.dw - 1}, dims{g.pt, g.pl}, dims{g.pb, g.pr});
+  dnnl::convolution_forward::primitive_desc pd(d, conv_attr, engine());
   p->wei_md = pd.weights_desc();
   p->scratch_bytes = pd.scratchpad_desc().get_size();
   p->conv = dnnl::convolution_forward(pd);
@@ -137,14 +232,17 @@ std::shared_ptr<ConvPrim> create_prim(const Geom& g) {
   return p;
 }
 
-constexpr size_t kCacheSize = 64;
+// Enough for a large CNN's distinct (geometry, epilogue) pairs; a lookup is a
+// short linear scan.
+constexpr size_t kCacheSize = 256;
 
-// A small thread-safe LRU of primitives keyed by geometry.
-std::shared_ptr<ConvPrim> cached_prim(const Geom& g) {
+// A small thread-safe LRU of primitives keyed by geometry and epilogue.
+// nullptr (also cached) marks a configuration oneDNN does not implement.
+std::shared_ptr<ConvPrim> cached_prim(const Geom& g, const Epilogue* ep) {
   static std::mutex mu;
   // Leaked on purpose: outlives every static, so exit order never matters.
   static auto& lru = *new std::list<std::pair<Key, std::shared_ptr<ConvPrim>>>;
-  const Key k = key_of(g);
+  Key k = key_of(g, ep);
   {
     std::lock_guard<std::mutex> lock(mu);
     for (auto it = lru.begin(); it != lru.end(); ++it)
@@ -153,9 +251,14 @@ std::shared_ptr<ConvPrim> cached_prim(const Geom& g) {
         return lru.front().second;
       }
   }
-  std::shared_ptr<ConvPrim> p = create_prim(g);
+  std::shared_ptr<ConvPrim> p;
+  try {
+    p = create_prim(g, ep);
+  } catch (const dnnl::error&) {
+    // Left null: callers fall back.
+  }
   std::lock_guard<std::mutex> lock(mu);
-  lru.emplace_front(k, p);
+  lru.emplace_front(std::move(k), p);
   if (lru.size() > kCacheSize) lru.pop_back();
   return p;
 }
@@ -167,19 +270,48 @@ void* scratch(Tensor& holder, size_t bytes) {
   return holder.mutable_raw_data();
 }
 
-void conv_onednn(const Geom& g, const float* in, const float* filter, size_t filter_bytes,
-                 float* out) {
-  const std::shared_ptr<ConvPrim> p = cached_prim(g);
+dnnl::memory user_memory(const dnnl::memory::desc& md, const Tensor& t) {
+  return dnnl::memory(md, engine(), const_cast<void*>(t.raw_data()));
+}
+
+// Runs the convolution (and `ep`, when given) on oneDNN; false when oneDNN
+// has no implementation for this configuration.
+bool conv_onednn(const Geom& g, const float* in, const float* filter, size_t filter_bytes,
+                 float* out, const Epilogue* ep = nullptr) {
+  const std::shared_ptr<ConvPrim> p = cached_prim(g, ep);
+  if (!p) return false;
   dnnl::stream& s = stream();
   const dnnl::engine& e = engine();
   dnnl::memory wei(p->user_wei_md, e, const_cast<float*>(filter));
   Tensor wei_buf, scratch_buf, reorder_scratch_buf;
   std::shared_ptr<const PackedWeights> packed;
   if (p->wei_reorder) {
-    std::lock_guard<std::mutex> lock(p->weights_mu);
-    packed = p->weights;
+    auto same_bytes = [&](const PackedWeights& w) {
+      return std::memcmp(w.user.data(), filter, filter_bytes) == 0;
+    };
+    // The packing of this very buffer (a variable read on every call) ...
+    std::shared_ptr<const PackedWeights> mine;
+    {
+      std::lock_guard<std::mutex> lock(p->weights_mu);
+      for (const auto& w : p->weights)
+        if (w->source == filter) mine = w;
+    }
+    if (mine && same_bytes(*mine)) {
+      packed = std::move(mine);
+    } else {
+      // ... else one of another buffer with the same bytes.
+      const auto others = [&] {
+        std::lock_guard<std::mutex> lock(p->weights_mu);
+        return p->weights;
+      }();
+      for (const auto& w : others)
+        if (w->source != filter && same_bytes(*w)) {
+          packed = w;
+          break;
+        }
+    }
   }
-  if (packed && std::memcmp(packed->user.data(), filter, filter_bytes) == 0) {
+  if (packed) {
     wei = dnnl::memory(p->wei_md, e, const_cast<void*>(packed->packed.raw_data()));
   } else if (p->wei_reorder) {
     dnnl::memory user = wei;
@@ -195,6 +327,7 @@ void conv_onednn(const Geom& g, const float* in, const float* filter, size_t fil
     const int64_t bytes = static_cast<int64_t>(filter_bytes + wei_buf.nbytes());
     if (g_packed_bytes.load() + bytes <= kPackedBudget) {  // a soft budget
       auto w = std::make_shared<PackedWeights>();
+      w->source = filter;
       w->user.assign(reinterpret_cast<const char*>(filter),
                      reinterpret_cast<const char*>(filter) + filter_bytes);
       s.wait();
@@ -202,13 +335,24 @@ void conv_onednn(const Geom& g, const float* in, const float* filter, size_t fil
       w->bytes = bytes;
       g_packed_bytes += bytes;
       std::lock_guard<std::mutex> lock(p->weights_mu);
-      p->weights = std::move(w);
+      auto& ws = p->weights;
+      // Newest first; an older packing of the same buffer is stale.
+      std::erase_if(ws, [&](const auto& o) { return o->source == filter; });
+      ws.insert(ws.begin(), std::move(w));
+      if (ws.size() > kPackedPerPrim) ws.pop_back();
     }
   }
   std::unordered_map<int, dnnl::memory> args = {
       {DNNL_ARG_SRC, dnnl::memory(p->src_md, e, const_cast<float*>(in))},
       {DNNL_ARG_WEIGHTS, wei},
       {DNNL_ARG_DST, dnnl::memory(p->dst_md, e, out)}};
+  if (ep) {
+    size_t a = 0;
+    if (p->bias) args.emplace(DNNL_ARG_BIAS, user_memory(p->bias_md, *ep->args[a++]));
+    for (size_t j = 0; j < p->arg_md.size(); ++j, ++a)
+      args.emplace(DNNL_ARG_ATTR_MULTIPLE_POST_OP(p->arg_post_index[j]) | DNNL_ARG_SRC_1,
+                   user_memory(p->arg_md[j], *ep->args[a]));
+  }
   if (p->scratch_bytes)
     args.emplace(DNNL_ARG_SCRATCHPAD, dnnl::memory({{static_cast<int64_t>(p->scratch_bytes)},
                                                     dnnl::memory::data_type::u8,
@@ -216,6 +360,7 @@ void conv_onednn(const Geom& g, const float* in, const float* filter, size_t fil
                                                    e, scratch(scratch_buf, p->scratch_bytes)));
   p->conv.execute(s, args);
   s.wait();
+  return true;
 }
 
 // ---- direct loop (float64) ----
@@ -261,6 +406,42 @@ void conv_direct(const Geom& g, const T* in, const T* filter, T* out) {
   });
 }
 
+// The epilogue on a computed NHWC float32 output (fallback paths), one
+// output row of `oc` channels at a time.
+void apply_epilogue(const Epilogue& ep, int64_t oc, float* out, int64_t n) {
+  const int64_t rows = n / oc;
+  const int64_t grain = std::max<int64_t>(1, config().parallel_grain / std::max<int64_t>(1, oc));
+  parallel_for(rows, grain, [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      float* y = out + r * oc;
+      size_t a = 0;
+      for (PostOp op : ep.ops) {
+        const float* v = nullptr;
+        int64_t step = 0;  // 0: one element broadcast, 1: per channel
+        if (fused_conv::takes_arg(op)) {
+          const Tensor& t = *ep.args[a++];
+          v = t.data<float>();
+          step = t.num_elements() == 1 ? 0 : 1;
+        }
+        for (int64_t i = 0; i < oc; ++i) {
+          float& x = y[i];
+          switch (op) {
+            case PostOp::kBiasAdd:
+            case PostOp::kAdd: x += v[i * step]; break;
+            case PostOp::kMul: x *= v[i * step]; break;
+            case PostOp::kSub: x -= v[i * step]; break;
+            case PostOp::kRelu: x = fn::Relu{}(x); break;
+            case PostOp::kClip: x = std::min(std::max(x, ep.clip_min), ep.clip_max); break;
+            case PostOp::kSigmoid: x = fn::Sigmoid{}(x); break;
+            case PostOp::kTanh: x = fn::Tanh{}(x); break;
+            case PostOp::kSwish: x *= fn::Sigmoid{}(x); break;
+          }
+        }
+      }
+    }
+  });
+}
+
 template <bool kDepthwise>
 void conv_kernel(KernelContext& c) {
   const Tensor& x = c.input(0);
@@ -273,14 +454,52 @@ void conv_kernel(KernelContext& c) {
   }
   const Geom g = geometry(c, kDepthwise);
   if (x.dtype() == DType::kFloat32) {
+    bool done = false;
     try {
-      conv_onednn(g, x.data<float>(), f.data<float>(), f.nbytes(), out.mutable_data<float>());
+      done =
+          conv_onednn(g, x.data<float>(), f.data<float>(), f.nbytes(), out.mutable_data<float>());
     } catch (const dnnl::error&) {
-      // A geometry oneDNN rejects still gets a correct (slower) result.
-      conv_direct<float>(g, x.data<float>(), f.data<float>(), out.mutable_data<float>());
     }
+    // A geometry oneDNN rejects still gets a correct (slower) result.
+    if (!done) conv_direct<float>(g, x.data<float>(), f.data<float>(), out.mutable_data<float>());
   } else {
     conv_direct<double>(g, x.data<double>(), f.data<double>(), out.mutable_data<double>());
+  }
+}
+
+// _FusedConv2D / _FusedDepthwiseConv2dNative (float32 only, by inference).
+template <bool kDepthwise>
+void fused_conv_kernel(KernelContext& c) {
+  using namespace fused_conv;
+  const Tensor& x = c.input(0);
+  const Tensor& f = c.input(1);
+  Tensor& out = c.allocate_output(0);
+  if (out.num_elements() == 0) return;
+  Epilogue ep;
+  parse_post_ops(c.attr_string(kAttrFusedOps), ep.ops);  // validated by inference
+  for (size_t i = 2; i < c.num_inputs(); ++i) ep.args.push_back(&c.input(i));
+  ep.clip_min = static_cast<float>(c.attr_float(kAttrClipMin));
+  ep.clip_max = static_cast<float>(c.attr_float(kAttrClipMax));
+  float* y = out.mutable_data<float>();
+  if (x.num_elements() == 0 || f.num_elements() == 0) {  // no input channels
+    std::memset(y, 0, out.nbytes());
+    apply_epilogue(ep, out.shape().dim(3), y, out.num_elements());
+    return;
+  }
+  const Geom g = geometry(c, kDepthwise);
+  bool done = false;
+  try {
+    done = conv_onednn(g, x.data<float>(), f.data<float>(), f.nbytes(), y, &ep);
+    // No fused implementation: oneDNN's plain convolution, then the epilogue.
+    if (!done && conv_onednn(g, x.data<float>(), f.data<float>(), f.nbytes(), y)) {
+      apply_epilogue(ep, g.oc, y, out.num_elements());
+      done = true;
+    }
+  } catch (const dnnl::error&) {
+  }
+  if (!done) {
+    conv_direct<float>(g, x.data<float>(), f.data<float>(), y);
+    apply_epilogue(ep, g.oc, y, out.num_elements());
   }
 }
 
@@ -289,6 +508,8 @@ void conv_kernel(KernelContext& c) {
 void bind_conv_kernels(OpTableBuilder& t) {
   t.kernel(OpId::Conv2D, conv_kernel<false>);
   t.kernel(OpId::DepthwiseConv2D, conv_kernel<true>);
+  t.kernel(OpId::FusedConv2D, fused_conv_kernel<false>);
+  t.kernel(OpId::FusedDepthwiseConv2D, fused_conv_kernel<true>);
 }
 
 }  // namespace kiln::cpu

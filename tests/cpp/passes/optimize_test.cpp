@@ -24,7 +24,7 @@ void trace_busy(Graph& g) {
 TEST(Optimize, RunsThePipelineInOrderAndReports) {
   EXPECT_EQ(std::vector<std::string_view>(pass_names().begin(), pass_names().end()),
             (std::vector<std::string_view>{"prune", "fold_constants", "cse", "simplify", "prune",
-                                           "fuse"}));
+                                           "fuse_conv", "fuse"}));
   Graph g("busy");
   trace_busy(g);
   ASSERT_EQ(g.listing(),
@@ -43,8 +43,9 @@ TEST(Optimize, RunsThePipelineInOrderAndReports) {
             "  cse: removed 3 ('Const_3' (Const), 'mul_2' (Mul), 'add_1' (AddV2))\n"
             "  simplify: removed 1 ('mul_1' (Mul))\n"
             "  prune: removed 3 ('Const' (Const), 'Const_1' (Const), 'Const_2' (Const))\n"
+            "  fuse_conv: no change\n"
             "  fuse: no change\n");
-  ASSERT_EQ(rep.passes.size(), 6u);
+  ASSERT_EQ(rep.passes.size(), 7u);
   EXPECT_EQ(rep.unused_ops(), (std::vector<NodeRef>{{"Tanh", "Tanh"}}));
   for (const PassResult& p : rep.passes) EXPECT_GE(p.millis, 0.0);
 }
@@ -55,11 +56,12 @@ TEST(Optimize, PassesCanBeSwitchedOffByName) {
   OptimizeOptions opts;
   opts.disabled = {"fold_constants", "simplify"};
   OptimizeReport rep = optimize(g, opts);
-  ASSERT_EQ(rep.passes.size(), 4u);
+  ASSERT_EQ(rep.passes.size(), 5u);
   EXPECT_EQ(rep.passes[0].pass, "prune");
   EXPECT_EQ(rep.passes[1].pass, "cse");
   EXPECT_EQ(rep.passes[2].pass, "prune");
-  EXPECT_EQ(rep.passes[3].pass, "fuse");
+  EXPECT_EQ(rep.passes[3].pass, "fuse_conv");
+  EXPECT_EQ(rep.passes[4].pass, "fuse");
   // fuse merged x * 2 + mul into the node named after its root, 'add'.
   EXPECT_EQ(g.listing(),
             "[] -> x\n[] -> Const\n[] -> Const_1\n['Const', 'Const_1'] -> mul\n"

@@ -1,0 +1,47 @@
+// Internal: the epilogue ("post-op") list of the fused convolution ops
+// (_FusedConv2D, _FusedDepthwiseConv2dNative), shared by their inference,
+// their CPU kernel and the fuse_conv pass.
+//
+// The `fused_ops` attr names the steps applied to the convolution's result
+// in order, comma-separated, e.g. "BiasAdd,Mul,Add,Swish". Binary steps
+// (BiasAdd, Mul, Add, Sub) each take the next extra input, a float32 tensor
+// broadcast along the output channels: shape [C], [1, ..., 1, C] or a
+// one-element tensor (rank <= 4). BiasAdd must come first and take a 1-D
+// [C] bias. Clip uses the clip_min/clip_max attrs (at most one Clip).
+#pragma once
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace kiln::fused_conv {
+
+enum class PostOp : uint8_t {
+  kBiasAdd,  // y + bias[c] (the convolution's own bias)
+  kMul,      // y * a
+  kAdd,      // y + a
+  kSub,      // y - a
+  kRelu,     // max(y, 0)
+  kClip,     // min(max(y, clip_min), clip_max); Relu6 is Clip(0, 6)
+  kSigmoid,  // 1 / (1 + exp(-y))
+  kTanh,     // tanh(y)
+  kSwish,    // y * sigmoid(y)
+};
+
+/// The name used in the fused_ops attr ("BiasAdd", "Mul", ...).
+const char* post_op_name(PostOp op);
+/// True for the steps that take an extra input.
+inline bool takes_arg(PostOp op) {
+  return op == PostOp::kBiasAdd || op == PostOp::kMul || op == PostOp::kAdd || op == PostOp::kSub;
+}
+/// Parses a fused_ops attr into `out`; returns an error message (empty on
+/// success). Checks names, BiasAdd placement and the single Clip.
+std::string parse_post_ops(std::string_view spec, std::vector<PostOp>& out);
+/// The inverse of parse_post_ops.
+std::string format_post_ops(const std::vector<PostOp>& ops);
+
+/// Attr indices of the fused ops (the first three match Conv2D's).
+inline constexpr size_t kAttrStrides = 0, kAttrPadding = 1, kAttrDilations = 2, kAttrFusedOps = 3,
+                        kAttrClipMin = 4, kAttrClipMax = 5;
+
+}  // namespace kiln::fused_conv

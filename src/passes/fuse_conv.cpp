@@ -1,0 +1,244 @@
+// fuse_conv: a float32 Conv2D / DepthwiseConv2dNative followed by a chain of
+// per-channel affine steps and activations becomes one _FusedConv2D /
+// _FusedDepthwiseConv2dNative node, run as one oneDNN primitive with bias and
+// post-ops (ops/fused_conv.h). The steps are what Keras-style layers emit:
+// BiasAdd, BatchNormalization's Mul/AddV2 (or Sub) with [C] operands, Relu,
+// Relu6 (Minimum(Relu(y), 6)), ClipByValue with constant bounds, Sigmoid,
+// Tanh, and swish (Mul(y, Sigmoid(y))). Operands stay runtime inputs (they
+// come from variables), so nothing is folded into the filter.
+#include <algorithm>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "ops/fused_conv.h"
+#include "pass_util.h"
+
+namespace kiln {
+namespace {
+using fused_conv::PostOp;
+using passes::const_of;
+using passes::node_list;
+using passes::output_nodes;
+using passes::spec_of;
+
+// oneDNN allows 32 post-ops; real epilogues have 2 to 5.
+constexpr size_t kMaxSteps = 16;
+
+struct Chain {
+  Node* conv = nullptr;
+  std::vector<Node*> members;  // after conv, in graph order; the last is the root
+  std::vector<PostOp> ops;
+  std::vector<Edge> args;
+  double clip_min = 0, clip_max = 6;
+  bool has_clip = false;
+};
+
+// One constant float32 element, or nullptr.
+const float* const_scalar(Edge e) {
+  const Tensor* t = const_of(e);
+  if (!t || t->dtype() != DType::kFloat32 || t->num_elements() != 1) return nullptr;
+  return t->data<float>();
+}
+
+class ConvFuser {
+ public:
+  explicit ConvFuser(const Graph& g) : outs_(output_nodes(g)) {
+    for (Node* n : node_list(g)) {
+      for (size_t k = 0; k < n->inputs().size(); ++k) users_[n->inputs()[k].node].push_back({n, k});
+      for (const Node* c : n->control_inputs()) control_targets_.insert(c);
+    }
+  }
+
+  // Grows the chain from `conv` as far as the patterns allow.
+  Chain grow(Node* conv) {
+    Chain ch;
+    ch.conv = conv;
+    spec_ = conv->outputs()[0];
+    oc_ = spec_.shape.rank_known() ? spec_.shape.dim(3) : -1;
+    Node* cur = conv;
+    while (ch.ops.size() < kMaxSteps && interior(cur)) {
+      const auto& us = users_[cur];
+      if (us.size() == 1) {
+        if (!step(ch, cur, us[0].first)) break;
+      } else if (!swish(ch, cur)) {
+        break;
+      }
+      cur = ch.members.back();
+    }
+    return ch;
+  }
+
+ private:
+  // A node whose only uses are inside the chain may be swallowed.
+  bool interior(const Node* n) const {
+    return !outs_.count(n) && !control_targets_.count(n) && n->outputs().size() == 1;
+  }
+  // Same dtype and shape as the convolution's output.
+  bool same_spec(const Node* n) const {
+    return n->outputs().size() == 1 && n->outputs()[0].dtype == DType::kFloat32 &&
+           n->outputs()[0].shape == spec_.shape;
+  }
+  // A float32 operand broadcast along the channels only ([C], [1,..,1,C] or
+  // one element), not produced by the chain itself.
+  bool channel_operand(Edge e, const Chain& ch, bool bias) const {
+    if (e.node == ch.conv ||
+        std::find(ch.members.begin(), ch.members.end(), e.node) != ch.members.end())
+      return false;
+    const TensorSpec& s = spec_of(e);
+    if (s.dtype != DType::kFloat32 || !s.shape.is_fully_defined() || s.shape.rank() > 4)
+      return false;
+    if (bias) return s.shape.rank() == 1 && s.shape.dim(0) == oc_;
+    for (int64_t d = 0; d + 1 < s.shape.rank(); ++d)
+      if (s.shape.dim(d) != 1) return false;
+    const int64_t last = s.shape.rank() ? s.shape.dim(s.shape.rank() - 1) : 1;
+    return last == 1 || last == oc_;
+  }
+  // The input of binary node `u` that is not `cur` (u reads cur exactly once).
+  static bool other_input(const Node* u, const Node* cur, Edge& other, size_t& cur_pos) {
+    if (u->inputs().size() != 2) return false;
+    const bool a = u->inputs()[0].node == cur, b = u->inputs()[1].node == cur;
+    if (a == b) return false;
+    cur_pos = a ? 0 : 1;
+    other = u->inputs()[1 - cur_pos];
+    return true;
+  }
+  void take(Chain& ch, Node* u, PostOp op) {
+    ch.members.push_back(u);
+    ch.ops.push_back(op);
+  }
+
+  // One consumer `u` of `cur`: a single step.
+  bool step(Chain& ch, Node* cur, Node* u) {
+    if (!same_spec(u)) return false;
+    Edge other;
+    size_t pos = 0;
+    switch (u->op().id) {
+      case OpId::BiasAdd:
+        if (u->inputs()[0].node != cur || u->inputs()[1].node == cur ||
+            !channel_operand(u->inputs()[1], ch, true))
+          return false;
+        take(ch, u, ch.ops.empty() ? PostOp::kBiasAdd : PostOp::kAdd);
+        ch.args.push_back(u->inputs()[1]);
+        return true;
+      case OpId::Mul:
+      case OpId::Add:
+      case OpId::Sub: {
+        if (!other_input(u, cur, other, pos) || !channel_operand(other, ch, false)) return false;
+        if (u->op().id == OpId::Sub && pos != 0) return false;  // a - y is not an epilogue
+        const PostOp op = u->op().id == OpId::Mul   ? PostOp::kMul
+                          : u->op().id == OpId::Add ? PostOp::kAdd
+                                                    : PostOp::kSub;
+        take(ch, u, op);
+        ch.args.push_back(other);
+        return true;
+      }
+      case OpId::Relu: take(ch, u, PostOp::kRelu); return true;
+      case OpId::Sigmoid: take(ch, u, PostOp::kSigmoid); return true;
+      case OpId::Tanh: take(ch, u, PostOp::kTanh); return true;
+      case OpId::Minimum: {
+        // Relu6 as kiln.nn.relu6 writes it: Minimum(Relu(y), c), c >= 0.
+        if (ch.has_clip || ch.ops.empty() || ch.ops.back() != PostOp::kRelu) return false;
+        if (!other_input(u, cur, other, pos)) return false;
+        const float* c = const_scalar(other);
+        if (!c || !(*c >= 0.f)) return false;
+        ch.members.push_back(u);
+        ch.ops.back() = PostOp::kClip;
+        set_clip(ch, 0.0, *c);
+        return true;
+      }
+      case OpId::ClipByValue: {
+        if (ch.has_clip || u->inputs()[0].node != cur) return false;
+        const float* lo = const_scalar(u->inputs()[1]);
+        const float* hi = const_scalar(u->inputs()[2]);
+        if (!lo || !hi || !(*lo <= *hi)) return false;
+        take(ch, u, PostOp::kClip);
+        set_clip(ch, *lo, *hi);
+        return true;
+      }
+      default: return false;
+    }
+  }
+  static void set_clip(Chain& ch, double lo, double hi) {
+    ch.has_clip = true;
+    ch.clip_min = lo;
+    ch.clip_max = hi;
+  }
+
+  // Two consumers: swish, Mul(y, Sigmoid(y)) in either operand order.
+  bool swish(Chain& ch, Node* cur) {
+    const auto& us = users_[cur];
+    if (us.size() != 2) return false;
+    Node* sig = us[0].first->op().id == OpId::Sigmoid ? us[0].first : us[1].first;
+    Node* mul = sig == us[0].first ? us[1].first : us[0].first;
+    if (sig->op().id != OpId::Sigmoid || mul->op().id != OpId::Mul || !same_spec(sig) ||
+        !same_spec(mul) || !interior(sig) || users_[sig].size() != 1 || users_[sig][0].first != mul)
+      return false;
+    const auto& in = mul->inputs();
+    if (!((in[0].node == cur && in[1].node == sig) || (in[0].node == sig && in[1].node == cur)))
+      return false;
+    ch.members.push_back(sig);
+    take(ch, mul, PostOp::kSwish);
+    return true;
+  }
+
+  std::unordered_set<const Node*> outs_;
+  std::unordered_map<const Node*, std::vector<std::pair<Node*, size_t>>> users_;
+  std::unordered_set<const Node*> control_targets_;
+  TensorSpec spec_;
+  int64_t oc_ = -1;
+};
+
+bool fusable_conv(const Node* n) {
+  const OpId id = n->op().id;
+  if (id != OpId::Conv2D && id != OpId::DepthwiseConv2D) return false;
+  const TensorSpec& out = n->outputs()[0];
+  return out.dtype == DType::kFloat32 && out.shape.rank_known() && out.shape.rank() == 4 &&
+         out.shape.dim(3) >= 0;
+}
+
+}  // namespace
+
+PassResult fuse_conv(Graph& g) {
+  PassResult r;
+  r.pass = "fuse_conv";
+  ConvFuser fuser(g);
+  std::unordered_set<const Node*> dropped;
+  for (Node* n : node_list(g)) {
+    if (!fusable_conv(n)) continue;
+    Chain ch = fuser.grow(n);
+    if (ch.ops.empty()) continue;
+    Node* root = ch.members.back();
+    // Control inputs of every swallowed node move to the fused node.
+    std::vector<Node*> ctl(root->control_inputs().begin(), root->control_inputs().end());
+    std::string what = n->op().type_name;
+    auto absorb = [&](Node* m) {
+      for (Node* c : m->control_inputs())
+        if (std::find(ctl.begin(), ctl.end(), c) == ctl.end()) ctl.push_back(c);
+      r.removed.push_back({m->name(), m->op().type_name});
+      dropped.insert(m);
+    };
+    absorb(n);
+    for (Node* m : ch.members) {
+      what += str_cat(", ", m->op().type_name);
+      if (m != root) absorb(m);
+    }
+    std::vector<Edge> inputs(n->inputs().begin(), n->inputs().end());
+    inputs.insert(inputs.end(), ch.args.begin(), ch.args.end());
+    Attrs attrs{n->attrs()[0], n->attrs()[1], n->attrs()[2], fused_conv::format_post_ops(ch.ops),
+                ch.clip_min,   ch.clip_max};
+    const OpId id = n->op().id == OpId::Conv2D ? OpId::FusedConv2D : OpId::FusedDepthwiseConv2D;
+    const TensorSpec spec = root->outputs()[0];
+    root->reset(op_def(id), std::move(inputs), std::move(attrs), {spec});
+    root->set_control_inputs(std::move(ctl));
+    r.rewritten.push_back({root->name(), str_cat(what, " -> ", op_def(id).type_name, " (",
+                                                 fused_conv::format_post_ops(ch.ops), ")")});
+  }
+  if (dropped.empty()) return r;
+  std::vector<bool> keep;
+  keep.reserve(g.num_nodes());
+  for (const auto& node : g.nodes()) keep.push_back(!dropped.count(node.get()));
+  g.remove_nodes(keep);
+  return r;
+}
+
+}  // namespace kiln
