@@ -9,7 +9,6 @@ import argparse
 import datetime
 import json
 import os
-import platform
 import sys
 import time
 import warnings
@@ -23,20 +22,6 @@ import workloads as wl  # noqa: E402
 
 RESULTS = os.path.join(HERE, "results")
 JIT_NOTE = "jit_compile=True: not built yet (kiln's JIT is a later issue); rows show eager and function"
-
-
-def machine():
-    cpu = platform.processor() or ""
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    cpu = line.split(":", 1)[1].strip()
-                    break
-    except OSError:
-        pass
-    return {"cpu": cpu, "cores": os.cpu_count(), "python": platform.python_version(),
-            "system": f"{platform.system()} {platform.release()}"}
 
 
 def run_workload(w, min_time, log):
@@ -160,7 +145,7 @@ def main(argv=None):
     doc = {"framework": "kiln", "version": tf.__version__,
            "date": datetime.datetime.now().isoformat(timespec="seconds"),
            "command": " ".join([os.path.relpath(sys.argv[0])] + (argv or sys.argv[1:])),
-           "machine": machine(), "jit": JIT_NOTE,
+           "machine": kb.machine_info(), "jit": JIT_NOTE,
            "results": [dict(r.to_dict(), speedup_vs_eager=sp[(r.name, r.mode)])
                        for r in results],
            "skipped": skipped}

@@ -6,7 +6,6 @@ seeds), so every framework computes on the same values.
 """
 import importlib.util
 import os
-import platform
 import time
 import warnings
 
@@ -39,17 +38,7 @@ def cores():
 
 def machine():
     """The same machine record bench/demo.py writes."""
-    cpu = platform.processor() or ""
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    cpu = line.split(":", 1)[1].strip()
-                    break
-    except OSError:
-        pass
-    return {"cpu": cpu, "cores": os.cpu_count(), "python": platform.python_version(),
-            "system": f"{platform.system()} {platform.release()}"}
+    return kb.machine_info()
 
 
 # ---- inputs (NumPy; each framework converts them) ----

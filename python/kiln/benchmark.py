@@ -26,12 +26,14 @@ environments can load it by path and time TensorFlow, JAX or PyTorch with the
 same rules.
 """
 import math
+import os
+import platform
 import statistics
 import time
 import warnings
 
 __all__ = ["benchmark", "Result", "materialize", "NoResultError", "ConstantResultWarning",
-           "format_seconds"]
+           "format_seconds", "machine_info"]
 
 
 class NoResultError(ValueError):
@@ -74,6 +76,21 @@ def materialize(x):
         else:
             out.append(leaf)
     return out
+
+
+def machine_info():
+    """The machine a result was measured on: CPU model, cores, Python, system."""
+    cpu = platform.processor() or ""
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    cpu = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    return {"cpu": cpu, "cores": os.cpu_count(), "python": platform.python_version(),
+            "system": f"{platform.system()} {platform.release()}"}
 
 
 def _quantile(sorted_values, q):
