@@ -48,6 +48,24 @@ class ContextScope {
   ExecutionContext* prev_;
 };
 
+/// Sees every op call dispatched through execute_op / call_op on its thread,
+/// after it ran or was recorded (the gradient tapes, src/autodiff/).
+class OpObserver {
+ public:
+  virtual ~OpObserver() = default;
+  virtual void on_op(const OpDef& op, std::span<const Tensor> inputs, const Attrs& attrs,
+                     std::span<const Tensor> outputs) = 0;
+};
+/// This thread's observer, nullptr when none (one thread-local load per op).
+OpObserver* op_observer();
+/// Installs `obs` (or nullptr) for this thread.
+void set_op_observer(OpObserver* obs);
+
+/// Runs or records `op` (attrs complete) in the current context and reports
+/// the call to the thread's OpObserver. The dispatch point of every op call.
+void execute_op(const OpDef& op, std::span<const Tensor> inputs, const Attrs& attrs,
+                std::vector<Tensor>& outputs);
+
 /// Runs one op through the current context. Used by front functions.
 std::vector<Tensor> call_op(OpId id, std::span<const Tensor> inputs, Attrs attrs = {});
 Tensor call_op1(OpId id, std::span<const Tensor> inputs, const Attrs& attrs = {});

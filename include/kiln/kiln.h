@@ -4,6 +4,7 @@
 #include "kiln/context.h"
 #include "kiln/control_flow.h"
 #include "kiln/dtype.h"
+#include "kiln/gradient_tape.h"
 #include "kiln/op.h"
 #include "kiln/ops.h"
 #include "kiln/shape.h"

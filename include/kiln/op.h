@@ -81,8 +81,10 @@ class KernelContext;
 
 using InferFn = void (*)(InferContext&);
 using KernelFn = void (*)(KernelContext&);
-/// Reserved for the gradients issue: builds input gradients from output
-/// gradients with kiln ops (works eagerly and traced).
+/// A gradient rule: builds input gradients from output gradients with kiln
+/// ops (so it works eagerly and traced). `grad_inputs` arrives sized to the
+/// inputs, all undefined; an input left undefined gets no gradient (integer
+/// or shape inputs). `grad_outputs` has one defined tensor per output.
 using GradFn = void (*)(const OpDef&, std::span<const Tensor> inputs,
                         std::span<const Tensor> outputs, std::span<const Tensor> grad_outputs,
                         const Attrs& attrs, std::vector<Tensor>& grad_inputs);
@@ -141,6 +143,12 @@ class OpDefBuilder {
   }
   OpDefBuilder& infer(InferFn f) {
     d_.infer = f;
+    return *this;
+  }
+  /// The gradient rule (see GradFn); ops without one and without
+  /// kNoGradient make GradientTape::gradient fail when on a gradient path.
+  OpDefBuilder& grad(GradFn f) {
+    d_.grad = f;
     return *this;
   }
 

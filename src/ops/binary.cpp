@@ -4,8 +4,10 @@
 #include "elementwise_infer.h"
 #include "families.h"
 #include "front_util.h"
+#include "grad_util.h"
 #include "kiln/context.h"
 #include "kiln/ops/select_cast.h"
+#include "kiln/ops/unary.h"
 
 namespace kiln {
 namespace {
@@ -18,6 +20,48 @@ void infer_binary(InferContext& c) {
   expect_dtype_in(c, 0, Allowed);
   c.set_output(0, kBoolOut ? DType::kBool : c.dtype(0),
                broadcast_shapes(c.shape(0), c.shape(1), c.op().type_name));
+}
+
+// ---- gradient rules (broadcast inputs get their gradient summed back) ----
+using grad::unbroadcast;
+void add_grad(KILN_GRAD_ARGS) {
+  gi[0] = unbroadcast(g[0], in[0]);
+  gi[1] = unbroadcast(g[0], in[1]);
+}
+void sub_grad(KILN_GRAD_ARGS) {
+  gi[0] = unbroadcast(g[0], in[0]);
+  gi[1] = unbroadcast(negative(g[0]), in[1]);
+}
+void mul_grad(KILN_GRAD_ARGS) {
+  gi[0] = unbroadcast(g[0] * in[1], in[0]);
+  gi[1] = unbroadcast(g[0] * in[0], in[1]);
+}
+void div_grad(KILN_GRAD_ARGS) {
+  gi[0] = unbroadcast(g[0] / in[1], in[0]);
+  gi[1] = unbroadcast(negative(g[0]) * in[0] / (in[1] * in[1]), in[1]);
+}
+void floormod_grad(KILN_GRAD_ARGS) {
+  gi[0] = unbroadcast(g[0], in[0]);
+  gi[1] = unbroadcast(negative(g[0]) * floordiv(in[0], in[1]), in[1]);
+}
+// d(x^y)/dx = y x^(y-1); d/dy = x^y log(x), taken as 0 where x <= 0.
+void pow_grad(KILN_GRAD_ARGS) {
+  const Tensor &x = in[0], &y = in[1];
+  gi[0] = unbroadcast(g[0] * y * pow(x, y - 1), x);
+  const Tensor log_x = where(x > 0, log(where(x > 0, x, 1)), 0);
+  gi[1] = unbroadcast(g[0] * out[0] * log_x, y);
+}
+// Ties send the gradient to x (as TensorFlow).
+template <bool kMax>
+void minmax_grad(KILN_GRAD_ARGS) {
+  const Tensor mask = kMax ? greater_equal(in[0], in[1]) : less_equal(in[0], in[1]);
+  gi[0] = unbroadcast(where(mask, g[0], 0), in[0]);
+  gi[1] = unbroadcast(where(mask, 0, g[0]), in[1]);
+}
+void squared_difference_grad(KILN_GRAD_ARGS) {
+  const Tensor d = g[0] * ((in[0] - in[1]) * 2);
+  gi[0] = unbroadcast(d, in[0]);
+  gi[1] = unbroadcast(negative(d), in[1]);
 }
 
 }  // namespace
@@ -54,6 +98,16 @@ void define_binary_ops(OpTableBuilder& t) {
   def(OpId::BitwiseXor, infer_binary<kIntSet, false>, kComm | kNoGrad);
   def(OpId::LeftShift, infer_binary<kIntSet, false>, kNoGrad);
   def(OpId::RightShift, infer_binary<kIntSet, false>, kNoGrad);
+
+  t.def(OpId::Add).grad(add_grad);
+  t.def(OpId::Sub).grad(sub_grad);
+  t.def(OpId::Mul).grad(mul_grad);
+  t.def(OpId::Div).grad(div_grad);
+  t.def(OpId::FloorMod).grad(floormod_grad);
+  t.def(OpId::Pow).grad(pow_grad);
+  t.def(OpId::Maximum).grad(minmax_grad<true>);
+  t.def(OpId::Minimum).grad(minmax_grad<false>);
+  t.def(OpId::SquaredDifference).grad(squared_difference_grad);
 }
 
 #define KILN_BINARY_IMPL(name, id)                \

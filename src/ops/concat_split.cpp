@@ -1,5 +1,6 @@
 // Joining and splitting: concat, stack, unstack, split.
 #include "front_util.h"
+#include "grad_util.h"
 #include "kiln/context.h"
 #include "kiln/ops/array.h"
 #include "shape_ops_util.h"
@@ -181,6 +182,39 @@ void infer_split(InferContext& c) {
   }
 }
 
+// ---- gradient rules ----
+void concat_grad(KILN_GRAD_ARGS) {
+  const Shape& s0 = in[0].shape();
+  if (!s0.rank_known()) throw UnimplementedError("ConcatV2 gradient: input of unknown rank");
+  int64_t axis = std::get<int64_t>(attrs[0]);
+  if (axis < 0) axis += s0.rank();
+  std::vector<int64_t> sizes;
+  for (const Tensor& x : in) {
+    const int64_t d = x.shape().dim(axis);
+    if (d < 0)
+      throw UnimplementedError(
+          str_cat("ConcatV2 gradient: needs static sizes along the axis, got ", x.shape()));
+    sizes.push_back(d);
+  }
+  if (sizes.size() == 1) {
+    gi[0] = g[0];
+    return;
+  }
+  std::vector<Tensor> parts = split(g[0], sizes, axis);
+  for (size_t i = 0; i < parts.size(); ++i) gi[i] = parts[i];
+}
+void stack_grad(KILN_GRAD_ARGS) {
+  std::vector<Tensor> parts =
+      unstack(g[0], std::get<int64_t>(attrs[0]), static_cast<int64_t>(in.size()));
+  for (size_t i = 0; i < parts.size(); ++i) gi[i] = parts[i];
+}
+void unstack_grad(KILN_GRAD_ARGS) {
+  gi[0] = stack(std::vector<Tensor>(g.begin(), g.end()), std::get<int64_t>(attrs[1]));
+}
+void split_grad(KILN_GRAD_ARGS) {
+  gi[0] = concat(std::vector<Tensor>(g.begin(), g.end()), std::get<int64_t>(attrs[1]));
+}
+
 }  // namespace
 
 namespace shape_ops {
@@ -212,6 +246,10 @@ void define_concat_split_ops(OpTableBuilder& t) {
       .attr("num_split", AttrType::kInt, int64_t{0})
       .traits(kView)
       .infer(infer_split);
+  t.def(OpId::Concat).grad(concat_grad);
+  t.def(OpId::Stack).grad(stack_grad);
+  t.def(OpId::Unstack).grad(unstack_grad);
+  t.def(OpId::Split).grad(split_grad);
 }
 }  // namespace shape_ops
 

@@ -7,7 +7,9 @@
 
 #include "families.h"
 #include "front_util.h"
+#include "grad_util.h"
 #include "kiln/context.h"
+#include "kiln/ops/reduce.h"
 
 namespace kiln {
 namespace {
@@ -164,6 +166,20 @@ void infer_identity(InferContext& c) {
   c.set_output(0, c.dtype(0), c.shape(0));
 }
 
+// StopGradient runs as a view: a new handle on the same buffer, so a
+// gradient tape never sees it as the (tracked) input.
+void stop_gradient_kernel(KernelContext& c) {
+  c.set_output(0, c.input(0).view(c.input(0).shape()));
+}
+
+// ---- gradient rules ----
+void identity_grad(KILN_GRAD_ARGS) {
+  gi[0] = g[0];
+}
+void fill_grad(KILN_GRAD_ARGS) {
+  gi[1] = reduce_sum(g[0]);
+}
+
 // TensorFlow's dtype for Python numbers passed to tf.range.
 DType natural_range_dtype(std::initializer_list<Scalar> vals) {
   bool any_float = false, fits32 = true;
@@ -197,6 +213,17 @@ void define_creation_ops(OpTableBuilder& t) {
         .infer(uniform ? infer_random_uniform : infer_random_normal);
   }
   t.def(OpId::Identity).inputs({"input"}).outputs({"output"}).traits(kView).infer(infer_identity);
+  // Gradients: rules next to the rows; zeros_like/ones_like ignore values.
+  t.def(OpId::Identity).grad(identity_grad);
+  t.def(OpId::Fill).grad(fill_grad);
+  t.def(OpId::ZerosLike).traits(kNoGradient);
+  t.def(OpId::OnesLike).traits(kNoGradient);
+  t.def(OpId::StopGradient)
+      .inputs({"input"})
+      .outputs({"output"})
+      .traits(kView | kNoGradient)
+      .infer(infer_identity);
+  t.kernel(OpId::StopGradient, stop_gradient_kernel);
 }
 
 // ---- front functions ----
@@ -277,6 +304,9 @@ Tensor random_normal(const ShapeArg& shape, Scalar mean, Scalar stddev, DType dt
 
 Tensor identity(const Tensor& x) {
   return call_op1(OpId::Identity, {x});
+}
+Tensor stop_gradient(const Tensor& x) {
+  return call_op1(OpId::StopGradient, {x});
 }
 
 }  // namespace kiln

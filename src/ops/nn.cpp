@@ -3,7 +3,9 @@
 #include "kiln/ops/nn.h"
 
 #include "families.h"
+#include "grad_util.h"
 #include "kiln/context.h"
+#include "kiln/ops.h"
 
 namespace kiln {
 void define_conv_ops(OpTableBuilder& t);  // conv.cpp
@@ -82,6 +84,44 @@ void infer_softmax(InferContext& c) {
   c.set_output(0, c.dtype(0), c.shape(0));
 }
 
+// ---- gradient rules ----
+// MatMul: the four transpose cases, then batch broadcasting summed back.
+void matmul_grad(KILN_GRAD_ARGS) {
+  const Tensor &a = in[0], &b = in[1], &dy = g[0];
+  const bool ta = std::get<bool>(attrs[0]), tb = std::get<bool>(attrs[1]);
+  Tensor da, db;
+  if (!ta && !tb) {
+    da = matmul(dy, b, false, true);
+    db = matmul(a, dy, true, false);
+  } else if (!ta && tb) {
+    da = matmul(dy, b);
+    db = matmul(dy, a, true, false);
+  } else if (ta && !tb) {
+    da = matmul(b, dy, false, true);
+    db = matmul(a, dy);
+  } else {
+    da = matmul(b, dy, true, true);
+    db = matmul(dy, a, true, true);
+  }
+  gi[0] = grad::unbroadcast(da, a);
+  gi[1] = grad::unbroadcast(db, b);
+}
+void bias_add_grad(KILN_GRAD_ARGS) {
+  const Shape& s = g[0].shape();
+  if (!s.rank_known()) throw UnimplementedError("BiasAdd gradient: value of unknown rank");
+  std::vector<int64_t> axes;
+  for (int64_t i = 0; i + 1 < s.rank(); ++i) axes.push_back(i);
+  gi[0] = g[0];
+  gi[1] = reduce_sum(g[0], axes);
+}
+void softmax_grad(KILN_GRAD_ARGS) {
+  const Tensor& y = out[0];
+  gi[0] = y * (g[0] - reduce_sum(g[0] * y, {-1}, true));
+}
+void log_softmax_grad(KILN_GRAD_ARGS) {
+  gi[0] = g[0] - exp(out[0]) * reduce_sum(g[0], {-1}, true);
+}
+
 }  // namespace
 
 void define_nn_ops(OpTableBuilder& t) {
@@ -94,6 +134,10 @@ void define_nn_ops(OpTableBuilder& t) {
   t.def(OpId::BiasAdd).inputs({"value", "bias"}).outputs({"output"}).infer(infer_bias_add);
   t.def(OpId::Softmax).inputs({"logits"}).outputs({"softmax"}).infer(infer_softmax);
   t.def(OpId::LogSoftmax).inputs({"logits"}).outputs({"logsoftmax"}).infer(infer_softmax);
+  t.def(OpId::MatMul).grad(matmul_grad);
+  t.def(OpId::BiasAdd).grad(bias_add_grad);
+  t.def(OpId::Softmax).grad(softmax_grad);
+  t.def(OpId::LogSoftmax).grad(log_softmax_grad);
   define_conv_ops(t);
 }
 

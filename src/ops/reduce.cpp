@@ -5,7 +5,10 @@
 #include <limits>
 
 #include "families.h"
+#include "front_util.h"
+#include "grad_util.h"
 #include "kiln/context.h"
+#include "kiln/ops.h"
 
 namespace kiln {
 namespace {
@@ -110,6 +113,46 @@ Tensor reduce(OpId id, const Tensor& t, const std::vector<int64_t>& axes, bool k
   return call_op1(id, {t}, {axes, keepdims});
 }
 
+// ---- gradient rules ----
+std::vector<int64_t> reduced_axes(const OpDef& op, const Tensor& x, const Attrs& attrs) {
+  if (!x.shape().rank_known())
+    throw UnimplementedError(str_cat(op.type_name, " gradient: input of unknown rank"));
+  return grad::reduction_axes(std::get<std::vector<int64_t>>(attrs[0]), x.shape().rank());
+}
+void sum_grad(KILN_GRAD_ARGS) {
+  gi[0] = grad::expand_reduced(g[0], in[0], reduced_axes(op, in[0], attrs));
+}
+void mean_grad(KILN_GRAD_ARGS) {
+  const std::vector<int64_t> axes = reduced_axes(op, in[0], attrs);
+  const Tensor dx = grad::expand_reduced(g[0], in[0], axes);
+  int64_t count = 1;
+  bool known = true;
+  for (int64_t a : axes) {
+    const int64_t d = in[0].shape().dim(a);
+    known &= d >= 0;
+    count *= d;
+  }
+  if (known) {
+    gi[0] = dx / Tensor(Scalar(static_cast<double>(count)), in[0].dtype());
+    return;
+  }
+  const Tensor n = reduce_prod(gather(shape(in[0], DType::kInt64), int64_vector(axes)));
+  gi[0] = dx / cast(n, in[0].dtype());
+}
+// Max/Min: the gradient is shared evenly among the elements equal to the
+// result (as TensorFlow).
+void extremum_grad(KILN_GRAD_ARGS) {
+  const std::vector<int64_t> axes = reduced_axes(op, in[0], attrs);
+  const Tensor y = grad::expand_reduced(out[0], in[0], axes);
+  const Tensor hit = cast(equal(in[0], y), in[0].dtype());
+  const Tensor count = grad::expand_reduced(reduce_sum(hit, axes), in[0], axes);
+  gi[0] = grad::expand_reduced(g[0], in[0], axes) * hit / count;
+}
+void cumsum_grad(KILN_GRAD_ARGS) {
+  gi[0] = cumsum(g[0], std::get<int64_t>(attrs[0]), std::get<bool>(attrs[1]),
+                 !std::get<bool>(attrs[2]));
+}
+
 }  // namespace
 
 void define_reduce_ops(OpTableBuilder& t) {
@@ -135,6 +178,11 @@ void define_reduce_ops(OpTableBuilder& t) {
       .attr("exclusive", AttrType::kBool, false)
       .attr("reverse", AttrType::kBool, false)
       .infer(infer_cumsum);
+  t.def(OpId::ReduceSum).grad(sum_grad);
+  t.def(OpId::ReduceMean).grad(mean_grad);
+  t.def(OpId::ReduceMax).grad(extremum_grad);
+  t.def(OpId::ReduceMin).grad(extremum_grad);
+  t.def(OpId::Cumsum).grad(cumsum_grad);
 }
 
 Tensor reduce_sum(const Tensor& t, const std::vector<int64_t>& axes, bool keepdims) {

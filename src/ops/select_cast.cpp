@@ -4,7 +4,9 @@
 #include "elementwise_infer.h"
 #include "families.h"
 #include "front_util.h"
+#include "grad_util.h"
 #include "kiln/context.h"
+#include "kiln/ops/binary.h"
 
 namespace kiln {
 namespace {
@@ -62,6 +64,24 @@ void infer_clip(InferContext& c) {
   c.set_output(0, c.dtype(0), out);
 }
 
+// ---- gradient rules ----
+void select_grad(KILN_GRAD_ARGS) {
+  gi[1] = grad::unbroadcast(where(in[0], g[0], 0), in[1]);
+  gi[2] = grad::unbroadcast(where(in[0], 0, g[0]), in[2]);
+}
+// Only float -> float casts carry a gradient.
+void cast_grad(KILN_GRAD_ARGS) {
+  if (is_floating(in[0].dtype()) && is_floating(out[0].dtype())) gi[0] = cast(g[0], in[0].dtype());
+}
+// Inside [min, max] the gradient goes to t, below to min, above to max.
+void clip_grad(KILN_GRAD_ARGS) {
+  const Tensor below = less(in[0], in[1]);
+  const Tensor above = greater(in[0], in[2]);
+  gi[0] = where(logical_or(below, above), 0, g[0]);
+  gi[1] = grad::unbroadcast(where(below, g[0], 0), in[1]);
+  gi[2] = grad::unbroadcast(where(above, g[0], 0), in[2]);
+}
+
 }  // namespace
 
 void define_select_cast_ops(OpTableBuilder& t) {
@@ -81,6 +101,9 @@ void define_select_cast_ops(OpTableBuilder& t) {
       .outputs({"output"})
       .traits(kElementwise)
       .infer(infer_clip);
+  t.def(OpId::Select).grad(select_grad);
+  t.def(OpId::Cast).grad(cast_grad);
+  t.def(OpId::ClipByValue).grad(clip_grad);
 }
 
 Tensor where(const Tensor& condition, const Tensor& x, const Tensor& y) {

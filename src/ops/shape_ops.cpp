@@ -5,6 +5,7 @@
 
 #include "families.h"
 #include "front_util.h"
+#include "grad_util.h"
 #include "kiln/context.h"
 #include "kiln/ops/array.h"
 #include "shape_ops_util.h"
@@ -272,6 +273,21 @@ void infer_one_hot(InferContext& c) {
   c.set_output(0, c.dtype(2), std::move(out));
 }
 
+// ---- gradient rules ----
+// Reshape, ExpandDims, Squeeze: the gradient takes the input's shape back.
+void reshape_grad(KILN_GRAD_ARGS) {
+  gi[0] = reshape(g[0], grad::shape_of(in[0]));
+}
+void transpose_grad(KILN_GRAD_ARGS) {
+  const std::vector<int64_t>& perm = std::get<std::vector<int64_t>>(attrs[0]);
+  std::vector<int64_t> inv(perm.size());
+  for (size_t i = 0; i < perm.size(); ++i) {
+    const int64_t p = perm[i] < 0 ? perm[i] + static_cast<int64_t>(perm.size()) : perm[i];
+    inv[static_cast<size_t>(p)] = static_cast<int64_t>(i);
+  }
+  gi[0] = transpose(g[0], inv);  // empty perm (reverse) is its own inverse
+}
+
 }  // namespace
 
 void define_shape_ops(OpTableBuilder& t) {
@@ -320,6 +336,11 @@ void define_shape_ops(OpTableBuilder& t) {
       .outputs({"output"})
       .attr("axis", AttrType::kInt, int64_t{-1})
       .infer(infer_one_hot);
+  t.def(OpId::Reshape).grad(reshape_grad);
+  t.def(OpId::ExpandDims).grad(reshape_grad);
+  t.def(OpId::Squeeze).grad(reshape_grad);
+  t.def(OpId::Transpose).grad(transpose_grad);
+  t.def(OpId::OneHot).traits(kNoGradient);
   shape_ops::define_concat_split_ops(t);
   shape_ops::define_slicing_ops(t);
   shape_ops::define_tile_pad_ops(t);

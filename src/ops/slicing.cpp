@@ -1,7 +1,9 @@
 // Slicing and gathering: slice, strided_slice (and the index() lowering),
 // gather.
 #include "front_util.h"
+#include "grad_util.h"
 #include "kiln/context.h"
+#include "kiln/ops.h"
 #include "kiln/ops/array.h"
 #include "shape_ops_util.h"
 #include "slice_spec.h"
@@ -101,6 +103,85 @@ void infer_gather(InferContext& c) {
   c.set_output(0, c.dtype(0), std::move(out));
 }
 
+// ---- gradient rules ----
+// Slice: pad the gradient back with begin before and the rest after.
+void slice_grad(KILN_GRAD_ARGS) {
+  const Tensor before = cast(in[1], DType::kInt64);
+  const Tensor after = grad::shape_of(in[0]) - before - grad::shape_of(out[0]);
+  gi[0] = pad(g[0], stack({before, after}, 1), 0);
+}
+
+// StridedSlice (static spec and input shape): per dimension, restore the
+// shrunk/new axes, reverse negative strides, spread strided picks apart
+// with zeros, then pad to the input's extent.
+void strided_slice_grad(KILN_GRAD_ARGS) {
+  const Shape& xs = grad::static_shape(op, in[0]);
+  const std::vector<int64_t> b = grad::known_ints(op, in[1], "begin");
+  const std::vector<int64_t> e = grad::known_ints(op, in[2], "end");
+  const std::vector<int64_t> st = grad::known_ints(op, in[3], "strides");
+  StridedSliceMasks m;
+  m.begin = std::get<int64_t>(attrs[0]);
+  m.end = std::get<int64_t>(attrs[1]);
+  m.ellipsis = std::get<int64_t>(attrs[2]);
+  m.new_axis = std::get<int64_t>(attrs[3]);
+  m.shrink_axis = std::get<int64_t>(attrs[4]);
+  const StridedSliceSpec sp =
+      canonicalize_strided_slice(xs, static_cast<int64_t>(b.size()), &b, &e, &st, m);
+  const int64_t rank = xs.rank();
+  for (int64_t k : sp.size)
+    if (k == 0) {
+      gi[0] = zeros_like(in[0]);
+      return;
+    }
+  Tensor r = reshape(g[0], sp.size);
+  for (int64_t d = 0; d < rank; ++d) {
+    const size_t du = static_cast<size_t>(d);
+    const int64_t n = xs.dim(d), k = sp.size[du];
+    int64_t begin = sp.begin[du], step = sp.stride[du];
+    if (step == 1 && k == n) continue;
+    if (step < 0) {  // reverse: the same picks read forwards
+      std::vector<int64_t> zeros(du + 1, 0), steps(du + 1, 1);
+      steps[du] = -1;
+      const int64_t all = (int64_t{1} << (d + 1)) - 1;
+      r = strided_slice(r, zeros, zeros, steps, all, all);
+      begin += step * (k - 1);
+      step = -step;
+    }
+    int64_t len = k;
+    if (step > 1) {  // [.., k, ..] -> [.., k, step, ..] -> [.., k * step, ..], keep the span
+      Tensor e1 = expand_dims(r, d + 1);
+      std::vector<std::pair<int64_t, int64_t>> p(static_cast<size_t>(rank) + 1, {0, 0});
+      p[du + 1] = {0, step - 1};
+      std::vector<int64_t> dims = r.shape().to_vector();
+      dims[du] = k * step;
+      r = reshape(pad(e1, p), dims);
+      len = (k - 1) * step + 1;
+      std::vector<int64_t> sb(static_cast<size_t>(rank), 0), ss(static_cast<size_t>(rank), -1);
+      ss[du] = len;
+      r = slice(r, sb, ss);
+    }
+    std::vector<std::pair<int64_t, int64_t>> p(static_cast<size_t>(rank), {0, 0});
+    p[du] = {begin, n - begin - len};
+    r = pad(r, p);
+  }
+  gi[0] = r;
+}
+
+// Gather on axis 0: a one-hot [indices, rows] matrix sums the gradient rows
+// back into the rows they were read from (repeated indices add up).
+void gather_grad(KILN_GRAD_ARGS) {
+  const int64_t axis = std::get<int64_t>(attrs[0]);
+  if (axis != 0 || std::get<int64_t>(attrs[1]) != 0)
+    throw UnimplementedError("GatherV2 gradient: only axis 0 without batch_dims is supported");
+  const Shape& ps = grad::static_shape(op, in[0]);
+  int64_t rest = 1;
+  for (int64_t i = 1; i < ps.rank(); ++i) rest *= ps.dim(i);
+  const Tensor idx = reshape(in[1], {-1});
+  const Tensor oh = one_hot(idx, ps.dim(0), 1, 0, -1, in[0].dtype());
+  const Tensor rows = matmul(oh, reshape(g[0], {-1, rest}), /*transpose_a=*/true);
+  gi[0] = reshape(rows, ps);
+}
+
 }  // namespace
 
 namespace shape_ops {
@@ -126,6 +207,9 @@ void define_slicing_ops(OpTableBuilder& t) {
       .attr("axis", AttrType::kInt, int64_t{0})
       .attr("batch_dims", AttrType::kInt, int64_t{0})
       .infer(infer_gather);
+  t.def(OpId::Slice).grad(slice_grad);
+  t.def(OpId::StridedSlice).grad(strided_slice_grad);
+  t.def(OpId::Gather).grad(gather_grad);
 }
 }  // namespace shape_ops
 

@@ -3,6 +3,7 @@
 #include "kiln/ops/state.h"
 
 #include "families.h"
+#include "grad_util.h"
 #include "kiln/context.h"
 #include "kiln/variable.h"
 #include "print_template.h"
@@ -107,6 +108,11 @@ void assign_op(OpId id, const Tensor& handle, const Tensor& value) {
   call_op(id, inputs, {dt});
 }
 
+// The gradient of a read flows to the variable (the handle input).
+void read_variable_grad(KILN_GRAD_ARGS) {
+  gi[0] = g[0];
+}
+
 }  // namespace
 
 void define_state_ops(OpTableBuilder& t) {
@@ -125,6 +131,7 @@ void define_state_ops(OpTableBuilder& t) {
       .attr("shape", AttrType::kInts)
       .traits(kStateful)
       .infer(infer_read_variable);
+  t.def(OpId::ReadVariable).grad(read_variable_grad);
   t.def(OpId::AssignVariable)
       .inputs({"resource", "value"})
       .attr("dtype", AttrType::kDType)

@@ -1,6 +1,8 @@
 // Ops that grow a tensor: tile, broadcast_to, pad.
 #include "front_util.h"
+#include "grad_util.h"
 #include "kiln/context.h"
+#include "kiln/ops.h"
 #include "kiln/ops/array.h"
 #include "shape_ops_util.h"
 
@@ -136,6 +138,33 @@ Tensor paddings_tensor(std::span<const std::pair<int64_t, int64_t>> paddings) {
                              Shape{static_cast<int64_t>(paddings.size()), 2});
 }
 
+// ---- gradient rules ----
+// Tile: view the gradient as [m0, d0, m1, d1, ...] and sum the copies.
+void tile_grad(KILN_GRAD_ARGS) {
+  const Shape& xs = in[0].shape();
+  if (!xs.rank_known()) throw UnimplementedError("Tile gradient: input of unknown rank");
+  const int64_t rank = xs.rank();
+  if (rank == 0) {
+    gi[0] = g[0];
+    return;
+  }
+  const Tensor split_shape =
+      reshape(stack({cast(in[1], DType::kInt64), grad::shape_of(in[0])}, 1), {-1});
+  std::vector<int64_t> axes;
+  for (int64_t i = 0; i < rank; ++i) axes.push_back(2 * i);
+  gi[0] = reduce_sum(reshape(g[0], split_shape), axes);
+}
+void broadcast_to_grad(KILN_GRAD_ARGS) {
+  gi[0] = grad::unbroadcast(g[0], in[0]);
+}
+// Pad: the input's block of the gradient; constant_values gets the rest
+// (TensorFlow gives it none; the padded positions do depend on it).
+void pad_grad(KILN_GRAD_ARGS) {
+  const Tensor begin = reshape(slice(cast(in[1], DType::kInt64), {0, 0}, {-1, 1}), {-1});
+  gi[0] = slice(g[0], begin, grad::shape_of(in[0]));
+  gi[2] = reduce_sum(g[0]) - reduce_sum(gi[0]);
+}
+
 }  // namespace
 
 namespace shape_ops {
@@ -150,6 +179,9 @@ void define_tile_pad_ops(OpTableBuilder& t) {
       .inputs({"input", "paddings", "constant_values"})
       .outputs({"output"})
       .infer(infer_pad);
+  t.def(OpId::Tile).grad(tile_grad);
+  t.def(OpId::BroadcastTo).grad(broadcast_to_grad);
+  t.def(OpId::Pad).grad(pad_grad);
 }
 }  // namespace shape_ops
 

@@ -3,7 +3,10 @@
 
 #include "elementwise_infer.h"
 #include "families.h"
+#include "grad_util.h"
 #include "kiln/context.h"
+#include "kiln/ops/binary.h"
+#include "kiln/ops/select_cast.h"
 
 namespace kiln {
 namespace {
@@ -20,6 +23,52 @@ template <DTypeSet Allowed>
 void infer_predicate(InferContext& c) {
   expect_dtype_in(c, 0, Allowed);
   c.set_output(0, DType::kBool, c.shape(0));
+}
+
+// ---- gradient rules: dx from x, y = f(x) and dy ----
+using UnaryRule = Tensor (*)(const Tensor& x, const Tensor& y, const Tensor& dy);
+template <UnaryRule R>
+void unary_grad(KILN_GRAD_ARGS) {
+  gi[0] = R(in[0], out[0], g[0]);
+}
+Tensor neg_rule(const Tensor&, const Tensor&, const Tensor& dy) {
+  return negative(dy);
+}
+Tensor abs_rule(const Tensor& x, const Tensor&, const Tensor& dy) {
+  return dy * sign(x);
+}
+Tensor square_rule(const Tensor& x, const Tensor&, const Tensor& dy) {
+  return dy * (x * 2);
+}
+Tensor sqrt_rule(const Tensor&, const Tensor& y, const Tensor& dy) {
+  return dy * 0.5 / y;
+}
+Tensor rsqrt_rule(const Tensor&, const Tensor& y, const Tensor& dy) {
+  return dy * (y * y * y * -0.5);
+}
+Tensor exp_rule(const Tensor&, const Tensor& y, const Tensor& dy) {
+  return dy * y;
+}
+Tensor log_rule(const Tensor& x, const Tensor&, const Tensor& dy) {
+  return dy / x;
+}
+Tensor log1p_rule(const Tensor& x, const Tensor&, const Tensor& dy) {
+  return dy / (x + 1);
+}
+Tensor tanh_rule(const Tensor&, const Tensor& y, const Tensor& dy) {
+  return dy * (1 - y * y);
+}
+Tensor sigmoid_rule(const Tensor&, const Tensor& y, const Tensor& dy) {
+  return dy * (y * (1 - y));
+}
+Tensor relu_rule(const Tensor& x, const Tensor&, const Tensor& dy) {
+  return where(x > 0, dy, 0);
+}
+Tensor sin_rule(const Tensor& x, const Tensor&, const Tensor& dy) {
+  return dy * cos(x);
+}
+Tensor cos_rule(const Tensor& x, const Tensor&, const Tensor& dy) {
+  return negative(dy * sin(x));
 }
 
 }  // namespace
@@ -51,6 +100,22 @@ void define_unary_ops(OpTableBuilder& t) {
   def(OpId::Invert, infer_same<kIntSet>, kNoGradient);
   def(OpId::IsNan, infer_predicate<kFloatSet>, kNoGradient);
   def(OpId::IsFinite, infer_predicate<kFloatSet>, kNoGradient);
+
+  // Gradients. Sign is piecewise constant: no gradient (as Floor, Round).
+  t.def(OpId::Sign).traits(kNoGradient);
+  t.def(OpId::Neg).grad(unary_grad<neg_rule>);
+  t.def(OpId::Abs).grad(unary_grad<abs_rule>);
+  t.def(OpId::Square).grad(unary_grad<square_rule>);
+  t.def(OpId::Sqrt).grad(unary_grad<sqrt_rule>);
+  t.def(OpId::Rsqrt).grad(unary_grad<rsqrt_rule>);
+  t.def(OpId::Exp).grad(unary_grad<exp_rule>);
+  t.def(OpId::Log).grad(unary_grad<log_rule>);
+  t.def(OpId::Log1p).grad(unary_grad<log1p_rule>);
+  t.def(OpId::Tanh).grad(unary_grad<tanh_rule>);
+  t.def(OpId::Sigmoid).grad(unary_grad<sigmoid_rule>);
+  t.def(OpId::Relu).grad(unary_grad<relu_rule>);
+  t.def(OpId::Sin).grad(unary_grad<sin_rule>);
+  t.def(OpId::Cos).grad(unary_grad<cos_rule>);
 }
 
 Tensor negative(const Tensor& x) {

@@ -9,6 +9,7 @@
 namespace kiln {
 namespace {
 thread_local ExecutionContext* t_current KILN_TLS = nullptr;
+thread_local OpObserver* t_observer KILN_TLS = nullptr;
 
 }  // namespace
 
@@ -132,22 +133,45 @@ ContextScope::~ContextScope() {
   t_current = prev_;
 }
 
+OpObserver* op_observer() {
+  return t_observer;
+}
+void set_op_observer(OpObserver* obs) {
+  t_observer = obs;
+}
+
+void execute_op(const OpDef& op, std::span<const Tensor> inputs, const Attrs& attrs,
+                std::vector<Tensor>& outputs) {
+  current_context().execute(op, inputs, attrs, outputs);
+  if (OpObserver* obs = t_observer) [[unlikely]]
+    obs->on_op(op, inputs, attrs, outputs);
+}
+
 std::vector<Tensor> call_op(OpId id, std::span<const Tensor> inputs, Attrs attrs) {
   const OpDef& op = op_def(id);
   complete_attrs(op, attrs);
   std::vector<Tensor> out;
-  current_context().execute(op, inputs, attrs, out);
+  execute_op(op, inputs, attrs, out);
   return out;
 }
+
+namespace {
+Tensor dispatch1(const OpDef& op, std::span<const Tensor> inputs, const Attrs& attrs) {
+  Tensor out = current_context().execute1(op, inputs, attrs);
+  if (OpObserver* obs = t_observer) [[unlikely]]
+    obs->on_op(op, inputs, attrs, std::span<const Tensor>(&out, 1));
+  return out;
+}
+}  // namespace
 
 Tensor call_op1(OpId id, std::span<const Tensor> inputs, const Attrs& attrs) {
   const OpDef& op = op_def(id);
   if (attrs.size() != op.attrs.size()) {
     Attrs full = attrs;
     complete_attrs(op, full);
-    return current_context().execute1(op, inputs, full);
+    return dispatch1(op, inputs, full);
   }
-  return current_context().execute1(op, inputs, attrs);
+  return dispatch1(op, inputs, attrs);
 }
 
 }  // namespace kiln

@@ -97,4 +97,8 @@ void set_random_seed(int64_t seed);
 /// Returns x unchanged (the Identity op; useful as a graph node).
 Tensor identity(const Tensor& x);
 
+/// Returns x's value, with no gradient flowing through it (tf.stop_gradient):
+/// gradient tapes treat the result as a constant.
+Tensor stop_gradient(const Tensor& x);
+
 }  // namespace kiln

@@ -1,0 +1,323 @@
+// GradientTape: recording through the thread's OpObserver and reverse-mode
+// backpropagation over the record (see include/kiln/gradient_tape.h).
+#include <algorithm>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "kiln/context.h"
+#include "kiln/gradient_tape.h"
+#include "kiln/ops.h"
+
+namespace kiln {
+
+using TensorId = const detail::TensorImpl*;
+
+namespace {
+// One recorded op call. `own[j]` marks outputs that are new values (not
+// already-tracked handles, as Identity's output eagerly is its input).
+struct Entry {
+  const OpDef* op;
+  std::vector<Tensor> inputs, outputs;
+  Attrs attrs;
+  std::vector<char> own;
+};
+}  // namespace
+
+struct GradientTape::Impl {
+  bool persistent = false;
+  bool watch_accessed_variables = true;
+  bool recording = false;  // on the thread's stack and not paused
+  bool on_stack = false;
+  bool used = false;  // a non-persistent tape computed its gradient
+  ExecutionContext* ctx = nullptr;
+  std::unordered_set<TensorId> tracked;
+  std::vector<Tensor> watched;  // keeps watched ids alive (never reused)
+  std::vector<Entry> entries;
+
+  void watch(const Tensor& t) {
+    if (!is_floating(t.dtype()) && t.dtype() != DType::kResource) return;
+    if (tracked.insert(t.impl()).second) watched.push_back(t);
+  }
+  void record(const OpDef& op, std::span<const Tensor> inputs, const Attrs& attrs,
+              std::span<const Tensor> outputs);
+};
+
+namespace {
+
+// The thread's tapes, oldest first; the thread's OpObserver while non-empty.
+class TapeStack final : public OpObserver {
+ public:
+  std::vector<GradientTape::Impl*> tapes;
+
+  void on_op(const OpDef& op, std::span<const Tensor> inputs, const Attrs& attrs,
+             std::span<const Tensor> outputs) override {
+    if (op.has(kNoGradient)) return;
+    for (GradientTape::Impl* t : tapes)
+      if (t->recording) t->record(op, inputs, attrs, outputs);
+  }
+  void push(GradientTape::Impl* t) {
+    tapes.push_back(t);
+    set_op_observer(this);
+  }
+  void remove(GradientTape::Impl* t) {
+    tapes.erase(std::remove(tapes.begin(), tapes.end(), t), tapes.end());
+    if (tapes.empty()) set_op_observer(nullptr);
+  }
+};
+
+TapeStack& tape_stack() {
+  static thread_local TapeStack stack;
+  return stack;
+}
+
+// Pauses a tape for the duration of its own gradient computation.
+class PauseGuard {
+ public:
+  explicit PauseGuard(GradientTape::Impl& t) : t_(t), was_(t.recording) { t.recording = false; }
+  ~PauseGuard() { t_.recording = was_ && t_.on_stack; }
+
+ private:
+  GradientTape::Impl& t_;
+  bool was_;
+};
+
+const VariableResource* variable_of(const Tensor& handle) {
+  if (!handle.defined() || handle.is_symbolic() || handle.dtype() != DType::kResource)
+    return nullptr;
+  return dynamic_cast<const VariableResource*>(handle.resource());
+}
+
+}  // namespace
+
+void GradientTape::Impl::record(const OpDef& op, std::span<const Tensor> inputs, const Attrs& attrs,
+                                std::span<const Tensor> outputs) {
+  if (&current_context() != ctx) return;  // another trace (or eager inside one)
+  if (op.id == OpId::ReadVariable && watch_accessed_variables && !tracked.count(inputs[0].impl()))
+    if (const VariableResource* v = variable_of(inputs[0]); v && v->trainable()) watch(inputs[0]);
+  bool connected = false;
+  for (const Tensor& t : inputs) connected |= tracked.count(t.impl()) > 0;
+  if (!connected) return;
+  Entry e{&op, {inputs.begin(), inputs.end()}, {outputs.begin(), outputs.end()}, attrs, {}};
+  bool any = false;
+  for (const Tensor& o : outputs) {
+    // A value already tracked (an input handed back, or a variable's
+    // snapshot returned by a second read) keeps its first producer.
+    bool own = o.defined() && is_floating(o.dtype()) && !tracked.count(o.impl());
+    for (const Tensor& t : inputs) own &= !t.is_same(o);
+    e.own.push_back(own);
+    if (own) tracked.insert(o.impl());
+    any |= own;
+  }
+  if (any) entries.push_back(std::move(e));
+}
+
+GradientTape::GradientTape(bool persistent, bool watch_accessed_variables)
+    : impl_(std::make_unique<Impl>()) {
+  impl_->persistent = persistent;
+  impl_->watch_accessed_variables = watch_accessed_variables;
+  impl_->ctx = &current_context();
+  start();
+}
+
+GradientTape::~GradientTape() {
+  stop();
+}
+
+void GradientTape::start() {
+  if (impl_->on_stack) return;
+  tape_stack().push(impl_.get());
+  impl_->on_stack = true;
+  impl_->recording = true;
+}
+
+void GradientTape::stop() {
+  if (!impl_->on_stack) return;
+  tape_stack().remove(impl_.get());
+  impl_->on_stack = false;
+  impl_->recording = false;
+}
+
+bool GradientTape::persistent() const {
+  return impl_->persistent;
+}
+bool GradientTape::recording() const {
+  return impl_->recording;
+}
+
+void GradientTape::reset() {
+  impl_->tracked.clear();
+  impl_->watched.clear();
+  impl_->entries.clear();
+  impl_->used = false;
+}
+
+void GradientTape::watch(const Tensor& t) {
+  if (!t.defined()) throw InvalidArgumentError("GradientTape.watch: undefined tensor");
+  impl_->watch(t);
+}
+void GradientTape::watch(const Variable& v) {
+  if (!v.defined()) throw InvalidArgumentError("GradientTape.watch: undefined variable");
+  if (is_floating(v.dtype())) impl_->watch(v.handle());
+}
+void GradientTape::watch(const std::vector<GradSource>& sources) {
+  for (const GradSource& s : sources) s.is_variable() ? watch(s.variable()) : watch(s.tensor());
+}
+
+GradientTape::StopRecording::StopRecording(GradientTape* tape)
+    : tape_(tape), was_recording_(tape->impl_->recording) {
+  tape->impl_->recording = false;
+}
+GradientTape::StopRecording::StopRecording(StopRecording&& o) noexcept
+    : tape_(std::exchange(o.tape_, nullptr)), was_recording_(o.was_recording_) {}
+GradientTape::StopRecording::~StopRecording() {
+  if (tape_) tape_->impl_->recording = was_recording_ && tape_->impl_->on_stack;
+}
+GradientTape::StopRecording GradientTape::stop_recording() {
+  return StopRecording(this);
+}
+
+Tensor GradientTape::gradient(const Tensor& target, const GradSource& source,
+                              const Tensor& output_gradient, UnconnectedGradients unconnected) {
+  return gradient(std::vector<Tensor>{target}, std::vector<GradSource>{source},
+                  std::vector<Tensor>{output_gradient}, unconnected)[0];
+}
+
+std::vector<Tensor> GradientTape::gradient(const Tensor& target,
+                                           const std::vector<GradSource>& sources,
+                                           const Tensor& output_gradient,
+                                           UnconnectedGradients unconnected) {
+  return gradient(std::vector<Tensor>{target}, sources, std::vector<Tensor>{output_gradient},
+                  unconnected);
+}
+
+namespace {
+
+void check_arguments(const std::vector<Tensor>& targets, const std::vector<GradSource>& sources,
+                     const std::vector<Tensor>& output_gradients) {
+  const char* w = "GradientTape.gradient: ";
+  for (size_t i = 0; i < targets.size(); ++i) {
+    const Tensor& t = targets[i];
+    if (!t.defined()) throw InvalidArgumentError(str_cat(w, "target ", i, " is undefined"));
+    if (!is_floating(t.dtype()))
+      throw InvalidArgumentError(str_cat(w, "target ", i, " has dtype ", dtype_name(t.dtype()),
+                                         "; only float32/float64 targets can be differentiated"));
+  }
+  if (!output_gradients.empty() && output_gradients.size() != targets.size())
+    throw InvalidArgumentError(
+        str_cat(w, output_gradients.size(), " output_gradients for ", targets.size(), " targets"));
+  for (size_t i = 0; i < output_gradients.size(); ++i) {
+    const Tensor& o = output_gradients[i];
+    if (!o.defined()) continue;
+    const Tensor& t = targets[i];
+    if (o.dtype() != t.dtype())
+      throw InvalidArgumentError(str_cat(w, "output_gradients[", i, "] has dtype ",
+                                         dtype_name(o.dtype()), ", target has ",
+                                         dtype_name(t.dtype())));
+    if (!o.shape().is_compatible_with(t.shape()))
+      throw InvalidArgumentError(str_cat(w, "output_gradients[", i, "] has shape ", o.shape(),
+                                         ", target has shape ", t.shape()));
+  }
+  for (size_t i = 0; i < sources.size(); ++i) {
+    const GradSource& s = sources[i];
+    if (s.is_variable() ? !s.variable().defined() : !s.tensor().defined())
+      throw InvalidArgumentError(str_cat(w, "source ", i, " is undefined"));
+  }
+}
+
+Tensor zeros_for(const GradSource& s) {
+  if (s.is_variable()) return zeros(s.variable().shape(), s.variable().dtype());
+  return zeros_like(s.tensor());
+}
+
+}  // namespace
+
+std::vector<Tensor> GradientTape::gradient(const std::vector<Tensor>& targets,
+                                           const std::vector<GradSource>& sources,
+                                           const std::vector<Tensor>& output_gradients,
+                                           UnconnectedGradients unconnected) {
+  Impl& im = *impl_;
+  if (im.used)
+    throw FailedPreconditionError(
+        "GradientTape.gradient: a non-persistent GradientTape can only be used to compute one "
+        "set of gradients; create it with persistent=true to call gradient() again");
+  check_arguments(targets, sources, output_gradients);
+  if (!im.persistent) {
+    im.used = true;
+    stop();
+  }
+  PauseGuard pause(im);
+
+  std::vector<TensorId> source_ids;
+  std::unordered_set<TensorId> reach;  // values that depend on a source
+  for (const GradSource& s : sources) {
+    const Tensor& t = s.is_variable() ? s.variable().handle() : s.tensor();
+    source_ids.push_back(t.impl());
+    reach.insert(t.impl());
+  }
+  std::vector<char> live(im.entries.size(), 0);
+  for (size_t i = 0; i < im.entries.size(); ++i) {
+    const Entry& e = im.entries[i];
+    for (const Tensor& t : e.inputs) live[i] |= reach.count(t.impl()) > 0;
+    if (!live[i]) continue;
+    for (size_t j = 0; j < e.outputs.size(); ++j)
+      if (e.own[j]) reach.insert(e.outputs[j].impl());
+  }
+
+  std::unordered_map<TensorId, Tensor> grads;
+  auto accumulate = [&](TensorId id, const Tensor& g) {
+    auto [it, inserted] = grads.try_emplace(id, g);
+    if (!inserted) it->second = add(it->second, g);
+  };
+  for (size_t k = 0; k < targets.size(); ++k) {
+    if (!reach.count(targets[k].impl())) continue;
+    const bool given = !output_gradients.empty() && output_gradients[k].defined();
+    accumulate(targets[k].impl(), given ? output_gradients[k] : ones_like(targets[k]));
+  }
+
+  // Entries were recorded in execution order: walking them backwards sees
+  // every consumer of a value before its producer.
+  for (size_t i = im.entries.size(); i-- > 0;) {
+    if (!live[i]) continue;
+    const Entry& e = im.entries[i];
+    std::vector<Tensor> gout(e.outputs.size());
+    bool any = false;
+    for (size_t j = 0; j < e.outputs.size(); ++j) {
+      if (!e.own[j]) continue;
+      auto it = grads.find(e.outputs[j].impl());
+      if (it == grads.end()) continue;
+      gout[j] = it->second;
+      any = true;
+    }
+    if (!any) continue;
+    if (!e.op->grad)
+      throw UnimplementedError(str_cat("GradientTape.gradient: no gradient is defined for op ",
+                                       e.op->type_name,
+                                       ", which lies between the targets and the sources"));
+    for (size_t j = 0; j < e.outputs.size(); ++j)
+      if (!gout[j].defined()) gout[j] = zeros_like(e.outputs[j]);
+    std::vector<Tensor> gin(e.inputs.size());
+    e.op->grad(*e.op, e.inputs, e.outputs, gout, e.attrs, gin);
+    for (size_t k = 0; k < e.inputs.size() && k < gin.size(); ++k)
+      if (gin[k].defined() && reach.count(e.inputs[k].impl()))
+        accumulate(e.inputs[k].impl(), gin[k]);
+  }
+
+  std::vector<Tensor> result;
+  result.reserve(sources.size());
+  for (size_t i = 0; i < sources.size(); ++i) {
+    auto it = grads.find(source_ids[i]);
+    if (it != grads.end())
+      result.push_back(it->second);
+    else
+      result.push_back(unconnected == UnconnectedGradients::kZero ? zeros_for(sources[i])
+                                                                  : Tensor());
+  }
+  if (!im.persistent) {
+    im.entries.clear();
+    im.tracked.clear();
+    im.watched.clear();
+  }
+  return result;
+}
+
+}  // namespace kiln
