@@ -175,6 +175,9 @@ class Function {
 
   /// Traces on a cache miss, then runs the concrete function.
   Value operator()(const std::vector<Value>& args);
+  /// The same call when every argument is a tensor, without building Values
+  /// (the fast path for bindings): equal to operator() with Value(t) each.
+  Value call_tensors(std::span<const Tensor> args);
   /// Traces (or finds) the concrete function for these arguments without
   /// running it. ArgSpec leaves stand for tensors of that spec.
   std::shared_ptr<const ConcreteFunction> get_concrete_function(const std::vector<Value>& args);
@@ -188,6 +191,11 @@ class Function {
 
  private:
   void note_call(bool traced);
+  // The call after the key was built: cache lookup, trace on a miss, run.
+  // On a miss `args` (or else `tensor_args`) are the call's arguments.
+  Value call_cached(std::span<const int64_t> key, std::span<const Tensor> tensors,
+                    bool flat_tensors, const std::vector<Value>* args,
+                    std::span<const Tensor> tensor_args);
   struct Impl;
   std::unique_ptr<Impl> impl_;
   Body body_;

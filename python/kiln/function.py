@@ -133,8 +133,10 @@ class Function(_kiln._Function):
         nparams = len(params) if simple else 2**62
         names = [p.name for p in params]
         self._tracer = _Tracer(python_function, params, autograph, _self_ref)
+        # Simple signatures are bound in C++ (keywords, defaults) on each call.
+        defaults = tuple(p.default for p in params) if simple else None
         super().__init__(self._tracer, fname, names, self._input_signature,
-                         bool(reduce_retracing), bool(jit_compile), nparams)
+                         bool(reduce_retracing), bool(jit_compile), nparams, defaults, _P.empty)
         functools.update_wrapper(self, python_function, updated=())
 
     # -- the Python side of the call path --

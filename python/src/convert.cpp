@@ -380,6 +380,13 @@ bool is_namedtuple(nb::handle h) {
 }  // namespace
 
 Value to_value(nb::handle h) {
+  // Exact types first: a pointer compare instead of nanobind's type lookup.
+  static PyTypeObject* const tensor_type =
+      reinterpret_cast<PyTypeObject*>(nb::type<Tensor>().ptr());
+  static PyTypeObject* const variable_type =
+      reinterpret_cast<PyTypeObject*>(nb::type<Variable>().ptr());
+  if (Py_TYPE(h.ptr()) == tensor_type) return Value(*nb::inst_ptr<Tensor>(h));
+  if (Py_TYPE(h.ptr()) == variable_type) return Value(*nb::inst_ptr<Variable>(h));
   if (nb::isinstance<Tensor>(h)) return Value(nb::cast<Tensor>(h));
   if (nb::isinstance<Variable>(h)) return Value(nb::cast<Variable>(h));
   if (nb::isinstance<ArgSpec>(h)) return Value(nb::cast<ArgSpec>(h));

@@ -88,7 +88,159 @@ struct PyFunction {
   nb::object trace_fn;  // called with the structured arguments while tracing
   size_t nparams = 0;   // positional-call fast path when len(args) == nparams
   std::vector<DType> signature_dtypes;  // input_signature: non-tensor args are converted
+  // Simple signatures (positional-or-keyword parameters only) are bound in
+  // C++: parameter names and defaults (null: none).
+  bool simple = false;
+  std::vector<nb::object> names, defaults;
 };
+
+// One value per parameter for a call of a simple signature (positional
+// arguments, then keywords by name, then defaults), or a null object when
+// the call needs Python's binder (other signatures, and every error, so the
+// TypeError is Python's).
+nb::object bind_simple(const PyFunction& f, PyObject* args, PyObject* kwargs) {
+  const Py_ssize_t n = static_cast<Py_ssize_t>(f.names.size());
+  const Py_ssize_t nargs = PyTuple_GET_SIZE(args);
+  if (!f.simple || nargs > n) return {};
+  nb::object out = nb::steal(PyTuple_New(n));  // NULL items until set
+  if (!out.is_valid()) throw nb::python_error();
+  for (Py_ssize_t i = 0; i < nargs; ++i) {
+    PyObject* a = PyTuple_GET_ITEM(args, i);
+    Py_INCREF(a);
+    PyTuple_SET_ITEM(out.ptr(), i, a);
+  }
+  if (kwargs) {
+    PyObject *k, *v;
+    Py_ssize_t pos = 0;
+    while (PyDict_Next(kwargs, &pos, &k, &v)) {
+      Py_ssize_t j = 0;
+      for (; j < n; ++j)
+        if (f.names[static_cast<size_t>(j)].ptr() == k) break;
+      if (j == n && PyUnicode_Check(k))  // not interned: compare the text
+        for (j = 0; j < n; ++j)
+          if (PyUnicode_Compare(f.names[static_cast<size_t>(j)].ptr(), k) == 0) break;
+      if (PyErr_Occurred()) throw nb::python_error();
+      if (j == n || PyTuple_GET_ITEM(out.ptr(), j)) return {};  // unknown or given twice
+      Py_INCREF(v);
+      PyTuple_SET_ITEM(out.ptr(), j, v);
+    }
+  }
+  for (Py_ssize_t j = nargs; j < n; ++j) {
+    if (PyTuple_GET_ITEM(out.ptr(), j)) continue;
+    const nb::object& d = f.defaults[static_cast<size_t>(j)];
+    if (!d.is_valid()) return {};  // missing argument
+    PyTuple_SET_ITEM(out.ptr(), j, d.inc_ref().ptr());
+  }
+  return out;
+}
+
+// Runs `call` (the function's C++ call); arguments that do not match an
+// input_signature raise TensorFlow's "Python inputs incompatible" text.
+template <typename F>
+nb::object call_with_signature_errors(nb::handle self, const PyFunction& f, nb::handle call_args,
+                                      F&& call) {
+  if (f.signature_dtypes.empty()) return from_value(call());
+  try {
+    return from_value(call());
+  } catch (const InvalidArgumentError& e) {
+    if (std::string(e.what()).find("incompatible with input_signature") == std::string::npos)
+      throw;
+    self.attr("_raise_signature_error")(call_args, e.what());
+    throw;
+  }
+}
+
+PyTypeObject* tensor_type() {
+  static PyTypeObject* t = reinterpret_cast<PyTypeObject*>(nb::type<Tensor>().ptr());
+  return t;
+}
+
+nb::object call_function(nb::handle self, PyObject* args, PyObject* kwargs) {
+  PyFunction& f = *nb::inst_ptr<PyFunction>(self);
+  if (kwargs && PyDict_GET_SIZE(kwargs) == 0) kwargs = nullptr;
+  if (g_run_eagerly.load(std::memory_order_relaxed)) {
+    nb::object eager = self.attr("_call_eagerly");
+    PyObject* r = PyObject_Call(eager.ptr(), args, kwargs);
+    if (!r) throw nb::python_error();
+    return nb::steal(r);
+  }
+  const size_t nargs = static_cast<size_t>(PyTuple_GET_SIZE(args));
+  // One value per parameter: the positional arguments as given, or bound.
+  nb::object call_args;
+  if (!kwargs && nargs == f.nparams) {
+    call_args = nb::borrow(args);
+  } else {
+    call_args = bind_simple(f, args, kwargs);
+    if (!call_args.is_valid())
+      call_args = self.attr("_canonicalize")(nb::handle(args),
+                                             kwargs ? nb::handle(kwargs) : nb::dict());
+  }
+  // Fast path: every argument a kiln.Tensor (no Values built).
+  constexpr size_t kMaxFast = 8;
+  if (PyTuple_CheckExact(call_args.ptr()) && PyTuple_GET_SIZE(call_args.ptr()) <= kMaxFast) {
+    const size_t n = static_cast<size_t>(PyTuple_GET_SIZE(call_args.ptr()));
+    Tensor ts[kMaxFast];
+    size_t i = 0;
+    for (; i < n; ++i) {
+      PyObject* a = PyTuple_GET_ITEM(call_args.ptr(), i);
+      if (Py_TYPE(a) != tensor_type()) break;
+      ts[i] = *nb::inst_ptr<Tensor>(a);
+    }
+    if (i == n)
+      return call_with_signature_errors(self, f, call_args,
+                                        [&] { return f.fn->call_tensors({ts, n}); });
+  }
+  std::vector<Value> values;
+  values.reserve(nb::len(call_args));
+  auto add = [&](nb::handle a, size_t i) {
+    if (i < f.signature_dtypes.size() && !is_tensor(a) && !is_variable(a) &&
+        !nb::isinstance<ArgSpec>(a))
+      values.emplace_back(to_tensor(a, f.signature_dtypes[i], "argument"));
+    else
+      values.push_back(to_value(a));
+  };
+  if (PyTuple_Check(call_args.ptr())) {
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(call_args.ptr()); ++i)
+      add(PyTuple_GET_ITEM(call_args.ptr(), i), static_cast<size_t>(i));
+  } else {
+    size_t i = 0;
+    for (nb::handle a : call_args) add(a, i++);
+  }
+  return call_with_signature_errors(self, f, call_args, [&] { return (*f.fn)(values); });
+}
+
+// A C++ exception escaping a raw slot: raised as Python error through a
+// nanobind function, so the registered translators (kiln.errors) apply.
+thread_local std::exception_ptr t_pending;
+PyObject* raise_pending(std::exception_ptr p) {
+  static nb::object* rethrow =
+      new nb::object(nb::cpp_function([] { std::rethrow_exception(t_pending); }));
+  t_pending = std::move(p);
+  PyObject* r = PyObject_CallNoArgs(rethrow->ptr());
+  t_pending = nullptr;
+  Py_XDECREF(r);
+  return nullptr;
+}
+
+// tp_call of _Function (and of kiln.Function, which inherits it): no
+// argument tuple or dict is rebuilt, no overload dispatch.
+PyObject* function_tp_call(PyObject* self, PyObject* args, PyObject* kwargs) {
+  if (!nb::inst_ready(self)) {
+    PyErr_SetString(PyExc_TypeError, "kiln.function object is not initialized");
+    return nullptr;
+  }
+  try {
+    return call_function(self, args, kwargs).release().ptr();
+  } catch (nb::python_error& e) {
+    e.restore();
+    return nullptr;
+  } catch (...) {
+    return raise_pending(std::current_exception());
+  }
+}
+
+PyType_Slot g_function_slots[] = {{Py_tp_call, reinterpret_cast<void*>(function_tp_call)},
+                                  {0, nullptr}};
 
 std::vector<Value> to_values(nb::handle args) {
   std::vector<Value> v;
@@ -213,13 +365,15 @@ void bind_function(nb::module_& m) {
     return GraphView{std::move(cf), optimized};
   });
 
-  nb::class_<PyFunction>(m, "_Function", nb::dynamic_attr(),
-                         "The C++ side of kiln.function: trace cache and call path.")
+  nb::class_<PyFunction>(m, "_Function", nb::dynamic_attr(), nb::type_slots(g_function_slots),
+                         "The C++ side of kiln.function: trace cache and call path. Calling "
+                         "it traces on a cache miss, then runs the graph.")
       .def(
           "__init__",
           [](PyFunction* self, nb::object trace_fn, const std::string& name,
              std::vector<std::string> arg_names, nb::handle input_signature,
-             bool reduce_retracing, bool jit_compile, size_t nparams) {
+             bool reduce_retracing, bool jit_compile, size_t nparams, nb::handle defaults,
+             nb::handle no_default) {
             FunctionOptions o;
             o.name = name;
             o.arg_names = std::move(arg_names);
@@ -244,6 +398,18 @@ void bind_function(nb::module_& m) {
             self->trace_fn = trace_fn;
             self->nparams = nparams;
             self->signature_dtypes = std::move(sig_dtypes);
+            // defaults: one per parameter (no_default where it has none).
+            self->simple = !defaults.is_none() && nparams == o.arg_names.size() &&
+                           nb::len(defaults) == nparams;
+            if (self->simple)
+              for (size_t i = 0; i < nparams; ++i) {
+                PyObject* name = PyUnicode_FromString(o.arg_names[i].c_str());
+                if (!name) throw nb::python_error();
+                PyUnicode_InternInPlace(&name);
+                self->names.push_back(nb::steal(name));
+                nb::object d = nb::borrow(defaults[i]);
+                self->defaults.push_back(d.is(no_default) ? nb::object() : d);
+              }
             PyFunction* raw = self;
             self->fn = std::make_unique<Function>(
                 [raw](const std::vector<Value>& args) -> Value {
@@ -255,40 +421,8 @@ void bind_function(nb::module_& m) {
                 std::move(o));
           },
           nb::arg("trace_fn"), nb::arg("name"), nb::arg("arg_names"), nb::arg("input_signature").none(),
-          nb::arg("reduce_retracing"), nb::arg("jit_compile"), nb::arg("nparams"))
-      .def(
-          "__call__",
-          [](nb::handle self, nb::args args, nb::kwargs kwargs) -> nb::object {
-            PyFunction& f = nb::cast<PyFunction&>(self);
-            if (g_run_eagerly.load(std::memory_order_relaxed))
-              return self.attr("_call_eagerly")(*args, **kwargs);
-            nb::object call_args = args;
-            if (kwargs.size() != 0 || args.size() != f.nparams)
-              call_args = self.attr("_canonicalize")(args, kwargs);
-            std::vector<Value> values;
-            values.reserve(nb::len(call_args));
-            size_t i = 0;
-            for (nb::handle a : call_args) {
-              if (i < f.signature_dtypes.size() && !is_tensor(a) && !is_variable(a) &&
-                  !nb::isinstance<ArgSpec>(a))
-                values.emplace_back(to_tensor(a, f.signature_dtypes[i], "argument"));
-              else
-                values.push_back(to_value(a));
-              ++i;
-            }
-            if (f.signature_dtypes.empty()) return from_value((*f.fn)(values));
-            try {
-              return from_value((*f.fn)(values));
-            } catch (const InvalidArgumentError& e) {
-              // TensorFlow's "Python inputs incompatible with input_signature" text.
-              if (std::string(e.what()).find("incompatible with input_signature") ==
-                  std::string::npos)
-                throw;
-              self.attr("_raise_signature_error")(call_args, e.what());
-              throw;
-            }
-          },
-          "Calls the function: traces on a cache miss, then runs the graph.")
+          nb::arg("reduce_retracing"), nb::arg("jit_compile"), nb::arg("nparams"),
+          nb::arg("defaults").none() = nb::none(), nb::arg("no_default").none() = nb::none())
       .def(
           "_get_concrete",
           [](PyFunction& f, nb::handle args) {

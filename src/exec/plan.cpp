@@ -1,6 +1,5 @@
 #include <unordered_map>
 
-#include "core/tls.h"
 #include "kiln/executor.h"
 
 #include "kiln/config.h"
@@ -9,34 +8,35 @@
 namespace kiln {
 namespace {
 
-// Per-thread pool of tensor vectors for slots and kernel arguments, so a
-// plan run allocates nothing in the steady state. A pool (not one buffer)
-// because runs nest: control-flow kernels run their bodies' plans.
-struct VectorPool {
-  std::vector<std::vector<Tensor>> free;
-};
-struct VectorPoolTag {};
-using TPool = detail::ThreadCache<VectorPool, VectorPoolTag>;
-
-class PooledVector {
+// Tensors on the stack for small plans (most function calls), on the heap
+// beyond N: a run allocates nothing for its slots and kernel arguments.
+template <size_t N>
+class Scratch {
  public:
-  PooledVector() {
-    if (VectorPool* p = TPool::get(); p && !p->free.empty()) {
-      v_ = std::move(p->free.back());
-      p->free.pop_back();
-    }
+  explicit Scratch(size_t n) {
+    if (n > N) heap_.resize(n);
+    data_ = n > N ? heap_.data() : inline_;
   }
-  ~PooledVector() {
-    v_.clear();
-    VectorPool* p = TPool::get();
-    if (p && p->free.size() < 16) p->free.push_back(std::move(v_));
+  /// Grows to at least n (kernel arguments of a wider step).
+  void reserve(size_t n) {
+    if (n <= N || n <= heap_.size()) return;
+    heap_.resize(n);
+    data_ = heap_.data();
   }
-  std::vector<Tensor>& operator*() { return v_; }
-  std::vector<Tensor>* operator->() { return &v_; }
+  Tensor& operator[](size_t i) { return data_[i]; }
+  Tensor* data() { return data_; }
 
  private:
-  std::vector<Tensor> v_;
+  Tensor inline_[N];
+  std::vector<Tensor> heap_;
+  Tensor* data_;
 };
+
+// Slot numbers below zero name a tensor the plan reads in place instead of
+// copying it into a slot: -1 - i is input i, then constant i - num_inputs.
+int32_t external(size_t i) {
+  return -1 - static_cast<int32_t>(i);
+}
 
 }  // namespace
 
@@ -57,15 +57,24 @@ std::unique_ptr<Plan> Plan::compile(const Graph& graph) {
       e = e.node->inputs()[0];
     return e;
   };
+  // Inputs and constants are read where they are (see external()).
+  std::unordered_map<const Node*, int32_t> external_of;
+  for (size_t i = 0; i < graph.inputs().size(); ++i) external_of[graph.inputs()[i]] = external(i);
+  size_t num_constants = 0;
+  for (const auto& ref : graph.nodes())
+    if (ref->op().id == OpId::Const)
+      external_of[ref.get()] = external(graph.inputs().size() + num_constants++);
   auto slot_of = [&](const Edge& e) {
     const Edge r = resolve(e);
-    return first_slot.at(r.node) + r.index;
+    auto it = external_of.find(r.node);
+    return it != external_of.end() ? it->second : first_slot.at(r.node) + r.index;
   };
 
   // Last step index that reads each slot; outputs and constants live forever.
   constexpr int32_t kForever = INT32_MAX;
   std::vector<int32_t> last_use(static_cast<size_t>(next), -1);
-  for (const Edge& e : graph.outputs()) last_use[static_cast<size_t>(slot_of(e))] = kForever;
+  for (const Edge& e : graph.outputs())
+    if (slot_of(e) >= 0) last_use[static_cast<size_t>(slot_of(e))] = kForever;
 
   std::unordered_map<const Node*, size_t> input_pos;
   for (size_t i = 0; i < graph.inputs().size(); ++i) input_pos[graph.inputs()[i]] = i;
@@ -84,7 +93,6 @@ std::unique_ptr<Plan> Plan::compile(const Graph& graph) {
     }
     if (n->op().id == OpId::Const) {
       plan->constants_.emplace_back(base, std::get<Tensor>(n->attrs()[0]));
-      last_use[static_cast<size_t>(base)] = kForever;
       continue;
     }
     if (n->op().id == OpId::Identity && n->control_inputs().empty()) continue;
@@ -102,7 +110,7 @@ std::unique_ptr<Plan> Plan::compile(const Graph& graph) {
     for (const TensorSpec& sp : s.specs) s.static_specs &= sp.shape.is_fully_defined();
     const int32_t step_index = static_cast<int32_t>(plan->steps_.size());
     for (int32_t slot : s.in_slots)
-      if (last_use[static_cast<size_t>(slot)] != kForever)
+      if (slot >= 0 && last_use[static_cast<size_t>(slot)] != kForever)
         last_use[static_cast<size_t>(slot)] = step_index;
     plan->steps_.push_back(std::move(s));
   }
@@ -110,15 +118,14 @@ std::unique_ptr<Plan> Plan::compile(const Graph& graph) {
     if (plan->input_slots_[i] < 0)
       throw InternalError(
           str_cat("graph '", graph.function_name(), "': input ", i, " was removed from the graph"));
-  // Inputs belong to the caller: never moved (a move would not free them anyway).
-  for (int32_t slot : plan->input_slots_) last_use[static_cast<size_t>(slot)] = kForever;
 
   for (size_t k = 0; k < plan->steps_.size(); ++k) {
     Step& s = plan->steps_[k];
     s.in_last_use.assign(s.in_slots.size(), 0);
     for (size_t i = 0; i < s.in_slots.size(); ++i) {
       const int32_t slot = s.in_slots[i];
-      if (last_use[static_cast<size_t>(slot)] != static_cast<int32_t>(k)) continue;
+      // Inputs (the caller's) and constants are never moved.
+      if (slot < 0 || last_use[static_cast<size_t>(slot)] != static_cast<int32_t>(k)) continue;
       // Move only the last occurrence of a slot within the step.
       bool later = false;
       for (size_t j = i + 1; j < s.in_slots.size(); ++j) later |= s.in_slots[j] == slot;
@@ -136,29 +143,33 @@ std::vector<Tensor> Plan::run(std::span<const Tensor> inputs) const {
   if (inputs.size() != input_slots_.size())
     throw InvalidArgumentError(str_cat("function '", function_name_, "' expects ",
                                        input_slots_.size(), " inputs, got ", inputs.size()));
-  std::vector<Tensor> slots(static_cast<size_t>(num_slots_));
-  for (size_t i = 0; i < inputs.size(); ++i)
-    slots[static_cast<size_t>(input_slots_[i])] = inputs[i];
-  for (const auto& [slot, value] : constants_) slots[static_cast<size_t>(slot)] = value;
-  std::vector<Tensor> args;
+  auto read = [&](int32_t slot, Scratch<16>& slots) -> const Tensor& {
+    if (slot >= 0) return slots[static_cast<size_t>(slot)];
+    const size_t e = static_cast<size_t>(-1 - slot);
+    return e < inputs.size() ? inputs[e] : constants_[e - inputs.size()].second;
+  };
+  Scratch<16> slots(static_cast<size_t>(num_slots_));
+  Scratch<8> args(0);
   for (const Step& s : steps_) {
-    args.clear();
-    for (size_t i = 0; i < s.in_slots.size(); ++i) {
-      Tensor& src = slots[static_cast<size_t>(s.in_slots[i])];
+    const size_t n = s.in_slots.size();
+    args.reserve(n);
+    for (size_t i = 0; i < n; ++i) {
+      const int32_t slot = s.in_slots[i];
       if (s.in_last_use[i])
-        args.push_back(std::move(src));
+        args[i] = std::move(slots[static_cast<size_t>(slot)]);
       else
-        args.push_back(src);
+        args[i] = read(slot, slots);
     }
+    std::span<const Tensor> ins(args.data(), n);
     std::span<Tensor> outs(slots.data() + s.out_begin, static_cast<size_t>(s.num_out));
     try {
       if (s.static_specs) {
-        KernelContext kc(*s.op, args, s.attrs, s.specs, outs);
+        KernelContext kc(*s.op, ins, s.attrs, s.specs, outs);
         s.op->cpu_kernel(kc);
       } else {
-        InferContext ic(*s.op, args, s.attrs);
+        InferContext ic(*s.op, ins, s.attrs);
         s.op->infer(ic);
-        KernelContext kc(*s.op, args, s.attrs, ic.outputs(), outs);
+        KernelContext kc(*s.op, ins, s.attrs, ic.outputs(), outs);
         s.op->cpu_kernel(kc);
       }
       if (config().check_numerics) check_numerics(*s.op, outs, s.name);
@@ -166,22 +177,37 @@ std::vector<Tensor> Plan::run(std::span<const Tensor> inputs) const {
       throw_error(e.code(), str_cat(e.what(), "\n  (in node '", s.name, "' of function '",
                                     function_name_, "')"));
     }
+    for (size_t i = 0; i < n; ++i) args[i] = Tensor();
     for (int32_t r : s.release) slots[static_cast<size_t>(r)] = Tensor();
   }
   std::vector<Tensor> out;
   out.reserve(output_slots_.size());
-  for (int32_t slot : output_slots_) out.push_back(slots[static_cast<size_t>(slot)]);
-  args.clear();
+  for (size_t i = 0; i < output_slots_.size(); ++i) {
+    const int32_t slot = output_slots_[i];
+    // The slots die here: move a value out unless a later output reads it too.
+    bool again = slot < 0;
+    for (size_t j = i + 1; j < output_slots_.size() && !again; ++j)
+      again = output_slots_[j] == slot;
+    if (again)
+      out.push_back(read(slot, slots));
+    else
+      out.push_back(std::move(slots[static_cast<size_t>(slot)]));
+  }
   return out;
 }
 
 std::string Plan::debug_string() const {
+  auto slot_name = [&](int32_t slot) {
+    if (slot >= 0) return str_cat("s", slot);
+    const size_t e = static_cast<size_t>(-1 - slot);
+    return e < input_slots_.size() ? str_cat("in", e) : str_cat("c", e - input_slots_.size());
+  };
   std::string s;
   for (size_t k = 0; k < steps_.size(); ++k) {
     const Step& st = steps_[k];
     s += str_cat(k, ": ", st.op->type_name, " ", st.name, " (");
     for (size_t i = 0; i < st.in_slots.size(); ++i)
-      s += str_cat(i ? ", " : "", "s", st.in_slots[i], st.in_last_use[i] ? "*" : "");
+      s += str_cat(i ? ", " : "", slot_name(st.in_slots[i]), st.in_last_use[i] ? "*" : "");
     s += ") -> ";
     for (int32_t o = 0; o < st.num_out; ++o) s += str_cat(o ? ", " : "", "s", st.out_begin + o);
     if (!st.static_specs) s += " [infer]";

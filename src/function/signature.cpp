@@ -20,7 +20,8 @@ enum Code : int64_t {
   kOpaqueCode
 };
 
-void push_string(std::vector<int64_t>& k, const std::string& s) {
+template <typename K>
+void push_string(K& k, const std::string& s) {
   k.push_back(static_cast<int64_t>(s.size()));
   for (size_t i = 0; i < s.size(); i += 8) {
     int64_t w = 0;
@@ -29,60 +30,63 @@ void push_string(std::vector<int64_t>& k, const std::string& s) {
   }
 }
 
+template <typename K>
+void push_tensor_key(K& k, DType dt, const Shape& shape) {
+  k.push_back(kTensorCode);
+  k.push_back(static_cast<int64_t>(dt));
+  k.push_back(shape.rank());
+  for (int64_t d : shape.dims()) k.push_back(d);
+}
+
 std::string tensor_desc(DType dt, const Shape& s) {
   return str_cat(dtype_name(dt), s.debug_string());
 }
 
-// With describe == false only `key` and `tensors` are filled (the cache-hit
-// path: no strings built); `path` is then ignored.
-void walk(const Value& v, const std::string& path, Flat& f, bool describe) {
+// One walk for both uses. Describe: fill every field of `f` (key, structure,
+// specs, leaves, tensors). Otherwise only `key` and `tensors` (the cache-hit
+// path: no strings built, `path` and `f` unused).
+template <bool Describe, typename K, typename T>
+void walk(const Value& v, const std::string& path, K& key, T& tensors, Flat* f) {
   auto both = [&](int64_t x) {
-    f.key.push_back(x);
-    if (describe) f.structure.push_back(x);
+    key.push_back(x);
+    if constexpr (Describe) f->structure.push_back(x);
   };
   switch (v.kind()) {
     case Value::Kind::kTensor:
     case Value::Kind::kSpec: {
       DType dt;
-      Shape shape;
+      const Shape* shape;
       if (v.kind() == Value::Kind::kTensor) {
         const Tensor& t = v.tensor();
         dt = t.dtype();
-        if (!describe) {                 // no Shape copy on the hit path
-          if (dt == DType::kResource) {  // never cached: the slow path reports it
-            f.key.push_back(-1);
+        shape = &t.shape();
+        if (dt == DType::kResource) {
+          if constexpr (!Describe) {  // never cached: the slow path reports it
+            key.push_back(-1);
             return;
           }
-          f.tensors.push_back(t);
-          both(kTensorCode);
-          both(static_cast<int64_t>(dt));
-          f.key.push_back(t.shape().rank());
-          for (int64_t d : t.shape().dims()) f.key.push_back(d);
-          return;
-        }
-        shape = t.shape();
-        f.tensors.push_back(t);
-        if (dt == DType::kResource)
           throw InvalidArgumentError(str_cat(path, ": pass the Variable itself, not its handle"));
+        }
+        tensors.push_back(t);
       } else {
         dt = v.spec().dtype;
-        shape = v.spec().shape;
+        shape = &v.spec().shape;
       }
-      both(kTensorCode);
-      both(static_cast<int64_t>(dt));
-      f.key.push_back(shape.rank());
-      for (int64_t d : shape.dims()) f.key.push_back(d);
-      if (!describe) return;
-      ArgSpec spec{dt, shape, v.kind() == Value::Kind::kSpec ? v.spec().name : std::string()};
-      f.specs.push_back(std::move(spec));
-      f.leaves.push_back({path, tensor_desc(dt, shape), true, "Tensor"});
+      push_tensor_key(key, dt, *shape);
+      if constexpr (Describe) {
+        f->structure.push_back(kTensorCode);
+        f->structure.push_back(static_cast<int64_t>(dt));
+        ArgSpec spec{dt, *shape, v.kind() == Value::Kind::kSpec ? v.spec().name : std::string()};
+        f->specs.push_back(std::move(spec));
+        f->leaves.push_back({path, tensor_desc(dt, *shape), true, "Tensor"});
+      }
       return;
     }
     case Value::Kind::kVariable:
       both(kVariableCode);
       both(v.variable().id());
-      if (describe)
-        f.leaves.push_back({path, str_cat("'", v.variable().name(), "'"), false, "Variable"});
+      if constexpr (Describe)
+        f->leaves.push_back({path, str_cat("'", v.variable().name(), "'"), false, "Variable"});
       return;
     case Value::Kind::kBool:
       both(kBoolCode);
@@ -102,8 +106,8 @@ void walk(const Value& v, const std::string& path, Flat& f, bool describe) {
     }
     case Value::Kind::kString:
       both(kStringCode);
-      push_string(f.key, v.as_string());
-      if (describe) push_string(f.structure, v.as_string());
+      push_string(key, v.as_string());
+      if constexpr (Describe) push_string(f->structure, v.as_string());
       break;
     case Value::Kind::kNone: both(kNoneCode); break;
     case Value::Kind::kOpaque:
@@ -118,29 +122,32 @@ void walk(const Value& v, const std::string& path, Flat& f, bool describe) {
       both(static_cast<int64_t>(v.items().size()));
       if (dict)
         for (const std::string& k : v.keys()) {
-          push_string(f.key, k);
-          if (describe) push_string(f.structure, k);
+          push_string(key, k);
+          if constexpr (Describe) push_string(f->structure, k);
         }
-      for (size_t i = 0; i < v.items().size(); ++i)
-        walk(v.items()[i],
-             !describe ? path
-             : dict    ? str_cat(path, "['", v.keys()[i], "']")
-                       : str_cat(path, "[", i, "]"),
-             f, describe);
+      for (size_t i = 0; i < v.items().size(); ++i) {
+        if constexpr (Describe)
+          walk<true>(v.items()[i],
+                     dict ? str_cat(path, "['", v.keys()[i], "']") : str_cat(path, "[", i, "]"),
+                     key, tensors, f);
+        else
+          walk<false>(v.items()[i], path, key, tensors, f);
+      }
       return;
     }
   }
-  if (!describe) return;
-  const char* kind = "object";
-  switch (v.kind()) {
-    case Value::Kind::kBool: kind = "bool"; break;
-    case Value::Kind::kInt: kind = "int"; break;
-    case Value::Kind::kFloat: kind = "float"; break;
-    case Value::Kind::kString: kind = "str"; break;
-    case Value::Kind::kNone: kind = "NoneType"; break;
-    default: break;
+  if constexpr (Describe) {
+    const char* kind = "object";
+    switch (v.kind()) {
+      case Value::Kind::kBool: kind = "bool"; break;
+      case Value::Kind::kInt: kind = "int"; break;
+      case Value::Kind::kFloat: kind = "float"; break;
+      case Value::Kind::kString: kind = "str"; break;
+      case Value::Kind::kNone: kind = "NoneType"; break;
+      default: break;
+    }
+    f->leaves.push_back({path, v.repr(), false, kind});
   }
-  f.leaves.push_back({path, v.repr(), false, kind});
 }
 
 }  // namespace
@@ -150,16 +157,24 @@ Flat flatten_args(const std::vector<Value>& args, const std::vector<std::string>
   f.key.push_back(static_cast<int64_t>(args.size()));
   f.structure.push_back(static_cast<int64_t>(args.size()));
   for (size_t i = 0; i < args.size(); ++i)
-    walk(args[i], i < names.size() ? names[i] : str_cat("args_", i), f, true);
+    walk<true>(args[i], i < names.size() ? names[i] : str_cat("args_", i), f.key, f.tensors, &f);
   return f;
 }
 
-void flatten_key(const std::vector<Value>& args, Flat& f) {
-  f.key.clear();
-  f.tensors.clear();
-  f.key.push_back(static_cast<int64_t>(args.size()));
+void flatten_key(const std::vector<Value>& args, KeyBuf& key, LeafTensors& tensors) {
+  key.push_back(static_cast<int64_t>(args.size()));
   static const std::string kNoPath;
-  for (const Value& a : args) walk(a, kNoPath, f, false);
+  for (const Value& a : args) walk<false>(a, kNoPath, key, tensors, nullptr);
+}
+
+void flatten_key(std::span<const Tensor> args, KeyBuf& key) {
+  key.push_back(static_cast<int64_t>(args.size()));
+  for (const Tensor& t : args) {
+    if (t.dtype() == DType::kResource)
+      key.push_back(-1);  // as above: the slow path reports it
+    else
+      push_tensor_key(key, t.dtype(), t.shape());
+  }
 }
 
 std::string placeholder_name(const std::string& path) {

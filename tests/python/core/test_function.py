@@ -308,3 +308,152 @@ def test_concrete_function_flat_tensor_call_and_structure_errors():
         cf(tf.constant(3.0), tf.constant(4.0))  # too few tensors for a flat call
     with pytest.raises(TypeError):
         cf(3.0, (tf.constant(3.0), tf.constant(4.0)), tf.constant(1.0))  # other bound value
+
+
+# ---- the C++ call path: binding in C++, the all-tensor fast path ----
+
+
+def test_keywords_defaults_and_binding_errors_match_python():
+    @tf.function
+    def f(x, y, z=10):
+        return x * y + z
+
+    a, b = tf.constant(2), tf.constant(3)
+    assert f(a, b).numpy() == 16
+    assert f(x=a, y=b).numpy() == 16
+    assert f(y=b, x=a).numpy() == 16
+    assert f(a, y=b, z=tf.constant(0)).numpy() == 6
+    assert f(a, b, 1).numpy() == 7  # a Python value: part of the key
+    assert f(a, b, z=1).numpy() == 7
+    # Keyword names that are not interned strings.
+    kw = {"".join(["x"]): a, "".join(["y"]): b}
+    assert f(**kw).numpy() == 16
+    # z=10 (default), z=tensor, z=1: 3 traces
+    assert f.experimental_get_tracing_count() == 3
+    for call, match in [(lambda: f(a), "missing a required argument: 'y'"),
+                        (lambda: f(a, b, 1, 2), "too many positional arguments"),
+                        (lambda: f(a, x=a, y=b), "multiple values for argument 'x'"),
+                        (lambda: f(a, b, w=1), "unexpected keyword argument 'w'")]:
+        with pytest.raises(TypeError, match=match):
+            call()
+    assert f.experimental_get_tracing_count() == 3
+
+
+def test_fast_path_retraces_on_dtype_and_shape_and_keeps_python_values():
+    traces = []
+
+    @tf.function
+    def f(x, y):
+        traces.append((x.dtype, tuple(x.shape)))
+        return x + y
+
+    one = tf.constant([1.0, 2.0])
+    for _ in range(3):
+        np.testing.assert_allclose(f(one, one).numpy(), [2.0, 4.0])
+    np.testing.assert_array_equal(f(tf.constant([1, 2]), tf.constant([3, 4])).numpy(), [4, 6])
+    np.testing.assert_allclose(f(tf.constant([1.0]), tf.constant([2.0])).numpy(), [3.0])
+    np.testing.assert_allclose(f(one, one).numpy(), [2.0, 4.0])
+    assert traces == [(tf.float32, (2,)), (tf.int32, (2,)), (tf.float32, (1,))]
+    # Python scalars and numpy values mixed with tensors take the general path.
+    np.testing.assert_allclose(f(one, 1.0).numpy(), [2.0, 3.0])
+    np.testing.assert_allclose(f(one, np.float32(1.0)).numpy(), [2.0, 3.0])
+    assert f.experimental_get_tracing_count() == 4  # 1.0 and np.float32(1.0) key alike
+
+
+def test_fast_path_with_variables_and_methods():
+    v = tf.Variable([1.0, 1.0])
+
+    @tf.function
+    def f(x, w):
+        return x * w
+
+    x = tf.constant([2.0, 3.0])
+    np.testing.assert_allclose(f(x, v).numpy(), [2.0, 3.0])
+    v.assign([2.0, 2.0])
+    np.testing.assert_allclose(f(x, w=v).numpy(), [4.0, 6.0])  # read at run time
+    assert f.experimental_get_tracing_count() == 1
+
+    class M:
+        def __init__(self, k):
+            self.k = k
+
+        @tf.function
+        def scale(self, x, bias=0.0):
+            return x * self.k + bias
+
+    m = M(3.0)
+    np.testing.assert_allclose(m.scale(x).numpy(), [6.0, 9.0])
+    np.testing.assert_allclose(m.scale(x=x).numpy(), [6.0, 9.0])
+    np.testing.assert_allclose(m.scale(x, bias=1.0).numpy(), [7.0, 10.0])
+    assert m.scale.experimental_get_tracing_count() == 2
+
+
+def test_fast_path_errors_keep_their_types():
+    @tf.function
+    def bad(x, y):
+        return x + y
+
+    with pytest.raises(tf.errors.InvalidArgumentError, match="dtype mismatch"):
+        bad(tf.constant(1.0), tf.constant(1))
+
+    @tf.function
+    def raises(x):
+        raise KeyError("from the body")
+
+    with pytest.raises(KeyError, match="from the body"):
+        raises(tf.constant(1))
+
+    @tf.function(input_signature=(tf.TensorSpec(shape=[None], dtype=tf.float32),))
+    def sig(x):
+        return x * 2.0
+
+    np.testing.assert_allclose(sig(tf.constant([1.0])).numpy(), [2.0])
+    np.testing.assert_allclose(sig(x=tf.constant([1.0, 2.0])).numpy(), [2.0, 4.0])
+    with pytest.raises(ValueError, match="Python inputs incompatible with input_signature"):
+        sig(tf.constant([1, 2]))
+    with pytest.raises(ValueError, match="Python inputs incompatible with input_signature"):
+        sig(tf.constant(1.0))
+    assert sig.experimental_get_tracing_count() == 1
+
+
+def test_run_functions_eagerly_with_keywords():
+    @tf.function
+    def f(x, y=1):
+        return x.numpy() + y
+
+    tf.config.run_functions_eagerly(True)
+    try:
+        assert f(tf.constant(3), y=2) == 5
+        assert f(x=tf.constant(3)) == 4
+    finally:
+        tf.config.run_functions_eagerly(False)
+    assert f.experimental_get_tracing_count() == 0
+
+
+@pytest.mark.filterwarnings("ignore::kiln._warnings.RetracingWarning")
+def test_concurrent_calls_from_threads():
+    import threading
+
+    @tf.function
+    def f(x, y):
+        return x * 2 + y
+
+    inputs = [tf.constant(np.arange(n, dtype=np.int32)) for n in range(1, 13)]
+    errors = []
+
+    def work(t):
+        try:
+            for k in range(300):
+                x = inputs[(k * 7 + t) % 12]
+                got = f(x, y=x) if k % 2 else f(x, x)
+                np.testing.assert_array_equal(got.numpy(), x.numpy() * 3)
+        except Exception as e:  # noqa: BLE001 (reported below)
+            errors.append(e)
+
+    threads = [threading.Thread(target=work, args=(t,)) for t in range(4)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert errors == []
+    assert f.experimental_get_tracing_count() == 12
