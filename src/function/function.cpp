@@ -2,10 +2,12 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstring>
 #include <deque>
 #include <iostream>
 #include <unordered_map>
 
+#include "core/tls.h"
 #include "kiln/config.h"
 #include "kiln/ops.h"
 #include "kiln/trace.h"
@@ -200,10 +202,49 @@ std::string ConcreteFunction::pretty_signature() const {
 
 // ---- Function ----
 
+namespace {
+std::atomic<uint64_t> g_next_function_id{1};
+
+// Per-thread memo of recent cache hits: (function id, exact key) -> concrete
+// function, checked before the shared cache so a steady-state call takes no
+// lock and writes no shared memory. Ids are never reused, and a function
+// never drops or replaces a cached entry, so a memoized pointer is valid
+// whenever its function is the one being called.
+struct HitMemo {
+  static constexpr size_t kEntries = 8;
+  static constexpr size_t kMaxKey = 32;
+  uint64_t fn[kEntries] = {};
+  uint32_t len[kEntries] = {};
+  const ConcreteFunction* cf[kEntries] = {};
+  int64_t key[kEntries][kMaxKey];
+  uint32_t next = 0;
+
+  const ConcreteFunction* find(uint64_t id, std::span<const int64_t> k) const {
+    for (size_t i = 0; i < kEntries; ++i)
+      if (fn[i] == id && len[i] == k.size() &&
+          std::memcmp(key[i], k.data(), k.size() * sizeof(int64_t)) == 0)
+        return cf[i];
+    return nullptr;
+  }
+  void insert(uint64_t id, std::span<const int64_t> k, const ConcreteFunction* c) {
+    if (k.size() > kMaxKey) return;
+    const size_t i = next++ % kEntries;
+    fn[i] = id;
+    len[i] = static_cast<uint32_t>(k.size());
+    cf[i] = c;
+    std::memcpy(key[i], k.data(), k.size() * sizeof(int64_t));
+  }
+};
+struct HitMemoTag {};
+using TMemo = detail::ThreadCache<HitMemo, HitMemoTag>;
+}  // namespace
+
 struct Function::Impl {
   using Key = std::vector<int64_t>;
+  const uint64_t id = g_next_function_id.fetch_add(1, std::memory_order_relaxed);
   mutable std::shared_mutex cache_mu;
-  std::unordered_map<Key, std::shared_ptr<const ConcreteFunction>, detail::KeyHash> cache;
+  std::unordered_map<Key, std::shared_ptr<const ConcreteFunction>, detail::KeyHash, detail::KeyEq>
+      cache;
   // Concrete functions with unknown dims, matched by compatibility.
   std::vector<std::pair<Key, std::shared_ptr<const ConcreteFunction>>> general;
   std::vector<std::vector<detail::Leaf>> traced_leaves;  // per trace, for reasons
@@ -443,6 +484,11 @@ std::shared_ptr<const ConcreteFunction> Function::get_concrete_function(
 void Function::note_call(bool traced) {
   Impl& im = *impl_;
   uint32_t h = im.history.load(std::memory_order_relaxed), nh;
+  // Steady state (no trace in the last 10 calls, at least 10 calls made):
+  // nothing would change but the call count, which only spaces warnings
+  // apart, and a warning needs 5 traces in the next 10 calls anyway. Skipping
+  // the writes keeps concurrent callers off a shared cache line.
+  if (!traced && h == 0 && im.calls.load(std::memory_order_relaxed) >= 10) return;
   do {
     nh = ((h << 1) | (traced ? 1u : 0u)) & 0x3ffu;  // the last 10 calls
   } while (!im.history.compare_exchange_weak(h, nh, std::memory_order_relaxed));
@@ -466,7 +512,6 @@ void Function::note_call(bool traced) {
 }
 
 Value Function::operator()(const std::vector<Value>& args) {
-  const int64_t before = tracing_count();
   if (TracingContext::current()) {
     // Called while tracing another function: inline this function's graph by
     // replaying its nodes, so control deps, captures and names follow the
@@ -495,7 +540,7 @@ Value Function::operator()(const std::vector<Value>& args) {
       for (const Edge& e : n->inputs())
         ins.push_back(values.at(e.node).at(static_cast<size_t>(e.index)));
       std::vector<Tensor> outs;
-      current_context().execute(n->op(), ins, n->attrs(), outs);
+      execute_op(n->op(), ins, n->attrs(), outs);  // seen by gradient tapes too
       values[n] = std::move(outs);
     }
     std::vector<Tensor> outs;
@@ -505,45 +550,77 @@ Value Function::operator()(const std::vector<Value>& args) {
     return map_leaves(cf->structured_outputs(), k,
                       [&](size_t i, const Value&) { return Value(outs[i]); });
   }
-  // Hot path: key and tensor leaves only (no strings), shared-lock lookup.
-  detail::Flat f;
-  f.key.reserve(24);
-  f.tensors.reserve(4);
-  detail::flatten_key(args, f);
-  std::shared_ptr<const ConcreteFunction> cf;
+  detail::KeyBuf key;
+  detail::LeafTensors tensors;
+  detail::flatten_key(args, key, tensors);
+  bool flat = true;
+  for (const Value& a : args) flat &= a.kind() == Value::Kind::kTensor;
+  return call_cached({key.data(), key.size()}, tensors.span(), flat, &args, {});
+}
+
+Value Function::call_tensors(std::span<const Tensor> args) {
+  for (const Tensor& t : args)
+    if (!t.defined()) throw InvalidArgumentError("Function: undefined tensor argument");
+  if (TracingContext::current()) return (*this)(std::vector<Value>(args.begin(), args.end()));
+  detail::KeyBuf key;
+  detail::flatten_key(args, key);
+  // A resource argument gives a key no trace has: the miss reports it.
+  return call_cached({key.data(), key.size()}, args, true, nullptr, args);
+}
+
+Value Function::call_cached(std::span<const int64_t> k, std::span<const Tensor> ts,
+                            bool flat_tensors, const std::vector<Value>* args,
+                            std::span<const Tensor> tensor_args) {
+  Impl& im = *impl_;
+  const ConcreteFunction* cf = nullptr;
   if (options_.input_signature) {
-    const ConcreteFunction* sig = impl_->signature_cf.load(std::memory_order_acquire);
-    if (sig && f.tensors.size() == sig->flat_specs_.size()) {
+    // One concrete function: arguments that are its tensors, matching its
+    // specs, need no key lookup.
+    const ConcreteFunction* sig = im.signature_cf.load(std::memory_order_acquire);
+    if (sig && flat_tensors && ts.size() == sig->flat_specs_.size()) {
       bool ok = true;
-      for (size_t i = 0; i < f.tensors.size() && ok; ++i)
-        ok = f.tensors[i].dtype() == sig->flat_specs_[i].dtype &&
-             sig->flat_specs_[i].shape.is_compatible_with(f.tensors[i].shape());
-      if (ok) {
-        std::shared_lock<std::shared_mutex> lock(impl_->cache_mu);
-        cf = impl_->cache.begin()->second;
-      }
+      for (size_t i = 0; i < ts.size() && ok; ++i)
+        ok = ts[i].dtype() == sig->flat_specs_[i].dtype &&
+             sig->flat_specs_[i].shape.is_compatible_with(ts[i].shape());
+      if (ok) cf = sig;
     }
   } else {
-    std::shared_lock<std::shared_mutex> lock(impl_->cache_mu);
-    auto it = impl_->cache.find(f.key);
-    if (it != impl_->cache.end()) cf = it->second;
-  }
-  if (!cf) {
-    cf = get_concrete_function(args);
-    if (options_.input_signature) {
-      impl_->signature_cf.store(cf.get(), std::memory_order_release);
-    } else {
-      // Alias this exact key to a generalized concrete function.
-      std::unique_lock<std::shared_mutex> lock(impl_->cache_mu);
-      impl_->cache.emplace(f.key, cf);
+    HitMemo* memo = TMemo::get();
+    if (memo) cf = memo->find(im.id, k);
+    if (!cf) {
+      std::shared_lock<std::shared_mutex> lock(im.cache_mu);
+      auto it = im.cache.find(k);
+      if (it != im.cache.end()) cf = it->second.get();
+      if (cf && memo) memo->insert(im.id, k, cf);
     }
   }
-  const bool traced = tracing_count() != before;
-  note_call(traced);
-  std::vector<Tensor> out = cf->call_flat(f.tensors);
+  // A hit matched every tensor leaf (exact key, or the signature's specs);
+  // otherwise call_flat checks them and names a mismatching argument.
+  const bool hit = cf != nullptr;
+  if (hit) {
+    note_call(false);
+  } else {
+    const int64_t before = tracing_count();
+    std::shared_ptr<const ConcreteFunction> found = get_concrete_function(
+        args ? *args : std::vector<Value>(tensor_args.begin(), tensor_args.end()));
+    cf = found.get();
+    if (options_.input_signature) {
+      im.signature_cf.store(cf, std::memory_order_release);
+    } else {
+      // Alias this exact key to a generalized concrete function; the memo
+      // mirrors what the cache holds for the key.
+      std::unique_lock<std::shared_mutex> lock(im.cache_mu);
+      cf = im.cache.emplace(std::vector<int64_t>(k.begin(), k.end()), std::move(found))
+               .first->second.get();
+      if (HitMemo* memo = TMemo::get()) memo->insert(im.id, k, cf);
+    }
+    note_call(tracing_count() != before);
+  }
+  std::vector<Tensor> out = hit ? cf->plan_->run(ts) : cf->call_flat(ts);
+  const Value& outs = cf->structured_outputs();
+  if (outs.kind() == Value::Kind::kTensor) return Value(std::move(out[0]));
   size_t i = 0;
-  return map_leaves(cf->structured_outputs(), i,
-                    [&](size_t k, const Value&) { return Value(out[k]); });
+  return map_leaves(outs, i, [&](size_t j, const Value&) { return Value(std::move(out[j])); });
 }
 
 }  // namespace kiln

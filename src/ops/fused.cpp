@@ -15,11 +15,15 @@ void infer_fused(InferContext& c) {
   const int64_t n_in = static_cast<int64_t>(c.num_inputs());
   if (prog.empty() || prog.size() % 3 != 0) c.fail("program must be non-empty triples");
   Shape out = Shape();
+  Shape one = Shape();  // all inputs single-element: [1] wins over [] (broadcasting)
   bool have = false;
   for (size_t i = 0; i < c.num_inputs(); ++i) {
     c.expect_dtype(i, DType::kFloat32);
     const Shape& s = c.shape(i);
-    if (s.is_fully_defined() && s.num_elements() == 1 && s.rank() <= 1) continue;
+    if (s.is_fully_defined() && s.num_elements() == 1 && s.rank() <= 1) {
+      if (s.rank() > one.rank()) one = s;
+      continue;
+    }
     if (!have) {
       out = s;
       have = true;
@@ -37,7 +41,7 @@ void infer_fused(InferContext& c) {
     const size_t arity = op_def(static_cast<OpId>(op)).inputs.size();
     if ((arity == 2) != (b >= 0)) c.fail("instruction ", k / 3, " has the wrong arity");
   }
-  c.set_output(0, DType::kFloat32, have ? out : Shape());
+  c.set_output(0, DType::kFloat32, have ? out : one);
 }
 
 }  // namespace

@@ -290,6 +290,23 @@ TEST(GradientTape, InsideAFunction) {
   expect_tensor_near<float>(r.items()[1].tensor(), {2, 2}, {8, 16, 24, 32});
 }
 
+TEST(GradientTape, ThroughANestedFunctionInsideATrace) {
+  // An inner Function called while the outer one is traced is inlined; the
+  // tape must see its ops to differentiate through it.
+  Function cube([](const std::vector<Value>& a) {
+    const Tensor& x = a[0].tensor();
+    return Value(x * x * x);
+  });
+  Function outer([&](const std::vector<Value>& a) {
+    Tensor x = a[0].tensor();
+    GradientTape tape;
+    tape.watch(x);
+    Tensor y = cube({x}).tensor();
+    return Value(tape.gradient(y, x));
+  });
+  expect_tensor_near<float>(outer({Tensor({2.f, 3.f})}).tensor(), {2}, {12.f, 27.f});
+}
+
 TEST(GradientTape, SecondOrderInsideAFunction) {
   Function f([](const std::vector<Value>& args) {
     Tensor x = args[0].tensor();

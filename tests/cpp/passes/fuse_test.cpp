@@ -44,6 +44,19 @@ TEST(Fuse, ChainBecomesOneNodeAndComputesTheSame) {
   expect_tensor_near<float>(got, {3, 700}, chain(x)[0].to_vector<float>(), 1e-6);
 }
 
+TEST(Fuse, SingleElementChainKeepsItsShape) {
+  // [1] inputs mixed with scalar constants: the fused node is [1], not [].
+  auto g = trace1(DType::kFloat32, Shape({1}), [](const Tensor& x) {
+    return std::vector<Tensor>{(x + 1.f) * 2.f};
+  });
+  fuse_elementwise(*g);
+  g->verify();
+  ASSERT_EQ(count(*g, OpId::FusedElementwise), 1);
+  auto plan = Plan::compile(*g);
+  std::vector<Tensor> out = plan->run(std::vector<Tensor>{Tensor({3.f})});
+  expect_tensor_near<float>(out[0], {1}, {8.f});
+}
+
 TEST(Fuse, SharedIntermediatesOutputsAndBroadcastsStayOut) {
   auto g = trace1(DType::kFloat32, Shape({2, 3}), [](const Tensor& x) {
     Tensor a = exp(x);                       // used twice: stays materialized
