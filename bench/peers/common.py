@@ -178,7 +178,7 @@ def run_case(case, min_time):
             if issubclass(c.category, kb.ConstantResultWarning):
                 r.meta["warning"] = str(c.message)
         if case.check is not None:  # after timing, so that first_call_s stays the first call
-            case.check(kb.materialize(fn(*args)))
+            case.check(kb.to_host(fn(*args)))
     if case.extra is not None:
         r.meta.update(case.extra())
     out = [r.to_dict()]

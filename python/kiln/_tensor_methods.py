@@ -59,6 +59,15 @@ Tensor.ref = lambda self: Reference(self)
 Tensor.experimental_ref = Tensor.ref
 
 
+def _block_until_ready(self):
+    """Returns self: kiln runs ops synchronously, so a tensor is complete when
+    an op returns it (the method exists for JAX-style timing code)."""
+    return self
+
+
+Tensor.block_until_ready = _block_until_ready
+
+
 def _var_repr(self):
     v = self.read_value().numpy()
     import numpy as np

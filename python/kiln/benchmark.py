@@ -12,8 +12,10 @@ What it does, and why (seed documents 000 and 003):
   taken until ``min_time`` seconds and ``min_runs`` samples are collected.
   Fast callables are timed in batches of ``number`` calls per sample so that the
   clock's own cost does not dominate.
-- Every result is materialized before the clock stops (``.numpy()`` on tensors,
-  ``block_until_ready()`` on JAX arrays), so lazy or asynchronous work is counted.
+- Every result is materialized before the clock stops (``block_until_ready()`` on
+  JAX arrays; kiln, PyTorch and TensorFlow CPU tensors are complete when
+  returned; other objects are copied with ``.numpy()``), so asynchronous work
+  is counted and host copies are not.
 - A callable that returns nothing is refused: seed 000's ``tf.function`` looked
   10x faster only because it returned nothing and its work was pruned away.
 - A result that does not change when the inputs change gets a warning: the
@@ -32,7 +34,7 @@ import statistics
 import time
 import warnings
 
-__all__ = ["benchmark", "Result", "materialize", "NoResultError", "ConstantResultWarning",
+__all__ = ["benchmark", "Result", "materialize", "to_host", "NoResultError", "ConstantResultWarning",
            "format_seconds", "machine_info"]
 
 
@@ -62,15 +64,37 @@ def _leaves(x):
         yield x
 
 
+# Frameworks whose CPU tensors are complete when the call returns (kiln and
+# PyTorch run ops synchronously; TensorFlow's eager mode is synchronous by
+# default). Their results need no host copy inside the timed region.
+_SYNCHRONOUS_MODULES = ("torch", "tensorflow")
+
+
 def materialize(x):
-    """Forces every tensor in the (nested) result to be computed and on the host;
-    returns the list of host values (NumPy arrays where possible)."""
+    """Waits until every tensor in the (nested) result is computed: calls
+    ``block_until_ready()`` where it exists (JAX; kiln's is a no-op because kiln
+    runs ops synchronously); PyTorch and TensorFlow CPU tensors are complete when
+    returned; any other object with ``.numpy()`` is copied to the host."""
+    for leaf in _leaves(x):
+        sync = getattr(leaf, "block_until_ready", None)
+        if callable(sync):
+            sync()
+        elif type(leaf).__module__.split(".")[0] in _SYNCHRONOUS_MODULES:
+            pass
+        elif callable(getattr(leaf, "numpy", None)):
+            leaf.numpy()
+    return x
+
+
+def to_host(x):
+    """The leaves of a (nested) result as host values (NumPy arrays where
+    possible), for comparing results."""
     out = []
     for leaf in _leaves(x):
-        if hasattr(leaf, "block_until_ready"):  # JAX arrays: asynchronous dispatch
-            leaf.block_until_ready()
-            out.append(leaf)
-        elif hasattr(leaf, "numpy") and callable(leaf.numpy):
+        sync = getattr(leaf, "block_until_ready", None)
+        if callable(sync):
+            sync()
+        if callable(getattr(leaf, "numpy", None)):
             detach = getattr(leaf, "detach", None)  # PyTorch tensors that require grad
             out.append((detach() if callable(detach) else leaf).numpy())
         else:
@@ -253,13 +277,14 @@ def benchmark(fn, *args, name=None, mode=None, min_time=1.0, min_runs=7, max_run
     first = fn(*args, **kwargs)
     if first is None:
         raise NoResultError(f"benchmark {label!r}: the callable {_NO_RESULT_HELP}")
-    first_host = materialize(first)
+    materialize(first)
     first_call_s = clock() - start
+    first_host = to_host(first)
 
     if check_inputs:
         alt = _perturbed(args)
         if alt is not None:
-            alt_host = materialize(fn(*alt, **kwargs))
+            alt_host = to_host(fn(*alt, **kwargs))
             if _same(first_host, alt_host):
                 warnings.warn(
                     f"benchmark {label!r}: the result is the same for different inputs; its "

@@ -145,8 +145,19 @@ def test_integer_inputs_are_perturbed():
         kb.benchmark(lambda x: x + 1, tf.constant([1, 2], tf.uint8), min_time=0.01, min_runs=2)
 
 
-def test_materialize_nested():
-    out = kb.materialize({"a": [tf.constant(1.0), (tf.constant([2, 3]),)], "b": 4})
+def test_materialize_waits_and_to_host_copies():
+    class Lazy:
+        done = False
+
+        def block_until_ready(self):
+            Lazy.done = True
+            return self
+
+    lazy = Lazy()
+    assert kb.materialize([lazy]) == [lazy] and Lazy.done
+    t = tf.constant([1.0])
+    assert t.block_until_ready() is t  # kiln runs ops synchronously
+    out = kb.to_host({"a": [tf.constant(1.0), (tf.constant([2, 3]),)], "b": 4})
     assert isinstance(out[0], (np.ndarray, np.generic)) and out[0] == 1.0
     assert out[1].tolist() == [2, 3] and out[2] == 4
 
