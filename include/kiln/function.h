@@ -101,6 +101,17 @@ struct RetraceReason {
   std::string to_string() const;
 };
 
+/// Called around a blocking wait for another thread's trace of the same
+/// function. A binding whose callables need a global lock (Python's GIL)
+/// sets these so the tracing thread can take that lock while this one waits:
+/// `release` returns a token passed to `reacquire` afterwards.
+struct BlockingHooks {
+  void* (*release)() = nullptr;
+  void (*reacquire)(void*) = nullptr;
+};
+/// Installs the hooks (process-wide; set once at start-up).
+void set_blocking_hooks(BlockingHooks hooks);
+
 struct FunctionOptions {
   std::string name = "function";
   /// Names of the positional arguments (placeholders are named after them);

@@ -23,5 +23,6 @@ from kiln import debugging, keras, autograph
 from kiln import data
 from kiln import benchmark  # noqa: F401  (kiln.benchmark: the timing harness)
 from kiln.data.py_func import py_function, numpy_function
+from kiln.gradient import GradientTape, UnconnectedGradients, stop_gradient
 
 __version__ = "0.1.0"

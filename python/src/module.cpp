@@ -3,6 +3,7 @@
 #include <nanobind/nanobind.h>
 
 #include "bindings.h"
+#include "kiln/function.h"
 #include "convert.h"
 #include <string_view>
 
@@ -41,4 +42,12 @@ NB_MODULE(_kiln, m) {
   bind_variables(m);
   bind_function(m);
   bind_control_flow(m);
+  bind_autodiff(m);
+  // A thread waiting for another thread's trace releases the GIL, which the
+  // tracing thread needs to run the Python function (else both wait forever).
+  kiln::set_blocking_hooks(kiln::BlockingHooks{
+      []() -> void* { return PyGILState_Check() ? PyEval_SaveThread() : nullptr; },
+      [](void* token) {
+        if (token) PyEval_RestoreThread(static_cast<PyThreadState*>(token));
+      }});
 }

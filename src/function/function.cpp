@@ -296,11 +296,19 @@ bool compatible(const detail::Flat& general, const detail::Flat& call) {
     if (!general.specs[i].shape.is_compatible_with(call.specs[i].shape)) return false;
   return true;
 }
+std::atomic<void* (*)()> g_block_release{nullptr};
+std::atomic<void (*)(void*)> g_block_reacquire{nullptr};
+
 constexpr const char* kSingletonVariables =
     "kiln.function only supports singleton kiln.Variables created on the first call. Make sure "
     "the kiln.Variable is only created once or created outside kiln.function.";
 
 }  // namespace
+
+void set_blocking_hooks(BlockingHooks hooks) {
+  g_block_release.store(hooks.release);
+  g_block_reacquire.store(hooks.reacquire);
+}
 
 std::shared_ptr<const ConcreteFunction> Function::get_concrete_function(
     const std::vector<Value>& args) {
@@ -340,7 +348,16 @@ std::shared_ptr<const ConcreteFunction> Function::get_concrete_function(
           "recursion on tensor values cannot be unrolled into a graph (use a while_loop, or "
           "recurse on Python values that end)"));
 
-  std::lock_guard<std::recursive_mutex> trace_lock(im.trace_mu);
+  std::unique_lock<std::recursive_mutex> trace_lock(im.trace_mu, std::try_to_lock);
+  if (!trace_lock.owns_lock()) {
+    // Another thread is tracing this function; let it take the binding's
+    // global lock (if any) while we wait, or both would wait forever.
+    auto* release = g_block_release.load();
+    auto* reacquire = g_block_reacquire.load();
+    void* token = release ? release() : nullptr;
+    trace_lock.lock();
+    if (reacquire) reacquire(token);
+  }
   {
     std::shared_lock<std::shared_mutex> lock(im.cache_mu);
     auto it = im.cache.find(f.key);
@@ -512,10 +529,12 @@ void Function::note_call(bool traced) {
 }
 
 Value Function::operator()(const std::vector<Value>& args) {
-  if (TracingContext::current()) {
+  if (TracingContext::current() || op_observer()) {
     // Called while tracing another function: inline this function's graph by
     // replaying its nodes, so control deps, captures and names follow the
-    // outer trace. Its own cache and signature rules still apply.
+    // outer trace. Its own cache and signature rules still apply. Called
+    // eagerly while a gradient tape exists: replay the traced graph op by op
+    // eagerly, so the tape records the ops it needs to differentiate.
     std::vector<Value> spec_args;
     size_t leaf = 0;
     detail::Flat f = detail::flatten_args(args, options_.arg_names);
@@ -561,7 +580,8 @@ Value Function::operator()(const std::vector<Value>& args) {
 Value Function::call_tensors(std::span<const Tensor> args) {
   for (const Tensor& t : args)
     if (!t.defined()) throw InvalidArgumentError("Function: undefined tensor argument");
-  if (TracingContext::current()) return (*this)(std::vector<Value>(args.begin(), args.end()));
+  if (TracingContext::current() || op_observer())
+    return (*this)(std::vector<Value>(args.begin(), args.end()));
   detail::KeyBuf key;
   detail::flatten_key(args, key);
   // A resource argument gives a key no trace has: the miss reports it.

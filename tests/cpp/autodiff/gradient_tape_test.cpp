@@ -326,13 +326,21 @@ TEST(GradientTape, SecondOrderInsideAFunction) {
 
 // An eager tape does not record the ops of a function traced while it is
 // active (a Function call is not yet differentiable as one op).
-TEST(GradientTape, EagerTapeIgnoresTracedOps) {
+TEST(GradientTape, EagerTapeDifferentiatesThroughAFunction) {
+  // Under an eager tape a Function call replays its traced graph eagerly, so
+  // the tape records real ops (and none of the symbolic ops of the trace).
   Tensor x(2.0);
-  Function f([](const std::vector<Value>& args) { return Value(args[0].tensor() * 3.0); });
+  int traces = 0;
+  Function f([&](const std::vector<Value>& args) {
+    ++traces;
+    return Value(args[0].tensor() * args[0].tensor() * 3.0);
+  });
   GradientTape tape;
   tape.watch(x);
   Tensor y = f({x}).tensor();
-  EXPECT_FALSE(tape.gradient(y, x).defined());
+  EXPECT_DOUBLE_EQ(y.item<double>(), 12.0);
+  EXPECT_DOUBLE_EQ(tape.gradient(y, x).item<double>(), 12.0);  // 6 x
+  EXPECT_EQ(traces, 1);
 }
 
 }  // namespace

@@ -457,3 +457,41 @@ def test_concurrent_calls_from_threads():
         th.join()
     assert errors == []
     assert f.experimental_get_tracing_count() == 12
+
+
+_WAIT_FOR_TRACE = """
+import threading, time
+import kiln as tf
+
+@tf.function
+def slow(x):
+    time.sleep(0.05)  # trace-time only; releases the GIL
+    return x + 1
+
+start = threading.Barrier(4)
+results = []
+
+def work():
+    start.wait()
+    results.append(int(slow(tf.constant(1)).numpy()))
+
+threads = [threading.Thread(target=work) for _ in range(4)]
+for th in threads:
+    th.start()
+for th in threads:
+    th.join()
+print(sorted(results), slow.experimental_get_tracing_count())
+"""
+
+
+def test_threads_waiting_for_a_trace_do_not_deadlock():
+    # One thread traces (its Python body sleeps, releasing the GIL) while
+    # others call with the same new signature: they must wait for the trace
+    # with the GIL released, or the tracer can never resume. Run in a child
+    # process so a regression fails by timeout instead of hanging the suite.
+    import subprocess
+    import sys
+    proc = subprocess.run([sys.executable, "-c", _WAIT_FOR_TRACE], capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "[2, 2, 2, 2] 1"

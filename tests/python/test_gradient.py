@@ -1,0 +1,161 @@
+"""kiln.GradientTape / stop_gradient (python/kiln/gradient.py) against hand
+derivatives: eagerly, inside functions, through functions, nested tapes."""
+import numpy as np
+import pytest
+
+import kiln as tf
+
+
+def test_guide_gradient_through_a_function():
+    @tf.function
+    def add(a, b):
+        return a + b
+
+    v = tf.Variable(1.0)
+    with tf.GradientTape() as tape:
+        result = add(v, 1.0)
+    g = tape.gradient(result, v)
+    assert repr(g) == "<kiln.Tensor: shape=(), dtype=float32, numpy=1.0>"
+
+
+def test_function_called_eagerly_under_a_tape_differentiates_its_graph():
+    @tf.function
+    def f(x, w):
+        return tf.reduce_sum(tf.tanh(tf.matmul(x, w)))
+
+    x = tf.constant([[1.0, 2.0]])
+    w = tf.Variable([[0.5], [-0.25]])
+    with tf.GradientTape() as tape:
+        y = f(x, w)
+    g = tape.gradient(y, w).numpy()
+    z = np.array([[1.0, 2.0]]) @ np.array([[0.5], [-0.25]])
+    np.testing.assert_allclose(g, np.array([[1.0], [2.0]]) * (1 - np.tanh(z) ** 2), rtol=1e-6)
+    assert f.experimental_get_tracing_count() == 1
+
+
+def test_watch_tensor_and_nested_sources():
+    x = tf.constant(3.0)
+    y0 = tf.constant([1.0, 2.0])
+    with tf.GradientTape() as tape:
+        tape.watch([x, y0])
+        z = x * x + tf.reduce_sum(y0 * y0) * x
+    g = tape.gradient(z, {"x": x, "y": y0})
+    assert set(g) == {"x", "y"}
+    assert g["x"].numpy() == pytest.approx(2 * 3.0 + 5.0)
+    np.testing.assert_allclose(g["y"].numpy(), [6.0, 12.0])
+
+
+def test_variables_watched_automatically_unless_disabled():
+    v = tf.Variable(2.0)
+    with tf.GradientTape() as tape:
+        y = v * v * v
+    assert tape.gradient(y, v).numpy() == pytest.approx(12.0)
+    with tf.GradientTape(watch_accessed_variables=False) as tape:
+        y = v * v
+    assert tape.gradient(y, v) is None
+    with tf.GradientTape(watch_accessed_variables=False) as tape:
+        tape.watch(v)
+        y = v * v
+    assert tape.gradient(y, v).numpy() == pytest.approx(4.0)
+
+
+def test_unconnected_none_or_zero():
+    x, u = tf.constant(1.0), tf.constant([1.0, 2.0])
+    with tf.GradientTape(persistent=True) as tape:
+        tape.watch([x, u])
+        y = x * 2.0
+    assert tape.gradient(y, u) is None
+    z = tape.gradient(y, u, unconnected_gradients=tf.UnconnectedGradients.ZERO)
+    np.testing.assert_array_equal(z.numpy(), [0.0, 0.0])
+    with pytest.raises(ValueError, match="NONE or ZERO"):
+        tape.gradient(y, u, unconnected_gradients="sometimes")
+
+
+def test_persistent_and_non_persistent():
+    x = tf.constant(2.0)
+    with tf.GradientTape(persistent=True) as tape:
+        tape.watch(x)
+        y = x * x
+        z = y * x
+    assert tape.gradient(y, x).numpy() == pytest.approx(4.0)
+    assert tape.gradient(z, x).numpy() == pytest.approx(12.0)
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        y = x * x
+    tape.gradient(y, x)
+    with pytest.raises(tf.errors.FailedPreconditionError):
+        tape.gradient(y, x)
+
+
+def test_output_gradients_weight_the_target():
+    x = tf.constant([1.0, 2.0])
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        y = x * 3.0
+    g = tape.gradient(y, x, output_gradients=tf.constant([1.0, 10.0]))
+    np.testing.assert_allclose(g.numpy(), [3.0, 30.0])
+
+
+def test_stop_recording_and_stop_gradient():
+    x = tf.constant(2.0)
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        y = x * x
+        with tape.stop_recording():
+            c = x * 100.0  # not recorded: a constant for the tape
+        z = y + c * x + tf.stop_gradient(x * x) * x
+    # dz/dx = 2x + c + stop_gradient(x^2) = 4 + 200 + 4
+    assert tape.gradient(z, x).numpy() == pytest.approx(208.0)
+
+
+def test_second_order_with_nested_tapes():
+    x = tf.constant(3.0)
+    with tf.GradientTape() as outer:
+        outer.watch(x)
+        with tf.GradientTape() as inner:
+            inner.watch(x)
+            y = x * x * x
+        dy = inner.gradient(y, x)
+    d2y = outer.gradient(dy, x)
+    assert dy.numpy() == pytest.approx(27.0) and d2y.numpy() == pytest.approx(18.0)
+
+
+def test_tape_inside_a_function_adds_backward_ops_to_the_graph():
+    w = tf.Variable([1.0, -2.0])
+
+    @tf.function
+    def grad_step(x):
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_sum((x * w) ** 2)
+        return tape.gradient(loss, w)
+
+    np.testing.assert_allclose(grad_step(tf.constant([1.0, 2.0])).numpy(), [2.0, -16.0])
+    np.testing.assert_allclose(grad_step(tf.constant([2.0, 1.0])).numpy(), [8.0, -4.0])
+    assert grad_step.experimental_get_tracing_count() == 1
+
+
+def test_keras_dense_gradients():
+    layer = tf.keras.layers.Dense(2, kernel_initializer="ones", bias_initializer="zeros")
+    x = tf.constant([[1.0, 2.0, 3.0]])
+    with tf.GradientTape() as tape:
+        y = tf.reduce_sum(layer(x))
+    gk, gb = tape.gradient(y, layer.trainable_weights)
+    np.testing.assert_allclose(gk.numpy(), [[1.0, 1.0], [2.0, 2.0], [3.0, 3.0]])
+    np.testing.assert_allclose(gb.numpy(), [1.0, 1.0])
+
+
+def test_errors():
+    tape = tf.GradientTape()
+    with pytest.raises(RuntimeError, match="with kiln.GradientTape"):
+        tape.gradient(tf.constant(1.0), tf.constant(1.0))
+    x = tf.constant(1.0)
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        y = x * 2.0
+    with pytest.raises(TypeError, match="tensors or variables"):
+        tape.gradient(y, "x")
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        y = x * 2.0
+    with pytest.raises(tf.errors.InvalidArgumentError):
+        tape.gradient(tf.constant(1), x)  # integer target
