@@ -41,6 +41,16 @@ def machine():
     return kb.machine_info()
 
 
+def chain(c, n):
+    """The chain workload in any framework: n times y = y * c + x (2n ops)."""
+    def fn(x):
+        y = x
+        for _ in range(n):
+            y = y * c + x
+        return y
+    return fn
+
+
 # ---- inputs (NumPy; each framework converts them) ----
 
 def charunpack_input(rows):

@@ -134,21 +134,12 @@ def _dynamic_rnn(mode):
     return _case("dynamic_rnn", mode, build, check=check, meta={"loop": loop})
 
 
-def _chain(c, n):
-    def chain(x):
-        y = x
-        for _ in range(n):
-            y = y * c + x
-        return y
-    return chain
-
-
 def _chain100(mode):
     jax = _jax
     x_host = cm.chain_input()
 
     def build():
-        fn = _chain(0.5, 50)
+        fn = cm.chain(0.5, 50)
         return (fn if mode == "eager" else jax.jit(fn)), (jax.numpy.asarray(x_host),)
 
     def check(out):
@@ -202,14 +193,14 @@ def _micro():
     x = jnp.asarray(cm.chain_input())
 
     def fresh(i):
-        f = jax.jit(_chain(0.5 + 1e-4 * i, cm.TRACE_OPS // 2))
+        f = jax.jit(cm.chain(0.5 + 1e-4 * i, cm.TRACE_OPS // 2))
         return lambda: f(x)
 
     def lower_only():
         times = []
         for i in range(3):
             t0 = time.perf_counter()
-            jax.jit(_chain(0.25 + 1e-4 * i, cm.TRACE_OPS // 2)).lower(x)
+            jax.jit(cm.chain(0.25 + 1e-4 * i, cm.TRACE_OPS // 2)).lower(x)
             times.append(time.perf_counter() - t0)
         return {"lower_median_s": float(np.median(times)),
                 "lower_note": "jax.jit(f).lower(x): tracing + StableHLO, no XLA compile"}

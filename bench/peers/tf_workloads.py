@@ -165,14 +165,8 @@ def _chain100(mode):
     tf = _tf
     x_host = cm.chain_input()
 
-    def chain(x):
-        y = x
-        for _ in range(50):
-            y = y * 0.5 + x
-        return y
-
     def build():
-        return _compiled(tf, chain, mode), (tf.constant(x_host),)
+        return _compiled(tf, cm.chain(0.5, 50), mode), (tf.constant(x_host),)
 
     def check(out):
         cm.close(out[0], cm.chain_reference(x_host), "chain100", rtol=1e-4)
@@ -211,17 +205,9 @@ def _micro():
 
     x = tf.constant(cm.chain_input())
 
-    def chain_fn(c):
-        def chain(x):
-            y = x
-            for _ in range(cm.TRACE_OPS // 2):
-                y = y * c + x
-            return y
-        return chain
-
     def fresh(mode):
         def build(i):
-            f = tf.function(chain_fn(0.5 + 1e-4 * i), jit_compile=(mode == "jit"))
+            f = tf.function(cm.chain(0.5 + 1e-4 * i, cm.TRACE_OPS // 2), jit_compile=(mode == "jit"))
             return lambda: f(x)
         return build
 
@@ -232,7 +218,7 @@ def _micro():
         times = []
         for i in range(3):
             t0 = time.perf_counter()
-            tf.function(chain_fn(0.25 + 1e-4 * i)).get_concrete_function(spec)
+            tf.function(cm.chain(0.25 + 1e-4 * i, cm.TRACE_OPS // 2)).get_concrete_function(spec)
             times.append(time.perf_counter() - t0)
         return float(np.median(times))
 

@@ -141,21 +141,12 @@ def _dynamic_rnn(mode):
                  meta={"loop": "Python loop + torch.stack (PyTorch has no TensorArray)"})
 
 
-def _chain(c, n):
-    def chain(x):
-        y = x
-        for _ in range(n):
-            y = y * c + x
-        return y
-    return chain
-
-
 def _chain100(mode):
     torch = _torch
     x_host = cm.chain_input()
 
     def build():
-        return _maybe_compile(_chain(0.5, 50), mode), (torch.from_numpy(x_host.copy()),)
+        return _maybe_compile(cm.chain(0.5, 50), mode), (torch.from_numpy(x_host.copy()),)
 
     def check(out):
         cm.close(out[0], cm.chain_reference(x_host), "chain100", rtol=1e-4)
@@ -177,7 +168,7 @@ def _micro():
 
     def fresh(i):
         torch._dynamo.reset()  # forget earlier samples' compiled code and guards
-        f = torch.compile(_chain(0.5 + 1e-4 * i, cm.TRACE_OPS // 2))
+        f = torch.compile(cm.chain(0.5 + 1e-4 * i, cm.TRACE_OPS // 2))
         return lambda: f(x)
 
     return [

@@ -101,6 +101,12 @@ struct RetraceReason {
   std::string to_string() const;
 };
 
+/// Start of the error a Function raises when a trace after the first creates
+/// a Variable (TensorFlow's wording); bindings match it to add context.
+inline constexpr const char* kSingletonVariablesError =
+    "kiln.function only supports singleton kiln.Variables created on the first call. Make sure "
+    "the kiln.Variable is only created once or created outside kiln.function.";
+
 /// Called around a blocking wait for another thread's trace of the same
 /// function. A binding whose callables need a global lock (Python's GIL)
 /// sets these so the tracing thread can take that lock while this one waits:

@@ -25,13 +25,14 @@ void bind_autodiff(nb::module_& m) {
   nb::class_<GradientTape>(m, "_GradientTape", "Records ops for reverse-mode differentiation.")
       .def(nb::init<bool, bool>(), nb::arg("persistent") = false,
            nb::arg("watch_accessed_variables") = true)
-      .def("watch", [](GradientTape& t, nb::handle x) {
-        GradSource s = source_of(x);
-        if (s.is_variable())
-          t.watch(s.variable());
-        else
-          t.watch(s.tensor());
-      })
+      .def("watch",
+           [](GradientTape& t, nb::handle x) {
+             GradSource s = source_of(x);
+             if (s.is_variable())
+               t.watch(s.variable());
+             else
+               t.watch(s.tensor());
+           })
       .def(
           "gradient",
           [](GradientTape& t, nb::list targets, nb::list sources, nb::list output_gradients,
@@ -42,7 +43,8 @@ void bind_autodiff(nb::module_& m) {
             for (nb::handle x : sources) ss.push_back(source_of(x));
             std::vector<Tensor> og;
             for (nb::handle x : output_gradients)
-              og.push_back(x.is_none() ? Tensor() : to_tensor(x, DType::kInvalid, "output_gradients"));
+              og.push_back(x.is_none() ? Tensor()
+                                       : to_tensor(x, DType::kInvalid, "output_gradients"));
             std::vector<Tensor> gs = t.gradient(
                 ts, ss, og, zero ? UnconnectedGradients::kZero : UnconnectedGradients::kNone);
             nb::list out;
@@ -57,7 +59,9 @@ void bind_autodiff(nb::module_& m) {
       .def_prop_ro("recording", &GradientTape::recording);
   m.def(
       "stop_gradient",
-      [](nb::handle x) { return wrap(stop_gradient(to_tensor(x, DType::kInvalid, "stop_gradient"))); },
+      [](nb::handle x) {
+        return wrap(stop_gradient(to_tensor(x, DType::kInvalid, "stop_gradient")));
+      },
       nb::arg("input"), "The input, with no gradient flowing through it (tf.stop_gradient).");
 }
 

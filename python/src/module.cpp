@@ -2,11 +2,11 @@
 // bindings (tensor, ops, variables, function, control flow).
 #include <nanobind/nanobind.h>
 
-#include "bindings.h"
-#include "kiln/function.h"
-#include "convert.h"
 #include <string_view>
 
+#include "bindings.h"
+#include "convert.h"
+#include "kiln/function.h"
 #include "kiln/status.h"
 
 namespace kiln::py {

@@ -4,6 +4,8 @@
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
+#include <string_view>
+
 #include "bindings.h"
 #include "convert.h"
 #include "kiln/config.h"
@@ -87,8 +89,7 @@ nb::object run_op(const OpDef& op, nb::args args, nb::kwargs kwargs, bool force_
     // Trailing unset attributes are filled with defaults; earlier unset ones
     // must be filled here too.
     for (size_t i = 0; i < attrs.size(); ++i)
-      if (std::holds_alternative<std::monostate>(attrs[i]))
-        attrs[i] = op.attrs[i].default_value;
+      if (std::holds_alternative<std::monostate>(attrs[i])) attrs[i] = op.attrs[i].default_value;
     while (!attrs.empty() && std::holds_alternative<std::monostate>(attrs.back())) attrs.pop_back();
   }
   std::vector<Tensor> outs = call_op(op.id, inputs, std::move(attrs));
@@ -106,9 +107,9 @@ void bind_ops(nb::module_& m) {
   for (const OpDef& op : op_table()) {
     if (!op.cpu_kernel && op.id != OpId::Placeholder) continue;
     if (op.id == OpId::If || op.id == OpId::StatelessIf || op.id == OpId::While ||
-        op.id == OpId::FusedElementwise || op.id == OpId::FusedConv2D ||
-        op.id == OpId::FusedDepthwiseConv2D || op.id == OpId::Placeholder)
-      continue;  // control flow has its own API; fused ops are made by passes
+        op.id == OpId::FusedElementwise || op.id == OpId::Placeholder ||
+        std::string_view(op.type_name).starts_with("_"))
+      continue;  // control flow has its own API; "_" ops (TF's convention) are made by passes
     const OpDef* p = &op;
     std::string doc = str_cat(op.type_name, "(");
     for (size_t i = 0; i < op.inputs.size(); ++i) doc += str_cat(i ? ", " : "", op.inputs[i]);
@@ -129,8 +130,9 @@ void bind_ops(nb::module_& m) {
       },
       nb::arg("type_name"), nb::arg("args"), nb::arg("kwargs"),
       "Runs (or, while tracing, records) one op by its type name.");
-  m.def("executing_eagerly", [] { return !current_context().is_tracing(); },
-        "False while a function is being traced.");
+  m.def(
+      "executing_eagerly", [] { return !current_context().is_tracing(); },
+      "False while a function is being traced.");
   m.def("set_random_seed", &set_random_seed, nb::arg("seed"));
   m.def("_set_check_numerics", [](bool on) { config().check_numerics = on; });
 }

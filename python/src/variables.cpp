@@ -4,6 +4,7 @@
 
 #include "bindings.h"
 #include "convert.h"
+#include "kiln/function.h"
 #include "kiln/ops.h"
 #include "kiln/trace.h"
 
@@ -42,7 +43,7 @@ void bind_variables(nb::module_& m) {
            } catch (const InvalidArgumentError& e) {
              // A function creating variables on a retrace: point at the user's line.
              const std::string msg = e.what();
-             if (msg.find("only supports singleton") == std::string::npos) throw;
+             if (msg.find(kSingletonVariablesError) == std::string::npos) throw;
              nb::object text = nb::module_::import_("kiln.errors").attr("_in_user_code")(msg);
              throw InvalidArgumentError(nb::cast<std::string>(text));
            }
@@ -64,8 +65,9 @@ void bind_variables(nb::module_& m) {
                    [](const Variable&) {
                      return std::string("/job:localhost/replica:0/task:0/device:CPU:0");
                    })
-      .def("read_value", [](const Variable& v) { return wrap(v.read_value()); },
-           "The current value (a snapshot; read at run time inside functions).")
+      .def(
+          "read_value", [](const Variable& v) { return wrap(v.read_value()); },
+          "The current value (a snapshot; read at run time inside functions).")
       .def("value", [](const Variable& v) { return wrap(v.read_value()); })
       .def(
           "assign",

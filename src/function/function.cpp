@@ -248,7 +248,7 @@ struct Function::Impl {
   // Concrete functions with unknown dims, matched by compatibility.
   std::vector<std::pair<Key, std::shared_ptr<const ConcreteFunction>>> general;
   std::vector<std::vector<detail::Leaf>> traced_leaves;  // per trace, for reasons
-  std::recursive_mutex trace_mu;  // recursive: a trace may trace other keys
+  std::recursive_mutex trace_mu;                         // recursive: a trace may trace other keys
   std::vector<std::shared_ptr<const ConcreteFunction>> traced;  // in trace order
   std::atomic<int64_t> tracing_count{0};
   mutable std::mutex reasons_mu;
@@ -298,10 +298,6 @@ bool compatible(const detail::Flat& general, const detail::Flat& call) {
 }
 std::atomic<void* (*)()> g_block_release{nullptr};
 std::atomic<void (*)(void*)> g_block_reacquire{nullptr};
-
-constexpr const char* kSingletonVariables =
-    "kiln.function only supports singleton kiln.Variables created on the first call. Make sure "
-    "the kiln.Variable is only created once or created outside kiln.function.";
 
 }  // namespace
 
@@ -420,8 +416,8 @@ std::shared_ptr<const ConcreteFunction> Function::get_concrete_function(
       ContextScope scope(tc);
       VariableCreationScope var_rule([&](const std::string& name) {
         if (!allow_variables)
-          throw InvalidArgumentError(str_cat(kSingletonVariables, " (function '", options_.name,
-                                             "' created variable '", name,
+          throw InvalidArgumentError(str_cat(kSingletonVariablesError, " (function '",
+                                             options_.name, "' created variable '", name,
                                              "' when traced again: create it once, e.g. only "
                                              "while the attribute that holds it is unset)"));
         ++created;

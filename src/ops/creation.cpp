@@ -166,12 +166,6 @@ void infer_identity(InferContext& c) {
   c.set_output(0, c.dtype(0), c.shape(0));
 }
 
-// StopGradient runs as a view: a new handle on the same buffer, so a
-// gradient tape never sees it as the (tracked) input.
-void stop_gradient_kernel(KernelContext& c) {
-  c.set_output(0, c.input(0).view(c.input(0).shape()));
-}
-
 // ---- gradient rules ----
 void identity_grad(KILN_GRAD_ARGS) {
   gi[0] = g[0];
@@ -223,7 +217,6 @@ void define_creation_ops(OpTableBuilder& t) {
       .outputs({"output"})
       .traits(kView | kNoGradient)
       .infer(infer_identity);
-  t.kernel(OpId::StopGradient, stop_gradient_kernel);
 }
 
 // ---- front functions ----

@@ -82,6 +82,12 @@ void identity_kernel(KernelContext& c) {
   c.set_output(0, c.input(0));
 }
 
+// StopGradient is a view with a new handle on the same buffer, so a gradient
+// tape never takes its output for the (tracked) input.
+void stop_gradient_kernel(KernelContext& c) {
+  c.set_output(0, c.input(0).view(c.input(0).shape()));
+}
+
 }  // namespace
 
 void bind_creation_kernels(OpTableBuilder& t) {
@@ -91,6 +97,7 @@ void bind_creation_kernels(OpTableBuilder& t) {
   t.kernel(OpId::OnesLike, like_kernel<true>);
   t.kernel(OpId::Range, range_kernel);
   t.kernel(OpId::Identity, identity_kernel);
+  t.kernel(OpId::StopGradient, stop_gradient_kernel);
   bind_random_kernels(t);
 }
 
