@@ -1,6 +1,7 @@
 // Graph functions against eager execution (issue 3, section 12): call
-// overhead of a cached function, the 100-small-ops chain, CharUnpack, and
-// tracing + optimizing a 1,000-op function.
+// overhead of a cached function, the 100-small-ops chain, CharUnpack,
+// tracing + optimizing a 1,000-op function, and independent branches run in
+// parallel by the executor (arg 1) or in order (arg 0).
 #include <benchmark/benchmark.h>
 
 #include "kiln/function.h"
@@ -171,6 +172,55 @@ void BM_Trace1000Ops(benchmark::State& state) {
   }
 }
 BENCHMARK(BM_Trace1000Ops)->Unit(benchmark::kMillisecond);
+
+// Two independent 100-op chains on 128x128 (each one FusedElementwise node,
+// single-threaded inside: 16K elements is below the kernel's split size),
+// reduced and added. With config().parallel_branches the executor runs the
+// two chains on two threads.
+void BM_TwoChains_Function(benchmark::State& state) {
+  config().parallel_branches = state.range(0) != 0;
+  Tensor x = Tensor::from_vector(std::vector<float>(128 * 128, 0.5f), {128, 128});
+  FunctionOptions o;
+  o.name = "two_chains";
+  Function f(
+      [](const std::vector<Value>& a) {
+        Tensor x = a[0].tensor();
+        return Value(reduce_sum(chain(x), {1}) + reduce_sum(chain(x * 2.f), {1}));
+      },
+      o);
+  std::vector<Value> args{Value(x)};
+  f(args);
+  for (auto _ : state) {
+    Value r = f(args);
+    benchmark::DoNotOptimize(r.tensor().impl());
+  }
+  config().parallel_branches = true;
+}
+BENCHMARK(BM_TwoChains_Function)->Arg(0)->Arg(1)->Unit(benchmark::kMicrosecond)->UseRealTime();
+
+// Two independent 512x512 matmuls: OpenBLAS already runs each on every
+// core, so the cost model keeps them in order (both args time the same).
+void BM_TwoMatmuls512_Function(benchmark::State& state) {
+  config().parallel_branches = state.range(0) != 0;
+  Tensor a = random_uniform({512, 512}, 0, 1, DType::kFloat32, 1);
+  Tensor b = random_uniform({512, 512}, 0, 1, DType::kFloat32, 2);
+  FunctionOptions o;
+  o.name = "two_matmuls";
+  Function f(
+      [](const std::vector<Value>& v) {
+        Tensor x = v[0].tensor(), y = v[1].tensor();
+        return Value(matmul(x, x) + matmul(y, y));
+      },
+      o);
+  std::vector<Value> args{Value(a), Value(b)};
+  f(args);
+  for (auto _ : state) {
+    Value r = f(args);
+    benchmark::DoNotOptimize(r.tensor().impl());
+  }
+  config().parallel_branches = true;
+}
+BENCHMARK(BM_TwoMatmuls512_Function)->Arg(0)->Arg(1)->Unit(benchmark::kMicrosecond)->UseRealTime();
 
 }  // namespace
 

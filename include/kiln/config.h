@@ -13,6 +13,11 @@ struct Config {
   int num_threads = 0;
   /// Elements below which elementwise kernels stay single-threaded.
   int64_t parallel_grain = 1 << 16;
+  /// Run independent heavy branches of a function's plan concurrently on the
+  /// thread pool (see kiln/executor.h); checked on every run. A branch is
+  /// heavy from about 4 * parallel_grain element-operations, a value read
+  /// when the plan is analysed (at compile time or after its first run).
+  bool parallel_branches = true;
   /// Bytes of freed blocks kept per size class in the shared pool.
   int64_t pool_cache_bytes = int64_t{256} << 20;
   /// Log level for the function layer: 0 = off (default); 1 = log every

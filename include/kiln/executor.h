@@ -1,7 +1,19 @@
 // The executor: a graph compiled into a flat Plan of steps with kernel
 // pointers and buffer slots resolved ahead of time. Running a plan costs one
 // kernel call per step plus a few tens of nanoseconds of bookkeeping.
+//
+// Independent heavy branches run concurrently: at compile time (or after
+// the first run, when shapes are only known then) the plan estimates each
+// step's cost from its element counts and looks for parallel regions, i.e.
+// windows of consecutive steps that split into >= 2 independent heavy
+// groups. A region runs its light dependency-free steps first, then its
+// groups as chains on the thread pool (the calling thread takes one), joins,
+// then runs its stateful steps and what depends on them: stateful ops (and
+// host callbacks) always run on the calling thread, in program order.
+// Everything else runs in order on the caller's thread exactly as without
+// regions. Config::parallel_branches switches this off.
 #pragma once
+#include <atomic>
 #include <memory>
 #include <span>
 #include <string>
@@ -27,7 +39,11 @@ class Plan {
   size_t num_steps() const { return steps_.size(); }
   size_t num_inputs() const { return input_slots_.size(); }
   size_t num_outputs() const { return output_slots_.size(); }
-  /// One line per step: "3: AddV2 add (s1, s2) -> s4 [frees s1]".
+  /// Parallel regions found so far (0 for small plans; plans whose costs
+  /// depend on unknown dims are analysed after their first run).
+  size_t num_parallel_regions() const;
+  /// One line per step: "3: AddV2 add (s1, s2) -> s4 [frees s1]", then one
+  /// line per parallel region: "region 2..9: pre [2] chains [3 5 7] [4 6 8] post [9]".
   std::string debug_string() const;
 
  private:
@@ -43,12 +59,48 @@ class Plan {
     bool static_specs = false;
     std::vector<int32_t> release;  // slots dead after this step
   };
+  // What the parallel analysis needs beyond the steps (kept from compile).
+  struct StepInfo {
+    std::vector<int32_t> preds;  // steps that must run first (data, control, state order)
+    std::vector<int64_t> in_elements, out_elements;  // -1 = unknown until a run
+    int64_t out_inner = -1;                          // last dim of output 0
+  };
+  // A window of steps [begin, end) run as: `pre` in order on the caller,
+  // then `chains` concurrently (each in order), then `post` in order on the
+  // caller; then `release` is freed.
+  struct Region {
+    int32_t begin = 0, end = 0;
+    std::vector<int32_t> pre;
+    std::vector<std::vector<int32_t>> chains;
+    std::vector<int32_t> post;
+    std::vector<int32_t> release;
+    std::vector<std::vector<uint8_t>> moves;  // per step in the window: in_last_use to use
+  };
+  class Slots;  // a run's tensors (plan.cpp)
+  class Args;   // one thread's kernel arguments (plan.cpp)
+
+  const Tensor& read(int32_t slot, Slots& slots, std::span<const Tensor> inputs) const;
+  void run_step(const Step& s, const uint8_t* moves, Slots& slots, Args& args,
+                std::span<const Tensor> inputs) const;
+  void run_region(const Region& r, Slots& slots, std::span<const Tensor> inputs) const;
+  void run_recording(Slots& slots, std::span<const Tensor> inputs) const;
+  /// Finds the regions from per-step element counts (plan_parallel.cpp).
+  std::vector<Region> analyse(const std::vector<StepInfo>& info) const;
+
   std::vector<Step> steps_;
   std::vector<std::pair<int32_t, Tensor>> constants_;
   std::vector<int32_t> input_slots_;
   std::vector<int32_t> output_slots_;
   int32_t num_slots_ = 0;
   std::string function_name_;
+
+  std::vector<StepInfo> info_;
+  // Regions are published once: at compile time, or by the first run when
+  // some cost was unknown (kPending until then; concurrent first runs run
+  // in order). Read only after an acquire load of state_ == kReady.
+  enum State : int { kNone = 0, kPending = 1, kRecording = 2, kReady = 3 };
+  mutable std::atomic<int> state_{kNone};
+  mutable std::vector<Region> regions_;
 };
 
 }  // namespace kiln

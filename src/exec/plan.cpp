@@ -1,9 +1,9 @@
 #include <unordered_map>
 
-#include "kiln/executor.h"
-
 #include "kiln/config.h"
 #include "kiln/context.h"
+#include "kiln/executor.h"
+#include "kiln/thread_pool.h"
 
 namespace kiln {
 namespace {
@@ -38,7 +38,20 @@ int32_t external(size_t i) {
   return -1 - static_cast<int32_t>(i);
 }
 
+int64_t elements_or_unknown(const Shape& s) {
+  return s.is_fully_defined() ? s.num_elements() : -1;
+}
+
 }  // namespace
+
+class Plan::Slots : public Scratch<16> {
+ public:
+  using Scratch<16>::Scratch;
+};
+class Plan::Args : public Scratch<8> {
+ public:
+  Args() : Scratch<8>(0) {}
+};
 
 std::unique_ptr<Plan> Plan::compile(const Graph& graph) {
   auto plan = std::unique_ptr<Plan>(new Plan());
@@ -76,9 +89,11 @@ std::unique_ptr<Plan> Plan::compile(const Graph& graph) {
   for (const Edge& e : graph.outputs())
     if (slot_of(e) >= 0) last_use[static_cast<size_t>(slot_of(e))] = kForever;
 
+  std::unordered_map<const Node*, int32_t> step_of;  // for the parallel analysis
   std::unordered_map<const Node*, size_t> input_pos;
   for (size_t i = 0; i < graph.inputs().size(); ++i) input_pos[graph.inputs()[i]] = i;
   plan->input_slots_.resize(graph.inputs().size(), -1);
+  int32_t last_stateful = -1;
 
   for (const auto& ref : graph.nodes()) {
     const Node* n = ref.get();
@@ -109,6 +124,33 @@ std::unique_ptr<Plan> Plan::compile(const Graph& graph) {
     // checked against the signature); otherwise infer per call.
     for (const TensorSpec& sp : s.specs) s.static_specs &= sp.shape.is_fully_defined();
     const int32_t step_index = static_cast<int32_t>(plan->steps_.size());
+    step_of[n] = step_index;
+    // Costs for the parallel analysis: element counts, when static.
+    StepInfo info;
+    for (const Edge& e : n->inputs()) {
+      const Edge r = resolve(e);
+      info.in_elements.push_back(
+          elements_or_unknown(r.node->outputs()[static_cast<size_t>(r.index)].shape));
+    }
+    for (const TensorSpec& sp : s.specs) info.out_elements.push_back(elements_or_unknown(sp.shape));
+    if (!s.specs.empty() && s.specs[0].shape.rank_known())
+      info.out_inner =
+          s.specs[0].shape.rank() > 0 ? s.specs[0].shape.dim(s.specs[0].shape.rank() - 1) : 1;
+    // Must run after: the producers of its inputs, its control inputs, and
+    // the previous stateful step (program order of side effects).
+    for (const Edge& e : n->inputs()) {
+      auto it = step_of.find(resolve(e).node);
+      if (it != step_of.end()) info.preds.push_back(it->second);
+    }
+    for (const Node* ci : n->control_inputs()) {
+      auto it = step_of.find(resolve(Edge{const_cast<Node*>(ci), 0}).node);
+      if (it != step_of.end()) info.preds.push_back(it->second);
+    }
+    if (n->op().has(kStateful)) {
+      if (last_stateful >= 0) info.preds.push_back(last_stateful);
+      last_stateful = step_index;
+    }
+    plan->info_.push_back(std::move(info));
     for (int32_t slot : s.in_slots)
       if (slot >= 0 && last_use[static_cast<size_t>(slot)] != kForever)
         last_use[static_cast<size_t>(slot)] = step_index;
@@ -136,49 +178,146 @@ std::unique_ptr<Plan> Plan::compile(const Graph& graph) {
       if (last_use[static_cast<size_t>(s.out_begin + o)] < 0) s.release.push_back(s.out_begin + o);
   }
   for (const Edge& e : graph.outputs()) plan->output_slots_.push_back(slot_of(e));
+
+  // Parallel regions now when every cost is known, else after a first run.
+  bool known = true;
+  for (const StepInfo& i : plan->info_) {
+    for (int64_t e : i.in_elements) known &= e >= 0;
+    for (int64_t e : i.out_elements) known &= e >= 0;
+  }
+  if (!known) {
+    plan->state_.store(kPending, std::memory_order_relaxed);
+  } else {
+    plan->regions_ = plan->analyse(plan->info_);
+    plan->state_.store(plan->regions_.empty() ? kNone : kReady, std::memory_order_relaxed);
+  }
   return plan;
+}
+
+// Inline (and so not interposable): these run per step in the hot loop.
+inline __attribute__((always_inline)) const Tensor& Plan::read(
+    int32_t slot, Slots& slots, std::span<const Tensor> inputs) const {
+  if (slot >= 0) return slots[static_cast<size_t>(slot)];
+  const size_t e = static_cast<size_t>(-1 - slot);
+  return e < inputs.size() ? inputs[e] : constants_[e - inputs.size()].second;
+}
+
+// One step: gather arguments (moving those whose last use this is), infer
+// shapes when not static, run the kernel, drop dead slots.
+inline __attribute__((always_inline)) void Plan::run_step(const Step& s, const uint8_t* moves,
+                                                          Slots& slots, Args& args,
+                                                          std::span<const Tensor> inputs) const {
+  const size_t n = s.in_slots.size();
+  args.reserve(n);
+  for (size_t i = 0; i < n; ++i) {
+    const int32_t slot = s.in_slots[i];
+    if (moves[i])
+      args[i] = std::move(slots[static_cast<size_t>(slot)]);
+    else
+      args[i] = read(slot, slots, inputs);
+  }
+  std::span<const Tensor> ins(args.data(), n);
+  std::span<Tensor> outs(slots.data() + s.out_begin, static_cast<size_t>(s.num_out));
+  try {
+    if (s.static_specs) {
+      KernelContext kc(*s.op, ins, s.attrs, s.specs, outs);
+      s.op->cpu_kernel(kc);
+    } else {
+      InferContext ic(*s.op, ins, s.attrs);
+      s.op->infer(ic);
+      KernelContext kc(*s.op, ins, s.attrs, ic.outputs(), outs);
+      s.op->cpu_kernel(kc);
+    }
+    if (config().check_numerics) check_numerics(*s.op, outs, s.name);
+  } catch (const Error& e) {
+    throw_error(e.code(), str_cat(e.what(), "\n  (in node '", s.name, "' of function '",
+                                  function_name_, "')"));
+  }
+  for (size_t i = 0; i < n; ++i) args[i] = Tensor();
+  for (int32_t r : s.release) slots[static_cast<size_t>(r)] = Tensor();
+}
+
+void Plan::run_region(const Region& r, Slots& slots, std::span<const Tensor> inputs) const {
+  {
+    Args args;
+    for (int32_t k : r.pre) run_step(steps_[k], r.moves[k - r.begin].data(), slots, args, inputs);
+  }
+  // Chains share `slots` (each writes only its own steps' outputs and moves
+  // only values no other chain reads); each has its own arguments. Kernels
+  // inside a chain run on their thread (nested parallel_for runs inline).
+  ThreadPool::global().parallel_for(
+      static_cast<int64_t>(r.chains.size()), 1, [&](int64_t b, int64_t e) {
+        Args args;
+        for (int64_t c = b; c < e; ++c)
+          for (int32_t k : r.chains[static_cast<size_t>(c)])
+            run_step(steps_[k], r.moves[k - r.begin].data(), slots, args, inputs);
+      });
+  {
+    Args args;
+    for (int32_t k : r.post) run_step(steps_[k], r.moves[k - r.begin].data(), slots, args, inputs);
+  }
+  for (int32_t slot : r.release) slots[static_cast<size_t>(slot)] = Tensor();
+}
+
+// The first run of a plan whose costs depend on unknown dims: runs in order,
+// records element counts, then publishes the regions for later runs.
+void Plan::run_recording(Slots& slots, std::span<const Tensor> inputs) const {
+  std::vector<StepInfo> seen = info_;
+  struct Reset {  // a failing run leaves the analysis to a later run
+    const Plan* p;
+    bool done = false;
+    ~Reset() {
+      if (!done) p->state_.store(kPending, std::memory_order_release);
+    }
+  } reset{this};
+  Args args;
+  for (size_t k = 0; k < steps_.size(); ++k) {
+    const Step& s = steps_[k];
+    StepInfo& info = seen[k];
+    for (size_t i = 0; i < s.in_slots.size(); ++i) {
+      const Tensor& t = read(s.in_slots[i], slots, inputs);
+      info.in_elements[i] = t.defined() ? t.num_elements() : 0;
+    }
+    run_step(s, s.in_last_use.data(), slots, args, inputs);
+    for (int32_t o = 0; o < s.num_out; ++o) {
+      const Tensor& t = slots[static_cast<size_t>(s.out_begin + o)];
+      info.out_elements[static_cast<size_t>(o)] = t.defined() ? t.num_elements() : 0;
+      if (o == 0 && t.defined()) info.out_inner = t.rank() > 0 ? t.dim(t.rank() - 1) : 1;
+    }
+  }
+  regions_ = analyse(seen);
+  reset.done = true;
+  state_.store(regions_.empty() ? kNone : kReady, std::memory_order_release);
 }
 
 std::vector<Tensor> Plan::run(std::span<const Tensor> inputs) const {
   if (inputs.size() != input_slots_.size())
     throw InvalidArgumentError(str_cat("function '", function_name_, "' expects ",
                                        input_slots_.size(), " inputs, got ", inputs.size()));
-  auto read = [&](int32_t slot, Scratch<16>& slots) -> const Tensor& {
-    if (slot >= 0) return slots[static_cast<size_t>(slot)];
-    const size_t e = static_cast<size_t>(-1 - slot);
-    return e < inputs.size() ? inputs[e] : constants_[e - inputs.size()].second;
-  };
-  Scratch<16> slots(static_cast<size_t>(num_slots_));
-  Scratch<8> args(0);
-  for (const Step& s : steps_) {
-    const size_t n = s.in_slots.size();
-    args.reserve(n);
-    for (size_t i = 0; i < n; ++i) {
-      const int32_t slot = s.in_slots[i];
-      if (s.in_last_use[i])
-        args[i] = std::move(slots[static_cast<size_t>(slot)]);
-      else
-        args[i] = read(slot, slots);
-    }
-    std::span<const Tensor> ins(args.data(), n);
-    std::span<Tensor> outs(slots.data() + s.out_begin, static_cast<size_t>(s.num_out));
-    try {
-      if (s.static_specs) {
-        KernelContext kc(*s.op, ins, s.attrs, s.specs, outs);
-        s.op->cpu_kernel(kc);
+  Slots slots(static_cast<size_t>(num_slots_));
+  const int state = state_.load(std::memory_order_acquire);
+  int expected = kPending;
+  if (state == kNone || !config().parallel_branches) {
+    Args args;
+    for (const Step& s : steps_) run_step(s, s.in_last_use.data(), slots, args, inputs);
+  } else if (state == kReady) {
+    Args args;
+    size_t r = 0;
+    for (size_t k = 0; k < steps_.size();) {
+      if (r < regions_.size() && static_cast<size_t>(regions_[r].begin) == k) {
+        run_region(regions_[r], slots, inputs);
+        k = static_cast<size_t>(regions_[r++].end);
       } else {
-        InferContext ic(*s.op, ins, s.attrs);
-        s.op->infer(ic);
-        KernelContext kc(*s.op, ins, s.attrs, ic.outputs(), outs);
-        s.op->cpu_kernel(kc);
+        run_step(steps_[k], steps_[k].in_last_use.data(), slots, args, inputs);
+        ++k;
       }
-      if (config().check_numerics) check_numerics(*s.op, outs, s.name);
-    } catch (const Error& e) {
-      throw_error(e.code(), str_cat(e.what(), "\n  (in node '", s.name, "' of function '",
-                                    function_name_, "')"));
     }
-    for (size_t i = 0; i < n; ++i) args[i] = Tensor();
-    for (int32_t r : s.release) slots[static_cast<size_t>(r)] = Tensor();
+  } else if (state == kPending &&
+             state_.compare_exchange_strong(expected, kRecording, std::memory_order_acq_rel)) {
+    run_recording(slots, inputs);
+  } else {  // another thread is recording the first run
+    Args args;
+    for (const Step& s : steps_) run_step(s, s.in_last_use.data(), slots, args, inputs);
   }
   std::vector<Tensor> out;
   out.reserve(output_slots_.size());
@@ -189,11 +328,15 @@ std::vector<Tensor> Plan::run(std::span<const Tensor> inputs) const {
     for (size_t j = i + 1; j < output_slots_.size() && !again; ++j)
       again = output_slots_[j] == slot;
     if (again)
-      out.push_back(read(slot, slots));
+      out.push_back(read(slot, slots, inputs));
     else
       out.push_back(std::move(slots[static_cast<size_t>(slot)]));
   }
   return out;
+}
+
+size_t Plan::num_parallel_regions() const {
+  return state_.load(std::memory_order_acquire) == kReady ? regions_.size() : 0;
 }
 
 std::string Plan::debug_string() const {
@@ -212,6 +355,22 @@ std::string Plan::debug_string() const {
     for (int32_t o = 0; o < st.num_out; ++o) s += str_cat(o ? ", " : "", "s", st.out_begin + o);
     if (!st.static_specs) s += " [infer]";
     s += '\n';
+  }
+  if (state_.load(std::memory_order_acquire) == kReady) {
+    for (const Region& r : regions_) {
+      auto list = [&s](const std::vector<int32_t>& v) {
+        s += " [";
+        for (size_t i = 0; i < v.size(); ++i) s += str_cat(i ? " " : "", v[i]);
+        s += ']';
+      };
+      s += str_cat("region ", r.begin, "..", r.end - 1, ": pre");
+      list(r.pre);
+      s += " chains";
+      for (const auto& c : r.chains) list(c);
+      s += " post";
+      list(r.post);
+      s += '\n';
+    }
   }
   return s;
 }

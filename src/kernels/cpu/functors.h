@@ -7,14 +7,16 @@
 //   kernels reject zero divisors before calling the functor).
 // - Branch-free where it matters, so loops over contiguous data vectorize.
 // - float32 transcendentals (exp, log, tanh, sigmoid) use Cephes-style
-//   polynomials (<= 2-3 ulp, checked by tests against double precision);
-//   float64 uses the C library.
+//   polynomials (<= 2-3 ulp, checked by tests against double precision;
+//   tanh lives in fast_math.h); float64 uses the C library.
 #pragma once
 #include <bit>
 #include <cmath>
 #include <cstdint>
 #include <limits>
 #include <type_traits>
+
+#include "fast_math.h"
 
 namespace kiln::fn {
 
@@ -168,40 +170,6 @@ inline float log_f32(float x) {
   return select(x != x, x, res);
 }
 
-// tanh for float32. Below |x| = 0.625 an odd polynomial (Cephes tanhf);
-// above, tanh|x| = m / (m + 2) with m = expm1(2|x|), where m comes from the
-// same range reduction as exp_f32 but keeps e^r - 1 separate (no
-// cancellation) and |x| is capped at 9.1 (tanh rounds to 1 above 9.011).
-inline float tanh_f32(float x) {
-  const float ax = std::fabs(x);
-  const float z = x * x;
-  float ps = -5.70498872745e-3f;
-  ps = ps * z + 2.06390887954e-2f;
-  ps = ps * z - 5.37397155531e-2f;
-  ps = ps * z + 1.33314422036e-1f;
-  ps = ps * z - 3.33332819422e-1f;
-  const float small = ps * z * x + x;
-
-  const float y = select(ax < 9.1f, ax + ax, 18.2f);  // NaN -> 18.2, fixed below
-  const float t = y * 1.44269504088896341f + 12582912.0f;
-  const float nf = t - 12582912.0f;
-  const int32_t n = std::bit_cast<int32_t>(t) - 0x4B400000;  // [0, 26]
-  float r = y - nf * 0.693359375f;
-  r = r - nf * -2.12194440e-4f;
-  float q = 1.0f / 40320;  // Taylor: |r| <= ln2/2, truncation < 2e-9
-  q = q * r + 1.0f / 5040;
-  q = q * r + 1.0f / 720;
-  q = q * r + 1.0f / 120;
-  q = q * r + 1.0f / 24;
-  q = q * r + 1.0f / 6;
-  q = q * r + 0.5f;
-  const float p = q * (r * r) + r;  // e^r - 1
-  const float s = std::bit_cast<float>((n + 127) << 23);
-  const float m = s * p + (s - 1.0f);  // e^y - 1
-  const float large = std::copysign(m / (m + 2.0f), x);
-  return select(ax < 0.625f, small, select(x != x, x, large));
-}
-
 }  // namespace detail
 
 // ---- unary ----
@@ -285,7 +253,7 @@ struct Tanh {
   template <typename T>
   T operator()(T x) const {
     if constexpr (std::is_same_v<T, float>)
-      return detail::tanh_f32(x);
+      return fast::tanh_f32(x);
     else
       return std::tanh(x);
   }

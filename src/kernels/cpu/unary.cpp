@@ -28,10 +28,11 @@ void predicate_kernel(KernelContext& c) {
   });
 }
 
-// float32 block form, for the fused-elementwise kernel.
+// float32 block form, for the fused-elementwise kernel (which splits the
+// work itself: a block runs on the calling thread).
 template <typename F>
 void block_unary(const float* a, const float*, float* out, int64_t n) {
-  unary_map(a, out, n, F{});
+  unary_span_best(a, out, n, F{});
 }
 
 }  // namespace
