@@ -25,9 +25,27 @@ bool unrepeatable(const OpDef& op) {
   return op.has(kStateful) && !op.grad;
 }
 
+const TracedSubgraph& traced(const AttrValue& a, const OpDef& op) {
+  const Subgraph* s = std::get<Ref<Subgraph>>(a).get();
+  const auto* t = dynamic_cast<const TracedSubgraph*>(s);
+  if (!t)
+    throw UnimplementedError(str_cat(op.type_name, ": subgraph '", s->name(),
+                                     "' has no traced graph to differentiate"));
+  return *t;
+}
+
+// Outputs whose gradients a backward function takes: floats, and TensorArray
+// handles (whose gradients are lists).
+bool differentiable(DType d) {
+  return is_floating(d) || d == DType::kResource;
+}
+
+}  // namespace
+
 // Replays the nodes of `body` the outputs depend on through execute_op (so
 // the current trace records them and tapes see them), with `inputs` for its
-// placeholders then its hoisted nodes. Returns the body's outputs.
+// placeholders then its hoisted nodes. Returns the body's outputs. Shared
+// with the While gradient (while_grad.cpp).
 std::vector<Tensor> replay(const TracedSubgraph& body, std::span<const Tensor> inputs) {
   const Graph& g = body.traced_graph();
   std::unordered_map<const Node*, std::vector<Tensor>> values;
@@ -76,17 +94,6 @@ std::vector<Tensor> replay(const TracedSubgraph& body, std::span<const Tensor> i
   return outs;
 }
 
-const TracedSubgraph& traced(const AttrValue& a, const OpDef& op) {
-  const Subgraph* s = std::get<Ref<Subgraph>>(a).get();
-  const auto* t = dynamic_cast<const TracedSubgraph*>(s);
-  if (!t)
-    throw UnimplementedError(str_cat(op.type_name, ": subgraph '", s->name(),
-                                     "' has no traced graph to differentiate"));
-  return *t;
-}
-
-}  // namespace
-
 Backward build_backward(const TracedSubgraph& body, const std::vector<size_t>* force,
                         const std::vector<TensorSpec>* force_specs,
                         const std::vector<TensorSpec>* grad_specs) {
@@ -102,9 +109,13 @@ Backward build_backward(const TracedSubgraph& body, const std::vector<size_t>* f
     for (size_t i = 0; i < in_specs.size(); ++i)
       ins.push_back(tc.add_input(i < fwd.inputs().size() ? fwd.inputs()[i]->name() : "resource",
                                  in_specs[i].dtype, in_specs[i].shape));
+    // Outputs without gradients (integers) take any value of their dtype.
     for (size_t j = 0; j < out_specs.size(); ++j)
       grads_in.push_back(tc.add_input(str_cat("grad_", j), out_specs[j].dtype,
-                                      grad_specs ? (*grad_specs)[j].shape : out_specs[j].shape));
+                                      grad_specs ? (*grad_specs)[j].shape
+                                      : differentiable(out_specs[j].dtype)
+                                          ? out_specs[j].shape
+                                          : Shape::unknown_rank()));
 
     std::vector<Tensor> result;
     {
@@ -122,7 +133,7 @@ Backward build_backward(const TracedSubgraph& body, const std::vector<size_t>* f
       tape.stop();
       std::vector<Tensor> targets, target_grads;
       for (size_t j = 0; j < outs.size(); ++j) {
-        if (!is_floating(outs[j].dtype())) continue;
+        if (!differentiable(outs[j].dtype())) continue;
         targets.push_back(outs[j]);
         target_grads.push_back(grads_in[j]);
       }
@@ -139,8 +150,9 @@ Backward build_backward(const TracedSubgraph& body, const std::vector<size_t>* f
           const size_t i = (*force)[k];
           Tensor gr = grad_of(i);
           if (!gr.defined())
-            gr = is_floating(in_specs[i].dtype)
-                     ? zeros_like(ins[i])
+            gr = is_floating(in_specs[i].dtype) ? zeros_like(ins[i])
+                 : (*force_specs)[k].dtype == DType::kResource  // a TensorArray's
+                     ? call_op1(OpId::TensorListZerosLike, {ins[i]})
                      : zeros((*force_specs)[k].shape, (*force_specs)[k].dtype);
           result.push_back(gr);
           b.input_index.push_back(i);

@@ -87,6 +87,29 @@ const VariableResource* variable_of(const Tensor& handle) {
   return dynamic_cast<const VariableResource*>(handle.resource());
 }
 
+// TensorArray handles (resource outputs that are not variables: lists made
+// by the TensorList ops, passed through loops, conds and calls) are tracked:
+// their gradients are lists (src/ops/tensor_array_ops.cpp). Lists of
+// non-float items carry none.
+bool tracks_list(const OpDef& op, const Attrs& attrs, std::span<const Tensor> inputs,
+                 const Tensor& out) {
+  if (!out.defined() || out.dtype() != DType::kResource || variable_of(out)) return false;
+  if (op.id == OpId::TensorListSetItem) return is_floating(std::get<DType>(attrs[0]));
+  if (op.id == OpId::TensorListFromTensor) return is_floating(inputs[0].dtype());
+  return true;
+}
+
+// Zeros for an output nobody differentiated: a list of zeros for a list.
+Tensor zeros_for_output(const Tensor& out) {
+  if (out.dtype() == DType::kResource) return call_op1(OpId::TensorListZerosLike, {out});
+  return zeros_like(out);
+}
+
+Tensor add_gradients(const Tensor& a, const Tensor& b) {
+  if (a.dtype() == DType::kResource) return call_op1(OpId::TensorListAdd, {a, b});
+  return add(a, b);
+}
+
 }  // namespace
 
 void GradientTape::Impl::record(const OpDef& op, std::span<const Tensor> inputs, const Attrs& attrs,
@@ -111,7 +134,8 @@ void GradientTape::Impl::record(const OpDef& op, std::span<const Tensor> inputs,
   for (const Tensor& o : outputs) {
     // A value already tracked (an input handed back, or a variable's
     // snapshot returned by a second read) keeps its first producer.
-    bool own = o.defined() && is_floating(o.dtype()) && !tracked.count(o.impl());
+    bool own = o.defined() && (is_floating(o.dtype()) || tracks_list(op, attrs, inputs, o)) &&
+               !tracked.count(o.impl());
     for (const Tensor& t : inputs) own &= !t.is_same(o);
     e.own.push_back(own);
     if (own) tracked.insert(o.impl());
@@ -207,7 +231,10 @@ void check_arguments(const std::vector<Tensor>& targets, const std::vector<GradS
   for (size_t i = 0; i < targets.size(); ++i) {
     const Tensor& t = targets[i];
     if (!t.defined()) throw InvalidArgumentError(str_cat(w, "target ", i, " is undefined"));
-    if (!is_floating(t.dtype()))
+    // A TensorArray handle is a target only with its (list) gradient given.
+    const bool list = t.dtype() == DType::kResource && i < output_gradients.size() &&
+                      output_gradients[i].defined();
+    if (!is_floating(t.dtype()) && !list)
       throw InvalidArgumentError(str_cat(w, "target ", i, " has dtype ", dtype_name(t.dtype()),
                                          "; only float32/float64 targets can be differentiated"));
   }
@@ -275,7 +302,7 @@ std::vector<Tensor> GradientTape::gradient(const std::vector<Tensor>& targets,
   std::unordered_map<TensorId, Tensor> grads;
   auto accumulate = [&](TensorId id, const Tensor& g) {
     auto [it, inserted] = grads.try_emplace(id, g);
-    if (!inserted) it->second = add(it->second, g);
+    if (!inserted) it->second = add_gradients(it->second, g);
   };
   for (size_t k = 0; k < targets.size(); ++k) {
     if (!reach.count(targets[k].impl())) continue;
@@ -303,7 +330,7 @@ std::vector<Tensor> GradientTape::gradient(const std::vector<Tensor>& targets,
                                        e.op->type_name,
                                        ", which lies between the targets and the sources"));
     for (size_t j = 0; j < e.outputs.size(); ++j)
-      if (!gout[j].defined()) gout[j] = zeros_like(e.outputs[j]);
+      if (!gout[j].defined()) gout[j] = zeros_for_output(e.outputs[j]);
     std::vector<Tensor> gin(e.inputs.size());
     e.op->grad(*e.op, e.inputs, e.outputs, gout, e.attrs, gin);
     for (size_t k = 0; k < e.inputs.size() && k < gin.size(); ++k)

@@ -95,6 +95,9 @@ void call_grad(const OpDef&, std::span<const Tensor>, std::span<const Tensor>,
                std::span<const Tensor>, const Attrs&, std::vector<Tensor>&);
 void if_grad(const OpDef&, std::span<const Tensor>, std::span<const Tensor>,
              std::span<const Tensor>, const Attrs&, std::vector<Tensor>&);
+// src/autodiff/while_grad.cpp
+void while_grad(const OpDef&, std::span<const Tensor>, std::span<const Tensor>,
+                std::span<const Tensor>, const Attrs&, std::vector<Tensor>&);
 }  // namespace detail
 
 void define_control_flow_ops(OpTableBuilder& t) {
@@ -116,7 +119,8 @@ void define_control_flow_ops(OpTableBuilder& t) {
       .attr("body", AttrType::kSubgraph)
       .attr("maximum_iterations", AttrType::kInt, int64_t{-1})
       .traits(kVariadicInput | kStateful)
-      .infer(infer_while);
+      .infer(infer_while)
+      .grad(detail::while_grad);
   // Always stateful: the callback may have side effects, so it is never
   // pruned, folded or merged, and runs in program order.
   t.def(OpId::PyFunction)

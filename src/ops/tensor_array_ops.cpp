@@ -2,6 +2,9 @@
 // scalar resource handles, with value semantics (every write returns a new
 // handle), so they can be while_loop variables. Front: src/function/tensor_array.cpp.
 #include "families.h"
+#include "grad_util.h"
+#include "kiln/context.h"
+#include "kiln/ops.h"
 #include "tensor_list.h"
 
 namespace kiln {
@@ -30,9 +33,11 @@ Shape attr_shape(const InferContext& c, size_t first) {
   return Shape(c.attr_ints(first + 1));
 }
 
-DType attr_element_dtype(const InferContext& c, size_t i) {
+// Lists of resources (handles of other lists) only serve as the gradient
+// accumulators of while loops: they can be written and read, not stacked.
+DType attr_element_dtype(const InferContext& c, size_t i, bool allow_resource = true) {
   const DType d = c.attr_dtype(i);
-  if (d == DType::kInvalid || d == DType::kResource)
+  if (d == DType::kInvalid || (d == DType::kResource && !allow_resource))
     c.fail("element_dtype must be a value dtype, got ", dtype_name(d));
   return d;
 }
@@ -47,7 +52,8 @@ const TensorList* known_list(const InferContext& c, size_t i) {
   return &l;
 }
 
-// inputs: num_elements; attrs: element_dtype, element_shape, unknown_rank, dynamic_size.
+// inputs: num_elements; attrs: element_dtype, element_shape, unknown_rank,
+// dynamic_size, infer_shape.
 void infer_reserve(InferContext& c) {
   expect_index(c, 0);
   attr_element_dtype(c, 0);
@@ -74,7 +80,16 @@ void infer_get_item(InferContext& c) {
   const DType d = attr_element_dtype(c, 0);
   Shape s = attr_shape(c, 0);
   if (const TensorList* l = known_list(c, 0)) {
-    if (!l->common_shape(s))
+    // The item's own shape when it was written (shapes may vary by item),
+    // else zeros of the element shape.
+    std::vector<int64_t> i;
+    const Tensor* item = nullptr;
+    if (c.int_values(1, i) && i[0] >= 0 && i[0] < static_cast<int64_t>(l->items.size()) &&
+        l->items[static_cast<size_t>(i[0])].defined())
+      item = &l->items[static_cast<size_t>(i[0])];
+    if (item)
+      s = item->shape();
+    else if (!l->common_shape(s) && !s.is_fully_defined())
       c.fail(
           "cannot read from a TensorArray with no written element and an unknown "
           "element_shape");
@@ -85,7 +100,7 @@ void infer_get_item(InferContext& c) {
 // inputs: handle; attrs: element_dtype, element_shape, unknown_rank.
 void infer_stack(InferContext& c) {
   expect_handle(c, 0);
-  const DType d = attr_element_dtype(c, 0);
+  const DType d = attr_element_dtype(c, 0, /*allow_resource=*/false);
   Shape s = attr_shape(c, 0);
   int64_t n = Shape::kUnknownDim;
   if (const TensorList* l = known_list(c, 0)) {
@@ -110,6 +125,56 @@ void infer_length(InferContext& c) {
   c.set_output(0, DType::kInt32, Shape());
 }
 
+// inputs: handle... (the lists to add, or to take zeros like).
+void infer_list_handles(InferContext& c) {
+  for (size_t i = 0; i < c.num_inputs(); ++i) expect_handle(c, i);
+  c.set_output(0, DType::kResource, Shape());
+}
+
+// ---- gradients ----
+// The gradient of a list handle is itself a list (of the same dtype) whose
+// unwritten items, and items past its end, are zeros. Lists of gradients
+// add item by item (_TensorListAdd, used by the tapes).
+
+Attrs shape_attrs(DType d, const Shape& s) {
+  return Attrs{d, s.rank_known() ? s.to_vector() : std::vector<int64_t>{}, !s.rank_known()};
+}
+
+// Stack: the gradient's slices as a list.
+void stack_grad(KILN_GRAD_ARGS) {
+  gi[0] = call_op1(OpId::TensorListFromTensor, {g[0]});
+}
+
+// FromTensor: the list gradient stacked back (zeros where unwritten).
+void from_tensor_grad(KILN_GRAD_ARGS) {
+  Shape elem = in[0].shape();
+  if (elem.rank_known()) elem.erase(0);
+  gi[0] = call_op1(OpId::TensorListStack, {g[0]}, shape_attrs(in[0].dtype(), elem));
+}
+
+// GetItem: a list as long as the input, zeros but g at the index.
+void get_item_grad(KILN_GRAD_ARGS) {
+  const DType d = std::get<DType>(attrs[0]);
+  const Shape& s = g[0].shape();
+  const Attrs ra{d, s.rank_known() ? s.to_vector() : std::vector<int64_t>{}, !s.rank_known(),
+                 /*dynamic_size=*/false, /*infer_shape=*/true};
+  Tensor zeros = call_op1(OpId::TensorListReserve, {call_op1(OpId::TensorListLength, {in[0]})}, ra);
+  gi[0] = call_op1(OpId::TensorListSetItem, {zeros, in[1], g[0]}, {d});
+}
+
+// SetItem: the written item's gradient is read from the list gradient,
+// which passes on to the input list with that item zeroed.
+void set_item_grad(KILN_GRAD_ARGS) {
+  const DType d = std::get<DType>(attrs[0]);
+  gi[2] = call_op1(OpId::TensorListGetItem, {g[0], in[1]}, shape_attrs(d, in[2].shape()));
+  gi[0] = call_op1(OpId::TensorListSetItem, {g[0], in[1], zeros_like(in[2])}, {d});
+}
+
+void list_add_grad(KILN_GRAD_ARGS) {
+  gi[0] = g[0];
+  gi[1] = g[0];
+}
+
 }  // namespace
 
 void define_tensor_array_ops(OpTableBuilder& t) {
@@ -120,33 +185,53 @@ void define_tensor_array_ops(OpTableBuilder& t) {
       .attr("element_shape", AttrType::kInts, std::vector<int64_t>{})
       .attr("unknown_rank", AttrType::kBool, true)
       .attr("dynamic_size", AttrType::kBool, false)
+      .attr("infer_shape", AttrType::kBool, true)
       .traits(kNoGradient)
       .infer(infer_reserve);
   t.def(OpId::TensorListSetItem)
       .inputs({"handle", "index", "value"})
       .outputs({"handle"})
       .attr("element_dtype", AttrType::kDType)
-      .infer(infer_set_item);
+      .infer(infer_set_item)
+      .grad(set_item_grad);
   t.def(OpId::TensorListGetItem)
       .inputs({"handle", "index"})
       .outputs({"value"})
       .attr("element_dtype", AttrType::kDType)
       .attr("element_shape", AttrType::kInts, std::vector<int64_t>{})
       .attr("unknown_rank", AttrType::kBool, true)
-      .infer(infer_get_item);
+      .infer(infer_get_item)
+      .grad(get_item_grad);
   t.def(OpId::TensorListStack)
       .inputs({"handle"})
       .outputs({"tensor"})
       .attr("element_dtype", AttrType::kDType)
       .attr("element_shape", AttrType::kInts, std::vector<int64_t>{})
       .attr("unknown_rank", AttrType::kBool, true)
-      .infer(infer_stack);
-  t.def(OpId::TensorListFromTensor).inputs({"tensor"}).outputs({"handle"}).infer(infer_from_tensor);
+      .infer(infer_stack)
+      .grad(stack_grad);
+  t.def(OpId::TensorListFromTensor)
+      .inputs({"tensor"})
+      .outputs({"handle"})
+      .infer(infer_from_tensor)
+      .grad(from_tensor_grad);
   t.def(OpId::TensorListLength)
       .inputs({"handle"})
       .outputs({"length"})
       .traits(kNoGradient)
       .infer(infer_length);
+  // Internal, for list-valued gradients: item-wise sum (the longer list's
+  // length; missing items are zeros), and a list of zeros like another.
+  t.def(OpId::TensorListAdd)
+      .inputs({"a", "b"})
+      .outputs({"sum"})
+      .infer(infer_list_handles)
+      .grad(list_add_grad);
+  t.def(OpId::TensorListZerosLike)
+      .inputs({"handle"})
+      .outputs({"zeros"})
+      .traits(kNoGradient)
+      .infer(infer_list_handles);
 }
 
 }  // namespace kiln

@@ -14,7 +14,10 @@ class TensorList final : public Resource {
   DType dtype = DType::kInvalid;
   Shape element_shape = Shape::unknown_rank();  ///< merged from the writes
   bool dynamic_size = false;
-  std::vector<Tensor> items;  ///< undefined = never written
+  /// The first write fixes element_shape (TensorArray's infer_shape); off
+  /// for the gradient accumulators of loop variables whose shape varies.
+  bool infer_shape = true;
+  std::vector<Tensor> items;  ///< undefined = never written (reads as zeros)
 
   std::string debug_name() const override {
     return str_cat("TensorArray(", dtype_name(dtype), ", size=", items.size(), ")");

@@ -1,8 +1,10 @@
 // TensorArray kernels. Every write copies the list of element references
 // (not the elements), so a handle's list never changes once visible.
+#include <algorithm>
 #include <cstring>
 
 #include "bind.h"
+#include "kiln/context.h"
 #include "ops/tensor_list.h"
 
 namespace kiln::cpu {
@@ -22,6 +24,7 @@ void reserve_kernel(KernelContext& c) {
   l->dtype = c.attr_dtype(0);
   l->element_shape = c.attr_bool(2) ? Shape::unknown_rank() : Shape(c.attr_ints(1));
   l->dynamic_size = c.attr_bool(3);
+  l->infer_shape = c.attr_bool(4);
   l->items.resize(static_cast<size_t>(n));
   c.set_output(0, std::move(h));
 }
@@ -45,7 +48,9 @@ void set_item_kernel(KernelContext& c) {
   Tensor h = TensorList::handle(l);
   l->dtype = in.dtype;
   l->dynamic_size = in.dynamic_size;
-  l->element_shape = v.shape();  // concrete: fixes the shape of every element
+  l->infer_shape = in.infer_shape;
+  // Concrete: fixes the shape of every element (unless shapes may vary).
+  l->element_shape = in.infer_shape ? v.shape() : in.element_shape;
   l->items = in.items;
   if (i >= n) l->items.resize(static_cast<size_t>(i) + 1);
   l->items[static_cast<size_t>(i)] = v;
@@ -83,6 +88,8 @@ void get_item_kernel(KernelContext& c) {
     c.set_output(0, v);
     return;
   }
+  if (l.dtype == DType::kResource)
+    throw InvalidArgumentError(str_cat("TensorArray.read: element ", i, " was never written"));
   // Never written: zeros of the element shape (known, else inference failed).
   Tensor& out = c.allocate_output(0);
   copy_into(out, 0, Tensor(), out.num_elements());
@@ -136,6 +143,53 @@ void length_kernel(KernelContext& c) {
   c.set_output(0, Tensor(static_cast<int32_t>(l.items.size())));
 }
 
+// Gradient lists: unwritten items and items past the end are zeros.
+TensorList* new_like(const TensorList& src, Tensor& handle) {
+  auto* l = new TensorList();
+  handle = TensorList::handle(l);
+  l->dtype = src.dtype;
+  l->element_shape = src.element_shape;
+  l->dynamic_size = src.dynamic_size;
+  l->infer_shape = src.infer_shape;
+  return l;
+}
+
+void list_add_kernel(KernelContext& c) {
+  const TensorList& a = TensorList::of(c.input(0), "_TensorListAdd");
+  const TensorList& b = TensorList::of(c.input(1), "_TensorListAdd");
+  if (a.dtype != b.dtype || a.dtype == DType::kResource || a.dtype == DType::kString)
+    throw InvalidArgumentError(str_cat("_TensorListAdd: cannot add a TensorArray of ",
+                                       dtype_name(a.dtype), " to one of ", dtype_name(b.dtype)));
+  Tensor h;
+  TensorList* l = new_like(a.items.size() >= b.items.size() ? a : b, h);
+  l->items.resize(std::max(a.items.size(), b.items.size()));
+  std::vector<Tensor> sum;
+  for (size_t k = 0; k < l->items.size(); ++k) {
+    const Tensor x = k < a.items.size() ? a.items[k] : Tensor();
+    const Tensor y = k < b.items.size() ? b.items[k] : Tensor();
+    if (!x.defined() || !y.defined()) {
+      l->items[k] = x.defined() ? x : y;
+      continue;
+    }
+    if (x.shape() != y.shape())
+      throw InvalidArgumentError(str_cat("_TensorListAdd: element ", k, " has shape ", x.shape(),
+                                         " in one list and ", y.shape(), " in the other"));
+    const Tensor xy[2] = {x, y};
+    run_kernel(op_def(OpId::Add), xy, {}, sum);
+    l->items[k] = std::move(sum[0]);
+  }
+  c.set_output(0, std::move(h));
+}
+
+// A list like the input (dtype, size, element shape) with every item zero.
+void list_zeros_like_kernel(KernelContext& c) {
+  const TensorList& in = TensorList::of(c.input(0), "_TensorListZerosLike");
+  Tensor h;
+  TensorList* l = new_like(in, h);
+  l->items.resize(in.items.size());
+  c.set_output(0, std::move(h));
+}
+
 }  // namespace
 
 void bind_tensor_array_kernels(OpTableBuilder& t) {
@@ -145,6 +199,8 @@ void bind_tensor_array_kernels(OpTableBuilder& t) {
   t.kernel(OpId::TensorListStack, stack_kernel);
   t.kernel(OpId::TensorListFromTensor, from_tensor_kernel);
   t.kernel(OpId::TensorListLength, length_kernel);
+  t.kernel(OpId::TensorListAdd, list_add_kernel);
+  t.kernel(OpId::TensorListZerosLike, list_zeros_like_kernel);
 }
 
 }  // namespace kiln::cpu
