@@ -34,8 +34,9 @@ TEST(CheckNumerics, EagerOpNamesTheOp) {
 }
 
 TEST(CheckNumerics, FunctionNamesTheNode) {
-  Function f([](const std::vector<Value>& a) { return Value(log(a[0].tensor())); },
-             FunctionOptions{.name = "f"});
+  FunctionOptions opts;
+  opts.name = "f";
+  Function f([](const std::vector<Value>& a) { return Value(log(a[0].tensor())); }, opts);
   EXPECT_NO_THROW(f({Tensor(-1.0f)}));  // NaN allowed while off
   CheckNumerics on;
   try {
