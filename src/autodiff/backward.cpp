@@ -4,11 +4,14 @@
 // gradients, recomputes the forward values it needs (rematerialization: the
 // forward call keeps nothing for its gradient) and returns input gradients.
 // Once inlined into a train step's graph, CSE merges the recomputed forward
-// ops with the forward's own.
+// ops with the forward's own. Eager calls under a tape instead run a forward
+// that also returns what the backward reads (build_residuals), so the
+// backward recomputes nothing.
 #include <algorithm>
 #include <unordered_map>
 #include <unordered_set>
 
+#include "backward_trace.h"
 #include "function/subgraph.h"
 #include "kiln/context.h"
 #include "kiln/gradient_tape.h"
@@ -42,13 +45,11 @@ bool differentiable(DType d) {
 
 }  // namespace
 
-// Replays the nodes of `body` the outputs depend on through execute_op (so
-// the current trace records them and tapes see them), with `inputs` for its
-// placeholders then its hoisted nodes. Returns the body's outputs. Shared
-// with the While gradient (while_grad.cpp).
-std::vector<Tensor> replay(const TracedSubgraph& body, std::span<const Tensor> inputs) {
+std::vector<Tensor> replay(const TracedSubgraph& body, std::span<const Tensor> inputs,
+                           ReplayValues* values_out) {
   const Graph& g = body.traced_graph();
-  std::unordered_map<const Node*, std::vector<Tensor>> values;
+  ReplayValues local;
+  ReplayValues& values = values_out ? *values_out : local;
   size_t k = 0;
   for (const Node* in : g.inputs()) values[in] = {inputs[k++]};
   for (const Node* h : body.hoisted()) values[h] = {inputs[k++]};
@@ -75,7 +76,9 @@ std::vector<Tensor> replay(const TracedSubgraph& body, std::span<const Tensor> i
       values[n] = {std::get<Tensor>(n->attrs()[0])};
       continue;
     }
-    if (unrepeatable(op))
+    // Split backwards cut replayed nodes off before they ever run; the value
+    // of such an op then comes from the forward call as a residual.
+    if (unrepeatable(op) && !values_out)
       throw UnimplementedError(str_cat(
           "gradient of '", g.function_name(), "': its result depends on ", op.type_name, " op '",
           n->name(), "', which the backward function would have to run again (",
@@ -94,14 +97,14 @@ std::vector<Tensor> replay(const TracedSubgraph& body, std::span<const Tensor> i
   return outs;
 }
 
-Backward build_backward(const TracedSubgraph& body, const std::vector<size_t>* force,
-                        const std::vector<TensorSpec>* force_specs,
-                        const std::vector<TensorSpec>* grad_specs) {
+BackwardTrace trace_backward(const TracedSubgraph& body, const std::vector<size_t>* force,
+                             const std::vector<TensorSpec>* force_specs,
+                             const std::vector<TensorSpec>* grad_specs, bool split) {
   const Graph& fwd = body.traced_graph();
   const auto in_specs = body.input_specs();
   const auto out_specs = body.output_specs();
   auto g = std::make_unique<Graph>(fwd.function_name() + "_grad");
-  Backward b;
+  BackwardTrace b;
   {
     TracingContext tc(*g);
     ContextScope scope(tc);
@@ -129,7 +132,10 @@ Backward build_backward(const TracedSubgraph& body, const std::vector<size_t>* f
         sources.emplace_back(ins[i]);
         source_input.push_back(i);
       }
-      const std::vector<Tensor> outs = replay(body, ins);
+      ReplayValues values;
+      const std::vector<Tensor> outs = replay(body, ins, split ? &values : nullptr);
+      b.replay_end = g->num_nodes();
+      if (split) b.replayed = replayed_edges(values, tc);
       tape.stop();
       std::vector<Tensor> targets, target_grads;
       for (size_t j = 0; j < outs.size(); ++j) {
@@ -166,8 +172,19 @@ Backward build_backward(const TracedSubgraph& body, const std::vector<size_t>* f
       }
     }
     for (const Tensor& t : result) g->outputs().push_back(tc.edge_for(t));
+    if (split) split_residuals(*g, tc, b);
   }
-  Ref<GraphSubgraph> sg = GraphSubgraph::create(std::move(g));
+  b.graph = std::move(g);
+  return b;
+}
+
+Backward build_backward(const TracedSubgraph& body, const std::vector<size_t>* force,
+                        const std::vector<TensorSpec>* force_specs,
+                        const std::vector<TensorSpec>* grad_specs) {
+  BackwardTrace t = trace_backward(body, force, force_specs, grad_specs, /*split=*/false);
+  Ref<GraphSubgraph> sg = GraphSubgraph::create(std::move(t.graph));
+  Backward b;
+  b.input_index = std::move(t.input_index);
   b.stateful = sg->stateful();
   b.graph = Ref<Subgraph>(sg);
   return b;
@@ -198,13 +215,23 @@ const Backward& GraphSubgraph::if_backward(const GraphSubgraph& other) const {
   });
 }
 
-// The gradient of a function call: a call of its backward function.
+// The gradient of a function call: a call of its backward function. An
+// eager call recorded with its residuals (attrs after `f`) uses the backward
+// that reads them, unless a tape records this gradient: then the recomputing
+// backward, whose result depends on the call's inputs only through values
+// tapes see, so higher-order gradients stay right.
 void call_grad(const OpDef& op, std::span<const Tensor> in, std::span<const Tensor>,
                std::span<const Tensor> g, const Attrs& attrs, std::vector<Tensor>& gi) {
-  const Backward& b = traced(attrs[0], op).backward();
+  const TracedSubgraph& body = traced(attrs[0], op);
+  const Residuals* r = nullptr;
+  if (attrs.size() > 1 && !any_tape_recording())
+    if (const auto* fs = dynamic_cast<const FunctionSubgraph*>(&body)) r = fs->residuals();
+  const Backward& b = r ? r->backward : body.backward();
   if (b.input_index.empty()) return;
   std::vector<Tensor> args(in.begin(), in.end());
   args.insert(args.end(), g.begin(), g.end());
+  if (r)
+    for (size_t k = 1; k < attrs.size(); ++k) args.push_back(std::get<Tensor>(attrs[k]));
   std::vector<Tensor> outs;
   execute_op(op_def(b.stateful ? OpId::StatefulPartitionedCall : OpId::PartitionedCall), args,
              Attrs{b.graph}, outs);

@@ -4,6 +4,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "function/subgraph.h"
 #include "kiln/context.h"
 #include "kiln/gradient_tape.h"
 #include "kiln/ops.h"
@@ -40,6 +41,9 @@ struct GradientTape::Impl {
   }
   void record(const OpDef& op, std::span<const Tensor> inputs, const Attrs& attrs,
               std::span<const Tensor> outputs);
+  /// Whether record() would keep an op with these inputs that reads the
+  /// variables among them (a call): one is tracked or auto-watched.
+  bool would_record(std::span<const Tensor> inputs) const;
 };
 
 namespace {
@@ -143,6 +147,29 @@ void GradientTape::Impl::record(const OpDef& op, std::span<const Tensor> inputs,
   }
   if (any) entries.push_back(std::move(e));
 }
+
+bool GradientTape::Impl::would_record(std::span<const Tensor> inputs) const {
+  if (!recording || &current_context() != ctx) return false;
+  for (const Tensor& t : inputs) {
+    if (tracked.count(t.impl())) return true;
+    if (watch_accessed_variables && t.defined() && t.dtype() == DType::kResource)
+      if (const VariableResource* v = variable_of(t); v && v->trainable()) return true;
+  }
+  return false;
+}
+
+namespace detail {
+bool any_tape_recording() {
+  for (const GradientTape::Impl* t : tape_stack().tapes)
+    if (t->recording && &current_context() == t->ctx) return true;
+  return false;
+}
+bool tapes_would_record(std::span<const Tensor> inputs) {
+  for (const GradientTape::Impl* t : tape_stack().tapes)
+    if (t->would_record(inputs)) return true;
+  return false;
+}
+}  // namespace detail
 
 GradientTape::GradientTape(bool persistent, bool watch_accessed_variables)
     : impl_(std::make_unique<Impl>()) {

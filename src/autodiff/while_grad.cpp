@@ -22,6 +22,7 @@
 #include <optional>
 #include <unordered_set>
 
+#include "backward_trace.h"
 #include "function/subgraph.h"
 #include "kiln/context.h"
 #include "kiln/control_flow.h"
@@ -29,9 +30,6 @@
 #include "kiln/trace.h"
 
 namespace kiln::detail {
-
-// src/autodiff/backward.cpp
-std::vector<Tensor> replay(const TracedSubgraph& body, std::span<const Tensor> inputs);
 
 namespace {
 

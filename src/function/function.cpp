@@ -125,9 +125,23 @@ std::vector<Tensor> ConcreteFunction::call_flat(std::span<const Tensor> inputs) 
   // Inside a trace: one call node. Eagerly under a tape: one recorded call.
   std::vector<Tensor> args(inputs.begin(), inputs.end());
   args.insert(args.end(), call_->hoisted_values.begin(), call_->hoisted_values.end());
-  Ref<Subgraph> f = Ref<Subgraph>::adopt(new detail::FunctionSubgraph(shared_from_this()));
+  auto fs = Ref<detail::FunctionSubgraph>::adopt(new detail::FunctionSubgraph(shared_from_this()));
+  const OpDef& call = op_def(OpId::StatefulPartitionedCall);
+  if (!TracingContext::current() && detail::tapes_would_record(args)) {
+    // Eagerly under a tape: run the forward that also returns what the
+    // backward reads, and keep those values in the tape entry (as extra
+    // attrs after `f`; call_grad uses them).
+    if (const detail::Residuals* r = fs->residuals()) {
+      std::vector<Tensor> all = r->forward->run(inputs);
+      Attrs attrs{Ref<Subgraph>(fs)};
+      for (size_t k = r->num_outputs; k < all.size(); ++k) attrs.emplace_back(std::move(all[k]));
+      all.resize(r->num_outputs);
+      if (OpObserver* obs = op_observer()) obs->on_op(call, args, attrs, all);
+      return all;
+    }
+  }
   std::vector<Tensor> out;
-  execute_op(op_def(OpId::StatefulPartitionedCall), args, Attrs{std::move(f)}, out);
+  execute_op(call, args, Attrs{Ref<Subgraph>(fs)}, out);
   return out;
 }
 

@@ -62,6 +62,19 @@ const Backward& FunctionSubgraph::backward() const {
   return cf_->call_->backward.get([&] { return build_backward(*this); });
 }
 
+const Residuals* FunctionSubgraph::residuals() const {
+  const CallInfo& c = *cf_->call_;
+  std::call_once(c.residuals_once, [&] {
+    try {
+      c.residuals = build_residuals(*this);
+    } catch (const Error&) {
+      // Not splittable (e.g. an op without a gradient rule on the path):
+      // calls record the plain call, and its gradient says why if asked.
+    }
+  });
+  return c.residuals.get();
+}
+
 }  // namespace detail
 
 const Graph* subgraph_graph(const Subgraph& s) {

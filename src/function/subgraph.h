@@ -39,6 +39,14 @@ class BackwardCache {
   mutable std::unique_ptr<Backward> value_;
 };
 
+/// A function's forward and backward split at the values the backward reads
+/// (TensorFlow keeps such intermediates too): `forward` is the body with
+/// those values as extra outputs after its own; `backward` takes the body's
+/// inputs, one gradient per body output, then the residuals, and returns
+/// the gradients of the inputs `backward.input_index` names. Used for eager
+/// calls under a tape, so the backward does not recompute the forward.
+struct Residuals;
+
 /// A subgraph with a traced graph whose inputs are its placeholders
 /// (graph.inputs()) followed by the `hoisted` Const nodes (variable handles
 /// a function captured): what inlining and differentiation need.
@@ -59,6 +67,18 @@ class TracedSubgraph : public Subgraph {
 Backward build_backward(const TracedSubgraph& body, const std::vector<size_t>* force = nullptr,
                         const std::vector<TensorSpec>* force_specs = nullptr,
                         const std::vector<TensorSpec>* grad_specs = nullptr);
+
+/// Builds the Residuals of `body` (src/autodiff/residuals.cpp); throws what
+/// build_backward throws (an op without a gradient rule, ...).
+std::unique_ptr<Residuals> build_residuals(const TracedSubgraph& body);
+
+/// True when a tape of the current context records now
+/// (src/autodiff/tape.cpp): a gradient computed now is itself differentiated.
+bool any_tape_recording();
+/// True when a recording tape of the current context would record an op
+/// with these inputs (one is watched or produced by a watched value, or is a
+/// trainable variable the tape watches on access).
+bool tapes_would_record(std::span<const Tensor> inputs);
 
 class GraphSubgraph final : public TracedSubgraph {
  public:
@@ -102,6 +122,16 @@ struct CallInfo {
   std::vector<TensorSpec> outputs;
   bool stateful = false;  ///< the traced graph has a stateful node
   BackwardCache backward;
+  /// Built on the first eager call under a tape; null when the body cannot
+  /// be split (then the gradient recomputes, and reports why if asked).
+  mutable std::once_flag residuals_once;
+  mutable std::unique_ptr<Residuals> residuals;
+};
+
+struct Residuals {
+  Ref<GraphSubgraph> forward;
+  Backward backward;
+  size_t num_outputs = 0;  ///< the body's own outputs (then the residuals)
 };
 
 /// A ConcreteFunction as a call op's `f`: inputs are its flat arguments and
@@ -117,6 +147,9 @@ class FunctionSubgraph final : public TracedSubgraph {
   const Graph& traced_graph() const override { return cf_->graph(); }
   std::span<Node* const> hoisted() const override { return cf_->call_->hoisted; }
   const Backward& backward() const override;
+  /// The function's Residuals, built on first use; null when it cannot be
+  /// split (see CallInfo::residuals).
+  const Residuals* residuals() const;
   const ConcreteFunction& function() const { return *cf_; }
 
  private:

@@ -95,10 +95,11 @@ TEST(WhileGrad, PowerMatchesTheAnalyticGradient) {
   EXPECT_EQ(count(cf->graph(), OpId::While), 3);
   // Only y is accumulated (the backward of y * x reads y, not the counter):
   // the re-run carries the iteration count, (i, y) and one list.
-  for (const auto& n : cf->graph().nodes())
+  for (const auto& n : cf->graph().nodes()) {
     if (n->op().id == OpId::While &&
         std::get<Ref<Subgraph>>(n->attrs()[1])->name() == "while_acc_body")
       EXPECT_EQ(n->outputs().size(), 4u);
+  }
 }
 
 TEST(WhileGrad, VectorLoopMatchesNumeric) {

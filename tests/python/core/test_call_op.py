@@ -109,14 +109,50 @@ def test_gradient_through_cond_in_a_function():
     assert gv.numpy() == 0.0
 
 
-def test_random_op_in_a_differentiated_function_is_a_clear_error():
+def test_eager_call_under_a_tape_keeps_its_random_draws():
+    # As in TensorFlow: the forward call keeps what its gradient reads, so
+    # dropout inside a function differentiates with the mask it drew.
+    @tf.function
+    def noisy(x):
+        return tf.nn.dropout(x, rate=0.5, seed=3)
+
+    x = tf.constant(np.arange(1.0, 33.0, dtype=np.float32))
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        y = noisy(x)
+        total = tf.reduce_sum(y)
+    g = tape.gradient(total, x).numpy()
+    np.testing.assert_allclose(g, y.numpy() / x.numpy())
+    assert set(np.unique(g)) <= {0.0, 2.0} and 0.0 in g and 2.0 in g
+
+
+def test_eager_gradient_uses_the_variable_value_of_the_forward_call():
+    v = tf.Variable(2.0)
+
+    @tf.function
+    def f(x):
+        return x * x * v
+
+    x = tf.constant(3.0)
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        y = f(x)
+    v.assign(100.0)
+    gx, gv = tape.gradient(y, [x, v])
+    assert (gx.numpy(), gv.numpy()) == (12.0, 9.0)
+
+
+def test_random_op_in_a_nested_function_differentiated_in_a_trace_is_a_clear_error():
     @tf.function
     def noisy(x):
         return x * tf.random.uniform([2])
 
-    x = tf.constant([1.0, 2.0])
-    with tf.GradientTape() as tape:
-        tape.watch(x)
-        y = noisy(x)
+    @tf.function
+    def step(x):
+        with tf.GradientTape() as tape:
+            tape.watch(x)
+            y = noisy(x)
+        return tape.gradient(y, x)
+
     with pytest.raises(tf.errors.UnimplementedError, match="random"):
-        tape.gradient(y, x)
+        step(tf.constant([1.0, 2.0]))
