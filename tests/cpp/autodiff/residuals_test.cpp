@@ -1,7 +1,7 @@
 // Eager calls under a tape keep what the backward reads (src/autodiff/
 // residuals.cpp): the backward does not recompute the forward, sees the
-// values of the forward call (variables, random draws), and higher-order
-// gradients still flow.
+// values of the forward call (variables, random draws). Higher orders (the
+// recomputing fallback): CallGrad.SecondOrderThroughACall.
 #include "autodiff/backward_trace.h"
 #include "kiln/function.h"
 #include "kiln/gradient_tape.h"
@@ -112,21 +112,6 @@ TEST(Residuals, SideEffectsOfTheForwardRunOnce) {
   Tensor y = f({x}).tensor();
   EXPECT_FLOAT_EQ(tape.gradient(y, x).item<float>(), 6.f);
   EXPECT_FLOAT_EQ(counter.read_value().item<float>(), 1.f);
-}
-
-TEST(Residuals, SecondOrderThroughNestedTapesStaysRight) {
-  // The inner gradient is recorded by the outer tape: it recomputes from
-  // the call's inputs so the outer tape sees how it depends on x.
-  Function cube = unary([](const Tensor& x) { return x * x * x; }, "cube");
-  Tensor x(2.0f);
-  GradientTape outer;
-  outer.watch(x);
-  GradientTape inner;
-  inner.watch(x);
-  Tensor y = cube({x}).tensor();
-  Tensor d1 = inner.gradient(y, x);
-  EXPECT_FLOAT_EQ(d1.item<float>(), 12.f);
-  EXPECT_FLOAT_EQ(outer.gradient(d1, x).item<float>(), 12.f);  // 6 x
 }
 
 TEST(Residuals, PersistentTapeGivesTheSameGradientTwice) {
