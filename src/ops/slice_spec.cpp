@@ -22,8 +22,8 @@ struct DenseEntry {
 };
 
 template <typename... Args>
-[[noreturn]] void fail(const Args&... args) {
-  throw InvalidArgumentError(str_cat("StridedSlice: ", args...));
+[[noreturn]] void fail(const char* op, const Args&... args) {
+  throw InvalidArgumentError(str_cat(op, ": ", args...));
 }
 
 // Python slice length of begin:end:stride after clamping (stride != 0).
@@ -39,8 +39,8 @@ StridedSliceSpec canonicalize_strided_slice(const Shape& input, int64_t n,
                                             const std::vector<int64_t>* begin,
                                             const std::vector<int64_t>* end,
                                             const std::vector<int64_t>* strides,
-                                            const StridedSliceMasks& masks) {
-  if (n > 64) fail("the slice spec has ", n, " entries; at most 64 are supported");
+                                            const StridedSliceMasks& masks, const char* op) {
+  if (n > 64) fail(op, "the slice spec has ", n, " entries; at most 64 are supported");
   const uint64_t valid = n >= 64 ? ~uint64_t{0} : (uint64_t{1} << n) - 1;
   const uint64_t begin_mask = static_cast<uint64_t>(masks.begin) & valid;
   const uint64_t end_mask = static_cast<uint64_t>(masks.end) & valid;
@@ -48,7 +48,8 @@ StridedSliceSpec canonicalize_strided_slice(const Shape& input, int64_t n,
   const uint64_t new_axis_mask = static_cast<uint64_t>(masks.new_axis) & valid;
   const uint64_t shrink_mask = static_cast<uint64_t>(masks.shrink_axis) & valid;
   if (ellipsis_mask & (ellipsis_mask - 1))
-    fail("ellipsis_mask ", masks.ellipsis, " marks more than one ellipsis; at most one is allowed");
+    fail(op, "ellipsis_mask ", masks.ellipsis,
+         " marks more than one ellipsis; at most one is allowed");
   const bool known = begin && end && strides;
   auto bit = [](uint64_t m, int64_t i) { return ((m >> i) & 1) != 0; };
 
@@ -57,9 +58,9 @@ StridedSliceSpec canonicalize_strided_slice(const Shape& input, int64_t n,
     for (int64_t i = 0; i < n; ++i) {
       if (bit(ellipsis_mask, i) || bit(new_axis_mask, i)) continue;
       const int64_t s = (*strides)[static_cast<size_t>(i)];
-      if (s == 0) fail("strides[", i, "] must be non-zero");
+      if (s == 0) fail(op, "strides[", i, "] must be non-zero");
       if (bit(shrink_mask, i) && s < 0)
-        fail("strides[", i, "] = ", s,
+        fail(op, "strides[", i, "] = ", s,
              " is not allowed for an integer index (shrink_axis_mask bit ", i,
              "); it must be positive");
     }
@@ -97,8 +98,8 @@ StridedSliceSpec canonicalize_strided_slice(const Shape& input, int64_t n,
       gather.push_back(kNewAxisDim);
     } else {
       if (full >= rank)
-        fail("slice spec entry ", i, " indexes dimension ", full, " but the input has rank ", rank,
-             " (shape ", input.debug_string(), ")");
+        fail(op, "slice spec entry ", i, " indexes dimension ", full, " but the input has rank ",
+             rank, " (shape ", input.debug_string(), ")");
       DenseEntry& e = dense[static_cast<size_t>(full)];
       e.sparse_index = i;
       e.values_known = known;
@@ -131,9 +132,9 @@ StridedSliceSpec canonicalize_strided_slice(const Shape& input, int64_t n,
       if (!e.values_known || d < 0) continue;
       const int64_t x = e.begin < 0 ? e.begin + d : e.begin;
       if (x < 0 || x >= d)
-        fail("index ", e.begin, " (begin[", e.sparse_index, "]) is out of bounds for dimension ", k,
-             " of size ", d, " (input shape ", input.debug_string(), "; expected [", -d, ", ", d,
-             "))");
+        fail(op, "index ", e.begin, " (begin[", e.sparse_index,
+             "]) is out of bounds for dimension ", k, " of size ", d, " (input shape ",
+             input.debug_string(), "; expected [", -d, ", ", d, "))");
       b = x;
       continue;
     }

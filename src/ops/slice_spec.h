@@ -22,11 +22,13 @@ struct StridedSliceSpec {
 
 /// Resolves begin/end/strides (nullptr when the values are unknown; then
 /// `spec_len` gives their length) against `input` (rank known) with Python
-/// slicing semantics. Throws InvalidArgumentError prefixed "StridedSlice: ".
+/// slicing semantics. Throws InvalidArgumentError prefixed "<op>: "
+/// (StridedSliceGrad passes its own name).
 StridedSliceSpec canonicalize_strided_slice(const Shape& input, int64_t spec_len,
                                             const std::vector<int64_t>* begin,
                                             const std::vector<int64_t>* end,
                                             const std::vector<int64_t>* strides,
-                                            const StridedSliceMasks& masks);
+                                            const StridedSliceMasks& masks,
+                                            const char* op = "StridedSlice");
 
 }  // namespace kiln

@@ -1,5 +1,8 @@
 // Slicing and gathering: slice, strided_slice (and the index() lowering),
-// gather.
+// StridedSliceGrad, gather.
+#include <algorithm>
+#include <limits>
+
 #include "front_util.h"
 #include "grad_util.h"
 #include "kiln/context.h"
@@ -80,6 +83,50 @@ void infer_strided_slice(InferContext& c) {
   c.set_output(0, c.dtype(0), std::move(spec.shape));
 }
 
+// ---- StridedSliceGrad ----
+// Inputs: shape (of StridedSlice's input), begin, end, strides, dy.
+
+void infer_strided_slice_grad(InferContext& c) {
+  const DType dt = c.dtype(4);
+  if (!is_numeric(dt)) c.fail("dy must be a numeric tensor, got ", dtype_name(dt));
+  const int64_t rank = int_vector_length(c, 0);
+  int64_t n = -1;
+  for (size_t i : {1, 2, 3}) {
+    const int64_t v = int_vector_length(c, i);
+    if (v < 0) continue;
+    if (n >= 0 && v != n)
+      c.fail("begin, end and strides must have the same length, got ", int_vector_length(c, 1),
+             ", ", int_vector_length(c, 2), " and ", int_vector_length(c, 3));
+    n = v;
+  }
+  Shape xs = Shape::unknown_rank();
+  std::vector<int64_t> dims;
+  if (c.int_values(0, dims)) {
+    xs = Shape();
+    for (size_t i = 0; i < dims.size(); ++i) {
+      if (dims[i] < 0) c.fail("shape[", i, "] = ", dims[i], " must be >= 0");
+      xs.push_back(dims[i]);
+    }
+    check_element_count(c, xs);
+  } else if (rank >= 0) {
+    xs = Shape(std::vector<int64_t>(static_cast<size_t>(rank), Shape::kUnknownDim));
+  }
+  // dy must have the shape StridedSlice gives for an input of shape xs
+  // (checked as far as it is known; the kernel checks it in full).
+  if (n >= 0 && xs.rank_known()) {
+    std::vector<int64_t> b, e, st;
+    const bool known = c.int_values(1, b) && c.int_values(2, e) && c.int_values(3, st);
+    const Shape want =
+        canonicalize_strided_slice(xs, n, known ? &b : nullptr, known ? &e : nullptr,
+                                   known ? &st : nullptr, masks_of(c), "StridedSliceGrad")
+            .shape;
+    if (!c.shape(4).is_compatible_with(want))
+      c.fail("dy has shape ", c.shape(4).debug_string(), " but the slice of an input of shape ",
+             xs.debug_string(), " has shape ", want.debug_string());
+  }
+  c.set_output(0, dt, std::move(xs));
+}
+
 // ---- GatherV2 ----
 
 void infer_gather(InferContext& c) {
@@ -111,60 +158,31 @@ void slice_grad(KILN_GRAD_ARGS) {
   gi[0] = pad(g[0], stack({before, after}, 1), 0);
 }
 
-// StridedSlice (static spec and input shape): per dimension, restore the
-// shrunk/new axes, reverse negative strides, spread strided picks apart
-// with zeros, then pad to the input's extent.
+// StridedSlice: scatter the gradient into zeros of the input's shape with
+// one StridedSliceGrad (begin/end/strides may be computed in the graph).
+// The shape input takes begin's index dtype.
 void strided_slice_grad(KILN_GRAD_ARGS) {
-  const Shape& xs = grad::static_shape(op, in[0]);
-  const std::vector<int64_t> b = grad::known_ints(op, in[1], "begin");
-  const std::vector<int64_t> e = grad::known_ints(op, in[2], "end");
-  const std::vector<int64_t> st = grad::known_ints(op, in[3], "strides");
-  StridedSliceMasks m;
-  m.begin = std::get<int64_t>(attrs[0]);
-  m.end = std::get<int64_t>(attrs[1]);
-  m.ellipsis = std::get<int64_t>(attrs[2]);
-  m.new_axis = std::get<int64_t>(attrs[3]);
-  m.shrink_axis = std::get<int64_t>(attrs[4]);
-  const StridedSliceSpec sp =
-      canonicalize_strided_slice(xs, static_cast<int64_t>(b.size()), &b, &e, &st, m);
-  const int64_t rank = xs.rank();
-  for (int64_t k : sp.size)
-    if (k == 0) {
-      gi[0] = zeros_like(in[0]);
-      return;
-    }
-  Tensor r = reshape(g[0], sp.size);
-  for (int64_t d = 0; d < rank; ++d) {
-    const size_t du = static_cast<size_t>(d);
-    const int64_t n = xs.dim(d), k = sp.size[du];
-    int64_t begin = sp.begin[du], step = sp.stride[du];
-    if (step == 1 && k == n) continue;
-    if (step < 0) {  // reverse: the same picks read forwards
-      std::vector<int64_t> zeros(du + 1, 0), steps(du + 1, 1);
-      steps[du] = -1;
-      const int64_t all = (int64_t{1} << (d + 1)) - 1;
-      r = strided_slice(r, zeros, zeros, steps, all, all);
-      begin += step * (k - 1);
-      step = -step;
-    }
-    int64_t len = k;
-    if (step > 1) {  // [.., k, ..] -> [.., k, step, ..] -> [.., k * step, ..], keep the span
-      Tensor e1 = expand_dims(r, d + 1);
-      std::vector<std::pair<int64_t, int64_t>> p(static_cast<size_t>(rank) + 1, {0, 0});
-      p[du + 1] = {0, step - 1};
-      std::vector<int64_t> dims = r.shape().to_vector();
-      dims[du] = k * step;
-      r = reshape(pad(e1, p), dims);
-      len = (k - 1) * step + 1;
-      std::vector<int64_t> sb(static_cast<size_t>(rank), 0), ss(static_cast<size_t>(rank), -1);
-      ss[du] = len;
-      r = slice(r, sb, ss);
-    }
-    std::vector<std::pair<int64_t, int64_t>> p(static_cast<size_t>(rank), {0, 0});
-    p[du] = {begin, n - begin - len};
-    r = pad(r, p);
+  const DType it = in[1].dtype();
+  const Shape& xs = in[0].shape();
+  Tensor shape_in;
+  if (!xs.is_fully_defined()) {
+    shape_in = shape(in[0], it);
+  } else if (it == DType::kInt32 && std::all_of(xs.dims().begin(), xs.dims().end(), [](int64_t d) {
+               return d <= std::numeric_limits<int32_t>::max();
+             })) {
+    std::vector<int32_t> d;
+    for (int64_t v : xs.dims()) d.push_back(static_cast<int32_t>(v));
+    shape_in = Tensor::from_vector(d, Shape({xs.rank()}));
+  } else {
+    shape_in = int64_vector(xs.to_vector());
   }
-  gi[0] = r;
+  gi[0] = call_op1(OpId::StridedSliceGrad, {shape_in, in[1], in[2], in[3], g[0]}, attrs);
+}
+
+// StridedSliceGrad is linear in dy: its gradient is the same slice of g.
+// shape/begin/end/strides get none.
+void strided_slice_grad_grad(KILN_GRAD_ARGS) {
+  gi[4] = call_op1(OpId::StridedSlice, {g[0], in[1], in[2], in[3]}, attrs);
 }
 
 // Gather: the gradient rows are summed back into the rows they were read
@@ -221,6 +239,16 @@ void define_slicing_ops(OpTableBuilder& t) {
       .attr("shrink_axis_mask", AttrType::kInt, int64_t{0})
       .traits(kView)
       .infer(infer_strided_slice);
+  t.def(OpId::StridedSliceGrad)
+      .inputs({"shape", "begin", "end", "strides", "dy"})
+      .outputs({"output"})
+      .attr("begin_mask", AttrType::kInt, int64_t{0})
+      .attr("end_mask", AttrType::kInt, int64_t{0})
+      .attr("ellipsis_mask", AttrType::kInt, int64_t{0})
+      .attr("new_axis_mask", AttrType::kInt, int64_t{0})
+      .attr("shrink_axis_mask", AttrType::kInt, int64_t{0})
+      .traits(kView)
+      .infer(infer_strided_slice_grad);
   t.def(OpId::Gather)
       .inputs({"params", "indices"})
       .outputs({"output"})
@@ -229,6 +257,7 @@ void define_slicing_ops(OpTableBuilder& t) {
       .infer(infer_gather);
   t.def(OpId::Slice).grad(slice_grad);
   t.def(OpId::StridedSlice).grad(strided_slice_grad);
+  t.def(OpId::StridedSliceGrad).grad(strided_slice_grad_grad);
   t.def(OpId::Gather).grad(gather_grad);
 }
 }  // namespace shape_ops

@@ -1,6 +1,7 @@
 // CPU kernels for slicing, gathering, joining and splitting. Slices that are
 // one contiguous run of the input (x[1:3], unstack/split along the first
 // non-trivial axis) are returned as views of the input's buffer.
+#include <cstring>
 #include <vector>
 
 #include "copy_util.h"
@@ -75,6 +76,73 @@ void strided_slice_kernel(KernelContext& c) {
     if (n > 0) base += spec.begin[k] * is[k];
   }
   emit_box(c, 0, in, empty ? 0 : base, plan);
+}
+
+// StridedSliceGrad: zeros of `shape` with dy written where StridedSlice
+// reads. The begin/end/strides values may differ per call, so the spec is
+// canonicalized and dy checked here even when the output spec is static.
+void strided_slice_grad_kernel(KernelContext& c) {
+  const Shape& xs = c.output_spec(0).shape;
+  const std::vector<int64_t> b = int_values(c.input(1)), e = int_values(c.input(2)),
+                             s = int_values(c.input(3));
+  // Inference may not have seen the lengths: an output spec that is static
+  // (constant shape) is not re-inferred per call.
+  if (e.size() != b.size() || s.size() != b.size())
+    throw InvalidArgumentError(
+        str_cat("StridedSliceGrad: begin, end and strides must have the same length, got ",
+                b.size(), ", ", e.size(), " and ", s.size()));
+  const StridedSliceMasks masks{c.attr_int(0), c.attr_int(1), c.attr_int(2), c.attr_int(3),
+                                c.attr_int(4)};
+  const StridedSliceSpec spec = canonicalize_strided_slice(xs, static_cast<int64_t>(b.size()), &b,
+                                                           &e, &s, masks, "StridedSliceGrad");
+  const Tensor& dy = c.input(4);
+  if (dy.shape() != spec.shape)
+    throw InvalidArgumentError(str_cat("StridedSliceGrad: dy has shape ", dy.shape().debug_string(),
+                                       " but the slice of an input of shape ", xs.debug_string(),
+                                       " has shape ", spec.shape.debug_string()));
+  const int64_t rank = xs.rank();
+  // A slice that takes every element in order: the output is dy reshaped.
+  bool whole = true;
+  for (int64_t i = 0; i < rank; ++i) {
+    const size_t k = static_cast<size_t>(i);
+    whole &= spec.size[k] == xs.dim(i) && (spec.size[k] <= 1 || spec.stride[k] == 1);
+  }
+  if (whole && xs.num_elements() > 0) return c.set_output(0, sub_view(dy, 0, xs));
+  Tensor& out = c.allocate_output(0);
+  if (out.num_elements() == 0) return;
+  std::memset(out.mutable_raw_data(), 0,
+              static_cast<size_t>(out.num_elements()) * dtype_size(out.dtype()));
+  // dy in the input's dimension order is contiguous (new and shrunk axes
+  // have size 1). Negative steps are walked backwards through dy so the
+  // writes into the output go forwards.
+  const Dims xst = strides_of(xs);
+  Dims dst(static_cast<size_t>(rank), 0);
+  int64_t acc = 1;
+  for (int64_t i = rank - 1; i >= 0; --i) {
+    dst[static_cast<size_t>(i)] = acc;
+    acc *= spec.size[static_cast<size_t>(i)];
+  }
+  CopyPlan plan;
+  int64_t src_base = 0, dst_base = 0;
+  for (int64_t i = 0; i < rank; ++i) {
+    const size_t k = static_cast<size_t>(i);
+    const int64_t n = spec.size[k];
+    if (n == 0) return;  // empty slice: all zeros
+    dst_base += spec.begin[k] * xst[k];
+    if (n == 1) {
+      plan.add(1, 0, 0);
+      continue;
+    }
+    const int64_t step = spec.stride[k] * xst[k];  // stays inside the output
+    if (step > 0) {
+      plan.add(n, dst[k], step);
+    } else {
+      dst_base += (n - 1) * step;
+      src_base += (n - 1) * dst[k];
+      plan.add(n, -dst[k], -step);
+    }
+  }
+  strided_copy(dy.dtype(), byte_ptr(dy, src_base), mutable_byte_ptr(out, dst_base), plan);
 }
 
 template <typename I>
@@ -230,6 +298,7 @@ void split_kernel(KernelContext& c) {
 void bind_slicing_kernels(OpTableBuilder& t) {
   t.kernel(OpId::Slice, slice_kernel);
   t.kernel(OpId::StridedSlice, strided_slice_kernel);
+  t.kernel(OpId::StridedSliceGrad, strided_slice_grad_kernel);
   t.kernel(OpId::Gather, gather_kernel);
   t.kernel(OpId::Concat, concat_kernel);
   t.kernel(OpId::Stack, stack_kernel);

@@ -72,7 +72,8 @@ TEST(GradCoverage, BackwardOpsHaveRules) {
        {OpId::Conv2D, OpId::DepthwiseConv2D, OpId::MaxPool, OpId::AvgPool, OpId::ReduceProd,
         OpId::Gather, OpId::Conv2DBackpropInput, OpId::Conv2DBackpropFilter,
         OpId::DepthwiseConv2DBackpropInput, OpId::DepthwiseConv2DBackpropFilter, OpId::MaxPoolGrad,
-        OpId::MaxPoolGradGrad, OpId::AvgPoolGrad, OpId::UnsortedSegmentSum})
+        OpId::MaxPoolGradGrad, OpId::AvgPoolGrad, OpId::UnsortedSegmentSum, OpId::StridedSlice,
+        OpId::StridedSliceGrad})
     EXPECT_NE(op_def(id).grad, nullptr) << op_def(id).type_name;
 }
 

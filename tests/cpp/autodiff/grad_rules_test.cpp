@@ -316,6 +316,97 @@ TEST(GradRules, NonDifferentiableOpsAreMarked) {
     EXPECT_NE(op_def(id).grad, nullptr) << op_def(id).type_name;
 }
 
+// StridedSlice with begin/end/strides from arguments: inside the Function
+// they are placeholders, so the rule cannot read them (StridedSliceGrad
+// takes them as inputs). StridedSliceGrad's own rule, and second order.
+TEST(GradRules, StridedSliceDynamicSpecAndSecondOrder) {
+  const Tensor a = random_f64({2, 3, 4}, 90);
+  const Attrs shrink1 = {int64_t{0}, int64_t{0}, int64_t{0}, int64_t{0}, int64_t{1}};
+  run({
+      {"StridedSlice(spec from arguments)",
+       [](V x) { return strided_slice(x[0], x[1], x[2], x[3]); },
+       {a, Tensor({1, 0, 3}), Tensor({2, 3, 0}), Tensor({1, 2, -2})}},
+      {"StridedSlice(int64 spec from arguments, masks)",
+       [](V x) { return strided_slice(x[0], x[1], x[2], x[3], 2, 1, 0, 4, 1); },
+       {a, Tensor({int64_t{-1}, int64_t{5}, int64_t{0}, int64_t{1}}),
+        Tensor({int64_t{0}, int64_t{0}, int64_t{0}, int64_t{-1}}),
+        Tensor({int64_t{1}, int64_t{-1}, int64_t{1}, int64_t{2}})}},
+      {"StridedSlice(x[i], i an argument)",
+       [](V x) {
+         return strided_slice(x[0], stack({x[1]}), stack({x[1] + 1}), Tensor({1}), 0, 0, 0, 0, 1);
+       },
+       {a, Tensor(1)}},
+      {"StridedSlice(x[i], i = -1)",
+       [](V x) {
+         return strided_slice(x[0], stack({x[1]}), stack({x[1] + 1}), Tensor({1}), 0, 0, 0, 0, 1);
+       },
+       {a, Tensor(-1)}},
+      {"StridedSliceGrad",
+       [shrink1](V x) {
+         return call_op1(OpId::StridedSliceGrad,
+                         {Tensor({3, 4}), Tensor({0, 3}), Tensor({0, 0}), Tensor({1, -2}), x[0]},
+                         {int64_t{1}, int64_t{3}, int64_t{0}, int64_t{0}, int64_t{0}});
+       },
+       {random_f64({3, 2}, 91)}},
+      {"StridedSliceGrad(begin from an argument)",
+       [shrink1](V x) {
+         return call_op1(OpId::StridedSliceGrad,
+                         {Tensor({4, 3}), stack({x[1]}), stack({x[1] + 1}), Tensor({1}), x[0]},
+                         shrink1);
+       },
+       {random_f64({3}, 92), Tensor(2)}},
+      {"d/dx sum(x[1:, ::-2]^3)",
+       [](V x) {
+         GradientTape inner;
+         inner.watch(x[0]);
+         Tensor y = index(x[0], {Slice(1, None), kEllipsis, Slice().step(-2)});
+         return inner.gradient(reduce_sum(y * y * y), x[0]);
+       },
+       {a}},
+      {"d/dx sum(x[i]^3), i an argument",
+       [](V x) {
+         GradientTape inner;
+         inner.watch(x[0]);
+         Tensor y =
+             strided_slice(x[0], stack({x[1]}), stack({x[1] + 1}), Tensor({1}), 0, 0, 0, 0, 1);
+         return inner.gradient(reduce_sum(y * y * y) * 0.5, x[0]);
+       },
+       {a, Tensor(1)}},
+  });
+}
+
+// x[i] with x of unknown leading dim and i an argument: the shape input of
+// StridedSliceGrad is a Shape op, resolved per call.
+TEST(GradRules, StridedSliceUnknownShapeInFunction) {
+  FunctionOptions opts;
+  opts.input_signature = std::vector<ArgSpec>{ArgSpec{DType::kFloat64, Shape{-1, 3}, "x"},
+                                              ArgSpec{DType::kInt32, Shape{}, "i"}};
+  Function f(
+      [](const std::vector<Value>& args) {
+        Tensor x = args[0].tensor(), i = args[1].tensor();
+        GradientTape tape;
+        tape.watch(x);
+        Tensor row = strided_slice(x, stack({i}), stack({i + 1}), Tensor({1}), 0, 0, 0, 0, 1);
+        Tensor y = reduce_sum(row * row * Tensor({1.0, 2.0, 3.0}));
+        return Value(tape.gradient(y, x));
+      },
+      opts);
+  Tensor x({{1.0, 2.0, 3.0}, {-1.0, 0.5, 2.0}, {4.0, -2.0, 1.0}});
+  // d/dx_i sum(w * x_i^2) = 2 w x_i on row i, 0 elsewhere.
+  testing::expect_tensor_near<double>(f({x, Tensor(1)}).tensor(), {3, 3},
+                                      {0, 0, 0, -2.0, 2.0, 12.0, 0, 0, 0});
+  testing::expect_tensor_near<double>(f({x, Tensor(-3)}).tensor(), {3, 3},
+                                      {2.0, 8.0, 18.0, 0, 0, 0, 0, 0, 0});
+  testing::expect_tensor_near<double>(f({index(x, {Slice(None, 2)}), Tensor(1)}).tensor(), {2, 3},
+                                      {0, 0, 0, -2.0, 2.0, 12.0});
+  EXPECT_EQ(f.tracing_count(), 1);
+  testing::expect_error(
+      [&] {
+        f({x, Tensor(3)});
+      },
+      Code::kInvalidArgument, {"StridedSlice", "index 3", "size 3"});
+}
+
 // Gradients in a function traced with unknown dims (input_signature).
 TEST(GradRules, UnknownBatchDimInFunction) {
   FunctionOptions opts;

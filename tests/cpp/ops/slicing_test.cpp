@@ -1,10 +1,11 @@
-// slice, strided_slice and index(), checked against a Python-slicing
-// reference written here.
+// slice, strided_slice, index() and StridedSliceGrad, checked against a
+// Python-slicing reference written here.
 #include <limits>
 #include <optional>
 #include <random>
 
 #include "array_test_util.h"
+#include "kiln/function.h"
 
 namespace kiln {
 namespace {
@@ -252,8 +253,8 @@ RefItem S(std::optional<int64_t> a = {}, std::optional<int64_t> b = {},
 const RefItem kNew(RefItem::kNew);
 const RefItem kEll(RefItem::kEll);
 
-TEST(StridedSlice, PythonIndexingCases) {
-  const std::vector<std::vector<RefItem>> cases = {
+std::vector<std::vector<RefItem>> python_indexing_cases() {
+  return {
       {S(1)},                  // x[1:]
       {S(1), S({}, {}, 2)},    // x[1:, ::2]
       {S({}, {}, -1)},         // x[::-1]
@@ -276,6 +277,10 @@ TEST(StridedSlice, PythonIndexingCases) {
       {S({}, {}, std::numeric_limits<int64_t>::min())},
       {S(std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max())},
   };
+}
+
+TEST(StridedSlice, PythonIndexingCases) {
+  const std::vector<std::vector<RefItem>> cases = python_indexing_cases();
   for (DType dt : kAllDTypes) {
     Tensor x = iota(dt, {4, 3, 5});
     for (const auto& c : cases) check_index(x, c);
@@ -289,40 +294,56 @@ TEST(StridedSlice, PythonIndexingCases) {
   expect_tensor<int32_t>(index(m, {-1, Slice(None, None, -1)}), {3}, {9, 8, 7});
 }
 
-TEST(StridedSlice, RandomIndexesAgainstReference) {
-  std::mt19937 rng(7);
-  auto rnd = [&](int64_t lo, int64_t hi) {
+// A random shape (rank 0-4, dims 0-6) and a random index into it.
+struct RandomIndexer {
+  std::mt19937 rng;
+  explicit RandomIndexer(uint32_t seed) : rng(seed) {}
+  int64_t rnd(int64_t lo, int64_t hi) {
     return lo + static_cast<int64_t>(rng() % static_cast<uint32_t>(hi - lo + 1));
-  };
-  for (int trial = 0; trial < 600; ++trial) {
+  }
+  Shape shape() {
     const int64_t r = rnd(0, 4);
     Shape s;
     for (int64_t d = 0; d < r; ++d) s.push_back(rnd(0, 6));
-    std::vector<RefItem> items;
-    const int64_t n = rnd(0, 5);
-    bool ell = false;
-    for (int64_t k = 0; k < n; ++k) {
-      const int64_t kind = rnd(0, 9);
-      if (kind <= 1) {
-        items.push_back(I(rnd(-7, 7)));
-      } else if (kind <= 6) {
-        auto bound = [&]() -> std::optional<int64_t> {
-          if (rnd(0, 3) == 0) return std::nullopt;
-          return rnd(-8, 8);
-        };
-        std::optional<int64_t> step;
-        if (rnd(0, 1)) {
-          step = rnd(-3, 3);
-          if (*step == 0) step = -1;
-        }
-        items.push_back(S(bound(), bound(), step));
-      } else if (kind <= 8) {
-        items.push_back(kNew);
-      } else if (!ell) {
-        items.push_back(kEll);
-        ell = true;
+    return s;
+  }
+  std::vector<RefItem> items();
+};
+
+std::vector<RefItem> RandomIndexer::items() {
+  std::vector<RefItem> items;
+  const int64_t n = rnd(0, 5);
+  bool ell = false;
+  for (int64_t k = 0; k < n; ++k) {
+    const int64_t kind = rnd(0, 9);
+    if (kind <= 1) {
+      items.push_back(I(rnd(-7, 7)));
+    } else if (kind <= 6) {
+      auto bound = [&]() -> std::optional<int64_t> {
+        if (rnd(0, 3) == 0) return std::nullopt;
+        return rnd(-8, 8);
+      };
+      std::optional<int64_t> step;
+      if (rnd(0, 1)) {
+        step = rnd(-3, 3);
+        if (*step == 0) step = -1;
       }
+      items.push_back(S(bound(), bound(), step));
+    } else if (kind <= 8) {
+      items.push_back(kNew);
+    } else if (!ell) {
+      items.push_back(kEll);
+      ell = true;
     }
+  }
+  return items;
+}
+
+TEST(StridedSlice, RandomIndexesAgainstReference) {
+  RandomIndexer gen(7);
+  for (int trial = 0; trial < 600; ++trial) {
+    const Shape s = gen.shape();
+    const std::vector<RefItem> items = gen.items();
     const DType dt = kAllDTypes[static_cast<size_t>(trial) % kAllDTypes.size()];
     check_index(iota(dt, s), items);
   }
@@ -423,6 +444,319 @@ TEST(StridedSlice, InferenceWithUnknowns) {
   EXPECT_EQ(ss(iota(DType::kFloat32, {4}), sym(DType::kInt32, {-1}), sym(DType::kInt32, {-1}),
                sym(DType::kInt32, {-1}), {}),
             Shape::unknown_rank());
+}
+
+// ---- StridedSliceGrad ----
+
+const std::vector<DType> kNumericDTypes = {DType::kInt8,  DType::kUInt8,   DType::kInt32,
+                                           DType::kInt64, DType::kFloat32, DType::kFloat64};
+
+// The raw StridedSlice spec of a Python index (what index() builds).
+struct RawSpec {
+  std::vector<int64_t> begin, end, strides;
+  Attrs masks;
+};
+RawSpec lower(const std::vector<RefItem>& items) {
+  RawSpec r;
+  int64_t bm = 0, em = 0, ell = 0, na = 0, sh = 0;
+  for (size_t i = 0; i < items.size(); ++i) {
+    const RefItem& it = items[i];
+    const int64_t bit = int64_t{1} << i;
+    int64_t b = 0, e = 0, st = 1;
+    switch (it.kind) {
+      case RefItem::kInt:
+        b = it.i;
+        e = it.i + 1;
+        sh |= bit;
+        break;
+      case RefItem::kSlice:
+        st = it.step.value_or(1);
+        if (it.start)
+          b = *it.start;
+        else
+          bm |= bit;
+        if (it.stop)
+          e = *it.stop;
+        else
+          em |= bit;
+        break;
+      case RefItem::kNew: na |= bit; break;
+      case RefItem::kEll: ell |= bit; break;
+    }
+    r.begin.push_back(b);
+    r.end.push_back(e);
+    r.strides.push_back(st);
+  }
+  r.masks = {bm, em, ell, na, sh};
+  return r;
+}
+
+Tensor ssg(const Tensor& shape, const Tensor& b, const Tensor& e, const Tensor& s, const Tensor& dy,
+           const Attrs& masks = {}) {
+  return call_op1(OpId::StridedSliceGrad, {shape, b, e, s, dy}, masks);
+}
+Tensor ssg(const Shape& shape, const RawSpec& r, const Tensor& dy) {
+  return ssg(Tensor::from_vector(shape.to_vector(), Shape({shape.rank()})),
+             Tensor::from_vector(r.begin, Shape({static_cast<int64_t>(r.begin.size())})),
+             Tensor::from_vector(r.end, Shape({static_cast<int64_t>(r.end.size())})),
+             Tensor::from_vector(r.strides, Shape({static_cast<int64_t>(r.strides.size())})), dy,
+             r.masks);
+}
+
+// Naive scatter: out = zeros(shape); out[src[j]] += dy[j], as a source map
+// for expect_moved (-1 = the zero fill).
+std::vector<int64_t> scatter_src(const Shape& shape, const std::vector<int64_t>& src) {
+  std::vector<int64_t> from(static_cast<size_t>(shape.num_elements()), -1);
+  for (size_t j = 0; j < src.size(); ++j) {
+    EXPECT_EQ(from[static_cast<size_t>(src[j])], -1) << "a slice reads each element once";
+    from[static_cast<size_t>(src[j])] = static_cast<int64_t>(j);
+  }
+  return from;
+}
+
+// StridedSliceGrad(shape, spec of items, dy) against the reference, dy of
+// dtype dt with distinct values; an IndexError must be InvalidArgument.
+void check_slice_grad(const Shape& shape, const std::vector<RefItem>& items, DType dt) {
+  SCOPED_TRACE(str_cat("grad of x", describe(items), " on shape ", shape, " ", dtype_name(dt)));
+  const RawSpec r = lower(items);
+  Shape os;
+  std::vector<int64_t> src;
+  if (!ref_index(shape, items, &os, &src)) {
+    expect_error([&] { ssg(shape, r, iota(dt, {0})); }, Code::kInvalidArgument,
+                 {"StridedSliceGrad"});
+    return;
+  }
+  const Tensor dy = iota(dt, os);
+  expect_moved(ssg(shape, r, dy), dy, shape, scatter_src(shape, src), Tensor(Scalar(0), dt));
+}
+
+TEST(StridedSliceGrad, PythonIndexingCases) {
+  for (DType dt : kNumericDTypes)
+    for (const auto& c : python_indexing_cases()) check_slice_grad({4, 3, 5}, c, dt);
+  // x[1:, ::2] on [3, 4] by hand: dy = [[1, 2], [3, 4]].
+  Tensor g = ssg(Tensor({3, 4}), Tensor({1, 0}), Tensor({0, 0}), Tensor({1, 2}),
+                 Tensor({{1.f, 2.f}, {3.f, 4.f}}), {int64_t{2}, int64_t{3}});
+  expect_tensor<float>(g, {3, 4}, {0, 0, 0, 0, 1, 0, 2, 0, 3, 0, 4, 0});
+  // x[::-2, 1] on [5, 2] (int64 spec): rows 4, 2, 0 of column 1.
+  g = ssg(Tensor({int64_t{5}, int64_t{2}}), Tensor({int64_t{0}, int64_t{1}}),
+          Tensor({int64_t{0}, int64_t{2}}), Tensor({int64_t{-2}, int64_t{1}}),
+          Tensor({7.0, 8.0, 9.0}), {int64_t{3}, int64_t{1}, int64_t{0}, int64_t{0}, int64_t{2}});
+  expect_tensor<double>(g, {5, 2}, {0, 9, 0, 0, 0, 8, 0, 0, 0, 7});
+}
+
+TEST(StridedSliceGrad, RandomIndexesAgainstReference) {
+  RandomIndexer gen(11);
+  for (int trial = 0; trial < 600; ++trial) {
+    const Shape s = gen.shape();
+    const std::vector<RefItem> items = gen.items();
+    check_slice_grad(s, items, kNumericDTypes[static_cast<size_t>(trial) % kNumericDTypes.size()]);
+  }
+}
+
+TEST(StridedSliceGrad, LargeStridedScatters) {
+  // Split over the thread pool; negative and positive steps.
+  for (const auto& items : std::vector<std::vector<RefItem>>{{S({}, {}, -1), S(1, {}, 3)},
+                                                             {S(5, 290, 2)},
+                                                             {kEll, S({}, {}, -1)},
+                                                             {S(-3, 2, -7), I(17)}})
+    check_slice_grad({300, 400}, items, DType::kFloat32);
+}
+
+TEST(StridedSliceGrad, WholeSliceIsAViewOfDy) {
+  Tensor dy = iota(DType::kFloat32, {3, 4});
+  Tensor g = ssg({3, 4}, lower({}), dy);
+  EXPECT_TRUE(testing::shares_buffer(g, dy));
+  expect_moved(g, dy, {3, 4}, box_src({3, 4}, {0, 0}, {3, 4}));
+  // x[None, ..., 0] on [1, 4, 1]: every element in order, shape restored.
+  dy = iota(DType::kFloat64, {1, 1, 4});
+  g = ssg({1, 4, 1}, lower({kNew, kEll, I(0)}), dy);
+  EXPECT_TRUE(testing::shares_buffer(g, dy));
+  expect_moved(g, dy, {1, 4, 1}, {0, 1, 2, 3});
+}
+
+// Inside a traced function with every input a placeholder (nothing known
+// while tracing), and with only begin dynamic.
+TEST(StridedSliceGrad, InTracedFunction) {
+  FunctionOptions opts;
+  const ArgSpec vec2{DType::kInt64, Shape{2}, ""};
+  opts.input_signature =
+      std::vector<ArgSpec>{vec2, vec2, vec2, vec2, ArgSpec{DType::kFloat32, Shape{-1}, ""}};
+  Function all_dynamic(
+      [](const std::vector<Value>& a) {
+        return Value(ssg(a[0].tensor(), a[1].tensor(), a[2].tensor(), a[3].tensor(), a[4].tensor(),
+                         {int64_t{1}, int64_t{0}, int64_t{0}, int64_t{0}, int64_t{2}}));
+      },
+      opts);
+  // x[:3, k] on [4, 5] for k = 0..4, and x[:-1:2, k] via strides.
+  for (int64_t k = 0; k < 5; ++k)
+    for (int64_t st : {1, 2}) {
+      SCOPED_TRACE(str_cat("k = ", k, ", step ", st));
+      const int64_t rows = st == 1 ? 3 : 2;
+      Tensor dy = iota(DType::kFloat32, {rows});
+      Value r = all_dynamic({Tensor({int64_t{4}, int64_t{5}}), Tensor({int64_t{0}, k}),
+                             Tensor({int64_t{3}, k + 1}), Tensor({st, int64_t{1}}), dy});
+      std::vector<float> want(20, 0.f);
+      for (int64_t i = 0; i < rows; ++i)
+        want[static_cast<size_t>(i * st * 5 + k)] = static_cast<float>(i) + 0.5f;
+      expect_tensor<float>(r.tensor(), {4, 5}, want);
+    }
+  EXPECT_EQ(all_dynamic.tracing_count(), 1);
+
+  // Constant shape, begin from an argument: x[i] on [3, 2] (static output
+  // spec, so the kernel validates the spec at run time).
+  Function row([](const std::vector<Value>& a) {
+    Tensor i = a[0].tensor();
+    Tensor b = stack({i}), e = stack({i + 1});
+    return Value(ssg(Tensor({3, 2}), b, e, Tensor({1}), a[1].tensor(),
+                     {int64_t{0}, int64_t{0}, int64_t{0}, int64_t{0}, int64_t{1}}));
+  });
+  for (int i = -3; i < 3; ++i) {
+    Tensor g = row({Tensor(i), Tensor({1.0, 2.0})}).tensor();
+    std::vector<double> want(6, 0.0);
+    want[static_cast<size_t>((i + 3) % 3 * 2)] = 1.0;
+    want[static_cast<size_t>((i + 3) % 3 * 2 + 1)] = 2.0;
+    expect_tensor<double>(g, {3, 2}, want);
+  }
+  expect_error(
+      [&] {
+        row({Tensor(3), Tensor({1.0, 2.0})});
+      },
+      Code::kInvalidArgument, {"StridedSliceGrad", "index 3", "size 3"});
+  expect_error(
+      [&] {
+        row({Tensor(0), Tensor({1.0, 2.0, 3.0})});
+      },
+      Code::kInvalidArgument, {"StridedSliceGrad", "dy has shape [3]", "[2]"});
+
+  // Spec vectors of unknown length with a constant shape: the output spec
+  // is static, so the kernel checks the lengths.
+  FunctionOptions vopts;
+  const ArgSpec vec{DType::kInt32, Shape{-1}, ""};
+  vopts.input_signature =
+      std::vector<ArgSpec>{vec, vec, vec, ArgSpec{DType::kFloat32, Shape::unknown_rank(), ""}};
+  Function spec_args(
+      [](const std::vector<Value>& a) {
+        return Value(
+            ssg(Tensor({2, 3}), a[0].tensor(), a[1].tensor(), a[2].tensor(), a[3].tensor()));
+      },
+      vopts);
+  expect_tensor<float>(
+      spec_args({Tensor({1}), Tensor({2}), Tensor({1}), Tensor({{1.f, 2.f, 3.f}})}).tensor(),
+      {2, 3}, {0, 0, 0, 1, 2, 3});
+  expect_error(
+      [&] {
+        spec_args({Tensor({1, 0}), Tensor({2}), Tensor({1}), Tensor({{1.f, 2.f, 3.f}})});
+      },
+      Code::kInvalidArgument, {"StridedSliceGrad", "same length", "2, 1 and 1"});
+  expect_error(
+      [&] {
+        spec_args({Tensor({1}), Tensor({2}), Tensor({1}), Tensor({1.f, 2.f, 3.f})});
+      },
+      Code::kInvalidArgument, {"StridedSliceGrad", "dy has shape [3]", "[1,3]"});
+}
+
+TEST(StridedSliceGrad, Errors) {
+  const Tensor shp({4, 6}), b({1, 0}), e({3, 6}), st({1, 2});
+  // x[1:3, 0:6:2] has shape [2, 3].
+  expect_tensor<float>(
+      ssg(shp, b, e, st, iota(DType::kFloat32, {2, 3})), {4, 6},
+      {0, 0, 0, 0, 0, 0, 0.5, 0, 1.5, 0, 2.5, 0, 3.5, 0, 4.5, 0, 5.5, 0, 0, 0, 0, 0, 0, 0});
+  expect_error(
+      [&] {
+        ssg(shp, b, e, st, iota(DType::kFloat32, {2, 4}));
+      },
+      Code::kInvalidArgument, {"StridedSliceGrad", "dy has shape [2,4]", "[4,6]", "[2,3]"});
+  expect_error(
+      [&] {
+        ssg(shp, b, e, st, iota(DType::kFloat32, {3, 2}));
+      },
+      Code::kInvalidArgument, {"StridedSliceGrad", "dy has shape [3,2]"});
+  expect_error([&] { ssg(shp, b, e, st, iota(DType::kFloat32, {6})); }, Code::kInvalidArgument,
+               {"StridedSliceGrad", "dy has shape [6]"});
+  expect_error(
+      [&] {
+        ssg(Tensor({4, -6}), b, e, st, iota(DType::kFloat32, {2, 3}));
+      },
+      Code::kInvalidArgument, {"StridedSliceGrad", "shape[1] = -6", ">= 0"});
+  expect_error(
+      [&] {
+        ssg(Tensor({{4, 6}}), b, e, st, iota(DType::kFloat32, {2, 3}));
+      },
+      Code::kInvalidArgument, {"StridedSliceGrad", "shape"});
+  expect_error(
+      [&] {
+        ssg(Tensor({4.f, 6.f}), b, e, st, iota(DType::kFloat32, {2, 3}));
+      },
+      Code::kInvalidArgument, {"StridedSliceGrad", "int32 or int64"});
+  expect_error(
+      [&] {
+        ssg(Tensor({4}), b, e, st, iota(DType::kFloat32, {2, 3}));
+      },
+      Code::kInvalidArgument, {"StridedSliceGrad", "rank 1"});
+  expect_error(
+      [&] {
+        ssg(shp, Tensor({1}), e, st, iota(DType::kFloat32, {2, 3}));
+      },
+      Code::kInvalidArgument, {"StridedSliceGrad", "same length"});
+  expect_error(
+      [&] {
+        ssg(shp, b, e, Tensor({1, 0}), iota(DType::kFloat32, {2, 3}));
+      },
+      Code::kInvalidArgument, {"StridedSliceGrad", "strides[1] must be non-zero"});
+  expect_error(
+      [&] {
+        ssg(shp, b, e, st, iota(DType::kString, {2, 3}));
+      },
+      Code::kInvalidArgument, {"StridedSliceGrad", "numeric", "string"});
+  expect_error(
+      [&] {
+        ssg(shp, b, e, st, iota(DType::kBool, {2, 3}));
+      },
+      Code::kInvalidArgument, {"StridedSliceGrad", "numeric", "bool"});
+  expect_error(
+      [&] {
+        ssg(shp, Tensor({5, 0}), Tensor({6, 1}), Tensor({1, 1}), iota(DType::kFloat32, {}),
+            {int64_t{0}, int64_t{0}, int64_t{0}, int64_t{0}, int64_t{3}});
+      },
+      Code::kInvalidArgument, {"StridedSliceGrad", "index 5", "size 4"});
+}
+
+TEST(StridedSliceGrad, InferenceWithUnknowns) {
+  const Tensor b({0, 1}), e({2, 3}), st({1, 1});
+  const Attrs shrink0 = {int64_t{0}, int64_t{0}, int64_t{0}, int64_t{0}, int64_t{1}};
+  // Constant shape: the output shape; dy's unknown dims are accepted.
+  EXPECT_EQ(infer_shape(OpId::StridedSliceGrad,
+                        {Tensor({4, 5}), b, e, st, sym(DType::kFloat32, {-1, 2})}),
+            Shape({4, 5}));
+  // Unknown shape values of known length: rank only.
+  EXPECT_EQ(infer_shape(OpId::StridedSliceGrad,
+                        {sym(DType::kInt32, {2}), sym(DType::kInt32, {2}), e, st,
+                         sym(DType::kFloat64, {2})},
+                        shrink0),
+            Shape({-1, -1}));
+  // Unknown length: unknown rank.
+  EXPECT_EQ(infer_shape(OpId::StridedSliceGrad,
+                        {sym(DType::kInt64, {-1}), b, e, st, sym(DType::kFloat32, {2, 2})}),
+            Shape::unknown_rank());
+  // Output dtype is dy's.
+  auto specs =
+      testing::infer(OpId::StridedSliceGrad, {Tensor({4, 5}), b, e, st, sym(DType::kInt8, {2, 2})});
+  EXPECT_EQ(specs[0].dtype, DType::kInt8);
+  // Mismatches found while tracing: rank from the masks, known dims.
+  expect_error(
+      [&] {
+        infer_shape(
+            OpId::StridedSliceGrad,
+            {sym(DType::kInt32, {2}), sym(DType::kInt32, {2}), e, st, sym(DType::kFloat32, {2, 2})},
+            shrink0);
+      },
+      Code::kInvalidArgument, {"StridedSliceGrad", "dy has shape [2,2]"});
+  expect_error(
+      [&] {
+        infer_shape(OpId::StridedSliceGrad,
+                    {Tensor({4, 5}), b, e, st, sym(DType::kFloat32, {-1, 3})});
+      },
+      Code::kInvalidArgument, {"StridedSliceGrad", "dy has shape [?,3]", "[2,2]"});
 }
 
 }  // namespace
