@@ -46,10 +46,61 @@ const VariableResource* variable_of(const Tensor& t) {
   return dynamic_cast<const VariableResource*>(t.resource());
 }
 
-Kind kind_of(const Tensor& t) {
+// The value spec of a variable whose handle is `ph` (a placeholder of `g`),
+// found at a read of it, following the handle into call, If and While
+// bodies; nothing when `g` never reads it as a variable.
+std::optional<TensorSpec> read_spec(const Graph& g, const Node* ph, int depth = 0) {
+  if (depth > 16) return std::nullopt;
+  auto inner = [&](const AttrValue& a, size_t i) -> std::optional<TensorSpec> {
+    const auto* t = dynamic_cast<const TracedSubgraph*>(std::get<Ref<Subgraph>>(a).get());
+    if (!t) return std::nullopt;
+    const Graph& b = t->traced_graph();
+    const size_t np = b.inputs().size();
+    const Node* p = i < np                             ? b.inputs()[i]
+                    : i - np < t->hoisted().size() ? t->hoisted()[i - np]
+                                                   : nullptr;
+    return p ? read_spec(b, p, depth + 1) : std::nullopt;
+  };
+  for (const auto& ref : g.nodes()) {
+    const Node* n = ref.get();
+    for (size_t i = 0; i < n->inputs().size(); ++i) {
+      if (n->inputs()[i].node != ph) continue;
+      std::optional<TensorSpec> s;
+      switch (n->op().id) {
+        case OpId::ReadVariable: return n->outputs()[0];
+        case OpId::PartitionedCall:
+        case OpId::StatefulPartitionedCall: s = inner(n->attrs()[0], i); break;
+        case OpId::If:
+        case OpId::StatelessIf:
+          if (i > 0) s = inner(n->attrs()[0], i - 1);
+          if (!s && i > 0) s = inner(n->attrs()[1], i - 1);
+          break;
+        case OpId::While: s = inner(n->attrs()[1], i); break;
+        default: break;
+      }
+      if (s) return s;
+    }
+  }
+  return std::nullopt;
+}
+
+// `t` is input `i` of the loop (whose body is `body`). A symbolic handle (a
+// nested function's captured variable, a list built in the trace) is a
+// variable when the body reads it as one; `spec` gets the variable's value.
+Kind kind_of(const Tensor& t, const TracedSubgraph& body, size_t i, TensorSpec* spec) {
   if (is_floating(t.dtype())) return Kind::kFloat;
   if (t.dtype() != DType::kResource) return Kind::kNone;
-  return variable_of(t) ? Kind::kVariable : Kind::kList;
+  if (const VariableResource* v = variable_of(t)) {
+    *spec = {v->dtype(), v->shape()};
+    return Kind::kVariable;
+  }
+  const Graph& g = body.traced_graph();
+  if (t.is_symbolic() && i < g.inputs().size())
+    if (std::optional<TensorSpec> s = read_spec(g, g.inputs()[i])) {
+      *spec = *s;
+      return Kind::kVariable;
+    }
+  return Kind::kList;
 }
 
 Tensor list_zeros_like(const Tensor& handle) {
@@ -113,15 +164,18 @@ void traced_while_grad(std::span<const Tensor> in, std::span<const Tensor> out,
   const std::vector<TensorSpec> out_specs(body.output_specs().begin(), body.output_specs().end());
 
   std::vector<Kind> vk(n), ck(m);
+  std::vector<TensorSpec> cspec(m);  // captured variables' values
   for (size_t k = 0; k < n; ++k) {
-    vk[k] = kind_of(in[k]);
+    TensorSpec unused;
+    vk[k] = kind_of(in[k], body, k, &unused);
     if (vk[k] == Kind::kVariable)
       throw UnimplementedError(str_cat(
-          "While gradient: loop variable ", k, " is the handle of ", in[k].resource()->debug_name(),
+          "While gradient: loop variable ", k, " is the handle of ",
+          in[k].is_symbolic() ? std::string("a variable") : in[k].resource()->debug_name(),
           "; use the variable inside the loop body instead (it is captured), not as a "
           "loop variable"));
   }
-  for (size_t j = 0; j < m; ++j) ck[j] = kind_of(caps[j]);
+  for (size_t j = 0; j < m; ++j) ck[j] = kind_of(caps[j], body, n + j, &cspec[j]);
 
   const Backward& bw = body.backward();
   std::vector<size_t> dv, dc;  // differentiable loop variables, captures
@@ -190,8 +244,10 @@ void traced_while_grad(std::span<const Tensor> in, std::span<const Tensor> out,
   for (size_t j : dc) {
     const Tensor& c = caps[j];
     if (ck[j] == Kind::kVariable) {
-      const VariableResource* v = variable_of(c);
-      binit.push_back(zeros(v->shape(), v->dtype()));
+      if (!cspec[j].shape.is_fully_defined())
+        throw UnimplementedError(str_cat("While gradient: captured variable ", j,
+                                         " has no static shape (", cspec[j].shape, ")"));
+      binit.push_back(zeros(cspec[j].shape, cspec[j].dtype));
     } else {
       binit.push_back(ck[j] == Kind::kList ? list_zeros_like(c) : zeros_like(c));
     }

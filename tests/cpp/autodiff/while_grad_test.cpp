@@ -257,6 +257,51 @@ TEST(WhileGrad, LoopInsideACalledFunction) {
   expect_tensor_near<double>(tape.gradient(y, x), {}, {32});
 }
 
+TEST(WhileGrad, CapturedVariableInsideACalledFunction) {
+  // Inside the call's backward the variable is a handle placeholder: the
+  // loop's gradient still treats it as a variable (a tensor of its shape
+  // summed over iterations), eagerly under a tape and inside a trace.
+  Variable v(Tensor({0.9, -0.4}), "v");
+  FunctionOptions io;
+  io.name = "inner";
+  Function inner(
+      [&](const std::vector<Value>& a) {
+        return Value(affine_loop(
+            a[0].tensor(), a[1].tensor(), [&] { return v.read_value(); }, Tensor(3)));
+      },
+      io);
+  FnUnderTest f = [](const std::vector<Tensor>& a) {
+    Tensor y = affine_loop(
+        a[0], a[1], [&] { return a[2]; }, Tensor(3));
+    return reduce_sum(y * y);
+  };
+  const Tensor x = random_f64({2}, 5), c = random_f64({2}, 6);
+  const std::vector<Tensor> num =
+      testing::numeric_gradients(f, {x, c, v.read_value()}, Tensor(1.0), 1e-6);
+  FunctionOptions o;
+  o.name = "step";
+  Function traced(
+      [&](const std::vector<Value>& a) {
+        GradientTape tape;
+        tape.watch(a[0].tensor());
+        Tensor y = inner({a[0].tensor(), a[1].tensor()}).tensor();
+        Tensor loss = reduce_sum(y * y);
+        std::vector<Tensor> g = tape.gradient(loss, {a[0].tensor(), v});
+        return Value::list({g[0], g[1]});
+      },
+      o);
+  const Value r = traced({x, c});
+  expect_all_close(r.items()[0].tensor(), num[0], 1e-6, "traced d/dx");
+  expect_all_close(r.items()[1].tensor(), num[2], 1e-6, "traced d/dv");
+  GradientTape tape;
+  tape.watch(x);
+  Tensor y = inner({x, c}).tensor();
+  Tensor loss = reduce_sum(y * y);
+  std::vector<Tensor> g = tape.gradient(loss, {x, v});
+  expect_all_close(g[0], num[0], 1e-6, "eager d/dx");
+  expect_all_close(g[1], num[2], 1e-6, "eager d/dv");
+}
+
 TEST(WhileGrad, ShapeVaryingLoopVariable) {
   int traces = 0;
   // y doubles in length each iteration: [y, y * x] (interleaved: concat's
