@@ -109,6 +109,8 @@ PassResult inline_calls(Graph& g) {
     g.remove_nodes(keep);
     g.sort_topologically();
   }
+  // Callee nodes carry the callee trace's shapes; the caller may know more.
+  if (!r.removed.empty()) passes::refine_shapes(g);
   return r;
 }
 

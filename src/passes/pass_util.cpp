@@ -15,6 +15,55 @@ std::vector<Node*> node_list(const Graph& g) {
   return v;
 }
 
+namespace {
+// The more specific of two compatible shapes; `old` when they disagree.
+Shape more_specific(const Shape& old, const Shape& now) {
+  if (!now.rank_known()) return old;
+  if (!old.rank_known()) return now;
+  if (old.rank() != now.rank()) return old;
+  Shape out = old;
+  for (int64_t i = 0; i < old.rank(); ++i) {
+    if (old.dim(i) >= 0) {
+      if (now.dim(i) >= 0 && now.dim(i) != old.dim(i)) return old;
+    } else {
+      out.set_dim(i, now.dim(i));
+    }
+  }
+  return out;
+}
+}  // namespace
+
+size_t refine_shapes(Graph& g) {
+  size_t refined = 0;
+  std::vector<Tensor> ins;
+  for (Node* n : node_list(g)) {
+    const OpId id = n->op().id;
+    if (id == OpId::Placeholder || id == OpId::Const) continue;
+    ins.clear();
+    for (const Edge& e : n->inputs()) ins.push_back(e.node->output(e.index));
+    InferContext ic(n->op(), ins, n->attrs());
+    try {
+      n->op().infer(ic);
+    } catch (const Error&) {
+      continue;  // keep what tracing inferred
+    }
+    if (ic.outputs().size() != n->outputs().size()) continue;
+    std::vector<TensorSpec> specs(n->outputs().begin(), n->outputs().end());
+    bool changed = false;
+    for (size_t i = 0; i < specs.size(); ++i) {
+      if (ic.outputs()[i].dtype != specs[i].dtype) continue;
+      Shape s = more_specific(specs[i].shape, ic.outputs()[i].shape);
+      if (s == specs[i].shape) continue;
+      specs[i].shape = std::move(s);
+      changed = true;
+    }
+    if (!changed) continue;
+    n->reset(n->op(), {n->inputs().begin(), n->inputs().end()}, n->attrs(), std::move(specs));
+    ++refined;
+  }
+  return refined;
+}
+
 std::unordered_set<const Node*> output_nodes(const Graph& g) {
   std::unordered_set<const Node*> s;
   for (const Edge& e : g.outputs()) s.insert(e.node);

@@ -53,6 +53,12 @@ std::vector<Node*> node_list(const Graph& g);
 /// nodes_to_preserve); they may still be the target of a replacement.
 std::unordered_set<const Node*> output_nodes(const Graph& g);
 
+/// Re-runs shape inference over the graph in order; a node's output shapes
+/// become the more specific of what they were and what its inputs give now
+/// (after inlining, a callee traced for [None] called with [3]). Returns
+/// the number of nodes refined.
+size_t refine_shapes(Graph& g);
+
 /// The static spec of an edge's value.
 inline const TensorSpec& spec_of(Edge e) {
   return e.node->outputs()[static_cast<size_t>(e.index)];

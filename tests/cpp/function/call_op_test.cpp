@@ -136,6 +136,33 @@ TEST(CallOp, NameScopesPrefixNodeNames) {
   EXPECT_EQ(eager.scope(), "");
 }
 
+TEST(CallOp, InlinedNodesTakeTheCallersMoreSpecificShapes) {
+  FunctionOptions io;
+  io.name = "inner";
+  io.arg_names = {"x"};
+  io.input_signature = std::vector<ArgSpec>{{DType::kFloat32, Shape{Shape::kUnknownDim}, "x"}};
+  Function inner([](const std::vector<Value>& a) { return Value(tanh(a[0].tensor()) * 2.f); },
+                 io);
+  Function outer = unary([&](const Tensor& x) { return inner({x}).tensor() + 1.f; }, "outer",
+                         nullptr, {"fuse"});
+  auto cf = outer.get_concrete_function({ArgSpec{DType::kFloat32, Shape{3}, ""}});
+  // The call's own output is [None] (the callee's signature) ...
+  for (const auto& n : cf->graph().nodes())
+    if (n->op().id == OpId::StatefulPartitionedCall)
+      EXPECT_EQ(n->outputs()[0].shape, Shape{Shape::kUnknownDim});
+  // ... but once inlined, every node knows it is [3].
+  int checked = 0;
+  for (const auto& n : cf->optimized_graph().nodes()) {
+    const OpId id = n->op().id;
+    if (id != OpId::Tanh && id != OpId::Mul && id != OpId::Add) continue;
+    EXPECT_EQ(n->outputs()[0].shape, Shape{3}) << n->name();
+    ++checked;
+  }
+  EXPECT_EQ(checked, 3);
+  expect_tensor_near<float>(outer({Tensor({0.f, 1.f, -1.f})}).tensor(), {3},
+                            {1.f, 2 * std::tanh(1.f) + 1, 2 * std::tanh(-1.f) + 1});
+}
+
 // ---- gradients through calls ----
 
 TEST(CallGrad, EagerTapeRecordsOneCallAndDifferentiatesIt) {
