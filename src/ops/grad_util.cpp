@@ -75,11 +75,4 @@ std::vector<int64_t> known_ints(const OpDef& op, const Tensor& t, const char* wh
   return out;
 }
 
-const Shape& static_shape(const OpDef& op, const Tensor& x) {
-  if (!x.shape().is_fully_defined())
-    throw UnimplementedError(str_cat(op.type_name, " gradient: needs a static input shape, got ",
-                                     x.shape().to_string()));
-  return x.shape();
-}
-
 }  // namespace kiln::grad

@@ -37,7 +37,4 @@ Tensor expand_reduced(const Tensor& g, const Tensor& x, const std::vector<int64_
 /// tracing); throws Unimplemented naming `op` otherwise.
 std::vector<int64_t> known_ints(const OpDef& op, const Tensor& t, const char* what);
 
-/// Fails with Unimplemented when `x`'s shape is not static.
-const Shape& static_shape(const OpDef& op, const Tensor& x);
-
 }  // namespace kiln::grad
