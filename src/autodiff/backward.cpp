@@ -1,12 +1,12 @@
 // Gradients of ops with subgraph bodies: function calls (PartitionedCall /
 // StatefulPartitionedCall) and If. A body's backward function is traced once
 // (cached with the body): it takes the body's inputs and its output
-// gradients, recomputes the forward values it needs (rematerialization: the
-// forward call keeps nothing for its gradient) and returns input gradients.
-// Once inlined into a train step's graph, CSE merges the recomputed forward
-// ops with the forward's own. Eager calls under a tape instead run a forward
-// that also returns what the backward reads (build_residuals), so the
-// backward recomputes nothing.
+// gradients, recomputes the forward values it needs (rematerialization) and
+// returns input gradients; inside a traced train step CSE merges the
+// recomputation with the forward once inlined. Function calls recorded by a
+// tape instead return what the backward reads (build_residuals) and use the
+// backward that takes those values; the recomputing one remains for If and
+// for gradients that another tape records (higher orders).
 #include <algorithm>
 #include <unordered_map>
 #include <unordered_set>

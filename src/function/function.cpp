@@ -127,12 +127,26 @@ std::vector<Tensor> ConcreteFunction::call_flat(std::span<const Tensor> inputs) 
   args.insert(args.end(), call_->hoisted_values.begin(), call_->hoisted_values.end());
   auto fs = Ref<detail::FunctionSubgraph>::adopt(new detail::FunctionSubgraph(shared_from_this()));
   const OpDef& call = op_def(OpId::StatefulPartitionedCall);
-  if (!TracingContext::current() && detail::tapes_would_record(args)) {
-    // Eagerly under a tape: run the forward that also returns what the
-    // backward reads, and keep those values in the tape entry (as extra
-    // attrs after `f`; call_grad uses them).
+  if (detail::tapes_would_record(args)) {
+    // Under a tape: call the forward that also returns what the backward
+    // reads, and keep those values in the tape entry (as extra attrs after
+    // `f`; call_grad uses them). While tracing, the call node is that
+    // forward's, with the extra outputs; the tape entry names the function.
     if (const detail::Residuals* r = fs->residuals()) {
-      std::vector<Tensor> all = r->forward->run(inputs);
+      std::vector<Tensor> all;
+      if (TracingContext::current()) {
+        OpObserver* obs = op_observer();
+        set_op_observer(nullptr);
+        try {
+          execute_op(call, inputs, Attrs{Ref<Subgraph>(r->forward)}, all);
+        } catch (...) {
+          set_op_observer(obs);
+          throw;
+        }
+        set_op_observer(obs);
+      } else {
+        all = r->forward->run(inputs);
+      }
       Attrs attrs{Ref<Subgraph>(fs)};
       for (size_t k = r->num_outputs; k < all.size(); ++k) attrs.emplace_back(std::move(all[k]));
       all.resize(r->num_outputs);

@@ -248,9 +248,9 @@ TEST(CallGrad, IntegerOutputsAndInputsAreSkipped) {
   EXPECT_FLOAT_EQ(tape.gradient(r.items()[0].tensor(), x).item<float>(), 4.f);
 }
 
-TEST(CallGrad, RandomOpsInTheBodyOfATracedCallAreAClearError) {
-  // Eagerly the call keeps the drawn values (tests/cpp/autodiff/
-  // residuals_test.cpp); inside a trace the backward would draw again.
+TEST(CallGrad, ATracedCallKeepsWhatItsBackwardReads) {
+  // Inside a trace too, the call node returns the values its backward reads
+  // (here a random draw), so the gradient uses the same numbers.
   Function noisy = unary([](const Tensor& x) { return x * random_uniform(x.shape()); }, "noisy");
   FunctionOptions o;
   o.name = "step";
@@ -260,10 +260,29 @@ TEST(CallGrad, RandomOpsInTheBodyOfATracedCallAreAClearError) {
         GradientTape tape;
         tape.watch(x);
         Tensor y = noisy({x}).tensor();
-        return Value(tape.gradient(y, x));
+        return Value::list({y, tape.gradient(reduce_sum(y), x)});
       },
       o);
-  expect_error([&] { step({Tensor({1.f, 2.f})}); }, Code::kUnimplemented,
+  Tensor x({1.f, 2.f, 4.f});
+  Value r = step({x});
+  expect_tensor_near<float>(r.items()[1].tensor(), {3},
+                            (r.items()[0].tensor() / x).to_vector<float>(), 1e-6);
+  auto cf = step.get_concrete_function({ArgSpec{DType::kFloat32, Shape{3}, ""}});
+  EXPECT_EQ(count(cf->optimized_graph(), OpId::RandomUniform), 1);
+}
+
+TEST(CallGrad, RandomOpsUnderAHigherOrderGradientAreAClearError) {
+  // A gradient another tape records recomputes the forward from the call's
+  // inputs, which would draw again.
+  Function noisy = unary([](const Tensor& x) { return x * x * random_uniform(x.shape()); },
+                         "noisy");
+  Tensor x({1.f, 2.f});
+  GradientTape outer;
+  outer.watch(x);
+  GradientTape inner;
+  inner.watch(x);
+  Tensor y = noisy({x}).tensor();
+  expect_error([&] { inner.gradient(y, x); }, Code::kUnimplemented,
                {"gradient of 'noisy'", "RandomUniform", "draw"});
 }
 
