@@ -20,6 +20,7 @@ from kiln import errors
 from kiln.dtypes import cast
 from kiln.ops import array_ops, math_ops, nn_ops
 from kiln.tensor_shape import TensorShape
+from kiln.keras._registry import Registry
 
 raw = _kiln.raw
 
@@ -380,10 +381,9 @@ class BinaryCrossentropy(LossFunctionWrapper):
 
 # ---- lookup ----
 
-_CLASSES = {c.__name__: c for c in (MeanSquaredError, MeanAbsoluteError,
-                                     CategoricalCrossentropy, SparseCategoricalCrossentropy,
-                                     BinaryCrossentropy)}
-_FUNCTIONS = {
+_REGISTRY = Registry("loss", Loss, (
+    MeanSquaredError, MeanAbsoluteError, CategoricalCrossentropy, SparseCategoricalCrossentropy,
+    BinaryCrossentropy), {
     "mean_squared_error": mean_squared_error, "mse": mean_squared_error,
     "MSE": mean_squared_error,
     "mean_absolute_error": mean_absolute_error, "mae": mean_absolute_error,
@@ -391,33 +391,18 @@ _FUNCTIONS = {
     "categorical_crossentropy": categorical_crossentropy,
     "sparse_categorical_crossentropy": sparse_categorical_crossentropy,
     "binary_crossentropy": binary_crossentropy,
-}
+})
 
 
 def serialize(loss):
     """A config dict for a Loss, or the name of a loss function."""
-    if isinstance(loss, Loss):
-        return {"class_name": type(loss).__name__, "config": loss.get_config()}
-    name = getattr(loss, "__name__", None)
-    if name in _FUNCTIONS:
-        return name
-    raise ValueError(f"Cannot serialize loss {loss!r}")
+    return _REGISTRY.serialize(loss)
 
 
 def deserialize(config, custom_objects=None):
-    """The loss named by ``config`` (a name or {'class_name', 'config'})."""
-    table = dict(_CLASSES)
-    table.update(_FUNCTIONS)
-    table.update(custom_objects or {})
-    if isinstance(config, str):
-        if config in table:
-            obj = table[config]
-            return obj() if isinstance(obj, type) else obj
-    elif isinstance(config, dict) and "class_name" in config:
-        cls = table.get(config["class_name"])
-        if isinstance(cls, type):
-            return cls.from_config(dict(config.get("config") or {}))
-    raise ValueError(f"Could not interpret loss function identifier: {config!r}")
+    """The loss named by ``config``: a function for a function name, an
+    instance for a class name or a {'class_name', 'config'} dict."""
+    return _REGISTRY.deserialize(config, custom_objects, "loss function")
 
 
 def get(identifier):

@@ -16,6 +16,7 @@ from kiln.dtypes import cast
 from kiln.keras import initializers
 from kiln.keras import losses as losses_mod
 from kiln.keras.losses import to_tensor, pred_tensor, match_ranks, sparse_labels
+from kiln.keras._registry import Registry
 from kiln.module import Module
 from kiln.ops import array_ops, math_ops
 from kiln.scopes import init_scope
@@ -307,49 +308,26 @@ class BinaryCrossentropy(MeanMetricWrapper):
 
 # ---- lookup ----
 
-_CLASSES = {c.__name__: c for c in (
+_REGISTRY = Registry("metric", Metric, (
     Sum, Mean, Accuracy, BinaryAccuracy, CategoricalAccuracy, SparseCategoricalAccuracy,
     MeanSquaredError, MeanAbsoluteError, CategoricalCrossentropy,
-    SparseCategoricalCrossentropy, BinaryCrossentropy)}
-_FUNCTIONS = {
+    SparseCategoricalCrossentropy, BinaryCrossentropy), {
+    **losses_mod._REGISTRY.functions,  # every loss function is a metric too
     "accuracy": accuracy, "acc": accuracy,
     "binary_accuracy": binary_accuracy, "categorical_accuracy": categorical_accuracy,
     "sparse_categorical_accuracy": sparse_categorical_accuracy,
-    "mean_squared_error": mean_squared_error, "mse": mean_squared_error,
-    "MSE": mean_squared_error,
-    "mean_absolute_error": mean_absolute_error, "mae": mean_absolute_error,
-    "MAE": mean_absolute_error,
-    "categorical_crossentropy": categorical_crossentropy,
-    "sparse_categorical_crossentropy": sparse_categorical_crossentropy,
-    "binary_crossentropy": binary_crossentropy,
-}
+})
 
 
 def serialize(metric):
     """A config dict for a Metric, or the name of a metric function."""
-    if isinstance(metric, Metric):
-        return {"class_name": type(metric).__name__, "config": metric.get_config()}
-    name = getattr(metric, "__name__", None)
-    if name in _FUNCTIONS:
-        return name
-    raise ValueError(f"Cannot serialize metric {metric!r}")
+    return _REGISTRY.serialize(metric)
 
 
 def deserialize(config, custom_objects=None):
     """The metric named by ``config``: a function for a function name, an
     instance for a class name or a {'class_name', 'config'} dict."""
-    table = dict(_CLASSES)
-    table.update(_FUNCTIONS)
-    table.update(custom_objects or {})
-    if isinstance(config, str):
-        if config in table:
-            obj = table[config]
-            return obj() if isinstance(obj, type) else obj
-    elif isinstance(config, dict) and "class_name" in config:
-        cls = table.get(config["class_name"])
-        if isinstance(cls, type):
-            return cls.from_config(dict(config.get("config") or {}))
-    raise ValueError(f"Could not interpret metric identifier: {config!r}")
+    return _REGISTRY.deserialize(config, custom_objects, "metric")
 
 
 def get(identifier):
