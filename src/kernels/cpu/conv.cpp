@@ -147,24 +147,13 @@ dnnl::post_ops make_post_ops(const Geom& g, const Epilogue& ep, ConvPrim& p) {
 }
 
 std::shared_ptr<ConvPrim> create_prim(const Geom& g, const Epilogue* ep) {
-  using dt = dnnl::memory::data_type;
-  using tag = dnnl::memory::format_tag;
   using dims = dnnl::memory::dims;
   auto p = std::make_shared<ConvPrim>();
-  p->src_md = dnnl::memory::desc({g.n, g.c, g.h, g.w}, dt::f32, tag::nhwc);
-  p->dst_md = dnnl::memory::desc({g.n, g.oc, g.oh, g.ow}, dt::f32, tag::nhwc);
-  dnnl::memory::desc any_wei;
-  if (g.depthwise) {
-    // Groups = channels; TF's [kh, kw, c, mult] as (g, o, i, h, w) strides.
-    const dims wdims = {g.c, g.mult, 1, g.kh, g.kw};
-    p->user_wei_md =
-        dnnl::memory::desc(wdims, dt::f32, dims{g.mult, 1, 1, g.kw * g.c * g.mult, g.c * g.mult});
-    any_wei = dnnl::memory::desc(wdims, dt::f32, tag::any);
-  } else {
-    const dims wdims = {g.oc, g.c, g.kh, g.kw};
-    p->user_wei_md = dnnl::memory::desc(wdims, dt::f32, tag::hwio);
-    any_wei = dnnl::memory::desc(wdims, dt::f32, tag::any);
-  }
+  const ConvDescs descs = conv_descs(g);
+  p->src_md = descs.src;
+  p->dst_md = descs.dst;
+  p->user_wei_md = descs.user_wei;
+  const dnnl::memory::desc& any_wei = descs.any_wei;
   // Two attrs: copies of a dnnl handle share one object.
   dnnl::primitive_attr attr, conv_attr;
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);

@@ -38,25 +38,14 @@ struct BwdPrim {
 };
 
 std::shared_ptr<BwdPrim> create_bwd(const ConvGeom& g, bool weights) {
-  using dt = dnnl::memory::data_type;
-  using tag = dnnl::memory::format_tag;
   using dims = dnnl::memory::dims;
   dnnl::engine& e = dnnl_engine();
   auto p = std::make_shared<BwdPrim>();
-  p->src_md = dnnl::memory::desc({g.n, g.c, g.h, g.w}, dt::f32, tag::nhwc);
-  p->dst_md = dnnl::memory::desc({g.n, g.oc, g.oh, g.ow}, dt::f32, tag::nhwc);
-  dnnl::memory::desc any_wei;
-  if (g.depthwise) {
-    // Groups = channels; TF's [kh, kw, c, mult] as (g, o, i, h, w) strides.
-    const dims wdims = {g.c, g.mult, 1, g.kh, g.kw};
-    p->user_wei_md =
-        dnnl::memory::desc(wdims, dt::f32, dims{g.mult, 1, 1, g.kw * g.c * g.mult, g.c * g.mult});
-    any_wei = dnnl::memory::desc(wdims, dt::f32, tag::any);
-  } else {
-    const dims wdims = {g.oc, g.c, g.kh, g.kw};
-    p->user_wei_md = dnnl::memory::desc(wdims, dt::f32, tag::hwio);
-    any_wei = dnnl::memory::desc(wdims, dt::f32, tag::any);
-  }
+  const ConvDescs descs = conv_descs(g);
+  p->src_md = descs.src;
+  p->dst_md = descs.dst;
+  p->user_wei_md = descs.user_wei;
+  const dnnl::memory::desc& any_wei = descs.any_wei;
   const dims strides{g.sh, g.sw}, dil{g.dh - 1, g.dw - 1}, pad_l{g.pt, g.pl}, pad_r{g.pb, g.pr};
   dnnl::primitive_attr attr, reorder_attr;
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);

@@ -37,6 +37,27 @@ ConvGeom conv_geometry(const KernelContext& c, const Shape& in, const Shape& f, 
   return g;
 }
 
+ConvDescs conv_descs(const ConvGeom& g) {
+  using dt = dnnl::memory::data_type;
+  using tag = dnnl::memory::format_tag;
+  using dims = dnnl::memory::dims;
+  ConvDescs d;
+  d.src = dnnl::memory::desc({g.n, g.c, g.h, g.w}, dt::f32, tag::nhwc);
+  d.dst = dnnl::memory::desc({g.n, g.oc, g.oh, g.ow}, dt::f32, tag::nhwc);
+  if (g.depthwise) {
+    // Groups = channels; TF's [kh, kw, c, mult] as (g, o, i, h, w) strides.
+    const dims wdims = {g.c, g.mult, 1, g.kh, g.kw};
+    d.user_wei = dnnl::memory::desc(wdims, dt::f32,
+                                    dims{g.mult, 1, 1, g.kw * g.c * g.mult, g.c * g.mult});
+    d.any_wei = dnnl::memory::desc(wdims, dt::f32, tag::any);
+  } else {
+    const dims wdims = {g.oc, g.c, g.kh, g.kw};
+    d.user_wei = dnnl::memory::desc(wdims, dt::f32, tag::hwio);
+    d.any_wei = dnnl::memory::desc(wdims, dt::f32, tag::any);
+  }
+  return d;
+}
+
 dnnl::engine& dnnl_engine() {
   static dnnl::engine& e = *new dnnl::engine(dnnl::engine::kind::cpu, 0);  // never destroyed
   return e;

@@ -22,6 +22,14 @@ struct ConvGeom {
 /// inference has validated.
 ConvGeom conv_geometry(const KernelContext& c, const Shape& in, const Shape& f, bool depthwise);
 
+/// oneDNN memory descriptors of a convolution: NHWC source and destination,
+/// the user's filter layout (TensorFlow's HWIO, or [kh, kw, c, mult] as
+/// groups when depthwise) and the same dims with a layout oneDNN picks.
+struct ConvDescs {
+  dnnl::memory::desc src, dst, user_wei, any_wei;
+};
+ConvDescs conv_descs(const ConvGeom& g);
+
 /// The process-wide oneDNN CPU engine and this thread's stream.
 dnnl::engine& dnnl_engine();
 dnnl::stream& dnnl_stream();
