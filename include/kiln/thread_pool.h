@@ -23,6 +23,8 @@ class ThreadPool {
 
   /// The shared pool, sized from config().num_threads on first use.
   static ThreadPool& global();
+  /// Whether global() has created the pool (its size is then fixed).
+  static bool global_started();
 
  private:
   struct Impl;

@@ -18,3 +18,47 @@ class _Experimental:
 
 experimental = _Experimental()
 experimental_run_functions_eagerly = run_functions_eagerly
+
+
+class _Threading:
+    """tf.config.threading: kiln's intra-op threads are the kernel thread pool
+    (fixed once the first large kernel ran); inter-op parallelism is whether a
+    function's independent heavy branches run concurrently (1 = in order)."""
+
+    _inter_op = 0
+
+    @staticmethod
+    def get_intra_op_parallelism_threads():
+        """The pool size asked for; 0 = one thread per core (the default)."""
+        return _kiln._num_threads()
+
+    @staticmethod
+    def set_intra_op_parallelism_threads(num_threads):
+        """Sizes the kernel thread pool; only before it starts (RuntimeError after,
+        as in TensorFlow), unless the size does not change."""
+        n = _thread_count(num_threads, "set_intra_op_parallelism_threads")
+        try:
+            _kiln._set_num_threads(n)
+        except ValueError as e:
+            raise RuntimeError(str(e)) from None
+
+    @staticmethod
+    def get_inter_op_parallelism_threads():
+        return _Threading._inter_op
+
+    @staticmethod
+    def set_inter_op_parallelism_threads(num_threads):
+        """1 runs every function's plan in order; 0 (default) or more lets
+        independent heavy branches run concurrently on the pool."""
+        n = _thread_count(num_threads, "set_inter_op_parallelism_threads")
+        _kiln._set_parallel_branches(n != 1)
+        _Threading._inter_op = n
+
+
+def _thread_count(n, what):
+    if isinstance(n, bool) or not isinstance(n, int) or n < 0:
+        raise ValueError(f"{what}: expected an int >= 0, got {n!r}")
+    return n
+
+
+threading = _Threading()

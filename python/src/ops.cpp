@@ -9,6 +9,7 @@
 #include "bindings.h"
 #include "convert.h"
 #include "kiln/config.h"
+#include "kiln/thread_pool.h"
 #include "kiln/context.h"
 #include "kiln/ops.h"
 
@@ -135,6 +136,17 @@ void bind_ops(nb::module_& m) {
       "False while a function is being traced.");
   m.def("set_random_seed", &set_random_seed, nb::arg("seed"));
   m.def("_set_check_numerics", [](bool on) { config().check_numerics = on; });
+  m.def("_set_num_threads", [](int n) {
+    const int now = ThreadPool::global_started() ? ThreadPool::global().num_threads() : 0;
+    if (now && n != config().num_threads && !(n <= 0 && config().num_threads <= 0))
+      throw nb::value_error(  // RuntimeError in TensorFlow; mapped in kiln.config
+          str_cat("Intra op parallelism cannot be modified after initialization (the pool "
+                  "already runs ", now, " threads)").c_str());
+    config().num_threads = n;
+  });
+  m.def("_num_threads", [] { return config().num_threads; });
+  m.def("_set_parallel_branches", [](bool on) { config().parallel_branches = on; });
+  m.def("_parallel_branches", [] { return config().parallel_branches; });
 }
 
 }  // namespace kiln::py

@@ -1,6 +1,7 @@
 #include "kiln/thread_pool.h"
 
 #include <algorithm>
+#include <atomic>
 #include <condition_variable>
 #include <exception>
 #include <mutex>
@@ -107,13 +108,22 @@ void ThreadPool::parallel_for(int64_t n, int64_t grain,
   if (impl_->error) std::rethrow_exception(std::exchange(impl_->error, nullptr));
 }
 
+namespace {
+std::atomic<bool> g_pool_started{false};
+}
+
 ThreadPool& ThreadPool::global() {
   static ThreadPool* pool = [] {
     int n = config().num_threads;
     if (n <= 0) n = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    g_pool_started.store(true);
     return new ThreadPool(n);
   }();
   return *pool;
+}
+
+bool ThreadPool::global_started() {
+  return g_pool_started.load();
 }
 
 int64_t default_parallel_grain() {
