@@ -30,13 +30,15 @@ std::vector<std::pair<Edge, Edge>> replayed_edges(const ReplayValues& values, Tr
 }
 
 void split_residuals(Graph& g, TracingContext& tc, BackwardTrace& b) {
-  const auto nodes = g.nodes();
+  // Plain pointers: adding the residual inputs below grows the node list.
+  std::vector<Node*> nodes;
+  for (const auto& n : g.nodes()) nodes.push_back(n.get());
   const size_t end = nodes.size();
   // Replayed compute nodes; inputs and constants stay in the backward.
   std::unordered_set<const Node*> cut;
   for (size_t i = 0; i < b.replay_end; ++i) {
     const OpId id = nodes[i]->op().id;
-    if (id != OpId::Placeholder && id != OpId::Const) cut.insert(nodes[i].get());
+    if (id != OpId::Placeholder && id != OpId::Const) cut.insert(nodes[i]);
   }
   std::map<EdgeKey, Edge> origin;
   for (const auto& [mine, body] : b.replayed) origin.emplace(key(mine), body);
@@ -64,7 +66,7 @@ void split_residuals(Graph& g, TracingContext& tc, BackwardTrace& b) {
     if (cut.count(e.node)) e = inputs[index.at(key(e))];
   };
   for (size_t i = b.replay_end; i < end; ++i) {
-    Node* n = nodes[i].get();
+    Node* n = nodes[i];
     for (size_t j = 0; j < n->inputs().size(); ++j) {
       Edge e = n->inputs()[j];
       rewire(e);
