@@ -5,6 +5,7 @@
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -63,20 +64,37 @@ std::vector<Tensor> while_loop(
 /// TensorArray; the old one is unchanged. Works eagerly and traced (ops
 /// TensorListReserve/SetItem/GetItem/Stack/FromTensor/Length on a scalar
 /// resource handle). In a while_loop, pass handle() as a loop variable and
-/// rewrap it in the body with with_handle(). Elements must all have the same
-/// shape (fixed by the first write, or by element_shape); unwritten
-/// elements read and stack as zeros when their shape is known.
-/// Each write copies the list of element references (O(size)), not the data.
+/// rewrap it in the body with with_handle(). With infer_shape (the
+/// default) elements must all have the same shape (fixed by the first
+/// write, or by element_shape); without it, their shapes may differ (read
+/// works, stack needs them equal). Unwritten elements read and stack as
+/// zeros when their shape is known.
+///
+/// The static element shape (element_shape(), the static shape of read()
+/// and stack()) is the given one merged with the shapes of the values
+/// written. Writes traced inside a while_loop or cond body (symbolic
+/// handles) also teach it to every TensorArray derived from the same one
+/// (by with_handle, write, unstack), so the TensorArray rewrapped after the
+/// loop knows it, as TensorFlow's does; writes of differing shapes teach
+/// only what they have in common. stack() has static length size when the
+/// size is a known constant and not dynamic_size.
+///
+/// A write shares the list's storage with the old list and copies
+/// O(log size) of it (so n writes in a loop cost O(n log n)); a write whose
+/// input handle nothing else holds any more (straight-line writes in a
+/// traced function) is done in place.
 class TensorArray {
  public:
   /// `size` elements (an int32/int64 scalar); with dynamic_size, writes past
   /// the end grow the array.
   TensorArray(DType dtype, const Tensor& size, bool dynamic_size = false,
-              Shape element_shape = Shape::unknown_rank());
+              Shape element_shape = Shape::unknown_rank(), bool infer_shape = true);
   TensorArray(DType dtype, int64_t size, bool dynamic_size = false,
-              Shape element_shape = Shape::unknown_rank());
+              Shape element_shape = Shape::unknown_rank(), bool infer_shape = true);
 
-  /// A TensorArray like this one over `handle` (a loop variable).
+  /// A TensorArray like this one over `handle` (a loop variable). A
+  /// concrete handle's list also gives its size and, with infer_shape, its
+  /// element shape (an eager loop's result knows both).
   TensorArray with_handle(Tensor handle) const;
   /// A new TensorArray with element `index` set to `value`.
   TensorArray write(const Tensor& index, const Tensor& value) const;
@@ -92,15 +110,24 @@ class TensorArray {
 
   const Tensor& handle() const { return handle_; }
   DType dtype() const { return dtype_; }
-  /// The statically known element shape.
-  const Shape& element_shape() const { return element_shape_; }
+  /// The statically known element shape (see the class comment).
+  Shape element_shape() const;
+  bool dynamic_size() const { return dynamic_size_; }
+  bool infer_shape() const { return infer_shape_; }
+  /// The size when it is a known constant and not dynamic_size, else -1.
+  int64_t static_size() const { return static_size_; }
 
  private:
+  struct Learned;  // element shape taught by traced writes (tensor_array.cpp)
   TensorArray() = default;
+  void learn(const Shape& value_shape) const;  // teaches the family (learned_)
   Tensor handle_;
   DType dtype_ = DType::kInvalid;
   Shape element_shape_ = Shape::unknown_rank();
+  std::shared_ptr<Learned> learned_;
   bool dynamic_size_ = false;
+  bool infer_shape_ = true;
+  int64_t static_size_ = -1;
 };
 
 /// The (optimized) graph of a control-flow body traced by cond/while_loop,

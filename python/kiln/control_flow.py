@@ -12,7 +12,15 @@ def is_tensor(x):
 
 class TensorArray:
     """A list of same-dtype tensors with value semantics (tf.TensorArray): every
-    write returns a new TensorArray. Usable eagerly and inside while_loop."""
+    write returns a new TensorArray. Usable eagerly and inside while_loop.
+
+    With ``infer_shape`` (the default) every element must have the same shape,
+    fixed by ``element_shape`` or the first write; the static element shape
+    learned from writes inside a loop or cond body carries over to the
+    TensorArray the loop returns, so ``stack()`` has the static shape
+    ``[size, *element_shape]`` (``size`` when it is a known constant and not
+    ``dynamic_size``). Without it, elements may differ in shape (``stack``
+    then needs them equal)."""
 
     def __init__(self, dtype, size=None, dynamic_size=None, clear_after_read=None,
                  tensor_array_name=None, handle=None, flow=None, infer_shape=True,
@@ -25,7 +33,9 @@ class TensorArray:
             if not dynamic_size:
                 raise ValueError("TensorArray: size must be given unless dynamic_size=True")
             size = 0
-        self._impl = _kiln._TensorArray(dtype, size, bool(dynamic_size), element_shape)
+        # infer_shape defaults to True on the C++ side too: pass it only when off.
+        extra = {} if infer_shape else {"infer_shape": False}
+        self._impl = _kiln._TensorArray(dtype, size, bool(dynamic_size), element_shape, **extra)
 
     @property
     def dtype(self):
@@ -34,6 +44,14 @@ class TensorArray:
     @property
     def element_shape(self):
         return self._impl.element_shape
+
+    @property
+    def dynamic_size(self):
+        return self._impl.dynamic_size
+
+    @property
+    def infer_shape(self):
+        return self._impl.infer_shape
 
     @property
     def handle(self):

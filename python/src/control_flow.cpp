@@ -221,11 +221,12 @@ void bind_control_flow(nb::module_& m) {
       .def(
           "__init__",
           [](TensorArray* self, nb::handle dtype, nb::handle size, bool dynamic_size,
-             nb::handle element_shape) {
+             nb::handle element_shape, bool infer_shape) {
             new (self) TensorArray(to_dtype(dtype), to_tensor(size, DType::kInt32, "size"),
-                                   dynamic_size, to_shape(element_shape));
+                                   dynamic_size, to_shape(element_shape), infer_shape);
           },
-          nb::arg("dtype"), nb::arg("size"), nb::arg("dynamic_size"), nb::arg("element_shape").none())
+          nb::arg("dtype"), nb::arg("size"), nb::arg("dynamic_size"), nb::arg("element_shape").none(),
+          nb::arg("infer_shape") = true)
       .def("with_handle", [](const TensorArray& ta, nb::handle h) {
         return ta.with_handle(to_tensor(h));
       })
@@ -244,7 +245,9 @@ void bind_control_flow(nb::module_& m) {
       .def_prop_ro("handle", [](const TensorArray& ta) { return wrap(ta.handle()); })
       .def_prop_ro("dtype", [](const TensorArray& ta) { return dtype_object(ta.dtype()); })
       .def_prop_ro("element_shape",
-                   [](const TensorArray& ta) { return shape_object(ta.element_shape()); });
+                   [](const TensorArray& ta) { return shape_object(ta.element_shape()); })
+      .def_prop_ro("dynamic_size", &TensorArray::dynamic_size)
+      .def_prop_ro("infer_shape", &TensorArray::infer_shape);
 
   m.def(
       "_print",

@@ -1,8 +1,11 @@
 // Joining and splitting: concat, stack, unstack, split.
+#include <algorithm>
+
 #include "front_util.h"
 #include "grad_util.h"
 #include "kiln/context.h"
 #include "kiln/ops/array.h"
+#include "kiln/ops/binary.h"
 #include "shape_ops_util.h"
 
 namespace kiln {
@@ -183,25 +186,53 @@ void infer_split(InferContext& c) {
 }
 
 // ---- gradient rules ----
+// g cut back into the inputs' pieces along the axis: one SplitV when at
+// most one size is unknown while tracing (its size is inferred), else
+// slices at offsets summed from the inputs' shapes at run time.
 void concat_grad(KILN_GRAD_ARGS) {
-  const Shape& s0 = in[0].shape();
-  if (!s0.rank_known()) throw UnimplementedError("ConcatV2 gradient: input of unknown rank");
-  int64_t axis = std::get<int64_t>(attrs[0]);
-  if (axis < 0) axis += s0.rank();
-  std::vector<int64_t> sizes;
-  for (const Tensor& x : in) {
-    const int64_t d = x.shape().dim(axis);
-    if (d < 0)
-      throw UnimplementedError(
-          str_cat("ConcatV2 gradient: needs static sizes along the axis, got ", x.shape()));
-    sizes.push_back(d);
-  }
-  if (sizes.size() == 1) {
+  int64_t rank = -1;
+  for (const Tensor& x : in)
+    if (x.shape().rank_known()) {
+      rank = x.shape().rank();
+      break;
+    }
+  if (rank < 0) throw UnimplementedError("ConcatV2 gradient: every input has unknown rank");
+  if (in.size() == 1) {
     gi[0] = g[0];
     return;
   }
-  std::vector<Tensor> parts = split(g[0], sizes, axis);
-  for (size_t i = 0; i < parts.size(); ++i) gi[i] = parts[i];
+  int64_t axis = std::get<int64_t>(attrs[0]);
+  if (axis < 0) axis += rank;
+  std::vector<int64_t> sizes;
+  size_t unknown = 0;
+  for (const Tensor& x : in) {
+    const int64_t d = x.shape().rank_known() ? x.shape().dim(axis) : Shape::kUnknownDim;
+    sizes.push_back(d);
+    unknown += d < 0;
+  }
+  if (unknown <= 1) {
+    std::vector<Tensor> parts = split(g[0], sizes, axis);
+    for (size_t i = 0; i < parts.size(); ++i) gi[i] = parts[i];
+    return;
+  }
+  std::vector<int64_t> unit(static_cast<size_t>(rank), 0);
+  unit[static_cast<size_t>(axis)] = 1;
+  const Tensor along = int64_vector(unit);  // offset -> begin
+  Tensor offset(int64_t{0});
+  for (size_t i = 0; i < in.size(); ++i) {
+    const Tensor& x = in[i];
+    const Tensor dims = grad::shape_of(x);
+    Tensor part = slice(g[0], along * offset, dims);
+    // The slice's static shape is lost with runtime sizes: take x's back.
+    const Shape& xs = x.shape();
+    if (xs.rank_known()) {
+      std::vector<int64_t> v = xs.to_vector();
+      if (std::count(v.begin(), v.end(), Shape::kUnknownDim) <= 1) part = reshape(part, v);
+    }
+    gi[i] = part;
+    if (i + 1 < in.size())
+      offset = offset + (sizes[i] >= 0 ? Tensor(sizes[i]) : gather(dims, Tensor(axis)));
+  }
 }
 void stack_grad(KILN_GRAD_ARGS) {
   std::vector<Tensor> parts =

@@ -83,12 +83,10 @@ void infer_get_item(InferContext& c) {
     // The item's own shape when it was written (shapes may vary by item),
     // else zeros of the element shape.
     std::vector<int64_t> i;
-    const Tensor* item = nullptr;
-    if (c.int_values(1, i) && i[0] >= 0 && i[0] < static_cast<int64_t>(l->items.size()) &&
-        l->items[static_cast<size_t>(i[0])].defined())
-      item = &l->items[static_cast<size_t>(i[0])];
-    if (item)
-      s = item->shape();
+    Tensor item;
+    if (c.int_values(1, i) && i[0] >= 0 && i[0] < l->size()) item = l->get(i[0]);
+    if (item.defined())
+      s = item.shape();
     else if (!l->common_shape(s) && !s.is_fully_defined())
       c.fail(
           "cannot read from a TensorArray with no written element and an unknown "
@@ -97,16 +95,21 @@ void infer_get_item(InferContext& c) {
   c.set_output(0, d, std::move(s));
 }
 
-// inputs: handle; attrs: element_dtype, element_shape, unknown_rank.
+// inputs: handle; attrs: element_dtype, element_shape, unknown_rank,
+// num_elements (the static length, -1: unknown; TensorFlow's attr).
 void infer_stack(InferContext& c) {
   expect_handle(c, 0);
   const DType d = attr_element_dtype(c, 0, /*allow_resource=*/false);
   Shape s = attr_shape(c, 0);
-  int64_t n = Shape::kUnknownDim;
+  int64_t n = c.attr_int(3);
+  if (n < -1) c.fail("num_elements must be >= 0, or -1 when unknown, got ", n);
   if (const TensorList* l = known_list(c, 0)) {
-    if (!l->common_shape(s))
+    if (!l->common_shape(s) && !s.is_fully_defined())
       c.fail("cannot stack a TensorArray with no written element and an unknown element_shape");
-    n = static_cast<int64_t>(l->items.size());
+    if (n >= 0 && n != l->size())
+      c.fail("expected ", n, " elements (the TensorArray's static size) but the list has ",
+             l->size());
+    n = l->size();
   }
   if (s.rank_known()) s.insert(0, n);
   c.set_output(0, d, std::move(s));
@@ -208,6 +211,7 @@ void define_tensor_array_ops(OpTableBuilder& t) {
       .attr("element_dtype", AttrType::kDType)
       .attr("element_shape", AttrType::kInts, std::vector<int64_t>{})
       .attr("unknown_rank", AttrType::kBool, true)
+      .attr("num_elements", AttrType::kInt, int64_t{-1})
       .infer(infer_stack)
       .grad(stack_grad);
   t.def(OpId::TensorListFromTensor)

@@ -1,5 +1,7 @@
-// TensorArray kernels. Every write copies the list of element references
-// (not the elements), so a handle's list never changes once visible.
+// TensorArray kernels. A write returns a new list sharing the input's
+// nodes (one path copied, O(log n)), or writes the input in place when
+// nothing else can observe it (TensorList::unique): either way every other
+// handle keeps its items (src/ops/tensor_list.h).
 #include <algorithm>
 #include <cstring>
 
@@ -25,7 +27,7 @@ void reserve_kernel(KernelContext& c) {
   l->element_shape = c.attr_bool(2) ? Shape::unknown_rank() : Shape(c.attr_ints(1));
   l->dynamic_size = c.attr_bool(3);
   l->infer_shape = c.attr_bool(4);
-  l->items.resize(static_cast<size_t>(n));
+  l->grow(n);
   c.set_output(0, std::move(h));
 }
 
@@ -33,7 +35,7 @@ void set_item_kernel(KernelContext& c) {
   const TensorList& in = TensorList::of(c.input(0), "TensorListSetItem");
   const int64_t i = index_of(c.input(1));
   const Tensor& v = c.input(2);
-  const int64_t n = static_cast<int64_t>(in.items.size());
+  const int64_t n = in.size();
   if (in.dtype != v.dtype())
     throw InvalidArgumentError(str_cat("TensorArray.write: value is ", dtype_name(v.dtype()),
                                        " but the TensorArray holds ", dtype_name(in.dtype)));
@@ -44,16 +46,17 @@ void set_item_kernel(KernelContext& c) {
   if (!in.element_shape.is_compatible_with(v.shape()))
     throw InvalidArgumentError(str_cat("TensorArray.write: value has shape ", v.shape(),
                                        " but the elements have shape ", in.element_shape));
-  auto* l = new TensorList();
-  Tensor h = TensorList::handle(l);
-  l->dtype = in.dtype;
-  l->dynamic_size = in.dynamic_size;
-  l->infer_shape = in.infer_shape;
+  // In place when this step holds the only reference (the executor moved
+  // the handle in at its last use), else a new list sharing the nodes.
+  Tensor h;
+  TensorList* l = TensorList::unique(c.input(0));
+  if (l)
+    h = c.input(0);
+  else
+    h = TensorList::handle(l = in.copy());
   // Concrete: fixes the shape of every element (unless shapes may vary).
-  l->element_shape = in.infer_shape ? v.shape() : in.element_shape;
-  l->items = in.items;
-  if (i >= n) l->items.resize(static_cast<size_t>(i) + 1);
-  l->items[static_cast<size_t>(i)] = v;
+  if (l->infer_shape) l->element_shape = v.shape();
+  l->set(i, v);
   c.set_output(0, std::move(h));
 }
 
@@ -79,11 +82,11 @@ void copy_into(const Tensor& out, int64_t at, const Tensor& src, int64_t count) 
 void get_item_kernel(KernelContext& c) {
   const TensorList& l = TensorList::of(c.input(0), "TensorListGetItem");
   const int64_t i = index_of(c.input(1));
-  const int64_t n = static_cast<int64_t>(l.items.size());
+  const int64_t n = l.size();
   if (i < 0 || i >= n)
     throw InvalidArgumentError(
         str_cat("TensorArray.read: index ", i, " is out of range [0, ", n, ")"));
-  const Tensor& v = l.items[static_cast<size_t>(i)];
+  Tensor v = l.get(i);
   if (v.defined()) {
     c.set_output(0, v);
     return;
@@ -98,17 +101,33 @@ void get_item_kernel(KernelContext& c) {
 void stack_kernel(KernelContext& c) {
   const TensorList& l = TensorList::of(c.input(0), "TensorListStack");
   Tensor& out = c.allocate_output(0);
-  const int64_t per =
-      out.shape().rank() > 0 && out.dim(0) > 0 ? out.num_elements() / out.dim(0) : 0;
+  // The static count (num_elements) is only checked when inference could
+  // not see the list.
+  if (out.dim(0) != l.size())
+    throw InvalidArgumentError(
+        str_cat("TensorArray.stack: expected ", out.dim(0),
+                " elements (the TensorArray's static size) but the list has ", l.size()));
+  const int64_t per = l.size() > 0 ? out.num_elements() / l.size() : 0;
   Shape elem = out.shape();
   elem.erase(0);
-  for (size_t k = 0; k < l.items.size(); ++k) {
-    const Tensor& t = l.items[k];
-    if (t.defined() && t.shape() != elem)
-      throw InvalidArgumentError(str_cat("TensorArray.stack: element ", k, " has shape ", t.shape(),
-                                         " but element 0 has shape ", elem));
-    copy_into(out, static_cast<int64_t>(k) * per, t, per);
-  }
+  int64_t next = 0;  // items before it are filled
+  auto zero_until = [&](int64_t end) {
+    if (end > next) copy_into(out, next * per, Tensor(), (end - next) * per);
+    next = std::max(next, end);
+  };
+  l.for_each_leaf([&](int64_t begin, const detail::ListLeaf& leaf) {
+    zero_until(begin);
+    const int64_t end = std::min(l.size(), begin + detail::ListNode::kWidth);
+    for (int64_t k = begin; k < end; ++k) {
+      const Tensor& t = leaf.items[static_cast<size_t>(k - begin)];
+      if (t.defined() && t.shape() != elem)
+        throw InvalidArgumentError(str_cat("TensorArray.stack: element ", k, " has shape ",
+                                           t.shape(), " but element 0 has shape ", elem));
+      copy_into(out, k * per, t, per);
+    }
+    next = end;
+  });
+  zero_until(l.size());
 }
 
 void from_tensor_kernel(KernelContext& c) {
@@ -133,25 +152,27 @@ void from_tensor_kernel(KernelContext& c) {
                   static_cast<const char*>(t.raw_data()) + static_cast<size_t>(k * per) * sz,
                   static_cast<size_t>(per) * sz);
     }
-    l->items.push_back(std::move(e));
+    l->set(k, std::move(e));
   }
+  l->grow(n);
   c.set_output(0, std::move(h));
 }
 
 void length_kernel(KernelContext& c) {
   const TensorList& l = TensorList::of(c.input(0), "TensorListLength");
-  c.set_output(0, Tensor(static_cast<int32_t>(l.items.size())));
+  c.set_output(0, Tensor(static_cast<int32_t>(l.size())));
 }
 
 // Gradient lists: unwritten items and items past the end are zeros.
-TensorList* new_like(const TensorList& src, Tensor& handle) {
-  auto* l = new TensorList();
-  handle = TensorList::handle(l);
-  l->dtype = src.dtype;
-  l->element_shape = src.element_shape;
-  l->dynamic_size = src.dynamic_size;
-  l->infer_shape = src.infer_shape;
-  return l;
+
+Tensor add_items(int64_t k, const Tensor& x, const Tensor& y) {
+  if (x.shape() != y.shape())
+    throw InvalidArgumentError(str_cat("_TensorListAdd: element ", k, " has shape ", x.shape(),
+                                       " in one list and ", y.shape(), " in the other"));
+  const Tensor xy[2] = {x, y};
+  std::vector<Tensor> sum;
+  run_kernel(op_def(OpId::Add), xy, {}, sum);
+  return std::move(sum[0]);
 }
 
 void list_add_kernel(KernelContext& c) {
@@ -160,34 +181,18 @@ void list_add_kernel(KernelContext& c) {
   if (a.dtype != b.dtype || a.dtype == DType::kResource || a.dtype == DType::kString)
     throw InvalidArgumentError(str_cat("_TensorListAdd: cannot add a TensorArray of ",
                                        dtype_name(a.dtype), " to one of ", dtype_name(b.dtype)));
-  Tensor h;
-  TensorList* l = new_like(a.items.size() >= b.items.size() ? a : b, h);
-  l->items.resize(std::max(a.items.size(), b.items.size()));
-  std::vector<Tensor> sum;
-  for (size_t k = 0; k < l->items.size(); ++k) {
-    const Tensor x = k < a.items.size() ? a.items[k] : Tensor();
-    const Tensor y = k < b.items.size() ? b.items[k] : Tensor();
-    if (!x.defined() || !y.defined()) {
-      l->items[k] = x.defined() ? x : y;
-      continue;
-    }
-    if (x.shape() != y.shape())
-      throw InvalidArgumentError(str_cat("_TensorListAdd: element ", k, " has shape ", x.shape(),
-                                         " in one list and ", y.shape(), " in the other"));
-    const Tensor xy[2] = {x, y};
-    run_kernel(op_def(OpId::Add), xy, {}, sum);
-    l->items[k] = std::move(sum[0]);
-  }
+  // Subtrees only one list wrote are shared, so adding a list with a few
+  // items (a read's gradient) costs O(log n), not O(n).
+  TensorList* l = (a.size() >= b.size() ? a : b).empty_like();
+  Tensor h = TensorList::handle(l);
+  TensorList::merge(a, b, *l, add_items);
   c.set_output(0, std::move(h));
 }
 
 // A list like the input (dtype, size, element shape) with every item zero.
 void list_zeros_like_kernel(KernelContext& c) {
   const TensorList& in = TensorList::of(c.input(0), "_TensorListZerosLike");
-  Tensor h;
-  TensorList* l = new_like(in, h);
-  l->items.resize(in.items.size());
-  c.set_output(0, std::move(h));
+  c.set_output(0, TensorList::handle(in.empty_like()));
 }
 
 }  // namespace

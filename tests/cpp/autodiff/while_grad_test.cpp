@@ -304,8 +304,8 @@ TEST(WhileGrad, CapturedVariableInsideACalledFunction) {
 
 TEST(WhileGrad, ShapeVaryingLoopVariable) {
   int traces = 0;
-  // y doubles in length each iteration: [y, y * x] (interleaved: concat's
-  // gradient needs static sizes); sum(y) = x (1 + x)^n.
+  // y doubles in length each iteration: [y, y * x] interleaved by stack
+  // (concat_grad_test.cpp grows one by concat); sum(y) = x (1 + x)^n.
   FnUnderTest f = [](const std::vector<Tensor>& a) {
     const Tensor& x = a[0];
     WhileOptions o;
