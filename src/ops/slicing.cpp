@@ -229,24 +229,19 @@ void define_slicing_ops(OpTableBuilder& t) {
       .outputs({"output"})
       .traits(kView)
       .infer(infer_slice);
-  t.def(OpId::StridedSlice)
-      .inputs({"input", "begin", "end", "strides"})
-      .outputs({"output"})
-      .attr("begin_mask", AttrType::kInt, int64_t{0})
-      .attr("end_mask", AttrType::kInt, int64_t{0})
-      .attr("ellipsis_mask", AttrType::kInt, int64_t{0})
-      .attr("new_axis_mask", AttrType::kInt, int64_t{0})
-      .attr("shrink_axis_mask", AttrType::kInt, int64_t{0})
+  // StridedSlice's five masks, shared by StridedSliceGrad.
+  auto masks = [](auto& d) -> auto& {
+    for (const char* m :
+         {"begin_mask", "end_mask", "ellipsis_mask", "new_axis_mask", "shrink_axis_mask"})
+      d.attr(m, AttrType::kInt, int64_t{0});
+    return d;
+  };
+  masks(t.def(OpId::StridedSlice).inputs({"input", "begin", "end", "strides"}).outputs({"output"}))
       .traits(kView)
       .infer(infer_strided_slice);
-  t.def(OpId::StridedSliceGrad)
-      .inputs({"shape", "begin", "end", "strides", "dy"})
-      .outputs({"output"})
-      .attr("begin_mask", AttrType::kInt, int64_t{0})
-      .attr("end_mask", AttrType::kInt, int64_t{0})
-      .attr("ellipsis_mask", AttrType::kInt, int64_t{0})
-      .attr("new_axis_mask", AttrType::kInt, int64_t{0})
-      .attr("shrink_axis_mask", AttrType::kInt, int64_t{0})
+  masks(t.def(OpId::StridedSliceGrad)
+            .inputs({"shape", "begin", "end", "strides", "dy"})
+            .outputs({"output"}))
       .traits(kView)
       .infer(infer_strided_slice_grad);
   t.def(OpId::Gather)

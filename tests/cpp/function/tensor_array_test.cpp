@@ -6,6 +6,7 @@
 
 #include "kiln/control_flow.h"
 #include "kiln/function.h"
+#include "function/tensor_fn_util.h"
 #include "test_util.h"
 
 namespace kiln {
@@ -13,29 +14,9 @@ namespace {
 using testing::expect_error;
 using testing::expect_tensor;
 using testing::expect_tensor_near;
-using Vars = std::vector<Tensor>;
-
-Function make_fn(std::function<Vars(const Vars&)> fn, std::string name = "f") {
-  FunctionOptions o;
-  o.name = std::move(name);
-  return Function(
-      [fn](const std::vector<Value>& a) {
-        Vars in;
-        for (const Value& v : a) in.push_back(v.tensor());
-        std::vector<Value> out;
-        for (const Tensor& t : fn(in)) out.push_back(Value(t));
-        return Value::tuple(std::move(out));
-      },
-      o);
-}
-
-Vars call(Function& f, const Vars& args) {
-  std::vector<Value> in(args.begin(), args.end());
-  Vars out;
-  const Value r = f(in);
-  for (const Value& v : r.items()) out.push_back(v.tensor());
-  return out;
-}
+using testing::call;
+using testing::make_fn;
+using testing::Vars;
 
 // Writes x * i at i < n (a Tensor, symbolic when traced) into `ta`; returns
 // the array after the loop, rewrapped from `ta`.
