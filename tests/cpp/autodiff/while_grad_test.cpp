@@ -97,8 +97,9 @@ TEST(WhileGrad, PowerMatchesTheAnalyticGradient) {
   // the re-run carries the iteration count, (i, y) and one list.
   for (const auto& n : cf->graph().nodes()) {
     if (n->op().id == OpId::While &&
-        std::get<Ref<Subgraph>>(n->attrs()[1])->name() == "while_acc_body")
+        std::get<Ref<Subgraph>>(n->attrs()[1])->name() == "while_acc_body") {
       EXPECT_EQ(n->outputs().size(), 4u);
+    }
   }
 }
 
