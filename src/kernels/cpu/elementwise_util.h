@@ -8,6 +8,7 @@
 #include <cstring>
 #include <string>
 #include <type_traits>
+#include <utility>
 
 #include "kernel_util.h"
 
@@ -166,44 +167,6 @@ BroadcastPlan<N> make_broadcast_plan(const Shape& out, const std::array<const Sh
   return p;
 }
 
-/// Calls row(out_offset, in_offsets, len) over the plan's output in pieces
-/// that are each a contiguous run of the last collapsed dim (or a part of it
-/// when there is only one dim), in parallel when large.
-template <size_t N, typename RowFn>
-void for_each_run(const BroadcastPlan<N>& p, const RowFn& row) {
-  const int64_t inner = p.inner();
-  const size_t r = p.dims.size();
-  if (r == 1) {
-    parallel_for(inner, 0, [&](int64_t b, int64_t e) {
-      std::array<int64_t, N> offs;
-      for (size_t k = 0; k < N; ++k) offs[k] = b * p.strides[k][0];
-      row(b, offs, e - b);
-    });
-    return;
-  }
-  int64_t rows = 1;
-  for (size_t d = 0; d + 1 < r; ++d) rows *= p.dims[d];
-  const int64_t grain = std::max<int64_t>(1, config().parallel_grain / std::max<int64_t>(inner, 1));
-  parallel_for(rows, grain, [&](int64_t rb, int64_t re) {
-    SmallVec<int64_t, 6> idx(r - 1, 0);
-    int64_t rem = rb;
-    for (size_t d = r - 1; d-- > 0;) {
-      idx[d] = rem % p.dims[d];
-      rem /= p.dims[d];
-    }
-    for (int64_t rw = rb; rw < re; ++rw) {
-      std::array<int64_t, N> offs{};
-      for (size_t d = 0; d + 1 < r; ++d)
-        for (size_t k = 0; k < N; ++k) offs[k] += idx[d] * p.strides[k][d];
-      row(rw * inner, offs, inner);
-      for (size_t d = r - 1; d-- > 0;) {
-        if (++idx[d] < p.dims[d]) break;
-        idx[d] = 0;
-      }
-    }
-  });
-}
-
 namespace detail {
 // Inner loops specialized on which operands advance (true) or stay put.
 template <bool A, bool B, typename T, typename U, typename F>
@@ -216,7 +179,285 @@ inline void ternary_run(const TC* a, const T* b, const T* c, U* o, int64_t n, F 
 #pragma GCC ivdep
   for (int64_t i = 0; i < n; ++i) o[i] = f(a[A ? i : 0], b[B ? i : 0], c[C ? i : 0]);
 }
+
+#ifdef KILN_X86_CLONES
+#define KILN_BINARY_RUN(name, attrs)                                                           \
+  template <bool A, bool B, typename T, typename U, typename F>                                \
+  attrs void name(const T* a, const T* b, U* o, int64_t n, F f) {                              \
+    _Pragma("GCC ivdep") for (int64_t i = 0; i < n; ++i) o[i] = f(a[A ? i : 0], b[B ? i : 0]); \
+  }
+#define KILN_TERNARY_RUN(name, attrs)                                                \
+  template <bool A, bool B, bool C, typename TC, typename T, typename U, typename F> \
+  attrs void name(const TC* a, const T* b, const T* c, U* o, int64_t n, F f) {       \
+    _Pragma("GCC ivdep") for (int64_t i = 0; i < n; ++i) o[i] =                      \
+        f(a[A ? i : 0], b[B ? i : 0], c[C ? i : 0]);                                 \
+  }
+#define KILN_AVX512_TARGET __attribute__((target("avx512f,avx512vl,avx512bw,avx512dq,avx2,fma")))
+KILN_BINARY_RUN(binary_run_avx2, __attribute__((target("avx2,fma"))))
+KILN_BINARY_RUN(binary_run_avx512, KILN_AVX512_TARGET)
+KILN_TERNARY_RUN(ternary_run_avx2, __attribute__((target("avx2,fma"))))
+KILN_TERNARY_RUN(ternary_run_avx512, KILN_AVX512_TARGET)
+#undef KILN_AVX512_TARGET
+#undef KILN_TERNARY_RUN
+#undef KILN_BINARY_RUN
+#endif
+
+// Integer loops take the AVX2 / AVX-512 builds where the CPU has them: SSE2
+// has no per-lane shifts and few 8- and 64-bit integer ops (uint8
+// right_shift is scalar there, 5x slower). Floating-point loops keep the
+// baseline build so that their results never depend on the path taken (the
+// clones may contract a * b + c into FMA).
+template <bool A, bool B, typename T, typename U, typename F>
+inline void binary_run_best(const T* a, const T* b, U* o, int64_t n, F f) {
+#ifdef KILN_X86_CLONES
+  if constexpr (std::is_integral_v<T> && std::is_integral_v<U>) {
+    switch (simd_level()) {
+      case SimdLevel::kAvx512: binary_run_avx512<A, B>(a, b, o, n, f); return;
+      case SimdLevel::kAvx2: binary_run_avx2<A, B>(a, b, o, n, f); return;
+      case SimdLevel::kBase: break;
+    }
+  }
+#endif
+  binary_run<A, B>(a, b, o, n, f);
+}
+template <bool A, bool B, bool C, typename TC, typename T, typename U, typename F>
+inline void ternary_run_best(const TC* a, const T* b, const T* c, U* o, int64_t n, F f) {
+#ifdef KILN_X86_CLONES
+  if constexpr (std::is_integral_v<TC> && std::is_integral_v<T> && std::is_integral_v<U>) {
+    switch (simd_level()) {
+      case SimdLevel::kAvx512: ternary_run_avx512<A, B, C>(a, b, c, o, n, f); return;
+      case SimdLevel::kAvx2: ternary_run_avx2<A, B, C>(a, b, c, o, n, f); return;
+      case SimdLevel::kBase: break;
+    }
+  }
+#endif
+  ternary_run<A, B, C>(a, b, c, o, n, f);
+}
+
+// o[i] = f(a[i], b[i]) where an operand whose flag is false stays at element 0.
+template <typename T, typename U, typename F>
+inline void binary_span(const T* a, bool sa, const T* b, bool sb, U* o, int64_t n, F f) {
+  if (sa && sb)
+    binary_run_best<true, true>(a, b, o, n, f);
+  else if (sa)
+    binary_run_best<true, false>(a, b, o, n, f);
+  else if (sb)
+    binary_run_best<false, true>(a, b, o, n, f);
+  else
+    binary_run_best<false, false>(a, b, o, n, f);
+}
+template <typename TC, typename T, typename U, typename F>
+inline void ternary_span(const TC* a, bool sa, const T* b, bool sb, const T* c, bool sc, U* o,
+                         int64_t n, F f) {
+  switch ((sa ? 4 : 0) | (sb ? 2 : 0) | (sc ? 1 : 0)) {
+    case 7: ternary_run_best<true, true, true>(a, b, c, o, n, f); break;
+    case 6: ternary_run_best<true, true, false>(a, b, c, o, n, f); break;
+    case 5: ternary_run_best<true, false, true>(a, b, c, o, n, f); break;
+    case 4: ternary_run_best<true, false, false>(a, b, c, o, n, f); break;
+    case 3: ternary_run_best<false, true, true>(a, b, c, o, n, f); break;
+    case 2: ternary_run_best<false, true, false>(a, b, c, o, n, f); break;
+    case 1: ternary_run_best<false, false, true>(a, b, c, o, n, f); break;
+    default: ternary_run_best<false, false, false>(a, b, c, o, n, f); break;
+  }
+}
+
+// dst[r * inner + c] = src[r * stride] for r < rows, c < inner. Rows of 2 to
+// 12 elements (the only columns tiled, kTileMaxColumnRow) get a loop with a
+// constant row length, which GCC turns into a few wide stores per row.
+template <typename T, int C>
+void repeat_fixed(const T* s, int64_t stride, int64_t rows, T* d) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const T v = s[r * stride];
+#pragma GCC unroll 16
+    for (int c = 0; c < C; ++c) d[r * C + c] = v;
+  }
+}
+template <typename T, int... Cs>
+bool repeat_small(const T* s, int64_t stride, int64_t rows, int64_t inner, T* d,
+                  std::integer_sequence<int, Cs...>) {
+  return ((inner == Cs + 2 ? (repeat_fixed<T, Cs + 2>(s, stride, rows, d), true) : false) || ...);
+}
+template <typename T>
+void repeat_rows(const void* src, int64_t stride, int64_t rows, int64_t inner, void* dst) {
+  const T* s = static_cast<const T*>(src);
+  T* d = static_cast<T*>(dst);
+  if (repeat_small(s, stride, rows, inner, d, std::make_integer_sequence<int, 11>{})) return;
+  for (int64_t r = 0; r < rows; ++r) {
+    const T v = s[r * stride];
+    for (int64_t c = 0; c < inner; ++c) d[r * inner + c] = v;
+  }
+}
+using RepeatFn = void (*)(const void*, int64_t, int64_t, int64_t, void*);
+
+// Tiles: a broadcast operand of a block of short rows copied out so that the
+// block runs as one long contiguous loop (which vectorizes) instead of one
+// call per row. kTileBytes bounds each operand's tile (on the stack).
+inline constexpr int64_t kTileBytes = 8192;
+// Rows of at most this many bytes (of the widest operand) are tiled; longer
+// rows vectorize well one at a time. Copying a column out costs a store per
+// element, which pays only for rows of a few elements (measured: a float32
+// [R, 1] + [R, C] gains 1.7x at C = 8 and loses 15 % at C = 16).
+inline constexpr int64_t kTileMaxRowBytes = 256;
+inline constexpr int64_t kTileMaxColumnRow = 12;
+
+// How an operand moves over the last two collapsed dims [rows, inner].
+enum class RunKind : uint8_t {
+  kFull,      // its own [rows, inner] block: row stride inner, inner stride 1
+  kPeriodic,  // one row repeated (stride 0 over rows): [R, C] op [C]
+  kColumn,    // one element per row, repeated along it: [R, C] op [R, 1]
+  kConst,     // one element for the whole block
+  kOther,     // not seen in collapsed plans; runs row by row
+};
 }  // namespace detail
+
+/// One input of for_each_span: its elements, their size, and how to repeat
+/// them into a tile (null when its type is not trivially copyable, which
+/// turns tiling off).
+struct SpanOperand {
+  const char* data;
+  int64_t elem_size;
+  detail::RepeatFn repeat;
+};
+
+template <typename T>
+SpanOperand span_operand(const T* p) {
+  detail::RepeatFn rep = nullptr;
+  if constexpr (std::is_trivially_copyable_v<T>) rep = &detail::repeat_rows<T>;
+  return {reinterpret_cast<const char*>(p), static_cast<int64_t>(sizeof(T)), rep};
+}
+
+/// Calls run(ptrs, advance, out_offset, len) over the plan's output in
+/// contiguous pieces, in parallel when large (chunks of about
+/// config().parallel_grain elements): element i of the piece is
+/// f(ptrs[k][advance[k] ? i : 0]...) for output element out_offset + i,
+/// where ptrs[k] points into operand k (as char*; run casts it back).
+/// Rank-2 and higher plans walk rows of the last collapsed dim with their
+/// row offsets computed by multiplication; short rows (detail::
+/// kTileMaxRowBytes, kTileMaxColumnRow) are grouped into blocks, their
+/// broadcast operands copied into tiles, so each call covers many rows.
+template <size_t N, typename RunFn>
+void for_each_span(const BroadcastPlan<N>& p, const std::array<SpanOperand, N>& in,
+                   const RunFn& run) {
+  using Ptrs = std::array<const char*, N>;
+  using Flags = std::array<bool, N>;
+  const size_t r = p.dims.size();
+  const int64_t inner = p.inner();
+  if (r == 1) {
+    parallel_for(inner, 0, [&](int64_t b, int64_t e) {
+      Ptrs ptr;
+      Flags adv;
+      for (size_t k = 0; k < N; ++k) {
+        adv[k] = p.strides[k][0] != 0;
+        ptr[k] = in[k].data + b * p.strides[k][0] * in[k].elem_size;
+      }
+      run(ptr, adv, b, e - b);
+    });
+    return;
+  }
+  // [slabs..., rows, inner]: the outer dims index slabs of [rows, inner].
+  const size_t outer = r - 2;
+  const int64_t rows = p.dims[r - 2];
+  int64_t slabs = 1;
+  for (size_t d = 0; d < outer; ++d) slabs *= p.dims[d];
+  std::array<int64_t, N> rs{}, step{};  // row stride, element size
+  std::array<detail::RunKind, N> kind{};
+  Flags adv_inner{};
+  bool tile = true;
+  int64_t max_size = 1;
+  for (size_t k = 0; k < N; ++k) {
+    rs[k] = p.strides[k][r - 2];
+    step[k] = in[k].elem_size;
+    adv_inner[k] = p.strides[k][r - 1] != 0;
+    using detail::RunKind;
+    if (adv_inner[k])
+      kind[k] = rs[k] == inner ? RunKind::kFull : rs[k] == 0 ? RunKind::kPeriodic : RunKind::kOther;
+    else
+      kind[k] = rs[k] != 0 ? RunKind::kColumn : RunKind::kConst;
+    tile = tile && kind[k] != RunKind::kOther && in[k].repeat != nullptr;
+    max_size = std::max(max_size, step[k]);
+  }
+  tile = tile && inner * max_size <= detail::kTileMaxRowBytes &&
+         (inner <= detail::kTileMaxColumnRow ||
+          std::find(kind.begin(), kind.end(), detail::RunKind::kColumn) == kind.end());
+  const int64_t block_rows = std::max<int64_t>(1, detail::kTileBytes / (inner * max_size));
+
+  const int64_t grain = std::max<int64_t>(1, config().parallel_grain / inner);
+  parallel_for(slabs * rows, grain, [&](int64_t rb, int64_t re) {
+    // Tiles for this chunk; a periodic tile is rebuilt only when its slab's
+    // row changes or a longer block needs more copies of it.
+    alignas(64) unsigned char tiles[N][detail::kTileBytes];  // uninitialized: no cost unless used
+    Ptrs tile_src{};
+    std::array<int64_t, N> tile_rows{};
+
+    // Rows [j0, j1) of one slab whose operands start at base.
+    auto do_rows = [&](const Ptrs& base, int64_t j0, int64_t j1, int64_t o0) {
+      Ptrs ptr;
+      if (!tile) {
+        for (int64_t j = j0; j < j1; ++j) {
+          for (size_t k = 0; k < N; ++k) ptr[k] = base[k] + j * rs[k] * step[k];
+          run(ptr, adv_inner, o0 + j * inner, inner);
+        }
+        return;
+      }
+      Flags adv;
+      for (int64_t j = j0; j < j1; j += block_rows) {
+        const int64_t m = std::min(block_rows, j1 - j);
+        for (size_t k = 0; k < N; ++k) {
+          const char* src = base[k] + j * rs[k] * step[k];
+          adv[k] = true;
+          switch (kind[k]) {
+            case detail::RunKind::kFull: ptr[k] = src; break;
+            case detail::RunKind::kPeriodic: {
+              unsigned char* t = tiles[k];
+              if (tile_src[k] != src || tile_rows[k] < m) {
+                const int64_t row_bytes = inner * step[k], total = m * row_bytes;
+                std::memcpy(t, src, static_cast<size_t>(row_bytes));
+                for (int64_t have = row_bytes; have < total; have *= 2)
+                  std::memcpy(t + have, t, static_cast<size_t>(std::min(have, total - have)));
+                tile_src[k] = src;
+                tile_rows[k] = m;
+              }
+              ptr[k] = reinterpret_cast<const char*>(t);
+              break;
+            }
+            case detail::RunKind::kColumn:
+              in[k].repeat(src, rs[k], m, inner, tiles[k]);
+              ptr[k] = reinterpret_cast<const char*>(tiles[k]);
+              break;
+            default:
+              ptr[k] = src;
+              adv[k] = false;
+              break;
+          }
+        }
+        run(ptr, adv, o0 + j * inner, m * inner);
+      }
+    };
+
+    SmallVec<int64_t, 6> idx(outer, 0);
+    int64_t slab = rb / rows;
+    for (int64_t d = static_cast<int64_t>(outer) - 1, rem = slab; d >= 0; --d) {
+      idx[d] = rem % p.dims[d];
+      rem /= p.dims[d];
+    }
+    for (int64_t g = rb; g < re; ++slab) {
+      const int64_t j0 = g - slab * rows;
+      const int64_t j1 = std::min(rows, j0 + (re - g));
+      Ptrs base;
+      for (size_t k = 0; k < N; ++k) {
+        int64_t off = 0;
+        for (size_t d = 0; d < outer; ++d) off += idx[d] * p.strides[k][d];
+        base[k] = in[k].data + off * step[k];
+      }
+      do_rows(base, j0, j1, slab * rows * inner);
+      g += j1 - j0;
+      for (size_t d = outer; d-- > 0;) {
+        if (++idx[d] < p.dims[d]) break;
+        idx[d] = 0;
+      }
+    }
+  });
+}
 
 /// out = f(a, b) with NumPy broadcasting (out already allocated with the
 /// broadcast shape). T: input element type, U: output element type.
@@ -227,38 +468,22 @@ void binary_map(const Tensor& ta, const Tensor& tb, Tensor& tout, F f) {
   const T* a = ta.data<T>();
   const T* b = tb.data<T>();
   U* out = tout.mutable_data<U>();
-  // Fast paths (no plan): same element count means the same layout.
+  // Fast path (no plan): same element count means the same layout.
   const int64_t na = ta.num_elements(), nb = tb.num_elements();
   if ((na == n || na == 1) && (nb == n || nb == 1)) {
     parallel_for(n, 0, [=](int64_t s, int64_t e) {
-      const int64_t len = e - s;
-      U* po = out + s;
-      if (na == n && nb == n)
-        detail::binary_run<true, true>(a + s, b + s, po, len, f);
-      else if (na == n)
-        detail::binary_run<true, false>(a + s, b, po, len, f);
-      else if (nb == n)
-        detail::binary_run<false, true>(a, b + s, po, len, f);
-      else
-        detail::binary_run<false, false>(a, b, po, len, f);
+      const bool sa = na == n, sb = nb == n;
+      detail::binary_span(a + (sa ? s : 0), sa, b + (sb ? s : 0), sb, out + s, e - s, f);
     });
     return;
   }
   const auto p = make_broadcast_plan<2>(tout.shape(), {&ta.shape(), &tb.shape()});
-  const bool ca = p.inner_contiguous(0), cb = p.inner_contiguous(1);
-  for_each_run(p, [&](int64_t o, const std::array<int64_t, 2>& off, int64_t len) {
-    const T* pa = a + off[0];
-    const T* pb = b + off[1];
-    U* po = out + o;
-    if (ca && cb)
-      detail::binary_run<true, true>(pa, pb, po, len, f);
-    else if (ca)
-      detail::binary_run<true, false>(pa, pb, po, len, f);
-    else if (cb)
-      detail::binary_run<false, true>(pa, pb, po, len, f);
-    else
-      detail::binary_run<false, false>(pa, pb, po, len, f);
-  });
+  for_each_span(p, {span_operand(a), span_operand(b)},
+                [&](const std::array<const char*, 2>& ptr, const std::array<bool, 2>& adv,
+                    int64_t o, int64_t len) {
+                  detail::binary_span(reinterpret_cast<const T*>(ptr[0]), adv[0],
+                                      reinterpret_cast<const T*>(ptr[1]), adv[1], out + o, len, f);
+                });
 }
 
 /// out = f(a, b, c) with three-way broadcasting. `a` has element type TC
@@ -284,24 +509,13 @@ void ternary_map(const Tensor& ta, const Tensor& tb, const Tensor& tc, Tensor& t
   } else {
     p = make_broadcast_plan<3>(tout.shape(), {&ta.shape(), &tb.shape(), &tc.shape()});
   }
-  const int mode = (p.inner_contiguous(0) ? 4 : 0) | (p.inner_contiguous(1) ? 2 : 0) |
-                   (p.inner_contiguous(2) ? 1 : 0);
-  for_each_run(p, [&](int64_t o, const std::array<int64_t, 3>& off, int64_t len) {
-    const TA* pa = a + off[0];
-    const T* pb = b + off[1];
-    const T* pc = c + off[2];
-    U* po = out + o;
-    switch (mode) {
-      case 7: detail::ternary_run<true, true, true>(pa, pb, pc, po, len, f); break;
-      case 6: detail::ternary_run<true, true, false>(pa, pb, pc, po, len, f); break;
-      case 5: detail::ternary_run<true, false, true>(pa, pb, pc, po, len, f); break;
-      case 4: detail::ternary_run<true, false, false>(pa, pb, pc, po, len, f); break;
-      case 3: detail::ternary_run<false, true, true>(pa, pb, pc, po, len, f); break;
-      case 2: detail::ternary_run<false, true, false>(pa, pb, pc, po, len, f); break;
-      case 1: detail::ternary_run<false, false, true>(pa, pb, pc, po, len, f); break;
-      default: detail::ternary_run<false, false, false>(pa, pb, pc, po, len, f); break;
-    }
-  });
+  for_each_span(p, {span_operand(a), span_operand(b), span_operand(c)},
+                [&](const std::array<const char*, 3>& ptr, const std::array<bool, 3>& adv,
+                    int64_t o, int64_t len) {
+                  detail::ternary_span(reinterpret_cast<const TA*>(ptr[0]), adv[0],
+                                       reinterpret_cast<const T*>(ptr[1]), adv[1],
+                                       reinterpret_cast<const T*>(ptr[2]), adv[2], out + o, len, f);
+                });
 }
 
 /// Index of an input whose shape and dtype equal output 0's spec (so its
