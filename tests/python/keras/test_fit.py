@@ -357,7 +357,50 @@ def test_data_errors():
         model.fit(x, y, validation_split=1.5, verbose=0)
     with pytest.raises(ValueError, match="validation_data must be"):
         model.fit(x, y, validation_data=x, verbose=0)
-    with pytest.raises(NotImplementedError, match="class_weight"):
-        model.fit(x, y, class_weight={0: 1.0}, verbose=0)
     with pytest.raises(ValueError, match="needs targets"):
         model.fit(x, verbose=0)
+
+
+# ---- class_weight ----
+
+def _fit_history(x, y, seed=5, **fit_kwargs):
+    keras.utils.set_random_seed(seed)
+    model = _classifier()
+    model.compile(optimizer=keras.optimizers.SGD(0.05),
+                  loss="sparse_categorical_crossentropy" if y.ndim == 1
+                  else "categorical_crossentropy")
+    return model.fit(x, y, batch_size=16, epochs=3, shuffle=False, verbose=0,
+                     **fit_kwargs).history["loss"]
+
+
+def test_class_weight_is_the_matching_sample_weight():
+    x, y = _blobs()
+    cw = {0: 1.0, 1: 3.0, 2: 0.5}
+    want = _fit_history(x, y, sample_weight=np.array([cw[int(c)] for c in y], np.float32))
+    got = _fit_history(x, y, class_weight=cw)
+    np.testing.assert_allclose(got, want, rtol=1e-5)
+    assert got != _fit_history(x, y)  # the weights do change training
+    # One-hot targets: the class is the argmax.
+    onehot = np.eye(3, dtype=np.float32)[y]
+    np.testing.assert_allclose(_fit_history(x, onehot, class_weight=cw), want, rtol=1e-5)
+    # With sample_weight too, the two multiply.
+    sw = np.linspace(0.5, 1.5, len(y)).astype(np.float32)
+    both = _fit_history(x, y, class_weight=cw, sample_weight=sw)
+    product = _fit_history(x, y, sample_weight=sw * np.array([cw[int(c)] for c in y]))
+    np.testing.assert_allclose(both, product, rtol=1e-5)
+
+
+def test_class_weight_errors():
+    x, y = _blobs(n=32)
+    model = _classifier()
+    model.compile(optimizer="sgd", loss="sparse_categorical_crossentropy")
+    with pytest.raises(ValueError, match="keys from 0 to one less than the number of classes"):
+        model.fit(x, y, class_weight={1: 1.0, 2: 1.0}, verbose=0)
+    with pytest.raises(ValueError, match="keys from 0 to one less"):
+        model.fit(x, y, class_weight={"a": 1.0}, verbose=0)
+    with pytest.raises(ValueError, match="class_weight must be a dict"):
+        model.fit(x, y, class_weight=[1.0, 2.0, 3.0], verbose=0)
+    with pytest.raises(tf.errors.InvalidArgumentError):  # class 2 has no weight
+        model.fit(x, y, class_weight={0: 1.0, 1: 1.0}, verbose=0)
+    with pytest.raises(ValueError, match="3\\+ dimensional targets"):
+        model.fit(x, np.zeros((32, 2, 3), np.float32), class_weight={0: 1.0}, verbose=0)

@@ -21,7 +21,7 @@ from kiln.gradient import GradientTape
 from kiln.keras import callbacks as callbacks_mod
 from kiln.keras import losses as losses_mod
 from kiln.keras import metrics as metrics_mod
-from kiln.ops import array_ops
+from kiln.ops import array_ops, math_ops
 
 _NOT_COMPILED = ("You must compile your model before training/testing. Use "
                  "`model.compile(optimizer, loss)`.")
@@ -198,6 +198,44 @@ def unpack(data):
         return data
     raise ValueError(f"Data is expected to be (x,), (x, y) or (x, y, sample_weight); got a "
                      f"tuple of {len(data)} elements")
+
+
+def class_weight_fn(class_weight, what):
+    """A function that gives each batch (x, y[, sw]) the sample weights
+    class_weight[class of y] (times sw when given), as Keras does: the class is
+    argmax(y) for one-hot rows, else y itself."""
+    if not isinstance(class_weight, dict):
+        raise ValueError(f"{what}: class_weight must be a dict, got {type(class_weight).__name__}")
+    keys = list(class_weight)
+    if any(isinstance(k, bool) or not isinstance(k, (int, np.integer)) for k in keys) or \
+            sorted(int(k) for k in keys) != list(range(len(keys))):
+        raise ValueError("Expected `class_weight` to be a dict with keys from 0 to one less "
+                         f"than the number of classes, found {class_weight}")
+    table = _kiln.convert_to_tensor(
+        np.array([float(class_weight[k]) for k in sorted(keys, key=int)], np.float32))
+
+    def apply(batch):
+        x, y, sw = unpack(batch)
+        if y is None:
+            raise ValueError(f"{what}: class_weight needs targets (y)")
+        if isinstance(y, (list, tuple, dict)):
+            raise ValueError("`class_weight` is only supported for Models with a single output.")
+        y = _kiln.convert_to_tensor(y)
+        rank = len(y.shape)
+        if rank > 2:
+            raise ValueError("`class_weight` not supported for 3+ dimensional targets.")
+        if rank == 2 and y.shape[1] is not None and y.shape[1] > 1:
+            classes = math_ops.argmax(y, axis=1)
+        else:
+            classes = cast(array_ops.reshape(y, [-1]), "int64")
+        weights = array_ops.gather(table, classes)
+        if sw is not None:
+            sw = cast(_kiln.convert_to_tensor(sw), "float32")
+            extra = max(len(sw.shape) - 1, 0)  # per-timestep weights: [batch, T, ...]
+            weights = sw * array_ops.reshape(weights, [-1] + [1] * extra)
+        return x, y, weights
+
+    return apply
 
 
 def _flat_outputs(state, y, y_pred, what):
@@ -516,9 +554,7 @@ def fit(model, x, y, batch_size, epochs, verbose, callbacks, validation_split,
         validation_data, shuffle, class_weight, sample_weight, initial_epoch,
         steps_per_epoch, validation_steps, validation_batch_size, validation_freq):
     _compiled(model)
-    if class_weight is not None:
-        raise NotImplementedError("fit: class_weight is not supported yet; pass "
-                                  "sample_weight instead")
+    weigh = None if class_weight is None else class_weight_fn(class_weight, "fit")
     epochs = _check_positive(epochs, "epochs", "fit") if epochs else 0
     if isinstance(validation_freq, bool) or not isinstance(validation_freq, int) or \
             validation_freq < 1:
@@ -557,7 +593,7 @@ def fit(model, x, y, batch_size, epochs, verbose, callbacks, validation_split,
         out, steps = None, 0
         for step, batch in enumerate(data.batches()):
             cbs.on_train_batch_begin(step)
-            out = train_fn(batch)
+            out = train_fn(batch if weigh is None else weigh(batch))
             cbs.on_train_batch_end(step, out)
             steps += 1
         if out is None:
