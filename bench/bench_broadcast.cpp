@@ -8,6 +8,8 @@
 // --kiln_threads=N sets kiln::config().num_threads (default: one per core).
 #include <benchmark/benchmark.h>
 
+#include "bench_flags.h"
+
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -166,16 +168,7 @@ BENCHMARK(BM_CharUnpackEager)->Arg(64)->Arg(8192)->Unit(benchmark::kMicrosecond)
 }  // namespace
 
 int main(int argc, char** argv) {
-  // Our own flag, removed before Google Benchmark sees the arguments.
-  int kept = 1;
-  for (int i = 1; i < argc; ++i) {
-    const std::string arg = argv[i];
-    if (arg.rfind("--kiln_threads=", 0) == 0)
-      kiln::config().num_threads = std::stoi(arg.substr(15));
-    else
-      argv[kept++] = argv[i];
-  }
-  argc = kept;
+  argc = kiln::bench::take_kiln_flags(argc, argv);
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   benchmark::RunSpecifiedBenchmarks();

@@ -11,6 +11,8 @@
 // reference, which gives a fair ratio on a machine busy with other work.
 #include <benchmark/benchmark.h>
 
+#include "bench_flags.h"
+
 #include <cstdio>
 #include <cstring>
 #include <map>
@@ -147,16 +149,7 @@ class RatioReporter : public benchmark::ConsoleReporter {
 }  // namespace
 
 int main(int argc, char** argv) {
-  // Our own flag, removed before Google Benchmark sees the arguments.
-  int kept = 1;
-  for (int i = 1; i < argc; ++i) {
-    const std::string arg = argv[i];
-    if (arg.rfind("--kiln_threads=", 0) == 0)
-      kiln::config().num_threads = std::stoi(arg.substr(15));
-    else
-      argv[kept++] = argv[i];
-  }
-  argc = kept;
+  argc = kiln::bench::take_kiln_flags(argc, argv);
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   RatioReporter reporter;

@@ -49,6 +49,10 @@ class Shape {
   int64_t num_elements_or_unknown() const;
   /// Whether a value of shape `other` fits this spec (unknowns match anything).
   bool is_compatible_with(const Shape& other) const;
+  /// Whether every value this shape admits also fits `invariant` (a
+  /// while_loop shape invariant): same rank, and a known dim of `invariant`
+  /// is known and equal here. Unknown rank in `invariant` admits anything.
+  bool fits(const Shape& invariant) const;
   /// The most specific shape that both this and `other` fit: equal dims kept,
   /// differing dims become unknown, differing ranks give unknown rank.
   Shape most_specific_common(const Shape& other) const;

@@ -120,20 +120,11 @@ const TracedSubgraph& traced(const Attrs& attrs, size_t i) {
   return *t;
 }
 
-// Every shape `s` may take also fits `inv` (as while_loop checks).
-bool fits(const Shape& s, const Shape& inv) {
-  if (!inv.rank_known()) return true;
-  if (!s.rank_known() || s.rank() != inv.rank()) return false;
-  for (int64_t d = 0; d < inv.rank(); ++d)
-    if (inv[d] != Shape::kUnknownDim && inv[d] != s[d]) return false;
-  return true;
-}
-
 // `g` (a gradient of `like`'s shape) with a static shape within `inv`: the
 // loop variables of the backward loop need it, and gradient rules may lose
 // static dims.
 Tensor fit(const Tensor& g, const Shape& inv, const Tensor& like) {
-  if (fits(g.shape(), inv)) return g;
+  if (g.shape().fits(inv)) return g;
   std::vector<int64_t> dims = inv.to_vector();
   if (std::count(dims.begin(), dims.end(), Shape::kUnknownDim) <= 1) return reshape(g, dims);
   return reshape(g, shape(like));

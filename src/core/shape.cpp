@@ -37,6 +37,14 @@ bool Shape::is_compatible_with(const Shape& o) const {
   return true;
 }
 
+bool Shape::fits(const Shape& inv) const {
+  if (!inv.rank_known()) return true;
+  if (!rank_known() || rank() != inv.rank()) return false;
+  for (int64_t d = 0; d < inv.rank(); ++d)
+    if (inv.dim(d) != kUnknownDim && inv.dim(d) != dim(d)) return false;
+  return true;
+}
+
 Shape Shape::most_specific_common(const Shape& o) const {
   if (unknown_rank_ || o.unknown_rank_ || dims_.size() != o.dims_.size()) return unknown_rank();
   Shape r = *this;

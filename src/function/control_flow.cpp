@@ -16,16 +16,6 @@ std::string spec_str(const Tensor& t) {
   return t.defined() ? spec_str(t.dtype(), t.shape()) : std::string("an undefined tensor");
 }
 
-// Every shape `s` may take also fits `inv` (unknown dims of `s` only where
-// `inv` has them too).
-bool fits(const Shape& s, const Shape& inv) {
-  if (!inv.rank_known()) return true;
-  if (!s.rank_known() || s.rank() != inv.rank()) return false;
-  for (int64_t d = 0; d < inv.rank(); ++d)
-    if (inv[d] != Shape::kUnknownDim && inv[d] != s[d]) return false;
-  return true;
-}
-
 bool is_bool_scalar(DType d, const Shape& s) {
   return d == DType::kBool && (!s.rank_known() || s.rank() == 0);
 }
@@ -160,7 +150,7 @@ void check_body_outputs(const std::vector<TensorSpec>& out, const std::vector<Te
           str_cat("while_loop: ", var_name(i), " enters the loop as ", dtype_name(vars[i].dtype),
                   " but the body returns ", dtype_name(out[i].dtype),
                   "; a loop variable's dtype cannot change (cast it in the body)"));
-    if (!fits(out[i].shape, vars[i].shape)) {
+    if (!out[i].shape.fits(vars[i].shape)) {
       if (explicit_inv[i])
         throw InvalidArgumentError(str_cat("while_loop: ", var_name(i), " has shape ", out[i].shape,
                                            " after one iteration, which does not "

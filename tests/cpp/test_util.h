@@ -14,6 +14,13 @@ namespace kiln::testing {
 inline const bool kVerifyGraphsInTests = (config().verify_graphs = true);
 
 /// Checks dtype, shape and exact values.
+/// Nodes of op `id` in `g`.
+inline int count_nodes(const Graph& g, OpId id) {
+  int n = 0;
+  for (const auto& node : g.nodes()) n += node->op().id == id;
+  return n;
+}
+
 template <typename T>
 void expect_tensor(const Tensor& t, const Shape& shape, const std::vector<T>& values) {
   ASSERT_TRUE(t.defined());

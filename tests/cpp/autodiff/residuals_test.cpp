@@ -10,14 +10,9 @@
 
 namespace kiln {
 namespace {
+using testing::count_nodes;
 using testing::expect_error;
 using testing::expect_tensor_near;
-
-int count(const Graph& g, OpId id) {
-  int n = 0;
-  for (const auto& node : g.nodes()) n += node->op().id == id;
-  return n;
-}
 
 Function unary(std::function<Tensor(const Tensor&)> fn, std::string name) {
   FunctionOptions o;
@@ -48,8 +43,8 @@ TEST(Residuals, TheBackwardReadsTheForwardValuesInsteadOfRecomputing) {
   // tanh(x) (read by d(t*x)) and exp(...) (its own gradient) come out.
   EXPECT_EQ(r.forward->output_specs().size(), 3u);
   const Graph& back = optimized(r.backward.graph);
-  EXPECT_EQ(count(back, OpId::Tanh), 0) << back.debug_listing();
-  EXPECT_EQ(count(back, OpId::Exp), 0) << back.debug_listing();
+  EXPECT_EQ(count_nodes(back, OpId::Tanh), 0) << back.debug_listing();
+  EXPECT_EQ(count_nodes(back, OpId::Exp), 0) << back.debug_listing();
   EXPECT_EQ(r.backward.input_index, std::vector<size_t>{0});
   // Inputs: x, the output gradient, then the residuals.
   EXPECT_EQ(r.backward.graph->input_specs().size(), 2u + 2u);

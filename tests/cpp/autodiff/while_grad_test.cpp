@@ -9,17 +9,12 @@
 
 namespace kiln {
 namespace {
+using testing::count_nodes;
 using testing::expect_all_close;
 using testing::expect_error;
 using testing::expect_tensor_near;
 using testing::FnUnderTest;
 using testing::random_f64;
-
-int count(const Graph& g, OpId id) {
-  int n = 0;
-  for (const auto& node : g.nodes()) n += node->op().id == id;
-  return n;
-}
 
 // A Function computing loss = f(xs) and d loss / d x for every float input
 // under a tape inside the trace; returns [loss, grads...].
@@ -92,7 +87,7 @@ TEST(WhileGrad, PowerMatchesTheAnalyticGradient) {
   auto cf = fn.get_concrete_function(
       {ArgSpec{DType::kFloat64, Shape{}, ""}, ArgSpec{DType::kInt32, Shape{}, ""}});
   // The forward loop, its re-run with accumulators, and the backward loop.
-  EXPECT_EQ(count(cf->graph(), OpId::While), 3);
+  EXPECT_EQ(count_nodes(cf->graph(), OpId::While), 3);
   // Only y is accumulated (the backward of y * x reads y, not the counter):
   // the re-run carries the iteration count, (i, y) and one list.
   for (const auto& n : cf->graph().nodes()) {
@@ -626,7 +621,7 @@ TEST(WhileGrad, LoopsWithoutDifferentiableInputsGiveNoGradient) {
   std::vector<Tensor> r = call(fn, {Tensor(5.0)});
   expect_tensor_near<double>(r[1], {}, {8});
   auto cf = fn.get_concrete_function({ArgSpec{DType::kFloat64, Shape{}, ""}});
-  EXPECT_EQ(count(cf->graph(), OpId::While), 1);  // nothing to differentiate in it
+  EXPECT_EQ(count_nodes(cf->graph(), OpId::While), 1);  // nothing to differentiate in it
 }
 
 }  // namespace

@@ -9,14 +9,9 @@
 
 namespace kiln {
 namespace {
+using testing::count_nodes;
 using testing::expect_error;
 using testing::expect_tensor_near;
-
-int count(const Graph& g, OpId id) {
-  int n = 0;
-  for (const auto& node : g.nodes()) n += node->op().id == id;
-  return n;
-}
 
 Function unary(std::function<Tensor(const Tensor&)> fn, std::string name, int* traces = nullptr,
                std::set<std::string> disabled = {}) {
@@ -40,7 +35,7 @@ TEST(CallOp, ANestedCallIsOneNodeInlinedByTheOptimizer) {
   EXPECT_EQ(cf->graph().listing(),
             "[] -> x\n['x'] -> StatefulPartitionedCall\n[] -> Const\n"
             "['StatefulPartitionedCall', 'Const'] -> mul\n['mul'] -> Identity\n");
-  EXPECT_EQ(count(cf->optimized_graph(), OpId::StatefulPartitionedCall), 0);
+  EXPECT_EQ(count_nodes(cf->optimized_graph(), OpId::StatefulPartitionedCall), 0);
   const PassResult& inl = cf->optimize_report().passes.at(0);
   EXPECT_EQ(inl.pass, "inline");
   EXPECT_EQ(inl.removed, (std::vector<NodeRef>{{"StatefulPartitionedCall",
@@ -56,7 +51,7 @@ TEST(CallOp, WithoutInliningTheCallKernelRunsTheFunction) {
   expect_tensor_near<float>(r, {3}, {std::tanh(0.5f) * 3 + 0.5f, std::tanh(-1.f) * 3 - 1,
                                      std::tanh(2.f) * 3 + 2});
   auto cf = outer.get_concrete_function({ArgSpec{DType::kFloat32, Shape{3}, ""}});
-  EXPECT_EQ(count(cf->optimized_graph(), OpId::StatefulPartitionedCall), 1);
+  EXPECT_EQ(count_nodes(cf->optimized_graph(), OpId::StatefulPartitionedCall), 1);
 }
 
 TEST(CallOp, CallsNestThreeDeep) {
@@ -65,8 +60,8 @@ TEST(CallOp, CallsNestThreeDeep) {
   Function c = unary([&](const Tensor& x) { return b({a({x}).tensor()}).tensor(); }, "c");
   expect_tensor_near<float>(c({Tensor(1.f)}).tensor(), {}, {6});  // ((1+1)+1)*2
   auto cf = c.get_concrete_function({ArgSpec{DType::kFloat32, Shape{}, ""}});
-  EXPECT_EQ(count(cf->graph(), OpId::StatefulPartitionedCall), 2);
-  EXPECT_EQ(count(cf->optimized_graph(), OpId::StatefulPartitionedCall), 0);
+  EXPECT_EQ(count_nodes(cf->graph(), OpId::StatefulPartitionedCall), 2);
+  EXPECT_EQ(count_nodes(cf->optimized_graph(), OpId::StatefulPartitionedCall), 0);
   cf->optimized_graph().verify();
 }
 
@@ -147,9 +142,11 @@ TEST(CallOp, InlinedNodesTakeTheCallersMoreSpecificShapes) {
                          nullptr, {"fuse"});
   auto cf = outer.get_concrete_function({ArgSpec{DType::kFloat32, Shape{3}, ""}});
   // The call's own output is [None] (the callee's signature) ...
-  for (const auto& n : cf->graph().nodes())
-    if (n->op().id == OpId::StatefulPartitionedCall)
+  for (const auto& n : cf->graph().nodes()) {
+    if (n->op().id == OpId::StatefulPartitionedCall) {
       EXPECT_EQ(n->outputs()[0].shape, Shape{Shape::kUnknownDim});
+    }
+  }
   // ... but once inlined, every node knows it is [3].
   int checked = 0;
   for (const auto& n : cf->optimized_graph().nodes()) {
@@ -211,11 +208,11 @@ TEST(CallGrad, InsideATraceTheBackwardIsInlinedAndDeduplicated) {
   for (float v : xs) want.push_back(std::tanh(v) + v * (1 - std::tanh(v) * std::tanh(v)));
   expect_tensor_near<float>(g, {2}, want);
   auto cf = step.get_concrete_function({ArgSpec{DType::kFloat32, Shape{2}, ""}});
-  EXPECT_EQ(count(cf->graph(), OpId::StatefulPartitionedCall), 1);  // forward
-  EXPECT_EQ(count(cf->graph(), OpId::PartitionedCall), 1);          // backward
+  EXPECT_EQ(count_nodes(cf->graph(), OpId::StatefulPartitionedCall), 1);  // forward
+  EXPECT_EQ(count_nodes(cf->graph(), OpId::PartitionedCall), 1);          // backward
   const Graph& opt = cf->optimized_graph();
-  EXPECT_EQ(count(opt, OpId::StatefulPartitionedCall) + count(opt, OpId::PartitionedCall), 0);
-  EXPECT_EQ(count(opt, OpId::Tanh), 1);  // the recomputed forward merged by CSE
+  EXPECT_EQ(count_nodes(opt, OpId::StatefulPartitionedCall) + count_nodes(opt, OpId::PartitionedCall), 0);
+  EXPECT_EQ(count_nodes(opt, OpId::Tanh), 1);  // the recomputed forward merged by CSE
 }
 
 TEST(CallGrad, SecondOrderThroughACall) {
@@ -268,7 +265,7 @@ TEST(CallGrad, ATracedCallKeepsWhatItsBackwardReads) {
   expect_tensor_near<float>(r.items()[1].tensor(), {3},
                             (r.items()[0].tensor() / x).to_vector<float>(), 1e-6);
   auto cf = step.get_concrete_function({ArgSpec{DType::kFloat32, Shape{3}, ""}});
-  EXPECT_EQ(count(cf->optimized_graph(), OpId::RandomUniform), 1);
+  EXPECT_EQ(count_nodes(cf->optimized_graph(), OpId::RandomUniform), 1);
 }
 
 TEST(CallGrad, RandomOpsUnderAHigherOrderGradientAreAClearError) {

@@ -10,19 +10,13 @@
 
 namespace kiln {
 namespace {
+using testing::count_nodes;
 using testing::expect_error;
 using testing::expect_tensor;
 using testing::expect_tensor_near;
 using testing::call;
 using testing::make_fn;
 using testing::Vars;
-
-// Counts nodes of op `id` in the optimized graph of f's only trace.
-int count_nodes(const Graph& g, OpId id) {
-  int n = 0;
-  for (const auto& node : g.nodes()) n += node->op().id == id;
-  return n;
-}
 
 // Captures print output (stream registered for the test's lifetime).
 struct PrintCapture {
