@@ -5,7 +5,7 @@ TSAN_BUILD ?= build-tsan
 CMAKE_FLAGS ?=
 JOBS ?= $(shell nproc)
 
-.PHONY: all setup build py demo tour bench-peers test test-cpp test-py test-asan test-tsan bench format format-check clean
+.PHONY: all setup build py demo tour bench-peers test test-cpp test-py check-deps test-asan test-tsan bench format format-check clean
 
 all: build
 
@@ -25,7 +25,8 @@ PY_STAMP = build/python/.installed
 py: $(PY_STAMP)
 $(PY_STAMP): $(wildcard python/src/*.cpp python/src/*.h) $(BUILD)/libkiln.so pyproject.toml CMakeLists.txt
 	.venv/bin/python -m pip install --quiet --no-build-isolation --no-deps -e . \
-	  -Ccmake.define.KILN_PREBUILT_DIR=$(abspath $(BUILD)) -Cbuild.verbose=false
+	  -Cbuild-dir=build/python -Ccmake.define.KILN_PREBUILT_DIR=$(abspath $(BUILD)) \
+	  -Cbuild.verbose=false
 	@touch $@
 
 # The main job: the seed workloads, eager vs function, timed by kiln.benchmark;
@@ -57,6 +58,11 @@ test-py: build
 
 test: test-cpp test-py
 	@scripts/test_summary.sh $(BUILD)
+
+# A fresh machine has what the build and the tests used: Debian packages setup.sh installs,
+# Python packages requirements.txt pins (.ci/run runs it after make test).
+check-deps:
+	@python3 scripts/check_deps.py $(BUILD)
 
 test-asan: setup
 	cmake -S . -B $(ASAN_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Debug -DKILN_BUILD_BENCH=OFF \

@@ -43,5 +43,7 @@ struct Config {
 Config& config();
 /// Effective allocation cap in bytes.
 int64_t max_allocation_bytes();
+/// kiln's version, "MAJOR.MINOR.PATCH" (the VERSION file at the top of the tree).
+const char* version();
 
 }  // namespace kiln

@@ -25,4 +25,4 @@ from kiln import benchmark  # noqa: F401  (kiln.benchmark: the timing harness)
 from kiln.data.py_func import py_function, numpy_function
 from kiln.gradient import GradientTape, UnconnectedGradients, stop_gradient
 
-__version__ = "0.1.0"
+__version__ = _kiln.__version__  # the VERSION file, through libkiln

@@ -6,6 +6,7 @@
 
 #include "bindings.h"
 #include "convert.h"
+#include "kiln/config.h"
 #include "kiln/function.h"
 #include "kiln/status.h"
 
@@ -33,6 +34,7 @@ void bind_errors(nb::module_& m) {
 NB_MODULE(_kiln, m) {
   using namespace kiln::py;
   m.doc() = "kiln's C++ core (tensors, ops, functions); use the `kiln` package.";
+  m.attr("__version__") = kiln::version();
   // Functions and variables held by modules are still alive at exit; that
   // is expected, not a leak worth reporting.
   nanobind::set_leak_warnings(false);

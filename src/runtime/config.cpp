@@ -9,6 +9,8 @@ Config& config() {
   return c;
 }
 
+const char* version() { return KILN_VERSION; }
+
 int64_t max_allocation_bytes() {
   const int64_t set = config().max_allocation_bytes;
   if (set > 0) return set;

@@ -1,4 +1,5 @@
-// The README's ten-line example, compiled so the README stays true.
+// The README's ten-line example: built in the tree (readme_example) and, as an outside
+// project, against an installed kiln (examples/consumer/CMakeLists.txt, tests/install/).
 #include <iostream>
 #include "kiln/kiln.h"
 
