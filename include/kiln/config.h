@@ -1,4 +1,5 @@
-// Runtime configuration: one struct, documented, no environment variables.
+// Runtime configuration: one struct, documented; the one environment variable
+// read is OMP_NUM_THREADS, as the default thread budget (Config::num_threads).
 #pragma once
 #include <cstdint>
 
@@ -9,7 +10,10 @@ struct Config {
   /// ResourceExhaustedError instead of risking an OOM kill. 0 = default
   /// (3/4 of physical memory).
   int64_t max_allocation_bytes = 0;
-  /// Worker threads for large kernels; 0 = one per hardware thread.
+  /// kiln's thread budget: the pool that runs large kernels, oneDNN's
+  /// convolutions and OpenBLAS's products (each single-threaded inside a pool
+  /// task, so no runtime spins beside another). 0 = OMP_NUM_THREADS when set,
+  /// else the CPUs the process may run on. Fixed once the pool starts.
   int num_threads = 0;
   /// Elements below which elementwise kernels stay single-threaded.
   int64_t parallel_grain = 1 << 16;

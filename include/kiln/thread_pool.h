@@ -5,6 +5,10 @@
 
 namespace kiln {
 
+/// The pool size when config().num_threads is 0: OMP_NUM_THREADS when set to a
+/// positive count, else the number of CPUs this process may run on.
+int default_num_threads();
+
 /// config().parallel_grain (declared here to keep this header light).
 int64_t default_parallel_grain();
 
@@ -21,7 +25,9 @@ class ThreadPool {
   /// small or when called from inside a pool task. Exceptions propagate.
   void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn);
 
-  /// The shared pool, sized from config().num_threads on first use.
+  /// The shared pool, sized from config().num_threads on first use (0: see
+  /// default_num_threads()). Its size is kiln's whole thread budget: oneDNN and
+  /// OpenBLAS run inside its tasks, single-threaded.
   static ThreadPool& global();
   /// Whether global() has created the pool (its size is then fixed).
   static bool global_started();

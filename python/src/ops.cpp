@@ -145,6 +145,8 @@ void bind_ops(nb::module_& m) {
     config().num_threads = n;
   });
   m.def("_num_threads", [] { return config().num_threads; });
+  m.def("_pool_threads", [] { return ThreadPool::global().num_threads(); },
+        "kiln's thread budget in effect (starts the pool).");
   m.def("_set_parallel_branches", [](bool on) { config().parallel_branches = on; });
   m.def("_parallel_branches", [] { return config().parallel_branches; });
 }

@@ -14,12 +14,14 @@
 #include <array>
 #include <atomic>
 #include <bit>
+#include <cmath>
 #include <cstring>
 #include <list>
 #include <memory>
 #include <mutex>
 #include <oneapi/dnnl/dnnl.hpp>
 #include <optional>
+#include <unordered_map>
 #include <vector>
 
 #include "conv_util.h"
@@ -27,6 +29,7 @@
 #include "kernel_util.h"
 #include "ops/fused_conv.h"
 #include "ops/window.h"
+#include "threading.h"
 
 namespace kiln::cpu {
 namespace {
@@ -51,13 +54,22 @@ struct Epilogue {
 // Primitive cache key: geometry plus the epilogue's shape (steps, whether
 // each input is per-channel or one element, clip bounds).
 struct Key {
-  std::array<int64_t, 19> geom;
+  std::array<int64_t, 20> geom;  // the geometry and the OpenMP threads it was created for
   std::vector<int64_t> post;
   bool operator==(const Key&) const = default;
 };
+struct KeyHash {
+  size_t operator()(const Key& k) const {
+    size_t h = 0;
+    auto mix = [&](int64_t v) { h = (h ^ static_cast<size_t>(v)) * 0x100000001b3ull; };
+    for (int64_t v : k.geom) mix(v);
+    for (int64_t v : k.post) mix(v);
+    return h;
+  }
+};
 Key key_of(const Geom& g, const Epilogue* ep) {
   Key k{{g.n, g.h, g.w, g.c, g.kh, g.kw, g.oc, g.mult, g.oh, g.ow, g.sh, g.sw, g.dh, g.dw, g.pt,
-         g.pl, g.pb, g.pr, g.depthwise},
+         g.pl, g.pb, g.pr, g.depthwise, library_threads()},
         {}};
   if (!ep) return k;
   size_t a = 0;
@@ -181,24 +193,26 @@ std::shared_ptr<ConvPrim> create_prim(const Geom& g, const Epilogue* ep) {
   return p;
 }
 
-// Enough for a large CNN's distinct (geometry, epilogue) pairs; a lookup is a
-// short linear scan.
-constexpr size_t kCacheSize = 256;
+// Enough for a large CNN's distinct (geometry, epilogue) pairs, row blocks
+// included (up to three per large convolution).
+constexpr size_t kCacheSize = 1024;
 
-// A small thread-safe LRU of primitives keyed by geometry and epilogue.
-// nullptr (also cached) marks a configuration oneDNN does not implement.
+// A thread-safe LRU of primitives keyed by geometry and epilogue (a hash map
+// over the recency list). nullptr (also cached) marks a configuration oneDNN
+// does not implement.
 std::shared_ptr<ConvPrim> cached_prim(const Geom& g, const Epilogue* ep) {
+  using Entry = std::pair<Key, std::shared_ptr<ConvPrim>>;
   static std::mutex mu;
-  // Leaked on purpose: outlives every static, so exit order never matters.
-  static auto& lru = *new std::list<std::pair<Key, std::shared_ptr<ConvPrim>>>;
+  // Leaked on purpose: outlive every static, so exit order never matters.
+  static auto& lru = *new std::list<Entry>;
+  static auto& index = *new std::unordered_map<Key, std::list<Entry>::iterator, KeyHash>;
   Key k = key_of(g, ep);
   {
     std::lock_guard<std::mutex> lock(mu);
-    for (auto it = lru.begin(); it != lru.end(); ++it)
-      if (it->first == k) {
-        lru.splice(lru.begin(), lru, it);
-        return lru.front().second;
-      }
+    if (auto it = index.find(k); it != index.end()) {
+      lru.splice(lru.begin(), lru, it->second);
+      return it->second->second;
+    }
   }
   std::shared_ptr<ConvPrim> p;
   try {
@@ -207,8 +221,13 @@ std::shared_ptr<ConvPrim> cached_prim(const Geom& g, const Epilogue* ep) {
     // Left null: callers fall back.
   }
   std::lock_guard<std::mutex> lock(mu);
-  lru.emplace_front(std::move(k), p);
-  if (lru.size() > kCacheSize) lru.pop_back();
+  if (auto it = index.find(k); it != index.end()) return it->second->second;  // raced
+  lru.emplace_front(k, p);
+  index.emplace(std::move(k), lru.begin());
+  if (lru.size() > kCacheSize) {
+    index.erase(lru.back().first);
+    lru.pop_back();
+  }
   return p;
 }
 
@@ -216,92 +235,178 @@ dnnl::memory user_memory(const dnnl::memory::desc& md, const Tensor& t) {
   return dnnl::memory(md, dnnl_engine(), const_cast<void*>(t.raw_data()));
 }
 
+// The filter in p's weights layout: a kept packing of the same bytes, else a reorder
+// into `holder` (kept for later calls while the budget allows).
+dnnl::memory packed_weights(ConvPrim& p, const float* filter, size_t filter_bytes, Tensor& holder,
+                            std::shared_ptr<const PackedWeights>& packed) {
+  dnnl::stream& s = dnnl_stream();
+  const dnnl::engine& e = dnnl_engine();
+  dnnl::memory wei(p.user_wei_md, e, const_cast<float*>(filter));
+  if (!p.wei_reorder) return wei;
+  auto same_bytes = [&](const PackedWeights& w) {
+    return std::memcmp(w.user.data(), filter, filter_bytes) == 0;
+  };
+  // The packing of this very buffer (a variable read on every call) ...
+  std::shared_ptr<const PackedWeights> mine;
+  {
+    std::lock_guard<std::mutex> lock(p.weights_mu);
+    for (const auto& w : p.weights)
+      if (w->source == filter) mine = w;
+  }
+  if (mine && same_bytes(*mine)) {
+    packed = std::move(mine);
+  } else {
+    // ... else one of another buffer with the same bytes.
+    const auto others = [&] {
+      std::lock_guard<std::mutex> lock(p.weights_mu);
+      return p.weights;
+    }();
+    for (const auto& w : others)
+      if (w->source != filter && same_bytes(*w)) {
+        packed = w;
+        break;
+      }
+  }
+  if (packed) return dnnl::memory(p.wei_md, e, const_cast<void*>(packed->packed.raw_data()));
+  dnnl::memory user = wei;
+  wei = dnnl::memory(p.wei_md, e, dnnl_scratch(holder, p.wei_md.get_size()));
+  Tensor reorder_scratch_buf;
+  std::unordered_map<int, dnnl::memory> args = {{DNNL_ARG_FROM, user}, {DNNL_ARG_TO, wei}};
+  if (p.reorder_scratch_bytes)
+    args.emplace(DNNL_ARG_SCRATCHPAD, dnnl_scratch_memory(reorder_scratch_buf, p.reorder_scratch_bytes));
+  p.wei_reorder->execute(s, args);
+  s.wait();
+  const int64_t bytes = static_cast<int64_t>(filter_bytes + holder.nbytes());
+  if (g_packed_bytes.load() + bytes <= kPackedBudget) {  // a soft budget
+    auto w = std::make_shared<PackedWeights>();
+    w->source = filter;
+    w->user.assign(reinterpret_cast<const char*>(filter),
+                   reinterpret_cast<const char*>(filter) + filter_bytes);
+    w->packed = holder;
+    w->bytes = bytes;
+    g_packed_bytes += bytes;
+    std::lock_guard<std::mutex> lock(p.weights_mu);
+    auto& ws = p.weights;
+    // Newest first; an older packing of the same buffer is stale.
+    std::erase_if(ws, [&](const auto& o) { return o->source == filter; });
+    ws.insert(ws.begin(), std::move(w));
+    if (ws.size() > kPackedPerPrim) ws.pop_back();
+  }
+  return wei;
+}
+
+// Executes one convolution primitive on this thread.
+void run_prim(ConvPrim& p, const float* in, const dnnl::memory& wei, float* out,
+              const Epilogue* ep) {
+  dnnl::stream& s = dnnl_stream();
+  const dnnl::engine& e = dnnl_engine();
+  std::unordered_map<int, dnnl::memory> args = {
+      {DNNL_ARG_SRC, dnnl::memory(p.src_md, e, const_cast<float*>(in))},
+      {DNNL_ARG_WEIGHTS, wei},
+      {DNNL_ARG_DST, dnnl::memory(p.dst_md, e, out)}};
+  if (ep) {
+    size_t a = 0;
+    if (p.bias) args.emplace(DNNL_ARG_BIAS, user_memory(p.bias_md, *ep->args[a++]));
+    for (size_t j = 0; j < p.arg_md.size(); ++j, ++a)
+      args.emplace(DNNL_ARG_ATTR_MULTIPLE_POST_OP(p.arg_post_index[j]) | DNNL_ARG_SRC_1,
+                   user_memory(p.arg_md[j], *ep->args[a]));
+  }
+  Tensor scratch_buf;
+  if (p.scratch_bytes) args.emplace(DNNL_ARG_SCRATCHPAD, dnnl_scratch_memory(scratch_buf, p.scratch_bytes));
+  p.conv.execute(s, args);
+  s.wait();
+}
+
+// ---- row blocks on kiln's pool ----
+// A large convolution runs as blocks of output rows, each a single-threaded primitive,
+// taken dynamically by kiln's pool: a thread the OS deschedules (a busy machine) delays
+// only its own block, where OpenMP's static split holds every thread at its barrier.
+
+// Blocks of `rows` output rows, `per_image` of them per image; rows == 0: no split.
+struct RowBlocks {
+  int64_t rows = 0, per_image = 0;
+};
+
+// Measured on EfficientNetV2-S (docs/BENCHMARKS.md): smaller convolutions gain
+// nothing from a split; more blocks per thread balance no better.
+constexpr double kMinSplitMacs = 1 << 21;
+constexpr double kMinBlockMacs = 1 << 19;
+constexpr int kBlocksPerThread = 4;
+
+RowBlocks row_blocks(const Geom& g) {
+  const int threads = ThreadPool::global().num_threads();
+  if (threads <= 1) return {};
+  const double row_macs = static_cast<double>(g.ow) * static_cast<double>(g.oc) *
+                          static_cast<double>(g.kh * g.kw) * (g.depthwise ? 1.0 : g.c);
+  if (row_macs * static_cast<double>(g.n * g.oh) < kMinSplitMacs) return {};
+  const int64_t min_rows = static_cast<int64_t>(std::ceil(kMinBlockMacs / std::max(1.0, row_macs)));
+  const int64_t want = std::max<int64_t>(1, (threads * kBlocksPerThread + g.n - 1) / g.n);  // blocks per image
+  RowBlocks b;
+  b.rows = std::clamp<int64_t>((g.oh + want - 1) / want, std::min(min_rows, g.oh), g.oh);
+  b.per_image = (g.oh + b.rows - 1) / b.rows;
+  if (b.per_image * g.n < 2) return {};
+  return b;
+}
+
+// The convolution of output rows [r0, r1) of one image; `in_row` is its first input row.
+Geom block_geom(const Geom& g, int64_t r0, int64_t r1, int64_t& in_row) {
+  Geom b = g;
+  b.n = 1;
+  b.oh = r1 - r0;
+  const int64_t lo = r0 * g.sh - g.pt, hi = (r1 - 1) * g.sh - g.pt + (g.kh - 1) * g.dh + 1;
+  in_row = std::max<int64_t>(0, lo);
+  b.h = std::min(g.h, hi) - in_row;
+  b.pt = in_row - lo;
+  b.pb = hi - std::min(g.h, hi);
+  return b;
+}
+
+// Runs `g` as row blocks; false (nothing written) when a block has no primitive or
+// the blocks disagree on the weights layout.
+bool conv_blocks(const Geom& g, const RowBlocks& rb, const float* in, const float* filter,
+                 size_t filter_bytes, float* out, const Epilogue* ep) {
+  // The distinct block shapes: first, middle, last (created single-threaded).
+  LibrariesSingleThreaded single;
+  std::array<std::shared_ptr<ConvPrim>, 3> prims;
+  auto kind = [&](int64_t k) { return k == 0 ? 0 : k == rb.per_image - 1 ? 2 : 1; };
+  for (int64_t k : {int64_t{0}, std::min<int64_t>(1, rb.per_image - 1), rb.per_image - 1}) {
+    int64_t in_row;
+    const Geom bg = block_geom(g, k * rb.rows, std::min(g.oh, (k + 1) * rb.rows), in_row);
+    if (bg.h <= 0) return false;
+    auto& p = prims[kind(k)];
+    p = cached_prim(bg, ep);
+    if (!p || p->wei_md != prims[0]->wei_md) return false;
+  }
+  Tensor holder;
+  std::shared_ptr<const PackedWeights> packed;
+  const dnnl::memory wei = packed_weights(*prims[0], filter, filter_bytes, holder, packed);
+  parallel_for(g.n * rb.per_image, 1, [&](int64_t t0, int64_t t1) {
+    LibrariesSingleThreaded task_single;
+    for (int64_t t = t0; t < t1; ++t) {
+      const int64_t img = t / rb.per_image, k = t % rb.per_image, r0 = k * rb.rows;
+      int64_t in_row;
+      block_geom(g, r0, std::min(g.oh, r0 + rb.rows), in_row);
+      run_prim(*prims[kind(k)], in + (img * g.h + in_row) * g.w * g.c, wei,
+               out + (img * g.oh + r0) * g.ow * g.oc, ep);
+    }
+  });
+  return true;
+}
+
 // Runs the convolution (and `ep`, when given) on oneDNN; false when oneDNN
 // has no implementation for this configuration.
 bool conv_onednn(const Geom& g, const float* in, const float* filter, size_t filter_bytes,
                  float* out, const Epilogue* ep = nullptr) {
+  const RowBlocks rb = row_blocks(g);
+  if (rb.rows && conv_blocks(g, rb, in, filter, filter_bytes, out, ep)) return true;
+  // Too small to split: one thread (an OpenMP team would cost more than it saves).
+  std::optional<LibrariesSingleThreaded> single;
+  if (!rb.rows) single.emplace();
   const std::shared_ptr<ConvPrim> p = cached_prim(g, ep);
   if (!p) return false;
-  dnnl::stream& s = dnnl_stream();
-  const dnnl::engine& e = dnnl_engine();
-  dnnl::memory wei(p->user_wei_md, e, const_cast<float*>(filter));
-  Tensor wei_buf, scratch_buf, reorder_scratch_buf;
+  Tensor holder;
   std::shared_ptr<const PackedWeights> packed;
-  if (p->wei_reorder) {
-    auto same_bytes = [&](const PackedWeights& w) {
-      return std::memcmp(w.user.data(), filter, filter_bytes) == 0;
-    };
-    // The packing of this very buffer (a variable read on every call) ...
-    std::shared_ptr<const PackedWeights> mine;
-    {
-      std::lock_guard<std::mutex> lock(p->weights_mu);
-      for (const auto& w : p->weights)
-        if (w->source == filter) mine = w;
-    }
-    if (mine && same_bytes(*mine)) {
-      packed = std::move(mine);
-    } else {
-      // ... else one of another buffer with the same bytes.
-      const auto others = [&] {
-        std::lock_guard<std::mutex> lock(p->weights_mu);
-        return p->weights;
-      }();
-      for (const auto& w : others)
-        if (w->source != filter && same_bytes(*w)) {
-          packed = w;
-          break;
-        }
-    }
-  }
-  if (packed) {
-    wei = dnnl::memory(p->wei_md, e, const_cast<void*>(packed->packed.raw_data()));
-  } else if (p->wei_reorder) {
-    dnnl::memory user = wei;
-    wei = dnnl::memory(p->wei_md, e, dnnl_scratch(wei_buf, p->wei_md.get_size()));
-    std::unordered_map<int, dnnl::memory> args = {{DNNL_ARG_FROM, user}, {DNNL_ARG_TO, wei}};
-    if (p->reorder_scratch_bytes)
-      args.emplace(DNNL_ARG_SCRATCHPAD,
-                   dnnl::memory({{static_cast<int64_t>(p->reorder_scratch_bytes)},
-                                 dnnl::memory::data_type::u8,
-                                 dnnl::memory::format_tag::x},
-                                e, dnnl_scratch(reorder_scratch_buf, p->reorder_scratch_bytes)));
-    p->wei_reorder->execute(s, args);
-    const int64_t bytes = static_cast<int64_t>(filter_bytes + wei_buf.nbytes());
-    if (g_packed_bytes.load() + bytes <= kPackedBudget) {  // a soft budget
-      auto w = std::make_shared<PackedWeights>();
-      w->source = filter;
-      w->user.assign(reinterpret_cast<const char*>(filter),
-                     reinterpret_cast<const char*>(filter) + filter_bytes);
-      s.wait();
-      w->packed = wei_buf;
-      w->bytes = bytes;
-      g_packed_bytes += bytes;
-      std::lock_guard<std::mutex> lock(p->weights_mu);
-      auto& ws = p->weights;
-      // Newest first; an older packing of the same buffer is stale.
-      std::erase_if(ws, [&](const auto& o) { return o->source == filter; });
-      ws.insert(ws.begin(), std::move(w));
-      if (ws.size() > kPackedPerPrim) ws.pop_back();
-    }
-  }
-  std::unordered_map<int, dnnl::memory> args = {
-      {DNNL_ARG_SRC, dnnl::memory(p->src_md, e, const_cast<float*>(in))},
-      {DNNL_ARG_WEIGHTS, wei},
-      {DNNL_ARG_DST, dnnl::memory(p->dst_md, e, out)}};
-  if (ep) {
-    size_t a = 0;
-    if (p->bias) args.emplace(DNNL_ARG_BIAS, user_memory(p->bias_md, *ep->args[a++]));
-    for (size_t j = 0; j < p->arg_md.size(); ++j, ++a)
-      args.emplace(DNNL_ARG_ATTR_MULTIPLE_POST_OP(p->arg_post_index[j]) | DNNL_ARG_SRC_1,
-                   user_memory(p->arg_md[j], *ep->args[a]));
-  }
-  if (p->scratch_bytes)
-    args.emplace(DNNL_ARG_SCRATCHPAD, dnnl::memory({{static_cast<int64_t>(p->scratch_bytes)},
-                                                    dnnl::memory::data_type::u8,
-                                                    dnnl::memory::format_tag::x},
-                                                   e, dnnl_scratch(scratch_buf, p->scratch_bytes)));
-  p->conv.execute(s, args);
-  s.wait();
+  run_prim(*p, in, packed_weights(*p, filter, filter_bytes, holder, packed), out, ep);
   return true;
 }
 

@@ -2,6 +2,7 @@
 #include "conv_util.h"
 
 #include "ops/window.h"
+#include "threading.h"
 
 namespace kiln::cpu {
 
@@ -59,11 +60,13 @@ ConvDescs conv_descs(const ConvGeom& g) {
 }
 
 dnnl::engine& dnnl_engine() {
+  library_threads();  // primitives are created for this thread's share of the budget
   static dnnl::engine& e = *new dnnl::engine(dnnl::engine::kind::cpu, 0);  // never destroyed
   return e;
 }
 dnnl::stream& dnnl_stream() {
   thread_local dnnl::stream s(dnnl_engine());
+  library_threads();
   return s;
 }
 

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "kernel_util.h"
+#include "threading.h"
 
 namespace kiln::cpu {
 namespace {
@@ -75,37 +76,69 @@ MatMulPlan plan(const Tensor& a, const Tensor& b, const Shape& out, bool ta, boo
   return p;
 }
 
-// OpenBLAS runs gemms below this many multiply-adds on one thread; batches of
-// such small products are spread over the kiln pool instead.
+// Products below this many multiply-adds run as one call; batches of such small
+// products are spread over the kiln pool instead.
 constexpr int64_t kSmallGemm = 1 << 18;
+// A block of a split product has at least this many rows (columns): OpenBLAS packs
+// the other operand again for every call.
+constexpr int64_t kMinBlockRows = 64;
 
+// One single-threaded OpenBLAS product, row-major C[m, n] = op(A) op(B).
 template <typename T>
-void gemm(const MatMulPlan& p, const T* a, const T* b, T* c) {
-  const auto ta = p.ta ? CblasTrans : CblasNoTrans;
-  const auto tb = p.tb ? CblasTrans : CblasNoTrans;
-  const blasint m = static_cast<blasint>(p.m), n = static_cast<blasint>(p.n),
-                k = static_cast<blasint>(p.k);
-  const blasint lda = static_cast<blasint>(std::max<int64_t>(1, p.a_cols));
-  const blasint ldb = static_cast<blasint>(std::max<int64_t>(1, p.b_cols));
-  const blasint ldc = static_cast<blasint>(std::max<int64_t>(1, p.n));
+void gemm_call(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, int64_t lda,
+               const T* b, int64_t ldb, T* c, int64_t ldc) {
+  openblas_single_threaded();
+  const auto cta = ta ? CblasTrans : CblasNoTrans, ctb = tb ? CblasTrans : CblasNoTrans;
+  const auto i = [](int64_t v) { return static_cast<blasint>(v); };
   if constexpr (std::is_same_v<T, float>)
-    cblas_sgemm(CblasRowMajor, ta, tb, m, n, k, 1.f, a, lda, b, ldb, 0.f, c, ldc);
+    cblas_sgemm(CblasRowMajor, cta, ctb, i(m), i(n), i(k), 1.f, a, i(lda), b, i(ldb), 0.f, c,
+                i(ldc));
   else
-    cblas_dgemm(CblasRowMajor, ta, tb, m, n, k, 1.0, a, lda, b, ldb, 0.0, c, ldc);
+    cblas_dgemm(CblasRowMajor, cta, ctb, i(m), i(n), i(k), 1.0, a, i(lda), b, i(ldb), 0.0, c,
+                i(ldc));
+}
+
+// One product of the plan. A large one runs as blocks of C's rows (or of its columns,
+// when C has few rows) on kiln's pool, each a single-threaded OpenBLAS call: the one
+// thread budget, and a descheduled thread delays only its own block.
+template <typename T>
+void gemm(const MatMulPlan& p, const T* a, const T* b, T* c, int64_t macs) {
+  const int64_t lda = std::max<int64_t>(1, p.a_cols), ldb = std::max<int64_t>(1, p.b_cols);
+  const int64_t ldc = std::max<int64_t>(1, p.n);
+  const int threads = ThreadPool::global().num_threads();
+  const bool by_rows = p.m >= p.n;
+  const int64_t extent = by_rows ? p.m : p.n;
+  const int64_t blocks = std::min<int64_t>({threads * 2, extent / kMinBlockRows, macs / kSmallGemm});
+  if (threads <= 1 || blocks < 2) {
+    gemm_call(p.ta, p.tb, p.m, p.n, p.k, a, lda, b, ldb, c, ldc);
+    return;
+  }
+  const int64_t step = (extent + blocks - 1) / blocks;
+  parallel_for(blocks, 1, [&](int64_t b0, int64_t b1) {
+    for (int64_t i = b0; i < b1; ++i) {
+      const int64_t lo = i * step, len = std::min(extent, lo + step) - lo;
+      if (len <= 0) continue;
+      if (by_rows)  // rows lo.. of op(A) and of C
+        gemm_call(p.ta, p.tb, len, p.n, p.k, a + (p.ta ? lo : lo * lda), lda, b, ldb, c + lo * ldc,
+                  ldc);
+      else  // columns lo.. of op(B) and of C
+        gemm_call(p.ta, p.tb, p.m, len, p.k, a, lda, b + (p.tb ? lo * ldb : lo), ldb, c + lo, ldc);
+    }
+  });
 }
 
 template <typename T>
 void blas_matmul(const MatMulPlan& p, const T* a, const T* b, T* c) {
   const int64_t batches = static_cast<int64_t>(p.a_off.size());
   const int64_t mat_c = p.m * p.n;
+  int64_t macs;
+  if (__builtin_mul_overflow(p.m * p.n, p.k, &macs)) macs = std::numeric_limits<int64_t>::max();
   auto one = [&](int64_t i) {
     gemm<T>(p, a + p.a_off[static_cast<size_t>(i)], b + p.b_off[static_cast<size_t>(i)],
-            c + i * mat_c);
+            c + i * mat_c, macs);
   };
-  int64_t flops;
-  if (__builtin_mul_overflow(p.m * p.n, p.k, &flops)) flops = kSmallGemm;
-  if (batches > 1 && flops < kSmallGemm) {
-    parallel_for(batches, std::max<int64_t>(1, kSmallGemm / std::max<int64_t>(1, flops)),
+  if (batches > 1 && macs < kSmallGemm) {
+    parallel_for(batches, std::max<int64_t>(1, kSmallGemm / std::max<int64_t>(1, macs)),
                  [&](int64_t b0, int64_t b1) {
                    for (int64_t i = b0; i < b1; ++i) one(i);
                  });

@@ -14,6 +14,9 @@
 
 namespace kiln {
 namespace {
+// A budget of 4 threads (before the pool starts), so large convolutions run as
+// row blocks on any machine.
+const bool kFourThreads = (config().num_threads = 4, true);
 using testing::expect_error;
 using testing::expect_tensor;
 using testing::expect_tensor_near;
@@ -101,6 +104,13 @@ const std::vector<ConvCase>& conv_cases() {
       {1, 3, 3, 2, 5, 5, 2, 1, 1, 1, 1, true},   // kernel > input with SAME
       {2, 12, 10, 16, 3, 3, 8, 2, 1, 1, 1, true},
       {1, 10, 10, 8, 3, 3, 16, 3, 3, 1, 1, true},
+      // Large enough to run as blocks of output rows on the pool (first, middle
+      // and last blocks differ in their padding).
+      {1, 48, 40, 32, 3, 3, 32, 1, 1, 1, 1, true},
+      {2, 45, 33, 24, 3, 3, 40, 2, 2, 1, 1, true},
+      {1, 50, 30, 16, 5, 3, 48, 1, 1, 2, 1, false},  // dilated, VALID
+      {1, 64, 64, 8, 7, 7, 16, 3, 3, 1, 1, true},    // stride 3, 7x7
+      {4, 20, 20, 32, 1, 1, 64, 1, 1, 1, 1, false},  // 1x1, a batch
   };
   return c;
 }

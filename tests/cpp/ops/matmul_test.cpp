@@ -1,4 +1,5 @@
 // matmul against a plain triple loop with broadcast batch dims.
+#include <cmath>
 #include <cstdint>
 #include <string>
 #include <thread>
@@ -9,6 +10,10 @@
 
 namespace kiln {
 namespace {
+// A budget of 4 threads (before the pool starts), so large products are split
+// into blocks on any machine.
+const bool kFourThreads = (config().num_threads = 4, true);
+
 using testing::expect_error;
 using testing::expect_tensor;
 using testing::expect_tensor_near;
@@ -164,6 +169,31 @@ TEST(MatMul, LargeFloatAgainstReference) {
   expect_tensor_near<float>(
       matmul(Tensor::from_vector(x, Shape(p.a)), Tensor::from_vector(y, Shape(p.b))), s, want,
       1e-4);
+}
+
+// Products large enough to run as row or column blocks on the pool (one
+// single-threaded OpenBLAS call each), every transpose combination.
+TEST(MatMul, SplitProductsAgainstReference) {
+  const std::vector<MM> cases = {
+      {{600, 128}, {128, 300}},              // rows of C
+      {{128, 600}, {128, 300}, true},        // rows, A transposed
+      {{3, 200}, {200, 2000}},               // columns of C (few rows)
+      {{3, 200}, {2000, 200}, false, true},  // columns, B transposed
+      {{300, 256}, {700, 300}, true, true},  // both transposed
+      {{2, 300, 100}, {100, 400}},           // batch folded into rows
+  };
+  for (const MM& p : cases) {
+    SCOPED_TRACE(::testing::Message() << Shape(p.a).to_string() << (p.ta ? "T" : "") << " x "
+                                      << Shape(p.b).to_string() << (p.tb ? "T" : ""));
+    std::vector<float> x(Shape(p.a).num_elements()), y(Shape(p.b).num_elements());
+    for (size_t i = 0; i < x.size(); ++i) x[i] = std::sin(0.37f * static_cast<float>(i));
+    for (size_t i = 0; i < y.size(); ++i) y[i] = std::cos(0.11f * static_cast<float>(i));
+    Shape s;
+    const auto want = ref_matmul(x, y, p, s);
+    expect_tensor_near<float>(matmul(Tensor::from_vector(x, Shape(p.a)),
+                                     Tensor::from_vector(y, Shape(p.b)), p.ta, p.tb),
+                              s, want, 1e-3);
+  }
 }
 
 TEST(MatMul, ViewsAndValues) {

@@ -16,6 +16,9 @@
 
 namespace kiln {
 namespace {
+// A budget of 4 threads (before the pool starts), so the large geometries run
+// as row blocks on any machine.
+const bool kFourThreads = (config().num_threads = 4, true);
 using testing::count_ops;
 using testing::expect_error;
 using testing::expect_tensor_near;
@@ -111,6 +114,9 @@ const std::vector<Geo> kGeos = {
     {1, 9, 11, 6, 3, 1, {1, 1}, {1, 1}, "SAME", true},
     {2, 10, 9, 4, 3, 2, {2, 2}, {1, 1}, "SAME", true},    // multiplier 2, strided
     {1, 13, 13, 5, 5, 1, {1, 1}, {2, 2}, "VALID", true},  // dilated
+    // Large enough to run as row blocks on the pool, the epilogue in every block.
+    {1, 48, 40, 32, 3, 32, {1, 1}, {1, 1}, "SAME", false},
+    {1, 64, 64, 32, 3, 2, {2, 2}, {1, 1}, "SAME", true},
 };
 
 // Conv + BiasAdd + BN (Mul, AddV2) + swish: the EfficientNet block epilogue.
