@@ -5,7 +5,7 @@ TSAN_BUILD ?= build-tsan
 CMAKE_FLAGS ?=
 JOBS ?= $(shell nproc)
 
-.PHONY: all setup build py demo tour bench-peers test test-cpp test-py check-deps test-asan test-tsan bench format format-check clean
+.PHONY: all setup build py demo tour bench-peers bench-peers-busy test test-cpp test-py check-deps test-asan test-tsan bench format format-check clean
 
 all: build
 
@@ -44,6 +44,14 @@ bench-peers: build
 	.venv/bin/python bench/demo.py --json-only
 	.venv-peers/bin/python bench/peers/run_peers.py
 	.venv/bin/python bench/peers/compare.py
+
+# The same on a busy machine: after the idle run above, every workload again with one
+# process spinning per core, kiln and the peers alike; then each one's slowdown.
+BUSY ?= $(shell nproc)
+bench-peers-busy: bench-peers
+	.venv/bin/python bench/demo.py --json-only --busy $(BUSY)
+	.venv-peers/bin/python bench/peers/run_peers.py --busy $(BUSY) --out bench/results/peers-busy.json
+	.venv/bin/python bench/peers/slowdown.py
 
 # A tour of the eager ops and a graph function from C++.
 tour: build

@@ -5,6 +5,7 @@
 //    oneDNN convolution primitive created once and executed on preallocated
 //    memory with weights already in its preferred layout (target: within 15%);
 //  - reduce_sum over 1M float32 vs a plain loop;
+//  - softmax / log_softmax [4096, 1024] float32 vs a parallel copy (the floor);
 //  - a convolution block epilogue, Conv2D 3x3 (1x96x96x64 -> 64, SAME) or
 //    DepthwiseConv2dNative 3x3 (1x96x96x64), then BiasAdd, batch-norm
 //    scale/shift (Mul, AddV2 with [C] operands) and swish: eager op by op vs
@@ -15,6 +16,7 @@
 #include <cblas.h>
 
 #include <cmath>
+#include <cstring>
 #include <oneapi/dnnl/dnnl.hpp>
 #include <vector>
 
@@ -51,9 +53,15 @@ void BM_MatMul1024_Kiln(benchmark::State& state) {
 }
 BENCHMARK(BM_MatMul1024_Kiln)->Unit(benchmark::kMillisecond)->UseRealTime();
 
+// OpenBLAS's own threads, as many as kiln's budget (kiln itself keeps OpenBLAS
+// single-threaded and splits the product over its pool; set back afterwards).
 void BM_MatMul1024_OpenBLAS(benchmark::State& state) {
   const Tensor a = wave<float>({kN, kN}, 0.1), b = wave<float>({kN, kN}, 0.2);
   std::vector<float> c(static_cast<size_t>(kN) * kN);
+  openblas_set_num_threads(ThreadPool::global().num_threads());
+  struct Restore {
+    ~Restore() { openblas_set_num_threads(1); }
+  } restore;
   for (auto _ : state) {
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, kN, kN, kN, 1.f, a.data<float>(), kN,
                 b.data<float>(), kN, 0.f, c.data(), kN);
@@ -145,6 +153,47 @@ void BM_ReduceSumAxis0_1024x1024_Kiln(benchmark::State& state) {
   state.SetBytesProcessed(state.iterations() * kReduceN * 4);
 }
 BENCHMARK(BM_ReduceSumAxis0_1024x1024_Kiln)->UseRealTime();
+
+// ---- softmax [4096, 1024] float32 vs the memory-traffic floor ----
+// The floor: one read and one write of the tensor (a parallel copy), the least any
+// softmax kernel moves.
+
+constexpr int64_t kSmRows = 4096, kSmCols = 1024;
+
+void BM_Softmax4096x1024_Kiln(benchmark::State& state) {
+  const Tensor x = wave<float>({kSmRows, kSmCols}, 0.01);
+  for (auto _ : state) {
+    Tensor y = softmax(x);
+    benchmark::DoNotOptimize(y.impl());
+  }
+  state.SetBytesProcessed(state.iterations() * kSmRows * kSmCols * 8);
+}
+BENCHMARK(BM_Softmax4096x1024_Kiln)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+void BM_LogSoftmax4096x1024_Kiln(benchmark::State& state) {
+  const Tensor x = wave<float>({kSmRows, kSmCols}, 0.01);
+  for (auto _ : state) {
+    Tensor y = log_softmax(x);
+    benchmark::DoNotOptimize(y.impl());
+  }
+  state.SetBytesProcessed(state.iterations() * kSmRows * kSmCols * 8);
+}
+BENCHMARK(BM_LogSoftmax4096x1024_Kiln)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+void BM_Copy4096x1024_Floor(benchmark::State& state) {
+  const Tensor x = wave<float>({kSmRows, kSmCols}, 0.01);
+  for (auto _ : state) {
+    Tensor y = Tensor::empty(DType::kFloat32, x.shape());
+    const float* src = x.data<float>();
+    float* dst = y.mutable_data<float>();
+    parallel_for(kSmRows, 64, [&](int64_t r0, int64_t r1) {
+      std::memcpy(dst + r0 * kSmCols, src + r0 * kSmCols, (r1 - r0) * kSmCols * sizeof(float));
+    });
+    benchmark::DoNotOptimize(y.impl());
+  }
+  state.SetBytesProcessed(state.iterations() * kSmRows * kSmCols * 8);
+}
+BENCHMARK(BM_Copy4096x1024_Floor)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 // ---- conv block epilogue: eager vs function vs fused function ----
 

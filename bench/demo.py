@@ -3,7 +3,11 @@
 Prints one table (workload, mode, median, spread, speed-up vs eager, first
 call), then writes bench/results/demo.json and bench/results/demo.png.
 
-    .venv/bin/python bench/demo.py [--only NAME ...] [--min-time S] [--json-only]
+    .venv/bin/python bench/demo.py [--only NAME ...] [--min-time S] [--json-only] [--busy N]
+
+The machine's load is recorded (load_start, load_end) and a busy machine is warned
+about. --busy N times everything with N processes spinning on the CPUs (the busy
+machine of `make bench-peers-busy`) and writes demo-busy.json instead.
 """
 import argparse
 import datetime
@@ -107,6 +111,8 @@ def main(argv=None):
                    help="seconds of samples per workload and mode (default 1)")
     p.add_argument("--json-only", action="store_true", help="write the JSON, skip the PNG")
     p.add_argument("--out", default=RESULTS, help="results folder")
+    p.add_argument("--busy", type=int, default=0, metavar="N",
+                   help="time with N processes spinning on the CPUs (writes demo-busy.json)")
     args = p.parse_args(argv)
 
     chosen = wl.WORKLOADS + wl.MICRO
@@ -122,13 +128,18 @@ def main(argv=None):
 
     log(f"kiln {tf.__version__}: timing {len(chosen)} workloads "
         f"(min {args.min_time:g} s of samples each mode)")
+    load_start = kb.machine_load()
+    note = None if args.busy else kb.busy_note(load_start)
+    if note:
+        log(f"warning: {note}")
     start = time.perf_counter()
     results, skipped = [], []
-    for w in chosen:
-        rs, skip = run_workload(w, args.min_time, log)
-        results += rs
-        if skip:
-            skipped.append(skip)
+    with kb.Spinners(args.busy):
+        for w in chosen:
+            rs, skip = run_workload(w, args.min_time, log)
+            results += rs
+            if skip:
+                skipped.append(skip)
     total = time.perf_counter() - start
 
     print()
@@ -138,6 +149,10 @@ def main(argv=None):
     for r in results:
         if "warning" in r.meta:
             print(f"warning: {r.name} [{r.mode}]: {r.meta['warning']}")
+    if note:
+        print(f"warning: {note}")
+    if args.busy:
+        print(f"busy machine: {args.busy} processes spinning on {os.cpu_count()} cores")
     print(f"total {total:.1f} s")
 
     os.makedirs(args.out, exist_ok=True)
@@ -145,15 +160,16 @@ def main(argv=None):
     doc = {"framework": "kiln", "version": tf.__version__,
            "date": datetime.datetime.now().isoformat(timespec="seconds"),
            "command": " ".join([os.path.relpath(sys.argv[0])] + (argv or sys.argv[1:])),
-           "machine": kb.machine_info(), "jit": JIT_NOTE,
+           "machine": kb.machine_info(), "jit": JIT_NOTE, "busy_processes": args.busy,
+           "load_start": load_start, "load_end": kb.machine_load(), "busy_note": note,
            "results": [dict(r.to_dict(), speedup_vs_eager=sp[(r.name, r.mode)])
                        for r in results],
            "skipped": skipped}
-    json_path = os.path.join(args.out, "demo.json")
+    json_path = os.path.join(args.out, "demo-busy.json" if args.busy else "demo.json")
     with open(json_path, "w") as f:
         json.dump(doc, f, indent=1)
     print(f"wrote {os.path.relpath(json_path)}")
-    if not args.json_only:
+    if not args.json_only and not args.busy:
         png = os.path.join(args.out, "demo.png")
         write_png([r for r in results if r.name in {w.name for w in wl.WORKLOADS}], png)
         print(f"wrote {os.path.relpath(png)}")

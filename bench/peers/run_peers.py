@@ -10,7 +10,9 @@ Writes bench/results/peers.json:
      "date": ..., "command": ..., "machine": ...}
 
     .venv-peers/bin/python bench/peers/run_peers.py [--frameworks tensorflow jax torch]
-        [--only NAME ...] [--min-time S] [--timeout S] [--out FILE]
+        [--only NAME ...] [--min-time S] [--timeout S] [--out FILE] [--busy N]
+
+--busy N: every framework timed with N processes spinning on the CPUs.
 """
 import argparse
 import datetime
@@ -43,21 +45,13 @@ def _save(path, doc):
     os.replace(tmp, path)
 
 
-def _load():
-    # 1-, 5- and 15-minute load averages: other work on the machine makes timings noisy.
-    try:
-        return [round(x, 2) for x in os.getloadavg()]
-    except OSError:  # pragma: no cover - not on Linux
-        return None
-
-
 def worker(framework, partial, only, min_time):
     """Runs one framework's cases in this process; the record is rewritten to
     `partial` after every case so a time-out keeps what finished."""
     mod = importlib.import_module(MODULES[framework])
     threads = cm.cores()
     doc = {"framework": framework, "version": None, "machine": cm.machine(),
-           "load_start": _load(), "results": [], "skipped": []}
+           "load_start": cm.kb.machine_load(), "results": [], "skipped": []}
     try:
         version, notes = mod.configure(threads)
     except Exception as e:  # noqa: BLE001 - an unusable framework is reported, not fatal
@@ -91,7 +85,7 @@ def worker(framework, partial, only, min_time):
             log(f"  {case.name} [{case.mode}]: median {cm.kb.format_seconds(r['median_s'])}, "
                 f"first call {cm.kb.format_seconds(r['first_call_s'])} "
                 f"({time.perf_counter() - start:.1f} s)")
-        doc["load_end"] = _load()
+        doc["load_end"] = cm.kb.machine_load()
         _save(partial, doc)
     return 0
 
@@ -160,6 +154,8 @@ def main(argv=None):
     p.add_argument("--timeout", type=float, default=420,
                    help="seconds allowed to each framework (default 420)")
     p.add_argument("--out", default=DEFAULT_OUT, help="JSON file to write")
+    p.add_argument("--busy", type=int, default=0, metavar="N",
+                   help="time with N processes spinning on the CPUs (make bench-peers-busy)")
     p.add_argument("--worker", choices=list(MODULES), help=argparse.SUPPRESS)
     p.add_argument("--partial", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
@@ -173,8 +169,9 @@ def main(argv=None):
     start = time.perf_counter()
     frameworks = []
     for fw in args.frameworks:
-        log(f"== {fw}")
-        frameworks.append(run_framework(fw, args.only, args.min_time, args.timeout))
+        log(f"== {fw}" + (f" (busy: {args.busy} processes spinning)" if args.busy else ""))
+        with cm.kb.Spinners(args.busy):
+            frameworks.append(run_framework(fw, args.only, args.min_time, args.timeout))
     total = time.perf_counter() - start
 
     print()
@@ -194,7 +191,7 @@ def main(argv=None):
     doc = {"frameworks": frameworks,
            "date": datetime.datetime.now().isoformat(timespec="seconds"),
            "command": " ".join([os.path.relpath(sys.argv[0])] + (argv or sys.argv[1:])),
-           "machine": cm.machine()}
+           "machine": cm.machine(), "busy_processes": args.busy}
     os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
     _save(args.out, doc)
     print(f"wrote {os.path.relpath(args.out)}")

@@ -117,6 +117,53 @@ def machine_info():
             "system": f"{platform.system()} {platform.release()}"}
 
 
+def machine_load():
+    """The 1-, 5- and 15-minute load averages (None where the system has none):
+    other work on the machine makes timings noisy, so results record it."""
+    try:
+        return [round(x, 2) for x in os.getloadavg()]
+    except OSError:
+        return None
+
+
+def busy_note(load, own=0):
+    """A warning when the machine was busy: the 1-minute load, less `own` (the
+    spinning processes a busy-machine run starts itself), at half the cores or more."""
+    cores = os.cpu_count() or 1
+    if load is None or load[0] - own < 0.5 * cores:
+        return None
+    return (f"the machine was busy (load {load[0]:g} on {cores} cores"
+            + (f", {own} of it our own spinners" if own else "") + "): timings are slower and noisier")
+
+
+class Spinners:
+    """A busy machine on purpose: `n` processes that spin on the CPU while the
+    context is open (each stops by itself after `limit` seconds, whatever happens).
+
+        with Spinners(os.cpu_count()):
+            ...  # timings under load
+    """
+
+    def __init__(self, n, limit=1800):
+        self.n, self.limit, self.procs = n, limit, []
+
+    def __enter__(self):
+        import subprocess
+        import sys
+        code = f"import time\nend = time.time() + {self.limit}\nwhile time.time() < end: pass\n"
+        self.procs = [subprocess.Popen([sys.executable, "-c", code]) for _ in range(self.n)]
+        time.sleep(0.5)  # let them reach the cores
+        return self
+
+    def __exit__(self, *exc):
+        for p in self.procs:
+            p.kill()
+        for p in self.procs:
+            p.wait()
+        self.procs = []
+        return False
+
+
 def _quantile(sorted_values, q):
     # Linear interpolation between closest ranks (NumPy's default).
     if not sorted_values:

@@ -71,9 +71,10 @@ KILN_UNARY_SPAN(unary_span, )
 // The same loop compiled for AVX2 (8 floats per instruction) and AVX-512 (16),
 // picked at run time. These may contract a * b + c into FMA, so float results
 // can differ from the baseline SSE2 build in the last ulp (as Eigen's do).
-KILN_UNARY_SPAN(unary_span_avx2, __attribute__((target("avx2,fma"))))
-KILN_UNARY_SPAN(unary_span_avx512,
-                __attribute__((target("avx512f,avx512vl,avx512bw,avx512dq,avx2,fma"))))
+#define KILN_AVX2_TARGET __attribute__((target("avx2,fma")))
+#define KILN_AVX512_TARGET __attribute__((target("avx512f,avx512vl,avx512bw,avx512dq,avx2,fma")))
+KILN_UNARY_SPAN(unary_span_avx2, KILN_AVX2_TARGET)
+KILN_UNARY_SPAN(unary_span_avx512, KILN_AVX512_TARGET)
 
 enum class SimdLevel { kBase, kAvx2, kAvx512 };
 inline SimdLevel simd_level() {
@@ -192,12 +193,10 @@ inline void ternary_run(const TC* a, const T* b, const T* c, U* o, int64_t n, F 
     _Pragma("GCC ivdep") for (int64_t i = 0; i < n; ++i) o[i] =                      \
         f(a[A ? i : 0], b[B ? i : 0], c[C ? i : 0]);                                 \
   }
-#define KILN_AVX512_TARGET __attribute__((target("avx512f,avx512vl,avx512bw,avx512dq,avx2,fma")))
-KILN_BINARY_RUN(binary_run_avx2, __attribute__((target("avx2,fma"))))
+KILN_BINARY_RUN(binary_run_avx2, KILN_AVX2_TARGET)
 KILN_BINARY_RUN(binary_run_avx512, KILN_AVX512_TARGET)
-KILN_TERNARY_RUN(ternary_run_avx2, __attribute__((target("avx2,fma"))))
+KILN_TERNARY_RUN(ternary_run_avx2, KILN_AVX2_TARGET)
 KILN_TERNARY_RUN(ternary_run_avx512, KILN_AVX512_TARGET)
-#undef KILN_AVX512_TARGET
 #undef KILN_TERNARY_RUN
 #undef KILN_BINARY_RUN
 #endif

@@ -50,3 +50,14 @@ def test_png(tmp_path):
 def test_unknown_workload_is_an_error():
     with pytest.raises(SystemExit):
         demo.main(["--only", "nope"])
+
+
+def test_busy_run_writes_demo_busy_json_with_the_load(tmp_path, capsys):
+    assert demo.main(["--only", "chain100", "--min-time", "0.01", "--json-only", "--busy", "1",
+                      "--out", str(tmp_path)]) == 0
+    assert not (tmp_path / "demo.json").exists()
+    doc = json.loads((tmp_path / "demo-busy.json").read_text())
+    assert doc["busy_processes"] == 1
+    assert len(doc["load_start"]) == 3 and len(doc["load_end"]) == 3
+    assert {r["mode"] for r in doc["results"]} == {"eager", "function"}
+    assert "busy machine: 1 processes spinning" in capsys.readouterr().out
