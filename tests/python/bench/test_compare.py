@@ -1,25 +1,14 @@
 """bench/peers/compare.py on synthetic results: ratios, missing cells, goals,
 files. Needs only the standard library (not the peers environment)."""
-import importlib.util
 import json
 import os
 import re
 
 import pytest
-
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
-    os.path.abspath(__file__)))))
+from by_path import REPO, load
 
 
-def _load():
-    path = os.path.join(REPO, "bench", "peers", "compare.py")
-    spec = importlib.util.spec_from_file_location("peers_compare", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-cmp = _load()
+cmp = load("bench/peers/compare.py", "peers_compare")
 
 
 def row(name, mode, median, **meta):

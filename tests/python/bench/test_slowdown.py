@@ -1,25 +1,13 @@
 """bench/peers/slowdown.py (make bench-peers-busy) on synthetic idle and busy results,
 and the harness's busy-machine pieces (Spinners, machine_load, busy_note)."""
-import importlib.util
 import json
 import os
 import time
 
+from by_path import load
 from kiln import benchmark as kb
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
-    os.path.abspath(__file__)))))
-
-
-def _load():
-    path = os.path.join(REPO, "bench", "peers", "slowdown.py")
-    spec = importlib.util.spec_from_file_location("peers_slowdown", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-sd = _load()
+sd = load("bench/peers/slowdown.py", "peers_slowdown")
 
 
 def row(name, mode, median):
