@@ -19,14 +19,22 @@
 namespace kiln {
 namespace {
 thread_local bool t_in_pool_task KILN_TLS = false;
-// A worker out of work spins this long for the next job before it sleeps: a
-// function's back-to-back kernels find it awake (EfficientNetV2-S ~5% faster on a
-// quiet machine), and on a busy one it gives its core back within microseconds.
+// A worker out of work spins this long for the next job before it sleeps (and
+// a caller for the workers' last chunks): a function's back-to-back kernels find
+// the threads awake, and on a busy machine a thread gives its core back within
+// microseconds.
 constexpr auto kSpin = std::chrono::microseconds(50);
 inline void cpu_relax() {
 #if defined(__x86_64__)
   __builtin_ia32_pause();
 #endif
+}
+// Spins until ready() or kSpin has passed.
+template <typename F>
+void spin_until(F ready) {
+  const auto until = std::chrono::steady_clock::now() + kSpin;
+  while (!ready() && std::chrono::steady_clock::now() < until)
+    for (int i = 0; i < 16; ++i) cpu_relax();
 }
 }
 
@@ -37,7 +45,8 @@ struct ThreadPool::Impl {
   const std::function<void(int64_t, int64_t)>* fn = nullptr;
   int64_t n = 0, chunk = 0, next = 0, remaining = 0;
   uint64_t generation = 0;
-  std::atomic<uint64_t> posted{0};  // generation, readable without the lock
+  std::atomic<uint64_t> posted{0};    // generation, readable without the lock
+  std::atomic<uint64_t> finished{0};  // the last generation whose chunks all ran
   bool stop = false;
   std::exception_ptr error;
   std::mutex call_mu;  // one parallel_for at a time
@@ -62,7 +71,10 @@ struct ThreadPool::Impl {
       lock.lock();
       remaining -= e - b;
     }
-    if (remaining == 0) cv_done.notify_all();
+    if (remaining == 0) {
+      finished.store(generation, std::memory_order_release);
+      cv_done.notify_all();
+    }
   }
 
   void worker() {
@@ -70,10 +82,7 @@ struct ThreadPool::Impl {
     uint64_t seen = 0;
     for (;;) {
       lock.unlock();
-      const auto until = std::chrono::steady_clock::now() + kSpin;
-      while (posted.load(std::memory_order_acquire) == seen &&
-             std::chrono::steady_clock::now() < until)
-        for (int i = 0; i < 16; ++i) cpu_relax();
+      spin_until([&] { return posted.load(std::memory_order_acquire) != seen; });
       lock.lock();
       cv_work.wait(lock, [&] { return stop || (generation != seen && next < n); });
       if (stop) return;
@@ -123,6 +132,14 @@ void ThreadPool::parallel_for(int64_t n, int64_t grain,
   impl_->posted.store(impl_->generation, std::memory_order_release);
   impl_->cv_work.notify_all();
   impl_->run_chunks(lock);
+  if (impl_->remaining != 0) {
+    // The last chunks run on workers: wait a short spin before sleeping (a futex
+    // wake-up costs tens of microseconds, a kernel's whole tail on small tensors).
+    const uint64_t gen = impl_->generation;
+    lock.unlock();
+    spin_until([&] { return impl_->finished.load(std::memory_order_acquire) == gen; });
+    lock.lock();
+  }
   impl_->cv_done.wait(lock, [&] { return impl_->remaining == 0; });
   impl_->n = 0;
   impl_->fn = nullptr;
