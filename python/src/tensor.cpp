@@ -8,6 +8,7 @@
 
 #include "bindings.h"
 #include "convert.h"
+#include "kiln/context.h"
 #include "kiln/ops.h"
 
 namespace kiln::py {
@@ -132,9 +133,25 @@ bool basic_index(nb::handle key, std::vector<IndexItem>& items) {
   return one(key);
 }
 
+// The value of a concrete scalar int32/int64 tensor used as the whole key while
+// executing eagerly (x[i] in an eager loop over kiln.range): the int fast path
+// applies. Symbolic keys, or any while tracing, build a slice in kiln._indexing.
+std::optional<int64_t> eager_int_key(nb::handle key) {
+  if (!nb::isinstance<Tensor>(key)) return std::nullopt;
+  const Tensor& k = *nb::inst_ptr<Tensor>(key);
+  if (k.is_symbolic() || k.rank() != 0 || current_context().is_tracing()) return std::nullopt;
+  if (k.dtype() == DType::kInt32) return k.data<int32_t>()[0];
+  if (k.dtype() == DType::kInt64) return k.data<int64_t>()[0];
+  return std::nullopt;
+}
+
 nb::object getitem(nb::handle self, nb::handle key) {
   Tensor t = to_tensor(self);
   std::vector<IndexItem> items;
+  if (std::optional<int64_t> i = eager_int_key(key)) {
+    items.emplace_back(*i);
+    return wrap(index(t, items));
+  }
   if (basic_index(key, items)) return wrap(index(t, items));
   // Tensor indices, or anything else: the Python slicing helper.
   return nb::module_::import_("kiln._indexing").attr("getitem")(self, key);

@@ -117,3 +117,15 @@ def test_bool_mask_indexing_eager_and_error_in_functions():
 
     with pytest.raises(NotImplementedError, match="eagerly"):
         f(x)
+
+
+@pytest.mark.parametrize("dtype", [tf.int32, tf.int64])
+def test_eager_scalar_tensor_keys_take_the_int_path(dtype):
+    # x[i] in an eager loop over kiln.range (the guide's dynamic_rnn): the value of i.
+    x = T(X)
+    for i in range(-len(X), len(X)):
+        np.testing.assert_array_equal(x[tf.constant(i, dtype)].numpy(), np.asarray(X)[i])
+    for i in tf.range(len(X)):
+        np.testing.assert_array_equal(x[i].numpy(), np.asarray(X)[int(i)])
+    with pytest.raises(tf.errors.InvalidArgumentError, match="StridedSlice"):
+        x[tf.constant(len(X), dtype)]
