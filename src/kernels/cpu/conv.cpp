@@ -334,11 +334,11 @@ constexpr double kMinBlockMacs = 1 << 19;
 constexpr int kBlocksPerThread = 4;
 
 RowBlocks row_blocks(const Geom& g) {
-  const int threads = ThreadPool::global().num_threads();
-  if (threads <= 1) return {};
   const double row_macs = static_cast<double>(g.ow) * static_cast<double>(g.oc) *
                           static_cast<double>(g.kh * g.kw) * (g.depthwise ? 1.0 : g.c);
   if (row_macs * static_cast<double>(g.n * g.oh) < kMinSplitMacs) return {};
+  const int threads = ThreadPool::global().num_threads();  // large work starts the pool
+  if (threads <= 1) return {};
   const int64_t min_rows = static_cast<int64_t>(std::ceil(kMinBlockMacs / std::max(1.0, row_macs)));
   const int64_t want = std::max<int64_t>(1, (threads * kBlocksPerThread + g.n - 1) / g.n);  // blocks per image
   RowBlocks b;

@@ -105,11 +105,13 @@ template <typename T>
 void gemm(const MatMulPlan& p, const T* a, const T* b, T* c, int64_t macs) {
   const int64_t lda = std::max<int64_t>(1, p.a_cols), ldb = std::max<int64_t>(1, p.b_cols);
   const int64_t ldc = std::max<int64_t>(1, p.n);
-  const int threads = ThreadPool::global().num_threads();
   const bool by_rows = p.m >= p.n;
   const int64_t extent = by_rows ? p.m : p.n;
+  // Small products never start the pool (its size stays settable until large work).
+  const bool large = macs >= 2 * kSmallGemm && extent >= 2 * kMinBlockRows;
+  const int threads = large ? ThreadPool::global().num_threads() : 1;
   const int64_t blocks = std::min<int64_t>({threads * 2, extent / kMinBlockRows, macs / kSmallGemm});
-  if (threads <= 1 || blocks < 2) {
+  if (blocks < 2) {
     gemm_call(p.ta, p.tb, p.m, p.n, p.k, a, lda, b, ldb, c, ldc);
     return;
   }

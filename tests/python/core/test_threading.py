@@ -94,3 +94,16 @@ def test_functions_called_from_several_threads_stay_correct():
     assert len(results) == 40
     for r in results:
         np.testing.assert_allclose(r, want, rtol=1e-5, atol=1e-6)
+
+
+def test_small_kernels_leave_the_budget_settable():
+    # Small products and convolutions never start the pool, so the budget can still be
+    # set after them (as before any large kernel ran).
+    code = ("import kiln as tf\n"
+            "tf.matmul(tf.ones([8, 8]), tf.ones([8, 8])).numpy()\n"
+            "tf.nn.conv2d(tf.ones([1, 6, 6, 2]), tf.ones([3, 3, 2, 2]), 1, 'SAME').numpy()\n"
+            "tf.config.threading.set_intra_op_parallelism_threads(3)\n"
+            "print(tf._kiln._pool_threads())\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["3"]
