@@ -1,5 +1,7 @@
 // Functions from Python: kiln._kiln.Function (the trace cache and the call
 // hot path, in C++), ConcreteFunction, TensorSpec, and graph views.
+#include "kiln/function.h"
+
 #include <nanobind/stl/shared_ptr.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
@@ -8,7 +10,6 @@
 
 #include "bindings.h"
 #include "convert.h"
-#include "kiln/function.h"
 #include "kiln/trace.h"
 
 namespace kiln::py {
@@ -85,8 +86,8 @@ nb::object node_def(const Node& n) {
 
 struct PyFunction {
   std::unique_ptr<Function> fn;
-  nb::object trace_fn;  // called with the structured arguments while tracing
-  size_t nparams = 0;   // positional-call fast path when len(args) == nparams
+  nb::object trace_fn;                  // called with the structured arguments while tracing
+  size_t nparams = 0;                   // positional-call fast path when len(args) == nparams
   std::vector<DType> signature_dtypes;  // input_signature: non-tensor args are converted
   // Simple signatures (positional-or-keyword parameters only) are bound in
   // C++: parameter names and defaults (null: none).
@@ -143,8 +144,7 @@ nb::object call_with_signature_errors(nb::handle self, const PyFunction& f, nb::
   try {
     return from_value(call());
   } catch (const InvalidArgumentError& e) {
-    if (std::string(e.what()).find("incompatible with input_signature") == std::string::npos)
-      throw;
+    if (std::string(e.what()).find("incompatible with input_signature") == std::string::npos) throw;
     self.attr("_raise_signature_error")(call_args, e.what());
     throw;
   }
@@ -172,8 +172,8 @@ nb::object call_function(nb::handle self, PyObject* args, PyObject* kwargs) {
   } else {
     call_args = bind_simple(f, args, kwargs);
     if (!call_args.is_valid())
-      call_args = self.attr("_canonicalize")(nb::handle(args),
-                                             kwargs ? nb::handle(kwargs) : nb::dict());
+      call_args =
+          self.attr("_canonicalize")(nb::handle(args), kwargs ? nb::handle(kwargs) : nb::dict());
   }
   // Fast path: every argument a kiln.Tensor (no Values built).
   constexpr size_t kMaxFast = 8;
@@ -187,8 +187,9 @@ nb::object call_function(nb::handle self, PyObject* args, PyObject* kwargs) {
       ts[i] = *nb::inst_ptr<Tensor>(a);
     }
     if (i == n)
-      return call_with_signature_errors(self, f, call_args,
-                                        [&] { return f.fn->call_tensors({ts, n}); });
+      return call_with_signature_errors(self, f, call_args, [&] {
+        return f.fn->call_tensors({ts, n});
+      });
   }
   std::vector<Value> values;
   values.reserve(nb::len(call_args));
@@ -278,22 +279,75 @@ nb::object concrete_object(std::shared_ptr<const ConcreteFunction> cf) {
   return nb::cast(std::move(cf));
 }
 
-}  // namespace
+std::vector<ArgSpec> to_input_signature(nb::handle input_signature) {
+  std::vector<ArgSpec> sig;
+  for (nb::handle s : input_signature) {
+    if (!nb::isinstance<ArgSpec>(s))
+      throw nb::type_error(str_cat("input_signature must be a sequence of TensorSpec, got ",
+                                   nb::cast<std::string>(nb::repr(s)))
+                               .c_str());
+    sig.push_back(nb::cast<ArgSpec>(s));
+  }
+  return sig;
+}
 
-void bind_function(nb::module_& m) {
-  install_warning_handler();
+// _Function.__init__: the options, the fast-path binding data and the C++
+// Function whose body calls `trace_fn`.
+void init_py_function(PyFunction* self, nb::object trace_fn, const std::string& name,
+                      std::vector<std::string> arg_names, nb::handle input_signature,
+                      bool reduce_retracing, bool jit_compile, size_t nparams, nb::handle defaults,
+                      nb::handle no_default) {
+  FunctionOptions o;
+  o.name = name;
+  o.arg_names = std::move(arg_names);
+  if (!input_signature.is_none()) o.input_signature = to_input_signature(input_signature);
+  std::vector<DType> sig_dtypes;
+  if (o.input_signature)
+    for (const ArgSpec& a : *o.input_signature) sig_dtypes.push_back(a.dtype);
+  o.reduce_retracing = reduce_retracing;
+  o.jit_compile = jit_compile;
+  new (self) PyFunction();
+  self->trace_fn = trace_fn;
+  self->nparams = nparams;
+  self->signature_dtypes = std::move(sig_dtypes);
+  // defaults: one per parameter (no_default where it has none).
+  self->simple =
+      !defaults.is_none() && nparams == o.arg_names.size() && nb::len(defaults) == nparams;
+  if (self->simple)
+    for (size_t i = 0; i < nparams; ++i) {
+      PyObject* name = PyUnicode_FromString(o.arg_names[i].c_str());
+      if (!name) throw nb::python_error();
+      PyUnicode_InternInPlace(&name);
+      self->names.push_back(nb::steal(name));
+      nb::object d = nb::borrow(defaults[i]);
+      self->defaults.push_back(d.is(no_default) ? nb::object() : d);
+    }
+  PyFunction* raw = self;
+  self->fn = std::make_unique<Function>(
+      [raw](const std::vector<Value>& args) -> Value {
+        nb::list py_args;
+        for (const Value& a : args) py_args.append(from_value(a));
+        if (!raw->trace_fn.is_valid())
+          throw nb::attribute_error("this kiln.function was cleared by the garbage collector");
+        nb::object result = raw->trace_fn(*nb::tuple(py_args));
+        return to_value(result);
+      },
+      std::move(o));
+}
 
+// TensorSpec.
+void bind_tensor_spec(nb::module_& m) {
   nb::class_<ArgSpec>(m, "TensorSpec",
                       "Describes a tensor argument: dtype, shape (None for unknown dims) and an "
                       "optional name (tf.TensorSpec).")
       .def(
           "__init__",
           [](ArgSpec* self, nb::handle shape, nb::handle dtype, nb::handle name) {
-            new (self) ArgSpec{dtype.is_none() ? DType::kFloat32 : to_dtype(dtype),
-                               to_shape(shape),
+            new (self) ArgSpec{dtype.is_none() ? DType::kFloat32 : to_dtype(dtype), to_shape(shape),
                                name.is_none() ? std::string() : nb::cast<std::string>(name)};
           },
-          nb::arg("shape").none(), nb::arg("dtype").none() = nb::none(), nb::arg("name").none() = nb::none())
+          nb::arg("shape").none(), nb::arg("dtype").none() = nb::none(),
+          nb::arg("name").none() = nb::none())
       .def_prop_ro("dtype", [](const ArgSpec& s) { return dtype_object(s.dtype); })
       .def_prop_ro("shape", [](const ArgSpec& s) { return shape_object(s.shape); })
       .def_prop_ro("name",
@@ -329,7 +383,10 @@ void bind_function(nb::module_& m) {
         for (int64_t d : a.shape.dims()) h = h * 31 + static_cast<size_t>(d);
         return h;
       });
+}
 
+// The graph of a concrete function, read-only.
+void bind_graph_view(nb::module_& m) {
   nb::class_<GraphView>(m, "_Graph")
       .def_prop_ro("name", [](const GraphView& g) { return g.graph().function_name(); })
       .def("_nodes",
@@ -350,12 +407,18 @@ void bind_function(nb::module_& m) {
              for (const Edge& e : g.graph().outputs()) l.append(e.node->tensor_name(e.index));
              return l;
            })
-      .def("listing", [](const GraphView& g) { return g.graph().listing(); },
-           "One line per node: \"['a', 'a'] -> add\".")
-      .def("debug_listing", [](const GraphView& g) { return g.graph().debug_listing(); },
-           "Readable listing with ops, dtypes and shapes.")
-      .def("to_dot", [](const GraphView& g) { return g.graph().to_dot(); }, "Graphviz DOT text.");
+      .def(
+          "listing", [](const GraphView& g) { return g.graph().listing(); },
+          "One line per node: \"['a', 'a'] -> add\".")
+      .def(
+          "debug_listing", [](const GraphView& g) { return g.graph().debug_listing(); },
+          "Readable listing with ops, dtypes and shapes.")
+      .def(
+          "to_dot", [](const GraphView& g) { return g.graph().to_dot(); }, "Graphviz DOT text.");
+}
 
+// ConcreteFunction.
+void bind_concrete_function(nb::module_& m) {
   nb::class_<ConcreteFunction>(m, "_ConcreteFunction")
       .def_prop_ro("name", &ConcreteFunction::name)
       .def("pretty_signature", &ConcreteFunction::pretty_signature)
@@ -375,10 +438,8 @@ void bind_function(nb::module_& m) {
                    })
       .def_prop_ro("optimize_report",
                    [](const ConcreteFunction& cf) { return cf.optimize_report().to_string(); })
-      .def("_call",
-           [](const ConcreteFunction& cf, nb::handle args) {
-             return from_value(cf(to_values(args)));
-           })
+      .def("_call", [](const ConcreteFunction& cf,
+                       nb::handle args) { return from_value(cf(to_values(args))); })
       .def("call_flat", [](const ConcreteFunction& cf, nb::handle tensors) {
         std::vector<Tensor> in;
         for (nb::handle t : tensors) in.push_back(to_tensor(t));
@@ -389,77 +450,27 @@ void bind_function(nb::module_& m) {
   m.def("_graph_of", [](std::shared_ptr<const ConcreteFunction> cf, bool optimized) {
     return GraphView{std::move(cf), optimized};
   });
+}
 
+// kiln.function's C++ side.
+void bind_py_function(nb::module_& m) {
   nb::class_<PyFunction>(m, "_Function", nb::type_slots(g_function_slots),
                          "The C++ side of kiln.function: trace cache and call path. Calling "
                          "it traces on a cache miss, then runs the graph.")
-      .def(
-          "__init__",
-          [](PyFunction* self, nb::object trace_fn, const std::string& name,
-             std::vector<std::string> arg_names, nb::handle input_signature,
-             bool reduce_retracing, bool jit_compile, size_t nparams, nb::handle defaults,
-             nb::handle no_default) {
-            FunctionOptions o;
-            o.name = name;
-            o.arg_names = std::move(arg_names);
-            if (!input_signature.is_none()) {
-              std::vector<ArgSpec> sig;
-              for (nb::handle s : input_signature) {
-                if (!nb::isinstance<ArgSpec>(s))
-                  throw nb::type_error(
-                      str_cat("input_signature must be a sequence of TensorSpec, got ",
-                              nb::cast<std::string>(nb::repr(s)))
-                          .c_str());
-                sig.push_back(nb::cast<ArgSpec>(s));
-              }
-              o.input_signature = std::move(sig);
-            }
-            std::vector<DType> sig_dtypes;
-            if (o.input_signature)
-              for (const ArgSpec& a : *o.input_signature) sig_dtypes.push_back(a.dtype);
-            o.reduce_retracing = reduce_retracing;
-            o.jit_compile = jit_compile;
-            new (self) PyFunction();
-            self->trace_fn = trace_fn;
-            self->nparams = nparams;
-            self->signature_dtypes = std::move(sig_dtypes);
-            // defaults: one per parameter (no_default where it has none).
-            self->simple = !defaults.is_none() && nparams == o.arg_names.size() &&
-                           nb::len(defaults) == nparams;
-            if (self->simple)
-              for (size_t i = 0; i < nparams; ++i) {
-                PyObject* name = PyUnicode_FromString(o.arg_names[i].c_str());
-                if (!name) throw nb::python_error();
-                PyUnicode_InternInPlace(&name);
-                self->names.push_back(nb::steal(name));
-                nb::object d = nb::borrow(defaults[i]);
-                self->defaults.push_back(d.is(no_default) ? nb::object() : d);
-              }
-            PyFunction* raw = self;
-            self->fn = std::make_unique<Function>(
-                [raw](const std::vector<Value>& args) -> Value {
-                  nb::list py_args;
-                  for (const Value& a : args) py_args.append(from_value(a));
-                  if (!raw->trace_fn.is_valid())
-                    throw nb::attribute_error(
-                        "this kiln.function was cleared by the garbage collector");
-                  nb::object result = raw->trace_fn(*nb::tuple(py_args));
-                  return to_value(result);
-                },
-                std::move(o));
-          },
-          nb::arg("trace_fn"), nb::arg("name"), nb::arg("arg_names"), nb::arg("input_signature").none(),
-          nb::arg("reduce_retracing"), nb::arg("jit_compile"), nb::arg("nparams"),
-          nb::arg("defaults").none() = nb::none(), nb::arg("no_default").none() = nb::none())
+      .def("__init__", &init_py_function, nb::arg("trace_fn"), nb::arg("name"),
+           nb::arg("arg_names"), nb::arg("input_signature").none(), nb::arg("reduce_retracing"),
+           nb::arg("jit_compile"), nb::arg("nparams"), nb::arg("defaults").none() = nb::none(),
+           nb::arg("no_default").none() = nb::none())
       .def(
           "_get_concrete",
           [](PyFunction& f, nb::handle args) {
             return concrete_object(f.fn->get_concrete_function(to_values(args)));
           },
           "The concrete function for canonicalized arguments (tensors or TensorSpecs).")
-      .def("experimental_get_tracing_count",
-           [](const PyFunction& f) { return f.fn->tracing_count(); },
-           "How many times the function has been traced.")
+      .def(
+          "experimental_get_tracing_count",
+          [](const PyFunction& f) { return f.fn->tracing_count(); },
+          "How many times the function has been traced.")
       .def("pretty_printed_concrete_signatures",
            [](const PyFunction& f) { return f.fn->pretty_printed_concrete_signatures(); })
       .def("_retrace_reasons", [](const PyFunction& f) {
@@ -468,10 +479,12 @@ void bind_function(nb::module_& m) {
           l.append(nb::make_tuple(r.argument, r.before, r.after, r.to_string()));
         return l;
       });
+}
 
+// init_scope, name_scope and run_functions_eagerly.
+void bind_scopes(nb::module_& m) {
   m.def("_enter_init_scope", [] { return reinterpret_cast<uintptr_t>(new InitScope()); });
-  m.def("_exit_init_scope",
-        [](uintptr_t token) { delete reinterpret_cast<InitScope*>(token); });
+  m.def("_exit_init_scope", [](uintptr_t token) { delete reinterpret_cast<InitScope*>(token); });
   m.def(
       "_enter_name_scope",
       [](const std::string& name) {
@@ -479,10 +492,20 @@ void bind_function(nb::module_& m) {
         return nb::make_tuple(reinterpret_cast<uintptr_t>(s), s->scope());
       },
       "Enters a name scope (kiln.name_scope); returns (token, full scope or '' eagerly).");
-  m.def("_exit_name_scope",
-        [](uintptr_t token) { delete reinterpret_cast<NameScope*>(token); });
+  m.def("_exit_name_scope", [](uintptr_t token) { delete reinterpret_cast<NameScope*>(token); });
   m.def("_set_run_eagerly", [](bool on) { g_run_eagerly.store(on); });
   m.def("_run_eagerly", [] { return g_run_eagerly.load(); });
+}
+
+}  // namespace
+
+void bind_function(nb::module_& m) {
+  install_warning_handler();
+  bind_tensor_spec(m);
+  bind_graph_view(m);
+  bind_concrete_function(m);
+  bind_py_function(m);
+  bind_scopes(m);
 }
 
 }  // namespace kiln::py

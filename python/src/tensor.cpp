@@ -30,9 +30,9 @@ std::string symbolic_where(const Tensor& t) {
 
 [[noreturn]] void graph_error(const Tensor& t, const std::string& what, const std::string& fix) {
   nb::object cls = nb::module_::import_("kiln.errors").attr("OperatorNotAllowedInGraphError");
-  std::string msg = str_cat(what, " on a symbolic tensor (", symbolic_where(t),
-                            ") is not allowed: its value is only known when the function runs. ",
-                            fix);
+  std::string msg =
+      str_cat(what, " on a symbolic tensor (", symbolic_where(t),
+              ") is not allowed: its value is only known when the function runs. ", fix);
   PyErr_SetString(cls.ptr(), msg.c_str());
   throw nb::python_error();
 }
@@ -68,11 +68,11 @@ nb::object dtype_object(DType dt) {
 
 nb::object tensor_numpy(const Tensor& t, bool scalar_as_item) {
   if (t.is_symbolic()) {
-    std::string msg = str_cat(
-        "'Tensor' object has no attribute 'numpy': ", t.to_string(),
-        " is a symbolic tensor (", symbolic_where(t),
-        "), which has no value while the function is traced. Return it from the function "
-        "and read the result, or use kiln.print inside the function.");
+    std::string msg =
+        str_cat("'Tensor' object has no attribute 'numpy': ", t.to_string(),
+                " is a symbolic tensor (", symbolic_where(t),
+                "), which has no value while the function is traced. Return it from the function "
+                "and read the result, or use kiln.print inside the function.");
     throw nb::attribute_error(msg.c_str());
   }
   nb::object arr;
@@ -190,8 +190,7 @@ nb::object eq_op(nb::handle a, nb::handle b, bool ne) {
   if (b.is_none()) return nb::bool_(ne);
   if (!is_tensor(b) && !is_variable(b) && !PyNumber_Check(b.ptr()) &&
       !nb::isinstance<nb::list>(b) && !nb::isinstance<nb::tuple>(b) &&
-      !nb::isinstance<nb::str>(b) && !nb::isinstance<nb::bytes>(b) &&
-      !nb::hasattr(b, "__array__"))
+      !nb::isinstance<nb::str>(b) && !nb::isinstance<nb::bytes>(b) && !nb::hasattr(b, "__array__"))
     return nb::bool_(ne);
   Tensor x, y;
   try {
@@ -237,10 +236,12 @@ void add_operators(Cls& cls) {
       .def("__le__", &binop<less_equal>)
       .def("__gt__", &binop<greater>)
       .def("__ge__", &binop<greater_equal>)
-      .def("__eq__", [](nb::handle a, nb::handle b) { return eq_op(a, b, false); },
-           nb::arg("other").none())
-      .def("__ne__", [](nb::handle a, nb::handle b) { return eq_op(a, b, true); },
-           nb::arg("other").none())
+      .def(
+          "__eq__", [](nb::handle a, nb::handle b) { return eq_op(a, b, false); },
+          nb::arg("other").none())
+      .def(
+          "__ne__", [](nb::handle a, nb::handle b) { return eq_op(a, b, true); },
+          nb::arg("other").none())
       .def("__neg__", [](nb::handle a) { return wrap(negative(to_tensor(a))); })
       .def("__pos__", [](nb::handle a) { return wrap(to_tensor(a)); })
       .def("__abs__", [](nb::handle a) { return wrap(abs(to_tensor(a))); })
@@ -291,21 +292,22 @@ void add_operators(Cls& cls) {
              if (t.is_symbolic()) graph_error(t, "Converting it to a Python float", "");
              return nb::float_(tensor_numpy(t, true));
            })
-      .def("__array__",
-           [](nb::handle a, nb::handle dtype, nb::handle) {
-             nb::object arr = tensor_numpy(to_tensor(a), false);
-             if (!dtype.is_none()) arr = arr.attr("astype")(dtype);
-             return arr;
-           },
-           nb::arg("dtype").none() = nb::none(), nb::arg("copy").none() = nb::none())
-      .def("numpy", [](nb::handle a) { return tensor_numpy(to_tensor(a), true); },
-           "The value as a NumPy array (a read-only view of the tensor's memory; bytes for "
-           "string scalars). Raises AttributeError on a symbolic tensor.");
+      .def(
+          "__array__",
+          [](nb::handle a, nb::handle dtype, nb::handle) {
+            nb::object arr = tensor_numpy(to_tensor(a), false);
+            if (!dtype.is_none()) arr = arr.attr("astype")(dtype);
+            return arr;
+          },
+          nb::arg("dtype").none() = nb::none(), nb::arg("copy").none() = nb::none())
+      .def(
+          "numpy", [](nb::handle a) { return tensor_numpy(to_tensor(a), true); },
+          "The value as a NumPy array (a read-only view of the tensor's memory; bytes for "
+          "string scalars). Raises AttributeError on a symbolic tensor.");
 }
 
-}  // namespace
-
-void bind_tensor(nb::module_& m) {
+// kiln.DType.
+void bind_dtype(nb::module_& m) {
   nb::class_<PyDType>(m, "DType", "An element type (kiln.float32, kiln.int32, ...).")
       .def_prop_ro("name", [](const PyDType& d) { return std::string(dtype_name(d.dtype)); })
       .def_prop_ro("is_floating", [](const PyDType& d) { return is_floating(d.dtype); })
@@ -315,42 +317,47 @@ void bind_tensor(nb::module_& m) {
       .def_prop_ro("size", [](const PyDType& d) { return dtype_size(d.dtype); })
       .def_prop_ro("as_numpy_dtype",
                    [](const PyDType& d) {
-                     std::string n = d.dtype == DType::kString ? "object_"
-                                                                       : std::string(dtype_name(d.dtype));
+                     std::string n =
+                         d.dtype == DType::kString ? "object_" : std::string(dtype_name(d.dtype));
                      return nb::object(numpy().attr(n.c_str()));
                    })
       .def_prop_ro("base_dtype", [](nb::handle self) { return nb::borrow(self); })
       .def_prop_ro("_enum", [](const PyDType& d) { return static_cast<int>(d.dtype); })
-      .def("__repr__",
-           [](const PyDType& d) { return str_cat("tf.", dtype_name(d.dtype)); })
+      .def("__repr__", [](const PyDType& d) { return str_cat("tf.", dtype_name(d.dtype)); })
       .def("__str__",
            [](const PyDType& d) { return str_cat("<dtype: '", dtype_name(d.dtype), "'>"); })
-      .def("__eq__",
-           [](const PyDType& d, nb::handle o) {
-             if (o.is_none()) return false;
-             try {
-               return to_dtype(o) == d.dtype;
-             } catch (nb::builtin_exception&) {
-               return false;
-             }
-           }, nb::arg("other").none())
-      .def("__ne__",
-           [](const PyDType& d, nb::handle o) {
-             if (o.is_none()) return true;
-             try {
-               return to_dtype(o) != d.dtype;
-             } catch (nb::builtin_exception&) {
-               return true;
-             }
-           }, nb::arg("other").none())
+      .def(
+          "__eq__",
+          [](const PyDType& d, nb::handle o) {
+            if (o.is_none()) return false;
+            try {
+              return to_dtype(o) == d.dtype;
+            } catch (nb::builtin_exception&) {
+              return false;
+            }
+          },
+          nb::arg("other").none())
+      .def(
+          "__ne__",
+          [](const PyDType& d, nb::handle o) {
+            if (o.is_none()) return true;
+            try {
+              return to_dtype(o) != d.dtype;
+            } catch (nb::builtin_exception&) {
+              return true;
+            }
+          },
+          nb::arg("other").none())
       .def("__hash__", [](const PyDType& d) { return static_cast<int>(d.dtype); });
+}
 
+// kiln.Tensor: properties, Python protocols and operators.
+void bind_tensor_class(nb::module_& m) {
   auto tensor = nb::class_<Tensor>(
       m, "Tensor",
       "A multi-dimensional value: concrete (eager) or symbolic (inside a function being "
       "traced). Immutable.");
-  tensor
-      .def_prop_ro("dtype", [](const Tensor& t) { return dtype_object(t.dtype()); })
+  tensor.def_prop_ro("dtype", [](const Tensor& t) { return dtype_object(t.dtype()); })
       .def_prop_ro("_dims",
                    [](const Tensor& t) -> nb::object {
                      if (!t.shape().rank_known()) return nb::none();
@@ -359,9 +366,10 @@ void bind_tensor(nb::module_& m) {
                        l.append(d < 0 ? nb::none() : nb::object(nb::int_(d)));
                      return nb::tuple(l);
                    })
-      .def_prop_ro("ndim", [](const Tensor& t) -> nb::object {
-        return t.shape().rank_known() ? nb::object(nb::int_(t.rank())) : nb::none();
-      })
+      .def_prop_ro("ndim",
+                   [](const Tensor& t) -> nb::object {
+                     return t.shape().rank_known() ? nb::object(nb::int_(t.rank())) : nb::none();
+                   })
       .def_prop_ro("is_symbolic", &Tensor::is_symbolic,
                    "True for a tensor of a function being traced (it has no value).")
       .def_prop_ro("name",
@@ -371,16 +379,14 @@ void bind_tensor(nb::module_& m) {
                            "Tensor.name is undefined when eager execution is enabled.");
                      return t.symbol()->tensor_name(t.output_index());
                    })
-      .def_prop_ro("device",
-                   [](const Tensor&) {
-                     return std::string("/job:localhost/replica:0/task:0/device:CPU:0");
-                   })
+      .def_prop_ro(
+          "device",
+          [](const Tensor&) { return std::string("/job:localhost/replica:0/task:0/device:CPU:0"); })
       .def("__len__",
            [](const Tensor& t) {
              if (!t.shape().rank_known() || t.rank() == 0 || t.dim(0) < 0)
                throw nb::type_error(
-                   str_cat("len is not well defined for a tensor of shape ",
-                           t.shape().to_string())
+                   str_cat("len is not well defined for a tensor of shape ", t.shape().to_string())
                        .c_str());
              return t.dim(0);
            })
@@ -411,10 +417,14 @@ void bind_tensor(nb::module_& m) {
           "DLPack export (zero-copy, read-only, CPU).");
   add_operators(tensor);
   tensor.attr("__array_priority__") = 100;
+}
 
+// as_dtype, constant, convert_to_tensor.
+void bind_conversions(nb::module_& m) {
   m.def("_dtype", [](int e) { return dtype_object(static_cast<DType>(e)); });
-  m.def("as_dtype", [](nb::handle h) { return dtype_object(to_dtype(h)); },
-        "Converts a name, NumPy dtype or kiln DType to a kiln DType.");
+  m.def(
+      "as_dtype", [](nb::handle h) { return dtype_object(to_dtype(h)); },
+      "Converts a name, NumPy dtype or kiln DType to a kiln DType.");
   m.def(
       "constant",
       [](nb::handle value, nb::handle dtype, nb::handle shape, nb::handle) {
@@ -454,8 +464,17 @@ void bind_tensor(nb::module_& m) {
         }
         return wrap(to_tensor(value, dt, "convert_to_tensor"));
       },
-      nb::arg("value"), nb::arg("dtype").none() = nb::none(), nb::arg("dtype_hint").none() = nb::none(),
-      nb::arg("name").none() = nb::none(), "Converts a value to a Tensor (tf.convert_to_tensor).");
+      nb::arg("value"), nb::arg("dtype").none() = nb::none(),
+      nb::arg("dtype_hint").none() = nb::none(), nb::arg("name").none() = nb::none(),
+      "Converts a value to a Tensor (tf.convert_to_tensor).");
+}
+
+}  // namespace
+
+void bind_tensor(nb::module_& m) {
+  bind_dtype(m);
+  bind_tensor_class(m);
+  bind_conversions(m);
 }
 
 void add_tensor_operators(nb::class_<Variable>& cls) {
