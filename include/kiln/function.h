@@ -188,7 +188,7 @@ class ConcreteFunction : public std::enable_shared_from_this<ConcreteFunction> {
   std::vector<std::pair<std::string, std::string>> pruned_;
   OptimizeReport report_;
   std::shared_ptr<const detail::Flat> signature_;  // inputs_ flattened once
-  std::unique_ptr<detail::CallInfo> call_;          // how calls record it
+  std::unique_ptr<detail::CallInfo> call_;         // how calls record it
 };
 
 /// Receives warnings (retracing, pruned no-return functions). Default: stderr.
@@ -221,6 +221,25 @@ class Function {
 
  private:
   void note_call(bool traced);
+  // get_concrete_function's steps, in order.
+  std::vector<Value> bind_input_signature(const std::vector<Value>& args) const;
+  std::shared_ptr<const ConcreteFunction> find_cached(const detail::Flat& f, bool general) const;
+  void check_not_recursive(const detail::Flat& f) const;
+  std::unique_lock<std::recursive_mutex> lock_for_trace();
+  std::vector<Shape> trace_shapes(const detail::Flat& f, bool& generalized) const;
+  void record_retrace_reason(const detail::Flat& f);
+  std::shared_ptr<ConcreteFunction> trace_new(const std::vector<Value>& call_args,
+                                              const detail::Flat& f,
+                                              const std::vector<Shape>& shapes);
+  std::shared_ptr<ConcreteFunction> trace_once(const std::vector<Value>& call_args,
+                                               const detail::Flat& f,
+                                               const std::vector<Shape>& shapes,
+                                               bool allow_variables, int& created);
+  void compile(ConcreteFunction& cf) const;
+  void warn_if_all_pruned(const ConcreteFunction& cf) const;
+  std::shared_ptr<const ConcreteFunction> remember(const detail::Flat& f,
+                                                   std::shared_ptr<ConcreteFunction> cf,
+                                                   bool generalized);
   // The call after the key was built: cache lookup, trace on a miss, run.
   // On a miss `args` (or else `tensor_args`) are the call's arguments.
   Value call_cached(std::span<const int64_t> key, std::span<const Tensor> tensors,

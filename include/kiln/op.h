@@ -3,6 +3,7 @@
 // emitter. Every other layer (eager dispatch, tracing, passes, executor,
 // printer) looks ops up here; nothing keeps its own list of ops.
 #pragma once
+#include <algorithm>
 #include <cstdint>
 #include <span>
 #include <string>
@@ -34,6 +35,12 @@ enum OpTrait : uint32_t {
   kRandom = 1u << 5,         ///< draws random numbers (also kStateful)
   kNoGradient = 1u << 6,     ///< not differentiable (comparisons, bitwise, argmax)
   kVariadicInput = 1u << 7,  ///< the last declared input takes any number of tensors
+  kSource = 1u << 8,  ///< no inputs; the value comes from outside the graph (Placeholder, Const)
+  kCall = 1u << 9,    ///< runs its one subgraph attr as a function of its inputs (inlinable)
+  /// Made by tracing, by a pass or by a control-flow API (Placeholder, If,
+  /// While, fused ops): not offered as a `kiln.raw` op.
+  kGraphOnly = 1u << 10,
+  kVariadicOutput = 1u << 11,  ///< the number of outputs follows from attrs (Unpack, Split)
 };
 
 struct TensorSpec;
@@ -95,6 +102,35 @@ using BlockFnF32 = void (*)(const float* a, const float* b, float* out, int64_t 
 using JitEmitFn = std::string (*)(const OpDef&, std::span<const std::string> args,
                                   const Attrs& attrs);
 
+/// What a step costs, for the executor's parallel regions.
+struct OpCost {
+  double work = 0;        ///< element-operations
+  bool internal = false;  ///< the kernel already splits its work over the pool
+};
+/// The sizes a cost rule sees: element counts of the inputs and outputs, the
+/// last dimension of output 0, and the pool's grain (elements per task).
+struct CostQuery {
+  const Attrs& attrs;
+  std::span<const int64_t> in, out;
+  int64_t out_inner;
+  int64_t grain;
+  /// Elements of all inputs, of all outputs (unknown counts as 0).
+  int64_t in_elements() const { return sum(in); }
+  int64_t out_elements() const { return sum(out); }
+  /// The default work: max(in_elements, out_elements).
+  double elements() const { return static_cast<double>(std::max(sum(in), sum(out))); }
+
+ private:
+  static int64_t sum(std::span<const int64_t> v) {
+    int64_t s = 0;
+    for (int64_t e : v) s += e > 0 ? e : 0;
+    return s;
+  }
+};
+/// A cost rule; rows without one cost max(elements in, elements out) and
+/// count as internal above one grain (src/exec/plan_parallel.cpp).
+using CostFn = OpCost (*)(const CostQuery&);
+
 struct OpDef {
   OpId id = OpId::kNumOps;
   const char* type_name = "";  ///< TensorFlow's op type, e.g. "AddV2"
@@ -109,6 +145,10 @@ struct OpDef {
   JitEmitFn jit_emit = nullptr;
   /// Set for elementwise ops that the fusion pass may fuse (float32).
   BlockFnF32 block_f32 = nullptr;
+  CostFn cost = nullptr;
+  /// For ops with subgraph attrs: op input i is input i - body_input_offset
+  /// of each body (If: 1, its predicate comes first).
+  uint8_t body_input_offset = 0;
 
   bool has(OpTrait t) const { return (traits & t) != 0; }
   /// Index of a named attribute; -1 when absent.
@@ -151,6 +191,14 @@ class OpDefBuilder {
     d_.grad = f;
     return *this;
   }
+  OpDefBuilder& cost(CostFn f) {
+    d_.cost = f;
+    return *this;
+  }
+  OpDefBuilder& body_input_offset(uint8_t k) {
+    d_.body_input_offset = k;
+    return *this;
+  }
 
  private:
   OpDef& d_;
@@ -167,6 +215,13 @@ class OpTableBuilder {
  private:
   std::vector<OpDef>& rows_;
 };
+
+namespace detail {
+/// Fills every row once, when the table is first used: the ops' rows, their
+/// CPU kernels and autodiff's rules. Defined by the one unit above every
+/// layer (src/registry/op_table.cpp), so no layer calls up into another.
+void assemble_op_table(OpTableBuilder& t);
+}  // namespace detail
 
 /// Output description produced by inference: dtype and (maybe partial) shape.
 struct TensorSpec {
@@ -267,6 +322,11 @@ class KernelContext {
 
   size_t num_outputs() const { return outputs_.size(); }
   const TensorSpec& output_spec(size_t i) const { return specs_[i]; }
+  /// Throws InvalidArgumentError "<OpType>: <message>" naming the running op.
+  template <typename... Args>
+  [[noreturn]] void fail(const Args&... args) const {
+    throw InvalidArgumentError(str_cat(op_.type_name, ": ", args...));
+  }
   /// Allocates output i per its spec. If `reuse_input` >= 0 names an input
   /// of the same dtype and size whose buffer nobody else holds, that buffer is
   /// reused (in-place). Returns the output tensor.

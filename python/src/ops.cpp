@@ -1,6 +1,8 @@
 // Every op of the table as a Python callable: kiln._kiln.raw.<TypeName>
 // (inputs positionally, attributes by keyword), plus `execute` by name.
 // The TensorFlow-named wrappers (kiln.math.*, kiln.nn.*, ...) are Python.
+#include "kiln/ops.h"
+
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
@@ -9,9 +11,8 @@
 #include "bindings.h"
 #include "convert.h"
 #include "kiln/config.h"
-#include "kiln/thread_pool.h"
 #include "kiln/context.h"
-#include "kiln/ops.h"
+#include "kiln/thread_pool.h"
 
 namespace kiln::py {
 namespace {
@@ -106,17 +107,14 @@ nb::object run_op(const OpDef& op, nb::args args, nb::kwargs kwargs, bool force_
 void bind_ops(nb::module_& m) {
   nb::module_ raw = m.def_submodule("raw", "Every kiln op by its TensorFlow type name.");
   for (const OpDef& op : op_table()) {
-    if (!op.cpu_kernel && op.id != OpId::Placeholder) continue;
-    if (op.id == OpId::If || op.id == OpId::StatelessIf || op.id == OpId::While ||
-        op.id == OpId::FusedElementwise || op.id == OpId::Placeholder ||
-        std::string_view(op.type_name).starts_with("_"))
-      continue;  // control flow has its own API; "_" ops (TF's convention) are made by passes
+    if (op.has(kGraphOnly) || std::string_view(op.type_name).starts_with("_"))
+      continue;  // control flow has its own API; passes make fused and "_" ops (TF's convention)
     const OpDef* p = &op;
     std::string doc = str_cat(op.type_name, "(");
     for (size_t i = 0; i < op.inputs.size(); ++i) doc += str_cat(i ? ", " : "", op.inputs[i]);
     for (const AttrDef& a : op.attrs) doc += str_cat(", ", a.name, "=...");
     doc += ")";
-    const bool multi = op.id == OpId::Unstack || op.id == OpId::Split;
+    const bool multi = op.has(kVariadicOutput);
     raw.def(
         op.type_name,
         [p, multi](nb::args args, nb::kwargs kwargs) { return run_op(*p, args, kwargs, multi); },
@@ -127,7 +125,7 @@ void bind_ops(nb::module_& m) {
       [](const std::string& type_name, nb::args args, nb::kwargs kwargs) {
         const OpDef* op = find_op(type_name);
         if (!op) throw nb::value_error(str_cat("unknown op type '", type_name, "'").c_str());
-        return run_op(*op, args, kwargs, op->id == OpId::Unstack || op->id == OpId::Split);
+        return run_op(*op, args, kwargs, op->has(kVariadicOutput));
       },
       nb::arg("type_name"), nb::arg("args"), nb::arg("kwargs"),
       "Runs (or, while tracing, records) one op by its type name.");
@@ -141,12 +139,15 @@ void bind_ops(nb::module_& m) {
     if (now && n != config().num_threads && !(n <= 0 && config().num_threads <= 0))
       throw nb::value_error(  // RuntimeError in TensorFlow; mapped in kiln.config
           str_cat("Intra op parallelism cannot be modified after initialization (the pool "
-                  "already runs ", now, " threads)").c_str());
+                  "already runs ",
+                  now, " threads)")
+              .c_str());
     config().num_threads = n;
   });
   m.def("_num_threads", [] { return config().num_threads; });
-  m.def("_pool_threads", [] { return ThreadPool::global().num_threads(); },
-        "kiln's thread budget in effect (starts the pool).");
+  m.def(
+      "_pool_threads", [] { return ThreadPool::global().num_threads(); },
+      "kiln's thread budget in effect (starts the pool).");
   m.def("_set_parallel_branches", [](bool on) { config().parallel_branches = on; });
   m.def("_parallel_branches", [] { return config().parallel_branches; });
 }

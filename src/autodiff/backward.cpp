@@ -12,7 +12,7 @@
 #include <unordered_set>
 
 #include "backward_trace.h"
-#include "function/subgraph.h"
+#include "autodiff/autodiff.h"
 #include "kiln/context.h"
 #include "kiln/gradient_tape.h"
 #include "kiln/ops.h"
@@ -256,6 +256,22 @@ void if_grad(const OpDef& op, std::span<const Tensor> in, std::span<const Tensor
   std::vector<Tensor> outs;
   execute_op(op, args, Attrs{both.graph, other.graph}, outs);
   for (size_t k = 0; k < both.input_index.size(); ++k) gi[1 + both.input_index[k]] = outs[k];
+}
+
+void define_subgraph_grads(OpTableBuilder& t) {
+  t.def(OpId::PartitionedCall).grad(call_grad);
+  t.def(OpId::StatefulPartitionedCall).grad(call_grad);
+  t.def(OpId::If).grad(if_grad);
+  t.def(OpId::StatelessIf).grad(if_grad);
+  t.def(OpId::While).grad(while_grad);
+}
+
+void install_autodiff() {
+  AutodiffHooks h;
+  h.backward = [](const TracedSubgraph& body) { return build_backward(body); };
+  h.residuals = build_residuals;
+  h.would_record = tapes_would_record;
+  set_autodiff_hooks(h);
 }
 
 }  // namespace kiln::detail

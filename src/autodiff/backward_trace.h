@@ -7,7 +7,7 @@
 #include <utility>
 #include <vector>
 
-#include "function/subgraph.h"
+#include "autodiff/autodiff.h"
 #include "kiln/trace.h"
 
 namespace kiln::detail {

@@ -36,10 +36,8 @@ void split_residuals(Graph& g, TracingContext& tc, BackwardTrace& b) {
   const size_t end = nodes.size();
   // Replayed compute nodes; inputs and constants stay in the backward.
   std::unordered_set<const Node*> cut;
-  for (size_t i = 0; i < b.replay_end; ++i) {
-    const OpId id = nodes[i]->op().id;
-    if (id != OpId::Placeholder && id != OpId::Const) cut.insert(nodes[i]);
-  }
+  for (size_t i = 0; i < b.replay_end; ++i)
+    if (!nodes[i]->op().has(kSource)) cut.insert(nodes[i]);
   std::map<EdgeKey, Edge> origin;
   for (const auto& [mine, body] : b.replayed) origin.emplace(key(mine), body);
 
@@ -88,8 +86,8 @@ std::unique_ptr<Residuals> build_residuals(const TracedSubgraph& body) {
   for (const Edge& e : t.residuals) {
     Node* n = fwd->find(e.node->name());
     if (!n)
-      throw InternalError(str_cat("forward of '", fwd->function_name(), "' lost node '",
-                                  e.node->name(), "'"));
+      throw InternalError(
+          str_cat("forward of '", fwd->function_name(), "' lost node '", e.node->name(), "'"));
     fwd->outputs().push_back({n, e.index});
   }
   r->forward = GraphSubgraph::create(std::move(fwd));

@@ -4,7 +4,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
-#include "function/subgraph.h"
+#include "autodiff/autodiff.h"
 #include "kiln/context.h"
 #include "kiln/gradient_tape.h"
 #include "kiln/ops.h"

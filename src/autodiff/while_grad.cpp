@@ -23,7 +23,7 @@
 #include <unordered_set>
 
 #include "backward_trace.h"
-#include "function/subgraph.h"
+#include "autodiff/autodiff.h"
 #include "kiln/context.h"
 #include "kiln/control_flow.h"
 #include "kiln/ops.h"
@@ -56,7 +56,7 @@ std::optional<TensorSpec> read_spec(const Graph& g, const Node* ph, int depth = 
     if (!t) return std::nullopt;
     const Graph& b = t->traced_graph();
     const size_t np = b.inputs().size();
-    const Node* p = i < np                             ? b.inputs()[i]
+    const Node* p = i < np                         ? b.inputs()[i]
                     : i - np < t->hoisted().size() ? t->hoisted()[i - np]
                                                    : nullptr;
     return p ? read_spec(b, p, depth + 1) : std::nullopt;
@@ -65,20 +65,12 @@ std::optional<TensorSpec> read_spec(const Graph& g, const Node* ph, int depth = 
     const Node* n = ref.get();
     for (size_t i = 0; i < n->inputs().size(); ++i) {
       if (n->inputs()[i].node != ph) continue;
-      std::optional<TensorSpec> s;
-      switch (n->op().id) {
-        case OpId::ReadVariable: return n->outputs()[0];
-        case OpId::PartitionedCall:
-        case OpId::StatefulPartitionedCall: s = inner(n->attrs()[0], i); break;
-        case OpId::If:
-        case OpId::StatelessIf:
-          if (i > 0) s = inner(n->attrs()[0], i - 1);
-          if (!s && i > 0) s = inner(n->attrs()[1], i - 1);
-          break;
-        case OpId::While: s = inner(n->attrs()[1], i); break;
-        default: break;
-      }
-      if (s) return s;
+      if (n->op().id == OpId::ReadVariable) return n->outputs()[0];
+      // Into every body the op runs (call, If branches, While cond and body).
+      const size_t off = n->op().body_input_offset;
+      for (size_t a = 0; i >= off && a < n->op().attrs.size(); ++a)
+        if (n->op().attrs[a].type == AttrType::kSubgraph)
+          if (std::optional<TensorSpec> s = inner(n->attrs()[a], i - off)) return s;
     }
   }
   return std::nullopt;
@@ -160,11 +152,11 @@ void traced_while_grad(std::span<const Tensor> in, std::span<const Tensor> out,
     TensorSpec unused;
     vk[k] = kind_of(in[k], body, k, &unused);
     if (vk[k] == Kind::kVariable)
-      throw UnimplementedError(str_cat(
-          "While gradient: loop variable ", k, " is the handle of ",
-          in[k].is_symbolic() ? std::string("a variable") : in[k].resource()->debug_name(),
-          "; use the variable inside the loop body instead (it is captured), not as a "
-          "loop variable"));
+      throw UnimplementedError(
+          str_cat("While gradient: loop variable ", k, " is the handle of ",
+                  in[k].is_symbolic() ? std::string("a variable") : in[k].resource()->debug_name(),
+                  "; use the variable inside the loop body instead (it is captured), not as a "
+                  "loop variable"));
   }
   for (size_t j = 0; j < m; ++j) ck[j] = kind_of(caps[j], body, n + j, &cspec[j]);
 

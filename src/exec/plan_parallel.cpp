@@ -1,11 +1,11 @@
 // Parallel regions of a Plan (see kiln/executor.h): which windows of steps
 // split into independent heavy branches worth running on several threads.
 //
-// Cost model, in element-operations: a step costs max(elements in, elements
-// out), times the contraction length for MatMul and convolutions and the
-// instruction count for FusedElementwise. A step "parallelizes internally"
-// when its kernel would split the work over the pool (or OpenBLAS/oneDNN
-// threads) anyway. A window becomes a region when >= 2 of its groups cost
+// Cost model, in element-operations: a step costs what its row's cost rule
+// says (OpDef::cost: MatMul and convolutions count their contraction length,
+// FusedElementwise its instructions), else max(elements in, elements out). A step "parallelizes
+// internally" when its kernel would split the work over the pool (or OpenBLAS/oneDNN threads)
+// anyway. A window becomes a region when >= 2 of its groups cost
 // >= 4 * parallel_grain each and the estimated time with the groups on
 // separate threads (each kernel then single-threaded) beats running the
 // window in order (internally parallel steps sped up by the thread count)
@@ -25,38 +25,15 @@ namespace {
 constexpr size_t kMaxSteps = 8192;
 constexpr size_t kScanBudget = 32;
 
-struct Cost {
-  double work = 0;
-  bool internal = false;  // the kernel already uses every thread
-};
+using Cost = OpCost;
 
+// The row's cost rule, or the default: one element-operation per element,
+// internal above one grain.
 Cost estimate(const OpDef& op, const Attrs& attrs, std::span<const int64_t> in,
               std::span<const int64_t> out, int64_t out_inner, int64_t grain) {
-  int64_t in_sum = 0, out_sum = 0;
-  for (int64_t e : in) in_sum += std::max<int64_t>(e, 0);
-  for (int64_t e : out) out_sum += std::max<int64_t>(e, 0);
-  const double base = static_cast<double>(std::max(in_sum, out_sum));
-  const double inner = static_cast<double>(std::max<int64_t>(out_inner, 1));
-  switch (op.id) {
-    case OpId::MatMul: {  // m*k * n multiply-adds; OpenBLAS threads from ~2^18
-      const double w = in.empty() ? base : static_cast<double>(std::max<int64_t>(in[0], 0)) * inner;
-      return {std::max(w, base), w > 4.0 * static_cast<double>(grain)};
-    }
-    case OpId::Conv2D:
-    case OpId::DepthwiseConv2D:
-    case OpId::FusedConv2D:
-    case OpId::FusedDepthwiseConv2D: {  // out * filter size per output channel; oneDNN threads
-      const double filter = in.size() > 1 ? static_cast<double>(std::max<int64_t>(in[1], 0)) : 1;
-      const double w = static_cast<double>(out_sum) * std::max(1.0, filter / inner);
-      return {std::max(w, base), w > static_cast<double>(grain)};
-    }
-    case OpId::FusedElementwise: {  // the fused kernel splits from grain / 4 elements
-      const auto* prog = attrs.empty() ? nullptr : std::get_if<std::vector<int64_t>>(&attrs[0]);
-      const double instrs = prog ? static_cast<double>(prog->size() / 3) : 1;
-      return {base * std::max(1.0, instrs), out_sum > grain / 4};
-    }
-    default: return {base, std::max(in_sum, out_sum) > grain};
-  }
+  const CostQuery q{attrs, in, out, out_inner, grain};
+  if (op.cost) return op.cost(q);
+  return {q.elements(), std::max(q.in_elements(), q.out_elements()) > grain};
 }
 
 struct UnionFind {

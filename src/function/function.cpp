@@ -7,6 +7,7 @@
 #include <iostream>
 #include <unordered_map>
 
+#include "compile.h"
 #include "core/tls.h"
 #include "kiln/config.h"
 #include "kiln/ops.h"
@@ -127,7 +128,7 @@ std::vector<Tensor> ConcreteFunction::call_flat(std::span<const Tensor> inputs) 
   args.insert(args.end(), call_->hoisted_values.begin(), call_->hoisted_values.end());
   auto fs = Ref<detail::FunctionSubgraph>::adopt(new detail::FunctionSubgraph(shared_from_this()));
   const OpDef& call = op_def(OpId::StatefulPartitionedCall);
-  if (detail::tapes_would_record(args)) {
+  if (auto* taped = detail::autodiff_hooks().would_record; taped && taped(args)) {
     // Under a tape: call the forward that also returns what the backward
     // reads, and keep those values in the tape entry (as extra attrs after
     // `f`; call_grad uses them). While tracing, the call node is that
@@ -349,34 +350,51 @@ void set_blocking_hooks(BlockingHooks hooks) {
 
 std::shared_ptr<const ConcreteFunction> Function::get_concrete_function(
     const std::vector<Value>& args) {
-  Impl& im = *impl_;
-  std::vector<Value> call_args = args;
-  const std::vector<std::string>& names = options_.arg_names;
+  const std::vector<Value> call_args = bind_input_signature(args);
+  const detail::Flat f = detail::flatten_args(call_args, options_.arg_names);
+  if (auto hit = find_cached(f, /*general=*/true)) return hit;
+  check_not_recursive(f);
+  std::unique_lock<std::recursive_mutex> trace_lock = lock_for_trace();
+  if (auto hit = find_cached(f, /*general=*/false)) return hit;  // traced while we waited
 
-  if (options_.input_signature) {
-    const auto& sig = *options_.input_signature;
-    detail::Flat f = detail::flatten_args(call_args, names);
-    if (f.specs.size() != sig.size() || f.leaves.size() != sig.size())
-      throw InvalidArgumentError(str_cat("function '", options_.name, "': expected ", sig.size(),
-                                         " tensor arguments matching input_signature, got ",
-                                         f.leaves.size(), " arguments"));
-    for (size_t i = 0; i < sig.size(); ++i)
-      if (f.specs[i].dtype != sig[i].dtype || !sig[i].shape.is_compatible_with(f.specs[i].shape))
-        throw InvalidArgumentError(
-            str_cat("function '", options_.name, "': argument '", f.leaves[i].path,
-                    "' is incompatible with input_signature: expected ", sig[i].to_string(),
-                    ", got ", ArgSpec{f.specs[i].dtype, f.specs[i].shape, ""}.to_string()));
-    call_args.assign(sig.begin(), sig.end());
-  }
+  bool generalized = false;
+  const std::vector<Shape> shapes = trace_shapes(f, generalized);
+  record_retrace_reason(f);
+  std::shared_ptr<ConcreteFunction> cf = trace_new(call_args, f, shapes);
+  compile(*cf);
+  impl_->tracing_count.fetch_add(1);
+  return remember(f, std::move(cf), generalized);
+}
 
-  detail::Flat f = detail::flatten_args(call_args, names);
-  {
-    std::shared_lock<std::shared_mutex> lock(im.cache_mu);
-    auto it = im.cache.find(f.key);
-    if (it != im.cache.end()) return it->second;
-    for (const auto& [k, cf] : im.general)
+std::vector<Value> Function::bind_input_signature(const std::vector<Value>& args) const {
+  if (!options_.input_signature) return args;
+  const auto& sig = *options_.input_signature;
+  detail::Flat f = detail::flatten_args(args, options_.arg_names);
+  if (f.specs.size() != sig.size() || f.leaves.size() != sig.size())
+    throw InvalidArgumentError(str_cat("function '", options_.name, "': expected ", sig.size(),
+                                       " tensor arguments matching input_signature, got ",
+                                       f.leaves.size(), " arguments"));
+  for (size_t i = 0; i < sig.size(); ++i)
+    if (f.specs[i].dtype != sig[i].dtype || !sig[i].shape.is_compatible_with(f.specs[i].shape))
+      throw InvalidArgumentError(
+          str_cat("function '", options_.name, "': argument '", f.leaves[i].path,
+                  "' is incompatible with input_signature: expected ", sig[i].to_string(), ", got ",
+                  ArgSpec{f.specs[i].dtype, f.specs[i].shape, ""}.to_string()));
+  return {sig.begin(), sig.end()};
+}
+
+std::shared_ptr<const ConcreteFunction> Function::find_cached(const detail::Flat& f,
+                                                              bool general) const {
+  std::shared_lock<std::shared_mutex> lock(impl_->cache_mu);
+  auto it = impl_->cache.find(f.key);
+  if (it != impl_->cache.end()) return it->second;
+  if (general)
+    for (const auto& [k, cf] : impl_->general)
       if (compatible(*cf->signature_, f)) return cf;
-  }
+  return nullptr;
+}
+
+void Function::check_not_recursive(const detail::Flat& f) const {
   for (const auto& [p, key] : t_active_traces)
     if (p == this && key == f.key)
       throw FailedPreconditionError(str_cat(
@@ -384,160 +402,174 @@ std::shared_ptr<const ConcreteFunction> Function::get_concrete_function(
           "' called itself while being traced, with arguments that would trace it again: "
           "recursion on tensor values cannot be unrolled into a graph (use a while_loop, or "
           "recurse on Python values that end)"));
+}
 
-  std::unique_lock<std::recursive_mutex> trace_lock(im.trace_mu, std::try_to_lock);
-  if (!trace_lock.owns_lock()) {
+std::unique_lock<std::recursive_mutex> Function::lock_for_trace() {
+  std::unique_lock<std::recursive_mutex> lock(impl_->trace_mu, std::try_to_lock);
+  if (!lock.owns_lock()) {
     // Another thread is tracing this function; let it take the binding's
     // global lock (if any) while we wait, or both would wait forever.
     auto* release = g_block_release.load();
     auto* reacquire = g_block_reacquire.load();
     void* token = release ? release() : nullptr;
-    trace_lock.lock();
+    lock.lock();
     if (reacquire) reacquire(token);
   }
-  {
-    std::shared_lock<std::shared_mutex> lock(im.cache_mu);
-    auto it = im.cache.find(f.key);
-    if (it != im.cache.end()) return it->second;
-  }
+  return lock;
+}
 
+std::vector<Shape> Function::trace_shapes(const detail::Flat& f, bool& generalized) const {
   // reduce_retracing: generalize shapes against a cached signature that
   // differs only in shapes.
   std::vector<Shape> shapes;
   for (const ArgSpec& s : f.specs) shapes.push_back(s.shape);
-  bool generalized = false;
-  if (options_.reduce_retracing) {
-    std::shared_lock<std::shared_mutex> lock(im.cache_mu);
-    for (const auto& [k, cf] : im.cache) {
-      const detail::Flat& old = *cf->signature_;
-      if (old.structure != f.structure || old.specs.size() != f.specs.size()) continue;
-      for (size_t i = 0; i < shapes.size(); ++i)
-        shapes[i] = old.specs[i].shape.most_specific_common(shapes[i]);
-      generalized = true;
+  if (!options_.reduce_retracing) return shapes;
+  std::shared_lock<std::shared_mutex> lock(impl_->cache_mu);
+  for (const auto& [k, cf] : impl_->cache) {
+    const detail::Flat& old = *cf->signature_;
+    if (old.structure != f.structure || old.specs.size() != f.specs.size()) continue;
+    for (size_t i = 0; i < shapes.size(); ++i)
+      shapes[i] = old.specs[i].shape.most_specific_common(shapes[i]);
+    generalized = true;
+    break;
+  }
+  return shapes;
+}
+
+void Function::record_retrace_reason(const detail::Flat& f) {
+  Impl& im = *impl_;
+  if (im.traced_leaves.empty()) return;
+  // Against the closest cached signature (ties: the most recent).
+  const std::vector<detail::Leaf>* best = nullptr;
+  size_t best_diff = SIZE_MAX;
+  for (const auto& leaves : im.traced_leaves) {
+    size_t diff = leaves.size() == f.leaves.size() ? 0 : 1000;
+    for (size_t i = 0; i < std::min(leaves.size(), f.leaves.size()); ++i)
+      diff += leaves[i].desc != f.leaves[i].desc || leaves[i].path != f.leaves[i].path;
+    if (diff <= best_diff) best_diff = diff, best = &leaves;
+  }
+  RetraceReason r{"arguments", str_cat(best->size(), " leaves"),
+                  str_cat(f.leaves.size(), " leaves")};
+  for (size_t i = 0; i < std::min(best->size(), f.leaves.size()); ++i)
+    if ((*best)[i].desc != f.leaves[i].desc || (*best)[i].path != f.leaves[i].path) {
+      r = {f.leaves[i].path, (*best)[i].desc, f.leaves[i].desc};
       break;
     }
-  }
+  if (config().log_level >= 1)
+    warn("RetraceLog", str_cat("function '", options_.name, "' retraced: ", r.to_string()));
+  std::lock_guard<std::mutex> lock(im.reasons_mu);
+  im.reasons.push_back(std::move(r));
+}
 
-  // Retrace reason against the closest cached signature.
-  if (!im.traced_leaves.empty()) {
-    const std::vector<detail::Leaf>* best = nullptr;
-    size_t best_diff = SIZE_MAX;
-    for (const auto& leaves : im.traced_leaves) {
-      size_t diff = leaves.size() == f.leaves.size() ? 0 : 1000;
-      for (size_t i = 0; i < std::min(leaves.size(), f.leaves.size()); ++i)
-        diff += leaves[i].desc != f.leaves[i].desc || leaves[i].path != f.leaves[i].path;
-      if (diff <= best_diff) best_diff = diff, best = &leaves;  // ties: the most recent
-    }
-    RetraceReason r{"arguments", str_cat(best->size(), " leaves"),
-                    str_cat(f.leaves.size(), " leaves")};
-    for (size_t i = 0; i < std::min(best->size(), f.leaves.size()); ++i)
-      if ((*best)[i].desc != f.leaves[i].desc || (*best)[i].path != f.leaves[i].path) {
-        r = {f.leaves[i].path, (*best)[i].desc, f.leaves[i].desc};
-        break;
-      }
-    if (config().log_level >= 1)
-      warn("RetraceLog", str_cat("function '", options_.name, "' retraced: ", r.to_string()));
-    std::lock_guard<std::mutex> lock(im.reasons_mu);
-    im.reasons.push_back(std::move(r));
-  }
-
-  // Trace. Variables may be created on the first trace only (TensorFlow's
-  // rule); a first trace that created some is run again with creation
-  // disallowed, as tf.function does, so code that would create a variable on
-  // every call fails on the first call instead of on a later retrace.
-  auto trace_once = [&](bool allow_variables, int& created) {
-    auto cf = std::shared_ptr<ConcreteFunction>(new ConcreteFunction());
-    created = 0;
-    cf->name_ = options_.name;
-    for (size_t i = 0; i < call_args.size(); ++i)
-      cf->arg_names_.push_back(i < names.size() ? names[i] : str_cat("args_", i));
-    cf->graph_ = std::make_unique<Graph>(options_.name);
-    {
-      TracingContext tc(*cf->graph_);
-      ContextScope scope(tc);
-      VariableCreationScope var_rule([&](const std::string& name) {
-        if (!allow_variables)
-          throw InvalidArgumentError(str_cat(kSingletonVariablesError, " (function '",
-                                             options_.name, "' created variable '", name,
-                                             "' when traced again: create it once, e.g. only "
-                                             "while the attribute that holds it is unset)"));
-        ++created;
-      });
-      t_active_traces.emplace_back(this, f.key);
-      struct Pop {
-        ~Pop() { t_active_traces.pop_back(); }
-      } pop;
-      std::vector<Value> placeholders;
-      size_t leaf = 0;
-      std::vector<std::string> leaf_paths;
-      for (const auto& l : f.leaves)
-        if (l.is_tensor) leaf_paths.push_back(l.path);
-      for (const Value& a : call_args)
-        placeholders.push_back(map_leaves(a, leaf, [&](size_t i, const Value&) {
-          const ArgSpec& s = f.specs[i];
-          std::string pname = !s.name.empty() ? s.name : detail::placeholder_name(leaf_paths[i]);
-          cf->flat_names_.push_back(leaf_paths[i]);
-          // Specs are named after their argument, as TensorFlow names them.
-          cf->flat_specs_.push_back({s.dtype, shapes[i], pname});
-          return Value(tc.add_input(pname, s.dtype, shapes[i]));
-        }));
-      Value result = body_(placeholders);
-      cf->outputs_ = map_outputs(result, tc);
-      leaf = 0;
-      for (const Value& a : call_args)
-        cf->inputs_.push_back(
-            map_leaves(a, leaf, [&](size_t i, const Value&) { return Value(cf->flat_specs_[i]); }));
-    }
-    return cf;
-  };
-  const bool first_trace = im.tracing_count.load() == 0;
+std::shared_ptr<ConcreteFunction> Function::trace_new(const std::vector<Value>& call_args,
+                                                      const detail::Flat& f,
+                                                      const std::vector<Shape>& shapes) {
+  // Variables may be created on the first trace only (TensorFlow's rule); a
+  // first trace that created some is run again with creation disallowed, as
+  // tf.function does, so code that would create a variable on every call
+  // fails on the first call instead of on a later retrace.
+  const bool first_trace = impl_->tracing_count.load() == 0;
   int created = 0;
-  std::shared_ptr<ConcreteFunction> cf = trace_once(first_trace, created);
-  if (first_trace && created > 0) cf = trace_once(/*allow_variables=*/false, created);
-
+  std::shared_ptr<ConcreteFunction> cf = trace_once(call_args, f, shapes, first_trace, created);
+  if (first_trace && created > 0)
+    cf = trace_once(call_args, f, shapes, /*allow_variables=*/false, created);
   cf->signature_ =
       std::make_shared<const detail::Flat>(detail::flatten_args(cf->inputs_, cf->arg_names_));
-  if (config().verify_graphs) cf->graph_->verify();
-  cf->optimized_ = cf->graph_->clone();
+  return cf;
+}
+
+std::shared_ptr<ConcreteFunction> Function::trace_once(const std::vector<Value>& call_args,
+                                                       const detail::Flat& f,
+                                                       const std::vector<Shape>& shapes,
+                                                       bool allow_variables, int& created) {
+  const std::vector<std::string>& names = options_.arg_names;
+  auto cf = std::shared_ptr<ConcreteFunction>(new ConcreteFunction());
+  created = 0;
+  cf->name_ = options_.name;
+  for (size_t i = 0; i < call_args.size(); ++i)
+    cf->arg_names_.push_back(i < names.size() ? names[i] : str_cat("args_", i));
+  cf->graph_ = std::make_unique<Graph>(options_.name);
+  TracingContext tc(*cf->graph_);
+  ContextScope scope(tc);
+  VariableCreationScope var_rule([&](const std::string& name) {
+    if (!allow_variables)
+      throw InvalidArgumentError(str_cat(kSingletonVariablesError, " (function '", options_.name,
+                                         "' created variable '", name,
+                                         "' when traced again: create it once, e.g. only "
+                                         "while the attribute that holds it is unset)"));
+    ++created;
+  });
+  t_active_traces.emplace_back(this, f.key);
+  struct Pop {
+    ~Pop() { t_active_traces.pop_back(); }
+  } pop;
+  std::vector<std::string> leaf_paths;
+  for (const auto& l : f.leaves)
+    if (l.is_tensor) leaf_paths.push_back(l.path);
+  std::vector<Value> placeholders;
+  size_t leaf = 0;
+  for (const Value& a : call_args)
+    placeholders.push_back(map_leaves(a, leaf, [&](size_t i, const Value&) {
+      const ArgSpec& s = f.specs[i];
+      std::string pname = !s.name.empty() ? s.name : detail::placeholder_name(leaf_paths[i]);
+      cf->flat_names_.push_back(leaf_paths[i]);
+      // Specs are named after their argument, as TensorFlow names them.
+      cf->flat_specs_.push_back({s.dtype, shapes[i], pname});
+      return Value(tc.add_input(pname, s.dtype, shapes[i]));
+    }));
+  Value result = body_(placeholders);
+  cf->outputs_ = map_outputs(result, tc);
+  leaf = 0;
+  for (const Value& a : call_args)
+    cf->inputs_.push_back(
+        map_leaves(a, leaf, [&](size_t i, const Value&) { return Value(cf->flat_specs_[i]); }));
+  return cf;
+}
+
+void Function::compile(ConcreteFunction& cf) const {
+  detail::CompileOptions co;
+  co.optimize = options_.optimize;
+  co.disabled_passes = options_.disabled_passes;
+  detail::CompiledGraph compiled = detail::compile_graph(cf.graph_->clone(), co);
+  cf.optimized_ = std::move(compiled.graph);
+  cf.plan_ = std::move(compiled.plan);
+  cf.report_ = std::move(compiled.report);
   if (options_.optimize) {
-    OptimizeOptions oo;
-    oo.disabled = options_.disabled_passes;
-    // With check_numerics on, keep ops unfused so an error names the op
-    // that produced the NaN/Inf.
-    if (config().check_numerics) oo.disabled.insert("fuse");
-    oo.verify = config().verify_graphs;
-    cf->report_ = optimize(*cf->optimized_, oo);
-    cf->pruned_ = cf->report_.unused_ops();
-    if (config().log_level >= 2) warn("OptimizeLog", cf->report_.to_string());
+    cf.pruned_ = cf.report_.unused_ops();
+    if (config().log_level >= 2) warn("OptimizeLog", cf.report_.to_string());
   }
-  cf->plan_ = Plan::compile(*cf->optimized_);
-  cf->prepare_calls();
+  cf.prepare_calls();
+  warn_if_all_pruned(cf);
+}
+
+void Function::warn_if_all_pruned(const ConcreteFunction& cf) const {
   // A function without results that still has effects (assignments, prints:
   // a train step) is fine; one whose work was all pruned measures nothing.
   bool effects = false;
-  for (const auto& n : cf->optimized_->nodes())
+  for (const auto& n : cf.optimized_->nodes())
     effects |= n->op().has(kStateful) && n->op().id != OpId::ReadVariable;
-  if (cf->optimized_->outputs().empty() && !cf->pruned_.empty() && !effects) {
-    const size_t n = cf->pruned_.size();
-    warn("NoReturnWarning",
-         str_cat("function '", options_.name, "' returns no value; ", n,
-                 n == 1 ? " operation" : " operations", " (e.g. '", cf->pruned_.back().first, "') ",
-                 n == 1 ? "was" : "were",
-                 " removed because nothing uses their result. A benchmark of this function "
-                 "measures nothing: return the result"));
-  }
-  im.tracing_count.fetch_add(1);
+  if (!cf.optimized_->outputs().empty() || cf.pruned_.empty() || effects) return;
+  const size_t n = cf.pruned_.size();
+  warn("NoReturnWarning",
+       str_cat("function '", options_.name, "' returns no value; ", n,
+               n == 1 ? " operation" : " operations", " (e.g. '", cf.pruned_.back().first, "') ",
+               n == 1 ? "was" : "were",
+               " removed because nothing uses their result. A benchmark of this function "
+               "measures nothing: return the result"));
+}
 
-  std::shared_ptr<const ConcreteFunction> result = cf;
-  {
-    std::unique_lock<std::shared_mutex> lock(im.cache_mu);
-    im.cache.emplace(f.key, result);
-    bool general = generalized;
-    for (const ArgSpec& s : cf->flat_specs_) general |= !s.shape.is_fully_defined();
-    if (general) im.general.emplace_back(f.key, result);
-    im.traced_leaves.push_back(f.leaves);
-    im.traced.push_back(result);
-  }
+std::shared_ptr<const ConcreteFunction> Function::remember(const detail::Flat& f,
+                                                           std::shared_ptr<ConcreteFunction> cf,
+                                                           bool generalized) {
+  Impl& im = *impl_;
+  std::shared_ptr<const ConcreteFunction> result = std::move(cf);
+  bool general = generalized;
+  for (const ArgSpec& s : result->flat_specs_) general |= !s.shape.is_fully_defined();
+  std::unique_lock<std::shared_mutex> lock(im.cache_mu);
+  im.cache.emplace(f.key, result);
+  if (general) im.general.emplace_back(f.key, result);
+  im.traced_leaves.push_back(f.leaves);
+  im.traced.push_back(result);
   return result;
 }
 

@@ -1,34 +1,49 @@
 #include "subgraph.h"
 
-#include "kiln/config.h"
+#include "compile.h"
 #include "kiln/control_flow.h"
-#include "kiln/passes.h"
 
 namespace kiln {
 namespace detail {
 
+namespace {
+// Written once while the op table is assembled, before any subgraph exists.
+AutodiffHooks g_autodiff;
+
+Backward backward_of(const TracedSubgraph& body) {
+  if (!g_autodiff.backward)
+    throw InternalError(str_cat("the gradient of '", body.name(), "' needs autodiff, not installed"));
+  return g_autodiff.backward(body);
+}
+
+}  // namespace
+
+void set_autodiff_hooks(const AutodiffHooks& hooks) {
+  g_autodiff = hooks;
+}
+const AutodiffHooks& autodiff_hooks() {
+  return g_autodiff;
+}
+
 Ref<GraphSubgraph> GraphSubgraph::create(std::unique_ptr<Graph> graph) {
   Ref<GraphSubgraph> s = Ref<GraphSubgraph>::adopt(new GraphSubgraph());
-  if (config().verify_graphs) graph->verify();
   s->traced_ = graph->clone();
-  OptimizeOptions oo;
-  oo.verify = config().verify_graphs;
-  optimize(*graph, oo);
-  for (const Node* n : graph->inputs()) s->inputs_.push_back(n->outputs()[0]);
-  for (const Edge& e : graph->outputs())
+  CompiledGraph c = compile_graph(std::move(graph));
+  for (const Node* n : c.graph->inputs()) s->inputs_.push_back(n->outputs()[0]);
+  for (const Edge& e : c.graph->outputs())
     s->outputs_.push_back(e.node->outputs()[static_cast<size_t>(e.index)]);
-  for (const auto& n : graph->nodes()) s->stateful_ |= n->op().has(kStateful);
-  s->plan_ = Plan::compile(*graph);
-  s->graph_ = std::move(graph);
+  for (const auto& n : c.graph->nodes()) s->stateful_ |= n->op().has(kStateful);
+  s->plan_ = std::move(c.plan);
+  s->graph_ = std::move(c.graph);
   return s;
 }
 
 namespace {
-void check_inputs(std::span<const Tensor> inputs, std::span<const TensorSpec> specs,
-                  const Graph& g, const std::string& name) {
+void check_inputs(std::span<const Tensor> inputs, std::span<const TensorSpec> specs, const Graph& g,
+                  const std::string& name) {
   if (inputs.size() != specs.size())
-    throw InvalidArgumentError(str_cat("subgraph '", name, "' expects ", specs.size(),
-                                       " inputs, got ", inputs.size()));
+    throw InvalidArgumentError(
+        str_cat("subgraph '", name, "' expects ", specs.size(), " inputs, got ", inputs.size()));
   for (size_t i = 0; i < inputs.size(); ++i) {
     const Tensor& t = inputs[i];
     const TensorSpec& s = specs[i];
@@ -48,7 +63,7 @@ std::vector<Tensor> GraphSubgraph::run(std::span<const Tensor> inputs) const {
 }
 
 const Backward& GraphSubgraph::backward() const {
-  return backward_.get([&] { return build_backward(*this); });
+  return backward_.get([&] { return backward_of(*this); });
 }
 
 std::vector<Tensor> FunctionSubgraph::run(std::span<const Tensor> inputs) const {
@@ -59,14 +74,14 @@ std::vector<Tensor> FunctionSubgraph::run(std::span<const Tensor> inputs) const 
 }
 
 const Backward& FunctionSubgraph::backward() const {
-  return cf_->call_->backward.get([&] { return build_backward(*this); });
+  return cf_->call_->backward.get([&] { return backward_of(*this); });
 }
 
 const Residuals* FunctionSubgraph::residuals() const {
   const CallInfo& c = *cf_->call_;
   std::call_once(c.residuals_once, [&] {
     try {
-      c.residuals = build_residuals(*this);
+      if (auto* split = autodiff_hooks().residuals) c.residuals = split(*this);
     } catch (const Error&) {
       // Not splittable (e.g. an op without a gradient rule on the path):
       // calls record the plain call, and its gradient says why if asked.

@@ -9,76 +9,28 @@
 #include <string>
 #include <vector>
 
+#include "graph/subgraph.h"
 #include "kiln/executor.h"
 #include "kiln/function.h"
 #include "kiln/graph.h"
 
 namespace kiln::detail {
 
-/// The gradient of a traced body, as a subgraph (src/autodiff/backward.cpp).
-/// Its inputs are the body's inputs followed by one gradient per body
-/// output; output k is the gradient of body input `input_index[k]`.
-struct Backward {
-  Ref<Subgraph> graph;
-  std::vector<size_t> input_index;
-  bool stateful = false;  ///< reads variables (call it as StatefulPartitionedCall)
+/// What the function layer asks of autodiff, which sits above it: autodiff
+/// installs these when the op table is assembled (src/registry/). Unset,
+/// the function layer treats every call as untaped and a gradient request
+/// as an internal error.
+struct AutodiffHooks {
+  /// The gradient of `body`, as Backward (src/autodiff/backward.cpp).
+  Backward (*backward)(const TracedSubgraph& body) = nullptr;
+  /// `body` split at its residuals; throws when it cannot be split.
+  std::unique_ptr<Residuals> (*residuals)(const TracedSubgraph& body) = nullptr;
+  /// True when a recording tape of this thread would record an op with
+  /// these inputs.
+  bool (*would_record)(std::span<const Tensor> inputs) = nullptr;
 };
-
-/// Builds a Backward once, on first use (thread-safe).
-class BackwardCache {
- public:
-  template <typename Build>
-  const Backward& get(Build&& build) const {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (!value_) value_ = std::make_unique<Backward>(build());
-    return *value_;
-  }
-
- private:
-  mutable std::mutex mu_;
-  mutable std::unique_ptr<Backward> value_;
-};
-
-/// A function's forward and backward split at the values the backward reads
-/// (TensorFlow keeps such intermediates too): `forward` is the body with
-/// those values as extra outputs after its own; `backward` takes the body's
-/// inputs, one gradient per body output, then the residuals, and returns
-/// the gradients of the inputs `backward.input_index` names. Used for eager
-/// calls under a tape, so the backward does not recompute the forward.
-struct Residuals;
-
-/// A subgraph with a traced graph whose inputs are its placeholders
-/// (graph.inputs()) followed by the `hoisted` Const nodes (variable handles
-/// a function captured): what inlining and differentiation need.
-class TracedSubgraph : public Subgraph {
- public:
-  virtual const Graph& traced_graph() const = 0;
-  virtual std::span<Node* const> hoisted() const { return {}; }
-  /// The body's gradient, built on first use and cached.
-  virtual const Backward& backward() const = 0;
-};
-
-/// Builds the gradient of `body` (src/autodiff/backward.cpp). With `force`,
-/// the result has exactly those inputs' gradients (zeros where unconnected;
-/// `force_specs[k]` gives the dtype and shape of a forced resource input's
-/// gradient); otherwise only connected, differentiable inputs. `grad_specs`
-/// overrides the specs of the output-gradient inputs (default: the body's
-/// output specs).
-Backward build_backward(const TracedSubgraph& body, const std::vector<size_t>* force = nullptr,
-                        const std::vector<TensorSpec>* force_specs = nullptr,
-                        const std::vector<TensorSpec>* grad_specs = nullptr);
-
-/// Builds the Residuals of `body` (src/autodiff/residuals.cpp); throws what
-/// build_backward throws (an op without a gradient rule, ...).
-std::unique_ptr<Residuals> build_residuals(const TracedSubgraph& body);
-
-/// True when a tape of the current context records now
-/// (src/autodiff/tape.cpp): a gradient computed now is itself differentiated.
-bool any_tape_recording();
-/// True when a recording tape of the current context would record an op
-/// with these inputs (one is watched or produced by a watched value, or is a
-/// trainable variable the tape watches on access).
-bool tapes_would_record(std::span<const Tensor> inputs);
+void set_autodiff_hooks(const AutodiffHooks& hooks);
+const AutodiffHooks& autodiff_hooks();
 
 class GraphSubgraph final : public TracedSubgraph {
  public:

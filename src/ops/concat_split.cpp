@@ -267,7 +267,7 @@ void define_concat_split_ops(OpTableBuilder& t) {
       .outputs({"output"})
       .attr("num", AttrType::kInt, int64_t{-1})
       .attr("axis", AttrType::kInt, int64_t{0})
-      .traits(kView)
+      .traits(kView | kVariadicOutput)
       .infer(infer_unstack);
   t.def(OpId::Split)
       .inputs({"value"})
@@ -275,7 +275,7 @@ void define_concat_split_ops(OpTableBuilder& t) {
       .attr("size_splits", AttrType::kInts, std::vector<int64_t>{})
       .attr("axis", AttrType::kInt, int64_t{0})
       .attr("num_split", AttrType::kInt, int64_t{0})
-      .traits(kView)
+      .traits(kView | kVariadicOutput)
       .infer(infer_split);
   t.def(OpId::Concat).grad(concat_grad);
   t.def(OpId::Stack).grad(stack_grad);

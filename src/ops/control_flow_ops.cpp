@@ -89,16 +89,6 @@ void infer_call(InferContext& c) {
 }  // namespace
 
 void define_tensor_array_ops(OpTableBuilder& t);  // tensor_array_ops.cpp
-namespace detail {
-// Gradient rules of the subgraph ops (src/autodiff/backward.cpp).
-void call_grad(const OpDef&, std::span<const Tensor>, std::span<const Tensor>,
-               std::span<const Tensor>, const Attrs&, std::vector<Tensor>&);
-void if_grad(const OpDef&, std::span<const Tensor>, std::span<const Tensor>,
-             std::span<const Tensor>, const Attrs&, std::vector<Tensor>&);
-// src/autodiff/while_grad.cpp
-void while_grad(const OpDef&, std::span<const Tensor>, std::span<const Tensor>,
-                std::span<const Tensor>, const Attrs&, std::vector<Tensor>&);
-}  // namespace detail
 
 void define_control_flow_ops(OpTableBuilder& t) {
   define_tensor_array_ops(t);
@@ -108,9 +98,9 @@ void define_control_flow_ops(OpTableBuilder& t) {
         .outputs({"output"})
         .attr("then_branch", AttrType::kSubgraph)
         .attr("else_branch", AttrType::kSubgraph)
-        .traits(kVariadicInput | (id == OpId::If ? kStateful : 0u))
-        .infer(infer_if)
-        .grad(detail::if_grad);
+        .traits(kVariadicInput | kGraphOnly | (id == OpId::If ? kStateful : 0u))
+        .body_input_offset(1)
+        .infer(infer_if);
   }
   t.def(OpId::While)
       .inputs({"input"})
@@ -118,9 +108,8 @@ void define_control_flow_ops(OpTableBuilder& t) {
       .attr("cond", AttrType::kSubgraph)
       .attr("body", AttrType::kSubgraph)
       .attr("maximum_iterations", AttrType::kInt, int64_t{-1})
-      .traits(kVariadicInput | kStateful)
-      .infer(infer_while)
-      .grad(detail::while_grad);
+      .traits(kVariadicInput | kStateful | kGraphOnly)
+      .infer(infer_while);
   // Always stateful: the callback may have side effects, so it is never
   // pruned, folded or merged, and runs in program order.
   t.def(OpId::PyFunction)
@@ -131,15 +120,15 @@ void define_control_flow_ops(OpTableBuilder& t) {
       .infer(infer_py_function);
   // Function calls. StatefulPartitionedCall (what calling a Function while
   // tracing records, as in TensorFlow) keeps program order; PartitionedCall
-  // (backward functions without state) may be pruned and reordered.
+  // (backward functions without state) may be pruned and reordered. The
+// gradient rules of the ops with bodies are autodiff's (src/autodiff/).
   for (OpId id : {OpId::PartitionedCall, OpId::StatefulPartitionedCall}) {
     t.def(id)
         .inputs({"args"})
         .outputs({"output"})
         .attr("f", AttrType::kSubgraph)
-        .traits(kVariadicInput | (id == OpId::StatefulPartitionedCall ? kStateful : 0u))
-        .infer(infer_call)
-        .grad(detail::call_grad);
+        .traits(kVariadicInput | kCall | (id == OpId::StatefulPartitionedCall ? kStateful : 0u))
+        .infer(infer_call);
   }
 }
 

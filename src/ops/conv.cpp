@@ -141,6 +141,16 @@ void infer_pool(InferContext& c) {
 
 void define_conv_grad_ops(OpTableBuilder& t);  // conv_grad.cpp: backward ops and rules
 
+// Output elements times the filter taps per output channel; oneDNN (or the
+// row blocks) split convolutions above one grain.
+static OpCost conv_cost(const CostQuery& q) {
+  const double base = q.elements();
+  const double inner = static_cast<double>(std::max<int64_t>(q.out_inner, 1));
+  const double filter = q.in.size() > 1 ? static_cast<double>(std::max<int64_t>(q.in[1], 0)) : 1;
+  const double w = static_cast<double>(q.out_elements()) * std::max(1.0, filter / inner);
+  return {std::max(w, base), w > static_cast<double>(q.grain)};
+}
+
 void define_conv_ops(OpTableBuilder& t) {
   const std::vector<int64_t> ones = {1, 1, 1, 1};
   t.def(OpId::Conv2D)
@@ -149,6 +159,7 @@ void define_conv_ops(OpTableBuilder& t) {
       .attr("strides", AttrType::kInts)
       .attr("padding", AttrType::kString)
       .attr("dilations", AttrType::kInts, ones)
+      .cost(conv_cost)
       .infer(infer_conv<false>);
   t.def(OpId::DepthwiseConv2D)
       .inputs({"input", "filter"})
@@ -156,6 +167,7 @@ void define_conv_ops(OpTableBuilder& t) {
       .attr("strides", AttrType::kInts)
       .attr("padding", AttrType::kString)
       .attr("dilations", AttrType::kInts, ones)
+      .cost(conv_cost)
       .infer(infer_conv<true>);
   for (OpId id : {OpId::FusedConv2D, OpId::FusedDepthwiseConv2D})
     t.def(id)
@@ -167,7 +179,8 @@ void define_conv_ops(OpTableBuilder& t) {
         .attr("fused_ops", AttrType::kString)
         .attr("clip_min", AttrType::kFloat, 0.0)
         .attr("clip_max", AttrType::kFloat, 6.0)
-        .traits(kVariadicInput)
+        .traits(kVariadicInput | kGraphOnly)
+        .cost(conv_cost)
         .infer(id == OpId::FusedConv2D ? infer_fused_conv<false> : infer_fused_conv<true>);
   t.def(OpId::MaxPool)
       .inputs({"input"})

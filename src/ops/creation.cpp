@@ -188,7 +188,11 @@ DType natural_range_dtype(std::initializer_list<Scalar> vals) {
 }  // namespace
 
 void define_creation_ops(OpTableBuilder& t) {
-  t.def(OpId::Const).outputs({"output"}).attr("value", AttrType::kTensor).infer(infer_const);
+  t.def(OpId::Const)
+      .outputs({"output"})
+      .attr("value", AttrType::kTensor)
+      .traits(kSource)
+      .infer(infer_const);
   t.def(OpId::Fill).inputs({"dims", "value"}).outputs({"output"}).infer(infer_fill);
   t.def(OpId::ZerosLike).inputs({"x"}).outputs({"y"}).infer(infer_like<false>);
   t.def(OpId::OnesLike).inputs({"x"}).outputs({"y"}).infer(infer_like<true>);

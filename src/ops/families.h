@@ -1,5 +1,6 @@
-// Internal: the per-family definers that fill the op table. One per file in
-// src/ops/; the CPU kernels are bound by bind_cpu_kernels (src/kernels/cpu/).
+// Internal: the per-family definers that fill the op table's rows. One per
+// file in src/ops/; src/registry/ assembles the table from them, the CPU
+// kernels and autodiff's rules.
 #pragma once
 #include "kiln/op.h"
 
@@ -15,6 +16,6 @@ void define_state_ops(OpTableBuilder& t);
 void define_graph_ops(OpTableBuilder& t);
 void define_control_flow_ops(OpTableBuilder& t);
 void define_fused_ops(OpTableBuilder& t);
-/// Sets cpu_kernel on every row (src/kernels/cpu/bind.cpp).
-void bind_cpu_kernels(OpTableBuilder& t);
+/// Every family above, in order.
+void define_all_ops(OpTableBuilder& t);
 }  // namespace kiln

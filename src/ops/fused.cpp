@@ -46,12 +46,22 @@ void infer_fused(InferContext& c) {
 
 }  // namespace
 
+// Elements times the program's instruction count; the fused kernel splits
+// from a quarter grain.
+static OpCost fused_cost(const CostQuery& q) {
+  const double base = q.elements();
+  const auto* prog = q.attrs.empty() ? nullptr : std::get_if<std::vector<int64_t>>(&q.attrs[0]);
+  const double instrs = prog ? static_cast<double>(prog->size() / 3) : 1;
+  return {base * std::max(1.0, instrs), q.out_elements() > q.grain / 4};
+}
+
 void define_fused_ops(OpTableBuilder& t) {
   t.def(OpId::FusedElementwise)
       .inputs({"inputs"})
       .outputs({"y"})
       .attr("program", AttrType::kInts)
-      .traits(kElementwise | kVariadicInput)
+      .traits(kElementwise | kVariadicInput | kGraphOnly)
+      .cost(fused_cost)
       .infer(infer_fused);
 }
 

@@ -22,7 +22,7 @@ void define_graph_ops(OpTableBuilder& t) {
       .attr("dtype", AttrType::kDType)
       .attr("shape", AttrType::kInts, std::vector<int64_t>{})
       .attr("unknown_rank", AttrType::kBool, false)
-      .traits(kNoGradient)
+      .traits(kNoGradient | kSource | kGraphOnly)
       .infer(infer_placeholder);
 }
 

@@ -124,12 +124,22 @@ void log_softmax_grad(KILN_GRAD_ARGS) {
 
 }  // namespace
 
+// m*k * n multiply-adds (input 0's elements times the output's columns);
+// the matmul kernel splits from ~4 grains.
+static OpCost matmul_cost(const CostQuery& q) {
+  const double base = q.elements();
+  const double inner = static_cast<double>(std::max<int64_t>(q.out_inner, 1));
+  const double w = q.in.empty() ? base : static_cast<double>(std::max<int64_t>(q.in[0], 0)) * inner;
+  return {std::max(w, base), w > 4.0 * static_cast<double>(q.grain)};
+}
+
 void define_nn_ops(OpTableBuilder& t) {
   t.def(OpId::MatMul)
       .inputs({"x", "y"})
       .outputs({"output"})
       .attr("adj_x", AttrType::kBool, false)
       .attr("adj_y", AttrType::kBool, false)
+      .cost(matmul_cost)
       .infer(infer_matmul);
   t.def(OpId::BiasAdd).inputs({"value", "bias"}).outputs({"output"}).infer(infer_bias_add);
   t.def(OpId::Softmax).inputs({"logits"}).outputs({"softmax"}).infer(infer_softmax);

@@ -27,6 +27,18 @@ std::vector<OpDef> build_table() {
     rows[i].node_name = kNames[i].node_name;
   }
   OpTableBuilder b(rows);
+  detail::assemble_op_table(b);
+  return rows;  // completeness of every row is checked by tests/cpp/ops/op_table_test.cpp
+}
+
+const std::vector<OpDef>& table() {
+  static const std::vector<OpDef> rows = build_table();
+  return rows;
+}
+
+}  // namespace
+
+void define_all_ops(OpTableBuilder& b) {
   define_creation_ops(b);
   define_unary_ops(b);
   define_binary_ops(b);
@@ -38,16 +50,7 @@ std::vector<OpDef> build_table() {
   define_graph_ops(b);
   define_control_flow_ops(b);
   define_fused_ops(b);
-  bind_cpu_kernels(b);
-  return rows;  // completeness of every row is checked by tests/cpp/ops/op_table_test.cpp
 }
-
-const std::vector<OpDef>& table() {
-  static const std::vector<OpDef> rows = build_table();
-  return rows;
-}
-
-}  // namespace
 
 const OpDef& op_def(OpId id) {
   return table()[static_cast<size_t>(id)];

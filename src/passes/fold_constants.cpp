@@ -45,7 +45,7 @@ bool eval_shape_only(const Node* n, std::vector<Tensor>& out) {
 
 bool foldable(const Node* n) {
   const OpDef& op = n->op();
-  if (op.id == OpId::Const || op.id == OpId::Placeholder) return false;
+  if (op.has(kSource)) return false;
   if (op.has(kStateful) || op.has(kRandom) || !op.cpu_kernel || n->outputs().empty()) return false;
   for (const Node* c : n->control_inputs())
     if (c->op().has(kStateful)) return false;

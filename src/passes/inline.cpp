@@ -5,15 +5,14 @@
 #include <algorithm>
 #include <unordered_map>
 
-#include "function/subgraph.h"
+#include "graph/subgraph.h"
 #include "pass_util.h"
 
 namespace kiln {
 namespace {
 
 bool is_call(const Node* n) {
-  const OpId id = n->op().id;
-  return id == OpId::PartitionedCall || id == OpId::StatefulPartitionedCall;
+  return n->op().has(kCall);
 }
 
 // A call nested deeper than this is recursion that cannot end.
@@ -27,8 +26,8 @@ PassResult inline_calls(Graph& g) {
   for (int round = 0;; ++round) {
     std::vector<Node*> calls;
     for (Node* n : passes::node_list(g))
-      if (is_call(n) && dynamic_cast<const detail::TracedSubgraph*>(
-                            std::get<Ref<Subgraph>>(n->attrs()[0]).get()))
+      if (is_call(n) &&
+          dynamic_cast<const detail::TracedSubgraph*>(std::get<Ref<Subgraph>>(n->attrs()[0]).get()))
         calls.push_back(n);
     if (calls.empty()) break;
     if (round == kMaxDepth)
@@ -59,9 +58,9 @@ PassResult inline_calls(Graph& g) {
                                       body.function_name(), "' is not an input"));
         std::vector<Edge> ins;
         for (const Edge& e : n->inputs()) ins.push_back(resolve(e));
-        Node* c = g.add_node(n->op(), std::move(ins), n->attrs(),
-                             {n->outputs().begin(), n->outputs().end()},
-                             call->name() + "/" + n->name());
+        Node* c =
+            g.add_node(n->op(), std::move(ins), n->attrs(),
+                       {n->outputs().begin(), n->outputs().end()}, call->name() + "/" + n->name());
         for (const Node* ci : n->control_inputs())
           if (auto it = map.find(ci); it != map.end()) c->add_control_input(it->second);
         if (n->op().has(kStateful)) {
@@ -98,7 +97,8 @@ PassResult inline_calls(Graph& g) {
         work.pop_back();
         auto it = control_repl.find(c);
         if (it == control_repl.end()) {
-          if (std::find(controls.begin(), controls.end(), c) == controls.end()) controls.push_back(c);
+          if (std::find(controls.begin(), controls.end(), c) == controls.end())
+            controls.push_back(c);
         } else {
           work.insert(work.end(), it->second.begin(), it->second.end());
         }

@@ -66,9 +66,7 @@ std::vector<NodeRef> OptimizeReport::unused_ops() const {
     if (p.pass != "prune") continue;
     std::vector<NodeRef> v;
     for (const NodeRef& n : p.removed)
-      if (n.second != op_def(OpId::Const).type_name &&
-          n.second != op_def(OpId::Placeholder).type_name)
-        v.push_back(n);
+      if (const OpDef* op = find_op(n.second); !op || !op->has(kSource)) v.push_back(n);
     return v;
   }
   return {};

@@ -37,8 +37,7 @@ size_t refine_shapes(Graph& g) {
   size_t refined = 0;
   std::vector<Tensor> ins;
   for (Node* n : node_list(g)) {
-    const OpId id = n->op().id;
-    if (id == OpId::Placeholder || id == OpId::Const) continue;
+    if (n->op().has(kSource)) continue;
     ins.clear();
     for (const Edge& e : n->inputs()) ins.push_back(e.node->output(e.index));
     InferContext ic(n->op(), ins, n->attrs());

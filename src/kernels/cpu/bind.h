@@ -2,6 +2,11 @@
 #pragma once
 #include "kiln/op.h"
 
+namespace kiln {
+/// Sets cpu_kernel (and block kernels) on every row (bind.cpp).
+void bind_cpu_kernels(OpTableBuilder& t);
+}  // namespace kiln
+
 namespace kiln::cpu {
 void bind_creation_kernels(OpTableBuilder& t);
 void bind_unary_kernels(OpTableBuilder& t);

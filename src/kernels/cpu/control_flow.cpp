@@ -4,11 +4,12 @@
 namespace kiln::cpu {
 namespace {
 
-bool truth(const Tensor& t, const char* what, const Subgraph* g) {
+// `what` (the op's predicate, or `g`'s result) must be a bool scalar.
+bool truth(const KernelContext& c, const Tensor& t, const char* what, const Subgraph* g) {
   if (!t.defined() || t.dtype() != DType::kBool || t.rank() != 0)
-    throw InvalidArgumentError(str_cat(
-        what, g ? str_cat(" of '", g->name(), "'") : std::string(), " must be a bool scalar, got ",
-        t.defined() ? str_cat(dtype_name(t.dtype()), " ", t.shape()) : std::string("nothing")));
+    c.fail(what, g ? str_cat(" of '", g->name(), "'") : std::string(),
+           " must be a bool scalar, got ",
+           t.defined() ? str_cat(dtype_name(t.dtype()), " ", t.shape()) : std::string("nothing"));
   return t.item<bool>();
 }
 
@@ -20,7 +21,7 @@ void set_outputs(KernelContext& c, std::vector<Tensor>& values) {
 }
 
 void if_kernel(KernelContext& c) {
-  const bool p = truth(c.input(0), "If: cond", nullptr);
+  const bool p = truth(c, c.input(0), "cond", nullptr);
   const Subgraph& g = c.attr_subgraph(p ? 0 : 1);
   std::vector<Tensor> out = g.run(std::span<const Tensor>(&c.input(0) + 1, c.num_inputs() - 1));
   set_outputs(c, out);
@@ -35,17 +36,16 @@ void while_kernel(KernelContext& c) {
   const auto invariants = bg.input_specs();
   for (int64_t it = 0; max_iter < 0 || it < max_iter; ++it) {
     std::vector<Tensor> p = cg.run(state);
-    if (!truth(p.at(0), "While: the result of cond", &cg)) break;
+    if (!truth(c, p.at(0), "the result of cond", &cg)) break;
     std::vector<Tensor> next = bg.run(state);
     for (size_t i = 0; i < n_vars; ++i) {
       // Inference checked the body's specs; a shape can still only be
       // known per call when the invariant has unknown dims.
       if (next[i].dtype() != invariants[i].dtype ||
           !invariants[i].shape.is_compatible_with(next[i].shape()))
-        throw InvalidArgumentError(
-            str_cat("While: body '", bg.name(), "' returned ", dtype_name(next[i].dtype()), " ",
-                    next[i].shape(), " for loop variable ", i, ", whose invariant is ",
-                    dtype_name(invariants[i].dtype), " ", invariants[i].shape));
+        c.fail("body '", bg.name(), "' returned ", dtype_name(next[i].dtype()), " ",
+               next[i].shape(), " for loop variable ", i, ", whose invariant is ",
+               dtype_name(invariants[i].dtype), " ", invariants[i].shape);
       state[i] = std::move(next[i]);
     }
   }
@@ -64,19 +64,19 @@ void py_function_kernel(KernelContext& c) {
   for (size_t i = 0; i < out.size(); ++i)
     if (!out[i].defined() || out[i].dtype() != specs[i].dtype ||
         !specs[i].shape.is_compatible_with(out[i].shape()))
-      throw InvalidArgumentError(str_cat(
-          "EagerPyFunc '", g.name(), "' result ", i, " is ",
-          out[i].defined() ? str_cat(dtype_name(out[i].dtype()), " ", out[i].shape())
-                           : std::string("nothing"),
-          ", expected ", dtype_name(specs[i].dtype), " ", specs[i].shape));
+      throw InvalidArgumentError(
+          str_cat("EagerPyFunc '", g.name(), "' result ", i, " is ",
+                  out[i].defined() ? str_cat(dtype_name(out[i].dtype()), " ", out[i].shape())
+                                   : std::string("nothing"),
+                  ", expected ", dtype_name(specs[i].dtype), " ", specs[i].shape));
   set_outputs(c, out);
 }
 
 // A function call not inlined (the inline pass disabled, or eagerly).
 void call_kernel(KernelContext& c) {
   const size_t n = c.num_inputs();
-  std::vector<Tensor> out =
-      c.attr_subgraph(0).run(n ? std::span<const Tensor>(&c.input(0), n) : std::span<const Tensor>());
+  std::vector<Tensor> out = c.attr_subgraph(0).run(n ? std::span<const Tensor>(&c.input(0), n)
+                                                     : std::span<const Tensor>());
   set_outputs(c, out);
 }
 

@@ -74,7 +74,9 @@ void range_kernel(KernelContext& c) {
     case DType::kInt64: range_fill<int64_t>(c.input(0), c.input(2), out); break;
     case DType::kFloat32: range_fill<float>(c.input(0), c.input(2), out); break;
     case DType::kFloat64: range_fill<double>(c.input(0), c.input(2), out); break;
-    default: throw InternalError(str_cat("Range: unexpected dtype ", dtype_name(out.dtype())));
+    default:
+      throw InternalError(
+          str_cat(c.op().type_name, ": unexpected dtype ", dtype_name(out.dtype())));
   }
 }
 

@@ -27,12 +27,11 @@ void segment_sum(const T* data, const I* ids, int64_t rows, int64_t inner, T* ou
 }
 
 template <typename I>
-void check_ids(const I* ids, int64_t rows, int64_t num_segments) {
+void check_ids(const KernelContext& c, const I* ids, int64_t rows, int64_t num_segments) {
   for (int64_t r = 0; r < rows; ++r)
     if (static_cast<int64_t>(ids[r]) >= num_segments)
-      throw InvalidArgumentError(str_cat("UnsortedSegmentSum: segment_ids[", r,
-                                         "] = ", static_cast<int64_t>(ids[r]),
-                                         " is out of range [0, ", num_segments, ")"));
+      c.fail("segment_ids[", r, "] = ", static_cast<int64_t>(ids[r]), " is out of range [0, ",
+             num_segments, ")");
 }
 
 void unsorted_segment_sum_kernel(KernelContext& c) {
@@ -42,9 +41,9 @@ void unsorted_segment_sum_kernel(KernelContext& c) {
   const int64_t num_segments = c.output_spec(0).shape.dim(0);
   const bool i32 = ids.dtype() == DType::kInt32;
   if (i32)
-    check_ids(ids.data<int32_t>(), rows, num_segments);
+    check_ids(c, ids.data<int32_t>(), rows, num_segments);
   else
-    check_ids(ids.data<int64_t>(), rows, num_segments);
+    check_ids(c, ids.data<int64_t>(), rows, num_segments);
   Tensor& out = c.allocate_output(0);
   if (out.num_elements() == 0) return;
   std::memset(out.mutable_raw_data(), 0, out.nbytes());

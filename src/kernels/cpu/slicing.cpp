@@ -88,18 +88,16 @@ void strided_slice_grad_kernel(KernelContext& c) {
   // Inference may not have seen the lengths: an output spec that is static
   // (constant shape) is not re-inferred per call.
   if (e.size() != b.size() || s.size() != b.size())
-    throw InvalidArgumentError(
-        str_cat("StridedSliceGrad: begin, end and strides must have the same length, got ",
-                b.size(), ", ", e.size(), " and ", s.size()));
+    c.fail("begin, end and strides must have the same length, got ", b.size(), ", ", e.size(),
+           " and ", s.size());
   const StridedSliceMasks masks{c.attr_int(0), c.attr_int(1), c.attr_int(2), c.attr_int(3),
                                 c.attr_int(4)};
   const StridedSliceSpec spec = canonicalize_strided_slice(xs, static_cast<int64_t>(b.size()), &b,
                                                            &e, &s, masks, "StridedSliceGrad");
   const Tensor& dy = c.input(4);
   if (dy.shape() != spec.shape)
-    throw InvalidArgumentError(str_cat("StridedSliceGrad: dy has shape ", dy.shape().debug_string(),
-                                       " but the slice of an input of shape ", xs.debug_string(),
-                                       " has shape ", spec.shape.debug_string()));
+    c.fail("dy has shape ", dy.shape().debug_string(), " but the slice of an input of shape ",
+           xs.debug_string(), " has shape ", spec.shape.debug_string());
   const int64_t rank = xs.rank();
   // A slice that takes every element in order: the output is dy reshaped.
   bool whole = true;
@@ -146,7 +144,7 @@ void strided_slice_grad_kernel(KernelContext& c) {
 }
 
 template <typename I>
-void check_indices(const Tensor& indices, int64_t limit) {
+void check_indices(const KernelContext& c, const Tensor& indices, int64_t limit) {
   const I* idx = indices.data<I>();
   const int64_t n = indices.num_elements();
   for (int64_t j = 0; j < n; ++j) {
@@ -159,8 +157,8 @@ void check_indices(const Tensor& indices, int64_t limit) {
       pos = std::to_string(rem % indices.dim(d)) + (pos.empty() ? "" : ",") + pos;
       rem /= indices.dim(d);
     }
-    throw InvalidArgumentError(str_cat("GatherV2: indices[", pos, "] = ", v, " is not in [0, ",
-                                       limit, ") (params dimension size ", limit, ")"));
+    c.fail("indices[", pos, "] = ", v, " is not in [0, ", limit, ") (params dimension size ", limit,
+           ")");
   }
 }
 
@@ -202,9 +200,9 @@ void gather_kernel(KernelContext& c) {
   const int64_t n = params.dim(axis), nidx = indices.num_elements();
   const bool i32 = indices.dtype() == DType::kInt32;
   if (i32)
-    check_indices<int32_t>(indices, n);
+    check_indices<int32_t>(c, indices, n);
   else
-    check_indices<int64_t>(indices, n);
+    check_indices<int64_t>(c, indices, n);
   Tensor& out = c.allocate_output(0);
   if (out.num_elements() == 0) return;
   visit_elem(params.dtype(), "GatherV2", [&](auto tag) {

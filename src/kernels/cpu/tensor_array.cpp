@@ -20,7 +20,7 @@ int64_t index_of(const Tensor& t) {
 
 void reserve_kernel(KernelContext& c) {
   const int64_t n = index_of(c.input(0));
-  if (n < 0) throw InvalidArgumentError(str_cat("TensorListReserve: size must be >= 0, got ", n));
+  if (n < 0) c.fail("size must be >= 0, got ", n);
   auto* l = new TensorList();
   Tensor h = TensorList::handle(l);
   l->dtype = c.attr_dtype(0);
@@ -32,20 +32,17 @@ void reserve_kernel(KernelContext& c) {
 }
 
 void set_item_kernel(KernelContext& c) {
-  const TensorList& in = TensorList::of(c.input(0), "TensorListSetItem");
+  const TensorList& in = TensorList::of(c.input(0), c.op().type_name);
   const int64_t i = index_of(c.input(1));
   const Tensor& v = c.input(2);
   const int64_t n = in.size();
   if (in.dtype != v.dtype())
-    throw InvalidArgumentError(str_cat("TensorArray.write: value is ", dtype_name(v.dtype()),
-                                       " but the TensorArray holds ", dtype_name(in.dtype)));
+    c.fail("value is ", dtype_name(v.dtype()), " but the TensorArray holds ", dtype_name(in.dtype));
   if (i < 0 || (i >= n && !in.dynamic_size))
-    throw InvalidArgumentError(str_cat("TensorArray.write: index ", i, " is out of range [0, ", n,
-                                       ")",
-                                       i >= n ? " (the size is fixed: use dynamic_size)" : ""));
+    c.fail("index ", i, " is out of range [0, ", n, ")",
+           i >= n ? " (the size is fixed: use dynamic_size)" : "");
   if (!in.element_shape.is_compatible_with(v.shape()))
-    throw InvalidArgumentError(str_cat("TensorArray.write: value has shape ", v.shape(),
-                                       " but the elements have shape ", in.element_shape));
+    c.fail("value has shape ", v.shape(), " but the elements have shape ", in.element_shape);
   // In place when this step holds the only reference (the executor moved
   // the handle in at its last use), else a new list sharing the nodes.
   Tensor h;
@@ -80,33 +77,29 @@ void copy_into(const Tensor& out, int64_t at, const Tensor& src, int64_t count) 
 }
 
 void get_item_kernel(KernelContext& c) {
-  const TensorList& l = TensorList::of(c.input(0), "TensorListGetItem");
+  const TensorList& l = TensorList::of(c.input(0), c.op().type_name);
   const int64_t i = index_of(c.input(1));
   const int64_t n = l.size();
-  if (i < 0 || i >= n)
-    throw InvalidArgumentError(
-        str_cat("TensorArray.read: index ", i, " is out of range [0, ", n, ")"));
+  if (i < 0 || i >= n) c.fail("index ", i, " is out of range [0, ", n, ")");
   Tensor v = l.get(i);
   if (v.defined()) {
     c.set_output(0, v);
     return;
   }
-  if (l.dtype == DType::kResource)
-    throw InvalidArgumentError(str_cat("TensorArray.read: element ", i, " was never written"));
+  if (l.dtype == DType::kResource) c.fail("element ", i, " was never written");
   // Never written: zeros of the element shape (known, else inference failed).
   Tensor& out = c.allocate_output(0);
   copy_into(out, 0, Tensor(), out.num_elements());
 }
 
 void stack_kernel(KernelContext& c) {
-  const TensorList& l = TensorList::of(c.input(0), "TensorListStack");
+  const TensorList& l = TensorList::of(c.input(0), c.op().type_name);
   Tensor& out = c.allocate_output(0);
   // The static count (num_elements) is only checked when inference could
   // not see the list.
   if (out.dim(0) != l.size())
-    throw InvalidArgumentError(
-        str_cat("TensorArray.stack: expected ", out.dim(0),
-                " elements (the TensorArray's static size) but the list has ", l.size()));
+    c.fail("expected ", out.dim(0), " elements (the TensorArray's static size) but the list has ",
+           l.size());
   const int64_t per = l.size() > 0 ? out.num_elements() / l.size() : 0;
   Shape elem = out.shape();
   elem.erase(0);
@@ -121,8 +114,7 @@ void stack_kernel(KernelContext& c) {
     for (int64_t k = begin; k < end; ++k) {
       const Tensor& t = leaf.items[static_cast<size_t>(k - begin)];
       if (t.defined() && t.shape() != elem)
-        throw InvalidArgumentError(str_cat("TensorArray.stack: element ", k, " has shape ",
-                                           t.shape(), " but element 0 has shape ", elem));
+        c.fail("element ", k, " has shape ", t.shape(), " but element 0 has shape ", elem);
       copy_into(out, k * per, t, per);
     }
     next = end;
@@ -159,16 +151,19 @@ void from_tensor_kernel(KernelContext& c) {
 }
 
 void length_kernel(KernelContext& c) {
-  const TensorList& l = TensorList::of(c.input(0), "TensorListLength");
+  const TensorList& l = TensorList::of(c.input(0), c.op().type_name);
   c.set_output(0, Tensor(static_cast<int32_t>(l.size())));
 }
 
 // Gradient lists: unwritten items and items past the end are zeros.
 
+// Both lists' item k (TensorList::merge takes a plain function, so the op
+// is named through its row).
 Tensor add_items(int64_t k, const Tensor& x, const Tensor& y) {
   if (x.shape() != y.shape())
-    throw InvalidArgumentError(str_cat("_TensorListAdd: element ", k, " has shape ", x.shape(),
-                                       " in one list and ", y.shape(), " in the other"));
+    throw InvalidArgumentError(str_cat(op_def(OpId::TensorListAdd).type_name, ": ", "element ", k,
+                                       " has shape ", x.shape(), " in one list and ", y.shape(),
+                                       " in the other"));
   const Tensor xy[2] = {x, y};
   std::vector<Tensor> sum;
   run_kernel(op_def(OpId::Add), xy, {}, sum);
@@ -176,11 +171,10 @@ Tensor add_items(int64_t k, const Tensor& x, const Tensor& y) {
 }
 
 void list_add_kernel(KernelContext& c) {
-  const TensorList& a = TensorList::of(c.input(0), "_TensorListAdd");
-  const TensorList& b = TensorList::of(c.input(1), "_TensorListAdd");
+  const TensorList& a = TensorList::of(c.input(0), c.op().type_name);
+  const TensorList& b = TensorList::of(c.input(1), c.op().type_name);
   if (a.dtype != b.dtype || a.dtype == DType::kResource || a.dtype == DType::kString)
-    throw InvalidArgumentError(str_cat("_TensorListAdd: cannot add a TensorArray of ",
-                                       dtype_name(a.dtype), " to one of ", dtype_name(b.dtype)));
+    c.fail("cannot add a TensorArray of ", dtype_name(a.dtype), " to one of ", dtype_name(b.dtype));
   // Subtrees only one list wrote are shared, so adding a list with a few
   // items (a read's gradient) costs O(log n), not O(n).
   TensorList* l = (a.size() >= b.size() ? a : b).empty_like();
@@ -191,7 +185,7 @@ void list_add_kernel(KernelContext& c) {
 
 // A list like the input (dtype, size, element shape) with every item zero.
 void list_zeros_like_kernel(KernelContext& c) {
-  const TensorList& in = TensorList::of(c.input(0), "_TensorListZerosLike");
+  const TensorList& in = TensorList::of(c.input(0), c.op().type_name);
   c.set_output(0, TensorList::handle(in.empty_like()));
 }
 

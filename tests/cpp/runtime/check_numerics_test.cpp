@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "kiln/config.h"
+#include "kiln/control_flow.h"
 #include "kiln/function.h"
 #include "kiln/ops.h"
 
@@ -46,6 +47,46 @@ TEST(CheckNumerics, FunctionNamesTheNode) {
     EXPECT_NE(std::string(e.what()).find("node 'Log'"), std::string::npos) << e.what();
   }
   EXPECT_NO_THROW(f({Tensor(2.0f)}));
+}
+
+// The bodies of cond and while_loop go through the same pipeline as the
+// function: with check_numerics on they stay unfused, so the error names the
+// op that made the NaN (here Log, which fusion would merge with Mul).
+TEST(CheckNumerics, CondAndWhileBodiesNameTheNode) {
+  FunctionOptions opts;
+  opts.name = "g";
+  Function g(
+      [](const std::vector<Value>& a) {
+        Tensor x = a[0].tensor();
+        auto r = cond(
+            greater(x, Tensor(-10.0f)),
+            [&] { return std::vector<Tensor>{multiply(log(x), Tensor(2.0f))}; },
+            [&] { return std::vector<Tensor>{x}; });
+        return Value(r[0]);
+      },
+      opts);
+  FunctionOptions wopts;
+  wopts.name = "w";
+  Function w(
+      [](const std::vector<Value>& a) {
+        auto r = while_loop(
+            [](const std::vector<Tensor>& v) { return less(v[1], Tensor(1)); },
+            [](const std::vector<Tensor>& v) {
+              return std::vector<Tensor>{multiply(log(v[0]), Tensor(2.0f)), add(v[1], Tensor(1))};
+            },
+            {a[0].tensor(), Tensor(0)});
+        return Value(r[0]);
+      },
+      wopts);
+  CheckNumerics on;
+  for (Function* f : {&g, &w}) {
+    try {
+      (*f)({Tensor(-1.0f)});
+      FAIL() << "expected an error";
+    } catch (const InvalidArgumentError& e) {
+      EXPECT_NE(std::string(e.what()).find("node 'Log'"), std::string::npos) << e.what();
+    }
+  }
 }
 
 }  // namespace
