@@ -70,52 +70,31 @@ Tensor sin_rule(const Tensor& x, const Tensor&, const Tensor& dy) {
 Tensor cos_rule(const Tensor& x, const Tensor&, const Tensor& dy) {
   return negative(dy * sin(x));
 }
+Tensor expm1_rule(const Tensor&, const Tensor& y, const Tensor& dy) {
+  return dy * (y + 1);
+}
+constexpr UnaryRule no_grad = nullptr;
+
+// One row of unary.def: elementwise, x -> y, with its gradient rule (or
+// kNoGradient).
+template <UnaryRule R>
+void define_unary(OpTableBuilder& t, OpId id, InferFn infer) {
+  OpDefBuilder row = t.def(id);
+  row.inputs({"x"}).outputs({"y"}).traits(kElementwise).infer(infer);
+  if constexpr (R == nullptr)
+    row.traits(kNoGradient);
+  else
+    row.grad(unary_grad<R>);
+}
 
 }  // namespace
 
 void define_unary_ops(OpTableBuilder& t) {
-  auto def = [&](OpId id, InferFn infer, uint32_t traits = 0) {
-    t.def(id).inputs({"x"}).outputs({"y"}).traits(kElementwise | traits).infer(infer);
-  };
-  // Dtypes follow TensorFlow's kernels: sign-changing ops on signed types,
-  // transcendental ops on floats only.
-  def(OpId::Neg, infer_same<kSignedRealSet>);
-  def(OpId::Abs, infer_same<kSignedRealSet>);
-  def(OpId::Sign, infer_same<kSignedRealSet>);
-  def(OpId::Square, infer_same<kRealSet>);
-  def(OpId::Sqrt, infer_same<kFloatSet>);
-  def(OpId::Rsqrt, infer_same<kFloatSet>);
-  def(OpId::Exp, infer_same<kFloatSet>);
-  def(OpId::Log, infer_same<kFloatSet>);
-  def(OpId::Log1p, infer_same<kFloatSet>);
-  def(OpId::Tanh, infer_same<kFloatSet>);
-  def(OpId::Sigmoid, infer_same<kFloatSet>);
-  def(OpId::Relu, infer_same<kRealSet>);
-  def(OpId::Sin, infer_same<kFloatSet>);
-  def(OpId::Cos, infer_same<kFloatSet>);
-  def(OpId::Floor, infer_same<kFloatSet>, kNoGradient);
-  def(OpId::Ceil, infer_same<kFloatSet>, kNoGradient);
-  def(OpId::Round, infer_same<kSignedRealSet>, kNoGradient);
-  def(OpId::LogicalNot, infer_same<kBoolSet>, kNoGradient);
-  def(OpId::Invert, infer_same<kIntSet>, kNoGradient);
-  def(OpId::IsNan, infer_predicate<kFloatSet>, kNoGradient);
-  def(OpId::IsFinite, infer_predicate<kFloatSet>, kNoGradient);
-
-  // Gradients. Sign is piecewise constant: no gradient (as Floor, Round).
-  t.def(OpId::Sign).traits(kNoGradient);
-  t.def(OpId::Neg).grad(unary_grad<neg_rule>);
-  t.def(OpId::Abs).grad(unary_grad<abs_rule>);
-  t.def(OpId::Square).grad(unary_grad<square_rule>);
-  t.def(OpId::Sqrt).grad(unary_grad<sqrt_rule>);
-  t.def(OpId::Rsqrt).grad(unary_grad<rsqrt_rule>);
-  t.def(OpId::Exp).grad(unary_grad<exp_rule>);
-  t.def(OpId::Log).grad(unary_grad<log_rule>);
-  t.def(OpId::Log1p).grad(unary_grad<log1p_rule>);
-  t.def(OpId::Tanh).grad(unary_grad<tanh_rule>);
-  t.def(OpId::Sigmoid).grad(unary_grad<sigmoid_rule>);
-  t.def(OpId::Relu).grad(unary_grad<relu_rule>);
-  t.def(OpId::Sin).grad(unary_grad<sin_rule>);
-  t.def(OpId::Cos).grad(unary_grad<cos_rule>);
+#define KILN_UNARY(op, dtypes, rule) define_unary<rule>(t, OpId::op, infer_same<dtypes>);
+#define KILN_PREDICATE(op, dtypes) define_unary<no_grad>(t, OpId::op, infer_predicate<dtypes>);
+#include "unary.def"
+#undef KILN_UNARY
+#undef KILN_PREDICATE
 }
 
 Tensor negative(const Tensor& x) {
@@ -141,6 +120,9 @@ Tensor exp(const Tensor& x) {
 }
 Tensor log(const Tensor& x) {
   return call_op1(OpId::Log, {x});
+}
+Tensor expm1(const Tensor& x) {
+  return call_op1(OpId::Expm1, {x});
 }
 Tensor log1p(const Tensor& x) {
   return call_op1(OpId::Log1p, {x});

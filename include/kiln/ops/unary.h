@@ -22,6 +22,8 @@ Tensor rsqrt(const Tensor& x);
 Tensor exp(const Tensor& x);
 /// Natural logarithm: log(0) = -inf, log(x < 0) = NaN. Floats.
 Tensor log(const Tensor& x);
+/// e^x - 1, accurate for small x (tf.math.expm1). Floats.
+Tensor expm1(const Tensor& x);
 /// log(1 + x), accurate for small x. Floats.
 Tensor log1p(const Tensor& x);
 /// Hyperbolic tangent. Floats.

@@ -57,6 +57,7 @@ rsqrt = _unary("Rsqrt", "1 / sqrt(x) elementwise (tf.math.rsqrt).")
 exp = _unary("Exp", "e**x elementwise (tf.math.exp).")
 log = _unary("Log", "Natural logarithm elementwise (tf.math.log).")
 log1p = _unary("Log1p", "log(1 + x), accurate for small x (tf.math.log1p).")
+expm1 = _unary("Expm1", "exp(x) - 1, accurate for small x (tf.math.expm1).")
 tanh = _unary("Tanh", "Hyperbolic tangent elementwise (tf.math.tanh).")
 sigmoid = _unary("Sigmoid", "1 / (1 + exp(-x)) elementwise (tf.math.sigmoid).")
 sin = _unary("Sin", "Sine elementwise (tf.math.sin).")
@@ -276,6 +277,6 @@ __all__ = [
     "argmax", "argmin", "cumsum",
 ]
 # tf.math only (not top-level names in TensorFlow 2).
-MATH_ONLY = ["is_nan", "is_finite", "is_inf", "reciprocal", "softplus", "log_sigmoid",
+MATH_ONLY = ["expm1", "is_nan", "is_finite", "is_inf", "reciprocal", "softplus", "log_sigmoid",
              "count_nonzero", "divide_no_nan",
              "reduce_variance", "reduce_std", "reduce_logsumexp"]

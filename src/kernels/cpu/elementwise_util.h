@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "kernel_util.h"
+#include "ops/elementwise_infer.h"
 
 namespace kiln::cpu {
 
@@ -23,6 +24,24 @@ using SignedRealTypes = TypeList<int8_t, int32_t, int64_t, float, double>;
 using RealTypes = TypeList<int8_t, uint8_t, int32_t, int64_t, float, double>;
 using PlainTypes = TypeList<bool, int8_t, uint8_t, int32_t, int64_t, float, double>;
 using AllTypes = TypeList<bool, int8_t, uint8_t, int32_t, int64_t, float, double, std::string>;
+
+/// The C++ types of a DTypeSet (src/ops/elementwise_infer.h), so a kernel
+/// instantiates for exactly the dtypes its op's row accepts.
+template <DTypeSet S, typename Out = TypeList<>, typename In = AllTypes>
+struct TypesOfImpl;
+template <DTypeSet S, typename... Out>
+struct TypesOfImpl<S, TypeList<Out...>, TypeList<>> {
+  using type = TypeList<Out...>;
+};
+template <DTypeSet S, typename... Out, typename T, typename... Rest>
+struct TypesOfImpl<S, TypeList<Out...>, TypeList<T, Rest...>> {
+  using type = typename TypesOfImpl<
+      S,
+      std::conditional_t<(S & dtype_bit(dtype_v<T>)) != 0, TypeList<Out..., T>, TypeList<Out...>>,
+      TypeList<Rest...>>::type;
+};
+template <DTypeSet S>
+using TypesOf = typename TypesOfImpl<S>::type;
 
 /// Calls f(T{}) for the type in `Types` matching `dt`; inference has already
 /// rejected other dtypes, so a miss is reported as InvalidArgument naming `op`.

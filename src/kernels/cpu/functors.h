@@ -243,6 +243,12 @@ struct Log {
       return std::log(x);
   }
 };
+struct Expm1 {
+  template <typename T>
+  T operator()(T x) const {
+    return std::expm1(x);
+  }
+};
 struct Log1p {
   template <typename T>
   T operator()(T x) const {

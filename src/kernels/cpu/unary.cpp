@@ -18,11 +18,11 @@ void unary_kernel(KernelContext& c) {
 }
 
 // Float predicates: bool output.
-template <typename F>
+template <typename F, typename Types>
 void predicate_kernel(KernelContext& c) {
   const Tensor& x = c.input(0);
   Tensor& out = c.allocate_output(0);
-  visit_types(FloatTypes{}, x.dtype(), c.op().type_name, [&](auto tag) {
+  visit_types(Types{}, x.dtype(), c.op().type_name, [&](auto tag) {
     using T = decltype(tag);
     unary_map(x.data<T>(), out.mutable_data<bool>(), x.num_elements(), F{});
   });
@@ -37,45 +37,20 @@ void block_unary(const float* a, const float*, float* out, int64_t n) {
 
 }  // namespace
 
+// One row of unary.def: the kernel over the row's dtypes, and the float32
+// block kernel when the row takes float32.
+template <typename F, DTypeSet S>
+void bind_unary(OpTableBuilder& t, OpId id) {
+  t.kernel(id, unary_kernel<F, TypesOf<S>>);
+  if constexpr ((S & dtype_bit(DType::kFloat32)) != 0) t.block_kernel(id, block_unary<F>);
+}
+
 void bind_unary_kernels(OpTableBuilder& t) {
-  t.block_kernel(OpId::Neg, block_unary<fn::Neg>);
-  t.block_kernel(OpId::Abs, block_unary<fn::Abs>);
-  t.block_kernel(OpId::Sign, block_unary<fn::Sign>);
-  t.block_kernel(OpId::Square, block_unary<fn::Square>);
-  t.block_kernel(OpId::Sqrt, block_unary<fn::Sqrt>);
-  t.block_kernel(OpId::Rsqrt, block_unary<fn::Rsqrt>);
-  t.block_kernel(OpId::Exp, block_unary<fn::Exp>);
-  t.block_kernel(OpId::Log, block_unary<fn::Log>);
-  t.block_kernel(OpId::Log1p, block_unary<fn::Log1p>);
-  t.block_kernel(OpId::Tanh, block_unary<fn::Tanh>);
-  t.block_kernel(OpId::Sigmoid, block_unary<fn::Sigmoid>);
-  t.block_kernel(OpId::Relu, block_unary<fn::Relu>);
-  t.block_kernel(OpId::Sin, block_unary<fn::Sin>);
-  t.block_kernel(OpId::Cos, block_unary<fn::Cos>);
-  t.block_kernel(OpId::Floor, block_unary<fn::Floor>);
-  t.block_kernel(OpId::Ceil, block_unary<fn::Ceil>);
-  t.block_kernel(OpId::Round, block_unary<fn::Round>);
-  t.kernel(OpId::Neg, unary_kernel<fn::Neg, SignedRealTypes>);
-  t.kernel(OpId::Abs, unary_kernel<fn::Abs, SignedRealTypes>);
-  t.kernel(OpId::Sign, unary_kernel<fn::Sign, SignedRealTypes>);
-  t.kernel(OpId::Square, unary_kernel<fn::Square, RealTypes>);
-  t.kernel(OpId::Sqrt, unary_kernel<fn::Sqrt, FloatTypes>);
-  t.kernel(OpId::Rsqrt, unary_kernel<fn::Rsqrt, FloatTypes>);
-  t.kernel(OpId::Exp, unary_kernel<fn::Exp, FloatTypes>);
-  t.kernel(OpId::Log, unary_kernel<fn::Log, FloatTypes>);
-  t.kernel(OpId::Log1p, unary_kernel<fn::Log1p, FloatTypes>);
-  t.kernel(OpId::Tanh, unary_kernel<fn::Tanh, FloatTypes>);
-  t.kernel(OpId::Sigmoid, unary_kernel<fn::Sigmoid, FloatTypes>);
-  t.kernel(OpId::Relu, unary_kernel<fn::Relu, RealTypes>);
-  t.kernel(OpId::Sin, unary_kernel<fn::Sin, FloatTypes>);
-  t.kernel(OpId::Cos, unary_kernel<fn::Cos, FloatTypes>);
-  t.kernel(OpId::Floor, unary_kernel<fn::Floor, FloatTypes>);
-  t.kernel(OpId::Ceil, unary_kernel<fn::Ceil, FloatTypes>);
-  t.kernel(OpId::Round, unary_kernel<fn::Round, SignedRealTypes>);
-  t.kernel(OpId::LogicalNot, unary_kernel<fn::LogicalNot, BoolTypes>);
-  t.kernel(OpId::Invert, unary_kernel<fn::Invert, IntTypes>);
-  t.kernel(OpId::IsNan, predicate_kernel<fn::IsNan>);
-  t.kernel(OpId::IsFinite, predicate_kernel<fn::IsFinite>);
+#define KILN_UNARY(op, dtypes, rule) bind_unary<fn::op, dtypes>(t, OpId::op);
+#define KILN_PREDICATE(op, dtypes) t.kernel(OpId::op, predicate_kernel<fn::op, TypesOf<dtypes>>);
+#include "ops/unary.def"
+#undef KILN_UNARY
+#undef KILN_PREDICATE
 }
 
 }  // namespace kiln::cpu

@@ -22,9 +22,52 @@ TEST(OpTable, EveryRowIsComplete) {
     if (d.has(kVariadicInput)) {
       EXPECT_FALSE(d.inputs.empty());
     }
-    for (const AttrDef& a : d.attrs) EXPECT_NE(std::string(a.name), "");
+    size_t bodies = 0;
+    for (const AttrDef& a : d.attrs) {
+      EXPECT_NE(std::string(a.name), "");
+      bodies += a.type == AttrType::kSubgraph;
+    }
+    if (d.has(kSource)) {
+      EXPECT_TRUE(d.inputs.empty()) << "a source has no inputs";
+    }
+    if (d.has(kCall)) {
+      EXPECT_EQ(bodies, 1u) << "a call runs exactly one subgraph attr";
+      EXPECT_TRUE(d.has(kVariadicInput));
+    }
+    if (d.body_input_offset > 0) {
+      EXPECT_GT(bodies, 0u) << "body_input_offset on an op without bodies";
+    }
+    if (d.has(kVariadicOutput)) {
+      EXPECT_EQ(d.outputs.size(), 1u) << "one declared output, repeated";
+    }
+    if (d.block_f32) {
+      EXPECT_TRUE(d.has(kElementwise)) << "block kernels are for elementwise ops";
+    }
   }
   EXPECT_EQ(names.size(), kNumOps);
+}
+
+// The traits that replace op lists elsewhere hold for the ops they name.
+TEST(OpTable, TraitsNameTheRightOps) {
+  EXPECT_TRUE(op_def(OpId::Placeholder).has(kSource));
+  EXPECT_TRUE(op_def(OpId::Const).has(kSource));
+  EXPECT_TRUE(op_def(OpId::PartitionedCall).has(kCall));
+  EXPECT_TRUE(op_def(OpId::StatefulPartitionedCall).has(kCall));
+  EXPECT_FALSE(op_def(OpId::While).has(kCall));
+  EXPECT_EQ(op_def(OpId::If).body_input_offset, 1);
+  EXPECT_EQ(op_def(OpId::While).body_input_offset, 0);
+  for (OpId id : {OpId::If, OpId::While, OpId::Placeholder, OpId::FusedElementwise})
+    EXPECT_TRUE(op_def(id).has(kGraphOnly)) << op_def(id).type_name;
+  EXPECT_TRUE(op_def(OpId::Unstack).has(kVariadicOutput));
+  EXPECT_TRUE(op_def(OpId::Split).has(kVariadicOutput));
+  for (OpId id : {OpId::MatMul, OpId::Conv2D, OpId::FusedElementwise})
+    EXPECT_NE(op_def(id).cost, nullptr) << op_def(id).type_name;
+}
+
+// A kernel error names the op that ran, from its row.
+TEST(OpTable, KernelErrorsNameTheRunningOp) {
+  testing::expect_error([] { gather(Tensor({1.f, 2.f}), Tensor({5})); }, Code::kInvalidArgument,
+               {"GatherV2: indices[0] = 5"});
 }
 
 TEST(OpTable, LookupByTypeName) {

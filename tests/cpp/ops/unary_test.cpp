@@ -1,9 +1,11 @@
 // Unary elementwise ops: values against reference implementations for every
 // supported dtype, float32 accuracy sweeps, special values, dtype rejection,
 // empty tensors, views, in-place reuse and symbolic inference.
+#include <cstring>
 #include <functional>
 
 #include "elementwise_test_util.h"
+#include "kiln/function.h"
 
 namespace kiln {
 namespace {
@@ -35,6 +37,7 @@ const std::vector<UnaryCase>& cases() {
       {OpId::Rsqrt, rsqrt, kFloats},
       {OpId::Exp, exp, kFloats},
       {OpId::Log, log, kFloats},
+      {OpId::Expm1, expm1, kFloats},
       {OpId::Log1p, log1p, kFloats},
       {OpId::Tanh, tanh, kFloats},
       {OpId::Sigmoid, sigmoid, kFloats},
@@ -91,6 +94,7 @@ long double ref_math(OpId id, long double x) {
   switch (id) {
     case OpId::Exp: return std::exp(x);
     case OpId::Log: return std::log(x);
+    case OpId::Expm1: return std::expm1(x);
     case OpId::Log1p: return std::log1p(x);
     case OpId::Tanh: return std::tanh(x);
     case OpId::Sigmoid: return 1.0L / (1.0L + std::exp(-x));
@@ -101,8 +105,8 @@ long double ref_math(OpId id, long double x) {
 }
 
 bool is_math(OpId id) {
-  return id == OpId::Exp || id == OpId::Log || id == OpId::Log1p || id == OpId::Tanh ||
-         id == OpId::Sigmoid || id == OpId::Sin || id == OpId::Cos;
+  return id == OpId::Exp || id == OpId::Expm1 || id == OpId::Log || id == OpId::Log1p ||
+         id == OpId::Tanh || id == OpId::Sigmoid || id == OpId::Sin || id == OpId::Cos;
 }
 
 template <typename T>
@@ -156,6 +160,34 @@ TEST(Unary, ValuesForEverySupportedDtype) {
         case DType::kFloat32: check_case<float>(uc); break;
         case DType::kFloat64: check_case<double>(uc); break;
         default: FAIL();
+      }
+    }
+  }
+}
+
+// Every op of unary.def, traced inside a function (where float32 ops may be
+// fused), gives the eager result bit for bit.
+TEST(Unary, FunctionMatchesEager) {
+  for (const UnaryCase& uc : cases()) {
+    for (DType dt : uc.dtypes) {
+      SCOPED_TRACE(str_cat(op_def(uc.id).type_name, " ", dtype_name(dt)));
+      const Tensor x = testing::sample_of(dt, Shape{3, 5});
+      const Tensor want = uc.front(x);
+      // Two ops in a row (not for predicates, whose bool result they reject),
+      // so elementwise fusion has a chain to fuse.
+      const bool chain = want.dtype() == dt;
+      const Tensor want2 = chain ? uc.front(want) : want;
+      Function f([&](const std::vector<Value>& a) {
+        const Tensor y = uc.front(a[0].tensor());
+        return Value::tuple({Value(y), Value(chain ? uc.front(y) : y)});
+      });
+      const Value got = f({x});
+      for (size_t k = 0; k < 2; ++k) {
+        const Tensor g = got.items()[k].tensor();
+        const Tensor& w = k == 0 ? want : want2;
+        ASSERT_EQ(g.dtype(), w.dtype());
+        ASSERT_EQ(g.shape(), w.shape());
+        EXPECT_EQ(std::memcmp(g.raw_data(), w.raw_data(), w.nbytes()), 0);
       }
     }
   }

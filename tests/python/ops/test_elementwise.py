@@ -112,6 +112,7 @@ UNARY = {
     "exp": (tf.exp, _f64(np.exp), FLOATS, "transcendental", {}),
     "log": (tf.math.log, _f64(np.log), FLOATS, "transcendental", {"positive": True}),
     "log1p": (tf.math.log1p, _f64(np.log1p), FLOATS, "transcendental", {"positive": True}),
+    "expm1": (tf.math.expm1, _f64(np.expm1), FLOATS, "transcendental", {}),
     "tanh": (tf.tanh, _f64(np.tanh), FLOATS, "transcendental", {}),
     "sigmoid": (tf.sigmoid, _sigmoid_ref, FLOATS, "transcendental", {}),
     "sin": (tf.sin, _f64(np.sin), FLOATS, "transcendental", {}),
