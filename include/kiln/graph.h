@@ -34,6 +34,8 @@ class Node final : public Symbol {
   const std::string& name() const { return name_; }
   const OpDef& op() const { return *op_; }
   const Attrs& attrs() const { return attrs_; }
+  /// An attribute by name (the op's AttrDef names).
+  const AttrValue& attr(std::string_view name) const { return attr_of(*op_, attrs_, name); }
   std::span<const Edge> inputs() const { return inputs_; }
   std::span<Node* const> control_inputs() const { return control_inputs_; }
   std::span<const TensorSpec> outputs() const { return outputs_; }

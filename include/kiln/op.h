@@ -110,6 +110,7 @@ struct OpCost {
 /// The sizes a cost rule sees: element counts of the inputs and outputs, the
 /// last dimension of output 0, and the pool's grain (elements per task).
 struct CostQuery {
+  const OpDef& op;
   const Attrs& attrs;
   std::span<const int64_t> in, out;
   int64_t out_inner;
@@ -153,7 +154,26 @@ struct OpDef {
   bool has(OpTrait t) const { return (traits & t) != 0; }
   /// Index of a named attribute; -1 when absent.
   int attr_index(std::string_view name) const;
+  /// Index of a named attribute the row declares (InternalError otherwise).
+  size_t attr_at(std::string_view name) const {
+    for (size_t i = 0; i < attrs.size(); ++i)
+      if (!name.empty() && attrs[i].name[0] == name[0] && name == attrs[i].name) return i;
+    missing_attr(name);
+  }
+
+ private:
+  [[noreturn]] void missing_attr(std::string_view name) const;
 };
+
+/// The value of `op`'s attribute `name` in `attrs` (a call's attributes,
+/// complete): what gradient rules and passes read attributes with.
+inline const AttrValue& attr_of(const OpDef& op, const Attrs& attrs, std::string_view name) {
+  return attrs[op.attr_at(name)];
+}
+template <typename T>
+const T& attr_value(const OpDef& op, const Attrs& attrs, std::string_view name) {
+  return std::get<T>(attr_of(op, attrs, name));
+}
 
 /// The table row for `id`. The table is built once, on first use.
 const OpDef& op_def(OpId id);
@@ -249,16 +269,22 @@ class InferContext {
   bool int_values(size_t i, std::vector<int64_t>& out) const;
 
   const Attrs& attrs() const { return attrs_; }
-  bool attr_bool(size_t i) const { return std::get<bool>(attrs_[i]); }
-  int64_t attr_int(size_t i) const { return std::get<int64_t>(attrs_[i]); }
-  double attr_float(size_t i) const { return std::get<double>(attrs_[i]); }
-  DType attr_dtype(size_t i) const { return std::get<DType>(attrs_[i]); }
-  const std::string& attr_string(size_t i) const { return std::get<std::string>(attrs_[i]); }
-  const std::vector<int64_t>& attr_ints(size_t i) const {
-    return std::get<std::vector<int64_t>>(attrs_[i]);
+  /// Attributes by name (the row's AttrDef names).
+  const AttrValue& attr(std::string_view name) const { return attr_of(op_, attrs_, name); }
+  bool attr_bool(std::string_view n) const { return std::get<bool>(attr(n)); }
+  int64_t attr_int(std::string_view n) const { return std::get<int64_t>(attr(n)); }
+  double attr_float(std::string_view n) const { return std::get<double>(attr(n)); }
+  DType attr_dtype(std::string_view n) const { return std::get<DType>(attr(n)); }
+  const std::string& attr_string(std::string_view n) const {
+    return std::get<std::string>(attr(n));
   }
-  const Tensor& attr_tensor(size_t i) const { return std::get<Tensor>(attrs_[i]); }
-  const Subgraph& attr_subgraph(size_t i) const { return *std::get<Ref<Subgraph>>(attrs_[i]); }
+  const std::vector<int64_t>& attr_ints(std::string_view n) const {
+    return std::get<std::vector<int64_t>>(attr(n));
+  }
+  const Tensor& attr_tensor(std::string_view n) const { return std::get<Tensor>(attr(n)); }
+  const Subgraph& attr_subgraph(std::string_view n) const {
+    return *std::get<Ref<Subgraph>>(attr(n));
+  }
 
   void set_output(size_t i, DType dtype, Shape shape);
   size_t num_outputs() const { return n_; }
@@ -309,16 +335,22 @@ class KernelContext {
   size_t num_inputs() const { return inputs_.size(); }
   const Tensor& input(size_t i) const { return inputs_[i]; }
   const Attrs& attrs() const { return attrs_; }
-  bool attr_bool(size_t i) const { return std::get<bool>(attrs_[i]); }
-  int64_t attr_int(size_t i) const { return std::get<int64_t>(attrs_[i]); }
-  double attr_float(size_t i) const { return std::get<double>(attrs_[i]); }
-  DType attr_dtype(size_t i) const { return std::get<DType>(attrs_[i]); }
-  const std::string& attr_string(size_t i) const { return std::get<std::string>(attrs_[i]); }
-  const std::vector<int64_t>& attr_ints(size_t i) const {
-    return std::get<std::vector<int64_t>>(attrs_[i]);
+  /// Attributes by name (the row's AttrDef names).
+  const AttrValue& attr(std::string_view name) const { return attr_of(op_, attrs_, name); }
+  bool attr_bool(std::string_view n) const { return std::get<bool>(attr(n)); }
+  int64_t attr_int(std::string_view n) const { return std::get<int64_t>(attr(n)); }
+  double attr_float(std::string_view n) const { return std::get<double>(attr(n)); }
+  DType attr_dtype(std::string_view n) const { return std::get<DType>(attr(n)); }
+  const std::string& attr_string(std::string_view n) const {
+    return std::get<std::string>(attr(n));
   }
-  const Tensor& attr_tensor(size_t i) const { return std::get<Tensor>(attrs_[i]); }
-  const Subgraph& attr_subgraph(size_t i) const { return *std::get<Ref<Subgraph>>(attrs_[i]); }
+  const std::vector<int64_t>& attr_ints(std::string_view n) const {
+    return std::get<std::vector<int64_t>>(attr(n));
+  }
+  const Tensor& attr_tensor(std::string_view n) const { return std::get<Tensor>(attr(n)); }
+  const Subgraph& attr_subgraph(std::string_view n) const {
+    return *std::get<Ref<Subgraph>>(attr(n));
+  }
 
   size_t num_outputs() const { return outputs_.size(); }
   const TensorSpec& output_spec(size_t i) const { return specs_[i]; }

@@ -11,8 +11,8 @@
 #include <unordered_map>
 #include <unordered_set>
 
-#include "backward_trace.h"
 #include "autodiff/autodiff.h"
+#include "backward_trace.h"
 #include "kiln/context.h"
 #include "kiln/gradient_tape.h"
 #include "kiln/ops.h"
@@ -32,8 +32,8 @@ const TracedSubgraph& traced(const AttrValue& a, const OpDef& op) {
   const Subgraph* s = std::get<Ref<Subgraph>>(a).get();
   const auto* t = dynamic_cast<const TracedSubgraph*>(s);
   if (!t)
-    throw UnimplementedError(str_cat(op.type_name, ": subgraph '", s->name(),
-                                     "' has no traced graph to differentiate"));
+    throw UnimplementedError(
+        str_cat(op.type_name, ": subgraph '", s->name(), "' has no traced graph to differentiate"));
   return *t;
 }
 
@@ -70,10 +70,10 @@ std::vector<Tensor> replay(const TracedSubgraph& body, std::span<const Tensor> i
     if (!needed.count(n) || values.count(n)) continue;
     const OpDef& op = n->op();
     if (op.id == OpId::Placeholder)
-      throw InternalError(str_cat("gradient of '", g.function_name(), "': placeholder '",
-                                  n->name(), "' is not an input"));
+      throw InternalError(str_cat("gradient of '", g.function_name(), "': placeholder '", n->name(),
+                                  "' is not an input"));
     if (op.id == OpId::Const) {
-      values[n] = {std::get<Tensor>(n->attrs()[0])};
+      values[n] = {std::get<Tensor>(n->attr("value"))};
       continue;
     }
     // Split backwards cut replayed nodes off before they ever run; the value
@@ -201,11 +201,11 @@ const Backward& GraphSubgraph::if_backward(const GraphSubgraph& other) const {
     std::vector<TensorSpec> specs;
     for (size_t i : all) {
       auto pa = std::find(a.input_index.begin(), a.input_index.end(), i);
-      specs.push_back(pa != a.input_index.end()
-                          ? a.graph->output_specs()[pa - a.input_index.begin()]
-                          : b.graph->output_specs()[std::find(b.input_index.begin(),
-                                                              b.input_index.end(), i) -
-                                                    b.input_index.begin()]);
+      specs.push_back(
+          pa != a.input_index.end()
+              ? a.graph->output_specs()[pa - a.input_index.begin()]
+              : b.graph->output_specs()[std::find(b.input_index.begin(), b.input_index.end(), i) -
+                                        b.input_index.begin()]);
     }
     std::vector<TensorSpec> joined;
     const auto mine = output_specs(), theirs = other.output_specs();
@@ -222,7 +222,7 @@ const Backward& GraphSubgraph::if_backward(const GraphSubgraph& other) const {
 // tapes see, so higher-order gradients stay right.
 void call_grad(const OpDef& op, std::span<const Tensor> in, std::span<const Tensor>,
                std::span<const Tensor> g, const Attrs& attrs, std::vector<Tensor>& gi) {
-  const TracedSubgraph& body = traced(attrs[0], op);
+  const TracedSubgraph& body = traced(attr_of(op, attrs, "f"), op);
   const Residuals* r = nullptr;
   if (attrs.size() > 1 && !any_tape_recording())
     if (const auto* fs = dynamic_cast<const FunctionSubgraph*>(&body)) r = fs->residuals();
@@ -243,8 +243,8 @@ void call_grad(const OpDef& op, std::span<const Tensor> in, std::span<const Tens
 // use one).
 void if_grad(const OpDef& op, std::span<const Tensor> in, std::span<const Tensor>,
              std::span<const Tensor> g, const Attrs& attrs, std::vector<Tensor>& gi) {
-  const TracedSubgraph& t = traced(attrs[0], op);
-  const TracedSubgraph& e = traced(attrs[1], op);
+  const TracedSubgraph& t = traced(attr_of(op, attrs, "then_branch"), op);
+  const TracedSubgraph& e = traced(attr_of(op, attrs, "else_branch"), op);
   const auto* tg = dynamic_cast<const GraphSubgraph*>(&t);
   const auto* eg = dynamic_cast<const GraphSubgraph*>(&e);
   if (!tg || !eg) throw UnimplementedError("If gradient: branches are not traced bodies");

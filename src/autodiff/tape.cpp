@@ -98,7 +98,8 @@ const VariableResource* variable_of(const Tensor& handle) {
 bool tracks_list(const OpDef& op, const Attrs& attrs, std::span<const Tensor> inputs,
                  const Tensor& out) {
   if (!out.defined() || out.dtype() != DType::kResource || variable_of(out)) return false;
-  if (op.id == OpId::TensorListSetItem) return is_floating(std::get<DType>(attrs[0]));
+  if (op.id == OpId::TensorListSetItem)
+    return is_floating(attr_value<DType>(op, attrs, "element_dtype"));
   if (op.id == OpId::TensorListFromTensor) return is_floating(inputs[0].dtype());
   return true;
 }

@@ -22,8 +22,8 @@
 #include <optional>
 #include <unordered_set>
 
-#include "backward_trace.h"
 #include "autodiff/autodiff.h"
+#include "backward_trace.h"
 #include "kiln/context.h"
 #include "kiln/control_flow.h"
 #include "kiln/ops.h"
@@ -195,7 +195,7 @@ void traced_while_grad(std::span<const Tensor> in, std::span<const Tensor> out,
   init.insert(init.end(), in.begin(), in.begin() + static_cast<ptrdiff_t>(n));
   WhileOptions fo;
   fo.name = "while_acc";
-  fo.maximum_iterations = std::get<int64_t>(attrs[2]);
+  fo.maximum_iterations = attr_value<int64_t>(op_def(OpId::While), attrs, "maximum_iterations");
   fo.shape_invariants.resize(1 + n + acc_var.size());
   for (size_t k = 0; k < n; ++k) fo.shape_invariants[1 + k] = inv[k].shape;
   for (size_t k : acc_var) {
@@ -283,7 +283,7 @@ void traced_while_grad(std::span<const Tensor> in, std::span<const Tensor> out,
 
 }  // namespace
 
-// The gradient rule of While (registered in src/ops/control_flow_ops.cpp).
+// The gradient rule of While (attached by define_subgraph_grads, backward.cpp).
 void while_grad(const OpDef&, std::span<const Tensor> in, std::span<const Tensor> out,
                 std::span<const Tensor> g, const Attrs& attrs, std::vector<Tensor>& gi) {
   if (TracingContext::current()) {

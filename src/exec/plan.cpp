@@ -107,7 +107,7 @@ std::unique_ptr<Plan> Plan::compile(const Graph& graph) {
       continue;
     }
     if (n->op().id == OpId::Const) {
-      plan->constants_.emplace_back(base, std::get<Tensor>(n->attrs()[0]));
+      plan->constants_.emplace_back(base, std::get<Tensor>(n->attr("value")));
       continue;
     }
     if (n->op().id == OpId::Identity && n->control_inputs().empty()) continue;

@@ -31,7 +31,7 @@ using Cost = OpCost;
 // internal above one grain.
 Cost estimate(const OpDef& op, const Attrs& attrs, std::span<const int64_t> in,
               std::span<const int64_t> out, int64_t out_inner, int64_t grain) {
-  const CostQuery q{attrs, in, out, out_inner, grain};
+  const CostQuery q{op, attrs, in, out, out_inner, grain};
   if (op.cost) return op.cost(q);
   return {q.elements(), std::max(q.in_elements(), q.out_elements()) > grain};
 }

@@ -169,7 +169,7 @@ void ConcreteFunction::prepare_calls() {
     c.stateful |= n->op().has(kStateful);
     if (n->op().id != OpId::Const || n->outputs()[0].dtype != DType::kResource) continue;
     c.hoisted.push_back(n);
-    c.hoisted_values.push_back(std::get<Tensor>(n->attrs()[0]));
+    c.hoisted_values.push_back(std::get<Tensor>(n->attr("value")));
     c.inputs.push_back(n->outputs()[0]);
   }
   for (const Edge& e : graph_->outputs())

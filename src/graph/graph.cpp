@@ -28,7 +28,7 @@ std::string Node::describe() const {
 
 const Tensor* Node::constant_value(int32_t index) const {
   if (op_->id != OpId::Const || index != 0 || attrs_.empty()) return nullptr;
-  return std::get_if<Tensor>(&attrs_[0]);
+  return std::get_if<Tensor>(&attr("value"));
 }
 
 void Node::add_control_input(Node* n) {

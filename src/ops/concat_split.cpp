@@ -32,7 +32,7 @@ void infer_concat(InferContext& c) {
   if (r == 0)
     c.fail("cannot concatenate scalars (", c.input_name(first),
            " has shape []); use stack instead");
-  const int64_t axis = normalize_axis(c.attr_int(0), r, c.op().type_name);
+  const int64_t axis = normalize_axis(c.attr_int("axis"), r, c.op().type_name);
   Shape out = ref;
   int64_t total = 0;
   for (size_t i = 0; i < n; ++i) {
@@ -85,7 +85,7 @@ void infer_stack(InferContext& c) {
   }
   if (!merged.rank_known()) return c.set_output(0, c.dtype(0), Shape::unknown_rank());
   const int64_t r = merged.rank();
-  int64_t axis = c.attr_int(0);
+  int64_t axis = c.attr_int("axis");
   if (axis < -r - 1 || axis > r)
     c.fail("axis ", axis, " is out of range for stacking tensors of rank ", r, " (expected [",
            -r - 1, ", ", r, "])");
@@ -100,7 +100,7 @@ void infer_stack(InferContext& c) {
 void infer_unstack(InferContext& c) {
   expect_data_dtype(c, 0);
   const Shape& in = c.shape(0);
-  const int64_t num = c.attr_int(0);
+  const int64_t num = c.attr_int("num");
   if (num < -1) c.fail("num must be >= 0 (or -1 to use the dimension), got ", num);
   if (!in.rank_known()) {
     if (num < 0)
@@ -110,7 +110,7 @@ void infer_unstack(InferContext& c) {
   }
   const int64_t r = in.rank();
   if (r == 0) c.fail("cannot unstack a scalar (value has shape [])");
-  const int64_t axis = normalize_axis(c.attr_int(1), r, c.op().type_name);
+  const int64_t axis = normalize_axis(c.attr_int("axis"), r, c.op().type_name);
   int64_t count = in.dim(axis);
   if (count < 0) {
     if (num < 0)
@@ -131,8 +131,8 @@ void infer_unstack(InferContext& c) {
 void infer_split(InferContext& c) {
   expect_data_dtype(c, 0);
   const Shape& in = c.shape(0);
-  std::vector<int64_t> sizes = c.attr_ints(0);
-  const int64_t num_split = c.attr_int(2);
+  std::vector<int64_t> sizes = c.attr_ints("size_splits");
+  const int64_t num_split = c.attr_int("num_split");
   if (sizes.empty()) {
     if (num_split < 1) c.fail("num_split must be >= 1 when size_splits is empty, got ", num_split);
   } else if (num_split != 0 && num_split != static_cast<int64_t>(sizes.size())) {
@@ -158,7 +158,7 @@ void infer_split(InferContext& c) {
   }
   const int64_t r = in.rank();
   if (r == 0) c.fail("cannot split a scalar (value has shape [])");
-  const int64_t axis = normalize_axis(c.attr_int(1), r, c.op().type_name);
+  const int64_t axis = normalize_axis(c.attr_int("axis"), r, c.op().type_name);
   const int64_t d = in.dim(axis);
   if (sizes.empty()) {
     if (d >= 0 && d % num_split != 0)
@@ -201,7 +201,7 @@ void concat_grad(KILN_GRAD_ARGS) {
     gi[0] = g[0];
     return;
   }
-  int64_t axis = std::get<int64_t>(attrs[0]);
+  int64_t axis = attr_value<int64_t>(op, attrs, "axis");
   if (axis < 0) axis += rank;
   std::vector<int64_t> sizes;
   size_t unknown = 0;
@@ -236,14 +236,14 @@ void concat_grad(KILN_GRAD_ARGS) {
 }
 void stack_grad(KILN_GRAD_ARGS) {
   std::vector<Tensor> parts =
-      unstack(g[0], std::get<int64_t>(attrs[0]), static_cast<int64_t>(in.size()));
+      unstack(g[0], attr_value<int64_t>(op, attrs, "axis"), static_cast<int64_t>(in.size()));
   for (size_t i = 0; i < parts.size(); ++i) gi[i] = parts[i];
 }
 void unstack_grad(KILN_GRAD_ARGS) {
-  gi[0] = stack(std::vector<Tensor>(g.begin(), g.end()), std::get<int64_t>(attrs[1]));
+  gi[0] = stack(std::vector<Tensor>(g.begin(), g.end()), attr_value<int64_t>(op, attrs, "axis"));
 }
 void split_grad(KILN_GRAD_ARGS) {
-  gi[0] = concat(std::vector<Tensor>(g.begin(), g.end()), std::get<int64_t>(attrs[1]));
+  gi[0] = concat(std::vector<Tensor>(g.begin(), g.end()), attr_value<int64_t>(op, attrs, "axis"));
 }
 
 }  // namespace

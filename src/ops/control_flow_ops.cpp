@@ -30,8 +30,8 @@ void check_bool_scalar(const InferContext& c, DType d, const Shape& s, const cha
 // inputs: cond, input...; attrs: then_branch, else_branch.
 void infer_if(InferContext& c) {
   check_bool_scalar(c, c.dtype(0), c.shape(0), "cond");
-  const Subgraph& t = c.attr_subgraph(0);
-  const Subgraph& e = c.attr_subgraph(1);
+  const Subgraph& t = c.attr_subgraph("then_branch");
+  const Subgraph& e = c.attr_subgraph("else_branch");
   check_body_inputs(c, 1, "then_branch", t);
   check_body_inputs(c, 1, "else_branch", e);
   const auto to = t.output_specs(), eo = e.output_specs();
@@ -50,10 +50,11 @@ void infer_if(InferContext& c) {
 // maximum_iterations. Outputs: the loop variables, with the body's input
 // (invariant) shapes.
 void infer_while(InferContext& c) {
-  const Subgraph& cg = c.attr_subgraph(0);
-  const Subgraph& bg = c.attr_subgraph(1);
-  if (c.attr_int(2) < -1)
-    c.fail("maximum_iterations must be >= 0 (or -1: no limit), got ", c.attr_int(2));
+  const Subgraph& cg = c.attr_subgraph("cond");
+  const Subgraph& bg = c.attr_subgraph("body");
+  if (c.attr_int("maximum_iterations") < -1)
+    c.fail("maximum_iterations must be >= 0 (or -1: no limit), got ",
+           c.attr_int("maximum_iterations"));
   check_body_inputs(c, 0, "cond", cg);
   check_body_inputs(c, 0, "body", bg);
   const auto co = cg.output_specs();
@@ -74,13 +75,13 @@ void infer_while(InferContext& c) {
 // inputs: input...; attrs: func (a host callback wrapped as a Subgraph
 // whose output specs are the declared result dtypes and shapes).
 void infer_py_function(InferContext& c) {
-  const auto outs = c.attr_subgraph(0).output_specs();
+  const auto outs = c.attr_subgraph("func").output_specs();
   for (size_t i = 0; i < outs.size(); ++i) c.set_output(i, outs[i].dtype, outs[i].shape);
 }
 
 // inputs: args...; attrs: f (a ConcreteFunction or traced body).
 void infer_call(InferContext& c) {
-  const Subgraph& f = c.attr_subgraph(0);
+  const Subgraph& f = c.attr_subgraph("f");
   check_body_inputs(c, 0, "f", f);
   const auto outs = f.output_specs();
   for (size_t i = 0; i < outs.size(); ++i) c.set_output(i, outs[i].dtype, outs[i].shape);
@@ -121,7 +122,7 @@ void define_control_flow_ops(OpTableBuilder& t) {
   // Function calls. StatefulPartitionedCall (what calling a Function while
   // tracing records, as in TensorFlow) keeps program order; PartitionedCall
   // (backward functions without state) may be pruned and reordered. The
-// gradient rules of the ops with bodies are autodiff's (src/autodiff/).
+  // gradient rules of the ops with bodies are autodiff's (src/autodiff/).
   for (OpId id : {OpId::PartitionedCall, OpId::StatefulPartitionedCall}) {
     t.def(id)
         .inputs({"args"})

@@ -37,9 +37,9 @@ void infer_conv(InferContext& c) {
   expect_float(c, 0);
   c.expect_same_dtype(0, 1);
   Window w;
-  w.stride = window::hw_attr(c, 0, "strides");
-  w.padding = window::padding_attr(c, 1);
-  w.dilation = window::hw_attr(c, 2, "dilations");
+  w.stride = window::hw_attr(c, "strides");
+  w.padding = window::padding_attr(c);
+  w.dilation = window::hw_attr(c, "dilations");
   const Shape& in = c.shape(0);
   const Shape& f = c.shape(1);
   if (in.rank_known() && in.rank() != 4)
@@ -81,14 +81,14 @@ void infer_fused_conv(InferContext& c) {
   infer_conv<kDepthwise>(c);
   const int64_t oc = c.output(0).shape.rank_known() ? c.output(0).shape.dim(3) : -1;
   std::vector<PostOp> ops;
-  const std::string err = parse_post_ops(c.attr_string(kAttrFusedOps), ops);
+  const std::string err = parse_post_ops(c.attr_string("fused_ops"), ops);
   if (!err.empty()) c.fail("fused_ops: ", err);
   size_t n_args = 0;
   for (PostOp op : ops) n_args += takes_arg(op);
   if (c.num_inputs() != 2 + n_args)
-    c.fail("fused_ops '", c.attr_string(kAttrFusedOps), "' take ", n_args, " extra inputs, got ",
+    c.fail("fused_ops '", c.attr_string("fused_ops"), "' take ", n_args, " extra inputs, got ",
            c.num_inputs() - 2);
-  const double lo = c.attr_float(kAttrClipMin), hi = c.attr_float(kAttrClipMax);
+  const double lo = c.attr_float("clip_min"), hi = c.attr_float("clip_max");
   if (!(lo <= hi)) c.fail("clip_min ", lo, " must not exceed clip_max ", hi);
   size_t arg = 2;
   for (PostOp op : ops) {
@@ -122,9 +122,9 @@ void infer_pool(InferContext& c) {
   else if (!is_numeric(c.dtype(0)))
     c.fail("input must have a numeric dtype, got ", dtype_name(c.dtype(0)));
   Window w;
-  w.ksize = window::hw_attr(c, 0, "ksize");
-  w.stride = window::hw_attr(c, 1, "strides");
-  w.padding = window::padding_attr(c, 2);
+  w.ksize = window::hw_attr(c, "ksize");
+  w.stride = window::hw_attr(c, "strides");
+  w.padding = window::padding_attr(c);
   const Shape& in = c.shape(0);
   if (!in.rank_known()) {
     c.set_output(0, c.dtype(0), Shape{-1, -1, -1, -1});

@@ -61,9 +61,9 @@ int64_t known_or(int64_t a, int64_t b) {
 // from the others where they determine them.
 template <bool kDepthwise>
 void check_conv(InferContext& c, Shape& x, Shape& f, const Shape& dy) {
-  const Hw stride = window::hw_attr(c, 0, "strides");
-  const Padding padding = window::padding_attr(c, 1);
-  const Hw dilation = window::hw_attr(c, 2, "dilations");
+  const Hw stride = window::hw_attr(c, "strides");
+  const Padding padding = window::padding_attr(c);
+  const Hw dilation = window::hw_attr(c, "dilations");
   const std::string ctx = str_cat("input shape ", x.debug_string(), ", filter shape ",
                                   f.debug_string(), ", out_backprop shape ", dy.debug_string());
   if (f.dim(0) == 0 || f.dim(1) == 0)
@@ -134,9 +134,9 @@ void infer_conv_backprop_filter(InferContext& c) {
 
 // Checks that a pooling of input shape x gives shape y (unknown dims pass).
 void check_pool(InferContext& c, const Shape& x, const Shape& y, const char* y_name) {
-  const Hw k = window::hw_attr(c, 0, "ksize");
-  const Hw s = window::hw_attr(c, 1, "strides");
-  const Padding p = window::padding_attr(c, 2);
+  const Hw k = window::hw_attr(c, "ksize");
+  const Hw s = window::hw_attr(c, "strides");
+  const Padding p = window::padding_attr(c);
   const std::string ctx =
       str_cat("input shape ", x.debug_string(), ", ", y_name, " shape ", y.debug_string());
   if (!agree(x.dim(0), y.dim(0)) || !agree(x.dim(3), y.dim(3)))

@@ -51,7 +51,7 @@ Shape shape_from_dims_input(const InferContext& c, size_t i) {
 
 // The value rides in the `value` attr (a graph's captured constants).
 void infer_const(InferContext& c) {
-  const Tensor& v = c.attr_tensor(0);
+  const Tensor& v = c.attr_tensor("value");
   if (!v.defined() || v.is_symbolic()) c.fail("value must be a concrete tensor");
   c.set_output(0, v.dtype(), v.shape());
 }
@@ -141,7 +141,7 @@ void infer_random_uniform(InferContext& c) {
   const DType dt = c.dtype(1);
   if (!is_range_dtype(dt))
     c.fail("minval and maxval must be float32, float64, int32 or int64, got ", dtype_name(dt));
-  const int64_t seed = c.attr_int(0);
+  const int64_t seed = c.attr_int("seed");
   if (seed < -1) c.fail("seed must be -1 (none) or non-negative, got ", seed);
   if (c.value(1) && c.value(2)) {
     if (dt == DType::kInt32) check_int_bounds<int32_t>(c);
@@ -157,7 +157,7 @@ void infer_random_normal(InferContext& c) {
   c.expect_same_dtype(1, 2);
   const DType dt = c.dtype(1);
   if (!is_floating(dt)) c.fail("mean and stddev must be float32 or float64, got ", dtype_name(dt));
-  const int64_t seed = c.attr_int(0);
+  const int64_t seed = c.attr_int("seed");
   if (seed < -1) c.fail("seed must be -1 (none) or non-negative, got ", seed);
   c.set_output(0, dt, std::move(out));
 }

@@ -11,7 +11,7 @@ namespace kiln {
 namespace {
 
 void infer_fused(InferContext& c) {
-  const auto& prog = c.attr_ints(0);
+  const auto& prog = c.attr_ints("program");
   const int64_t n_in = static_cast<int64_t>(c.num_inputs());
   if (prog.empty() || prog.size() % 3 != 0) c.fail("program must be non-empty triples");
   Shape out = Shape();
@@ -50,8 +50,8 @@ void infer_fused(InferContext& c) {
 // from a quarter grain.
 static OpCost fused_cost(const CostQuery& q) {
   const double base = q.elements();
-  const auto* prog = q.attrs.empty() ? nullptr : std::get_if<std::vector<int64_t>>(&q.attrs[0]);
-  const double instrs = prog ? static_cast<double>(prog->size() / 3) : 1;
+  const auto& prog = attr_value<std::vector<int64_t>>(q.op, q.attrs, "program");
+  const double instrs = static_cast<double>(prog.size() / 3);
   return {base * std::max(1.0, instrs), q.out_elements() > q.grain / 4};
 }
 

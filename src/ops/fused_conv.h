@@ -40,8 +40,4 @@ std::string parse_post_ops(std::string_view spec, std::vector<PostOp>& out);
 /// The inverse of parse_post_ops.
 std::string format_post_ops(const std::vector<PostOp>& ops);
 
-/// Attr indices of the fused ops (the first three match Conv2D's).
-inline constexpr size_t kAttrStrides = 0, kAttrPadding = 1, kAttrDilations = 2, kAttrFusedOps = 3,
-                        kAttrClipMin = 4, kAttrClipMax = 5;
-
 }  // namespace kiln::fused_conv

@@ -6,10 +6,10 @@ namespace {
 
 // attrs: dtype, shape (dims, -1 unknown), unknown_rank.
 void infer_placeholder(InferContext& c) {
-  const DType dt = c.attr_dtype(0);
+  const DType dt = c.attr_dtype("dtype");
   if (dt == DType::kInvalid) c.fail("dtype must be set");
-  Shape s = c.attr_bool(2) ? Shape::unknown_rank() : Shape(c.attr_ints(1));
-  for (int64_t d : c.attr_ints(1))
+  Shape s = c.attr_bool("unknown_rank") ? Shape::unknown_rank() : Shape(c.attr_ints("shape"));
+  for (int64_t d : c.attr_ints("shape"))
     if (d < -1) c.fail("shape dims must be >= -1 (unknown), got ", d);
   c.set_output(0, dt, std::move(s));
 }

@@ -25,7 +25,7 @@ void infer_matmul(InferContext& c) {
   expect_numeric_not_bool(c, 0);
   const Shape& a = c.shape(0);
   const Shape& b = c.shape(1);
-  const bool ta = c.attr_bool(0), tb = c.attr_bool(1);
+  const bool ta = c.attr_bool("adj_x"), tb = c.attr_bool("adj_y");
   for (size_t i = 0; i < 2; ++i)
     if (c.shape(i).rank_known() && c.shape(i).rank() < 2)
       c.fail(c.input_name(i), " must have rank >= 2, got shape ", c.shape(i).debug_string());
@@ -88,7 +88,7 @@ void infer_softmax(InferContext& c) {
 // MatMul: the four transpose cases, then batch broadcasting summed back.
 void matmul_grad(KILN_GRAD_ARGS) {
   const Tensor &a = in[0], &b = in[1], &dy = g[0];
-  const bool ta = std::get<bool>(attrs[0]), tb = std::get<bool>(attrs[1]);
+  const bool ta = attr_value<bool>(op, attrs, "adj_x"), tb = attr_value<bool>(op, attrs, "adj_y");
   Tensor da, db;
   if (!ta && !tb) {
     da = matmul(dy, b, false, true);

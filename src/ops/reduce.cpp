@@ -33,8 +33,8 @@ void infer_reduce(InferContext& c) {
     c.expect_dtype(0, DType::kBool);
   else
     expect_numeric(c, 0);
-  const std::vector<int64_t>& axes = c.attr_ints(0);
-  const bool keepdims = c.attr_bool(1);
+  const std::vector<int64_t>& axes = c.attr_ints("axis");
+  const bool keepdims = c.attr_bool("keepdims");
   const Shape& in = c.shape(0);
   if (!in.rank_known()) {
     for (size_t i = 0; i < axes.size(); ++i)
@@ -67,7 +67,7 @@ void infer_reduce(InferContext& c) {
 void infer_arg(InferContext& c) {
   if (!is_numeric(c.dtype(0)) && c.dtype(0) != DType::kBool)
     c.fail("input must have a numeric or bool dtype, got ", dtype_name(c.dtype(0)));
-  const DType ot = c.attr_dtype(1);
+  const DType ot = c.attr_dtype("output_type");
   if (ot != DType::kInt32 && ot != DType::kInt64)
     c.fail("output_type must be int32 or int64, got ", dtype_name(ot));
   const Shape& in = c.shape(0);
@@ -76,7 +76,7 @@ void infer_arg(InferContext& c) {
     return;
   }
   if (in.rank() == 0) c.fail("input must have rank >= 1, got a scalar");
-  const int64_t axis = normalize_axis(c.attr_int(0), in.rank(), c.op().type_name, "axis");
+  const int64_t axis = normalize_axis(c.attr_int("axis"), in.rank(), c.op().type_name, "axis");
   const int64_t n = in.dim(axis);
   if (n == 0)
     c.fail("reduction axis ", axis, " is empty in shape ", in.debug_string(),
@@ -94,7 +94,7 @@ void infer_cumsum(InferContext& c) {
   const Shape& in = c.shape(0);
   if (in.rank_known()) {
     if (in.rank() == 0) c.fail("x must have rank >= 1, got a scalar");
-    normalize_axis(c.attr_int(0), in.rank(), c.op().type_name, "axis");
+    normalize_axis(c.attr_int("axis"), in.rank(), c.op().type_name, "axis");
   }
   c.set_output(0, c.dtype(0), in);
 }
@@ -117,7 +117,8 @@ Tensor reduce(OpId id, const Tensor& t, const std::vector<int64_t>& axes, bool k
 std::vector<int64_t> reduced_axes(const OpDef& op, const Tensor& x, const Attrs& attrs) {
   if (!x.shape().rank_known())
     throw UnimplementedError(str_cat(op.type_name, " gradient: input of unknown rank"));
-  return grad::reduction_axes(std::get<std::vector<int64_t>>(attrs[0]), x.shape().rank());
+  return grad::reduction_axes(attr_value<std::vector<int64_t>>(op, attrs, "axis"),
+                              x.shape().rank());
 }
 void sum_grad(KILN_GRAD_ARGS) {
   gi[0] = grad::expand_reduced(g[0], in[0], reduced_axes(op, in[0], attrs));
@@ -164,8 +165,8 @@ void prod_grad(KILN_GRAD_ARGS) {
   gi[0] = grad::expand_reduced(g[0], x, axes) * others;
 }
 void cumsum_grad(KILN_GRAD_ARGS) {
-  gi[0] = cumsum(g[0], std::get<int64_t>(attrs[0]), std::get<bool>(attrs[1]),
-                 !std::get<bool>(attrs[2]));
+  gi[0] = cumsum(g[0], attr_value<int64_t>(op, attrs, "axis"),
+                 attr_value<bool>(op, attrs, "exclusive"), !attr_value<bool>(op, attrs, "reverse"));
 }
 
 }  // namespace

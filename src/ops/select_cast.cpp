@@ -22,7 +22,7 @@ void infer_select(InferContext& c) {
 
 void infer_cast(InferContext& c) {
   const DType from = c.dtype(0);
-  const DType to = c.attr_dtype(0);
+  const DType to = c.attr_dtype("DstT");
   if (!in_set(to, kAllValueSet))
     c.fail("DstT must be one of ", dtype_set_names(kAllValueSet), ", got ", dtype_name(to));
   expect_dtype_in(c, 0, kAllValueSet);

@@ -140,7 +140,7 @@ void infer_expand_dims(InferContext& c) {
   const Shape& in = c.shape(0);
   if (!in.rank_known()) return c.set_output(0, c.dtype(0), Shape::unknown_rank());
   const int64_t r = in.rank();
-  int64_t axis = c.attr_int(0);
+  int64_t axis = c.attr_int("axis");
   if (axis < -r - 1 || axis > r)
     c.fail("axis ", axis, " is out of range for input of rank ", r, " (shape ", in.debug_string(),
            "; expected [", -r - 1, ", ", r, "])");
@@ -153,7 +153,7 @@ void infer_expand_dims(InferContext& c) {
 void infer_squeeze(InferContext& c) {
   expect_data_dtype(c, 0);
   const Shape& in = c.shape(0);
-  const auto& axes = c.attr_ints(0);
+  const auto& axes = c.attr_ints("squeeze_dims");
   if (!in.rank_known()) return c.set_output(0, c.dtype(0), Shape::unknown_rank());
   const int64_t r = in.rank();
   std::vector<bool> drop(static_cast<size_t>(r), false);
@@ -186,7 +186,7 @@ void infer_squeeze(InferContext& c) {
 void infer_transpose(InferContext& c) {
   expect_data_dtype(c, 0);
   const Shape& in = c.shape(0);
-  std::vector<int64_t> perm = c.attr_ints(0);
+  std::vector<int64_t> perm = c.attr_ints("perm");
   if (perm.empty()) {
     if (!in.rank_known()) return c.set_output(0, c.dtype(0), Shape::unknown_rank());
     for (int64_t i = in.rank() - 1; i >= 0; --i) perm.push_back(i);
@@ -214,7 +214,7 @@ void expect_out_type(const InferContext& c, DType t) {
 }
 
 void infer_shape_of(InferContext& c) {
-  const DType t = c.attr_dtype(0);
+  const DType t = c.attr_dtype("out_type");
   expect_out_type(c, t);
   const Shape& in = c.shape(0);
   if (t == DType::kInt32 && in.rank_known())
@@ -226,7 +226,7 @@ void infer_shape_of(InferContext& c) {
 }
 
 void infer_size(InferContext& c) {
-  const DType t = c.attr_dtype(0);
+  const DType t = c.attr_dtype("out_type");
   expect_out_type(c, t);
   const Shape& in = c.shape(0);
   check_element_count(c, in, "input");
@@ -262,7 +262,7 @@ void infer_one_hot(InferContext& c) {
   const Shape& in = c.shape(0);
   if (!in.rank_known()) return c.set_output(0, c.dtype(2), Shape::unknown_rank());
   const int64_t r = in.rank();
-  int64_t axis = c.attr_int(0);
+  int64_t axis = c.attr_int("axis");
   if (axis < -1 || axis > r)
     c.fail("axis ", axis, " is out of range for indices of rank ", r, " (expected -1 or [0, ", r,
            "])");
@@ -279,7 +279,7 @@ void reshape_grad(KILN_GRAD_ARGS) {
   gi[0] = reshape(g[0], grad::shape_of(in[0]));
 }
 void transpose_grad(KILN_GRAD_ARGS) {
-  const std::vector<int64_t>& perm = std::get<std::vector<int64_t>>(attrs[0]);
+  const std::vector<int64_t>& perm = attr_value<std::vector<int64_t>>(op, attrs, "perm");
   std::vector<int64_t> inv(perm.size());
   for (size_t i = 0; i < perm.size(); ++i) {
     const int64_t p = perm[i] < 0 ? perm[i] + static_cast<int64_t>(perm.size()) : perm[i];

@@ -59,7 +59,8 @@ void infer_slice(InferContext& c) {
 // ---- StridedSlice ----
 
 StridedSliceMasks masks_of(const InferContext& c) {
-  return {c.attr_int(0), c.attr_int(1), c.attr_int(2), c.attr_int(3), c.attr_int(4)};
+  return {c.attr_int("begin_mask"), c.attr_int("end_mask"), c.attr_int("ellipsis_mask"),
+          c.attr_int("new_axis_mask"), c.attr_int("shrink_axis_mask")};
 }
 
 void infer_strided_slice(InferContext& c) {
@@ -134,14 +135,14 @@ void infer_gather(InferContext& c) {
   const DType it = c.dtype(1);
   if (it != DType::kInt32 && it != DType::kInt64)
     c.fail("expected indices to be int32 or int64, got ", dtype_name(it));
-  if (c.attr_int(1) != 0)
-    c.fail("batch_dims ", c.attr_int(1), " is not supported; only batch_dims = 0 is");
+  if (c.attr_int("batch_dims") != 0)
+    c.fail("batch_dims ", c.attr_int("batch_dims"), " is not supported; only batch_dims = 0 is");
   const Shape& p = c.shape(0);
   const Shape& idx = c.shape(1);
   if (!p.rank_known() || !idx.rank_known())
     return c.set_output(0, c.dtype(0), Shape::unknown_rank());
   if (p.rank() == 0) c.fail("params must be at least 1-dimensional, got shape []");
-  const int64_t axis = normalize_axis(c.attr_int(0), p.rank(), c.op().type_name);
+  const int64_t axis = normalize_axis(c.attr_int("axis"), p.rank(), c.op().type_name);
   Shape out;
   for (int64_t i = 0; i < axis; ++i) out.push_back(p.dim(i));
   for (int64_t d : idx.dims()) out.push_back(d);
@@ -189,16 +190,17 @@ void strided_slice_grad_grad(KILN_GRAD_ARGS) {
 // from (UnsortedSegmentSum; repeated indices add up). For axis > 0 the index
 // dims are moved to the front first and the result's axis moved back.
 void gather_grad(KILN_GRAD_ARGS) {
-  if (std::get<int64_t>(attrs[1]) != 0)
-    throw UnimplementedError("GatherV2 gradient: batch_dims != 0 is not supported");
+  if (attr_value<int64_t>(op, attrs, "batch_dims") != 0)
+    throw UnimplementedError(str_cat(op.type_name, " gradient: batch_dims != 0 is not supported"));
   const Tensor &params = in[0], &idx = in[1];
   const Shape &ps = params.shape(), &is = idx.shape();
   if (!ps.rank_known() || !is.rank_known())
-    throw UnimplementedError(
-        str_cat("GatherV2 gradient: params and indices need a known rank, got ", ps.debug_string(),
-                " and ", is.debug_string()));
+    throw UnimplementedError(str_cat(op.type_name,
+                                     " gradient: params and indices need a known rank, got ",
+                                     ps.debug_string(), " and ", is.debug_string()));
   const int64_t pr = ps.rank(), ir = is.rank();
-  const int64_t axis = normalize_axis(std::get<int64_t>(attrs[0]), pr, "GatherV2 gradient");
+  const int64_t axis = normalize_axis(attr_value<int64_t>(op, attrs, "axis"), pr,
+                                      str_cat(op.type_name, " gradient").c_str());
   Tensor dy = g[0];  // [p_0..p_{axis-1}, indices..., p_{axis+1}..]
   if (axis > 0 && ir > 0) {
     std::vector<int64_t> perm;

@@ -11,9 +11,6 @@
 namespace kiln {
 namespace {
 
-// PrintV2 attrs.
-enum : size_t { kTemplate = 0, kOutputStream, kSummarize, kEnd };
-
 bool valid_print_stream(std::string_view s) {
   if (s == "stderr" || s == "stdout" || s == "log(info)" || s == "log(warning)" ||
       s == "log(error)")
@@ -32,19 +29,19 @@ bool valid_print_stream(std::string_view s) {
 void infer_print(InferContext& c) {
   std::vector<std::string> pieces;
   std::string error;
-  if (!parse_print_template(c.attr_string(kTemplate), pieces, error))
+  if (!parse_print_template(c.attr_string("template"), pieces, error))
     c.fail("malformed template: ", error);
   if (pieces.size() - 1 != c.num_inputs())
     c.fail("template has ", pieces.size() - 1, " placeholders for ", c.num_inputs(),
            " input tensors");
-  const std::string& stream = c.attr_string(kOutputStream);
+  const std::string& stream = c.attr_string("output_stream");
   if (!valid_print_stream(stream))
     c.fail(
         "output_stream must be \"stderr\", \"stdout\", \"log(info)\", \"log(warning)\", "
         "\"log(error)\", \"file://<path>\" or a registered \"ostream:<n>\", got \"",
         stream, "\"");
-  if (c.attr_int(kSummarize) < -1)
-    c.fail("summarize must be -1 (all) or non-negative, got ", c.attr_int(kSummarize));
+  if (c.attr_int("summarize") < -1)
+    c.fail("summarize must be -1 (all) or non-negative, got ", c.attr_int("summarize"));
 }
 
 // The variable behind input 0 when the handle's value is known.
@@ -65,8 +62,8 @@ const VariableResource* known_variable(const InferContext& c) {
 
 void infer_read_variable(InferContext& c) {
   const VariableResource* v = known_variable(c);
-  const DType dt = c.attr_dtype(0);
-  const std::vector<int64_t>& dims = c.attr_ints(1);
+  const DType dt = c.attr_dtype("dtype");
+  const std::vector<int64_t>& dims = c.attr_ints("shape");
   for (int64_t d : dims)
     if (d < Shape::kUnknownDim) c.fail("shape attribute has invalid dim ", d);
   const Shape shape(dims);
@@ -90,7 +87,7 @@ void infer_assign(InferContext& c) {
   const VariableResource* v = known_variable(c);
   const DType vt = c.dtype(1);
   if (v) v->check_assignable(c.op().type_name, vt, c.shape(1));
-  const DType dt = c.attr_dtype(0);
+  const DType dt = c.attr_dtype("dtype");
   if (vt != dt)
     c.fail("value has dtype ", dtype_name(vt), " but the dtype attribute is ", dtype_name(dt));
   if (kArith && (!is_numeric(dt)))

@@ -76,6 +76,10 @@ OpDefBuilder& OpDefBuilder::attr(const char* name, AttrType type, AttrValue def)
   return *this;
 }
 
+void OpDef::missing_attr(std::string_view name) const {
+  throw InternalError(str_cat(type_name, " has no attribute '", name, "'"));
+}
+
 int OpDef::attr_index(std::string_view name) const {
   for (size_t i = 0; i < attrs.size(); ++i)
     if (name == attrs[i].name) return static_cast<int>(i);

@@ -25,18 +25,18 @@ void expect_handle(const InferContext& c, size_t i) {
            dtype_name(c.dtype(i)));
 }
 
-// attrs [first]: element_dtype, [first+1]: element_shape, [first+2]: unknown_rank.
-Shape attr_shape(const InferContext& c, size_t first) {
-  if (c.attr_bool(first + 2)) return Shape::unknown_rank();
-  for (int64_t d : c.attr_ints(first + 1))
+// The element shape of the attrs element_shape and unknown_rank.
+Shape attr_shape(const InferContext& c) {
+  if (c.attr_bool("unknown_rank")) return Shape::unknown_rank();
+  for (int64_t d : c.attr_ints("element_shape"))
     if (d < -1) c.fail("element_shape dims must be >= -1 (unknown), got ", d);
-  return Shape(c.attr_ints(first + 1));
+  return Shape(c.attr_ints("element_shape"));
 }
 
 // Lists of resources (handles of other lists) only serve as the gradient
 // accumulators of while loops: they can be written and read, not stacked.
-DType attr_element_dtype(const InferContext& c, size_t i, bool allow_resource = true) {
-  const DType d = c.attr_dtype(i);
+DType attr_element_dtype(const InferContext& c, bool allow_resource = true) {
+  const DType d = c.attr_dtype("element_dtype");
   if (d == DType::kInvalid || (d == DType::kResource && !allow_resource))
     c.fail("element_dtype must be a value dtype, got ", dtype_name(d));
   return d;
@@ -47,8 +47,9 @@ const TensorList* known_list(const InferContext& c, size_t i) {
   const Tensor* v = c.value(i);
   if (!v) return nullptr;
   const TensorList& l = TensorList::of(*v, c.op().type_name);
-  if (l.dtype != c.attr_dtype(0))
-    c.fail("the TensorArray holds ", dtype_name(l.dtype), ", not ", dtype_name(c.attr_dtype(0)));
+  if (l.dtype != c.attr_dtype("element_dtype"))
+    c.fail("the TensorArray holds ", dtype_name(l.dtype), ", not ",
+           dtype_name(c.attr_dtype("element_dtype")));
   return &l;
 }
 
@@ -56,8 +57,8 @@ const TensorList* known_list(const InferContext& c, size_t i) {
 // dynamic_size, infer_shape.
 void infer_reserve(InferContext& c) {
   expect_index(c, 0);
-  attr_element_dtype(c, 0);
-  attr_shape(c, 0);
+  attr_element_dtype(c);
+  attr_shape(c);
   std::vector<int64_t> n;
   if (c.int_values(0, n) && n[0] < 0) c.fail("size must be >= 0, got ", n[0]);
   c.set_output(0, DType::kResource, Shape());
@@ -67,7 +68,7 @@ void infer_reserve(InferContext& c) {
 void infer_set_item(InferContext& c) {
   expect_handle(c, 0);
   expect_index(c, 1);
-  const DType d = attr_element_dtype(c, 0);
+  const DType d = attr_element_dtype(c);
   if (c.dtype(2) != d)
     c.fail("value is ", dtype_name(c.dtype(2)), " but the TensorArray holds ", dtype_name(d));
   c.set_output(0, DType::kResource, Shape());
@@ -77,8 +78,8 @@ void infer_set_item(InferContext& c) {
 void infer_get_item(InferContext& c) {
   expect_handle(c, 0);
   expect_index(c, 1);
-  const DType d = attr_element_dtype(c, 0);
-  Shape s = attr_shape(c, 0);
+  const DType d = attr_element_dtype(c);
+  Shape s = attr_shape(c);
   if (const TensorList* l = known_list(c, 0)) {
     // The item's own shape when it was written (shapes may vary by item),
     // else zeros of the element shape.
@@ -99,9 +100,9 @@ void infer_get_item(InferContext& c) {
 // num_elements (the static length, -1: unknown; TensorFlow's attr).
 void infer_stack(InferContext& c) {
   expect_handle(c, 0);
-  const DType d = attr_element_dtype(c, 0, /*allow_resource=*/false);
-  Shape s = attr_shape(c, 0);
-  int64_t n = c.attr_int(3);
+  const DType d = attr_element_dtype(c, /*allow_resource=*/false);
+  Shape s = attr_shape(c);
+  int64_t n = c.attr_int("num_elements");
   if (n < -1) c.fail("num_elements must be >= 0, or -1 when unknown, got ", n);
   if (const TensorList* l = known_list(c, 0)) {
     if (!l->common_shape(s) && !s.is_fully_defined())
@@ -157,7 +158,7 @@ void from_tensor_grad(KILN_GRAD_ARGS) {
 
 // GetItem: a list as long as the input, zeros but g at the index.
 void get_item_grad(KILN_GRAD_ARGS) {
-  const DType d = std::get<DType>(attrs[0]);
+  const DType d = attr_value<DType>(op, attrs, "element_dtype");
   const Shape& s = g[0].shape();
   const Attrs ra{d, s.rank_known() ? s.to_vector() : std::vector<int64_t>{}, !s.rank_known(),
                  /*dynamic_size=*/false, /*infer_shape=*/true};
@@ -168,7 +169,7 @@ void get_item_grad(KILN_GRAD_ARGS) {
 // SetItem: the written item's gradient is read from the list gradient,
 // which passes on to the input list with that item zeroed.
 void set_item_grad(KILN_GRAD_ARGS) {
-  const DType d = std::get<DType>(attrs[0]);
+  const DType d = attr_value<DType>(op, attrs, "element_dtype");
   gi[2] = call_op1(OpId::TensorListGetItem, {g[0], in[1]}, shape_attrs(d, in[2].shape()));
   gi[0] = call_op1(OpId::TensorListSetItem, {g[0], in[1], zeros_like(in[2])}, {d});
 }

@@ -68,17 +68,17 @@ std::string out_dim(int64_t in, int64_t k, int64_t stride, int64_t dilation, Pad
   return {};
 }
 
-Hw hw_attr(InferContext& c, size_t attr, const char* what) {
+Hw hw_attr(InferContext& c, const char* name) {
   Hw out;
-  const std::string err = parse_hw(c.attr_ints(attr), what, out);
+  const std::string err = parse_hw(c.attr_ints(name), name, out);
   if (!err.empty()) c.fail(err);
   return out;
 }
 
-Padding padding_attr(InferContext& c, size_t attr) {
+Padding padding_attr(InferContext& c) {
   Padding p;
-  if (!parse_padding(c.attr_string(attr), p))
-    c.fail("padding must be one of 'SAME', 'VALID', got '", c.attr_string(attr), "'");
+  if (!parse_padding(c.attr_string("padding"), p))
+    c.fail("padding must be one of 'SAME', 'VALID', got '", c.attr_string("padding"), "'");
   return p;
 }
 

@@ -36,9 +36,9 @@ std::string out_dim(int64_t in, int64_t k, int64_t stride, int64_t dilation, Pad
 // ---- for inference functions (fail with the op's name) ----
 
 /// parse_hw of int-list attribute `attr`; fails the inference on error.
-Hw hw_attr(InferContext& c, size_t attr, const char* what);
+Hw hw_attr(InferContext& c, const char* name);
 /// parse_padding of string attribute `attr`; fails the inference on error.
-Padding padding_attr(InferContext& c, size_t attr);
+Padding padding_attr(InferContext& c);
 /// Fails unless input i is float32 or float64.
 void expect_float(InferContext& c, size_t i);
 

@@ -224,8 +224,9 @@ PassResult fuse_conv(Graph& g) {
     }
     std::vector<Edge> inputs(n->inputs().begin(), n->inputs().end());
     inputs.insert(inputs.end(), ch.args.begin(), ch.args.end());
-    Attrs attrs{n->attrs()[0], n->attrs()[1], n->attrs()[2], fused_conv::format_post_ops(ch.ops),
-                ch.clip_min,   ch.clip_max};
+    Attrs attrs{n->attr("strides"),   n->attr("padding"),
+                n->attr("dilations"), fused_conv::format_post_ops(ch.ops),
+                ch.clip_min,          ch.clip_max};
     const OpId id = n->op().id == OpId::Conv2D ? OpId::FusedConv2D : OpId::FusedDepthwiseConv2D;
     const TensorSpec spec = root->outputs()[0];
     root->reset(op_def(id), std::move(inputs), std::move(attrs), {spec});

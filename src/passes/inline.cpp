@@ -27,7 +27,7 @@ PassResult inline_calls(Graph& g) {
     std::vector<Node*> calls;
     for (Node* n : passes::node_list(g))
       if (is_call(n) &&
-          dynamic_cast<const detail::TracedSubgraph*>(std::get<Ref<Subgraph>>(n->attrs()[0]).get()))
+          dynamic_cast<const detail::TracedSubgraph*>(std::get<Ref<Subgraph>>(n->attr("f")).get()))
         calls.push_back(n);
     if (calls.empty()) break;
     if (round == kMaxDepth)
@@ -38,7 +38,7 @@ PassResult inline_calls(Graph& g) {
     std::unordered_map<const Node*, std::vector<Node*>> control_repl;
     for (Node* call : calls) {
       const auto& sub =
-          dynamic_cast<const detail::TracedSubgraph&>(*std::get<Ref<Subgraph>>(call->attrs()[0]));
+          dynamic_cast<const detail::TracedSubgraph&>(*std::get<Ref<Subgraph>>(call->attr("f")));
       const Graph& body = sub.traced_graph();
       std::unordered_map<const Node*, Edge> given;  // placeholders, hoisted handles
       size_t k = 0;

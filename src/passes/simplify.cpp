@@ -94,7 +94,7 @@ PassResult simplify(Graph& g) {
     switch (n->op().id) {
       case OpId::Identity: bypass(n, n->inputs()[0]); break;
       case OpId::Cast:
-        if (std::get<DType>(n->attrs()[0]) == spec_of(n->inputs()[0]).dtype)
+        if (std::get<DType>(n->attr("DstT")) == spec_of(n->inputs()[0]).dtype)
           bypass(n, n->inputs()[0]);
         break;
       case OpId::Mul:
@@ -109,8 +109,8 @@ PassResult simplify(Graph& g) {
         const Node* inner = n->inputs()[0].node;
         if (inner->op().id != OpId::Transpose || !inner->control_inputs().empty()) break;
         const Edge x = inner->inputs()[0];
-        const auto& p_in = std::get<std::vector<int64_t>>(inner->attrs()[0]);
-        const auto& p_out = std::get<std::vector<int64_t>>(n->attrs()[0]);
+        const auto& p_in = std::get<std::vector<int64_t>>(inner->attr("perm"));
+        const auto& p_out = std::get<std::vector<int64_t>>(n->attr("perm"));
         const int64_t rank = !p_in.empty()    ? static_cast<int64_t>(p_in.size())
                              : !p_out.empty() ? static_cast<int64_t>(p_out.size())
                                               : spec_of(x).shape.rank();

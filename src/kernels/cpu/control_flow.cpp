@@ -22,15 +22,15 @@ void set_outputs(KernelContext& c, std::vector<Tensor>& values) {
 
 void if_kernel(KernelContext& c) {
   const bool p = truth(c, c.input(0), "cond", nullptr);
-  const Subgraph& g = c.attr_subgraph(p ? 0 : 1);
+  const Subgraph& g = c.attr_subgraph(p ? "then_branch" : "else_branch");
   std::vector<Tensor> out = g.run(std::span<const Tensor>(&c.input(0) + 1, c.num_inputs() - 1));
   set_outputs(c, out);
 }
 
 void while_kernel(KernelContext& c) {
-  const Subgraph& cg = c.attr_subgraph(0);
-  const Subgraph& bg = c.attr_subgraph(1);
-  const int64_t max_iter = c.attr_int(2);
+  const Subgraph& cg = c.attr_subgraph("cond");
+  const Subgraph& bg = c.attr_subgraph("body");
+  const int64_t max_iter = c.attr_int("maximum_iterations");
   const size_t n_vars = c.num_outputs();
   std::vector<Tensor> state(&c.input(0), &c.input(0) + c.num_inputs());
   const auto invariants = bg.input_specs();
@@ -55,7 +55,7 @@ void while_kernel(KernelContext& c) {
 
 // Runs the host callback and checks its results against the declared specs.
 void py_function_kernel(KernelContext& c) {
-  const Subgraph& g = c.attr_subgraph(0);
+  const Subgraph& g = c.attr_subgraph("func");
   std::vector<Tensor> out = g.run(std::span<const Tensor>(&c.input(0), c.num_inputs()));
   const auto specs = g.output_specs();
   if (out.size() != specs.size())
@@ -75,8 +75,8 @@ void py_function_kernel(KernelContext& c) {
 // A function call not inlined (the inline pass disabled, or eagerly).
 void call_kernel(KernelContext& c) {
   const size_t n = c.num_inputs();
-  std::vector<Tensor> out = c.attr_subgraph(0).run(n ? std::span<const Tensor>(&c.input(0), n)
-                                                     : std::span<const Tensor>());
+  std::vector<Tensor> out = c.attr_subgraph("f").run(n ? std::span<const Tensor>(&c.input(0), n)
+                                                       : std::span<const Tensor>());
   set_outputs(c, out);
 }
 

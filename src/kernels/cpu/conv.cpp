@@ -523,10 +523,10 @@ void fused_conv_kernel(KernelContext& c) {
   Tensor& out = c.allocate_output(0);
   if (out.num_elements() == 0) return;
   Epilogue ep;
-  parse_post_ops(c.attr_string(kAttrFusedOps), ep.ops);  // validated by inference
+  parse_post_ops(c.attr_string("fused_ops"), ep.ops);  // validated by inference
   for (size_t i = 2; i < c.num_inputs(); ++i) ep.args.push_back(&c.input(i));
-  ep.clip_min = static_cast<float>(c.attr_float(kAttrClipMin));
-  ep.clip_max = static_cast<float>(c.attr_float(kAttrClipMax));
+  ep.clip_min = static_cast<float>(c.attr_float("clip_min"));
+  ep.clip_max = static_cast<float>(c.attr_float("clip_max"));
   float* y = out.mutable_data<float>();
   if (x.num_elements() == 0 || f.num_elements() == 0) {  // no input channels
     std::memset(y, 0, out.nbytes());

@@ -9,9 +9,9 @@ namespace kiln::cpu {
 ConvGeom conv_geometry(const KernelContext& c, const Shape& in, const Shape& f, bool depthwise) {
   window::Hw st, dil;
   window::Padding pad = window::Padding::kValid;
-  window::parse_hw(c.attr_ints(0), "strides", st);  // validated by inference
-  window::parse_padding(c.attr_string(1), pad);
-  window::parse_hw(c.attr_ints(2), "dilations", dil);
+  window::parse_hw(c.attr_ints("strides"), "strides", st);  // validated by inference
+  window::parse_padding(c.attr_string("padding"), pad);
+  window::parse_hw(c.attr_ints("dilations"), "dilations", dil);
   window::Dim dh, dw;
   window::out_dim(in.dim(1), f.dim(0), st.h, dil.h, pad, "height", dh);
   window::out_dim(in.dim(2), f.dim(1), st.w, dil.w, pad, "width", dw);
@@ -48,8 +48,8 @@ ConvDescs conv_descs(const ConvGeom& g) {
   if (g.depthwise) {
     // Groups = channels; TF's [kh, kw, c, mult] as (g, o, i, h, w) strides.
     const dims wdims = {g.c, g.mult, 1, g.kh, g.kw};
-    d.user_wei = dnnl::memory::desc(wdims, dt::f32,
-                                    dims{g.mult, 1, 1, g.kw * g.c * g.mult, g.c * g.mult});
+    d.user_wei =
+        dnnl::memory::desc(wdims, dt::f32, dims{g.mult, 1, 1, g.kw * g.c * g.mult, g.c * g.mult});
     d.any_wei = dnnl::memory::desc(wdims, dt::f32, tag::any);
   } else {
     const dims wdims = {g.oc, g.c, g.kh, g.kw};

@@ -25,7 +25,7 @@ void fill_with(Tensor& out, const T& v) {
 }
 
 void const_kernel(KernelContext& c) {
-  c.set_output(0, std::get<Tensor>(c.attrs()[0]));
+  c.set_output(0, std::get<Tensor>(c.attr("value")));
 }
 
 void fill_kernel(KernelContext& c) {

@@ -138,7 +138,7 @@ struct Run {
 };
 
 void fused_kernel(KernelContext& c) {
-  const auto& prog = c.attr_ints(0);
+  const auto& prog = c.attr_ints("program");
   const size_t n_in = c.num_inputs();
   // Blocks are read before the same positions are written: an input of the
   // output's shape that nothing else holds can take the output in place.

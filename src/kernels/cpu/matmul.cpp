@@ -110,7 +110,8 @@ void gemm(const MatMulPlan& p, const T* a, const T* b, T* c, int64_t macs) {
   // Small products never start the pool (its size stays settable until large work).
   const bool large = macs >= 2 * kSmallGemm && extent >= 2 * kMinBlockRows;
   const int threads = large ? ThreadPool::global().num_threads() : 1;
-  const int64_t blocks = std::min<int64_t>({threads * 2, extent / kMinBlockRows, macs / kSmallGemm});
+  const int64_t blocks =
+      std::min<int64_t>({threads * 2, extent / kMinBlockRows, macs / kSmallGemm});
   if (blocks < 2) {
     gemm_call(p.ta, p.tb, p.m, p.n, p.k, a, lda, b, ldb, c, ldc);
     return;
@@ -220,7 +221,7 @@ void matmul_kernel(KernelContext& c) {
   const Tensor& a = c.input(0);
   const Tensor& b = c.input(1);
   Tensor& out = c.allocate_output(0);
-  const MatMulPlan p = plan(a, b, out.shape(), c.attr_bool(0), c.attr_bool(1));
+  const MatMulPlan p = plan(a, b, out.shape(), c.attr_bool("adj_x"), c.attr_bool("adj_y"));
   if (out.num_elements() == 0) return;
   if (p.k == 0) {
     std::memset(out.mutable_raw_data(), 0, out.nbytes());

@@ -19,9 +19,9 @@ struct PoolGeom {
 inline PoolGeom pool_geometry(const KernelContext& c, const Shape& in) {
   window::Hw k, st;
   window::Padding pad = window::Padding::kValid;
-  window::parse_hw(c.attr_ints(0), "ksize", k);
-  window::parse_hw(c.attr_ints(1), "strides", st);
-  window::parse_padding(c.attr_string(2), pad);
+  window::parse_hw(c.attr_ints("ksize"), "ksize", k);
+  window::parse_hw(c.attr_ints("strides"), "strides", st);
+  window::parse_padding(c.attr_string("padding"), pad);
   window::Dim dh, dw;
   window::out_dim(in.dim(1), k.h, st.h, 1, pad, "height", dh);
   window::out_dim(in.dim(2), k.w, st.w, 1, pad, "width", dw);

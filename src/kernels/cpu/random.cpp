@@ -104,7 +104,7 @@ template <typename Gen>
 void generate(KernelContext& c, int64_t n, int per_block, Gen gen) {
   if (n == 0) return;
   const uint64_t blocks = static_cast<uint64_t>((n + per_block - 1) / per_block);
-  const PhiloxStream stream = reserve_philox_stream(c.op().id, c.attr_int(0), blocks);
+  const PhiloxStream stream = reserve_philox_stream(c.op().id, c.attr_int("seed"), blocks);
   const int64_t grain = std::max<int64_t>(1, config().parallel_grain / per_block);
   parallel_for(static_cast<int64_t>(blocks), grain, [&](int64_t b, int64_t e) {
     for (int64_t j = b; j < e; ++j) {

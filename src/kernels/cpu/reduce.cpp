@@ -275,7 +275,7 @@ auto op_for() {
 template <Kind K>
 void reduce_kernel(KernelContext& c) {
   const Tensor& x = c.input(0);
-  const std::vector<int64_t>& axes = c.attr_ints(0);
+  const std::vector<int64_t>& axes = c.attr_ints("axis");
   const Shape& out_shape = c.output_spec(0).shape;
   std::vector<Group> g = plan_groups(x.shape(), axes);
   const bool any_reduced =

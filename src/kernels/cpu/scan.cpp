@@ -69,7 +69,7 @@ int64_t arg_contig(const T* p, int64_t n) {
 template <bool kMax>
 void arg_kernel(KernelContext& c) {
   const Tensor& x = c.input(0);
-  const int64_t axis = normalize_axis(c.attr_int(0), x.rank(), c.op().type_name);
+  const int64_t axis = normalize_axis(c.attr_int("axis"), x.rank(), c.op().type_name);
   const Split s = split_at(x.shape(), axis);
   Tensor& out = c.allocate_output(0);
   if (out.num_elements() == 0) return;
@@ -128,8 +128,8 @@ T wrap_add(T a, T b) {
 
 void cumsum_kernel(KernelContext& c) {
   const Tensor& x = c.input(0);
-  const int64_t axis = normalize_axis(c.attr_int(0), x.rank(), c.op().type_name);
-  const bool exclusive = c.attr_bool(1), reverse = c.attr_bool(2);
+  const int64_t axis = normalize_axis(c.attr_int("axis"), x.rank(), c.op().type_name);
+  const bool exclusive = c.attr_bool("exclusive"), reverse = c.attr_bool("reverse");
   const Split s = split_at(x.shape(), axis);
   Tensor& out = c.allocate_output(0);
   if (out.num_elements() == 0) return;

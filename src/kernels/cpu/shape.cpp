@@ -19,7 +19,7 @@ void transpose_kernel(KernelContext& c) {
   const Tensor& in = c.input(0);
   const Shape& os = c.output_spec(0).shape;
   const int64_t r = in.rank();
-  std::vector<int64_t> perm = c.attr_ints(0);
+  std::vector<int64_t> perm = c.attr_ints("perm");
   if (perm.empty())
     for (int64_t i = r - 1; i >= 0; --i) perm.push_back(i);
   // Order of the non-trivial dims unchanged: the same bytes, a view.
@@ -92,7 +92,7 @@ void one_hot_kernel(KernelContext& c) {
   const Tensor& indices = c.input(0);
   const Shape& os = c.output_spec(0).shape;
   const int64_t r = indices.rank();
-  int64_t axis = c.attr_int(0);
+  int64_t axis = c.attr_int("axis");
   if (axis < 0) axis = r;
   const int64_t depth = os.dim(axis);
   int64_t prefix = 1, suffix = 1;

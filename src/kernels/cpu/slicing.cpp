@@ -50,8 +50,9 @@ void strided_slice_kernel(KernelContext& c) {
   const Tensor& in = c.input(0);
   const std::vector<int64_t> b = int_values(c.input(1)), e = int_values(c.input(2)),
                              s = int_values(c.input(3));
-  const StridedSliceMasks masks{c.attr_int(0), c.attr_int(1), c.attr_int(2), c.attr_int(3),
-                                c.attr_int(4)};
+  const StridedSliceMasks masks{c.attr_int("begin_mask"), c.attr_int("end_mask"),
+                                c.attr_int("ellipsis_mask"), c.attr_int("new_axis_mask"),
+                                c.attr_int("shrink_axis_mask")};
   const StridedSliceSpec spec =
       canonicalize_strided_slice(in.shape(), static_cast<int64_t>(b.size()), &b, &e, &s, masks);
   // The output, in the input's dimension order (processing shape), is
@@ -90,8 +91,9 @@ void strided_slice_grad_kernel(KernelContext& c) {
   if (e.size() != b.size() || s.size() != b.size())
     c.fail("begin, end and strides must have the same length, got ", b.size(), ", ", e.size(),
            " and ", s.size());
-  const StridedSliceMasks masks{c.attr_int(0), c.attr_int(1), c.attr_int(2), c.attr_int(3),
-                                c.attr_int(4)};
+  const StridedSliceMasks masks{c.attr_int("begin_mask"), c.attr_int("end_mask"),
+                                c.attr_int("ellipsis_mask"), c.attr_int("new_axis_mask"),
+                                c.attr_int("shrink_axis_mask")};
   const StridedSliceSpec spec = canonicalize_strided_slice(xs, static_cast<int64_t>(b.size()), &b,
                                                            &e, &s, masks, "StridedSliceGrad");
   const Tensor& dy = c.input(4);
@@ -189,7 +191,7 @@ void gather_kernel(KernelContext& c) {
   const Tensor& params = c.input(0);
   const Tensor& indices = c.input(1);
   const int64_t r = params.rank();
-  int64_t axis = c.attr_int(0);
+  int64_t axis = c.attr_int("axis");
   if (axis < 0) axis += r;
   int64_t outer = 1, inner = 1;
   for (int64_t i = 0; i < r; ++i)
@@ -235,7 +237,7 @@ void concat_kernel(KernelContext& c) {
   const Shape& os = c.output_spec(0).shape;
   if (c.num_inputs() == 1) return c.set_output(0, c.input(0));
   const int64_t r = os.rank();
-  int64_t axis = c.attr_int(0);
+  int64_t axis = c.attr_int("axis");
   if (axis < 0) axis += r;
   int64_t outer = 1, inner = 1;
   for (int64_t i = 0; i < axis; ++i) outer *= os.dim(i);
@@ -248,7 +250,7 @@ void concat_kernel(KernelContext& c) {
 void stack_kernel(KernelContext& c) {
   const Shape& os = c.output_spec(0).shape;
   const int64_t r = os.rank();
-  int64_t axis = c.attr_int(0);
+  int64_t axis = c.attr_int("axis");
   if (axis < 0) axis += r;
   int64_t outer = 1, inner = 1;
   for (int64_t i = 0; i < axis; ++i) outer *= os.dim(i);
@@ -277,14 +279,14 @@ void cut(KernelContext& c, int64_t axis, const std::vector<int64_t>& sizes) {
 
 void unstack_kernel(KernelContext& c) {
   const int64_t r = c.input(0).rank();
-  int64_t axis = c.attr_int(1);
+  int64_t axis = c.attr_int("axis");
   if (axis < 0) axis += r;
   cut(c, axis, std::vector<int64_t>(c.num_outputs(), 1));
 }
 
 void split_kernel(KernelContext& c) {
   const int64_t r = c.input(0).rank();
-  int64_t axis = c.attr_int(1);
+  int64_t axis = c.attr_int("axis");
   if (axis < 0) axis += r;
   std::vector<int64_t> sizes;
   for (size_t i = 0; i < c.num_outputs(); ++i) sizes.push_back(c.output_spec(i).shape.dim(axis));

@@ -30,7 +30,8 @@ StreamRegistry& registry() {
   return *r;
 }
 
-void write_to_stream(const std::string& stream, const std::string& text) {
+void write_to_stream(const KernelContext& c, const std::string& stream, const std::string& text) {
+  const char* op = c.op().type_name;
   StreamRegistry& r = registry();
   std::lock_guard<std::mutex> lock(r.mu);
   std::ostream* os = nullptr;
@@ -39,7 +40,7 @@ void write_to_stream(const std::string& stream, const std::string& text) {
   } else if (stream.starts_with("ostream:")) {
     auto it = r.by_id.find(std::stoll(stream.substr(8)));
     if (it == r.by_id.end())
-      throw NotFoundError(str_cat("PrintV2: output stream \"", stream,
+      throw NotFoundError(str_cat(op, ": output stream \"", stream,
                                   "\" is not registered (see register_print_stream)"));
     os = it->second;
   } else if (stream.starts_with("file://")) {
@@ -47,10 +48,10 @@ void write_to_stream(const std::string& stream, const std::string& text) {
     std::ofstream f(path, std::ios::app | std::ios::binary);
     if (!f)
       throw NotFoundError(
-          str_cat("PrintV2: cannot open \"", path, "\" for appending: ", std::strerror(errno)));
+          str_cat(op, ": cannot open \"", path, "\" for appending: ", std::strerror(errno)));
     f << text;
     f.flush();
-    if (!f) throw InternalError(str_cat("PrintV2: writing to \"", path, "\" failed"));
+    if (!f) throw InternalError(str_cat(op, ": writing to \"", path, "\" failed"));
     return;
   } else {
     os = &std::cerr;  // stderr and log(...)
@@ -62,17 +63,17 @@ void write_to_stream(const std::string& stream, const std::string& text) {
 void print_kernel(KernelContext& c) {
   std::vector<std::string> pieces;
   std::string error;
-  if (!parse_print_template(c.attr_string(0), pieces, error))
-    throw InvalidArgumentError(str_cat("PrintV2: malformed template: ", error));
+  if (!parse_print_template(c.attr_string("template"), pieces, error))
+    c.fail("malformed template: ", error);
   PrintOptions opts;
-  opts.summarize = c.attr_int(2);
+  opts.summarize = c.attr_int("summarize");
   std::string text = pieces[0];
   for (size_t i = 1; i < pieces.size(); ++i) {
     text += format_tensor(c.input(i - 1), opts);
     text += pieces[i];
   }
-  text += c.attr_string(3);
-  write_to_stream(c.attr_string(1), text);
+  text += c.attr_string("end");
+  write_to_stream(c, c.attr_string("output_stream"), text);
 }
 
 VariableResource* variable_of(const KernelContext& c) {

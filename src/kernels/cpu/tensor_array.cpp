@@ -23,10 +23,11 @@ void reserve_kernel(KernelContext& c) {
   if (n < 0) c.fail("size must be >= 0, got ", n);
   auto* l = new TensorList();
   Tensor h = TensorList::handle(l);
-  l->dtype = c.attr_dtype(0);
-  l->element_shape = c.attr_bool(2) ? Shape::unknown_rank() : Shape(c.attr_ints(1));
-  l->dynamic_size = c.attr_bool(3);
-  l->infer_shape = c.attr_bool(4);
+  l->dtype = c.attr_dtype("element_dtype");
+  l->element_shape =
+      c.attr_bool("unknown_rank") ? Shape::unknown_rank() : Shape(c.attr_ints("element_shape"));
+  l->dynamic_size = c.attr_bool("dynamic_size");
+  l->infer_shape = c.attr_bool("infer_shape");
   l->grow(n);
   c.set_output(0, std::move(h));
 }
