@@ -7,6 +7,7 @@ import numpy as np
 
 from kiln import _kiln
 from kiln.ops._helpers import const_ints
+from kiln.ops.array_ops import boolean_mask
 
 _raw = _kiln.raw
 Tensor, Variable = _kiln.Tensor, _kiln.Variable
@@ -106,7 +107,6 @@ def getitem(tensor, key):
     A bool tensor/array key is a boolean mask (eager only), as in TensorFlow."""
     x = tensor.read_value() if isinstance(tensor, Variable) else tensor
     if _is_bool_mask(key):
-        from kiln.ops.array_ops import boolean_mask
         return boolean_mask(x, key)
     begin, end, strides, masks = _spec(key)
     parts = begin + end + strides

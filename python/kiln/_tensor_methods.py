@@ -1,4 +1,6 @@
 """Tensor and Variable methods written in Python (printing, shape, ref)."""
+import numpy as np
+
 from kiln import _kiln
 from kiln.tensor_shape import TensorShape
 
@@ -79,7 +81,6 @@ def _var_repr(self):
         # Inside a trace the value is symbolic: TF prints no numpy= part.
         return f"<kiln.Variable '{self.name}' shape={self.shape} dtype={self.dtype.name}>"
     v = self.read_value().numpy()
-    import numpy as np
     text = repr(v) if isinstance(v, np.ndarray) else repr(v.item() if hasattr(v, "item") else v)
     return (f"<kiln.Variable '{self.name}' shape={self.shape} dtype={self.dtype.name}, "
             f"numpy={text}>")

@@ -25,12 +25,15 @@ What it does, and why (seed documents 000 and 003):
 
 This module imports nothing from kiln at load time, so peer frameworks'
 environments can load it by path and time TensorFlow, JAX or PyTorch with the
-same rules.
+same rules; NumPy and the frameworks are imported inside the functions that
+handle their values, for the same reason.
 """
 import math
 import os
 import platform
 import statistics
+import subprocess
+import sys
 import time
 import warnings
 
@@ -148,8 +151,6 @@ class Spinners:
         self.n, self.limit, self.procs = n, limit, []
 
     def __enter__(self):
-        import subprocess
-        import sys
         code = f"import time\nend = time.time() + {self.limit}\nwhile time.time() < end: pass\n"
         self.procs = [subprocess.Popen([sys.executable, "-c", code]) for _ in range(self.n)]
         time.sleep(0.5)  # let them reach the cores

@@ -1,13 +1,11 @@
 """cond, while_loop and TensorArray over nested structures (tf.cond,
 tf.while_loop, tf.TensorArray). The C++ side works on flat tensor lists."""
 from kiln import _kiln, nest
+from kiln.ops.array_ops import gather as _gather
+from kiln.ops.core import is_tensor
+from kiln.tensor_shape import TensorShape
 
 Tensor, Variable = _kiln.Tensor, _kiln.Variable
-
-
-def is_tensor(x):
-    """True for kiln Tensors and Variables (tf.is_tensor)."""
-    return isinstance(x, (Tensor, Variable))
 
 
 class TensorArray:
@@ -74,8 +72,7 @@ class TensorArray:
         return self._impl.stack()
 
     def gather(self, indices, name=None):
-        from kiln import ops
-        return ops.gather(self.stack(), indices)
+        return _gather(self.stack(), indices)
 
     def unstack(self, value, name=None):
         return TensorArray(None, _impl=self._impl.unstack(value))
@@ -223,7 +220,6 @@ def while_loop(cond, body, loop_vars, shape_invariants=None, parallel_iterations
 
 
 def _is_shape_leaf(x):
-    from kiln.tensor_shape import TensorShape
     if isinstance(x, TensorShape) or x is None:
         return True
     return isinstance(x, (list, tuple)) and all(d is None or isinstance(d, int) for d in x)

@@ -1,6 +1,7 @@
 """Debugging helpers (tf.debugging): numeric checks and assertions."""
 from kiln import _kiln
 from kiln.errors import InvalidArgumentError
+from kiln.ops import math_ops
 
 
 def enable_check_numerics(stack_height_limit=30, path_length_limit=50):
@@ -52,27 +53,23 @@ def Assert(condition, data, summarize=None, name=None):  # noqa: N802 -- TensorF
 
 
 def assert_equal(x, y, data=None, summarize=None, message=None, name=None):
-    from kiln import ops
-    cond = ops.reduce_all(ops.equal(x, y))
+    cond = math_ops.reduce_all(math_ops.equal(x, y))
     return Assert(cond, data or [message or "Condition x == y did not hold."])
 
 
 def assert_greater(x, y, data=None, summarize=None, message=None, name=None):
-    from kiln import ops
-    cond = ops.reduce_all(ops.greater(x, y))
+    cond = math_ops.reduce_all(math_ops.greater(x, y))
     return Assert(cond, data or [message or "Condition x > y did not hold."])
 
 
 def assert_less(x, y, data=None, summarize=None, message=None, name=None):
-    from kiln import ops
-    cond = ops.reduce_all(ops.less(x, y))
+    cond = math_ops.reduce_all(math_ops.less(x, y))
     return Assert(cond, data or [message or "Condition x < y did not hold."])
 
 
 def check_numerics(tensor, message, name=None):
     """Raises InvalidArgumentError if tensor has NaN or Inf (tf.debugging.check_numerics)."""
-    from kiln import ops
-    ok = ops.reduce_all(_kiln.raw.IsFinite(tensor))
+    ok = math_ops.reduce_all(_kiln.raw.IsFinite(tensor))
     Assert(ok, [f"{message}: Tensor had NaN or Inf values"])
     return tensor
 

@@ -3,6 +3,7 @@
 InvalidArgumentError also derives from ValueError, and the graph-misuse error
 from TypeError, so code written for plain Python exceptions keeps working.
 """
+from kiln import _frames
 
 
 class OpError(Exception):
@@ -70,14 +71,14 @@ def _in_user_code(message):
     """message prefixed with the innermost frame of user code calling in
     (TensorFlow's "in user code:" block), skipping kiln's and installed
     packages' frames. Converted (AutoGraph) code keeps the user's file and line."""
-    import linecache
+    import linecache  # here, not at the top: kiln.errors (tf.errors) lists only errors
     import os
     import sys
-    from kiln.autograph.api import _library_file
     kiln_dir = os.path.dirname(os.path.realpath(__file__)) + os.sep
 
     def library(filename):
-        return os.path.realpath(filename).startswith(kiln_dir) or _library_file(filename)
+        return os.path.realpath(filename).startswith(kiln_dir) or \
+            _frames.library_file(filename)
     frame = sys._getframe(1)
     while frame is not None and library(frame.f_code.co_filename):
         frame = frame.f_back

@@ -9,7 +9,10 @@ import functools
 import inspect
 import weakref
 
-from kiln import _kiln
+import numpy as np
+
+from kiln import _kiln, nest
+from kiln.autograph import convert_for_trace
 from kiln.errors import InvalidArgumentError
 from kiln.tensor_shape import TensorShape
 
@@ -34,12 +37,7 @@ class _Tracer:
         if not self.autograph:
             return self.fn
         if self._converted is None:
-            try:
-                from kiln import autograph as ag
-                convert = ag.convert_for_trace
-            except (ImportError, AttributeError):
-                convert = None
-            self._converted = convert(self.fn) if convert is not None else self.fn
+            self._converted = convert_for_trace(self.fn)
         return self._converted
 
     def __call__(self, *canon):
@@ -55,8 +53,6 @@ class _Tracer:
 def _outputs_to_tensors(out):
     """Python numbers, bools, strings and NumPy values returned by a traced
     function become tensors, as TensorFlow converts every output."""
-    import numpy as np
-    from kiln import nest
     if out is None:
         return None
 

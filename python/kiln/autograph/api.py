@@ -2,44 +2,16 @@
 policy of converted code (converted_call): which callees get converted."""
 import functools
 import inspect
-import os
-import sys
-import sysconfig
 import types
 
-from kiln.autograph import transpiler
+from kiln import _frames
+from kiln.autograph import operators, transpiler
 from kiln.autograph.errors import ConversionError, location, user_location, warn_once
 from kiln.autograph.operators import backend
 from kiln.autograph.operators.py_builtins import OVERLOADS
 from kiln.autograph.operators.variables import Undefined
 
 _LIBRARY_MODULES = frozenset({"kiln", "_kiln", "numpy", "builtins", "pytest", "_pytest"})
-
-
-def _library_dirs():
-    dirs = set()
-    paths = sysconfig.get_paths()
-    for key in ("stdlib", "platstdlib", "purelib", "platlib"):
-        if paths.get(key):
-            dirs.add(os.path.realpath(paths[key]))
-    for p in (sys.base_prefix, sys.base_exec_prefix):
-        dirs.add(os.path.realpath(os.path.join(p, "lib",
-                                               f"python{sys.version_info[0]}."
-                                               f"{sys.version_info[1]}")))
-    return tuple(sorted(d + os.sep for d in dirs))
-
-
-_LIBRARY_DIRS = _library_dirs()
-
-
-@functools.lru_cache(maxsize=4096)
-def _library_file(filename):
-    if not filename or filename.startswith("<"):
-        return False
-    if "site-packages" in filename or "dist-packages" in filename:
-        return True
-    real = os.path.realpath(filename)
-    return any(real.startswith(d) for d in _LIBRARY_DIRS)
 
 
 def is_library(fn):
@@ -49,7 +21,7 @@ def is_library(fn):
     if module.partition(".")[0] in _LIBRARY_MODULES:
         return True
     code = getattr(fn, "__code__", None)
-    return code is None or _library_file(code.co_filename)  # no code: builtin / C
+    return code is None or _frames.library_file(code.co_filename)  # no code: builtin / C
 
 
 def _is_kiln_function(f):
@@ -86,7 +58,7 @@ def _convert_function(fn, strict):
                 f"{location(fn.__code__.co_filename, fn.__code__.co_firstlineno)} (several "
                 "lambdas with the same arguments on one line?)")
         return fn
-    return transpiler.instantiate(converted, fn)
+    return transpiler.instantiate(converted, fn, AG)
 
 
 def _target(f, strict=False):
@@ -129,6 +101,20 @@ def converted_call(f, args, kwargs, options=None):
                 a._fail()
         return _target(f)(*args, **kwargs)
     return _target(f)(*args)
+
+
+def _ag_namespace():
+    """What converted code calls `ag__`: the operators and converted_call (the
+    names of kiln.autograph.ag). Built here, beside converted_call, and handed to
+    the transpiler, which sits below both."""
+    ns = types.ModuleType("ag__", _ag_namespace.__doc__)
+    for name in operators.__all__:
+        setattr(ns, name, getattr(operators, name))
+    ns.converted_call = converted_call
+    return ns
+
+
+AG = _ag_namespace()
 
 
 def convert_for_trace(fn):

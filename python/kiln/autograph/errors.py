@@ -3,6 +3,8 @@ import sys
 import threading
 import warnings
 
+from kiln import _frames
+
 
 class AutoGraphWarning(UserWarning):
     """A construct was left as plain Python although it may depend on a tensor."""
@@ -42,10 +44,9 @@ def user_location(skip=1):
 
     Converted code is compiled under the user's file name with the user's
     line numbers, so this is the line of the statement being run."""
-    from kiln.autograph import transpiler  # local: transpiler imports us
     frame = sys._getframe(skip + 1)
     while frame is not None:
-        if transpiler.is_converted_code(frame.f_code):
+        if _frames.is_converted_code(frame.f_code):
             return frame.f_code.co_filename, frame.f_lineno
         frame = frame.f_back
     return None, None

@@ -20,6 +20,7 @@ import threading
 import types
 import weakref
 
+from kiln import _frames
 from kiln.autograph import analysis, lowering, parsing
 from kiln.autograph import builders as b
 from kiln.autograph.control_flow import ControlFlowConverter, bind_declared, convertible
@@ -30,14 +31,12 @@ _FUTURE_FLAGS = 0
 for _name in __future__.all_feature_names:
     _FUTURE_FLAGS |= getattr(__future__, _name).compiler_flag
 
-_converted_codes = weakref.WeakSet()  # every code object compiled from converted source
 _cache = weakref.WeakKeyDictionary()  # original code -> Converted, or the error text
 _lock = threading.RLock()
 
-
-def is_converted_code(code):
-    """True for code objects produced by the converter (any nesting level)."""
-    return code in _converted_codes
+# True for code objects produced by the converter (any nesting level); the
+# registry lives in kiln._frames, which error locations read too.
+is_converted_code = _frames.is_converted_code
 
 
 class Converted:
@@ -130,7 +129,7 @@ def _find_code(code, name):
 
 
 def _register(code):
-    _converted_codes.add(code)
+    _frames.mark_converted(code)
     for c in code.co_consts:
         # Lambdas are left unconverted in the converted source: they are
         # converted from their own source when called (our own thunks are
@@ -198,17 +197,13 @@ def convert(fn):
 
 _NO_LAMBDA = Converted(None, None, None)
 
-_ag_cell = None
 
-
-def instantiate(converted, fn):
-    """A function running converted.code with fn's globals, cells, defaults."""
-    global _ag_cell
-    if _ag_cell is None:
-        from kiln.autograph import ag
-        _ag_cell = types.CellType(ag)
+def instantiate(converted, fn, ag):
+    """A function running converted.code with fn's globals, cells, defaults;
+    its free variable ag__ is `ag` (kiln.autograph.api.AG: the operators and
+    converted_call, which calls back into this converter from above)."""
     cells = dict(zip(fn.__code__.co_freevars, fn.__closure__ or ()))
-    cells["ag__"] = _ag_cell
+    cells["ag__"] = types.CellType(ag)
     closure = tuple(cells[n] for n in converted.code.co_freevars)
     new = types.FunctionType(converted.code, fn.__globals__, fn.__name__, fn.__defaults__,
                              closure)

@@ -4,6 +4,7 @@
 does not grow with the data.
 """
 from kiln.data.dataset import Dataset, DatasetV2, INFINITE, UNKNOWN
+from kiln.data import transforms  # noqa: F401  (installs map, batch, ... on DatasetV2)
 from kiln.data.iterator import DatasetIterator, Iterator
 from kiln.data.py_func import py_function, numpy_function
 from kiln.data import experimental

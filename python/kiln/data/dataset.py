@@ -9,7 +9,9 @@ The others are pulled from Python at run time through PyFunction ops.
 import numpy as np
 
 from kiln import _kiln, errors, nest
+from kiln.control_flow import TensorArray, while_loop
 from kiln.data import loops, structure
+from kiln.data.iterator import DatasetIterator
 from kiln.tensor_shape import TensorShape, as_shape
 
 _raw = _kiln.raw
@@ -61,7 +63,6 @@ class DatasetV2:
         """Elements [start, end) stacked along a new first dimension."""
         flat_specs = nest.flatten(self._spec)
         size = _raw.Cast(end - start, DstT=_kiln.as_dtype("int32"))
-        from kiln.control_flow import TensorArray, while_loop
         tas = tuple(TensorArray(s.dtype, size=size) for s in flat_specs)
 
         def c(j, tas):
@@ -125,7 +126,6 @@ class DatasetV2:
     def __iter__(self):
         """An iterator over the elements (eagerly; inside a traced function, each
         next() becomes an op pulling one element when the graph runs)."""
-        from kiln.data.iterator import DatasetIterator
         return DatasetIterator(self)
 
     def as_numpy_iterator(self):
@@ -164,70 +164,9 @@ class DatasetV2:
             raise TypeError(f"apply: the transformation must return a Dataset, got {out!r}")
         return out
 
-    # transformations (defined in transforms.py)
-
-    def map(self, map_func, num_parallel_calls=None, deterministic=None, name=None):
-        """Applies map_func to each element (tuple elements are unpacked into
-        arguments). map_func is traced once, like tf.data's."""
-        from kiln.data.transforms import MapDataset
-        return MapDataset(self, map_func)
-
-    def filter(self, predicate, name=None):
-        """Keeps the elements for which predicate (a scalar bool) is true."""
-        from kiln.data.transforms import FilterDataset
-        return FilterDataset(self, predicate)
-
-    def batch(self, batch_size, drop_remainder=False, num_parallel_calls=None,
-              deterministic=None, name=None):
-        """Stacks consecutive elements into batches of batch_size (the last may be
-        smaller unless drop_remainder)."""
-        from kiln.data.transforms import BatchDataset
-        return BatchDataset(self, batch_size, drop_remainder)
-
-    def take(self, count, name=None):
-        """The first count elements (all of them if count is -1)."""
-        from kiln.data.transforms import TakeDataset
-        return TakeDataset(self, count)
-
-    def skip(self, count, name=None):
-        """All but the first count elements (none if count is -1)."""
-        from kiln.data.transforms import SkipDataset
-        return SkipDataset(self, count)
-
-    def repeat(self, count=None, name=None):
-        """The elements count times over (forever for None or -1)."""
-        from kiln.data.transforms import RepeatDataset
-        return RepeatDataset(self, count)
-
-    def enumerate(self, start=0, name=None):
-        """(index, element) pairs, the index an int64 counting from start."""
-        from kiln.data.transforms import EnumerateDataset
-        return EnumerateDataset(self, start)
-
-    def shuffle(self, buffer_size, seed=None, reshuffle_each_iteration=True, name=None):
-        """Elements in random order through a buffer of buffer_size (as tf.data)."""
-        from kiln.data.transforms import ShuffleDataset
-        return ShuffleDataset(self, buffer_size, seed, reshuffle_each_iteration)
-
-    def concatenate(self, dataset, name=None):
-        """This dataset's elements followed by dataset's."""
-        from kiln.data.transforms import ConcatenateDataset
-        return ConcatenateDataset(self, dataset)
-
-    def unbatch(self, name=None):
-        """Splits each element along its first dimension into elements."""
-        from kiln.data.transforms import UnbatchDataset
-        return UnbatchDataset(self)
-
-    def prefetch(self, buffer_size, name=None):
-        """Accepted for compatibility; elements are produced on demand."""
-        from kiln.data.transforms import PassThroughDataset
-        return PassThroughDataset(self, "PrefetchDataset")
-
-    def cache(self, filename="", name=None):
-        """Accepted for compatibility; elements are recomputed each iteration."""
-        from kiln.data.transforms import PassThroughDataset
-        return PassThroughDataset(self, "CacheDataset")
+    # Transformations (map, filter, batch, take, skip, repeat, enumerate, shuffle,
+    # concatenate, unbatch, prefetch, cache and the static zip) are methods too:
+    # kiln.data.transforms defines their datasets and installs the methods here.
 
     def with_options(self, options, name=None):
         return self
@@ -258,14 +197,6 @@ class DatasetV2:
         """range(stop), range(start, stop[, step]) like Python's; int64 elements
         unless output_type (or dtype) says otherwise."""
         return RangeDataset(*args, **kwargs)
-
-    @staticmethod
-    def zip(*datasets, name=None):
-        """Elements of several datasets side by side: zip((a, b)) or zip(a, b)."""
-        from kiln.data.transforms import ZipDataset
-        if len(datasets) == 1 and not isinstance(datasets[0], DatasetV2):
-            datasets = datasets[0]
-        return ZipDataset(datasets)
 
     def __repr__(self):
         shapes = structure.format_structure(self._spec, lambda s: str(s.shape))

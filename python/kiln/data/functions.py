@@ -5,7 +5,10 @@ import collections.abc
 import numpy as np
 
 from kiln import _kiln, nest
+from kiln.autograph import convert_for_trace
+from kiln.control_flow import while_loop
 from kiln.data import structure
+from kiln.function import function
 
 
 def _flat_wrapper(n, impl):
@@ -16,16 +19,6 @@ def _flat_wrapper(n, impl):
     ns = {"impl": impl}
     exec(src, ns)  # noqa: S102 -- a fixed template; only parameter names vary
     return ns["elementwise"]
-
-
-def _convert(fn):
-    """fn converted by AutoGraph when available (tensor if/while in map fns)."""
-    try:
-        from kiln import autograph
-        convert = autograph.convert_for_trace
-    except (ImportError, AttributeError):
-        return fn
-    return convert(fn)
 
 
 def _normalize_output(value, who):
@@ -58,7 +51,7 @@ class StructuredFunction:
             raise TypeError(f"{who}: expected a callable, got {fn!r}")
         self.who = who
         self.input_spec = input_spec
-        self._user = _convert(fn)
+        self._user = convert_for_trace(fn)  # AutoGraph: tensor if/while in map fns
         self.output_structure = None
         self._function = None
         if _kiln.executing_eagerly():
@@ -66,7 +59,6 @@ class StructuredFunction:
             wrapper = _flat_wrapper(len(flat), lambda args: nest.flatten(
                 self._apply(nest.pack_sequence_as(self.input_spec, list(args)))))
             wrapper.__name__ = getattr(fn, "__name__", "fn").replace("<lambda>", "lambda")
-            from kiln.function import function
             self._function = function(wrapper, input_signature=flat, autograph=False)
             self._function.get_concrete_function()
         else:
@@ -83,7 +75,6 @@ class StructuredFunction:
         return out
 
     def _probe(self):
-        from kiln.control_flow import while_loop
         flat = structure.flat_specs(self.input_spec)
         init = tuple(structure.dummy_value(s) for s in flat)
 

@@ -1,5 +1,10 @@
 """Dataset transformations: map, filter, batch, take, skip, repeat, enumerate,
-shuffle, zip, concatenate, unbatch, and the pass-through prefetch/cache."""
+shuffle, zip, concatenate, unbatch, and the pass-through prefetch/cache.
+
+The datasets are subclasses of DatasetV2, and the methods that make them
+(``dataset.map(f)``, ``Dataset.zip(...)``) are installed on DatasetV2 at the
+end of this module: dataset.py, below, knows none of its subclasses.
+kiln/data/__init__.py imports this module, so every dataset has the methods."""
 import itertools
 import os
 import random
@@ -7,7 +12,7 @@ import random
 import numpy as np
 
 from kiln import _kiln, errors, nest
-from kiln.control_flow import cond
+from kiln.control_flow import TensorArray, cond
 from kiln.data import functions, loops, structure
 from kiln.data.dataset import INFINITE, UNKNOWN, DatasetV2
 
@@ -126,7 +131,6 @@ class BatchDataset(_Unary):
     def _accumulating_loop(self, body_fn, init_state, extra_test):
         """Batches built in the graph from a parent that is not index-addressable:
         elements gather in TensorArrays; a full batch runs the body."""
-        from kiln.control_flow import TensorArray
         flat_specs = nest.flatten(self._parent.element_spec)
         batch_specs = nest.flatten(self._spec)
         bs = structure.to_tensor(np.int32(self._bs))
@@ -531,3 +535,77 @@ class ConcatenateDataset(DatasetV2):
 
     def _eager_iter(self):
         return itertools.chain(self._first._eager_iter(), self._second._eager_iter())
+
+
+class _Transformations:
+    """DatasetV2's transformation methods (installed on it below)."""
+
+    def map(self, map_func, num_parallel_calls=None, deterministic=None, name=None):
+        """Applies map_func to each element (tuple elements are unpacked into
+        arguments). map_func is traced once, like tf.data's."""
+        return MapDataset(self, map_func)
+
+    def filter(self, predicate, name=None):
+        """Keeps the elements for which predicate (a scalar bool) is true."""
+        return FilterDataset(self, predicate)
+
+    def batch(self, batch_size, drop_remainder=False, num_parallel_calls=None,
+              deterministic=None, name=None):
+        """Stacks consecutive elements into batches of batch_size (the last may be
+        smaller unless drop_remainder)."""
+        return BatchDataset(self, batch_size, drop_remainder)
+
+    def take(self, count, name=None):
+        """The first count elements (all of them if count is -1)."""
+        return TakeDataset(self, count)
+
+    def skip(self, count, name=None):
+        """All but the first count elements (none if count is -1)."""
+        return SkipDataset(self, count)
+
+    def repeat(self, count=None, name=None):
+        """The elements count times over (forever for None or -1)."""
+        return RepeatDataset(self, count)
+
+    def enumerate(self, start=0, name=None):
+        """(index, element) pairs, the index an int64 counting from start."""
+        return EnumerateDataset(self, start)
+
+    def shuffle(self, buffer_size, seed=None, reshuffle_each_iteration=True, name=None):
+        """Elements in random order through a buffer of buffer_size (as tf.data)."""
+        return ShuffleDataset(self, buffer_size, seed, reshuffle_each_iteration)
+
+    def concatenate(self, dataset, name=None):
+        """This dataset's elements followed by dataset's."""
+        return ConcatenateDataset(self, dataset)
+
+    def unbatch(self, name=None):
+        """Splits each element along its first dimension into elements."""
+        return UnbatchDataset(self)
+
+    def prefetch(self, buffer_size, name=None):
+        """Accepted for compatibility; elements are produced on demand."""
+        return PassThroughDataset(self, "PrefetchDataset")
+
+    def cache(self, filename="", name=None):
+        """Accepted for compatibility; elements are recomputed each iteration."""
+        return PassThroughDataset(self, "CacheDataset")
+
+    @staticmethod
+    def zip(*datasets, name=None):
+        """Elements of several datasets side by side: zip((a, b)) or zip(a, b)."""
+        if len(datasets) == 1 and not isinstance(datasets[0], DatasetV2):
+            datasets = datasets[0]
+        return ZipDataset(datasets)
+
+
+def _install(cls, methods):
+    for name, value in vars(methods).items():
+        if name.startswith("__"):
+            continue
+        fn = value.__func__ if isinstance(value, staticmethod) else value
+        fn.__qualname__ = f"{cls.__name__}.{name}"
+        setattr(cls, name, value)
+
+
+_install(DatasetV2, _Transformations)

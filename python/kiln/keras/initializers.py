@@ -12,6 +12,7 @@ import re
 import numpy as np
 
 from kiln import _kiln
+from kiln.ops import array_ops, random_ops
 
 # Truncating N(0, 1) to [-2, 2] leaves a standard deviation of this value.
 _TRUNC_STD = 0.87962566103423978
@@ -82,14 +83,12 @@ def _normal(shape, mean, std, dtype, seed_init):
     """N(mean, std) values: kiln's stream when unseeded, NumPy when seeded."""
     if seed_init.seed is not None:
         return _from_numpy(seed_init._rng().normal(mean, std, size=shape), dtype)
-    from kiln.ops import random_ops
     return random_ops.normal(shape, mean=float(mean), stddev=float(std), dtype=dtype)
 
 
 def _uniform(shape, lo, hi, dtype, seed_init):
     if seed_init.seed is not None:
         return _from_numpy(seed_init._rng().uniform(lo, hi, size=shape), dtype)
-    from kiln.ops import random_ops
     return random_ops.uniform(shape, minval=float(lo), maxval=float(hi), dtype=dtype)
 
 
@@ -109,7 +108,6 @@ def _truncated_normal(shape, mean, std, dtype, seed_init):
         rng = seed_init._rng()
         x = _redraw_outside(rng.standard_normal(size=shape), rng)
         return _from_numpy(x * std + mean, dtype)
-    from kiln.ops import random_ops
     raw = _kiln.raw
     if _kiln.executing_eagerly():
         # The bulk comes from kiln's stream; the few redraws from a NumPy
@@ -131,7 +129,6 @@ class Zeros(Initializer):
     """All zeros."""
 
     def __call__(self, shape, dtype=None):
-        from kiln.ops import array_ops
         return array_ops.zeros(_shape(shape), dtype=_dtype(dtype))
 
 
@@ -139,7 +136,6 @@ class Ones(Initializer):
     """All ones."""
 
     def __call__(self, shape, dtype=None):
-        from kiln.ops import array_ops
         return array_ops.ones(_shape(shape), dtype=_dtype(dtype))
 
 

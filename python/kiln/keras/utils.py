@@ -3,6 +3,8 @@ import random as _py_random
 
 import numpy as np
 
+from kiln.ops import random_ops
+
 
 def set_random_seed(seed):
     """Seeds Python's, NumPy's and kiln's random generators
@@ -11,7 +13,6 @@ def set_random_seed(seed):
         raise TypeError(f"set_random_seed: seed must be an int, got {seed!r}")
     if seed < 0:
         raise ValueError(f"set_random_seed: seed must be non-negative, got {seed}")
-    from kiln.ops import random_ops
     _py_random.seed(int(seed))
     np.random.seed(int(seed) % (2 ** 32))
     random_ops.set_seed(int(seed))

@@ -4,8 +4,7 @@ recorded while a function is traced. The families live in *_ops.py; the
 namespaces kiln.math, kiln.nn, kiln.random, kiln.bitwise and kiln.linalg
 re-export them."""
 from kiln.dtypes import cast
-from kiln.control_flow import is_tensor
-from kiln.ops.core import range, print  # noqa: A004
+from kiln.ops.core import is_tensor, range, print  # noqa: A004
 from kiln.ops.math_ops import *  # noqa: F401,F403
 from kiln.ops.array_ops import *  # noqa: F401,F403
 from kiln.ops.linalg_ops import matmul

@@ -3,6 +3,8 @@ import numpy as np
 
 from kiln import _kiln
 from kiln import errors
+from kiln.ops.core import is_tensor
+from kiln.tensor_shape import TensorShape
 
 raw = _kiln.raw
 Tensor = _kiln.Tensor
@@ -31,10 +33,6 @@ def const_ints(vals, dtype="int32"):
             _CONST_INTS.clear()
         t = _CONST_INTS[key] = int_array(vals, dtype)
     return t
-
-
-def is_tensor(x):
-    return isinstance(x, (Tensor, Variable))
 
 
 def tensor(x, dtype=None, op=None):
@@ -125,7 +123,6 @@ def one_int(value, what, op):
 def shape_tensor(value, op, what="shape"):
     """A 1-D int32/int64 tensor from a shape-like value: a tensor, a TensorShape,
     or a list mixing Python ints and scalar tensors (packed)."""
-    from kiln.tensor_shape import TensorShape
     if isinstance(value, TensorShape):
         if value.rank is None or any(d is None for d in value.as_list()):
             raise errors.InvalidArgumentError(

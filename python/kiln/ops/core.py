@@ -7,6 +7,11 @@ Tensor = _kiln.Tensor
 Variable = _kiln.Variable
 
 
+def is_tensor(x):
+    """True for kiln Tensors and Variables (tf.is_tensor)."""
+    return isinstance(x, (Tensor, Variable))
+
+
 def _dtype_or_none(dtype):
     return None if dtype is None else _kiln.as_dtype(dtype)
 

@@ -6,7 +6,7 @@ from kiln import _kiln
 from kiln import errors
 from kiln.ops import _helpers as h
 from kiln.ops import math_ops as m
-from kiln.ops import special
+from kiln.ops import random_ops, special
 
 raw = h.raw
 
@@ -349,7 +349,6 @@ def l2_normalize(x, axis=None, epsilon=1e-12, name=None, dim=None):
 def dropout(x, rate, noise_shape=None, seed=None, name=None):
     """Zeroes each element with probability rate and scales the rest by
     1 / (1 - rate) (tf.nn.dropout)."""
-    from kiln.ops import random_ops
     x = h.tensor(x)
     _float(x, "Dropout")
     if h.is_tensor(rate):

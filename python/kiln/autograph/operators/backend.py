@@ -1,31 +1,15 @@
-"""What the operators need from kiln: one lazily imported module, so the
-converter itself imports without the compiled extension."""
+"""What the operators need to know about values: tensors, TensorArrays and
+nested structures, with short descriptions for error messages."""
 import collections.abc
 
-_lib = None
-
-
-def lib():
-    """The kiln module (import deferred: kiln imports autograph)."""
-    global _lib
-    if _lib is None:
-        import kiln
-        _lib = kiln
-    return _lib
-
-
-def is_tensor(x):
-    """True for kiln Tensors and Variables."""
-    k = lib()
-    fn = getattr(k, "is_tensor", None)
-    if fn is not None:
-        return fn(x)
-    return isinstance(x, (k.Tensor, k.Variable))
+from kiln import _kiln
+from kiln.control_flow import TensorArray
+from kiln.ops.core import is_tensor
 
 
 def tracing():
     """True while a kiln.function is being traced."""
-    return not lib().executing_eagerly()
+    return not _kiln.executing_eagerly()
 
 
 def is_graph_tensor(x):
@@ -35,8 +19,7 @@ def is_graph_tensor(x):
 
 def is_tensor_array(x):
     """True for kiln.TensorArray values."""
-    ta = getattr(lib(), "TensorArray", None)
-    return ta is not None and isinstance(x, ta)
+    return isinstance(x, TensorArray)
 
 
 def truth(x):

@@ -4,6 +4,8 @@ from kiln.autograph.errors import location, user_location
 from kiln.autograph.operators import backend as be
 from kiln.autograph.operators import state as st
 from kiln.autograph.operators.variables import Undefined, UndefinedReturnValue
+from kiln.control_flow import cond as kiln_cond
+from kiln.ops.math_ops import logical_not
 
 _BRANCH = {"if": "if branch", "else": "else branch"}
 
@@ -24,7 +26,7 @@ def if_stmt(cond, body, orelse, get_state, set_state, symbol_names, opts=None):
 def if_exp(cond, if_true, if_false):
     """`a if cond else b` with if_true/if_false as thunks."""
     if be.is_graph_tensor(cond):
-        return be.lib().cond(cond, if_true, if_false)
+        return kiln_cond(cond, if_true, if_false)
     return if_true() if be.truth(cond) else if_false()
 
 
@@ -39,17 +41,16 @@ def tensor_if(cond, body, orelse, get_state, set_state, names, opts, kind, filen
     where = location(filename, lineno)
     st.warn_unsupported(opts, kind, filename, lineno)
     init = tuple(get_state())
-    k = be.lib()
     try:
-        raw, out = _stage(k, cond, body, orelse, init, set_state, get_state, names, where,
+        raw, out = _stage(cond, body, orelse, init, set_state, get_state, names, where,
                           swapped=False)
     except _Swap:
-        raw, out = _stage(k, k.logical_not(cond), orelse, body, init, set_state, get_state,
+        raw, out = _stage(logical_not(cond), orelse, body, init, set_state, get_state,
                           names, where, swapped=True)
     set_state(_merge(raw, out, names))
 
 
-def _stage(k, cond, first, second, init, set_state, get_state, names, where, swapped):
+def _stage(cond, first, second, init, set_state, get_state, names, where, swapped):
     keys = ("else", "if") if swapped else ("if", "else")
     raw, staged = {}, {}
     missing = (_NOT_TRACED,) * len(names)
@@ -67,7 +68,8 @@ def _stage(k, cond, first, second, init, set_state, get_state, names, where, swa
             return out
         return run
 
-    out = k.cond(cond, branch(first, keys[0], keys[1]), branch(second, keys[1], keys[0]))
+    out = kiln_cond(cond, branch(first, keys[0], keys[1]),
+                    branch(second, keys[1], keys[0]))
     return raw, tuple(out) if out is not None else ()
 
 

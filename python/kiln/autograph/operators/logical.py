@@ -1,11 +1,13 @@
 """`and`, `or` and `not`: lazy like Python; on traced tensors the right side
 is evaluated inside a kiln.cond, so it only runs when it decides the result."""
+from kiln import _kiln
 from kiln.autograph.operators import backend as be
+from kiln.control_flow import cond
+from kiln.ops.math_ops import logical_not, logical_or
 
 
 def _as_bool_tensor(x):
-    k = be.lib()
-    return x if be.is_tensor(x) else k.constant(bool(x))
+    return x if be.is_tensor(x) else _kiln.constant(bool(x))
 
 
 def and_(first, *rest):
@@ -41,14 +43,13 @@ def _lazy(value, fn, is_and):
     def keep():
         return value
 
-    k = be.lib()
-    return k.cond(value, rhs, keep) if is_and else k.cond(value, keep, rhs)
+    return cond(value, rhs, keep) if is_and else cond(value, keep, rhs)
 
 
 def not_(x):
     """`not x`: kiln.logical_not for tensors."""
     if be.is_tensor(x):
-        return be.lib().logical_not(x)
+        return logical_not(x)
     return not x
 
 
@@ -59,8 +60,7 @@ def not_any(*flags):
         return False
     if not tensors:
         return True
-    k = be.lib()
     result = tensors[0]
     for t in tensors[1:]:
-        result = k.logical_or(result, t)
-    return k.logical_not(result)
+        result = logical_or(result, t)
+    return logical_not(result)

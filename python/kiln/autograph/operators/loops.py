@@ -3,10 +3,15 @@ the iterated value) is a tensor being traced, a Dataset's own loop for kiln
 datasets, plain Python otherwise."""
 import functools
 
+from kiln import _kiln
 from kiln.autograph.errors import ConversionError, location, user_location, warn_once
 from kiln.autograph.operators import backend as be
 from kiln.autograph.operators import state as st
 from kiln.autograph.operators.conditionals import tensor_if
+from kiln.control_flow import while_loop
+from kiln.ops.array_ops import shape as kiln_shape
+from kiln.ops.math_ops import logical_and
+from kiln.tensor_shape import TensorShape
 
 
 class Enumerate:
@@ -105,10 +110,9 @@ def _static_len(t):
 
 def _tensor_for(t, start, extra_test, body, get_state, set_state, names, opts, filename,
                 lineno):
-    k = be.lib()
     n = _static_len(t)
     if n is None:
-        n = k.shape(t)[0]
+        n = kiln_shape(t)[0]
 
     def step(index):
         element = t[index]
@@ -154,10 +158,9 @@ def tensor_loop(kind, test, body, extra_test, get_state, set_state, names, opts,
 
 def _stage_loop(kind, test, body, extra_test, set_state, get_state, names, values, carried,
                 discover, counted, where, opts):
-    k = be.lib()
     init = [st.to_tensors(values[i]) for i in carried]
     lead = 1 if counted or not init else 0  # a counter, or a dummy so the loop has a var
-    loop_vars = ([k.constant(0)] if lead else []) + init
+    loop_vars = ([_kiln.constant(0)] if lead else []) + init
 
     def state_from(loop_values):
         full = list(values)
@@ -170,12 +173,12 @@ def _stage_loop(kind, test, body, extra_test, set_state, get_state, names, value
         index = loop_values[0] if lead else None
         more = extra_test() if extra_test is not None else True
         if not be.is_tensor(more) and not be.truth(more):
-            return k.constant(False)
+            return _kiln.constant(False)
         cond = test(index)
         if not be.is_tensor(cond):
-            cond = k.constant(bool(cond))
+            cond = _kiln.constant(bool(cond))
         if be.is_tensor(more):
-            cond = k.logical_and(more, cond)
+            cond = logical_and(more, cond)
         return cond
 
     def body_fn(*loop_values):
@@ -196,8 +199,8 @@ def _stage_loop(kind, test, body, extra_test, set_state, get_state, names, value
     invariants = _shape_invariants(opts.get("shape_invariants"), loop_vars, values, carried,
                                    lead, names, where)
     maximum = opts.get("maximum_iterations")
-    final = k.while_loop(cond_fn, body_fn, tuple(loop_vars), shape_invariants=invariants,
-                         maximum_iterations=maximum)
+    final = while_loop(cond_fn, body_fn, tuple(loop_vars), shape_invariants=invariants,
+                       maximum_iterations=maximum)
     final = tuple(final) if isinstance(final, (list, tuple)) else (final,)
     set_state(state_from(final))
 
@@ -207,13 +210,12 @@ def _shape_invariants(pairs, loop_vars, values, carried, lead, names, where):
     [(variable, shape), ...], matched to loop variables by identity."""
     if not pairs:
         return None
-    k = be.lib()
     wanted = []
     for pair in pairs:
         if not (isinstance(pair, (list, tuple)) and len(pair) == 2):
             raise ValueError(f"{where}: shape_invariants must be a list of (variable, shape) "
                              f"pairs, got {pair!r}")
-        wanted.append((pair[0], k.TensorShape(pair[1])))
+        wanted.append((pair[0], TensorShape(pair[1])))
     flat, used = [], set()
     for pos, var in enumerate(loop_vars):
         originals = be.flatten(values[carried[pos - lead]]) if pos >= lead else [None]
@@ -275,11 +277,10 @@ def _dataset_for(ds, start, extra_test, body, get_state, set_state, names, opts,
 def _stage_dataset(ds, start, extra_test, body, get_state, set_state, names, where, values,
                    carried, discover):
     """One call of the dataset's loop (see tensor_loop for `discover`)."""
-    k = be.lib()
     init = tuple(st.to_tensors(values[i]) for i in carried)
     counting = start is not None
     if counting:
-        init = init + (k.constant(start),)
+        init = init + (_kiln.constant(start),)
 
     def state_from(loop_state):
         full = list(values)
@@ -308,7 +309,7 @@ def _stage_dataset(ds, start, extra_test, body, get_state, set_state, names, whe
         loop_state = tuple(loop_state)
         set_state(state_from(loop_state[:-1] if counting else loop_state))
         more = extra_test()
-        return more if be.is_tensor(more) else k.constant(bool(more))
+        return more if be.is_tensor(more) else _kiln.constant(bool(more))
 
     final = tuple(ds._kiln_for_loop(ds_body, init, ds_extra))
     set_state(state_from(final[:-1] if counting else final))

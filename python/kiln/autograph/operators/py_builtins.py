@@ -1,14 +1,16 @@
 """Python builtins that change meaning on tensors inside converted code."""
 import builtins
 
+from kiln import dtypes
 from kiln.autograph.operators import backend as be
 from kiln.autograph.operators.loops import Enumerate
+from kiln.ops import array_ops, core, math_ops
 
 
 def range_(*args):
     """range() with tensor arguments is kiln.range (iterated as a graph loop)."""
     if any(be.is_tensor(a) for a in args):
-        return be.lib().range(*args)
+        return core.range(*args)
     return builtins.range(*args)
 
 
@@ -20,7 +22,7 @@ def len_(x):
             raise TypeError(f"len() of a scalar tensor ({be.describe(x)})")
         if shape and shape[0] is not None:
             return shape[0]
-        return be.lib().shape(x)[0]
+        return array_ops.shape(x)[0]
     return builtins.len(x)
 
 
@@ -34,8 +36,7 @@ def enumerate_(iterable, start=0):
 def _cast_builtin(py_type, dtype_name):
     def convert(x=0, *args):
         if be.is_graph_tensor(x) and not args:
-            k = be.lib()
-            return k.cast(x, getattr(k, dtype_name))
+            return dtypes.cast(x, getattr(dtypes, dtype_name))
         return py_type(x, *args)
     convert.__name__ = py_type.__name__ + "_"
     convert.__doc__ = f"{py_type.__name__}() of a traced tensor is kiln.cast to {dtype_name}."
@@ -49,7 +50,7 @@ float_ = _cast_builtin(float, "float32")
 def abs_(x):
     """abs() of a tensor is kiln.abs."""
     if be.is_tensor(x):
-        return be.lib().abs(x)
+        return math_ops.abs(x)
     return builtins.abs(x)
 
 

@@ -3,8 +3,10 @@ carry: Python numbers become tensors, structures and dtypes must agree, and
 every message names the variable and the statement."""
 import re
 
+from kiln import _kiln
 from kiln.autograph.errors import location, warn_once
 from kiln.autograph.operators import backend as be
+from kiln.ops.array_ops import zeros
 from kiln.autograph.operators.variables import Undefined, UndefinedReturnValue
 
 _RETURN_NAME = re.compile(r"^retval_(_\d+)?$")
@@ -39,15 +41,14 @@ def _dtype_kind(dtype):
 
 def scalar_to_tensor(value, like=None):
     """A Python bool/int/float as a tensor, using like's dtype when compatible."""
-    k = be.lib()
     if like is not None and be.is_tensor(like):
         kind = _dtype_kind(like.dtype)
         ok = (kind == "bool" and isinstance(value, bool)) or \
              (kind == "int" and isinstance(value, int) and not isinstance(value, bool)) or \
              (kind == "float" and not isinstance(value, bool))
         if ok:
-            return k.constant(value, dtype=like.dtype)
-    return k.constant(value)
+            return _kiln.constant(value, dtype=like.dtype)
+    return _kiln.constant(value)
 
 
 def carriable(x):
@@ -96,8 +97,6 @@ def to_tensors(value, like=None):
 def zeros_like_static(name, value, where):
     """Zeros with the dtype and static shape of `value` (a placeholder for a
     variable that one path leaves undefined)."""
-    k = be.lib()
-
     def leaf(x):
         if is_python_scalar(x):
             return type(x)()
@@ -108,7 +107,7 @@ def zeros_like_static(name, value, where):
                     f"{where}: {display_name(name)} is not defined on every path and its "
                     f"shape {shape} is not fully known, so no placeholder value can be made; "
                     "define it before the statement")
-            return k.zeros(list(shape), dtype=x.dtype)
+            return zeros(list(shape), dtype=x.dtype)
         raise ValueError(
             f"{where}: {display_name(name)} is not defined on every path; define it "
             "before the statement")

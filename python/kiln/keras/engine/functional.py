@@ -1,5 +1,7 @@
 """The layer graph of a functional model: built from Keras tensors, replayed on
 real tensors (eagerly or while a kiln.function traces)."""
+import numpy as np
+
 from kiln import _kiln
 from kiln import nest
 from kiln.keras.engine.keras_tensor import KerasTensor
@@ -113,7 +115,6 @@ class GraphNetwork:
 
     def _prepare(self, index, x, kt):
         if not isinstance(x, (_kiln.Tensor, _kiln.Variable)):
-            import numpy as np
             x = _kiln.convert_to_tensor(np.asarray(x, dtype=kt.dtype.name))
         elif isinstance(x, _kiln.Variable):
             x = x.read_value()

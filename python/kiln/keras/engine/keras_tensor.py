@@ -4,11 +4,16 @@
 Calling a layer on KerasTensors builds the layer, works out the output shapes
 and records a Node (layer, call arguments, outputs); a functional Model later
 replays the nodes on real tensors.
+
+Layers sit above this module (Layer.__call__ records nodes with symbolic_call);
+the layer that arithmetic on Keras tensors makes is named by
+``KerasTensor._op_layer``, which kiln.keras.layers.core sets.
 """
 import itertools
 
 from kiln import _kiln
 from kiln import nest
+from kiln.function import function as kfunction
 from kiln.tensor_shape import TensorShape
 
 _NODE_IDS = itertools.count()
@@ -51,11 +56,13 @@ class KerasTensor:
     def __bool__(self):
         raise TypeError("A symbolic KerasTensor cannot be used as a Python bool.")
 
-    # Arithmetic builds a small op layer, as in Keras' functional API.
+    # Arithmetic builds a small op layer, as in Keras' functional API: an
+    # _OpLambda(fn, name) from kiln.keras.layers.core, which sets this attribute.
+    _op_layer = None
+
     def _op(self, fn, other, name, reverse=False):
-        from kiln.keras.layers.core import _OpLambda
         args = [other, self] if reverse else [self, other]
-        return _OpLambda(fn, name)(args)
+        return self._op_layer(fn, name)(args)
 
     def __add__(self, o):
         return self._op(lambda a, b: a + b, o, "add")
@@ -82,8 +89,7 @@ class KerasTensor:
         return self._op(lambda a, b: a / b, o, "truediv", True)
 
     def __neg__(self):
-        from kiln.keras.layers.core import _OpLambda
-        return _OpLambda(lambda a: -a, "negative")(self)
+        return self._op_layer(lambda a: -a, "negative")(self)
 
     __hash__ = object.__hash__
 
@@ -143,7 +149,6 @@ def _output_specs(layer, inputs, args, kwargs):
 
 def _traced_specs(layer, inputs, args, kwargs):
     """Output shapes and dtypes by tracing the layer on placeholders."""
-    from kiln.function import function as kfunction
     structure = (inputs, list(args), kwargs)
     flat = nest.flatten(structure)
     kts = [x for x in flat if isinstance(x, KerasTensor)]

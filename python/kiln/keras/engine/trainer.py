@@ -16,11 +16,15 @@ import numpy as np
 
 from kiln import _kiln
 from kiln import nest
+from kiln.autograph import maybe_convert
+from kiln.data.dataset import DatasetV2
 from kiln.dtypes import cast
+from kiln.function import Function
 from kiln.gradient import GradientTape
 from kiln.keras import callbacks as callbacks_mod
 from kiln.keras import losses as losses_mod
 from kiln.keras import metrics as metrics_mod
+from kiln.keras import optimizers
 from kiln.ops import array_ops, math_ops
 
 _NOT_COMPILED = ("You must compile your model before training/testing. Use "
@@ -62,7 +66,6 @@ class CompiledState:
 
     def __init__(self, model, optimizer, loss, loss_weights, metrics, weighted_metrics,
                  run_eagerly, jit_compile):
-        from kiln.keras import optimizers
         self.optimizer = optimizers.get(optimizer)
         self.loss = loss
         self.run_eagerly = bool(run_eagerly)
@@ -309,8 +312,7 @@ def compute_metrics(model, x, y, y_pred, sample_weight):
 def _update(metric, y_true, y_pred, sample_weight):
     update = metric.update_state
     if not type(metric).__module__.startswith("kiln."):
-        from kiln import autograph
-        update = autograph.maybe_convert(update)  # user code inside the trace
+        update = maybe_convert(update)  # user code inside the trace
     if sample_weight is None:
         update(y_true, y_pred)
     else:
@@ -353,7 +355,6 @@ def make_function(model, which):
     kiln.function (or the plain method when run_eagerly). The function holds
     the model by a weak reference, as a kiln.function method does, so the
     model -> function -> model cycle does not keep the model alive."""
-    from kiln.function import Function
     state = _compiled(model)
     attr = f"{which}_function"
     fn = getattr(state, attr)
@@ -375,7 +376,6 @@ def make_function(model, which):
 # ---- data ----
 
 def _is_dataset(x):
-    from kiln.data.dataset import DatasetV2
     return isinstance(x, DatasetV2)
 
 

@@ -4,6 +4,8 @@ import numpy as np
 
 from kiln import _kiln
 from kiln import nest
+from kiln.function import function as kfunction
+from kiln.keras import optimizers
 from kiln.keras.layers.base import Layer
 from kiln.keras.engine import summary as summary_mod
 from kiln.keras.engine import trainer
@@ -139,7 +141,6 @@ class Model(Layer):
             specs = {k: spec(v) for k, v in input_shape.items()}
         else:
             specs = [spec(s) for s in input_shape]
-        from kiln.function import function as kfunction
         self.built = True
         kfunction(lambda x: self.call(x), autograph=True).get_concrete_function(specs)
 
@@ -176,7 +177,6 @@ class Model(Layer):
         if n == 0:
             raise ValueError("predict: the input has 0 samples")
         if self._kiln_predict_fn is None:
-            from kiln.function import function as kfunction
             self._kiln_predict_fn = kfunction(self._kiln_predict_step)
         results = []
         for start in range(0, n, batch_size):
@@ -235,7 +235,6 @@ class Model(Layer):
     def optimizer(self, value):
         if not self.compiled:
             raise RuntimeError(trainer._NOT_COMPILED)
-        from kiln.keras import optimizers
         self._kiln_compiled.optimizer = optimizers.get(value)
         self._kiln_compiled.train_function = None
 

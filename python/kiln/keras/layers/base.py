@@ -12,9 +12,12 @@ import numpy as np
 
 from kiln import _kiln
 from kiln import nest
+from kiln.autograph import maybe_convert
 from kiln.keras import initializers
+from kiln.keras.engine import keras_tensor
+from kiln.keras.engine.keras_tensor import KerasTensor
 from kiln.module import Module
-from kiln.scopes import name_scope
+from kiln.scopes import init_scope, name_scope
 from kiln.tensor_shape import TensorShape
 
 
@@ -70,12 +73,10 @@ def _call_accepts_training(layer):
 
 
 def _is_keras_tensor(x):
-    from kiln.keras.engine.keras_tensor import KerasTensor
     return isinstance(x, KerasTensor)
 
 
 def _has_keras_tensor(inputs, args, kwargs):
-    from kiln.keras.engine.keras_tensor import KerasTensor
     if isinstance(inputs, KerasTensor):
         return True
     if isinstance(inputs, (_kiln.Tensor, np.ndarray)) and not args and not kwargs:
@@ -212,7 +213,6 @@ class Layer(Module):
 
     def __call__(self, inputs, *args, **kwargs):
         if _has_keras_tensor(inputs, args, kwargs):
-            from kiln.keras.engine import keras_tensor
             return keras_tensor.symbolic_call(self, inputs, args, kwargs)
         inputs = self._convert_inputs(inputs)
         if not self.built:
@@ -233,8 +233,7 @@ class Layer(Module):
         if not _kiln.executing_eagerly() and not type(self).__module__.startswith("kiln."):
             # Inside a traced function, convert the user's call() (AutoGraph):
             # it is user code reached through this library method.
-            from kiln import autograph
-            call = autograph.maybe_convert(call)
+            call = maybe_convert(call)
         outer = getattr(_CTX, "training", None)
         _CTX.training = training
         try:
@@ -268,7 +267,6 @@ class Layer(Module):
 
     def _maybe_build(self, inputs):
         if not self.built:
-            from kiln.scopes import init_scope
             with init_scope():
                 self.build(_input_shape(inputs))
             self.built = True
@@ -299,7 +297,6 @@ class Layer(Module):
         if initializer is None:
             initializer = "glorot_uniform" if dtype.is_floating else "zeros"
         init = initializers.get(initializer)
-        from kiln.scopes import init_scope
         with init_scope():
             value = init(shape, dtype=dtype)
             if isinstance(value, _kiln.Variable):

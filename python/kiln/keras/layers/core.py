@@ -3,8 +3,9 @@ import numpy as np
 
 from kiln import _kiln
 from kiln.keras import activations, initializers
+from kiln.keras.engine.keras_tensor import KerasTensor
 from kiln.keras.layers import _args
-from kiln.keras.layers.base import Layer, InputSpec
+from kiln.keras.layers.base import Layer, InputSpec, _unique
 from kiln.ops import _helpers as h
 from kiln.ops import array_ops, linalg_ops, nn_ops
 from kiln.tensor_shape import TensorShape
@@ -270,7 +271,6 @@ class _OpLambda(Layer):
     """The layer behind arithmetic on Keras tensors (``x + y``, ``2 * x``)."""
 
     def __init__(self, fn, op_name, **kwargs):
-        from kiln.keras.layers.base import _unique
         super().__init__(name=_unique(f"tf.math.{op_name}"), **kwargs)
         self._fn = fn
 
@@ -282,5 +282,8 @@ class _OpLambda(Layer):
     def _convert_inputs(self, inputs):
         return inputs
 
+
+# Arithmetic on Keras tensors (x + y, -x) records an _OpLambda node.
+KerasTensor._op_layer = _OpLambda
 
 __all__ = ["Dense", "Activation", "Dropout", "Flatten", "Reshape", "Rescaling", "Lambda"]

@@ -18,6 +18,7 @@ import numpy as np
 
 from kiln import _kiln
 from kiln import ops as K
+from kiln.gradient import GradientTape
 from kiln.keras import initializers
 from kiln.keras.optimizers import schedules as schedules_mod
 from kiln.scopes import init_scope
@@ -369,7 +370,6 @@ class Optimizer:
         """[(gradient, variable)] of ``loss`` (a tensor recorded by ``tape``, or a
         callable taking no argument) with respect to ``var_list`` (a list or a
         callable returning one)."""
-        from kiln.gradient import GradientTape
         if not callable(loss) and tape is None:
             raise ValueError("`tape` is required when a `Tensor` loss is passed. "
                              f"Received: loss={loss}, tape={tape}.")
