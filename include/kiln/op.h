@@ -45,6 +45,23 @@ enum OpTrait : uint32_t {
 
 struct TensorSpec;
 
+/// A step a library call can apply to its result (a oneDNN convolution's
+/// post-ops; later matmul's and the JIT's epilogues). A row names its own
+/// (OpDef::epilogue); kClip and kSwish are patterns of several ops
+/// (Minimum(Relu(y), c), y * Sigmoid(y)).
+enum class Epilogue : uint8_t {
+  kNone,
+  kBiasAdd,  // y + bias[c]
+  kMul,      // y * a
+  kAdd,      // y + a
+  kSub,      // y - a
+  kRelu,     // max(y, 0)
+  kClip,     // min(max(y, lo), hi)
+  kSigmoid,  // 1 / (1 + exp(-y))
+  kTanh,     // tanh(y)
+  kSwish,    // y * sigmoid(y)
+};
+
 /// A graph-valued attribute: a control-flow body (cond branch, loop body).
 /// The function layer implements it over a traced graph and its plan;
 /// control-flow kernels run it on concrete tensors.
@@ -150,6 +167,8 @@ struct OpDef {
   /// For ops with subgraph attrs: op input i is input i - body_input_offset
   /// of each body (If: 1, its predicate comes first).
   uint8_t body_input_offset = 0;
+  /// The epilogue step this op is, when a library call can absorb it.
+  Epilogue epilogue = Epilogue::kNone;
 
   bool has(OpTrait t) const { return (traits & t) != 0; }
   /// Index of a named attribute; -1 when absent.
@@ -213,6 +232,10 @@ class OpDefBuilder {
   }
   OpDefBuilder& cost(CostFn f) {
     d_.cost = f;
+    return *this;
+  }
+  OpDefBuilder& epilogue(Epilogue e) {
+    d_.epilogue = e;
     return *this;
   }
   OpDefBuilder& body_input_offset(uint8_t k) {

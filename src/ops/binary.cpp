@@ -99,9 +99,9 @@ void define_binary_ops(OpTableBuilder& t) {
   def(OpId::LeftShift, infer_binary<kIntSet, false>, kNoGrad);
   def(OpId::RightShift, infer_binary<kIntSet, false>, kNoGrad);
 
-  t.def(OpId::Add).grad(add_grad);
-  t.def(OpId::Sub).grad(sub_grad);
-  t.def(OpId::Mul).grad(mul_grad);
+  t.def(OpId::Add).grad(add_grad).epilogue(Epilogue::kAdd);
+  t.def(OpId::Sub).grad(sub_grad).epilogue(Epilogue::kSub);
+  t.def(OpId::Mul).grad(mul_grad).epilogue(Epilogue::kMul);
   t.def(OpId::Div).grad(div_grad);
   t.def(OpId::FloorMod).grad(floormod_grad);
   t.def(OpId::Pow).grad(pow_grad);

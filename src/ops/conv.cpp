@@ -236,6 +236,7 @@ const char* post_op_name(PostOp op) {
     case PostOp::kSigmoid: return "Sigmoid";
     case PostOp::kTanh: return "Tanh";
     case PostOp::kSwish: return "Swish";
+    case PostOp::kNone: break;
   }
   return "?";
 }

@@ -14,19 +14,13 @@
 #include <string_view>
 #include <vector>
 
+#include "kiln/op.h"
+
 namespace kiln::fused_conv {
 
-enum class PostOp : uint8_t {
-  kBiasAdd,  // y + bias[c] (the convolution's own bias)
-  kMul,      // y * a
-  kAdd,      // y + a
-  kSub,      // y - a
-  kRelu,     // max(y, 0)
-  kClip,     // min(max(y, clip_min), clip_max); Relu6 is Clip(0, 6)
-  kSigmoid,  // 1 / (1 + exp(-y))
-  kTanh,     // tanh(y)
-  kSwish,    // y * sigmoid(y)
-};
+/// The steps are the op table's epilogues (kiln/op.h; kNone never occurs);
+/// Relu6 is Clip(0, 6).
+using PostOp = Epilogue;
 
 /// The name used in the fused_ops attr ("BiasAdd", "Mul", ...).
 const char* post_op_name(PostOp op);

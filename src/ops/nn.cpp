@@ -145,7 +145,7 @@ void define_nn_ops(OpTableBuilder& t) {
   t.def(OpId::Softmax).inputs({"logits"}).outputs({"softmax"}).infer(infer_softmax);
   t.def(OpId::LogSoftmax).inputs({"logits"}).outputs({"logsoftmax"}).infer(infer_softmax);
   t.def(OpId::MatMul).grad(matmul_grad);
-  t.def(OpId::BiasAdd).grad(bias_add_grad);
+  t.def(OpId::BiasAdd).grad(bias_add_grad).epilogue(Epilogue::kBiasAdd);
   t.def(OpId::Softmax).grad(softmax_grad);
   t.def(OpId::LogSoftmax).grad(log_softmax_grad);
   define_conv_ops(t);

@@ -103,7 +103,7 @@ void define_select_cast_ops(OpTableBuilder& t) {
       .infer(infer_clip);
   t.def(OpId::Select).grad(select_grad);
   t.def(OpId::Cast).grad(cast_grad);
-  t.def(OpId::ClipByValue).grad(clip_grad);
+  t.def(OpId::ClipByValue).grad(clip_grad).epilogue(Epilogue::kClip);
 }
 
 Tensor where(const Tensor& condition, const Tensor& x, const Tensor& y) {

@@ -95,6 +95,9 @@ void define_unary_ops(OpTableBuilder& t) {
 #include "unary.def"
 #undef KILN_UNARY
 #undef KILN_PREDICATE
+  t.def(OpId::Relu).epilogue(Epilogue::kRelu);
+  t.def(OpId::Sigmoid).epilogue(Epilogue::kSigmoid);
+  t.def(OpId::Tanh).epilogue(Epilogue::kTanh);
 }
 
 Tensor negative(const Tensor& x) {

@@ -112,41 +112,39 @@ class ConvFuser {
     if (!same_spec(u)) return false;
     Edge other;
     size_t pos = 0;
-    switch (u->op().id) {
-      case OpId::BiasAdd:
+    // Relu6 as kiln.nn.relu6 writes it: Minimum(Relu(y), c), c >= 0.
+    if (u->op().id == OpId::Minimum) {
+      if (ch.has_clip || ch.ops.empty() || ch.ops.back() != PostOp::kRelu) return false;
+      if (!other_input(u, cur, other, pos)) return false;
+      const float* c = const_scalar(other);
+      if (!c || !(*c >= 0.f)) return false;
+      ch.members.push_back(u);
+      ch.ops.back() = PostOp::kClip;
+      set_clip(ch, 0.0, *c);
+      return true;
+    }
+    // Otherwise the step the row says the op is.
+    const Epilogue e = u->op().epilogue;
+    switch (e) {
+      case Epilogue::kBiasAdd:
         if (u->inputs()[0].node != cur || u->inputs()[1].node == cur ||
             !channel_operand(u->inputs()[1], ch, true))
           return false;
         take(ch, u, ch.ops.empty() ? PostOp::kBiasAdd : PostOp::kAdd);
         ch.args.push_back(u->inputs()[1]);
         return true;
-      case OpId::Mul:
-      case OpId::Add:
-      case OpId::Sub: {
+      case Epilogue::kMul:
+      case Epilogue::kAdd:
+      case Epilogue::kSub:
         if (!other_input(u, cur, other, pos) || !channel_operand(other, ch, false)) return false;
-        if (u->op().id == OpId::Sub && pos != 0) return false;  // a - y is not an epilogue
-        const PostOp op = u->op().id == OpId::Mul   ? PostOp::kMul
-                          : u->op().id == OpId::Add ? PostOp::kAdd
-                                                    : PostOp::kSub;
-        take(ch, u, op);
+        if (e == Epilogue::kSub && pos != 0) return false;  // a - y is not an epilogue
+        take(ch, u, e);
         ch.args.push_back(other);
         return true;
-      }
-      case OpId::Relu: take(ch, u, PostOp::kRelu); return true;
-      case OpId::Sigmoid: take(ch, u, PostOp::kSigmoid); return true;
-      case OpId::Tanh: take(ch, u, PostOp::kTanh); return true;
-      case OpId::Minimum: {
-        // Relu6 as kiln.nn.relu6 writes it: Minimum(Relu(y), c), c >= 0.
-        if (ch.has_clip || ch.ops.empty() || ch.ops.back() != PostOp::kRelu) return false;
-        if (!other_input(u, cur, other, pos)) return false;
-        const float* c = const_scalar(other);
-        if (!c || !(*c >= 0.f)) return false;
-        ch.members.push_back(u);
-        ch.ops.back() = PostOp::kClip;
-        set_clip(ch, 0.0, *c);
-        return true;
-      }
-      case OpId::ClipByValue: {
+      case Epilogue::kRelu:
+      case Epilogue::kSigmoid:
+      case Epilogue::kTanh: take(ch, u, e); return true;
+      case Epilogue::kClip: {
         if (ch.has_clip || u->inputs()[0].node != cur) return false;
         const float* lo = const_scalar(u->inputs()[1]);
         const float* hi = const_scalar(u->inputs()[2]);
@@ -168,9 +166,10 @@ class ConvFuser {
   bool swish(Chain& ch, Node* cur) {
     const auto& us = users_[cur];
     if (us.size() != 2) return false;
-    Node* sig = us[0].first->op().id == OpId::Sigmoid ? us[0].first : us[1].first;
+    auto is = [](const Node* n, Epilogue e) { return n->op().epilogue == e; };
+    Node* sig = is(us[0].first, Epilogue::kSigmoid) ? us[0].first : us[1].first;
     Node* mul = sig == us[0].first ? us[1].first : us[0].first;
-    if (sig->op().id != OpId::Sigmoid || mul->op().id != OpId::Mul || !same_spec(sig) ||
+    if (!is(sig, Epilogue::kSigmoid) || !is(mul, Epilogue::kMul) || !same_spec(sig) ||
         !same_spec(mul) || !interior(sig) || users_[sig].size() != 1 || users_[sig][0].first != mul)
       return false;
     const auto& in = mul->inputs();

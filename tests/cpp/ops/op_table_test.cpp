@@ -62,12 +62,19 @@ TEST(OpTable, TraitsNameTheRightOps) {
   EXPECT_TRUE(op_def(OpId::Split).has(kVariadicOutput));
   for (OpId id : {OpId::MatMul, OpId::Conv2D, OpId::FusedElementwise})
     EXPECT_NE(op_def(id).cost, nullptr) << op_def(id).type_name;
+  EXPECT_EQ(op_def(OpId::BiasAdd).epilogue, Epilogue::kBiasAdd);
+  EXPECT_EQ(op_def(OpId::Relu).epilogue, Epilogue::kRelu);
+  EXPECT_EQ(op_def(OpId::ClipByValue).epilogue, Epilogue::kClip);
+  EXPECT_EQ(op_def(OpId::Minimum).epilogue, Epilogue::kNone);
 }
 
 // A kernel error names the op that ran, from its row.
 TEST(OpTable, KernelErrorsNameTheRunningOp) {
-  testing::expect_error([] { gather(Tensor({1.f, 2.f}), Tensor({5})); }, Code::kInvalidArgument,
-               {"GatherV2: indices[0] = 5"});
+  testing::expect_error(
+      [] {
+        gather(Tensor({1.f, 2.f}), Tensor({5}));
+      },
+      Code::kInvalidArgument, {"GatherV2: indices[0] = 5"});
 }
 
 TEST(OpTable, LookupByTypeName) {
