@@ -1,40 +1,11 @@
-#include "kiln/context.h"
-
+// The eager context: inference, then the kernel, now (dispatch itself is
+// src/ops/dispatch.cpp).
 #include <cmath>
 
 #include "kiln/config.h"
-
-#include "core/tls.h"
+#include "kiln/context.h"
 
 namespace kiln {
-namespace {
-thread_local ExecutionContext* t_current KILN_TLS = nullptr;
-thread_local OpObserver* t_observer KILN_TLS = nullptr;
-
-}  // namespace
-
-void check_op_inputs(const OpDef& op, std::span<const Tensor> inputs) {
-  if (!op.infer) throw UnimplementedError(str_cat(op.type_name, ": op is not implemented"));
-  const size_t declared = op.inputs.size();
-  const bool variadic = op.has(kVariadicInput);
-  if (variadic ? inputs.size() + 1 < declared : inputs.size() != declared)
-    throw InvalidArgumentError(str_cat(op.type_name, ": expected ", variadic ? "at least " : "",
-                                       variadic ? declared - 1 : declared, " inputs, got ",
-                                       inputs.size()));
-  for (size_t i = 0; i < inputs.size(); ++i)
-    if (!inputs[i].defined())
-      throw InvalidArgumentError(str_cat(op.type_name, ": input ", i, " is an undefined tensor"));
-}
-
-Tensor ExecutionContext::execute1(const OpDef& op, std::span<const Tensor> inputs,
-                                  const Attrs& attrs) {
-  std::vector<Tensor> out;
-  execute(op, inputs, attrs, out);
-  if (out.size() != 1)
-    throw InternalError(str_cat(op.type_name, ": expected one output, got ", out.size()));
-  return std::move(out[0]);
-}
-
 namespace {
 
 // Inference, then the kernel into the outputs make_outputs(n) provides: the
@@ -86,9 +57,9 @@ void check_numerics(const OpDef& op, std::span<const Tensor> outputs, std::strin
                     : t.dtype() == DType::kFloat64 ? all_finite<double>(t)
                                                    : true;
     if (!ok)
-      throw InvalidArgumentError(str_cat(
-          op.type_name, node.empty() ? "" : str_cat(" (node '", node, "')"), ": output ", i,
-          " contains NaN or Inf (check_numerics is enabled)"));
+      throw InvalidArgumentError(
+          str_cat(op.type_name, node.empty() ? "" : str_cat(" (node '", node, "')"), ": output ", i,
+                  " contains NaN or Inf (check_numerics is enabled)"));
   }
 }
 
@@ -120,58 +91,6 @@ Tensor EagerContext::execute1(const OpDef& op, std::span<const Tensor> inputs, c
 EagerContext& EagerContext::instance() {
   static EagerContext* ctx = new EagerContext;
   return *ctx;
-}
-
-ExecutionContext& current_context() {
-  return t_current ? *t_current : EagerContext::instance();
-}
-
-ContextScope::ContextScope(ExecutionContext& ctx) : prev_(t_current) {
-  t_current = &ctx;
-}
-ContextScope::~ContextScope() {
-  t_current = prev_;
-}
-
-OpObserver* op_observer() {
-  return t_observer;
-}
-void set_op_observer(OpObserver* obs) {
-  t_observer = obs;
-}
-
-void execute_op(const OpDef& op, std::span<const Tensor> inputs, const Attrs& attrs,
-                std::vector<Tensor>& outputs) {
-  current_context().execute(op, inputs, attrs, outputs);
-  if (OpObserver* obs = t_observer) [[unlikely]]
-    obs->on_op(op, inputs, attrs, outputs);
-}
-
-std::vector<Tensor> call_op(OpId id, std::span<const Tensor> inputs, Attrs attrs) {
-  const OpDef& op = op_def(id);
-  complete_attrs(op, attrs);
-  std::vector<Tensor> out;
-  execute_op(op, inputs, attrs, out);
-  return out;
-}
-
-namespace {
-Tensor dispatch1(const OpDef& op, std::span<const Tensor> inputs, const Attrs& attrs) {
-  Tensor out = current_context().execute1(op, inputs, attrs);
-  if (OpObserver* obs = t_observer) [[unlikely]]
-    obs->on_op(op, inputs, attrs, std::span<const Tensor>(&out, 1));
-  return out;
-}
-}  // namespace
-
-Tensor call_op1(OpId id, std::span<const Tensor> inputs, const Attrs& attrs) {
-  const OpDef& op = op_def(id);
-  if (attrs.size() != op.attrs.size()) {
-    Attrs full = attrs;
-    complete_attrs(op, full);
-    return dispatch1(op, inputs, full);
-  }
-  return dispatch1(op, inputs, attrs);
 }
 
 }  // namespace kiln
