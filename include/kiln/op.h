@@ -272,25 +272,12 @@ struct TensorSpec {
   Shape shape;
 };
 
-/// Shape and dtype inference for one op call. Works on concrete tensors
-/// (eager) and symbolic ones (tracing: shapes may have unknown dims).
-/// Validation failures throw InvalidArgumentError with the op's name.
-class InferContext {
+/// What inference and kernels both know of an op call: the op, its
+/// attributes by name, and how to fail naming it.
+class OpCall {
  public:
-  InferContext(const OpDef& op, std::span<const Tensor> inputs, const Attrs& attrs)
-      : op_(op), inputs_(inputs), attrs_(attrs) {}
-
+  OpCall(const OpDef& op, const Attrs& attrs) : op_(op), attrs_(attrs) {}
   const OpDef& op() const { return op_; }
-  size_t num_inputs() const { return inputs_.size(); }
-  const Tensor& input(size_t i) const { return inputs_[i]; }
-  DType dtype(size_t i) const { return inputs_[i].dtype(); }
-  const Shape& shape(size_t i) const { return inputs_[i].shape(); }
-  /// The input's value when known (always eagerly; when constant while
-  /// tracing); nullptr otherwise.
-  const Tensor* value(size_t i) const;
-  /// The input's value as int64s (int32/int64 inputs), if known.
-  bool int_values(size_t i, std::vector<int64_t>& out) const;
-
   const Attrs& attrs() const { return attrs_; }
   /// Attributes by name (the row's AttrDef names).
   const AttrValue& attr(std::string_view name) const { return attr_of(op_, attrs_, name); }
@@ -308,6 +295,34 @@ class InferContext {
   const Subgraph& attr_subgraph(std::string_view n) const {
     return *std::get<Ref<Subgraph>>(attr(n));
   }
+  /// Throws InvalidArgumentError "<OpType>: <message>" naming the running op.
+  template <typename... Args>
+  [[noreturn]] void fail(const Args&... args) const {
+    throw InvalidArgumentError(str_cat(op_.type_name, ": ", args...));
+  }
+
+ protected:
+  const OpDef& op_;
+  const Attrs& attrs_;
+};
+
+/// Shape and dtype inference for one op call. Works on concrete tensors
+/// (eager) and symbolic ones (tracing: shapes may have unknown dims).
+/// Validation failures throw InvalidArgumentError with the op's name.
+class InferContext : public OpCall {
+ public:
+  InferContext(const OpDef& op, std::span<const Tensor> inputs, const Attrs& attrs)
+      : OpCall(op, attrs), inputs_(inputs) {}
+
+  size_t num_inputs() const { return inputs_.size(); }
+  const Tensor& input(size_t i) const { return inputs_[i]; }
+  DType dtype(size_t i) const { return inputs_[i].dtype(); }
+  const Shape& shape(size_t i) const { return inputs_[i].shape(); }
+  /// The input's value when known (always eagerly; when constant while
+  /// tracing); nullptr otherwise.
+  const Tensor* value(size_t i) const;
+  /// The input's value as int64s (int32/int64 inputs), if known.
+  bool int_values(size_t i, std::vector<int64_t>& out) const;
 
   void set_output(size_t i, DType dtype, Shape shape);
   size_t num_outputs() const { return n_; }
@@ -318,11 +333,6 @@ class InferContext {
                          : std::span<const TensorSpec>(heap_.data(), n_);
   }
 
-  /// Throws InvalidArgumentError: "<OpType>: <message>".
-  template <typename... Args>
-  [[noreturn]] void fail(const Args&... args) const {
-    throw InvalidArgumentError(str_cat(op_.type_name, ": ", args...));
-  }
   /// Checks input i has dtype `want`.
   void expect_dtype(size_t i, DType want) const;
   /// Checks inputs i and j have the same dtype.
@@ -331,9 +341,7 @@ class InferContext {
   std::string input_name(size_t i) const;
 
  private:
-  const OpDef& op_;
   std::span<const Tensor> inputs_;
-  const Attrs& attrs_;
   // Most ops have one or two outputs: keep them inline (no allocation).
   static constexpr size_t kInline = 2;
   TensorSpec inline_[kInline];
@@ -348,40 +356,17 @@ class ThreadPool;
 /// may reuse an input buffer that nothing else references) or set_output
 /// (views). Kernels may throw kiln errors for value-dependent failures
 /// (integer division by zero, out-of-range gather index).
-class KernelContext {
+class KernelContext : public OpCall {
  public:
   KernelContext(const OpDef& op, std::span<const Tensor> inputs, const Attrs& attrs,
                 std::span<const TensorSpec> specs, std::span<Tensor> outputs)
-      : op_(op), inputs_(inputs), attrs_(attrs), specs_(specs), outputs_(outputs) {}
+      : OpCall(op, attrs), inputs_(inputs), specs_(specs), outputs_(outputs) {}
 
-  const OpDef& op() const { return op_; }
   size_t num_inputs() const { return inputs_.size(); }
   const Tensor& input(size_t i) const { return inputs_[i]; }
-  const Attrs& attrs() const { return attrs_; }
-  /// Attributes by name (the row's AttrDef names).
-  const AttrValue& attr(std::string_view name) const { return attr_of(op_, attrs_, name); }
-  bool attr_bool(std::string_view n) const { return std::get<bool>(attr(n)); }
-  int64_t attr_int(std::string_view n) const { return std::get<int64_t>(attr(n)); }
-  double attr_float(std::string_view n) const { return std::get<double>(attr(n)); }
-  DType attr_dtype(std::string_view n) const { return std::get<DType>(attr(n)); }
-  const std::string& attr_string(std::string_view n) const {
-    return std::get<std::string>(attr(n));
-  }
-  const std::vector<int64_t>& attr_ints(std::string_view n) const {
-    return std::get<std::vector<int64_t>>(attr(n));
-  }
-  const Tensor& attr_tensor(std::string_view n) const { return std::get<Tensor>(attr(n)); }
-  const Subgraph& attr_subgraph(std::string_view n) const {
-    return *std::get<Ref<Subgraph>>(attr(n));
-  }
 
   size_t num_outputs() const { return outputs_.size(); }
   const TensorSpec& output_spec(size_t i) const { return specs_[i]; }
-  /// Throws InvalidArgumentError "<OpType>: <message>" naming the running op.
-  template <typename... Args>
-  [[noreturn]] void fail(const Args&... args) const {
-    throw InvalidArgumentError(str_cat(op_.type_name, ": ", args...));
-  }
   /// Allocates output i per its spec. If `reuse_input` >= 0 names an input
   /// of the same dtype and size whose buffer nobody else holds, that buffer is
   /// reused (in-place). Returns the output tensor.
@@ -390,9 +375,7 @@ class KernelContext {
   Tensor& output(size_t i) { return outputs_[i]; }
 
  private:
-  const OpDef& op_;
   std::span<const Tensor> inputs_;
-  const Attrs& attrs_;
   std::span<const TensorSpec> specs_;
   std::span<Tensor> outputs_;
 };
