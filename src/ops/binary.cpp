@@ -64,50 +64,31 @@ void squared_difference_grad(KILN_GRAD_ARGS) {
   gi[1] = unbroadcast(negative(d), in[1]);
 }
 
+constexpr GradFn no_grad = nullptr;
+
+// One row of binary.def: elementwise (x, y) -> z, with its gradient rule (or
+// kNoGradient).
+template <GradFn R>
+void define_binary(OpTableBuilder& t, OpId id, InferFn infer, uint32_t traits) {
+  OpDefBuilder row = t.def(id);
+  row.inputs({"x", "y"}).outputs({"z"}).traits(kElementwise | traits).infer(infer);
+  if constexpr (R == nullptr)
+    row.traits(kNoGradient);
+  else
+    row.grad(R);
+}
+
 }  // namespace
 
 void define_binary_ops(OpTableBuilder& t) {
-  auto def = [&](OpId id, InferFn infer, uint32_t traits = 0) {
-    t.def(id).inputs({"x", "y"}).outputs({"z"}).traits(kElementwise | traits).infer(infer);
-  };
-  constexpr uint32_t kComm = kCommutative;
-  constexpr uint32_t kNoGrad = kNoGradient;
-  def(OpId::Add, infer_binary<kRealSet | kStringSet, false>, kComm);
-  def(OpId::Sub, infer_binary<kRealSet, false>);
-  def(OpId::Mul, infer_binary<kRealSet, false>, kComm);
-  // Div on integers truncates toward zero (C semantics) and rejects zero
-  // divisors; the divide() front function casts integers to float first.
-  def(OpId::Div, infer_binary<kRealSet, false>);
-  def(OpId::FloorDiv, infer_binary<kRealSet, false>, kNoGrad);
-  def(OpId::FloorMod, infer_binary<kRealSet, false>);
-  def(OpId::Pow, infer_binary<kRealSet, false>);
-  def(OpId::Maximum, infer_binary<kRealSet, false>, kComm);
-  def(OpId::Minimum, infer_binary<kRealSet, false>, kComm);
-  def(OpId::SquaredDifference, infer_binary<kRealSet, false>, kComm);
-  def(OpId::Equal, infer_binary<kAllValueSet, true>, kComm | kNoGrad);
-  def(OpId::NotEqual, infer_binary<kAllValueSet, true>, kComm | kNoGrad);
-  def(OpId::Less, infer_binary<kRealSet, true>, kNoGrad);
-  def(OpId::LessEqual, infer_binary<kRealSet, true>, kNoGrad);
-  def(OpId::Greater, infer_binary<kRealSet, true>, kNoGrad);
-  def(OpId::GreaterEqual, infer_binary<kRealSet, true>, kNoGrad);
-  def(OpId::LogicalAnd, infer_binary<kBoolSet, false>, kComm | kNoGrad);
-  def(OpId::LogicalOr, infer_binary<kBoolSet, false>, kComm | kNoGrad);
-  def(OpId::LogicalXor, infer_binary<kBoolSet, false>, kComm | kNoGrad);
-  def(OpId::BitwiseAnd, infer_binary<kIntSet, false>, kComm | kNoGrad);
-  def(OpId::BitwiseOr, infer_binary<kIntSet, false>, kComm | kNoGrad);
-  def(OpId::BitwiseXor, infer_binary<kIntSet, false>, kComm | kNoGrad);
-  def(OpId::LeftShift, infer_binary<kIntSet, false>, kNoGrad);
-  def(OpId::RightShift, infer_binary<kIntSet, false>, kNoGrad);
-
-  t.def(OpId::Add).grad(add_grad).epilogue(Epilogue::kAdd);
-  t.def(OpId::Sub).grad(sub_grad).epilogue(Epilogue::kSub);
-  t.def(OpId::Mul).grad(mul_grad).epilogue(Epilogue::kMul);
-  t.def(OpId::Div).grad(div_grad);
-  t.def(OpId::FloorMod).grad(floormod_grad);
-  t.def(OpId::Pow).grad(pow_grad);
-  t.def(OpId::Maximum).grad(minmax_grad<true>);
-  t.def(OpId::Minimum).grad(minmax_grad<false>);
-  t.def(OpId::SquaredDifference).grad(squared_difference_grad);
+#define KILN_BINARY(op, dtypes, kind, traits, rule)                                            \
+  define_binary<rule>(t, OpId::op, infer_binary<dtypes, std::string_view(#kind) == "compare">, \
+                      traits);
+#include "binary.def"
+#undef KILN_BINARY
+  t.def(OpId::Add).epilogue(Epilogue::kAdd);
+  t.def(OpId::Sub).epilogue(Epilogue::kSub);
+  t.def(OpId::Mul).epilogue(Epilogue::kMul);
 }
 
 #define KILN_BINARY_IMPL(name, id)                \

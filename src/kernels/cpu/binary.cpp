@@ -43,7 +43,7 @@ bool any_of(const Tensor& t, Pred pred) {
 
 // Integer Div/FloorDiv/FloorMod: a zero divisor is an error (value-dependent,
 // so it is checked here, before any output is written).
-template <typename F>
+template <typename F, typename Types>
 void division_kernel(KernelContext& c) {
   const Tensor& b = c.input(1);
   if (is_integer(b.dtype()) && c.output_spec(0).shape.num_elements() > 0) {
@@ -54,9 +54,10 @@ void division_kernel(KernelContext& c) {
             str_cat(c.op().type_name, ": integer division by zero (y contains 0)"));
     });
   }
-  same_type_kernel<F, RealTypes>(c);
+  same_type_kernel<F, Types>(c);
 }
 
+template <typename Types>
 void pow_kernel(KernelContext& c) {
   const Tensor& b = c.input(1);
   const DType dt = b.dtype();
@@ -70,9 +71,10 @@ void pow_kernel(KernelContext& c) {
                     "value; cast x to a float dtype first)"));
     });
   }
-  same_type_kernel<fn::Pow, RealTypes>(c);
+  same_type_kernel<fn::Pow, Types>(c);
 }
 
+template <typename Types>
 void add_kernel(KernelContext& c) {
   if (c.input(0).dtype() == DType::kString) {
     Tensor& out = c.allocate_output(0);
@@ -81,7 +83,7 @@ void add_kernel(KernelContext& c) {
         [](const std::string& x, const std::string& y) { return x + y; });
     return;
   }
-  same_type_kernel<fn::Add, RealTypes>(c);
+  same_type_kernel<fn::Add, Types>(c);
 }
 
 // float32 block form, for the fused-elementwise kernel.
@@ -90,41 +92,47 @@ void block_binary(const float* a, const float* b, float* out, int64_t n) {
   detail::binary_run<true, true>(a, b, out, n, F{});
 }
 
+// One row of binary.def, by kind: the kernel over the row's dtypes and, where
+// the row takes float32, the block kernel for fusion.
+template <typename F, DTypeSet S>
+void bind_block(OpTableBuilder& t, OpId id) {
+  if constexpr ((S & dtype_bit(DType::kFloat32)) != 0) t.block_kernel(id, block_binary<F>);
+}
+template <typename F, DTypeSet S>
+void bind_same(OpTableBuilder& t, OpId id) {
+  t.kernel(id, same_type_kernel<F, TypesOf<S>>);
+  bind_block<F, S>(t, id);
+}
+template <typename F, DTypeSet S>
+void bind_compare(OpTableBuilder& t, OpId id) {
+  t.kernel(id, compare_kernel<F, TypesOf<S>>);
+}
+template <typename F, DTypeSet S>
+void bind_division(OpTableBuilder& t, OpId id) {
+  t.kernel(id, division_kernel<F, TypesOf<S>>);
+  bind_block<F, S>(t, id);
+}
+template <typename F, DTypeSet S>
+void bind_floor_division(OpTableBuilder& t, OpId id) {
+  t.kernel(id, division_kernel<F, TypesOf<S>>);
+}
+template <typename F, DTypeSet S>
+void bind_add(OpTableBuilder& t, OpId id) {
+  t.kernel(id, add_kernel<TypesOf<S & ~kStringSet>>);
+  bind_block<F, S>(t, id);
+}
+template <typename F, DTypeSet S>
+void bind_pow(OpTableBuilder& t, OpId id) {
+  t.kernel(id, pow_kernel<TypesOf<S>>);
+  bind_block<F, S>(t, id);
+}
+
 }  // namespace
 
 void bind_binary_kernels(OpTableBuilder& t) {
-  t.block_kernel(OpId::Add, block_binary<fn::Add>);
-  t.block_kernel(OpId::Sub, block_binary<fn::Sub>);
-  t.block_kernel(OpId::Mul, block_binary<fn::Mul>);
-  t.block_kernel(OpId::Div, block_binary<fn::Div>);
-  t.block_kernel(OpId::Pow, block_binary<fn::Pow>);
-  t.block_kernel(OpId::Maximum, block_binary<fn::Maximum>);
-  t.block_kernel(OpId::Minimum, block_binary<fn::Minimum>);
-  t.block_kernel(OpId::SquaredDifference, block_binary<fn::SquaredDifference>);
-  t.kernel(OpId::Add, add_kernel);
-  t.kernel(OpId::Sub, same_type_kernel<fn::Sub, RealTypes>);
-  t.kernel(OpId::Mul, same_type_kernel<fn::Mul, RealTypes>);
-  t.kernel(OpId::Div, division_kernel<fn::Div>);
-  t.kernel(OpId::FloorDiv, division_kernel<fn::FloorDiv>);
-  t.kernel(OpId::FloorMod, division_kernel<fn::FloorMod>);
-  t.kernel(OpId::Pow, pow_kernel);
-  t.kernel(OpId::Maximum, same_type_kernel<fn::Maximum, RealTypes>);
-  t.kernel(OpId::Minimum, same_type_kernel<fn::Minimum, RealTypes>);
-  t.kernel(OpId::SquaredDifference, same_type_kernel<fn::SquaredDifference, RealTypes>);
-  t.kernel(OpId::Equal, compare_kernel<fn::Equal, AllTypes>);
-  t.kernel(OpId::NotEqual, compare_kernel<fn::NotEqual, AllTypes>);
-  t.kernel(OpId::Less, compare_kernel<fn::Less, RealTypes>);
-  t.kernel(OpId::LessEqual, compare_kernel<fn::LessEqual, RealTypes>);
-  t.kernel(OpId::Greater, compare_kernel<fn::Greater, RealTypes>);
-  t.kernel(OpId::GreaterEqual, compare_kernel<fn::GreaterEqual, RealTypes>);
-  t.kernel(OpId::LogicalAnd, same_type_kernel<fn::LogicalAnd, BoolTypes>);
-  t.kernel(OpId::LogicalOr, same_type_kernel<fn::LogicalOr, BoolTypes>);
-  t.kernel(OpId::LogicalXor, same_type_kernel<fn::LogicalXor, BoolTypes>);
-  t.kernel(OpId::BitwiseAnd, same_type_kernel<fn::BitwiseAnd, IntTypes>);
-  t.kernel(OpId::BitwiseOr, same_type_kernel<fn::BitwiseOr, IntTypes>);
-  t.kernel(OpId::BitwiseXor, same_type_kernel<fn::BitwiseXor, IntTypes>);
-  t.kernel(OpId::LeftShift, same_type_kernel<fn::LeftShift, IntTypes>);
-  t.kernel(OpId::RightShift, same_type_kernel<fn::RightShift, IntTypes>);
+#define KILN_BINARY(op, dtypes, kind, traits, rule) bind_##kind<fn::op, dtypes>(t, OpId::op);
+#include "ops/binary.def"
+#undef KILN_BINARY
 }
 
 }  // namespace kiln::cpu
