@@ -98,10 +98,14 @@ const VariableResource* variable_of(const Tensor& handle) {
 bool tracks_list(const OpDef& op, const Attrs& attrs, std::span<const Tensor> inputs,
                  const Tensor& out) {
   if (!out.defined() || out.dtype() != DType::kResource || variable_of(out)) return false;
-  if (op.id == OpId::TensorListSetItem)
-    return is_floating(attr_value<DType>(op, attrs, "element_dtype"));
-  if (op.id == OpId::TensorListFromTensor) return is_floating(inputs[0].dtype());
-  return true;
+  // The items' dtype: the row's element_dtype attr, else (a list made from
+  // values only) the first value's; lists passed through (loops, calls) are
+  // tracked as they are.
+  if (const int k = op.attr_index("element_dtype"); k >= 0)
+    return is_floating(std::get<DType>(attrs[static_cast<size_t>(k)]));
+  bool from_values = !inputs.empty();
+  for (const Tensor& t : inputs) from_values &= t.dtype() != DType::kResource;
+  return from_values ? is_floating(inputs[0].dtype()) : true;
 }
 
 // Zeros for an output nobody differentiated: a list of zeros for a list.

@@ -59,16 +59,14 @@ void py_function_kernel(KernelContext& c) {
   std::vector<Tensor> out = g.run(std::span<const Tensor>(&c.input(0), c.num_inputs()));
   const auto specs = g.output_specs();
   if (out.size() != specs.size())
-    throw InvalidArgumentError(str_cat("EagerPyFunc '", g.name(), "' returned ", out.size(),
-                                       " values, expected ", specs.size()));
+    c.fail("'", g.name(), "' returned ", out.size(), " values, expected ", specs.size());
   for (size_t i = 0; i < out.size(); ++i)
     if (!out[i].defined() || out[i].dtype() != specs[i].dtype ||
         !specs[i].shape.is_compatible_with(out[i].shape()))
-      throw InvalidArgumentError(
-          str_cat("EagerPyFunc '", g.name(), "' result ", i, " is ",
-                  out[i].defined() ? str_cat(dtype_name(out[i].dtype()), " ", out[i].shape())
-                                   : std::string("nothing"),
-                  ", expected ", dtype_name(specs[i].dtype), " ", specs[i].shape));
+      c.fail("'", g.name(), "' result ", i, " is ",
+             out[i].defined() ? str_cat(dtype_name(out[i].dtype()), " ", out[i].shape())
+                              : std::string("nothing"),
+             ", expected ", dtype_name(specs[i].dtype), " ", specs[i].shape);
   set_outputs(c, out);
 }
 

@@ -406,6 +406,22 @@ TEST(TensorArrayGrad, WritesInsideACondInsideTheLoop) {
   EXPECT_EQ(traces, 1);
 }
 
+// Lists of non-float items carry no gradient, whichever op made them (the
+// tape reads the row's element_dtype, or the values a list is made from);
+// float lists beside them still do.
+TEST(TensorArrayGrad, IntegerListsCarryNoGradient) {
+  const Tensor x = Tensor({1.5, 2.5});
+  GradientTape tape;
+  tape.watch(x);
+  const TensorArray ints = TensorArray(DType::kInt32, 2).unstack(cast(x, DType::kInt32));
+  const TensorArray written =
+      TensorArray(DType::kInt32, 2).write(0, cast(reduce_sum(x), DType::kInt32));
+  const TensorArray floats = TensorArray(DType::kFloat64, 2).unstack(x * 3.0);
+  const Tensor y = reduce_sum(cast(ints.stack(), DType::kFloat64)) +
+                   cast(written.read(0), DType::kFloat64) + reduce_sum(floats.stack());
+  testing::expect_tensor<double>(tape.gradient(y, x), {2}, {3.0, 3.0});
+}
+
 TEST(TensorArrayGrad, ReadAndWriteOneArrayInTheLoop) {
   // A prefix product in place: ta[i] = ta[i] * ta[i - 1] over an array
   // unstacked from x, carried as a loop variable.
