@@ -106,6 +106,20 @@ TYPED_TEST(SoftmaxTyped, MatchesReference) {
     }
 }
 
+// Rows longer than one 256-element chunk whose max rises chunk by chunk, and
+// -inf before the first finite value: the running max rescales correctly.
+TEST(Softmax, RisingMaxAcrossChunksAndLeadingNegInf) {
+  const float inf = std::numeric_limits<float>::infinity();
+  for (int64_t c : {300, 1000, 20000}) {
+    std::vector<float> x(static_cast<size_t>(c));
+    for (int64_t i = 0; i < c; ++i) x[static_cast<size_t>(i)] = 0.05f * static_cast<float>(i % 997);
+    for (int64_t i = 0; i < 260 && i < c; ++i) x[static_cast<size_t>(i)] = -inf;
+    const Tensor t = Tensor::from_vector(x, Shape{1, c});
+    expect_tensor_near<float>(softmax(t), {1, c}, ref_softmax(x, c, false));
+    expect_tensor_near<float>(log_softmax(t), {1, c}, ref_softmax(x, c, true), 1e-5);
+  }
+}
+
 TEST(Softmax, SpecialValuesAndEmpty) {
   const float inf = std::numeric_limits<float>::infinity();
   const float nan = std::numeric_limits<float>::quiet_NaN();
