@@ -45,7 +45,7 @@ Geom geometry(const KernelContext& c, bool depthwise) {
 using fused_conv::PostOp;
 
 // The epilogue of one fused call: steps, their extra inputs, clip bounds.
-struct Epilogue {
+struct EpilogueCall {
   std::vector<PostOp> ops;
   std::vector<const Tensor*> args;  // one per step that takes an input
   float clip_min = 0, clip_max = 6;
@@ -67,7 +67,7 @@ struct KeyHash {
     return h;
   }
 };
-Key key_of(const Geom& g, const Epilogue* ep) {
+Key key_of(const Geom& g, const EpilogueCall* ep) {
   Key k{{g.n, g.h, g.w, g.c, g.kh, g.kw, g.oc, g.mult, g.oh, g.ow, g.sh, g.sw, g.dh, g.dw, g.pt,
          g.pl, g.pb, g.pr, g.depthwise, library_threads()},
         {}};
@@ -128,12 +128,13 @@ dnnl::algorithm dnnl_alg(PostOp op) {
     case PostOp::kAdd:
     case PostOp::kBiasAdd: return dnnl::algorithm::binary_add;
     case PostOp::kSub: return dnnl::algorithm::binary_sub;
+    case PostOp::kNone: break;
   }
   return dnnl::algorithm::undef;
 }
 
 // The epilogue as oneDNN attributes: bias, then post-ops in order.
-dnnl::post_ops make_post_ops(const Geom& g, const Epilogue& ep, ConvPrim& p) {
+dnnl::post_ops make_post_ops(const Geom& g, const EpilogueCall& ep, ConvPrim& p) {
   using dt = dnnl::memory::data_type;
   using tag = dnnl::memory::format_tag;
   dnnl::post_ops po;
@@ -158,7 +159,7 @@ dnnl::post_ops make_post_ops(const Geom& g, const Epilogue& ep, ConvPrim& p) {
   return po;
 }
 
-std::shared_ptr<ConvPrim> create_prim(const Geom& g, const Epilogue* ep) {
+std::shared_ptr<ConvPrim> create_prim(const Geom& g, const EpilogueCall* ep) {
   using dims = dnnl::memory::dims;
   auto p = std::make_shared<ConvPrim>();
   const ConvDescs descs = conv_descs(g);
@@ -200,7 +201,7 @@ constexpr size_t kCacheSize = 1024;
 // A thread-safe LRU of primitives keyed by geometry and epilogue (a hash map
 // over the recency list). nullptr (also cached) marks a configuration oneDNN
 // does not implement.
-std::shared_ptr<ConvPrim> cached_prim(const Geom& g, const Epilogue* ep) {
+std::shared_ptr<ConvPrim> cached_prim(const Geom& g, const EpilogueCall* ep) {
   using Entry = std::pair<Key, std::shared_ptr<ConvPrim>>;
   static std::mutex mu;
   // Leaked on purpose: outlive every static, so exit order never matters.
@@ -297,7 +298,7 @@ dnnl::memory packed_weights(ConvPrim& p, const float* filter, size_t filter_byte
 
 // Executes one convolution primitive on this thread.
 void run_prim(ConvPrim& p, const float* in, const dnnl::memory& wei, float* out,
-              const Epilogue* ep) {
+              const EpilogueCall* ep) {
   dnnl::stream& s = dnnl_stream();
   const dnnl::engine& e = dnnl_engine();
   std::unordered_map<int, dnnl::memory> args = {
@@ -364,7 +365,7 @@ Geom block_geom(const Geom& g, int64_t r0, int64_t r1, int64_t& in_row) {
 // Runs `g` as row blocks; false (nothing written) when a block has no primitive or
 // the blocks disagree on the weights layout.
 bool conv_blocks(const Geom& g, const RowBlocks& rb, const float* in, const float* filter,
-                 size_t filter_bytes, float* out, const Epilogue* ep) {
+                 size_t filter_bytes, float* out, const EpilogueCall* ep) {
   // The distinct block shapes: first, middle, last (created single-threaded).
   LibrariesSingleThreaded single;
   std::array<std::shared_ptr<ConvPrim>, 3> prims;
@@ -396,7 +397,7 @@ bool conv_blocks(const Geom& g, const RowBlocks& rb, const float* in, const floa
 // Runs the convolution (and `ep`, when given) on oneDNN; false when oneDNN
 // has no implementation for this configuration.
 bool conv_onednn(const Geom& g, const float* in, const float* filter, size_t filter_bytes,
-                 float* out, const Epilogue* ep = nullptr) {
+                 float* out, const EpilogueCall* ep = nullptr) {
   const RowBlocks rb = row_blocks(g);
   if (rb.rows && conv_blocks(g, rb, in, filter, filter_bytes, out, ep)) return true;
   // Too small to split: one thread (an OpenMP team would cost more than it saves).
@@ -455,7 +456,7 @@ void conv_direct(const Geom& g, const T* in, const T* filter, T* out) {
 
 // The epilogue on a computed NHWC float32 output (fallback paths), one
 // output row of `oc` channels at a time.
-void apply_epilogue(const Epilogue& ep, int64_t oc, float* out, int64_t n) {
+void apply_epilogue(const EpilogueCall& ep, int64_t oc, float* out, int64_t n) {
   const int64_t rows = n / oc;
   const int64_t grain = std::max<int64_t>(1, config().parallel_grain / std::max<int64_t>(1, oc));
   parallel_for(rows, grain, [&](int64_t r0, int64_t r1) {
@@ -482,6 +483,7 @@ void apply_epilogue(const Epilogue& ep, int64_t oc, float* out, int64_t n) {
             case PostOp::kSigmoid: x = fn::Sigmoid{}(x); break;
             case PostOp::kTanh: x = fn::Tanh{}(x); break;
             case PostOp::kSwish: x *= fn::Sigmoid{}(x); break;
+            case PostOp::kNone: break;
           }
         }
       }
@@ -522,7 +524,7 @@ void fused_conv_kernel(KernelContext& c) {
   const Tensor& f = c.input(1);
   Tensor& out = c.allocate_output(0);
   if (out.num_elements() == 0) return;
-  Epilogue ep;
+  EpilogueCall ep;
   parse_post_ops(c.attr_string("fused_ops"), ep.ops);  // validated by inference
   for (size_t i = 2; i < c.num_inputs(); ++i) ep.args.push_back(&c.input(i));
   ep.clip_min = static_cast<float>(c.attr_float("clip_min"));
