@@ -59,11 +59,18 @@ class TensorArray:
     def flow(self):
         return self._impl.handle
 
+    @classmethod
+    def _wrap(cls, impl):
+        """A TensorArray around a C++ one (every write returns a new one)."""
+        ta = object.__new__(cls)
+        ta._impl = impl
+        return ta
+
     def _with_handle(self, h):
-        return TensorArray(None, _impl=self._impl.with_handle(h))
+        return TensorArray._wrap(self._impl.with_handle(h))
 
     def write(self, index, value, name=None):
-        return TensorArray(None, _impl=self._impl.write(index, value))
+        return TensorArray._wrap(self._impl.write(index, value))
 
     def read(self, index, name=None):
         return self._impl.read(index)
@@ -75,7 +82,7 @@ class TensorArray:
         return _gather(self.stack(), indices)
 
     def unstack(self, value, name=None):
-        return TensorArray(None, _impl=self._impl.unstack(value))
+        return TensorArray._wrap(self._impl.unstack(value))
 
     def scatter(self, indices, value, name=None):
         ta = self

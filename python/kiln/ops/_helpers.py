@@ -82,6 +82,9 @@ def int_list(value, what, op):
     (attribute-like arguments: axes, perm, sizes)."""
     if value is None:
         return None
+    # The common case, a list or tuple of plain ints, without the checks below.
+    if type(value) in (list, tuple) and all(type(v) is int for v in value):
+        return list(value)
     if isinstance(value, Variable):
         value = value.read_value()
     if isinstance(value, Tensor):

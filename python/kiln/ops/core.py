@@ -20,6 +20,9 @@ def range(start, limit=None, delta=1, dtype=None, name="range"):  # noqa: A001
     """A 1-D tensor [start, start + delta, ...) up to limit (tf.range)."""
     if limit is None:
         start, limit = 0, start
+    if dtype is None and type(start) is int and type(limit) is int and type(delta) is int:
+        int32 = _kiln.as_dtype("int32")  # plain ints: int32, as below, without the scan
+        return _raw.Range(*(_kiln.convert_to_tensor(v, dtype=int32) for v in (start, limit, delta)))
     dtype = _dtype_or_none(dtype)
     vals = [start, limit, delta]
     if dtype is None:
