@@ -16,6 +16,7 @@ from kiln.ops import *  # noqa: F401,F403
 from kiln.ops import range, print  # noqa: A004
 from kiln import math, nn, random, bitwise, linalg
 from kiln import config
+from kiln.device import device
 from kiln._warnings import KilnWarning, RetracingWarning, NoReturnWarning
 from kiln.scopes import init_scope, name_scope
 from kiln.module import Module

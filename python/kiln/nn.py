@@ -1,7 +1,7 @@
 """tf.nn: activations, softmax and losses, convolution, pooling, normalization
 and dropout."""
 from kiln.ops.nn_ops import (relu, relu6, leaky_relu, elu, sigmoid, tanh, silu, swish,  # noqa: F401
-                             gelu, softmax, log_softmax, softmax_cross_entropy_with_logits,
+                             gelu, softplus, softmax, log_softmax, softmax_cross_entropy_with_logits,
                              sparse_softmax_cross_entropy_with_logits,
                              sigmoid_cross_entropy_with_logits, conv1d, conv2d,
                              depthwise_conv2d, bias_add, max_pool2d, avg_pool2d, max_pool,

@@ -372,8 +372,47 @@ def get_static_value(tensor, partial=False):
         return None
 
 
+def linspace(start, stop, num, name=None, axis=0):
+    """num evenly spaced values from start to stop, both included (tf.linspace). start and
+    stop are float scalars or tensors of one shape (broadcast); the values run along a new
+    axis at `axis`. num is an int >= 1 or an int scalar tensor (known when the function runs)."""
+    x0 = h.tensor(start)
+    if not x0.dtype.is_floating:
+        raise TypeError(f"LinSpace: start must be float32 or float64, got {x0.dtype.name}")
+    x1 = h.tensor(stop, dtype=x0.dtype, op="LinSpace")
+    if isinstance(num, bool) or (not hasattr(num, "__index__") and not h.is_tensor(num)):
+        raise TypeError(f"LinSpace: num must be an int, got {num!r}")
+    if not h.is_tensor(num) and int(num) < 1:
+        raise errors.InvalidArgumentError(f"LinSpace: num must be positive, got {int(num)}")
+    n = h.tensor(num) if h.is_tensor(num) else _kiln.convert_to_tensor(int(num), dtype="int32")
+    if not n.dtype.is_integer:
+        raise TypeError(f"LinSpace: num must be an int, got a {n.dtype.name} tensor")
+    n = raw.Cast(n, DstT=_kiln.as_dtype("int32")) if n.dtype.name != "int32" else n
+    one = _kiln.convert_to_tensor(1, dtype="int32")
+    steps = raw.Cast(raw.Maximum(raw.Sub(n, one), one), DstT=x0.dtype)
+    a, b = raw.AddV2(x0, raw.ZerosLike(x1)), raw.AddV2(x1, raw.ZerosLike(x0))  # broadcast
+    delta = raw.RealDiv(raw.Sub(b, a), steps)
+    idx = raw.Range(_kiln.convert_to_tensor(0, dtype="int32"), n, one)
+    # [*shape, num]: a + i * delta, with the last value exactly stop (num > 1).
+    i = raw.Cast(idx, DstT=x0.dtype)
+    vals = raw.AddV2(raw.ExpandDims(a, axis=-1), raw.Mul(raw.ExpandDims(delta, axis=-1), i))
+    last = raw.LogicalAnd(raw.Equal(idx, raw.Sub(n, one)), raw.Greater(n, one))  # num 1: start
+    out = raw.SelectV2(last, raw.ExpandDims(b, axis=-1), vals)
+    r = out.ndim
+    ax = h.one_int(axis, "axis", "LinSpace")
+    if r is None or not -r <= ax < r:
+        raise errors.InvalidArgumentError(
+            f"LinSpace: axis {ax} is out of range for a result of rank {r}")
+    ax %= r
+    if ax != r - 1:
+        perm = list(range(r - 1))
+        perm.insert(ax, r - 1)
+        out = raw.Transpose(out, perm=perm)
+    return out
+
+
 __all__ = [
-    "reshape", "expand_dims", "squeeze", "transpose", "shape", "size", "rank", "concat", "stack",
+    "linspace", "reshape", "expand_dims", "squeeze", "transpose", "shape", "size", "rank", "concat", "stack",
     "unstack", "split", "slice", "strided_slice", "gather", "tile", "broadcast_to", "pad",
     "one_hot", "fill", "zeros", "ones", "zeros_like", "ones_like", "identity", "where",
     "get_static_value", "boolean_mask", "newaxis", "reverse",

@@ -1,5 +1,7 @@
 """Matrix products (tf.linalg.* names)."""
-from kiln import errors
+import numpy as np
+
+from kiln import _kiln, errors
 from kiln.ops import _helpers as h
 
 raw = h.raw
@@ -37,5 +39,58 @@ def matvec(a, b, transpose_a=False, adjoint_a=False, a_is_sparse=False, b_is_spa
     return raw.Squeeze(out, squeeze_dims=[-1])
 
 
-__all__ = ["matmul"]
+def eye(num_rows, num_columns=None, batch_shape=None, dtype="float32", name=None):
+    """The identity matrix [num_rows, num_columns] (default square), optionally
+    repeated over batch_shape (tf.eye)."""
+    rows = h.one_int(num_rows, "num_rows", "Eye")
+    cols = rows if num_columns is None else h.one_int(num_columns, "num_columns", "Eye")
+    if rows < 0 or cols < 0:
+        raise errors.InvalidArgumentError(
+            f"Eye: num_rows and num_columns must be >= 0, got {rows} and {cols}")
+    batch = [] if batch_shape is None else h.int_list(batch_shape, "batch_shape", "Eye")
+    if any(d < 0 for d in batch):
+        raise errors.InvalidArgumentError(f"Eye: batch_shape must be >= 0, got {batch}")
+    i, j = (h.int_array(np.arange(n)) for n in (rows, cols))
+    diag = raw.Equal(raw.ExpandDims(i, axis=1), raw.ExpandDims(j, axis=0))
+    out = raw.Cast(diag, DstT=_kiln.as_dtype(dtype))
+    if batch:
+        out = raw.BroadcastTo(out, h.const_ints(batch + [rows, cols], "int32"))
+    return out
+
+
+def norm(tensor, ord="euclidean", axis=None, keepdims=None, name=None):  # noqa: A002
+    """The vector norm over axis (an int, or None for all elements) or the matrix norm
+    over a pair of axes (tf.norm). Vector ords: "euclidean" / 2, 1, np.inf; matrix ords:
+    "fro" / "euclidean", 1, np.inf. Other ords raise ValueError, as TensorFlow does for
+    ords it does not support."""
+    x = h.tensor(tensor)
+    if not x.dtype.is_floating:
+        raise TypeError(f"norm: tensor must be float32 or float64, got {x.dtype.name}")
+    keep = bool(keepdims)
+    if axis is None or not isinstance(axis, (list, tuple)) or len(axis) == 1:
+        axes = None if axis is None else h.int_list(axis, "axis", "norm")
+        if ord in ("euclidean", "fro", 2, 2.0):
+            kw = {} if axes is None else {"axis": axes}
+            return raw.Sqrt(raw.Sum(raw.Square(x), keepdims=keep, **kw))
+        if ord in (1, 1.0):
+            kw = {} if axes is None else {"axis": axes}
+            return raw.Sum(raw.Abs(x), keepdims=keep, **kw)
+        if ord == float("inf"):
+            kw = {} if axes is None else {"axis": axes}
+            return raw.Max(raw.Abs(x), keepdims=keep, **kw)
+        raise ValueError(f"norm: ord {ord!r} is not supported for vectors "
+                         "(use 'euclidean', 1, 2 or np.inf)")
+    rows, cols = h.int_list(axis, "axis", "norm")
+    if ord in ("euclidean", "fro"):
+        return raw.Sqrt(raw.Sum(raw.Square(x), axis=[rows, cols], keepdims=keep))
+    if ord in (1, 1.0, float("inf")):
+        inner, outer = (rows, cols) if ord in (1, 1.0) else (cols, rows)
+        s = raw.Sum(raw.Abs(x), axis=[inner], keepdims=True)
+        out = raw.Max(s, axis=[outer], keepdims=True)
+        return out if keep else raw.Squeeze(out, squeeze_dims=sorted([rows, cols]))
+    raise ValueError(f"norm: ord {ord!r} is not supported for matrices (use 'fro', "
+                     "'euclidean', 1 or np.inf)")
+
+
+__all__ = ["matmul", "eye", "norm"]
 LINALG_ONLY = ["matvec"]

@@ -366,7 +366,9 @@ def dropout(x, rate, noise_shape=None, seed=None, name=None):
     return raw.SelectV2(keep, scaled, h.zero_of(x.dtype))
 
 
-NN = ["relu", "relu6", "leaky_relu", "elu", "sigmoid", "tanh", "silu", "swish", "gelu",
+softplus = m.softplus  # tf.nn.softplus is tf.math.softplus
+
+NN = ["relu", "relu6", "leaky_relu", "elu", "sigmoid", "tanh", "silu", "swish", "gelu", "softplus",
       "softmax", "log_softmax", "softmax_cross_entropy_with_logits",
       "sparse_softmax_cross_entropy_with_logits", "sigmoid_cross_entropy_with_logits",
       "conv1d", "conv2d", "depthwise_conv2d", "bias_add", "max_pool2d", "avg_pool2d",
