@@ -267,6 +267,78 @@ def cumsum(x, axis=0, exclusive=False, reverse=False, name=None):
                       exclusive=bool(exclusive), reverse=bool(reverse))
 
 
+def _num_segments(num_segments):
+    if h.is_tensor(num_segments):
+        return h.tensor(num_segments)
+    return _kiln.convert_to_tensor(h.one_int(num_segments, "num_segments", "UnsortedSegmentSum"),
+                                   dtype="int32")
+
+
+def unsorted_segment_sum(data, segment_ids, num_segments, name=None):
+    """out[s] = the sum of data's slices whose segment id is s, for s < num_segments
+    (tf.math.unsorted_segment_sum). Negative ids are dropped; an id >= num_segments is
+    an InvalidArgumentError; empty segments are 0."""
+    return raw.UnsortedSegmentSum(h.tensor(data), h.tensor(segment_ids),
+                                  _num_segments(num_segments))
+
+
+def _segment_counts(x, ids, n):
+    """How many slices each segment got, shaped to divide the segment sums."""
+    if x.ndim is None or ids.ndim is None:
+        raise errors.InvalidArgumentError(
+            "unsorted_segment_mean: data and segment_ids need a known rank")
+    counts = raw.UnsortedSegmentSum(raw.Cast(raw.OnesLike(ids), DstT=x.dtype), ids, n)
+    one = _kiln.convert_to_tensor(1, dtype=x.dtype)
+    counts = raw.Maximum(counts, one)  # empty segments: 0 / 1
+    for _ in range(x.ndim - ids.ndim):
+        counts = raw.ExpandDims(counts, axis=-1)
+    return counts
+
+
+def unsorted_segment_mean(data, segment_ids, num_segments, name=None):
+    """The mean of each segment's slices (tf.math.unsorted_segment_mean); empty segments
+    are 0; integer data divides with truncation, as TensorFlow's."""
+    x, ids, n = h.tensor(data), h.tensor(segment_ids), _num_segments(num_segments)
+    return raw.RealDiv(raw.UnsortedSegmentSum(x, ids, n), _segment_counts(x, ids, n))
+
+
+def unsorted_segment_sqrt_n(data, segment_ids, num_segments, name=None):
+    """Each segment's sum divided by the square root of its size
+    (tf.math.unsorted_segment_sqrt_n); float data only; empty segments are 0."""
+    x, ids, n = h.tensor(data), h.tensor(segment_ids), _num_segments(num_segments)
+    if not x.dtype.is_floating:
+        raise TypeError(f"unsorted_segment_sqrt_n: data must be float32 or float64, got "
+                        f"{x.dtype.name}")
+    return raw.RealDiv(raw.UnsortedSegmentSum(x, ids, n), raw.Sqrt(_segment_counts(x, ids, n)))
+
+
+def _sorted_num_segments(ids):
+    """max(segment_ids) + 1 (0 for no ids), as the sorted segment ops size their output."""
+    one = _kiln.convert_to_tensor(1, dtype=ids.dtype)
+    top = raw.AddV2(raw.Max(ids, axis=list(range(ids.ndim or 0))), one) if ids.ndim else one
+    return raw.Maximum(top, _kiln.convert_to_tensor(0, dtype=ids.dtype))
+
+
+def segment_sum(data, segment_ids, name=None):
+    """Sums by a sorted 1-D segment_ids; the result has max(segment_ids) + 1 rows
+    (tf.math.segment_sum; ids are not checked for order, as TensorFlow's CPU kernel)."""
+    x, ids = h.tensor(data), h.tensor(segment_ids)
+    if ids.ndim != 1:
+        raise errors.InvalidArgumentError(
+            f"SegmentSum: segment_ids must be 1-D, got shape {ids.shape}")
+    return raw.UnsortedSegmentSum(x, ids, _sorted_num_segments(ids))
+
+
+def segment_mean(data, segment_ids, name=None):
+    """Means by a sorted 1-D segment_ids (tf.math.segment_mean); empty segments are 0."""
+    x, ids = h.tensor(data), h.tensor(segment_ids)
+    if ids.ndim != 1:
+        raise errors.InvalidArgumentError(
+            f"SegmentMean: segment_ids must be 1-D, got shape {ids.shape}")
+    n = _sorted_num_segments(ids)
+    return raw.RealDiv(raw.UnsortedSegmentSum(x, ids, n), _segment_counts(x, ids, n))
+
+
 __all__ = [
     "add", "subtract", "multiply", "divide", "truediv", "floordiv", "floormod", "mod", "pow",
     "maximum", "minimum", "squared_difference", "negative", "abs", "sign", "square", "sqrt",
@@ -279,4 +351,5 @@ __all__ = [
 # tf.math only (not top-level names in TensorFlow 2).
 MATH_ONLY = ["expm1", "is_nan", "is_finite", "is_inf", "reciprocal", "softplus", "log_sigmoid",
              "count_nonzero", "divide_no_nan",
-             "reduce_variance", "reduce_std", "reduce_logsumexp"]
+             "reduce_variance", "reduce_std", "reduce_logsumexp", "unsorted_segment_sum",
+             "unsorted_segment_mean", "unsorted_segment_sqrt_n", "segment_sum", "segment_mean"]
