@@ -12,8 +12,10 @@ kiln.function eagerly under a tape replays its graph op by op, so the tape
 can differentiate through it.
 """
 import contextlib
+import warnings
 
 from kiln import _kiln, nest
+from kiln._warnings import KilnWarning
 
 __all__ = ["GradientTape", "UnconnectedGradients", "stop_gradient"]
 
@@ -96,5 +98,26 @@ class GradientTape:
             grads = []
         else:
             grads = nest.flatten(output_gradients)
+        # As TensorFlow: a target that is not floating has no gradient; it is dropped
+        # with a warning (all of them dropped: None, or zeros, for every source).
+        floating = [getattr(getattr(t, "dtype", None), "is_floating", True) for t in targets]
+        if not all(floating):
+            for t, ok in zip(targets, floating):
+                if not ok:
+                    warnings.warn(
+                        "The dtype of the target tensor must be floating (e.g. tf.float32) "
+                        f"when calling GradientTape.gradient, got {t.dtype!r}; it has no "
+                        "gradient", KilnWarning, stacklevel=2)
+            targets = [t for t, ok in zip(targets, floating) if ok]
+            if grads:
+                grads = [g for g, ok in zip(grads, floating) if ok]
+            if not targets:
+                out = [self._zeros_for(s) if zero else None for s in flat_sources]
+                return nest.pack_sequence_as(sources, out)
         out = self._tape.gradient(list(targets), list(flat_sources), list(grads), zero)
         return nest.pack_sequence_as(sources, out)
+
+    @staticmethod
+    def _zeros_for(source):
+        from_value = source.read_value() if isinstance(source, _kiln.Variable) else source
+        return _kiln.raw.ZerosLike(from_value)

@@ -154,8 +154,18 @@ def test_errors():
         y = x * 2.0
     with pytest.raises(TypeError, match="tensors or variables"):
         tape.gradient(y, "x")
-    with tf.GradientTape() as tape:
+
+
+def test_integer_targets_have_no_gradient_and_warn():
+    # TensorFlow: a warning, and None (zeros with UnconnectedGradients.ZERO).
+    x = tf.constant(1.0)
+    with tf.GradientTape(persistent=True) as tape:
         tape.watch(x)
         y = x * 2.0
-    with pytest.raises(tf.errors.InvalidArgumentError):
-        tape.gradient(tf.constant(1), x)  # integer target
+        i = tf.constant(1) + 1
+    with pytest.warns(tf.KilnWarning, match="must be floating"):
+        assert tape.gradient(i, x) is None
+    with pytest.warns(tf.KilnWarning, match="must be floating"):
+        assert tape.gradient(i, [x], unconnected_gradients="zero")[0].numpy() == 0.0
+    with pytest.warns(tf.KilnWarning, match="must be floating"):
+        assert tape.gradient([y, i], x).numpy() == 2.0  # the float target still counts

@@ -63,6 +63,15 @@ def pair(x, y, op):
     if is_tensor(y) and not is_tensor(x):
         y = tensor(y)
         return tensor(x, y.dtype, op), y
+    if not is_tensor(x):
+        # Two Python values: the first fixes the dtype, as TensorFlow converts them
+        # (tf.maximum(0., [1, -1]) is float32); one that cannot take it keeps its own,
+        # and the op then names both dtypes.
+        x = tensor(x)
+        try:
+            return x, tensor(y, x.dtype, op)
+        except (TypeError, ValueError):
+            return x, tensor(y)
     return tensor(x), tensor(y)
 
 

@@ -271,3 +271,16 @@ def test_numpy_scalars_in_wrappers_keep_dtype_and_rank():
     s = tf.reduce_sum(np.float64(3.0))
     assert s.shape == [] and s.dtype == tf.float64
     assert tf.maximum(np.int64(3), np.int64(4)).shape == []
+
+
+def test_two_python_operands_take_the_first_ones_dtype():
+    # TensorFlow converts the first Python value, then the second to its dtype.
+    for f in (lambda: tf.maximum(0.0, [1, -1]),
+              tf.function(lambda: tf.maximum(0.0, [1, -1]), autograph=False)):
+        got = f()
+        assert got.dtype == tf.float32
+        np.testing.assert_array_equal(got.numpy(), [1.0, 0.0])
+    assert tf.multiply(2.5, 2).dtype == tf.float32
+    assert tf.add(1, 2).dtype == tf.int32
+    with pytest.raises(tf.errors.InvalidArgumentError, match="dtype mismatch"):
+        tf.maximum(0, [1.5, 2.0])  # 1.5 is no int32: each keeps its dtype, the op says so
