@@ -83,6 +83,14 @@ class GradientTape {
                                const std::vector<GradSource>& sources,
                                const std::vector<Tensor>& output_gradients = {},
                                UnconnectedGradients unconnected = UnconnectedGradients::kNone);
+  /// The Jacobian of `target` with respect to each source (TensorFlow's
+  /// GradientTape.jacobian): shape target.shape + source.shape, entry
+  /// [i..., j...] the derivative of target[i...] by source[j...]. Computed as
+  /// one vector-Jacobian product per target element, so the target needs a
+  /// known size; it counts as one gradient() call. Unconnected: undefined (or
+  /// zeros, per `unconnected`).
+  std::vector<Tensor> jacobian(const Tensor& target, const std::vector<GradSource>& sources,
+                               UnconnectedGradients unconnected = UnconnectedGradients::kNone);
   /// Errors: InvalidArgument for an undefined or non-float target or source
   /// tensor, output_gradients of the wrong count, dtype or shape;
   /// FailedPrecondition for a second gradient() on a non-persistent tape;

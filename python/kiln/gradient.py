@@ -14,6 +14,8 @@ can differentiate through it.
 import contextlib
 import warnings
 
+import numpy as np
+
 from kiln import _kiln, nest
 from kiln._warnings import KilnWarning
 
@@ -88,10 +90,7 @@ class GradientTape:
         if self._tape is None:
             raise RuntimeError("GradientTape.gradient() can only be called after the tape "
                                "recorded something: use it as `with kiln.GradientTape() as tape:`")
-        zero = str(unconnected_gradients).lower().endswith("zero")
-        if not zero and str(unconnected_gradients).lower().split(".")[-1] != "none":
-            raise ValueError(f"unconnected_gradients must be NONE or ZERO, got "
-                             f"{unconnected_gradients!r}")
+        zero = self._zero(unconnected_gradients)
         targets = nest.flatten(target)
         flat_sources = nest.flatten(sources)
         if output_gradients is None:
@@ -116,6 +115,52 @@ class GradientTape:
                 return nest.pack_sequence_as(sources, out)
         out = self._tape.gradient(list(targets), list(flat_sources), list(grads), zero)
         return nest.pack_sequence_as(sources, out)
+
+    def jacobian(self, target, sources, unconnected_gradients=UnconnectedGradients.NONE,
+                 parallel_iterations=None, experimental_use_pfor=True):
+        """The Jacobian of target with respect to sources, in the structure of sources:
+        each of shape target.shape + source.shape (tf.GradientTape.jacobian). One
+        vector-Jacobian product per element of target; it counts as one gradient call."""
+        if self._tape is None:
+            raise RuntimeError("GradientTape.jacobian() can only be called after the tape "
+                               "recorded something: use it as `with kiln.GradientTape() as tape:`")
+        zero = self._zero(unconnected_gradients)
+        flat = nest.flatten(sources)
+        return nest.pack_sequence_as(sources, self._tape.jacobian(target, list(flat), zero))
+
+    def batch_jacobian(self, target, source, unconnected_gradients=UnconnectedGradients.NONE,
+                       parallel_iterations=None, experimental_use_pfor=True):
+        """The Jacobian of each batch row of target [B, ...] with respect to the same row of
+        source [B, ...]: shape [B] + target.shape[1:] + source.shape[1:]
+        (tf.GradientTape.batch_jacobian; rows must not depend on other rows' sources)."""
+        full = self.jacobian(target, source, unconnected_gradients)
+        if full is None:
+            return None
+        t_shape, s_shape = list(target.shape), list(source.shape)
+        if not t_shape or not s_shape or t_shape[0] != s_shape[0]:
+            raise ValueError(f"batch_jacobian: target {target.shape} and source "
+                             f"{source.shape} need the same first (batch) dimension")
+        b = t_shape[0]
+        t_rest, s_rest = t_shape[1:], s_shape[1:]
+        nt = int(np.prod(t_rest, dtype=np.int64))
+        ns = int(np.prod(s_rest, dtype=np.int64))
+        raw = _kiln.raw
+        j = raw.Reshape(full, _kiln.constant([b, nt, b, ns], dtype="int64"))
+        j = raw.Transpose(j, perm=[0, 2, 1, 3])  # [B, B, T, S]
+        eye = raw.Cast(raw.Equal(raw.ExpandDims(_kiln.constant(np.arange(b)), axis=1),
+                                 raw.ExpandDims(_kiln.constant(np.arange(b)), axis=0)),
+                       DstT=full.dtype)
+        diag = raw.Sum(raw.Mul(j, raw.ExpandDims(raw.ExpandDims(eye, axis=-1), axis=-1)),
+                       axis=[1])
+        return raw.Reshape(diag, _kiln.constant([b] + t_rest + s_rest, dtype="int64"))
+
+    @staticmethod
+    def _zero(unconnected_gradients):
+        zero = str(unconnected_gradients).lower().endswith("zero")
+        if not zero and str(unconnected_gradients).lower().split(".")[-1] != "none":
+            raise ValueError(f"unconnected_gradients must be NONE or ZERO, got "
+                             f"{unconnected_gradients!r}")
+        return zero
 
     @staticmethod
     def _zeros_for(source):

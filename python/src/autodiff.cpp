@@ -52,6 +52,19 @@ void bind_autodiff(nb::module_& m) {
             return out;
           },
           nb::arg("targets"), nb::arg("sources"), nb::arg("output_gradients"), nb::arg("zero"))
+      .def(
+          "jacobian",
+          [](GradientTape& t, nb::handle target, nb::handle sources, bool zero) {
+            std::vector<GradSource> ss;
+            for (nb::handle x : sources) ss.push_back(source_of(x));
+            std::vector<Tensor> js =
+                t.jacobian(to_tensor(target, DType::kInvalid, "target"), ss,
+                           zero ? UnconnectedGradients::kZero : UnconnectedGradients::kNone);
+            nb::list out;
+            for (Tensor& j : js) out.append(j.defined() ? wrap(std::move(j)) : nb::none());
+            return out;
+          },
+          nb::arg("target"), nb::arg("sources"), nb::arg("zero"))
       .def("stop", &GradientTape::stop, "Ends recording (the end of the with block).")
       .def("start", &GradientTape::start, "Resumes recording.")
       .def("reset", &GradientTape::reset, "Forgets everything recorded and watched.")

@@ -388,4 +388,69 @@ std::vector<Tensor> GradientTape::gradient(const std::vector<Tensor>& targets,
   return result;
 }
 
+std::vector<Tensor> GradientTape::jacobian(const Tensor& target,
+                                           const std::vector<GradSource>& sources,
+                                           UnconnectedGradients unconnected) {
+  Impl& im = *impl_;
+  const char* w = "GradientTape.jacobian: ";
+  if (im.used)
+    throw FailedPreconditionError(str_cat(w,
+                                          "this non-persistent GradientTape already computed "
+                                          "its gradients; create it with persistent=true"));
+  check_arguments({target}, sources, {});
+  if (!target.shape().is_fully_defined())
+    throw UnimplementedError(str_cat(w, "the target needs a known shape, got ", target.shape()));
+  std::vector<Shape> source_shapes;
+  for (const GradSource& s : sources) {
+    const Shape sh = s.is_variable() ? s.variable().shape() : s.tensor().shape();
+    if (!sh.is_fully_defined())
+      throw UnimplementedError(str_cat(w, "a source needs a known shape, got ", sh));
+    source_shapes.push_back(sh);
+  }
+  // One vector-Jacobian product per target element, over one record.
+  const bool was_persistent = im.persistent;
+  im.persistent = true;
+  struct Restore {
+    Impl& im;
+    bool persistent;
+    ~Restore() { im.persistent = persistent; }
+  } restore{im, was_persistent};
+  const int64_t n = target.shape().num_elements();
+  std::vector<std::vector<Tensor>> rows(sources.size());
+  std::vector<bool> connected(sources.size(), false);
+  for (int64_t i = 0; i < n; ++i) {
+    const Tensor e = reshape(one_hot(Tensor(i), n, Scalar(1.0), Scalar(0.0), -1, target.dtype()),
+                             target.shape());
+    std::vector<Tensor> g = gradient({target}, sources, {e}, UnconnectedGradients::kNone);
+    for (size_t k = 0; k < sources.size(); ++k) {
+      connected[k] = connected[k] || g[k].defined();
+      rows[k].push_back(g[k]);
+    }
+  }
+  std::vector<Tensor> result;
+  for (size_t k = 0; k < sources.size(); ++k) {
+    std::vector<int64_t> dims(target.shape().dims().begin(), target.shape().dims().end());
+    for (int64_t d : source_shapes[k].dims()) dims.push_back(d);
+    const DType dt =
+        sources[k].is_variable() ? sources[k].variable().dtype() : sources[k].tensor().dtype();
+    if (!connected[k] || n == 0) {
+      result.push_back(unconnected == UnconnectedGradients::kZero || (n == 0 && connected[k])
+                           ? zeros(Shape(dims), dt)
+                           : Tensor());
+      continue;
+    }
+    for (Tensor& r : rows[k])
+      if (!r.defined()) r = zeros(source_shapes[k], dt);
+    result.push_back(reshape(stack(rows[k], 0), Shape(dims)));
+  }
+  if (!was_persistent) {
+    im.used = true;
+    stop();
+    im.entries.clear();
+    im.tracked.clear();
+    im.watched.clear();
+  }
+  return result;
+}
+
 }  // namespace kiln

@@ -169,3 +169,64 @@ def test_integer_targets_have_no_gradient_and_warn():
         assert tape.gradient(i, [x], unconnected_gradients="zero")[0].numpy() == 0.0
     with pytest.warns(tf.KilnWarning, match="must be floating"):
         assert tape.gradient([y, i], x).numpy() == 2.0  # the float target still counts
+
+
+def test_jacobian_eager_traced_and_variables():
+    x = tf.constant([1.0, 2.0, 3.0])
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        y = x * x
+    np.testing.assert_allclose(tape.jacobian(y, x).numpy(), np.diag([2.0, 4.0, 6.0]))
+
+    v = tf.Variable([[1.0, 2.0], [3.0, 4.0]])
+    with tf.GradientTape() as tape:
+        y = tf.matmul(v, v)
+    j = tape.jacobian(y, {"v": v})["v"].numpy()
+    a = v.numpy()
+    want = np.zeros((2, 2, 2, 2))
+    for i in range(2):
+        for k in range(2):
+            for p in range(2):
+                for q in range(2):  # d(sum_m a[i,m] a[m,k]) / d a[p,q]
+                    want[i, k, p, q] = (a[q, k] if i == p else 0) + (a[i, p] if q == k else 0)
+    np.testing.assert_allclose(j, want)
+
+    @tf.function(autograph=False)
+    def f(x):
+        with tf.GradientTape() as tape:
+            tape.watch(x)
+            y = tf.sin(x) * x[0]
+        return tape.jacobian(y, x)
+    x0 = np.array([0.5, 1.0], np.float32)
+    want = np.array([[np.cos(0.5) * 0.5 + np.sin(0.5), 0.0],
+                     [np.sin(1.0), np.cos(1.0) * 0.5]])
+    np.testing.assert_allclose(f(tf.constant(x0)).numpy(), want, rtol=1e-5)
+
+
+def test_batch_jacobian():
+    xb = tf.constant(np.arange(6, dtype=np.float32).reshape(2, 3) / 4)
+    with tf.GradientTape() as tape:
+        tape.watch(xb)
+        yb = tf.tanh(xb) * 2.0
+    bj = tape.batch_jacobian(yb, xb).numpy()
+    assert bj.shape == (2, 3, 3)
+    for b in range(2):
+        np.testing.assert_allclose(bj[b], np.diag(2 * (1 - np.tanh(xb.numpy()[b]) ** 2)),
+                                   rtol=1e-5)
+
+
+def test_jacobian_unconnected_and_single_use():
+    x, z = tf.constant([1.0, 2.0]), tf.constant([3.0])
+    with tf.GradientTape() as tape:
+        tape.watch([x, z])
+        y = x * 2.0
+    jx, jz = tape.jacobian(y, [x, z])
+    np.testing.assert_allclose(jx.numpy(), 2 * np.eye(2))
+    assert jz is None
+    with pytest.raises(tf.errors.FailedPreconditionError, match="persistent"):
+        tape.jacobian(y, x)  # a non-persistent tape: one jacobian, like one gradient
+    with tf.GradientTape(persistent=True) as tape:
+        tape.watch([x, z])
+        y = x * 2.0
+    assert tape.jacobian(y, z, unconnected_gradients="zero").numpy().shape == (2, 1)
+    assert tape.jacobian(y, z) is None

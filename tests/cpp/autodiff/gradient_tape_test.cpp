@@ -249,6 +249,20 @@ TEST(GradientTape, Errors) {
   expect_tensor_near<double>(tape.gradient(y, x), {2}, {2, 4});
 }
 
+TEST(GradientTape, JacobianIsOneVjpPerTargetElement) {
+  const Tensor x = Tensor({1.0f, 2.0f, 3.0f});
+  const Tensor z = Tensor({5.0f});
+  GradientTape tape;
+  tape.watch(x);
+  tape.watch(z);
+  const Tensor y = multiply(x, x);
+  const std::vector<Tensor> j = tape.jacobian(y, {x, z});
+  testing::expect_tensor<float>(j[0], {3, 3}, {2, 0, 0, 0, 4, 0, 0, 0, 6});
+  EXPECT_FALSE(j[1].defined());  // unconnected
+  testing::expect_error([&] { tape.jacobian(y, {x}); }, Code::kFailedPrecondition,
+                        {"GradientTape.jacobian", "persistent"});
+}
+
 TEST(GradientTape, NoTapeNoRecording) {
   EXPECT_EQ(op_observer(), nullptr);
   {
