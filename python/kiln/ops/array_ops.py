@@ -168,6 +168,81 @@ def gather(params, indices, validate_indices=None, axis=None, batch_dims=0, name
                         batch_dims=h.one_int(batch_dims, "batch_dims", "GatherV2"))
 
 
+def _nd_linear(indices, dims, op):
+    """Indices [..., k] into the leading k dims `dims` (static ints) as one linear index
+    per row (int64), with a coordinate out of its dim mapped to -1 so the gather or
+    scatter that uses it reports the row instead of reading a neighbour."""
+    idx = h.tensor(indices)
+    if not idx.dtype.is_integer or idx.dtype.size < 4:
+        raise errors.InvalidArgumentError(f"{op}: indices must be int32 or int64, got "
+                                          f"{idx.dtype.name}")
+    if idx.ndim is None or idx.ndim < 1 or idx.shape[-1] is None:
+        raise errors.InvalidArgumentError(
+            f"{op}: indices need a known rank >= 1 and a known last dimension, got {idx.shape}")
+    k = idx.shape[-1]
+    if k > len(dims):
+        raise errors.InvalidArgumentError(
+            f"{op}: indices.shape[-1] = {k} is more than the rank {len(dims)} of the params")
+    if not idx.is_symbolic:  # name the bad index eagerly, as TensorFlow does
+        v = idx.numpy().reshape(-1, k) if k else np.zeros((0, 0), np.int64)
+        bad = np.nonzero(((v < 0) | (v >= np.asarray(dims[:k]))).any(axis=1))[0] if k else []
+        if len(bad):
+            raise errors.InvalidArgumentError(
+                f"{op}: indices[{int(bad[0])}] = {v[bad[0]].tolist()} does not index into "
+                f"shape {list(dims)}")
+    i64 = raw.Cast(idx, DstT=_kiln.as_dtype("int64")) if idx.dtype.name != "int64" else idx
+    strides = [int(np.prod(dims[j + 1:k], dtype=np.int64)) for j in range(k)]
+    lin = raw.Sum(raw.Mul(i64, h.const_ints(strides, "int64")), axis=[-1])
+    ok = raw.All(raw.LogicalAnd(raw.GreaterEqual(i64, _kiln.convert_to_tensor(0, dtype="int64")),
+                                raw.Less(i64, h.const_ints(list(dims[:k]), "int64"))), axis=[-1])
+    return raw.SelectV2(ok, lin, _kiln.convert_to_tensor(-1, dtype="int64")), k
+
+
+def _static_dims(t, op, what):
+    if t.ndim is None or any(d is None for d in t.shape):
+        raise errors.InvalidArgumentError(f"{op}: {what} needs a known shape, got {t.shape}")
+    return [int(d) for d in t.shape]
+
+
+def gather_nd(params, indices, batch_dims=0, name=None):
+    """Slices of params at the multi-indices in the last dim of indices (tf.gather_nd):
+    the result has shape indices.shape[:-1] + params.shape[indices.shape[-1]:]."""
+    if h.one_int(batch_dims, "batch_dims", "GatherNd") != 0:
+        raise errors.InvalidArgumentError("GatherNd: only batch_dims = 0 is supported")
+    p = h.tensor(params)
+    dims = _static_dims(p, "GatherNd", "params")
+    lin, k = _nd_linear(indices, dims, "GatherNd")
+    flat = raw.Reshape(p, h.const_ints([int(np.prod(dims[:k], dtype=np.int64))] + dims[k:],
+                                       "int64"))
+    return raw.GatherV2(flat, lin, axis=0, batch_dims=0)
+
+
+def scatter_nd(indices, updates, shape, name=None):
+    """A zero tensor of `shape` with `updates` added at the multi-indices in the last dim of
+    indices (tf.scatter_nd; duplicates add up)."""
+    dims = h.int_list(h.tensor(shape).numpy() if h.is_tensor(shape) else shape, "shape",
+                      "ScatterNd")
+    u = h.tensor(updates)
+    lin, k = _nd_linear(indices, dims, "ScatterNd")
+    n = _kiln.convert_to_tensor(int(np.prod(dims[:k], dtype=np.int64)), dtype="int64")
+    out = raw.UnsortedSegmentSum(u, lin, n) if k else raw.Sum(u, axis=list(range(lin.ndim)))
+    return raw.Reshape(out, h.const_ints(dims, "int64"))
+
+
+def tensor_scatter_nd_add(tensor, indices, updates, name=None):
+    """tensor with updates added at the multi-indices (tf.tensor_scatter_nd_add)."""
+    t = h.tensor(tensor)
+    return raw.AddV2(t, scatter_nd(indices, h.tensor(updates, t.dtype, "TensorScatterAdd"),
+                                   _static_dims(t, "TensorScatterAdd", "tensor")))
+
+
+def tensor_scatter_nd_sub(tensor, indices, updates, name=None):
+    """tensor with updates subtracted at the multi-indices (tf.tensor_scatter_nd_sub)."""
+    t = h.tensor(tensor)
+    return raw.Sub(t, scatter_nd(indices, h.tensor(updates, t.dtype, "TensorScatterSub"),
+                                 _static_dims(t, "TensorScatterSub", "tensor")))
+
+
 def tile(input, multiples, name=None):  # noqa: A002
     """input repeated multiples[i] times along each dim i (tf.tile)."""
     return raw.Tile(h.tensor(input), h.shape_tensor(multiples, "Tile", "multiples"))
@@ -412,7 +487,8 @@ def linspace(start, stop, num, name=None, axis=0):
 
 
 __all__ = [
-    "linspace", "reshape", "expand_dims", "squeeze", "transpose", "shape", "size", "rank", "concat", "stack",
+    "linspace", "gather_nd", "scatter_nd", "tensor_scatter_nd_add", "tensor_scatter_nd_sub",
+    "reshape", "expand_dims", "squeeze", "transpose", "shape", "size", "rank", "concat", "stack",
     "unstack", "split", "slice", "strided_slice", "gather", "tile", "broadcast_to", "pad",
     "one_hot", "fill", "zeros", "ones", "zeros_like", "ones_like", "identity", "where",
     "get_static_value", "boolean_mask", "newaxis", "reverse",
