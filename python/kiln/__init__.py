@@ -14,7 +14,7 @@ from kiln.function import function, Function, ConcreteFunction
 from kiln.control_flow import cond, while_loop, TensorArray, is_tensor
 from kiln.ops import *  # noqa: F401,F403
 from kiln.ops import range, print  # noqa: A004
-from kiln import math, nn, random, bitwise, linalg
+from kiln import math, nn, random, bitwise, linalg, image
 from kiln import config
 from kiln.device import device
 from kiln._warnings import KilnWarning, RetracingWarning, NoReturnWarning
