@@ -24,6 +24,6 @@ from kiln import debugging, keras, autograph
 from kiln import data
 from kiln import benchmark  # noqa: F401  (kiln.benchmark: the timing harness)
 from kiln.data.py_func import py_function, numpy_function
-from kiln.gradient import GradientTape, UnconnectedGradients, stop_gradient
+from kiln.gradient import GradientTape, UnconnectedGradients, stop_gradient, custom_gradient
 
 __version__ = _kiln.__version__  # the VERSION file, through libkiln

@@ -19,7 +19,7 @@ import numpy as np
 from kiln import _kiln, nest
 from kiln._warnings import KilnWarning
 
-__all__ = ["GradientTape", "UnconnectedGradients", "stop_gradient"]
+__all__ = ["GradientTape", "UnconnectedGradients", "stop_gradient", "custom_gradient"]
 
 
 class UnconnectedGradients:
@@ -31,6 +31,40 @@ class UnconnectedGradients:
 def stop_gradient(input, name=None):  # noqa: A002 - TensorFlow's argument name
     """input, with no gradient flowing back through it (tf.stop_gradient)."""
     return _kiln.stop_gradient(input)
+
+
+def custom_gradient(f=None):
+    """Decorates f(*args) -> (result, grad_fn) so that the gradient of result with respect
+    to the tensor arguments is grad_fn(*upstream) (one upstream gradient per result tensor;
+    it returns one gradient per tensor argument, None for zeros) (tf.custom_gradient).
+    Works eagerly, inside a kiln.function and for higher orders (grad_fn's own ops are
+    recorded by outer tapes). Variables read inside f get no gradient through it
+    (TensorFlow's `variables=` form of grad_fn is not supported)."""
+    if f is None:
+        return custom_gradient
+
+    def decorated(*args, **kwargs):
+        result, grad_fn = f(*args, **kwargs)
+        xs = [a for a in nest.flatten(args) if isinstance(a, _kiln.Tensor)]
+        ys = nest.flatten(result)
+
+        def grad_callback(*upstream):
+            g = grad_fn(*upstream)
+            g = list(g) if isinstance(g, (list, tuple)) else [g]
+            if len(g) != len(xs):
+                raise ValueError(f"custom_gradient: the gradient function of "
+                                 f"{getattr(f, '__name__', 'f')} returned {len(g)} gradients "
+                                 f"for {len(xs)} tensor arguments")
+            return [_kiln.raw.ZerosLike(x) if gi is None else gi for gi, x in zip(g, xs)]
+
+        name = getattr(f, "__name__", "custom_gradient")
+        out = _kiln._custom_gradient(xs, ys, grad_callback, name)
+        return nest.pack_sequence_as(result, out)
+
+    decorated.__name__ = getattr(f, "__name__", "custom_gradient")
+    decorated.__doc__ = f.__doc__
+    decorated.__wrapped__ = f
+    return decorated
 
 
 class GradientTape:

@@ -1,6 +1,8 @@
 // Control flow and printing from Python: cond / while_loop over flat tensor
 // lists (kiln/control_flow.py handles nesting), TensorArray, and print with
 // output streams that write to Python's sys.stdout / sys.stderr.
+#include "kiln/control_flow.h"
+
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
@@ -9,7 +11,6 @@
 
 #include "bindings.h"
 #include "convert.h"
-#include "kiln/control_flow.h"
 #include "kiln/context.h"
 #include "kiln/ops.h"
 
@@ -41,7 +42,8 @@ class PyStreamBuf final : public std::stringbuf {
     if (text.empty()) return 0;
     nb::gil_scoped_acquire gil;
     try {
-      nb::object f = sys_name_.empty() ? file_ : nb::module_::import_("sys").attr(sys_name_.c_str());
+      nb::object f =
+          sys_name_.empty() ? file_ : nb::module_::import_("sys").attr(sys_name_.c_str());
       f.attr("write")(text);
       if (nb::hasattr(f, "flush")) f.attr("flush")();
     } catch (nb::python_error& e) {
@@ -59,7 +61,8 @@ struct PyStream {
   PyStreamBuf buf;
   std::ostream os;
   std::string id;
-  PyStream(std::string sys_name, nb::object file) : buf(std::move(sys_name), std::move(file)), os(&buf) {
+  PyStream(std::string sys_name, nb::object file)
+      : buf(std::move(sys_name), std::move(file)), os(&buf) {
     id = register_print_stream(os);
   }
 };
@@ -149,6 +152,25 @@ class PySubgraph final : public Subgraph {
 
 void bind_control_flow(nb::module_& m) {
   m.def(
+      "_custom_gradient",
+      [](nb::handle args, nb::handle values, nb::object grad_fn, const std::string& name) {
+        std::vector<Tensor> xs = tensor_list(args, "custom_gradient argument");
+        std::vector<Tensor> ys = tensor_list(values, "custom_gradient result");
+        std::vector<TensorSpec> specs;
+        for (const Tensor& x : xs) specs.push_back({x.dtype(), x.shape()});
+        Ref<Subgraph> fn = Ref<Subgraph>::adopt(new PySubgraph(name, grad_fn, std::move(specs)));
+        std::vector<Tensor> in = xs;
+        in.insert(in.end(), ys.begin(), ys.end());
+        std::vector<Tensor> out =
+            call_op(OpId::CustomGradient, in, Attrs{fn, static_cast<int64_t>(xs.size())});
+        nb::list l;
+        for (Tensor& t : out) l.append(wrap(std::move(t)));
+        return l;
+      },
+      nb::arg("args"), nb::arg("values"), nb::arg("grad_fn"), nb::arg("name"),
+      "Records the values as the outputs of an op whose gradient is grad_fn "
+      "(tf.custom_gradient).");
+  m.def(
       "_py_function",
       [](nb::object func, nb::handle inputs, nb::handle tout, nb::handle output_shapes,
          bool stateful) {
@@ -173,8 +195,7 @@ void bind_control_flow(nb::module_& m) {
           std::vector<Tensor> out = body->run(in);
           if (out.size() != body->output_specs().size())
             throw InvalidArgumentError(str_cat("py_function '", name, "' returned ", out.size(),
-                                               " values, expected ",
-                                               body->output_specs().size()));
+                                               " values, expected ", body->output_specs().size()));
           return py_list(std::move(out));
         }
         Attrs attrs{AttrValue(body)};
@@ -225,22 +246,24 @@ void bind_control_flow(nb::module_& m) {
             new (self) TensorArray(to_dtype(dtype), to_tensor(size, DType::kInt32, "size"),
                                    dynamic_size, to_shape(element_shape), infer_shape);
           },
-          nb::arg("dtype"), nb::arg("size"), nb::arg("dynamic_size"), nb::arg("element_shape").none(),
-          nb::arg("infer_shape") = true)
-      .def("with_handle", [](const TensorArray& ta, nb::handle h) {
-        return ta.with_handle(to_tensor(h));
-      })
-      .def("write", [](const TensorArray& ta, nb::handle index, nb::handle value) {
-        return ta.write(to_tensor(index, DType::kInt32, "index"),
-                        to_tensor(value, ta.dtype(), "TensorArray.write value"));
-      })
-      .def("read", [](const TensorArray& ta, nb::handle index) {
-        return wrap(ta.read(to_tensor(index, DType::kInt32, "index")));
-      })
+          nb::arg("dtype"), nb::arg("size"), nb::arg("dynamic_size"),
+          nb::arg("element_shape").none(), nb::arg("infer_shape") = true)
+      .def("with_handle",
+           [](const TensorArray& ta, nb::handle h) { return ta.with_handle(to_tensor(h)); })
+      .def("write",
+           [](const TensorArray& ta, nb::handle index, nb::handle value) {
+             return ta.write(to_tensor(index, DType::kInt32, "index"),
+                             to_tensor(value, ta.dtype(), "TensorArray.write value"));
+           })
+      .def("read",
+           [](const TensorArray& ta, nb::handle index) {
+             return wrap(ta.read(to_tensor(index, DType::kInt32, "index")));
+           })
       .def("stack", [](const TensorArray& ta) { return wrap(ta.stack()); })
-      .def("unstack", [](const TensorArray& ta, nb::handle value) {
-        return ta.unstack(to_tensor(value, ta.dtype(), "TensorArray.unstack value"));
-      })
+      .def("unstack",
+           [](const TensorArray& ta, nb::handle value) {
+             return ta.unstack(to_tensor(value, ta.dtype(), "TensorArray.unstack value"));
+           })
       .def("size", [](const TensorArray& ta) { return wrap(ta.size()); })
       .def_prop_ro("handle", [](const TensorArray& ta) { return wrap(ta.handle()); })
       .def_prop_ro("dtype", [](const TensorArray& ta) { return dtype_object(ta.dtype()); })

@@ -1,6 +1,7 @@
 // Control-flow ops with subgraph bodies: If / StatelessIf (tf.cond) and
 // While (tf.while_loop). Front functions: src/function/control_flow.cpp.
 #include "families.h"
+#include "grad_util.h"
 
 namespace kiln {
 namespace {
@@ -79,6 +80,28 @@ void infer_py_function(InferContext& c) {
   for (size_t i = 0; i < outs.size(); ++i) c.set_output(i, outs[i].dtype, outs[i].shape);
 }
 
+// inputs: the num_args arguments, then the values; outputs: the values.
+void infer_custom_gradient(InferContext& c) {
+  const int64_t n = c.attr_int("num_args");
+  if (n < 0 || static_cast<size_t>(n) > c.num_inputs())
+    c.fail("num_args ", n, " is not in [0, ", c.num_inputs(), "]");
+  for (size_t i = static_cast<size_t>(n); i < c.num_inputs(); ++i)
+    c.set_output(i - static_cast<size_t>(n), c.dtype(i), c.shape(i));
+}
+
+// The gradient is the user's function (tf.custom_gradient): it maps the
+// values' gradients to one gradient per argument (called with symbolic
+// tensors while a function is traced, so its ops join the trace).
+void custom_gradient_grad(KILN_GRAD_ARGS) {
+  const size_t n = static_cast<size_t>(attr_value<int64_t>(op, attrs, "num_args"));
+  const Subgraph& fn = *attr_value<Ref<Subgraph>>(op, attrs, "grad_fn");
+  std::vector<Tensor> r = fn.run(g);
+  if (r.size() != n)
+    throw InvalidArgumentError(str_cat("custom_gradient '", fn.name(), "' returned ", r.size(),
+                                       " gradients for ", n, " arguments"));
+  for (size_t i = 0; i < n; ++i) gi[i] = std::move(r[i]);
+}
+
 // inputs: args...; attrs: f (a ConcreteFunction or traced body).
 void infer_call(InferContext& c) {
   const Subgraph& f = c.attr_subgraph("f");
@@ -119,6 +142,15 @@ void define_control_flow_ops(OpTableBuilder& t) {
       .attr("func", AttrType::kSubgraph)
       .traits(kVariadicInput | kStateful | kNoGradient)
       .infer(infer_py_function);
+  // tf.custom_gradient: the values pass through; the gradient is grad_fn's.
+  t.def(OpId::CustomGradient)
+      .inputs({"input"})
+      .outputs({"output"})
+      .attr("grad_fn", AttrType::kSubgraph)
+      .attr("num_args", AttrType::kInt)
+      .traits(kVariadicInput | kGraphOnly)
+      .infer(infer_custom_gradient)
+      .grad(custom_gradient_grad);
   // Function calls. StatefulPartitionedCall (what calling a Function while
   // tracing records, as in TensorFlow) keeps program order; PartitionedCall
   // (backward functions without state) may be pruned and reordered. The

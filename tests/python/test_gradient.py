@@ -230,3 +230,70 @@ def test_jacobian_unconnected_and_single_use():
         y = x * 2.0
     assert tape.jacobian(y, z, unconnected_gradients="zero").numpy().shape == (2, 1)
     assert tape.jacobian(y, z) is None
+
+
+@tf.custom_gradient
+def _log1pexp(x):
+    e = tf.exp(x)
+
+    def grad(upstream):
+        return upstream * (1 - 1 / (1 + e))
+    return tf.math.log(1 + e), grad
+
+
+def test_custom_gradient_replaces_the_gradient_eagerly_and_traced():
+    # TensorFlow's example: the plain gradient of log(1 + e^x) is NaN at x = 100.
+    x = tf.constant(100.0)
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        y = _log1pexp(x)
+    assert tape.gradient(y, x).numpy() == 1.0
+
+    @tf.function(autograph=False)
+    def f(x):
+        with tf.GradientTape() as tape:
+            tape.watch(x)
+            y = _log1pexp(x)
+        return y, tape.gradient(y, x)
+    y, g = f(tf.constant(0.0))
+    np.testing.assert_allclose([y.numpy(), g.numpy()], [np.log(2.0), 0.5], rtol=1e-6)
+
+
+def test_custom_gradient_several_args_and_outputs_none_and_second_order():
+    @tf.custom_gradient
+    def mul_and_sum(a, b):
+        def grad(d_prod, d_sum):
+            return d_prod * b * 10.0, None  # b's gradient: None -> zeros
+        return (a * b, a + b), grad
+    a, b = tf.constant(2.0), tf.constant(3.0)
+    with tf.GradientTape() as tape:
+        tape.watch([a, b])
+        p, s = mul_and_sum(a, b)
+        y = p + s
+    ga, gb = tape.gradient(y, [a, b])
+    assert ga.numpy() == 30.0 and gb.numpy() == 0.0
+
+    @tf.custom_gradient
+    def square(x):
+        return x * x, lambda dy: dy * 2.0 * x
+    x = tf.constant(3.0)
+    with tf.GradientTape() as outer:
+        outer.watch(x)
+        with tf.GradientTape() as inner:
+            inner.watch(x)
+            y = square(x)
+        dx = inner.gradient(y, x)
+    assert dx.numpy() == 6.0
+    assert outer.gradient(dx, x).numpy() == 2.0  # grad_fn's own ops are differentiated
+
+
+def test_custom_gradient_errors():
+    @tf.custom_gradient
+    def bad(x):
+        return x * 2.0, lambda dy: (dy, dy)
+    x = tf.constant(1.0)
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        y = bad(x)
+    with pytest.raises(Exception, match="returned 2 gradients for 1 tensor arguments"):
+        tape.gradient(y, x)

@@ -78,6 +78,14 @@ void call_kernel(KernelContext& c) {
   set_outputs(c, out);
 }
 
+// The values pass through as views: new tensors sharing the buffers, so a
+// tape tells the outputs (whose gradient is grad_fn's) from the inputs.
+void custom_gradient_kernel(KernelContext& c) {
+  const size_t n = static_cast<size_t>(c.attr_int("num_args"));
+  for (size_t i = n; i < c.num_inputs(); ++i)
+    c.set_output(i - n, c.input(i).view(c.input(i).shape()));
+}
+
 }  // namespace
 
 void bind_tensor_array_kernels(OpTableBuilder& t);  // tensor_array.cpp
@@ -88,6 +96,7 @@ void bind_control_flow_kernels(OpTableBuilder& t) {
   t.kernel(OpId::StatelessIf, if_kernel);
   t.kernel(OpId::While, while_kernel);
   t.kernel(OpId::PyFunction, py_function_kernel);
+  t.kernel(OpId::CustomGradient, custom_gradient_kernel);
   t.kernel(OpId::PartitionedCall, call_kernel);
   t.kernel(OpId::StatefulPartitionedCall, call_kernel);
 }
