@@ -35,6 +35,12 @@ struct GradientTape::Impl {
   std::vector<Tensor> watched;  // keeps watched ids alive (never reused)
   std::vector<Entry> entries;
 
+  /// Drops everything recorded and watched.
+  void forget() {
+    tracked.clear();
+    watched.clear();
+    entries.clear();
+  }
   void watch(const Tensor& t) {
     if (!is_floating(t.dtype()) && t.dtype() != DType::kResource) return;
     if (tracked.insert(t.impl()).second) watched.push_back(t);
@@ -210,9 +216,7 @@ bool GradientTape::recording() const {
 }
 
 void GradientTape::reset() {
-  impl_->tracked.clear();
-  impl_->watched.clear();
-  impl_->entries.clear();
+  impl_->forget();
   impl_->used = false;
 }
 
@@ -380,11 +384,7 @@ std::vector<Tensor> GradientTape::gradient(const std::vector<Tensor>& targets,
       result.push_back(unconnected == UnconnectedGradients::kZero ? zeros_for(sources[i])
                                                                   : Tensor());
   }
-  if (!im.persistent) {
-    im.entries.clear();
-    im.tracked.clear();
-    im.watched.clear();
-  }
+  if (!im.persistent) im.forget();
   return result;
 }
 
@@ -431,24 +431,22 @@ std::vector<Tensor> GradientTape::jacobian(const Tensor& target,
   for (size_t k = 0; k < sources.size(); ++k) {
     std::vector<int64_t> dims(target.shape().dims().begin(), target.shape().dims().end());
     for (int64_t d : source_shapes[k].dims()) dims.push_back(d);
-    const DType dt =
-        sources[k].is_variable() ? sources[k].variable().dtype() : sources[k].tensor().dtype();
-    if (!connected[k] || n == 0) {
-      result.push_back(unconnected == UnconnectedGradients::kZero || (n == 0 && connected[k])
-                           ? zeros(Shape(dims), dt)
+    if (n == 0 || !connected[k]) {  // an empty target's Jacobian is empty, not unconnected
+      result.push_back(n == 0 || unconnected == UnconnectedGradients::kZero
+                           ? zeros(Shape(dims), sources[k].is_variable()
+                                                    ? sources[k].variable().dtype()
+                                                    : sources[k].tensor().dtype())
                            : Tensor());
       continue;
     }
     for (Tensor& r : rows[k])
-      if (!r.defined()) r = zeros(source_shapes[k], dt);
+      if (!r.defined()) r = zeros_for(sources[k]);
     result.push_back(reshape(stack(rows[k], 0), Shape(dims)));
   }
   if (!was_persistent) {
     im.used = true;
     stop();
-    im.entries.clear();
-    im.tracked.clear();
-    im.watched.clear();
+    im.forget();
   }
   return result;
 }

@@ -297,3 +297,11 @@ def test_custom_gradient_errors():
         y = bad(x)
     with pytest.raises(Exception, match="returned 2 gradients for 1 tensor arguments"):
         tape.gradient(y, x)
+
+
+def test_jacobian_of_an_empty_target_is_empty():
+    x = tf.constant([1.0, 2.0])
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        y = x[:0] * 2.0
+    assert tape.jacobian(y, x).numpy().shape == (0, 2)

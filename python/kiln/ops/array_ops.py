@@ -3,6 +3,7 @@ import numpy as np
 
 from kiln import _kiln
 from kiln import errors
+from kiln.dtypes import cast
 from kiln.ops import _helpers as h
 
 raw = h.raw
@@ -462,7 +463,7 @@ def linspace(start, stop, num, name=None, axis=0):
     n = h.tensor(num) if h.is_tensor(num) else _kiln.convert_to_tensor(int(num), dtype="int32")
     if not n.dtype.is_integer:
         raise TypeError(f"LinSpace: num must be an int, got a {n.dtype.name} tensor")
-    n = raw.Cast(n, DstT=_kiln.as_dtype("int32")) if n.dtype.name != "int32" else n
+    n = cast(n, "int32")
     one = _kiln.convert_to_tensor(1, dtype="int32")
     steps = raw.Cast(raw.Maximum(raw.Sub(n, one), one), DstT=x0.dtype)
     a, b = raw.AddV2(x0, raw.ZerosLike(x1)), raw.AddV2(x1, raw.ZerosLike(x0))  # broadcast

@@ -92,40 +92,27 @@ void block_binary(const float* a, const float* b, float* out, int64_t n) {
   detail::binary_run<true, true>(a, b, out, n, F{});
 }
 
-// One row of binary.def, by kind: the kernel over the row's dtypes and, where
-// the row takes float32, the block kernel for fusion.
-template <typename F, DTypeSet S>
-void bind_block(OpTableBuilder& t, OpId id) {
-  if constexpr ((S & dtype_bit(DType::kFloat32)) != 0) t.block_kernel(id, block_binary<F>);
+// One row of binary.def: its kernel and, where the row takes float32 and the
+// kind allows it, the block kernel for fusion.
+template <typename F, DTypeSet S, KernelFn K, bool kBlock = true>
+void bind(OpTableBuilder& t, OpId id) {
+  t.kernel(id, K);
+  if constexpr (kBlock && (S & dtype_bit(DType::kFloat32)) != 0)
+    t.block_kernel(id, block_binary<F>);
 }
+// The kinds binary.def names.
 template <typename F, DTypeSet S>
-void bind_same(OpTableBuilder& t, OpId id) {
-  t.kernel(id, same_type_kernel<F, TypesOf<S>>);
-  bind_block<F, S>(t, id);
-}
+constexpr auto bind_same = bind<F, S, same_type_kernel<F, TypesOf<S>>>;
 template <typename F, DTypeSet S>
-void bind_compare(OpTableBuilder& t, OpId id) {
-  t.kernel(id, compare_kernel<F, TypesOf<S>>);
-}
+constexpr auto bind_compare = bind<F, S, compare_kernel<F, TypesOf<S>>, false>;
 template <typename F, DTypeSet S>
-void bind_division(OpTableBuilder& t, OpId id) {
-  t.kernel(id, division_kernel<F, TypesOf<S>>);
-  bind_block<F, S>(t, id);
-}
+constexpr auto bind_division = bind<F, S, division_kernel<F, TypesOf<S>>>;
 template <typename F, DTypeSet S>
-void bind_floor_division(OpTableBuilder& t, OpId id) {
-  t.kernel(id, division_kernel<F, TypesOf<S>>);
-}
+constexpr auto bind_floor_division = bind<F, S, division_kernel<F, TypesOf<S>>, false>;
 template <typename F, DTypeSet S>
-void bind_add(OpTableBuilder& t, OpId id) {
-  t.kernel(id, add_kernel<TypesOf<S & ~kStringSet>>);
-  bind_block<F, S>(t, id);
-}
+constexpr auto bind_add = bind<F, S, add_kernel<TypesOf<S & ~kStringSet>>>;
 template <typename F, DTypeSet S>
-void bind_pow(OpTableBuilder& t, OpId id) {
-  t.kernel(id, pow_kernel<TypesOf<S>>);
-  bind_block<F, S>(t, id);
-}
+constexpr auto bind_pow = bind<F, S, pow_kernel<TypesOf<S>>>;
 
 }  // namespace
 
