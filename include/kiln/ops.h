@@ -49,9 +49,9 @@ Tensor max_pool_grad(const Tensor& orig_input, const Tensor& orig_output, const 
                      const std::string& padding);
 /// MaxPoolGradGrad: the gradient of max_pool_grad with respect to its `grad`:
 /// each window takes `grad` (shaped like orig_input) at the window's maximum.
-Tensor max_pool_grad_grad(const Tensor& orig_input, const Tensor& orig_output,
-                          const Tensor& grad, const std::vector<int64_t>& ksize,
-                          const std::vector<int64_t>& strides, const std::string& padding);
+Tensor max_pool_grad_grad(const Tensor& orig_input, const Tensor& orig_output, const Tensor& grad,
+                          const std::vector<int64_t>& ksize, const std::vector<int64_t>& strides,
+                          const std::string& padding);
 /// AvgPoolGrad: the gradient of avg_pool2d with respect to its input, whose
 /// shape is `orig_input_shape` (int32/int64 4-vector).
 Tensor avg_pool_grad(const Tensor& orig_input_shape, const Tensor& grad,
@@ -66,5 +66,14 @@ Tensor avg_pool_grad(const Tensor& orig_input_shape, const Tensor& grad,
 Tensor unsorted_segment_sum(const Tensor& data, const Tensor& segment_ids,
                             const Tensor& num_segments);
 Tensor unsorted_segment_sum(const Tensor& data, const Tensor& segment_ids, int64_t num_segments);
+/// UnsortedSegmentMax / Min / Prod: the same with max, min or product. Empty
+/// segments hold the dtype's lowest value (max), highest value (min) or 1
+/// (prod), as TensorFlow; NaN propagates through max and min.
+Tensor unsorted_segment_max(const Tensor& data, const Tensor& segment_ids,
+                            const Tensor& num_segments);
+Tensor unsorted_segment_min(const Tensor& data, const Tensor& segment_ids,
+                            const Tensor& num_segments);
+Tensor unsorted_segment_prod(const Tensor& data, const Tensor& segment_ids,
+                             const Tensor& num_segments);
 
 }  // namespace kiln

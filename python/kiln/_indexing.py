@@ -1,7 +1,7 @@
 """Tensor.__getitem__ for keys the C++ fast path does not take: scalar int
 tensors (symbolic ones too, e.g. a while_loop counter) as indices or slice
 bounds, NumPy integers. Builds one StridedSlice, as TensorFlow's slicing does.
-A bool tensor/array key is a boolean mask (eager only); lists and int tensors
+A bool tensor/array key is a boolean mask (tf.boolean_mask); lists and int tensors
 of rank > 0 ("fancy" indexing) are TypeErrors pointing to kiln.gather."""
 import numpy as np
 
@@ -104,7 +104,7 @@ def _is_bool_mask(key):
 
 def getitem(tensor, key):
     """tensor[key] with TensorFlow's slicing rules; see the module docstring.
-    A bool tensor/array key is a boolean mask (eager only), as in TensorFlow."""
+    A bool tensor/array key is a boolean mask, as in TensorFlow."""
     x = tensor.read_value() if isinstance(tensor, Variable) else tensor
     if _is_bool_mask(key):
         return boolean_mask(x, key)

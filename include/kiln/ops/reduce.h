@@ -14,6 +14,7 @@
 #pragma once
 #include <concepts>
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "kiln/tensor.h"
@@ -61,5 +62,12 @@ Tensor argmin(const Tensor& t, int64_t axis = 0, DType output_type = DType::kInt
 /// Cumulative sum along `axis` (numeric dtypes, rank >= 1). `exclusive`
 /// shifts by one (the first output is 0); `reverse` sums from the end.
 Tensor cumsum(const Tensor& t, int64_t axis = 0, bool exclusive = false, bool reverse = false);
+
+/// TopKV2: the k largest entries of each row (last dimension) of `input`,
+/// largest first when `sorted` (ties: lower index first; NaN is larger than
+/// every number), and their int32 indices. k is an int32 scalar in
+/// [0, last dimension].
+std::pair<Tensor, Tensor> top_k(const Tensor& input, const Tensor& k, bool sorted = true);
+std::pair<Tensor, Tensor> top_k(const Tensor& input, int64_t k, bool sorted = true);
 
 }  // namespace kiln

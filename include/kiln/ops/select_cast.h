@@ -11,6 +11,10 @@ Tensor where(const Tensor& condition, const Tensor& x, const Tensor& y);
 /// The scalar operand takes the tensor operand's dtype.
 Tensor where(const Tensor& condition, const Tensor& x, Scalar y);
 Tensor where(const Tensor& condition, Scalar x, const Tensor& y);
+/// Where (tf.where with one argument): the int64 coordinates [N, rank] of the
+/// N true (non-zero) elements of `condition`, in row-major order. N depends on
+/// the values, so a traced graph has an unknown first dimension.
+Tensor where(const Tensor& condition);
 
 /// Converts x to `dtype` (tf.cast). Every pair of numeric and bool dtypes:
 /// - number -> bool is x != 0 (NaN -> true); bool -> number is 0 or 1;

@@ -244,6 +244,57 @@ def tensor_scatter_nd_sub(tensor, indices, updates, name=None):
                                  _static_dims(t, "TensorScatterSub", "tensor")))
 
 
+def _scatter_combine(tensor, indices, updates, op, seg, combine):
+    """tensor combined (`combine`) with the updates reduced per position (`seg`)."""
+    t = h.tensor(tensor)
+    dims = _static_dims(t, op, "tensor")
+    u = h.tensor(updates, t.dtype, op)
+    lin, k = _nd_linear(indices, dims, op)
+    flat = raw.Reshape(t, h.const_ints([int(np.prod(dims[:k], dtype=np.int64))] + dims[k:],
+                                       "int64"))
+    n = _kiln.convert_to_tensor(int(np.prod(dims[:k], dtype=np.int64)), dtype="int64")
+    return raw.Reshape(combine(flat, seg(u, lin, n), lin, n), h.const_ints(dims, "int64"))
+
+
+def tensor_scatter_nd_max(tensor, indices, updates, name=None):
+    """tensor with each indexed slice replaced by its max with the updates
+    (tf.tensor_scatter_nd_max)."""
+    return _scatter_combine(tensor, indices, updates, "TensorScatterMax", raw.UnsortedSegmentMax,
+                            lambda t, s, lin, n: raw.Maximum(t, s))
+
+
+def tensor_scatter_nd_min(tensor, indices, updates, name=None):
+    """tensor with each indexed slice replaced by its min with the updates
+    (tf.tensor_scatter_nd_min)."""
+    return _scatter_combine(tensor, indices, updates, "TensorScatterMin", raw.UnsortedSegmentMin,
+                            lambda t, s, lin, n: raw.Minimum(t, s))
+
+
+def _last_update(t, u, lin, n):
+    """t with the positions in lin replaced by u's slices; of duplicates, the last wins."""
+    rows = raw.Shape(lin, out_type=_kiln.as_dtype("int64"))
+    pos = raw.Reshape(raw.Range(_kiln.convert_to_tensor(0, dtype="int64"),
+                                raw.Prod(rows, axis=[0]), _kiln.convert_to_tensor(1, dtype="int64")),
+                      rows)
+    last = raw.UnsortedSegmentMax(pos, lin, n)  # -int64 max where nothing is written
+    hit = raw.GreaterEqual(last, _kiln.convert_to_tensor(0, dtype="int64"))
+    flat_u = raw.Reshape(u, raw.ConcatV2([h.const_ints([-1], "int64"),
+                                          raw.Shape(t, out_type=_kiln.as_dtype("int64"))[1:]],
+                                         axis=0))
+    picked = raw.GatherV2(flat_u, raw.Maximum(last, _kiln.convert_to_tensor(0, dtype="int64")),
+                          axis=0, batch_dims=0)
+    for _ in range((t.ndim or 1) - 1):
+        hit = raw.ExpandDims(hit, axis=-1)
+    return raw.SelectV2(hit, picked, t)
+
+
+def tensor_scatter_nd_update(tensor, indices, updates, name=None):
+    """tensor with the indexed slices replaced by updates (tf.tensor_scatter_nd_update);
+    when an index repeats, the last update wins (TensorFlow leaves the order unspecified)."""
+    return _scatter_combine(tensor, indices, updates, "TensorScatterUpdate",
+                            lambda u, lin, n: u, _last_update)
+
+
 def tile(input, multiples, name=None):  # noqa: A002
     """input repeated multiples[i] times along each dim i (tf.tile)."""
     return raw.Tile(h.tensor(input), h.shape_tensor(multiples, "Tile", "multiples"))
@@ -384,15 +435,10 @@ def identity(input, name=None):  # noqa: A002
 
 def where(condition, x=None, y=None, name=None):
     """where(c, x, y): x where c is true, else y, with broadcasting (tf.where).
-    where(c): the [N, rank] int64 coordinates of the true elements; eager only."""
+    where(c): the [N, rank] int64 coordinates of the true (non-zero) elements, in
+    row-major order (the Where op; N is unknown in a traced graph)."""
     if x is None and y is None:
-        c = h.tensor(condition)
-        if c.is_symbolic:
-            raise NotImplementedError(
-                "where(condition) with one argument needs the condition's value (its output "
-                "shape depends on it); kiln supports it eagerly only. Inside a function use "
-                "where(condition, x, y).")
-        return _kiln.convert_to_tensor(np.argwhere(np.asarray(c.numpy()) != 0).astype(np.int64))
+        return raw.Where(h.tensor(condition))
     if x is None or y is None:
         raise ValueError("where: x and y must both be given, or neither")
     c = h.tensor(condition)
@@ -404,31 +450,31 @@ def where(condition, x=None, y=None, name=None):
 
 def boolean_mask(tensor, mask, axis=None, name=None):
     """The elements (or slices) of tensor where the bool mask is true, flattened
-    over the masked dims starting at axis (default 0) (tf.boolean_mask).
-    Eager only: the output's size depends on the mask's values."""
+    over the masked dims starting at axis (default 0) (tf.boolean_mask). The mask
+    needs a known rank; traced, the result's masked dimension is unknown."""
     x = h.tensor(tensor)
     m = h.tensor(mask)
-    if x.is_symbolic or m.is_symbolic:
-        raise NotImplementedError(
-            "boolean_mask (and indexing with a bool mask) needs the mask's value: its output "
-            "shape depends on it; kiln supports it eagerly only. Inside a function use "
-            "where(mask, x, y) or gather with computed indices.")
     if not m.dtype.is_bool:
         raise TypeError(f"boolean_mask: mask must be bool, got {m.dtype.name}")
-    mv = np.asarray(m.numpy())
-    k = mv.ndim
+    k = m.ndim
+    if k is None:
+        raise errors.InvalidArgumentError("boolean_mask: the mask needs a known rank")
     if k == 0:
         raise errors.InvalidArgumentError("boolean_mask: mask cannot be a scalar")
     r = h.static_rank(x, "boolean_mask")
     a = 0 if axis is None else h.normalize_axis(h.one_int(axis, "axis", "boolean_mask"), r,
                                                  "boolean_mask")
     dims = list(x.shape.as_list())
-    if a + k > r or dims[a:a + k] != list(mv.shape):
+    mdims = list(m.shape.as_list())
+    if a + k > r or not all(d is None or e is None or d == e
+                            for d, e in zip(dims[a:a + k], mdims)):
         raise errors.InvalidArgumentError(
-            f"boolean_mask: mask of shape {list(mv.shape)} does not match dimensions {a} to "
+            f"boolean_mask: mask of shape {mdims} does not match dimensions {a} to "
             f"{a + k - 1} of tensor of shape {dims}")
-    flat = raw.Reshape(x, h.int_array(dims[:a] + [-1] + dims[a + k:], "int64"))
-    idx = h.int_array(np.flatnonzero(mv), "int64")
+    shape = raw.Shape(x, out_type=_kiln.as_dtype("int64"))
+    flat_shape = raw.ConcatV2([shape[:a], h.const_ints([-1], "int64"), shape[a + k:]], axis=0)
+    flat = raw.Reshape(x, flat_shape)
+    idx = raw.Squeeze(raw.Where(raw.Reshape(m, h.const_ints([-1], "int64"))), squeeze_dims=[1])
     return raw.GatherV2(flat, idx, axis=a, batch_dims=0)
 
 
@@ -489,6 +535,7 @@ def linspace(start, stop, num, name=None, axis=0):
 
 __all__ = [
     "linspace", "gather_nd", "scatter_nd", "tensor_scatter_nd_add", "tensor_scatter_nd_sub",
+    "tensor_scatter_nd_update", "tensor_scatter_nd_max", "tensor_scatter_nd_min",
     "reshape", "expand_dims", "squeeze", "transpose", "shape", "size", "rank", "concat", "stack",
     "unstack", "split", "slice", "strided_slice", "gather", "tile", "broadcast_to", "pad",
     "one_hot", "fill", "zeros", "ones", "zeros_like", "ones_like", "identity", "where",

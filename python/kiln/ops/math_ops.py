@@ -282,6 +282,27 @@ def unsorted_segment_sum(data, segment_ids, num_segments, name=None):
                                   _num_segments(num_segments))
 
 
+def unsorted_segment_max(data, segment_ids, num_segments, name=None):
+    """The max of each segment's slices (tf.math.unsorted_segment_max); empty segments
+    hold the dtype's lowest value."""
+    return raw.UnsortedSegmentMax(h.tensor(data), h.tensor(segment_ids),
+                                  _num_segments(num_segments))
+
+
+def unsorted_segment_min(data, segment_ids, num_segments, name=None):
+    """The min of each segment's slices (tf.math.unsorted_segment_min); empty segments
+    hold the dtype's highest value."""
+    return raw.UnsortedSegmentMin(h.tensor(data), h.tensor(segment_ids),
+                                  _num_segments(num_segments))
+
+
+def unsorted_segment_prod(data, segment_ids, num_segments, name=None):
+    """The product of each segment's slices (tf.math.unsorted_segment_prod); empty
+    segments are 1."""
+    return raw.UnsortedSegmentProd(h.tensor(data), h.tensor(segment_ids),
+                                   _num_segments(num_segments))
+
+
 def _segment_counts(x, ids, n):
     """How many slices each segment got, shaped to divide the segment sums."""
     if x.ndim is None or ids.ndim is None:
@@ -329,6 +350,38 @@ def segment_sum(data, segment_ids, name=None):
     return raw.UnsortedSegmentSum(x, ids, _sorted_num_segments(ids))
 
 
+def _sorted_segment(op, name, empty):
+    def segment(data, segment_ids, name=None):
+        x, ids = h.tensor(data), h.tensor(segment_ids)
+        if ids.ndim != 1:
+            raise errors.InvalidArgumentError(
+                f"{name}: segment_ids must be 1-D, got shape {ids.shape}")
+        return op(x, ids, _sorted_num_segments(ids))
+    segment.__name__ = name.replace("Segment", "segment_").lower()
+    segment.__doc__ = (f"{name} by a sorted 1-D segment_ids (tf.math.{segment.__name__}); "
+                       f"empty segments are {empty}, as TensorFlow's.")
+    return segment
+
+
+def _fill_empty(op):
+    """op's unsorted result with empty segments set to 0 (the sorted ops' rule)."""
+    def run(x, ids, n):
+        count = raw.UnsortedSegmentSum(raw.OnesLike(ids), ids, n)
+        out = op(x, ids, n)
+        mask = raw.Greater(count, raw.ZerosLike(count))
+        if x.ndim is None:
+            raise errors.InvalidArgumentError("segment ops: data needs a known rank")
+        for _ in range(x.ndim - ids.ndim):
+            mask = raw.ExpandDims(mask, axis=-1)
+        return raw.SelectV2(mask, out, raw.ZerosLike(out))
+    return run
+
+
+segment_max = _sorted_segment(_fill_empty(raw.UnsortedSegmentMax), "SegmentMax", 0)
+segment_min = _sorted_segment(_fill_empty(raw.UnsortedSegmentMin), "SegmentMin", 0)
+segment_prod = _sorted_segment(raw.UnsortedSegmentProd, "SegmentProd", 1)
+
+
 def segment_mean(data, segment_ids, name=None):
     """Means by a sorted 1-D segment_ids (tf.math.segment_mean); empty segments are 0."""
     x, ids = h.tensor(data), h.tensor(segment_ids)
@@ -352,4 +405,6 @@ __all__ = [
 MATH_ONLY = ["expm1", "is_nan", "is_finite", "is_inf", "reciprocal", "softplus", "log_sigmoid",
              "count_nonzero", "divide_no_nan",
              "reduce_variance", "reduce_std", "reduce_logsumexp", "unsorted_segment_sum",
-             "unsorted_segment_mean", "unsorted_segment_sqrt_n", "segment_sum", "segment_mean"]
+             "unsorted_segment_mean", "unsorted_segment_sqrt_n", "unsorted_segment_max",
+             "unsorted_segment_min", "unsorted_segment_prod", "segment_sum", "segment_mean",
+             "segment_max", "segment_min", "segment_prod"]

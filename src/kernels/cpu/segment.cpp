@@ -1,9 +1,11 @@
-// CPU kernel for UnsortedSegmentSum: rows of data added into the output row
-// named by their segment id (negative ids dropped). Ids are checked before
+// CPU kernels for the unsorted segment reductions: rows of data combined
+// (sum, max, min, prod) into the output row named by their segment id
+// (negative ids dropped). Ids are checked before
 // anything is written; large rows are split by columns across threads, so
 // every output element has one writer and the sum order is fixed.
 #include <algorithm>
 #include <cstring>
+#include <limits>
 #include <type_traits>
 
 #include "functors.h"
@@ -12,8 +14,8 @@
 namespace kiln::cpu {
 namespace {
 
-template <typename T, typename I>
-void segment_sum(const T* data, const I* ids, int64_t rows, int64_t inner, T* out) {
+template <typename Op, typename T, typename I>
+void segment_reduce(const T* data, const I* ids, int64_t rows, int64_t inner, T* out) {
   parallel_for(inner, std::max<int64_t>(64, config().parallel_grain / std::max<int64_t>(1, rows)),
                [&](int64_t c0, int64_t c1) {
                  for (int64_t r = 0; r < rows; ++r) {
@@ -21,7 +23,7 @@ void segment_sum(const T* data, const I* ids, int64_t rows, int64_t inner, T* ou
                    if (id < 0) continue;
                    const T* src = data + r * inner;
                    T* dst = out + id * inner;
-                   for (int64_t k = c0; k < c1; ++k) dst[k] = fn::Add()(dst[k], src[k]);
+                   for (int64_t k = c0; k < c1; ++k) dst[k] = Op()(dst[k], src[k]);
                  }
                });
 }
@@ -34,7 +36,17 @@ void check_ids(const KernelContext& c, const I* ids, int64_t rows, int64_t num_s
              num_segments, ")");
 }
 
-void unsorted_segment_sum_kernel(KernelContext& c) {
+// The value of an empty segment.
+template <typename Op, typename T>
+T identity_of() {
+  if constexpr (std::is_same_v<Op, fn::Maximum>) return std::numeric_limits<T>::lowest();
+  if constexpr (std::is_same_v<Op, fn::Minimum>) return std::numeric_limits<T>::max();
+  if constexpr (std::is_same_v<Op, fn::Mul>) return T(1);
+  return T(0);
+}
+
+template <typename Op>
+void unsorted_segment_kernel(KernelContext& c) {
   const Tensor& data = c.input(0);
   const Tensor& ids = c.input(1);
   const int64_t rows = ids.num_elements();
@@ -46,16 +58,17 @@ void unsorted_segment_sum_kernel(KernelContext& c) {
     check_ids(c, ids.data<int64_t>(), rows, num_segments);
   Tensor& out = c.allocate_output(0);
   if (out.num_elements() == 0) return;
-  std::memset(out.mutable_raw_data(), 0, out.nbytes());
-  if (rows == 0) return;
   const int64_t inner = out.num_elements() / num_segments;
   visit_numeric(data.dtype(), c.op().type_name, [&](auto tag) {
     using T = decltype(tag);
     if constexpr (!std::is_same_v<T, bool>) {
+      T* o = out.mutable_data<T>();
+      std::fill(o, o + out.num_elements(), identity_of<Op, T>());
+      if (rows == 0) return;
       if (i32)
-        segment_sum(data.data<T>(), ids.data<int32_t>(), rows, inner, out.mutable_data<T>());
+        segment_reduce<Op>(data.data<T>(), ids.data<int32_t>(), rows, inner, o);
       else
-        segment_sum(data.data<T>(), ids.data<int64_t>(), rows, inner, out.mutable_data<T>());
+        segment_reduce<Op>(data.data<T>(), ids.data<int64_t>(), rows, inner, o);
     }
   });
 }
@@ -63,7 +76,10 @@ void unsorted_segment_sum_kernel(KernelContext& c) {
 }  // namespace
 
 void bind_segment_kernels(OpTableBuilder& t) {
-  t.kernel(OpId::UnsortedSegmentSum, unsorted_segment_sum_kernel);
+  t.kernel(OpId::UnsortedSegmentSum, unsorted_segment_kernel<fn::Add>);
+  t.kernel(OpId::UnsortedSegmentMax, unsorted_segment_kernel<fn::Maximum>);
+  t.kernel(OpId::UnsortedSegmentMin, unsorted_segment_kernel<fn::Minimum>);
+  t.kernel(OpId::UnsortedSegmentProd, unsorted_segment_kernel<fn::Mul>);
 }
 
 }  // namespace kiln::cpu

@@ -213,6 +213,37 @@ TEST(GradRulesNn, UnsortedSegmentSum) {
   });
 }
 
+TEST(GradRulesNn, SegmentMaxMinProdAndTopK) {
+  const Tensor ids({0, 2, -1, 0, 2, 2});
+  run({
+      // (no empty segment: its lowest() fill would overflow the numeric check)
+      {"UnsortedSegmentMax (negative dropped)",
+       [](V x) { return unsorted_segment_max(x[0], x[1], Tensor(3)); },
+       {random_f64({6, 3}, 710), Tensor({0, 1, -1, 0, 2, 1})}},
+      {"UnsortedSegmentMin 2-D ids",
+       [](V x) { return unsorted_segment_min(x[0], x[1], Tensor(3)); },
+       {random_f64({2, 3, 2}, 711), Tensor::from_vector<int64_t>({2, 0, 2, 1, 1, 0}, {2, 3})}},
+      {"UnsortedSegmentProd",
+       [](V x) { return unsorted_segment_prod(x[0], x[1], Tensor(4)); },
+       {random_f64({6, 2}, 712), ids}},
+      {"UnsortedSegmentProd with zeros (one and two per segment)",
+       [](V x) { return unsorted_segment_prod(x[0], x[1], Tensor(3)); },
+       {Tensor({0.5, 0.0, 1.5, 0.0, 2.0, 0.0, -1.0}), Tensor({0, 0, 0, 1, 1, 2, 2})}},
+      {"TopKV2 values, rank 3",
+       [](V x) { return top_k(x[0], 2).first; },
+       {random_f64({2, 3, 5}, 713)}},
+  });
+}
+
+// Ties share the gradient evenly, as TensorFlow does.
+TEST(GradRulesNn, SegmentMaxTiesShare) {
+  GradientTape tape;
+  const Tensor x({1.f, 3.f, 3.f, 2.f});
+  tape.watch(x);
+  const Tensor y = unsorted_segment_max(x, Tensor({0, 0, 0, 1}), Tensor(2));
+  expect_tensor_near<float>(tape.gradient(y * Tensor({2.f, 5.f}), x), {4}, {0, 1, 1, 5});
+}
+
 // Values by hand: integer data, a dropped (negative) id, an empty segment;
 // traced with num_segments fed at call time (unknown output dim).
 TEST(GradRulesNn, UnsortedSegmentSumValues) {

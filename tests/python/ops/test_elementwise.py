@@ -235,7 +235,7 @@ def test_where_three_args():
         check(tf.where, np.where, c, sample(dt, (1, 3), 3), sample(dt, (1, 3), 4))
 
 
-def test_where_one_arg_eager_and_traced_error():
+def test_where_one_arg_eager_and_traced():
     c = np.array([[True, False], [False, True]])
     np.testing.assert_array_equal(tf.where(tf.constant(c)).numpy(), [[0, 0], [1, 1]])
     assert tf.where(tf.constant(c)).dtype == tf.int64
@@ -244,8 +244,7 @@ def test_where_one_arg_eager_and_traced_error():
     def f(t):
         return tf.where(t)
 
-    with pytest.raises(NotImplementedError, match="eagerly"):
-        f(tf.constant(c))
+    np.testing.assert_array_equal(f(tf.constant(c)).numpy(), [[0, 0], [1, 1]])
 
 
 def test_cast():

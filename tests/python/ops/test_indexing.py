@@ -100,7 +100,7 @@ def test_index_errors():
         f(T(X), T(9))
 
 
-def test_bool_mask_indexing_eager_and_error_in_functions():
+def test_bool_mask_indexing_eager_and_traced():
     x = T(X)
     np.testing.assert_array_equal(x[x > 3].numpy(), X[X > 3])
     m = np.array([True, False, True, True])
@@ -115,8 +115,13 @@ def test_bool_mask_indexing_eager_and_error_in_functions():
     def f(t):
         return t[t > 3]
 
-    with pytest.raises(NotImplementedError, match="eagerly"):
-        f(x)
+    np.testing.assert_array_equal(f(x).numpy(), X[X > 3])
+    g = tf.function(lambda t, m: tf.boolean_mask(t, m, axis=1),
+                    input_signature=[tf.TensorSpec([None, None], x.dtype),
+                                     tf.TensorSpec([None], tf.bool)])
+    m5 = np.array([True, False, True, True, False])
+    np.testing.assert_array_equal(g(T(X[:, :, 0]), T(m5)).numpy(), X[:, :, 0][:, m5])
+    assert g.get_concrete_function().structured_outputs.shape.as_list() == [None, None]
 
 
 @pytest.mark.parametrize("dtype", [tf.int32, tf.int64])
