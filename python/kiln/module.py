@@ -37,9 +37,14 @@ def _walk(obj, seen, want):
 class Module:
     """A named container of variables and submodules (tf.Module)."""
 
+    _any_name = False  # Keras layers take any name; tf.Module names are identifiers
+
     def __init__(self, name=None):
         if name is None:
             name = re.sub(r"(?<!^)(?=[A-Z])", "_", type(self).__name__).lower()
+        elif not self._any_name and not (isinstance(name, str) and name.isidentifier()):
+            raise ValueError(f"{name!r} is not a valid module name. Module names must be "
+                             "valid Python 3 identifiers.")
         self._name = name
 
     @property
@@ -75,5 +80,5 @@ class Module:
     def with_name_scope(cls, method):
         return method
 
-    def __repr__(self):
-        return f"<{type(self).__module__}.{type(self).__name__} name={self.name!r}>"
+    # No __repr__: a module prints as any Python object, as tf.Module does
+    # ("<__main__.MyModule object at 0x...>").

@@ -7,8 +7,9 @@ from kiln.keras.models import Model, Sequential
 from kiln.keras import applications
 from kiln.keras import optimizers
 from kiln.keras import losses, metrics, callbacks
+from kiln.keras.variables import Variable
 
 __all__ = ["activations", "initializers", "utils", "backend", "layers", "models",
            "applications", "Layer", "Input", "InputLayer", "Model", "Sequential"]
 __all__ += ["optimizers"]
-__all__ += ["losses", "metrics", "callbacks"]
+__all__ += ["losses", "metrics", "callbacks", "Variable"]

@@ -1,3 +1,4 @@
+import re
 import numpy as np
 import pytest
 
@@ -55,6 +56,12 @@ def test_module_tracks_variables_and_submodules():
     assert len(net.variables) == 4
     assert len(net.trainable_variables) == 2
     assert [m.name for m in net.submodules] == ["d0", "d1"]
+    # printed as tf.Module prints: the plain Python object repr
+    assert re.fullmatch(r"<.*\.Net object at 0x[0-9a-f]+>", repr(net))
+    with pytest.raises(ValueError, match="not a valid module name"):
+        Dense(2, name="my dense")
+    layer = tf.keras.layers.Dense(2, name="d")
+    assert repr(layer) == "<Dense name=d, built=False>"
 
 
 def test_layer_builds_on_first_call_eagerly_and_in_function():

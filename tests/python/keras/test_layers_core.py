@@ -13,7 +13,8 @@ def test_dense_matches_numpy_and_counts_params():
                          bias_initializer="ones")
     x = randn(4, 5)
     out = layer(tf.constant(x))
-    assert [w.name for w in layer.weights] == ["dense/kernel:0", "dense/bias:0"]
+    assert [w.name for w in layer.weights] == ["kernel", "bias"]
+    assert [w.path for w in layer.weights] == ["dense/kernel", "dense/bias"]
     k, b = layer.get_weights()
     assert k.shape == (5, 3) and b.shape == (3,)
     np.testing.assert_array_equal(b, np.ones(3, np.float32))

@@ -235,7 +235,8 @@ def test_slots_created_once_inside_function():
     w = tf.Variable([1.0, 2.0], name="dense/kernel")
     b = tf.Variable(0.5, name="dense/bias")
     opt = opts.Adam(0.1, amsgrad=True)
-    assert [v.name for v in opt.variables] == ["adam/iteration:0", "adam/learning_rate:0"]
+    assert [v.name for v in opt.variables] == ["iteration", "learning_rate"]
+    assert [v.path for v in opt.variables] == ["adam/iteration", "adam/learning_rate"]
     traces = []
 
     @tf.function
@@ -252,9 +253,10 @@ def test_slots_created_once_inside_function():
     assert step.experimental_get_tracing_count() == 1
     assert len(traces) == 2  # the variable-creating first trace runs twice, as in TF
     assert [v.name for v in opt.variables[2:]] == [
-        "adam/dense_kernel_momentum:0", "adam/dense_bias_momentum:0",
-        "adam/dense_kernel_velocity:0", "adam/dense_bias_velocity:0",
-        "adam/dense_kernel_velocity_hat:0", "adam/dense_bias_velocity_hat:0"]
+        "dense_kernel_momentum", "dense_bias_momentum",
+        "dense_kernel_velocity", "dense_bias_velocity",
+        "dense_kernel_velocity_hat", "dense_bias_velocity_hat"]
+    assert opt.variables[2].path == "adam/dense_kernel_momentum"
     slots_before = [id(v) for v in opt.variables]
     step(tf.constant([2.0, 2.0]))
     assert [id(v) for v in opt.variables] == slots_before

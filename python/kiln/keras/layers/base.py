@@ -15,6 +15,7 @@ from kiln import nest
 from kiln.autograph import maybe_convert
 from kiln.keras import initializers
 from kiln.keras.engine import keras_tensor
+from kiln.keras.variables import Variable as KerasVariable
 from kiln.keras.engine.keras_tensor import KerasTensor
 from kiln.module import Module
 from kiln.scopes import init_scope, name_scope
@@ -147,6 +148,7 @@ class Layer(Module):
     # Built-in layers compute their symbolic output shapes with
     # compute_output_shape; other layers are traced (see engine.keras_tensor).
     _kiln_static_shapes = False
+    _any_name = True  # Keras names need not be identifiers
 
     def __init__(self, trainable=True, name=None, dtype=None, **kwargs):
         bad = set(kwargs) - _ALLOWED_KWARGS
@@ -308,8 +310,8 @@ class Layer(Module):
             if tuple(value.shape) != shape:
                 raise ValueError(f"add_weight {name!r}: the initializer returned shape "
                                  f"{tuple(value.shape)}, expected {shape}")
-            vname = f"{self.name}/{name}" if name else "Variable"
-            v = _kiln.Variable(value, trainable=bool(trainable), name=vname)
+            short = name or "variable"
+            v = KerasVariable(value, short, f"{self.name}/{short}", trainable=trainable)
         v._kiln_regularizer, v._kiln_constraint = regularizer, constraint
         self._kiln_weights.append(v)
         return v
@@ -469,5 +471,5 @@ class Layer(Module):
     def from_config(cls, config):
         return cls(**config)
 
-    def __repr__(self):
-        return f"<{type(self).__module__}.{type(self).__name__} name={self.name!r}>"
+    def __repr__(self):  # Keras 3's form
+        return f"<{type(self).__name__} name={self.name}, built={self.built}>"

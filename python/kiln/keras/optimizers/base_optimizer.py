@@ -20,6 +20,7 @@ from kiln import _kiln
 from kiln import ops as K
 from kiln.gradient import GradientTape
 from kiln.keras import initializers
+from kiln.keras.variables import Variable as KerasVariable
 from kiln.keras.optimizers import schedules as schedules_mod
 from kiln.scopes import init_scope
 
@@ -29,7 +30,9 @@ def _snake(name):
 
 
 def _var_name(v):
-    """A variable's name without TensorFlow's ':0' suffix."""
+    """A Keras variable's path; a plain variable's name without TensorFlow's ':0'."""
+    if isinstance(v, KerasVariable):
+        return v.path
     name = v.name
     return name[:-2] if name.endswith(":0") else name
 
@@ -128,9 +131,9 @@ class Optimizer:
         self._exclude_ids = set()
         self._exclude_names = []
         with init_scope():
-            self._iterations = _kiln.Variable(
-                _kiln.convert_to_tensor(np.int64(0)), trainable=False,
-                name=f"{self.name}/iteration")
+            self._iterations = KerasVariable(
+                _kiln.convert_to_tensor(np.int64(0)), "iteration", f"{self.name}/iteration",
+                trainable=False)
         self._variables.append(self._iterations)
         self._learning_rate = self._make_learning_rate(learning_rate)
 
@@ -150,8 +153,8 @@ class Optimizer:
                 f"value and returns the corresponding learning rate value). Received "
                 f"instead: learning_rate={learning_rate!r}")
         with init_scope():
-            v = _kiln.Variable(_kiln.convert_to_tensor(np.float32(learning_rate)),
-                               trainable=False, name=f"{self.name}/learning_rate")
+            v = KerasVariable(_kiln.convert_to_tensor(np.float32(learning_rate)),
+                              "learning_rate", f"{self.name}/learning_rate", trainable=False)
         self._variables.append(v)
         return v
 
@@ -209,8 +212,8 @@ class Optimizer:
             value = init(shape, dtype=dtype)
             if not isinstance(value, _kiln.Tensor):
                 value = _kiln.convert_to_tensor(np.asarray(value, dtype=dtype.name))
-            v = _kiln.Variable(value, trainable=False,
-                               name=f"{self.name}/{name or 'variable'}")
+            v = KerasVariable(value, name or "variable", f"{self.name}/{name or 'variable'}",
+                              trainable=False)
         self._variables.append(v)
         return v
 
