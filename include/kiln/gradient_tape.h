@@ -65,6 +65,9 @@ class GradientTape {
   void watch(const Tensor& t);
   void watch(const Variable& v);
   void watch(const std::vector<GradSource>& sources);
+  /// The variables this tape watches, in the order they were first watched
+  /// (explicitly or by being read while recording).
+  std::vector<Variable> watched_variables() const;
 
   /// The gradient of `target` (summed over its elements, or weighted by
   /// `output_gradient`) with respect to `source`. Undefined result (or

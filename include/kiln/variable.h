@@ -66,6 +66,9 @@ class Variable {
   /// A scalar variable of the value's natural dtype (int32, float32, bool...).
   explicit Variable(Scalar initial_value, const std::string& name = "Variable",
                     bool trainable = true);
+  /// The variable that `handle` (a concrete resource tensor, as handle()
+  /// returns) refers to; InvalidArgument for any other tensor.
+  static Variable from_handle(const Tensor& handle);
 
   bool defined() const { return resource_ != nullptr; }
   int64_t id() const;

@@ -1,4 +1,6 @@
 """Tensor and Variable methods written in Python (printing, shape, ref)."""
+import weakref
+
 import numpy as np
 
 from kiln import _kiln
@@ -92,3 +94,22 @@ Variable.__repr__ = _var_repr
 Variable.__str__ = _var_repr
 Variable.ref = lambda self: Reference(self)
 Variable.numpy = lambda self: self.read_value().numpy()
+
+
+# The Python object of each live variable, by id: C++ hands back variables (a tape's
+# watched_variables) as new wrappers; live_variable() returns the user's own object.
+_LIVE = weakref.WeakValueDictionary()
+_variable_init = Variable.__init__
+
+
+def _init_and_register(self, *args, **kwargs):
+    _variable_init(self, *args, **kwargs)
+    _LIVE[self._id] = self
+
+
+Variable.__init__ = _init_and_register
+
+
+def live_variable(v):
+    """The Python object the user created for variable v (v itself if unknown)."""
+    return _LIVE.get(v._id, v)

@@ -12,11 +12,13 @@ kiln.function eagerly under a tape replays its graph op by op, so the tape
 can differentiate through it.
 """
 import contextlib
+import inspect
 import warnings
 
 import numpy as np
 
 from kiln import _kiln, nest
+from kiln._tensor_methods import live_variable
 from kiln._warnings import KilnWarning
 
 __all__ = ["GradientTape", "UnconnectedGradients", "stop_gradient", "custom_gradient"]
@@ -38,33 +40,59 @@ def custom_gradient(f=None):
     to the tensor arguments is grad_fn(*upstream) (one upstream gradient per result tensor;
     it returns one gradient per tensor argument, None for zeros) (tf.custom_gradient).
     Works eagerly, inside a kiln.function and for higher orders (grad_fn's own ops are
-    recorded by outer tapes). Variables read inside f get no gradient through it
-    (TensorFlow's `variables=` form of grad_fn is not supported)."""
+    recorded by outer tapes). When f reads trainable variables, grad_fn must take a
+    `variables` keyword and return (input_grads, variable_grads), as in TensorFlow."""
     if f is None:
         return custom_gradient
 
     def decorated(*args, **kwargs):
-        result, grad_fn = f(*args, **kwargs)
+        with GradientTape() as watcher:  # which trainable variables f reads
+            result, grad_fn = f(*args, **kwargs)
+        variables = list(watcher.watched_variables())
+        if variables and "variables" not in _keyword_names(grad_fn):
+            raise TypeError("If using @custom_gradient with a function that uses variables, "
+                            "then grad_fn must accept a keyword argument 'variables'.")
         xs = [a for a in nest.flatten(args) if isinstance(a, _kiln.Tensor)]
+        reads = [v.read_value() for v in variables]  # route the variables' gradients
         ys = nest.flatten(result)
+        fname = getattr(f, "__name__", "f")
 
         def grad_callback(*upstream):
-            g = grad_fn(*upstream)
-            g = list(g) if isinstance(g, (list, tuple)) else [g]
-            if len(g) != len(xs):
-                raise ValueError(f"custom_gradient: the gradient function of "
-                                 f"{getattr(f, '__name__', 'f')} returned {len(g)} gradients "
-                                 f"for {len(xs)} tensor arguments")
-            return [_kiln.raw.ZerosLike(x) if gi is None else gi for gi, x in zip(g, xs)]
+            if variables:
+                g, vg = grad_fn(*upstream, variables=variables)
+                vg = _grad_list(vg, len(variables), fname, "variables")
+            else:
+                g, vg = grad_fn(*upstream), []
+            g = _grad_list(g, len(xs), fname, "tensor arguments")
+            return [_kiln.raw.ZerosLike(x) if gi is None else gi
+                    for gi, x in zip(g + vg, xs + reads)]
 
-        name = getattr(f, "__name__", "custom_gradient")
-        out = _kiln._custom_gradient(xs, ys, grad_callback, name)
+        out = _kiln._custom_gradient(xs + reads, ys, grad_callback,
+                                     getattr(f, "__name__", "custom_gradient"))
         return nest.pack_sequence_as(result, out)
 
     decorated.__name__ = getattr(f, "__name__", "custom_gradient")
     decorated.__doc__ = f.__doc__
     decorated.__wrapped__ = f
     return decorated
+
+
+def _keyword_names(fn):
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return {"variables"}  # cannot tell: let the call decide
+    if any(p.kind is p.VAR_KEYWORD for p in params):
+        return {"variables"}
+    return {p.name for p in params}
+
+
+def _grad_list(g, n, fname, what):
+    g = list(g) if isinstance(g, (list, tuple)) else [g]
+    if len(g) != n:
+        raise ValueError(f"custom_gradient: the gradient function of {fname} returned "
+                         f"{len(g)} gradients for {n} {what}")
+    return g
 
 
 class GradientTape:
@@ -109,6 +137,13 @@ class GradientTape:
             yield
         finally:
             self._tape.start()
+
+    def watched_variables(self):
+        """The variables this tape watches (read while recording, or watched), in the
+        order they were first watched (tf.GradientTape.watched_variables)."""
+        if self._tape is None:
+            return tuple(x for x in self._pending if isinstance(x, _kiln.Variable))
+        return tuple(live_variable(v) for v in self._tape.watched_variables())
 
     def reset(self):
         """Clears everything recorded; recording continues inside the block."""

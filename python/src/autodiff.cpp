@@ -65,6 +65,8 @@ void bind_autodiff(nb::module_& m) {
             return out;
           },
           nb::arg("target"), nb::arg("sources"), nb::arg("zero"))
+      .def("watched_variables", &GradientTape::watched_variables,
+           "The watched variables, in the order they were first watched.")
       .def("stop", &GradientTape::stop, "Ends recording (the end of the with block).")
       .def("start", &GradientTape::start, "Resumes recording.")
       .def("reset", &GradientTape::reset, "Forgets everything recorded and watched.")

@@ -11,7 +11,7 @@
 namespace kiln::py {
 
 void bind_variables(nb::module_& m) {
-  auto cls = nb::class_<Variable>(m, "Variable", nb::dynamic_attr(),
+  auto cls = nb::class_<Variable>(m, "Variable", nb::dynamic_attr(), nb::is_weak_referenceable(),
                                   "Mutable state with a fixed dtype and shape (tf.Variable).");
   cls.def(
          "__init__",

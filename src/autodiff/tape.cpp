@@ -232,6 +232,13 @@ void GradientTape::watch(const std::vector<GradSource>& sources) {
   for (const GradSource& s : sources) s.is_variable() ? watch(s.variable()) : watch(s.tensor());
 }
 
+std::vector<Variable> GradientTape::watched_variables() const {
+  std::vector<Variable> out;
+  for (const Tensor& t : impl_->watched)
+    if (variable_of(t)) out.push_back(Variable::from_handle(t));
+  return out;
+}
+
 GradientTape::StopRecording::StopRecording(GradientTape* tape)
     : tape_(tape), was_recording_(tape->impl_->recording) {
   tape->impl_->recording = false;

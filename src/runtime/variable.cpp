@@ -97,6 +97,17 @@ Variable::Variable(const Tensor& initial_value, const std::string& name, bool tr
 Variable::Variable(Scalar initial_value, const std::string& name, bool trainable)
     : Variable(Tensor(initial_value, initial_value.natural_dtype()), name, trainable) {}
 
+Variable Variable::from_handle(const Tensor& handle) {
+  auto* res = handle.defined() && !handle.is_symbolic() && handle.dtype() == DType::kResource
+                  ? dynamic_cast<VariableResource*>(handle.resource())
+                  : nullptr;
+  if (!res) throw InvalidArgumentError("Variable::from_handle: not a variable's resource handle");
+  Variable v;
+  v.handle_ = handle;
+  v.resource_ = res;
+  return v;
+}
+
 void Variable::check_defined() const {
   if (!resource_)
     throw FailedPreconditionError("Variable: this handle is empty (default-constructed)");

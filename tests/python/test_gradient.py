@@ -299,6 +299,68 @@ def test_custom_gradient_errors():
         tape.gradient(y, x)
 
 
+def test_custom_gradient_with_variables_eager_and_traced():
+    v = tf.Variable(2.0)
+    seen = []
+
+    @tf.custom_gradient
+    def scale(x):
+        def grad(dy, variables):
+            seen.append([w.name for w in variables])
+            return dy * 100.0, [dy * 1000.0 for _ in variables]
+        return x * v, grad
+
+    x = tf.constant(3.0)
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        y = scale(x)
+    gx, gv = tape.gradient(y, [x, v])
+    assert (gx.numpy(), gv.numpy()) == (100.0, 1000.0)
+    assert seen == [[v.name]]
+
+    @tf.function(autograph=False)
+    def step(x):
+        with tf.GradientTape() as tape:
+            y = scale(x)
+        return tape.gradient(y, v)
+    assert step(tf.constant(1.0)).numpy() == 1000.0
+
+    @tf.custom_gradient
+    def no_kwarg(x):
+        return x * v, lambda dy: dy
+    with pytest.raises(TypeError, match="keyword argument 'variables'"):
+        no_kwarg(x)
+
+
+def test_watched_variables_in_order_and_identity():
+    a, b = tf.Variable(1.0), tf.Variable(2.0)
+    frozen = tf.Variable(3.0, trainable=False)
+    with tf.GradientTape() as tape:
+        y = b * a + frozen
+    assert tape.watched_variables() == (b, a)  # the user's own objects, in read order
+    with tf.GradientTape(watch_accessed_variables=False) as tape:
+        tape.watch(frozen)
+        y = a * frozen
+    assert tape.watched_variables() == (frozen,)
+    layer = tf.keras.layers.Dense(2, name="d")
+    layer.build((None, 3))
+    with tf.GradientTape() as tape:
+        layer(tf.ones([1, 3]))
+    names = [v.path for v in tape.watched_variables()]
+    assert sorted(names) == ["d/bias", "d/kernel"]
+    assert all(isinstance(v, tf.keras.Variable) for v in tape.watched_variables())
+    traced = []
+
+    @tf.function
+    def f(x):
+        with tf.GradientTape() as tape:
+            y = a * x
+        traced.extend(tape.watched_variables())
+        return y
+    f(tf.constant(1.0))
+    assert traced == [a]
+
+
 def test_jacobian_of_an_empty_target_is_empty():
     x = tf.constant([1.0, 2.0])
     with tf.GradientTape() as tape:
