@@ -28,6 +28,11 @@ def _walk(obj, seen, want):
         elif isinstance(v, Module):
             if want == "m" and id(v) not in seen:
                 out.append(v)
+            if want == "v" and hasattr(v, "_kiln_module_variables"):
+                for w in v._kiln_module_variables():  # a Keras layer's weights
+                    if id(w) not in seen:
+                        seen.add(id(w))
+                        out.append(w)
             out.extend(_walk(v, seen, want))
         elif isinstance(v, (list, tuple, dict)):
             out.extend(_walk(v, seen, want))

@@ -295,6 +295,32 @@ def tensor_scatter_nd_update(tensor, indices, updates, name=None):
                             lambda u, lin, n: u, _last_update)
 
 
+def meshgrid(*args, **kwargs):
+    """N-D coordinate grids from 1-D tensors (tf.meshgrid): indexing 'xy' (default,
+    the first two outputs' dims swapped) or 'ij'."""
+    indexing = kwargs.pop("indexing", "xy")
+    kwargs.pop("name", None)
+    if kwargs:
+        raise TypeError(f"meshgrid: unexpected keyword arguments {sorted(kwargs)}")
+    if indexing not in ("xy", "ij"):
+        raise ValueError(f"meshgrid: indexing must be 'xy' or 'ij', got {indexing!r}")
+    xs = [raw.Reshape(h.tensor(a), h.const_ints([-1], "int64")) for a in args]
+    n = len(xs)
+    axis = list(range(n))
+    if indexing == "xy" and n >= 2:  # the first two inputs vary along dims 1 and 0
+        axis[0], axis[1] = 1, 0
+    sizes = [None] * n
+    for i, x in enumerate(xs):
+        sizes[axis[i]] = raw.Shape(x, out_type=_kiln.as_dtype("int64"))
+    full = raw.ConcatV2(sizes, axis=0) if n else h.const_ints([], "int64")
+    out = []
+    for i, x in enumerate(xs):
+        shape = [1] * n
+        shape[axis[i]] = -1
+        out.append(raw.BroadcastTo(raw.Reshape(x, h.const_ints(shape, "int64")), full))
+    return out
+
+
 def tile(input, multiples, name=None):  # noqa: A002
     """input repeated multiples[i] times along each dim i (tf.tile)."""
     return raw.Tile(h.tensor(input), h.shape_tensor(multiples, "Tile", "multiples"))
@@ -535,7 +561,7 @@ def linspace(start, stop, num, name=None, axis=0):
 
 __all__ = [
     "linspace", "gather_nd", "scatter_nd", "tensor_scatter_nd_add", "tensor_scatter_nd_sub",
-    "tensor_scatter_nd_update", "tensor_scatter_nd_max", "tensor_scatter_nd_min",
+    "tensor_scatter_nd_update", "tensor_scatter_nd_max", "tensor_scatter_nd_min", "meshgrid",
     "reshape", "expand_dims", "squeeze", "transpose", "shape", "size", "rank", "concat", "stack",
     "unstack", "split", "slice", "strided_slice", "gather", "tile", "broadcast_to", "pad",
     "one_hot", "fill", "zeros", "ones", "zeros_like", "ones_like", "identity", "where",

@@ -148,3 +148,19 @@ def test_device_rejects_malformed_names(name):
     with pytest.raises(ValueError, match="device name"):
         with tf.device(name):
             pass
+
+
+@pytest.mark.parametrize("indexing", ["xy", "ij"])
+@pytest.mark.parametrize("args", [[[1, 2, 3], [4, 5]], [[1.0, 2.0], [3.0], [4.0, 5.0, 6.0]],
+                                  [[7, 8]]])
+def test_meshgrid_matches_numpy_eager_and_traced(indexing, args):
+    want = np.meshgrid(*[np.asarray(a) for a in args], indexing=indexing)
+    ts = [tf.constant(a) for a in args]
+    eager = tf.meshgrid(*ts, indexing=indexing)
+    traced = tf.function(lambda *xs: tf.meshgrid(*xs, indexing=indexing))(*ts)
+    for got in (eager, traced):
+        assert len(got) == len(want)
+        for g, w in zip(got, want):
+            np.testing.assert_array_equal(g.numpy(), w)
+    with pytest.raises(ValueError, match="indexing"):
+        tf.meshgrid(*ts, indexing="yx")

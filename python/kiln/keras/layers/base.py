@@ -290,6 +290,10 @@ class Layer(Module):
 
     # ---- weights ----
 
+    def _kiln_module_variables(self):
+        """The variables a tf.Module holding this layer reports: its weights."""
+        return self.weights
+
     def add_weight(self, name=None, shape=None, dtype=None, initializer=None, regularizer=None,
                    trainable=True, constraint=None, **kwargs):
         """Creates a variable tracked by this layer, initialized by
