@@ -5,10 +5,13 @@
 #include <string>
 #include <string_view>
 
+#include "kiln/half.h"
+
 namespace kiln {
 
 /// Element type of a tensor. `kResource` is internal: a handle to a stateful
-/// object such as a Variable. float16/bfloat16 have reserved slots for later.
+/// object such as a Variable. float16/bfloat16 (Half, BFloat16) are storage
+/// types: ops marked kHalfInFloat compute them in float32 (src/ops/dispatch.cpp).
 enum class DType : uint8_t {
   kInvalid = 0,
   kBool,
@@ -20,6 +23,8 @@ enum class DType : uint8_t {
   kFloat64,
   kString,
   kResource,
+  kFloat16,
+  kBFloat16,
   kNumDTypes
 };
 
@@ -30,8 +35,12 @@ size_t dtype_size(DType t);
 /// Parse a name as returned by dtype_name; kInvalid when unknown.
 DType dtype_from_name(std::string_view name);
 
+/// float16 or bfloat16.
+inline bool is_half(DType t) {
+  return t == DType::kFloat16 || t == DType::kBFloat16;
+}
 inline bool is_floating(DType t) {
-  return t == DType::kFloat32 || t == DType::kFloat64;
+  return t == DType::kFloat32 || t == DType::kFloat64 || is_half(t);
 }
 inline bool is_integer(DType t) {
   return t == DType::kInt8 || t == DType::kUInt8 || t == DType::kInt32 || t == DType::kInt64;
@@ -79,6 +88,14 @@ struct dtype_of<float> {
 template <>
 struct dtype_of<double> {
   static constexpr DType value = DType::kFloat64;
+};
+template <>
+struct dtype_of<Half> {
+  static constexpr DType value = DType::kFloat16;
+};
+template <>
+struct dtype_of<BFloat16> {
+  static constexpr DType value = DType::kBFloat16;
 };
 template <>
 struct dtype_of<std::string> {

@@ -41,6 +41,9 @@ enum OpTrait : uint32_t {
   /// While, fused ops): not offered as a `kiln.raw` op.
   kGraphOnly = 1u << 10,
   kVariadicOutput = 1u << 11,  ///< the number of outputs follows from attrs (Unpack, Split)
+  /// Computes float16/bfloat16 inputs in float32: dispatch casts them up, runs
+  /// the float32 row and rounds its float32 outputs back (no half kernels).
+  kHalfInFloat = 1u << 12,
 };
 
 struct TensorSpec;

@@ -11,6 +11,9 @@ int32 = _kiln.as_dtype("int32")
 int64 = _kiln.as_dtype("int64")
 float32 = _kiln.as_dtype("float32")
 float64 = _kiln.as_dtype("float64")
+float16 = _kiln.as_dtype("float16")
+bfloat16 = _kiln.as_dtype("bfloat16")
+half = float16
 string = _kiln.as_dtype("string")
 double = float64
 
@@ -26,4 +29,4 @@ def cast(x, dtype, name=None):
 
 
 __all__ = ["DType", "as_dtype", "bool", "int8", "uint8", "int32", "int64", "float32",
-           "float64", "string", "double", "cast"]
+           "float64", "float16", "bfloat16", "half", "string", "double", "cast"]

@@ -44,6 +44,8 @@ DType dtype_from_numpy_name(const std::string& n) {
   if (n == "int64") return DType::kInt64;
   if (n == "float32") return DType::kFloat32;
   if (n == "float64") return DType::kFloat64;
+  if (n == "float16") return DType::kFloat16;
+  if (n == "bfloat16") return DType::kBFloat16;
   if (n == "object" || n.rfind("str", 0) == 0 || n.rfind("bytes", 0) == 0) return DType::kString;
   return DType::kInvalid;
 }
@@ -57,6 +59,8 @@ const char* numpy_name(DType dt) {
     case DType::kInt64: return "int64";
     case DType::kFloat32: return "float32";
     case DType::kFloat64: return "float64";
+    case DType::kFloat16: return "float16";
+    case DType::kBFloat16: return "bfloat16";
     default: return "object";
   }
 }
@@ -88,13 +92,11 @@ Tensor tensor_from_numpy(nb::handle array) {
   const std::string name = nb::cast<std::string>(arr.attr("dtype").attr("name"));
   DType dt = dtype_from_numpy_name(name);
   std::vector<int64_t> dims;
-  for (nb::handle d : nb::borrow<nb::tuple>(arr.attr("shape"))) dims.push_back(nb::cast<int64_t>(d));
+  for (nb::handle d : nb::borrow<nb::tuple>(arr.attr("shape")))
+    dims.push_back(nb::cast<int64_t>(d));
   Shape shape(dims);
   if (dt == DType::kInvalid) {
-    if (name == "float16") {
-      arr = arr.attr("astype")("float32");
-      dt = DType::kFloat32;
-    } else if (name == "int16" || name == "uint16" || name == "uint32") {
+    if (name == "int16" || name == "uint16" || name == "uint32") {
       arr = arr.attr("astype")(name == "uint32" ? "int64" : "int32");
       dt = name == "uint32" ? DType::kInt64 : DType::kInt32;
     } else {
@@ -104,8 +106,8 @@ Tensor tensor_from_numpy(nb::handle array) {
   if (dt == DType::kString) return string_tensor_from_numpy(arr, shape);
   Tensor t = Tensor::empty(dt, shape);
   if (t.num_elements() == 0) return t;
-  nb::ndarray<nb::ro, nb::c_contig, nb::device::cpu> view = nb::cast<
-      nb::ndarray<nb::ro, nb::c_contig, nb::device::cpu>>(arr);
+  nb::ndarray<nb::ro, nb::c_contig, nb::device::cpu> view =
+      nb::cast<nb::ndarray<nb::ro, nb::c_contig, nb::device::cpu>>(arr);
   std::memcpy(t.mutable_raw_data(), view.data(), t.nbytes());
   return t;
 }
@@ -175,6 +177,8 @@ Tensor tensor_from_sequence(nb::handle seq, DType dtype) {
   if (dtype != DType::kString && have == DType::kString)
     type_error("Cannot convert " + py_repr(seq) + " to EagerTensor of dtype " +
                std::string(dtype_name(dtype)));
+  if (is_half(dtype) && have != dtype)  // rounded by kiln's cast (NumPy may lack bfloat16)
+    return cast(tensor_from_numpy(arr.attr("astype")("float32")), dtype);
   if (have != dtype && dtype != DType::kString) arr = arr.attr("astype")(numpy_name(dtype));
   return tensor_from_numpy(arr);
 }
@@ -182,8 +186,7 @@ Tensor tensor_from_sequence(nb::handle seq, DType dtype) {
 Tensor check_dtype(Tensor t, DType dtype, const char* what) {
   if (dtype != DType::kInvalid && t.dtype() != dtype)
     throw nb::value_error(str_cat("Tensor conversion requested dtype ", dtype_name(dtype),
-                                  " for Tensor with dtype ", dtype_name(t.dtype()), " (", what,
-                                  ")")
+                                  " for Tensor with dtype ", dtype_name(t.dtype()), " (", what, ")")
                               .c_str());
   return t;
 }
@@ -251,19 +254,19 @@ Tensor to_tensor(nb::handle h, DType dtype, const char* what) {
     double v = PyFloat_AsDouble(o);
     if (dtype == DType::kInvalid) return Tensor(static_cast<float>(v));
     if (dtype == DType::kString || dtype == DType::kResource || dtype == DType::kBool)
-      type_error(str_cat("Cannot convert ", py_repr(h), " to EagerTensor of dtype ",
-                         dtype_name(dtype)));
+      type_error(
+          str_cat("Cannot convert ", py_repr(h), " to EagerTensor of dtype ", dtype_name(dtype)));
     try {
       return Tensor(Scalar(v), dtype);
     } catch (const Error&) {
-      type_error(str_cat("Cannot convert ", py_repr(h), " to EagerTensor of dtype ",
-                         dtype_name(dtype)));
+      type_error(
+          str_cat("Cannot convert ", py_repr(h), " to EagerTensor of dtype ", dtype_name(dtype)));
     }
   }
   if (nb::isinstance<nb::str>(h) || nb::isinstance<nb::bytes>(h)) {
     if (dtype != DType::kInvalid && dtype != DType::kString)
-      type_error(str_cat("Cannot convert ", py_repr(h), " to EagerTensor of dtype ",
-                         dtype_name(dtype)));
+      type_error(
+          str_cat("Cannot convert ", py_repr(h), " to EagerTensor of dtype ", dtype_name(dtype)));
     if (nb::isinstance<nb::bytes>(h)) {
       nb::bytes b = nb::borrow<nb::bytes>(h);
       return Tensor(std::string(b.c_str(), b.size()));
@@ -282,8 +285,11 @@ Tensor to_tensor(nb::handle h, DType dtype, const char* what) {
     }
     return t;
   }
-  if (h.is_none()) type_error(str_cat("Attempt to convert a value (None) with an unsupported "
-                                      "type (<class 'NoneType'>) to a Tensor (", what, ")"));
+  if (h.is_none())
+    type_error(
+        str_cat("Attempt to convert a value (None) with an unsupported "
+                "type (<class 'NoneType'>) to a Tensor (",
+                what, ")"));
   type_error(str_cat("Attempt to convert a value (", py_repr(h), ") with an unsupported type (",
                      py_repr(h.type()), ") to a Tensor (", what, ")"));
 }
@@ -408,8 +414,7 @@ Value to_value(nb::handle h) {
   if (PyTuple_Check(o)) {
     if (is_namedtuple(h)) {
       std::vector<std::pair<std::string, Value>> items;
-      items.emplace_back(kNamedTupleKey,
-                         Value::opaque(opaque_id(h.type()), py_repr(h.type())));
+      items.emplace_back(kNamedTupleKey, Value::opaque(opaque_id(h.type()), py_repr(h.type())));
       nb::tuple fields = nb::borrow<nb::tuple>(h.type().attr("_fields"));
       for (size_t i = 0; i < fields.size(); ++i)
         items.emplace_back(nb::cast<std::string>(fields[i]), to_value(nb::borrow<nb::tuple>(h)[i]));
@@ -467,7 +472,8 @@ nb::object from_value(const Value& v) {
           return type(**kw);
         }
       nb::dict d;
-      for (size_t i = 0; i < keys.size(); ++i) d[nb::str(keys[i].c_str())] = from_value(v.items()[i]);
+      for (size_t i = 0; i < keys.size(); ++i)
+        d[nb::str(keys[i].c_str())] = from_value(v.items()[i]);
       return d;
     }
   }

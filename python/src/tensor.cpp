@@ -48,6 +48,29 @@ nb::object numpy_of(const Tensor& t) {
   return nb::cast(arr, nb::rv_policy::reference);
 }
 
+// float16 / bfloat16: the bits as uint16, viewed as NumPy's float16 or
+// ml_dtypes' bfloat16 (TensorFlow's NumPy type for it).
+nb::object numpy_16bit(const Tensor& t) {
+  std::vector<size_t> shape;
+  for (int64_t d : t.shape().dims()) shape.push_back(static_cast<size_t>(d));
+  Tensor* keep = new Tensor(t);
+  nb::capsule owner(keep, [](void* p) noexcept { delete static_cast<Tensor*>(p); });
+  const auto* bits = static_cast<const uint16_t*>(t.raw_data());
+  nb::ndarray<nb::numpy, uint16_t, nb::ro> arr(const_cast<uint16_t*>(bits), shape.size(),
+                                               shape.data(), owner);
+  nb::object a = nb::cast(arr, nb::rv_policy::reference);
+  if (t.dtype() == DType::kFloat16) return a.attr("view")(numpy().attr("float16"));
+  nb::object ml_dtypes;
+  try {
+    ml_dtypes = nb::module_::import_("ml_dtypes");
+  } catch (nb::python_error&) {
+    throw nb::type_error(
+        "a bfloat16 tensor's NumPy value needs the ml_dtypes package (pip install ml_dtypes), "
+        "or cast it to float32 first");
+  }
+  return a.attr("view")(ml_dtypes.attr("bfloat16"));
+}
+
 nb::object strings_numpy(const Tensor& t) {
   const std::string* p = t.data<std::string>();
   const int64_t n = t.num_elements();
@@ -84,6 +107,8 @@ nb::object tensor_numpy(const Tensor& t, bool scalar_as_item) {
     case DType::kInt64: arr = numpy_of<int64_t>(t); break;
     case DType::kFloat32: arr = numpy_of<float>(t); break;
     case DType::kFloat64: arr = numpy_of<double>(t); break;
+    case DType::kFloat16:
+    case DType::kBFloat16: arr = numpy_16bit(t); break;
     case DType::kString: arr = strings_numpy(t); break;
     default: throw nb::type_error("a resource tensor has no NumPy value");
   }

@@ -21,6 +21,8 @@ constexpr DTypeInfo kDTypeTable[] = {
     {DType::kFloat64, "float64", 8},
     {DType::kString, "string", sizeof(std::string)},
     {DType::kResource, "resource", sizeof(void*)},
+    {DType::kFloat16, "float16", 2},
+    {DType::kBFloat16, "bfloat16", 2},
 };
 static_assert(std::size(kDTypeTable) == static_cast<size_t>(DType::kNumDTypes),
               "kDTypeTable must list every DType");
@@ -39,6 +41,7 @@ DType dtype_from_name(std::string_view name) {
     if (name == e.name && e.dtype != DType::kInvalid) return e.dtype;
   if (name == "float") return DType::kFloat32;
   if (name == "double") return DType::kFloat64;
+  if (name == "half") return DType::kFloat16;
   return DType::kInvalid;
 }
 

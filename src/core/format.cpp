@@ -61,6 +61,8 @@ std::string element(const Tensor& t, int64_t i) {
     case DType::kInt64: return std::to_string(t.data<int64_t>()[i]);
     case DType::kFloat32: return format_float(t.data<float>()[i], true);
     case DType::kFloat64: return format_float(t.data<double>()[i], false);
+    case DType::kFloat16: return format_float(to_float(t.data<Half>()[i]), true);
+    case DType::kBFloat16: return format_float(to_float(t.data<BFloat16>()[i]), true);
     case DType::kString: return bytes_repr(t.data<std::string>()[i]);
     case DType::kResource: {
       auto* r = reinterpret_cast<Resource* const*>(t.raw_data())[i];

@@ -157,6 +157,12 @@ Tensor::Tensor(Scalar v, DType dtype) {
     case DType::kInt64: *this = make_scalar<int64_t>(checked_convert<int64_t>(v, dtype)); break;
     case DType::kFloat32: *this = make_scalar<float>(checked_convert<float>(v, dtype)); break;
     case DType::kFloat64: *this = make_scalar<double>(checked_convert<double>(v, dtype)); break;
+    case DType::kFloat16:
+      *this = make_scalar<Half>(to_half(checked_convert<float>(v, dtype)));
+      break;
+    case DType::kBFloat16:
+      *this = make_scalar<BFloat16>(to_bfloat16(checked_convert<float>(v, dtype)));
+      break;
     default:
       throw InvalidArgumentError(
           str_cat("cannot convert a number to a tensor of dtype ", dtype_name(dtype)));

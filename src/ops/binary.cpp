@@ -69,9 +69,10 @@ constexpr GradFn no_grad = nullptr;
 // One row of binary.def: elementwise (x, y) -> z, with its gradient rule (or
 // kNoGradient).
 template <GradFn R>
-void define_binary(OpTableBuilder& t, OpId id, InferFn infer, uint32_t traits) {
+void define_binary(OpTableBuilder& t, OpId id, InferFn infer, uint32_t traits, DTypeSet dtypes) {
   OpDefBuilder row = t.def(id);
   row.inputs({"x", "y"}).outputs({"z"}).traits(kElementwise | traits).infer(infer);
+  if (dtypes & dtype_bit(DType::kFloat32)) row.traits(kHalfInFloat);
   if constexpr (R == nullptr)
     row.traits(kNoGradient);
   else
@@ -83,7 +84,7 @@ void define_binary(OpTableBuilder& t, OpId id, InferFn infer, uint32_t traits) {
 void define_binary_ops(OpTableBuilder& t) {
 #define KILN_BINARY(op, dtypes, kind, traits, rule)                                            \
   define_binary<rule>(t, OpId::op, infer_binary<dtypes, std::string_view(#kind) == "compare">, \
-                      traits);
+                      traits, dtypes);
 #include "binary.def"
 #undef KILN_BINARY
   t.def(OpId::Add).epilogue(Epilogue::kAdd);

@@ -197,6 +197,8 @@ void define_conv_ops(OpTableBuilder& t) {
       .attr("padding", AttrType::kString)
       .infer(infer_pool<true>);
   define_conv_grad_ops(t);
+  for (OpId id : {OpId::Conv2D, OpId::DepthwiseConv2D})
+    t.def(id).traits(kHalfInFloat);  // float16/bfloat16 in float32
 }
 
 Tensor conv2d(const Tensor& input, const Tensor& filter, const std::vector<int64_t>& strides,

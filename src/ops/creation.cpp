@@ -221,6 +221,8 @@ void define_creation_ops(OpTableBuilder& t) {
       .outputs({"output"})
       .traits(kView | kNoGradient)
       .infer(infer_identity);
+  for (OpId id : {OpId::ZerosLike, OpId::OnesLike})
+    t.def(id).traits(kHalfInFloat);  // float16/bfloat16 in float32
 }
 
 // ---- front functions ----

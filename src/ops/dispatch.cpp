@@ -9,6 +9,42 @@ namespace {
 thread_local ExecutionContext* t_current KILN_TLS = nullptr;
 thread_local OpObserver* t_observer KILN_TLS = nullptr;
 
+// The float16/bfloat16 dtype among the inputs of a kHalfInFloat row, or
+// kInvalid; mixing it with another float dtype is a dtype mismatch.
+DType half_input(const OpDef& op, std::span<const Tensor> inputs) {
+  DType half = DType::kInvalid;
+  bool other_float = false;
+  for (const Tensor& t : inputs) {
+    if (!t.defined()) continue;
+    const DType d = t.dtype();
+    if (is_half(d)) {
+      if (half != DType::kInvalid && half != d)
+        throw InvalidArgumentError(
+            str_cat(op.type_name, ": dtype mismatch: ", dtype_name(half), " and ", dtype_name(d)));
+      half = d;
+    } else {
+      other_float |= is_floating(d);
+    }
+  }
+  if (half != DType::kInvalid && other_float)
+    throw InvalidArgumentError(str_cat(op.type_name, ": dtype mismatch: ", dtype_name(half),
+                                       " mixed with another float dtype (kiln does not promote "
+                                       "dtypes implicitly; use cast)"));
+  return half;
+}
+
+// Runs a kHalfInFloat row on float32 copies of its half inputs and rounds its
+// float32 outputs back to `half`: eagerly or traced (the casts are recorded).
+void execute_in_float(const OpDef& op, std::span<const Tensor> inputs, const Attrs& attrs,
+                      DType half, std::vector<Tensor>& outputs) {
+  std::vector<Tensor> up(inputs.begin(), inputs.end());
+  for (Tensor& t : up)
+    if (t.defined() && t.dtype() == half) t = call_op1(OpId::Cast, {t}, {DType::kFloat32});
+  execute_op(op, up, attrs, outputs);
+  for (Tensor& t : outputs)
+    if (t.defined() && t.dtype() == DType::kFloat32) t = call_op1(OpId::Cast, {t}, {half});
+}
+
 }  // namespace
 
 void check_op_inputs(const OpDef& op, std::span<const Tensor> inputs) {
@@ -53,6 +89,9 @@ void set_op_observer(OpObserver* obs) {
 
 void execute_op(const OpDef& op, std::span<const Tensor> inputs, const Attrs& attrs,
                 std::vector<Tensor>& outputs) {
+  if (op.has(kHalfInFloat)) [[unlikely]]
+    if (DType half = half_input(op, inputs); half != DType::kInvalid)
+      return execute_in_float(op, inputs, attrs, half, outputs);
   current_context().execute(op, inputs, attrs, outputs);
   if (OpObserver* obs = t_observer) [[unlikely]]
     obs->on_op(op, inputs, attrs, outputs);
@@ -68,6 +107,12 @@ std::vector<Tensor> call_op(OpId id, std::span<const Tensor> inputs, Attrs attrs
 
 namespace {
 Tensor dispatch1(const OpDef& op, std::span<const Tensor> inputs, const Attrs& attrs) {
+  if (op.has(kHalfInFloat)) [[unlikely]]
+    if (half_input(op, inputs) != DType::kInvalid) {
+      std::vector<Tensor> out;
+      execute_op(op, inputs, attrs, out);
+      return std::move(out.at(0));
+    }
   Tensor out = current_context().execute1(op, inputs, attrs);
   if (OpObserver* obs = t_observer) [[unlikely]]
     obs->on_op(op, inputs, attrs, std::span<const Tensor>(&out, 1));

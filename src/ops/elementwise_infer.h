@@ -21,7 +21,10 @@ constexpr DTypeSet kIntSet = kSignedIntSet | dtype_bit(DType::kUInt8);
 constexpr DTypeSet kRealSet = kIntSet | kFloatSet;
 constexpr DTypeSet kSignedRealSet = kSignedIntSet | kFloatSet;
 constexpr DTypeSet kStringSet = dtype_bit(DType::kString);
-constexpr DTypeSet kAllValueSet = kBoolSet | kRealSet | kStringSet;
+/// float16 and bfloat16: storage types (Cast converts them; kHalfInFloat
+/// rows compute them in float32).
+constexpr DTypeSet kHalfSet = dtype_bit(DType::kFloat16) | dtype_bit(DType::kBFloat16);
+constexpr DTypeSet kAllValueSet = kBoolSet | kRealSet | kStringSet | kHalfSet;
 
 inline bool in_set(DType d, DTypeSet s) {
   return (dtype_bit(d) & s) != 0;

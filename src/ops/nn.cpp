@@ -149,6 +149,9 @@ void define_nn_ops(OpTableBuilder& t) {
   t.def(OpId::Softmax).grad(softmax_grad);
   t.def(OpId::LogSoftmax).grad(log_softmax_grad);
   define_conv_ops(t);
+  for (OpId id :
+       {OpId::MatMul, OpId::BiasAdd, OpId::MaxPool, OpId::AvgPool, OpId::Softmax, OpId::LogSoftmax})
+    t.def(id).traits(kHalfInFloat);  // float16/bfloat16 in float32
 }
 
 Tensor matmul(const Tensor& a, const Tensor& b, bool transpose_a, bool transpose_b) {

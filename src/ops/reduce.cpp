@@ -203,6 +203,9 @@ void define_reduce_ops(OpTableBuilder& t) {
   t.def(OpId::ReduceProd).grad(prod_grad);
   t.def(OpId::Cumsum).grad(cumsum_grad);
   define_segment_ops(t);
+  for (OpId id : {OpId::ReduceSum, OpId::ReduceMean, OpId::ReduceMax, OpId::ReduceMin,
+                  OpId::ReduceProd, OpId::ArgMax, OpId::ArgMin, OpId::Cumsum})
+    t.def(id).traits(kHalfInFloat);  // float16/bfloat16 in float32
 }
 
 Tensor reduce_sum(const Tensor& t, const std::vector<int64_t>& axes, bool keepdims) {

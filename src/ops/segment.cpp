@@ -112,6 +112,9 @@ void define_segment_ops(OpTableBuilder& t) {
         .outputs({"output"})
         .infer(infer_unsorted_segment)
         .grad(rule);
+  for (OpId id : {OpId::UnsortedSegmentSum, OpId::UnsortedSegmentMax, OpId::UnsortedSegmentMin,
+                  OpId::UnsortedSegmentProd})
+    t.def(id).traits(kHalfInFloat);  // float16/bfloat16 in float32
 }
 
 Tensor unsorted_segment_sum(const Tensor& data, const Tensor& segment_ids,

@@ -104,6 +104,8 @@ void define_select_cast_ops(OpTableBuilder& t) {
   t.def(OpId::Select).grad(select_grad);
   t.def(OpId::Cast).grad(cast_grad);
   t.def(OpId::ClipByValue).grad(clip_grad).epilogue(Epilogue::kClip);
+  for (OpId id : {OpId::Select, OpId::ClipByValue})
+    t.def(id).traits(kHalfInFloat);  // float16/bfloat16 in float32
 }
 
 Tensor where(const Tensor& condition, const Tensor& x, const Tensor& y) {

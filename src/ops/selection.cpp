@@ -105,6 +105,8 @@ void define_selection_ops(OpTableBuilder& t) {
       .infer(infer_top_k)
       .grad(top_k_grad);
   t.def(OpId::Where).inputs({"input"}).outputs({"index"}).traits(kNoGradient).infer(infer_where);
+  for (OpId id : {OpId::TopKV2, OpId::Where})
+    t.def(id).traits(kHalfInFloat);  // float16/bfloat16 in float32
 }
 
 std::pair<Tensor, Tensor> top_k(const Tensor& input, const Tensor& k, bool sorted) {

@@ -256,6 +256,7 @@ void define_slicing_ops(OpTableBuilder& t) {
   t.def(OpId::StridedSlice).grad(strided_slice_grad);
   t.def(OpId::StridedSliceGrad).grad(strided_slice_grad_grad);
   t.def(OpId::Gather).grad(gather_grad);
+  t.def(OpId::StridedSliceGrad).traits(kHalfInFloat);  // float16/bfloat16 in float32
 }
 }  // namespace shape_ops
 

@@ -78,9 +78,10 @@ constexpr UnaryRule no_grad = nullptr;
 // One row of unary.def: elementwise, x -> y, with its gradient rule (or
 // kNoGradient).
 template <UnaryRule R>
-void define_unary(OpTableBuilder& t, OpId id, InferFn infer) {
+void define_unary(OpTableBuilder& t, OpId id, InferFn infer, DTypeSet dtypes) {
   OpDefBuilder row = t.def(id);
   row.inputs({"x"}).outputs({"y"}).traits(kElementwise).infer(infer);
+  if (dtypes & dtype_bit(DType::kFloat32)) row.traits(kHalfInFloat);
   if constexpr (R == nullptr)
     row.traits(kNoGradient);
   else
@@ -90,8 +91,9 @@ void define_unary(OpTableBuilder& t, OpId id, InferFn infer) {
 }  // namespace
 
 void define_unary_ops(OpTableBuilder& t) {
-#define KILN_UNARY(op, dtypes, rule) define_unary<rule>(t, OpId::op, infer_same<dtypes>);
-#define KILN_PREDICATE(op, dtypes) define_unary<no_grad>(t, OpId::op, infer_predicate<dtypes>);
+#define KILN_UNARY(op, dtypes, rule) define_unary<rule>(t, OpId::op, infer_same<dtypes>, dtypes);
+#define KILN_PREDICATE(op, dtypes) \
+  define_unary<no_grad>(t, OpId::op, infer_predicate<dtypes>, dtypes);
 #include "unary.def"
 #undef KILN_UNARY
 #undef KILN_PREDICATE

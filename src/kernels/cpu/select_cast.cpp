@@ -1,5 +1,6 @@
 // CPU kernels for Select, Cast and ClipByValue.
 #include <string>
+#include <type_traits>
 
 #include "bind.h"
 #include "elementwise_util.h"
@@ -19,6 +20,61 @@ void select_kernel(KernelContext& c) {
   });
 }
 
+// float16/bfloat16 <-> float32 element by element (exact up, rounded down).
+template <typename H>
+void half_to_float(const H* in, float* out, int64_t n) {
+  parallel_for(n, config().parallel_grain, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) out[i] = to_float(in[i]);
+  });
+}
+template <typename H>
+void float_to_half(const float* in, H* out, int64_t n) {
+  parallel_for(n, config().parallel_grain, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) {
+      if constexpr (std::is_same_v<H, Half>)
+        out[i] = to_half(in[i]);
+      else
+        out[i] = to_bfloat16(in[i]);
+    }
+  });
+}
+
+// x (any plain dtype or a 16-bit float) as float32.
+Tensor as_float32(const Tensor& x, const char* op) {
+  if (x.dtype() == DType::kFloat32) return x;
+  Tensor f = Tensor::empty(DType::kFloat32, x.shape());
+  const int64_t n = x.num_elements();
+  if (x.dtype() == DType::kFloat16) {
+    half_to_float(x.data<Half>(), f.mutable_data<float>(), n);
+  } else if (x.dtype() == DType::kBFloat16) {
+    half_to_float(x.data<BFloat16>(), f.mutable_data<float>(), n);
+  } else {
+    visit_types(PlainTypes{}, x.dtype(), op, [&](auto tag) {
+      unary_map(x.data<decltype(tag)>(), f.mutable_data<float>(), n, fn::Cast<float>{});
+    });
+  }
+  return f;
+}
+
+// Casts from or to a 16-bit float go through float32 (as Eigen's half does).
+void cast_half(KernelContext& c, const Tensor& x, DType to) {
+  const char* op = c.op().type_name;
+  const Tensor f = as_float32(x, op);
+  const int64_t n = x.num_elements();
+  if (to == DType::kFloat32) return c.set_output(0, f);
+  Tensor& out = c.allocate_output(0);
+  if (to == DType::kFloat16) {
+    float_to_half(f.data<float>(), out.mutable_data<Half>(), n);
+  } else if (to == DType::kBFloat16) {
+    float_to_half(f.data<float>(), out.mutable_data<BFloat16>(), n);
+  } else {
+    visit_types(PlainTypes{}, to, op, [&](auto tag) {
+      using To = decltype(tag);
+      unary_map(f.data<float>(), out.mutable_data<To>(), n, fn::Cast<To>{});
+    });
+  }
+}
+
 void cast_kernel(KernelContext& c) {
   const Tensor& x = c.input(0);
   const DType to = c.output_spec(0).dtype;
@@ -26,6 +82,7 @@ void cast_kernel(KernelContext& c) {
     c.set_output(0, x);
     return;
   }
+  if (is_half(x.dtype()) || is_half(to)) return cast_half(c, x, to);
   Tensor& out = c.allocate_output(0);
   const char* op = c.op().type_name;
   visit_types(PlainTypes{}, x.dtype(), op, [&](auto from_tag) {
