@@ -104,6 +104,7 @@ Tensor tensor_from_numpy(nb::handle array) {
     }
   }
   if (dt == DType::kString) return string_tensor_from_numpy(arr, shape);
+  if (is_half(dt)) arr = arr.attr("view")("uint16");  // the bits (nanobind knows no bfloat16)
   Tensor t = Tensor::empty(dt, shape);
   if (t.num_elements() == 0) return t;
   nb::ndarray<nb::ro, nb::c_contig, nb::device::cpu> view =

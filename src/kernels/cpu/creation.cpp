@@ -1,8 +1,11 @@
 // CPU kernels for creation ops: Fill, ZerosLike, OnesLike, Range, Identity.
 // The random ops live in random.cpp.
+#include <cstring>
 #include <string>
+#include <type_traits>
 
 #include "bind.h"
+#include "copy_util.h"
 #include "kernel_util.h"
 
 namespace kiln::cpu {
@@ -35,9 +38,17 @@ void fill_kernel(KernelContext& c) {
     fill_with<std::string>(out, value.data<std::string>()[0]);
     return;
   }
-  visit_numeric(value.dtype(), c.op().type_name, [&](auto tag) {
-    using T = decltype(tag);
-    fill_with<T>(out, value.data<T>()[0]);
+  // Any fixed-size element (float16/bfloat16 included): copy its bytes.
+  visit_elem(value.dtype(), c.op().type_name, [&](auto tag) {
+    using E = typename decltype(tag)::type;
+    if constexpr (!std::is_same_v<E, std::string>) {  // strings: above
+      E v;
+      std::memcpy(&v, value.raw_data(), sizeof(E));
+      E* p = static_cast<E*>(out.mutable_raw_data());
+      parallel_for(out.num_elements(), 0, [&](int64_t b, int64_t e) {
+        for (int64_t i = b; i < e; ++i) p[i] = v;
+      });
+    }
   });
 }
 
