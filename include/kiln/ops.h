@@ -7,6 +7,7 @@
 #include "kiln/ops/reduce.h"
 #include "kiln/ops/select_cast.h"
 #include "kiln/ops/state.h"
+#include "kiln/ops/strings.h"
 #include "kiln/ops/unary.h"
 
 // ---- backward ops ----

@@ -249,6 +249,10 @@ struct PrintOptions {
   /// Elements shown at each end of an axis longer than 2 * summarize (as
   /// tf.print's `summarize`); -1 shows everything.
   int64_t summarize = 3;
+  /// Strings as TensorFlow's print_v2 writes them (tf.strings.format): in
+  /// double quotes with C escapes ("a\n"), bytes >= 0x80 as they are. Off:
+  /// Python's bytes repr (b'a\n').
+  bool quote_strings = false;
 };
 std::string format_tensor(const Tensor& t, const PrintOptions& opts = {});
 

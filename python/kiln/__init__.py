@@ -15,6 +15,7 @@ from kiln.control_flow import cond, while_loop, TensorArray, is_tensor
 from kiln.ops import *  # noqa: F401,F403
 from kiln.ops import range, print  # noqa: A004
 from kiln import math, nn, random, bitwise, linalg, image
+from kiln import strings
 from kiln import config
 from kiln.device import device
 from kiln._warnings import KilnWarning, RetracingWarning, NoReturnWarning
@@ -22,8 +23,12 @@ from kiln.scopes import init_scope, name_scope
 from kiln.module import Module
 from kiln import debugging, keras, autograph
 from kiln import data
+from kiln import train
 from kiln import benchmark  # noqa: F401  (kiln.benchmark: the timing harness)
 from kiln.data.py_func import py_function, numpy_function
 from kiln.gradient import GradientTape, UnconnectedGradients, stop_gradient, custom_gradient
+from kiln import ragged, sparse
+from kiln.ragged import RaggedTensor
+from kiln.sparse import SparseTensor
 
 __version__ = _kiln.__version__  # the VERSION file, through libkiln

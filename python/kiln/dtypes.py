@@ -1,5 +1,6 @@
 """Element types (tf.dtypes): kiln.float32, kiln.int32, ..."""
 from kiln import _kiln
+from kiln._composite import CompositeTensor
 
 DType = _kiln.DType
 as_dtype = _kiln.as_dtype
@@ -22,6 +23,8 @@ def cast(x, dtype, name=None):
     """x converted to dtype (tf.cast / tf.dtypes.cast)."""
     dtype = _kiln.as_dtype(dtype)
     if not isinstance(x, (_kiln.Tensor, _kiln.Variable)):
+        if isinstance(x, CompositeTensor):  # RaggedTensor, SparseTensor: cast the values
+            return x._map_values(lambda v: cast(v, dtype))
         x = _kiln.convert_to_tensor(x)
     if x.dtype == dtype:
         return x if isinstance(x, _kiln.Tensor) else x.read_value()

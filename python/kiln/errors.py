@@ -49,6 +49,10 @@ class UnknownError(OpError):
     """An error of unknown kind."""
 
 
+class DataLossError(OpError):
+    """Unrecoverable data loss or corruption (a truncated or damaged file)."""
+
+
 class OperatorNotAllowedInGraphError(TypeError):
     """A symbolic tensor was used where a Python value is needed (bool, int, iteration)."""
 
@@ -56,7 +60,7 @@ class OperatorNotAllowedInGraphError(TypeError):
 __all__ = [
     "OpError", "InvalidArgumentError", "NotFoundError", "FailedPreconditionError",
     "OutOfRangeError", "ResourceExhaustedError", "UnimplementedError", "InternalError",
-    "UnknownError", "OperatorNotAllowedInGraphError",
+    "UnknownError", "DataLossError", "OperatorNotAllowedInGraphError",
 ]
 
 

@@ -12,6 +12,7 @@ import weakref
 import numpy as np
 
 from kiln import _kiln, nest
+from kiln._composite import CompositeTensor
 from kiln.autograph import convert_for_trace
 from kiln.errors import InvalidArgumentError
 from kiln.tensor_shape import TensorShape
@@ -328,11 +329,16 @@ class ConcreteFunction:
             raise
 
 
+def _items(v):
+    """The items of a list/tuple, or the components of a composite tensor."""
+    return v._components() if isinstance(v, CompositeTensor) else v
+
+
 def _count_specs(v):
     if isinstance(v, _kiln.TensorSpec):
         return 1
     if isinstance(v, (list, tuple)):
-        return sum(_count_specs(x) for x in v)
+        return sum(_count_specs(x) for x in _items(v))
     if isinstance(v, dict):
         return sum(_count_specs(x) for x in v.values())
     return 0
@@ -343,7 +349,7 @@ def _fill_specs(v, leaves):
     if isinstance(v, _kiln.TensorSpec):
         return next(leaves)
     if isinstance(v, (list, tuple)):
-        items = [_fill_specs(x, leaves) for x in v]
+        items = [_fill_specs(x, leaves) for x in _items(v)]
         return type(v)(*items) if hasattr(v, "_fields") else type(v)(items)
     if isinstance(v, dict):
         return {k: _fill_specs(x, leaves) for k, x in v.items()}
@@ -359,6 +365,11 @@ def _check_structure(traced, value, path, fname):
     if isinstance(traced, _kiln.TensorSpec):
         if isinstance(value, (list, tuple, dict)):
             fail(f"is a {type(value).__name__}, expected a tensor")
+    elif isinstance(traced, CompositeTensor):  # RaggedTensor, SparseTensor: by component
+        if type(value) is not type(traced):
+            fail(f"is a {type(value).__name__}, expected a {type(traced).__name__}")
+        for f, t, v in zip(traced._fields, traced._components(), value._components()):
+            _check_structure(t, v, f"{path}.{f}", fname)
     elif isinstance(traced, (list, tuple)):
         if not isinstance(value, (list, tuple)) or isinstance(value, dict):
             fail(f"is a {type(value).__name__}, expected a sequence of {len(traced)}")
@@ -379,7 +390,7 @@ def _has_spec(v):
     if isinstance(v, _kiln.TensorSpec):
         return True
     if isinstance(v, (list, tuple)):
-        return any(_has_spec(x) for x in v)
+        return any(_has_spec(x) for x in _items(v))
     if isinstance(v, dict):
         return any(_has_spec(x) for x in v.values())
     return False

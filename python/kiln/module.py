@@ -1,7 +1,7 @@
 """kiln.Module (tf.Module): tracks variables and submodules assigned as attributes."""
 import re
 
-from kiln import _kiln
+from kiln import _kiln, _restore_hooks
 
 
 def _walk(obj, seen, want):
@@ -51,6 +51,11 @@ class Module:
             raise ValueError(f"{name!r} is not a valid module name. Module names must be "
                              "valid Python 3 identifiers.")
         self._name = name
+
+    def __setattr__(self, name, value):
+        object.__setattr__(self, name, value)
+        if _restore_hooks.PENDING:  # a kiln.train restore waits for this attribute
+            _restore_hooks.notify(self, name, value)
 
     @property
     def name(self):

@@ -1,14 +1,18 @@
 """Nested structures (tf.nest): lists, tuples, namedtuples and dicts of leaves."""
 import collections.abc
 
+from kiln._composite import CompositeTensor
+
 
 def _is_namedtuple(x):
     return isinstance(x, tuple) and hasattr(type(x), "_fields")
 
 
 def is_nested(x):
-    """True for list, tuple, namedtuple and dict (mapping) structures."""
-    return isinstance(x, (list, tuple, collections.abc.Mapping))
+    """True for list, tuple, namedtuple and dict (mapping) structures (composite tensors,
+    tuples of their components, are leaves)."""
+    return isinstance(x, (list, tuple, collections.abc.Mapping)) and not isinstance(
+        x, CompositeTensor)
 
 
 def _children(x):

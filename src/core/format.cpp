@@ -52,7 +52,32 @@ std::string bytes_repr(const std::string& s) {
   return out;
 }
 
-std::string element(const Tensor& t, int64_t i) {
+// absl::Utf8SafeCEscape in double quotes (TensorFlow's print_v2 strings).
+std::string quoted_c_escape(const std::string& s) {
+  std::string out = "\"";
+  for (unsigned char c : s) {
+    switch (c) {
+      case '\n': out += "\\n"; break;
+      case '\r': out += "\\r"; break;
+      case '\t': out += "\\t"; break;
+      case '"': out += "\\\""; break;
+      case '\'': out += "\\'"; break;
+      case '\\': out += "\\\\"; break;
+      default:
+        if (c < 0x20 || c == 0x7f) {
+          char buf[8];
+          std::snprintf(buf, sizeof buf, "\\%03o", c);
+          out += buf;
+        } else {
+          out += static_cast<char>(c);
+        }
+    }
+  }
+  out += '"';
+  return out;
+}
+
+std::string element(const Tensor& t, int64_t i, bool quote_strings) {
   switch (t.dtype()) {
     case DType::kBool: return t.data<bool>()[i] ? "1" : "0";
     case DType::kInt8: return std::to_string(t.data<int8_t>()[i]);
@@ -63,7 +88,9 @@ std::string element(const Tensor& t, int64_t i) {
     case DType::kFloat64: return format_float(t.data<double>()[i], false);
     case DType::kFloat16: return format_float(to_float(t.data<Half>()[i]), true);
     case DType::kBFloat16: return format_float(to_float(t.data<BFloat16>()[i]), true);
-    case DType::kString: return bytes_repr(t.data<std::string>()[i]);
+    case DType::kString:
+      return quote_strings ? quoted_c_escape(t.data<std::string>()[i])
+                           : bytes_repr(t.data<std::string>()[i]);
     case DType::kResource: {
       auto* r = reinterpret_cast<Resource* const*>(t.raw_data())[i];
       if (!r) return "<null resource>";
@@ -77,7 +104,8 @@ std::string element(const Tensor& t, int64_t i) {
 }
 
 void format_rec(const Tensor& t, int64_t dim, int64_t offset, const SmallVec<int64_t, 6>& strides,
-                int64_t summarize, std::string& out) {
+                const PrintOptions& opts, std::string& out) {
+  const int64_t summarize = opts.summarize;
   const int64_t n = t.dim(dim);
   const bool last = dim == t.rank() - 1;
   const bool cut = summarize >= 0 && n > 2 * summarize;
@@ -100,9 +128,9 @@ void format_rec(const Tensor& t, int64_t dim, int64_t offset, const SmallVec<int
     }
     const int64_t off = offset + i * strides[static_cast<size_t>(dim)];
     if (last)
-      out += element(t, off);
+      out += element(t, off, opts.quote_strings);
     else
-      format_rec(t, dim + 1, off, strides, summarize, out);
+      format_rec(t, dim + 1, off, strides, opts, out);
   }
   out += ']';
 }
@@ -113,9 +141,9 @@ std::string format_tensor(const Tensor& t, const PrintOptions& opts) {
   if (t.is_symbolic())
     return str_cat("Tensor(\"", t.symbol()->tensor_name(t.output_index()),
                    "\", shape=", t.shape().to_string(), ", dtype=", dtype_name(t.dtype()), ")");
-  if (t.rank() == 0) return element(t, 0);
+  if (t.rank() == 0) return element(t, 0, opts.quote_strings);
   std::string out;
-  format_rec(t, 0, 0, contiguous_strides(t.shape()), opts.summarize, out);
+  format_rec(t, 0, 0, contiguous_strides(t.shape()), opts, out);
   return out;
 }
 

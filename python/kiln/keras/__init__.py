@@ -2,6 +2,7 @@
 from kiln.keras import activations, initializers, utils, backend
 from kiln.keras import layers
 from kiln.keras.layers import Layer, Input, InputLayer
+from kiln.keras import saving
 from kiln.keras import models
 from kiln.keras.models import Model, Sequential
 from kiln.keras import applications
@@ -12,4 +13,4 @@ from kiln.keras.variables import Variable
 __all__ = ["activations", "initializers", "utils", "backend", "layers", "models",
            "applications", "Layer", "Input", "InputLayer", "Model", "Sequential"]
 __all__ += ["optimizers"]
-__all__ += ["losses", "metrics", "callbacks", "Variable"]
+__all__ += ["losses", "metrics", "callbacks", "Variable", "saving"]

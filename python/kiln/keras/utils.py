@@ -4,6 +4,9 @@ import random as _py_random
 import numpy as np
 
 from kiln.ops import random_ops
+from kiln.keras.saving.object_registration import (  # noqa: F401  (Keras' aliases)
+    CustomObjectScope, custom_object_scope, get_custom_objects, get_registered_name,
+    get_registered_object, register_keras_serializable)
 
 
 def set_random_seed(seed):

@@ -54,6 +54,21 @@ def tensor(x, dtype=None, op=None):
     return _kiln.convert_to_tensor(x, dtype=dtype)
 
 
+# Composite tensors (kiln.RaggedTensor, kiln.SparseTensor) register handlers here: an op
+# whose argument failed to convert (a TypeError) asks them before re-raising. Each handler
+# takes (fn, args) and returns the result or NotImplemented; fn._kiln_kind says what fn is.
+DISPATCHERS = []
+
+
+def dispatch(fn, *args):
+    """fn(*args) computed by a composite tensor's handler, or NotImplemented."""
+    for handler in DISPATCHERS:
+        out = handler(fn, args)
+        if out is not NotImplemented:
+            return out
+    return NotImplemented
+
+
 def pair(x, y, op):
     """Converts two operands as TensorFlow's binary ops do: a Python value takes
     the dtype of the tensor operand."""

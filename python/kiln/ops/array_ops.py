@@ -89,13 +89,22 @@ def _convert_list(values, op):
 
 def concat(values, axis, name=None):
     """The tensors of values joined along axis (tf.concat)."""
-    ts = _convert_list(values, "ConcatV2")
+    try:
+        ts = _convert_list(values, "ConcatV2")
+    except TypeError:  # RaggedTensors?
+        out = h.dispatch(concat, values, axis)
+        if out is NotImplemented:
+            raise
+        return out
     axis = h.one_int(axis, "axis", "ConcatV2")
     if len(ts) == 1:
         r = h.static_rank(ts[0], "ConcatV2")
         h.normalize_axis(axis, r, "ConcatV2")
         return raw.Identity(ts[0])
     return raw.ConcatV2(ts, axis=axis)
+
+
+concat._kiln_kind = "concat"
 
 
 def stack(values, axis=0, name=None):

@@ -11,9 +11,16 @@ def _binary(op_name, doc):
     op = getattr(raw, op_name)
 
     def fn(x, y, name=None):
-        return op(*h.pair(x, y, op_name))
+        try:
+            return op(*h.pair(x, y, op_name))
+        except TypeError:  # a RaggedTensor or SparseTensor operand?
+            out = h.dispatch(fn, x, y)
+            if out is NotImplemented:
+                raise
+            return out
 
     fn.__doc__ = doc
+    fn._kiln_kind = "binary"
     return fn
 
 
@@ -21,9 +28,16 @@ def _unary(op_name, doc):
     op = getattr(raw, op_name)
 
     def fn(x, name=None):
-        return op(h.tensor(x))
+        try:
+            return op(h.tensor(x))
+        except TypeError:  # a RaggedTensor or SparseTensor?
+            out = h.dispatch(fn, x)
+            if out is NotImplemented:
+                raise
+            return out
 
     fn.__doc__ = doc
+    fn._kiln_kind = "unary"
     return fn
 
 
@@ -76,7 +90,13 @@ _TRUEDIV_FLOAT = {"int8": "float32", "uint8": "float32", "int32": "float64", "in
 def truediv(x, y, name=None):
     """x / y in floating point: integer inputs are cast first (int8/uint8 to
     float32, int32/int64 to float64), as tf.math.truediv."""
-    x, y = h.pair(x, y, "RealDiv")
+    try:
+        x, y = h.pair(x, y, "RealDiv")
+    except TypeError:
+        out = h.dispatch(truediv, x, y)
+        if out is NotImplemented:
+            raise
+        return out
     h.check_same_dtype("RealDiv", x=x, y=y)
     target = _TRUEDIV_FLOAT.get(x.dtype.name)
     if target is not None:
@@ -92,7 +112,16 @@ def divide(x, y, name=None):
 
 def pow(x, y, name=None):  # noqa: A001
     """x ** y elementwise; an integer negative exponent is an error (tf.math.pow)."""
-    return raw.Pow(*h.pair(x, y, "Pow"))
+    try:
+        return raw.Pow(*h.pair(x, y, "Pow"))
+    except TypeError:
+        out = h.dispatch(pow, x, y)
+        if out is NotImplemented:
+            raise
+        return out
+
+
+truediv._kiln_kind = pow._kiln_kind = "binary"
 
 
 def is_inf(x, name=None):
@@ -179,7 +208,13 @@ def add_n(inputs, name=None):
 # ---- reductions ----
 
 def _reduce(op_name, input_tensor, axis, keepdims):
-    x = h.tensor(input_tensor)
+    try:
+        x = h.tensor(input_tensor)
+    except TypeError:  # a RaggedTensor?
+        out = h.dispatch(_reduce, op_name, input_tensor, axis, keepdims)
+        if out is NotImplemented:
+            raise
+        return out
     if axis is None:
         return getattr(raw, op_name)(x, axis=[], keepdims=bool(keepdims))
     axes = h.int_list(axis, "axis", op_name)
@@ -187,6 +222,9 @@ def _reduce(op_name, input_tensor, axis, keepdims):
         _check_reduce_dtype(op_name, x)
         return raw.Identity(x)
     return getattr(raw, op_name)(x, axis=axes, keepdims=bool(keepdims))
+
+
+_reduce._kiln_kind = "reduce"
 
 
 def _check_reduce_dtype(op_name, x):

@@ -131,6 +131,9 @@ class Sequential(Model):
         return rows
 
     def get_config(self):
-        return {"name": self.name, "layers": [
-            {"class_name": type(layer).__name__, "config": layer.get_config()}
-            for layer in self._kiln_layers]}
+        return self._kiln_saving.sequential_config(self)
+
+    @classmethod
+    def from_config(cls, config, custom_objects=None):
+        with cls._kiln_saving.scope(custom_objects or {}):
+            return cls._kiln_saving.sequential_from_config(cls, config)

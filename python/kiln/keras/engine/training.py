@@ -1,5 +1,7 @@
 """kiln.keras.Model: a functional model ``Model(inputs, outputs)`` or a
 subclassed model that overrides call()."""
+import json
+
 import numpy as np
 
 from kiln import _kiln
@@ -224,6 +226,10 @@ class Model(Layer):
         self._kiln_compiled = trainer.CompiledState(
             self, optimizer, loss, loss_weights, metrics, weighted_metrics, run_eagerly,
             jit_compile)
+        self._kiln_compile_args = {  # for get_compile_config (saving)
+            "loss": loss, "metrics": metrics, "loss_weights": loss_weights,
+            "weighted_metrics": weighted_metrics, "run_eagerly": run_eagerly,
+            "jit_compile": jit_compile}
 
     @property
     def optimizer(self):
@@ -398,5 +404,44 @@ class Model(Layer):
         for line in lines:
             fn(line)
 
+    # kiln.keras.saving (above this module) installs its functions here.
+    _kiln_saving = None
+
     def get_config(self):
+        if self._kiln_graph is not None:
+            return self._kiln_saving.functional_config(self)
         return {"name": self.name, "trainable": self.trainable}
+
+    @classmethod
+    def from_config(cls, config, custom_objects=None):
+        """A model from get_config()'s dict (a functional config rebuilds the graph)."""
+        with cls._kiln_saving.scope(custom_objects or {}):
+            return cls._kiln_saving.model_from_config(cls, config)
+
+    # ---- saving (kiln/keras/saving) ----
+
+    def save(self, filepath, overwrite=True, zipped=None, **kwargs):
+        """Writes the model (config, weights, optimizer state) to a ``.keras`` file."""
+        self._kiln_saving.save_model(self, filepath, overwrite=overwrite, zipped=zipped,
+                                     **kwargs)
+
+    def save_weights(self, filepath, overwrite=True):
+        """Writes the weights to a ``.weights.h5`` file (kiln's format) or a
+        checkpoint prefix."""
+        self._kiln_saving.save_weights(self, filepath, overwrite=overwrite)
+
+    def load_weights(self, filepath, skip_mismatch=False):
+        """Loads weights written by save_weights() or save()."""
+        return self._kiln_saving.load_weights(self, filepath, skip_mismatch=skip_mismatch)
+
+    def get_compile_config(self):
+        """compile()'s arguments as a config (None before compile)."""
+        return self._kiln_saving.compile_config(self) if self.compiled else None
+
+    def compile_from_config(self, config):
+        """Compiles the model as get_compile_config() described it."""
+        self._kiln_saving.compile_from_config(self, config)
+
+    def to_json(self, **kwargs):
+        """The model's config (Keras 3's layout) as a JSON string."""
+        return json.dumps(self._kiln_saving.serialize(self), **kwargs)

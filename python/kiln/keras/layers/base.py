@@ -10,7 +10,7 @@ import threading
 
 import numpy as np
 
-from kiln import _kiln
+from kiln import _kiln, _restore_hooks
 from kiln import nest
 from kiln.autograph import maybe_convert
 from kiln.keras import initializers
@@ -318,6 +318,8 @@ class Layer(Module):
             v = KerasVariable(value, short, f"{self.name}/{short}", trainable=trainable)
         v._kiln_regularizer, v._kiln_constraint = regularizer, constraint
         self._kiln_weights.append(v)
+        if _restore_hooks.PENDING:  # a kiln.train restore waits for this weight
+            _restore_hooks.notify(self, short, v)
         return v
 
     def _direct_children(self):

@@ -16,7 +16,7 @@ import warnings
 
 import numpy as np
 
-from kiln import _kiln
+from kiln import _kiln, _restore_hooks
 from kiln import ops as K
 from kiln.gradient import GradientTape
 from kiln.keras import initializers
@@ -225,8 +225,12 @@ class Optimizer:
             raise ValueError(f"add_variable_from_reference: variable "
                              f"{reference_variable.name} has an unknown shape {shape}")
         base = _var_name(reference_variable).replace("/", "_")
-        return self.add_variable(shape, initializer, reference_variable.dtype,
-                                 name=f"{base}_{name}" if name else base)
+        v = self.add_variable(shape, initializer, reference_variable.dtype,
+                              name=f"{base}_{name}" if name else base)
+        v._kiln_slot = (reference_variable._id, name)  # kiln.train saves slots by variable
+        if _restore_hooks.PENDING:  # a kiln.train restore waits for this slot
+            _restore_hooks.notify(self, v._kiln_slot, v)
+        return v
 
     def add_optimizer_variables(self, trainable_variables, name, initializer="zeros"):
         """One slot per variable of ``trainable_variables`` for each name: a list,
