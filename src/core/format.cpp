@@ -52,6 +52,11 @@ std::string bytes_repr(const std::string& s) {
   return out;
 }
 
+// NumPy's form: (1+2j), (1-2j).
+std::string complex_text(const std::string& re, const std::string& im) {
+  return "(" + re + (im.empty() || im[0] == '-' ? "" : "+") + im + "j)";
+}
+
 std::string element(const Tensor& t, int64_t i) {
   switch (t.dtype()) {
     case DType::kBool: return t.data<bool>()[i] ? "1" : "0";
@@ -63,6 +68,14 @@ std::string element(const Tensor& t, int64_t i) {
     case DType::kFloat64: return format_float(t.data<double>()[i], false);
     case DType::kFloat16: return format_float(to_float(t.data<Half>()[i]), true);
     case DType::kBFloat16: return format_float(to_float(t.data<BFloat16>()[i]), true);
+    case DType::kComplex64: {
+      const auto z = t.data<std::complex<float>>()[i];
+      return complex_text(format_float(z.real(), true), format_float(z.imag(), true));
+    }
+    case DType::kComplex128: {
+      const auto z = t.data<std::complex<double>>()[i];
+      return complex_text(format_float(z.real(), false), format_float(z.imag(), false));
+    }
     case DType::kString: return bytes_repr(t.data<std::string>()[i]);
     case DType::kResource: {
       auto* r = reinterpret_cast<Resource* const*>(t.raw_data())[i];

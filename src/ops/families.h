@@ -12,6 +12,7 @@ void define_select_cast_ops(OpTableBuilder& t);
 void define_shape_ops(OpTableBuilder& t);
 void define_reduce_ops(OpTableBuilder& t);
 void define_selection_ops(OpTableBuilder& t);
+void define_complex_ops(OpTableBuilder& t);
 void define_nn_ops(OpTableBuilder& t);
 void define_state_ops(OpTableBuilder& t);
 void define_graph_ops(OpTableBuilder& t);
