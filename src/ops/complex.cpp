@@ -46,8 +46,11 @@ void define_complex_ops(OpTableBuilder& t) {
       .traits(kElementwise | kNoGradient)
       .infer(infer_complex);
   for (OpId id : {OpId::Real, OpId::Imag, OpId::ComplexAbs})
-    t.def(id).inputs({"input"}).outputs({"output"}).traits(kElementwise | kNoGradient).infer(
-        infer_part);
+    t.def(id)
+        .inputs({"input"})
+        .outputs({"output"})
+        .traits(kElementwise | kNoGradient)
+        .infer(infer_part);
   t.def(OpId::Conj)
       .inputs({"input"})
       .outputs({"output"})
