@@ -1,6 +1,7 @@
 // Element types. One table (kDTypeTable in dtype.cpp) holds names and sizes.
 #pragma once
 #include <cstddef>
+#include <complex>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -25,6 +26,8 @@ enum class DType : uint8_t {
   kResource,
   kFloat16,
   kBFloat16,
+  kComplex64,
+  kComplex128,
   kNumDTypes
 };
 
@@ -38,6 +41,10 @@ DType dtype_from_name(std::string_view name);
 /// float16 or bfloat16.
 inline bool is_half(DType t) {
   return t == DType::kFloat16 || t == DType::kBFloat16;
+}
+/// complex64 (two float32) or complex128 (two float64).
+inline bool is_complex(DType t) {
+  return t == DType::kComplex64 || t == DType::kComplex128;
 }
 inline bool is_floating(DType t) {
   return t == DType::kFloat32 || t == DType::kFloat64 || is_half(t);
@@ -96,6 +103,14 @@ struct dtype_of<Half> {
 template <>
 struct dtype_of<BFloat16> {
   static constexpr DType value = DType::kBFloat16;
+};
+template <>
+struct dtype_of<std::complex<float>> {
+  static constexpr DType value = DType::kComplex64;
+};
+template <>
+struct dtype_of<std::complex<double>> {
+  static constexpr DType value = DType::kComplex128;
 };
 template <>
 struct dtype_of<std::string> {

@@ -15,6 +15,8 @@ float64 = _kiln.as_dtype("float64")
 float16 = _kiln.as_dtype("float16")
 bfloat16 = _kiln.as_dtype("bfloat16")
 half = float16
+complex64 = _kiln.as_dtype("complex64")
+complex128 = _kiln.as_dtype("complex128")
 string = _kiln.as_dtype("string")
 double = float64
 
@@ -32,4 +34,5 @@ def cast(x, dtype, name=None):
 
 
 __all__ = ["DType", "as_dtype", "bool", "int8", "uint8", "int32", "int64", "float32",
-           "float64", "float16", "bfloat16", "half", "string", "double", "cast"]
+           "float64", "float16", "bfloat16", "half", "complex64", "complex128", "string", "double",
+           "cast"]

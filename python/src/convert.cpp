@@ -46,6 +46,8 @@ DType dtype_from_numpy_name(const std::string& n) {
   if (n == "float64") return DType::kFloat64;
   if (n == "float16") return DType::kFloat16;
   if (n == "bfloat16") return DType::kBFloat16;
+  if (n == "complex64") return DType::kComplex64;
+  if (n == "complex128") return DType::kComplex128;
   if (n == "object" || n.rfind("str", 0) == 0 || n.rfind("bytes", 0) == 0) return DType::kString;
   return DType::kInvalid;
 }
@@ -61,6 +63,8 @@ const char* numpy_name(DType dt) {
     case DType::kFloat64: return "float64";
     case DType::kFloat16: return "float16";
     case DType::kBFloat16: return "bfloat16";
+    case DType::kComplex64: return "complex64";
+    case DType::kComplex128: return "complex128";
     default: return "object";
   }
 }
@@ -263,6 +267,14 @@ Tensor to_tensor(nb::handle h, DType dtype, const char* what) {
       type_error(
           str_cat("Cannot convert ", py_repr(h), " to EagerTensor of dtype ", dtype_name(dtype)));
     }
+  }
+  if (PyComplex_Check(o)) {  // complex128 by default, as TensorFlow
+    Tensor t = tensor_from_numpy(numpy().attr("asarray")(h));
+    if (dtype == DType::kInvalid || dtype == t.dtype()) return t;
+    if (!is_complex(dtype))
+      type_error(str_cat("Cannot convert ", py_repr(h), " to EagerTensor of dtype ",
+                         dtype_name(dtype)));
+    return cast(t, dtype);
   }
   if (nb::isinstance<nb::str>(h) || nb::isinstance<nb::bytes>(h)) {
     if (dtype != DType::kInvalid && dtype != DType::kString)

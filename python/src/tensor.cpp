@@ -109,6 +109,8 @@ nb::object tensor_numpy(const Tensor& t, bool scalar_as_item) {
     case DType::kFloat64: arr = numpy_of<double>(t); break;
     case DType::kFloat16:
     case DType::kBFloat16: arr = numpy_16bit(t); break;
+    case DType::kComplex64: arr = numpy_of<std::complex<float>>(t); break;
+    case DType::kComplex128: arr = numpy_of<std::complex<double>>(t); break;
     case DType::kString: arr = strings_numpy(t); break;
     default: throw nb::type_error("a resource tensor has no NumPy value");
   }
@@ -337,11 +339,14 @@ void bind_dtype(nb::module_& m) {
       .def_prop_ro("name", [](const PyDType& d) { return std::string(dtype_name(d.dtype)); })
       .def_prop_ro("is_floating", [](const PyDType& d) { return is_floating(d.dtype); })
       .def_prop_ro("is_integer", [](const PyDType& d) { return is_integer(d.dtype); })
+      .def_prop_ro("is_complex", [](const PyDType& d) { return is_complex(d.dtype); })
       .def_prop_ro("is_bool", [](const PyDType& d) { return d.dtype == DType::kBool; })
       .def_prop_ro("is_unsigned", [](const PyDType& d) { return d.dtype == DType::kUInt8; })
       .def_prop_ro("size", [](const PyDType& d) { return dtype_size(d.dtype); })
       .def_prop_ro("as_numpy_dtype",
                    [](const PyDType& d) {
+                     if (d.dtype == DType::kBFloat16)
+                       return nb::object(nb::module_::import_("ml_dtypes").attr("bfloat16"));
                      std::string n =
                          d.dtype == DType::kString ? "object_" : std::string(dtype_name(d.dtype));
                      return nb::object(numpy().attr(n.c_str()));

@@ -23,6 +23,8 @@ constexpr DTypeInfo kDTypeTable[] = {
     {DType::kResource, "resource", sizeof(void*)},
     {DType::kFloat16, "float16", 2},
     {DType::kBFloat16, "bfloat16", 2},
+    {DType::kComplex64, "complex64", 8},
+    {DType::kComplex128, "complex128", 16},
 };
 static_assert(std::size(kDTypeTable) == static_cast<size_t>(DType::kNumDTypes),
               "kDTypeTable must list every DType");

@@ -52,6 +52,11 @@ std::string bytes_repr(const std::string& s) {
   return out;
 }
 
+// NumPy's form: (1+2j), (1-2j).
+std::string complex_text(const std::string& re, const std::string& im) {
+  return "(" + re + (im.empty() || im[0] == '-' ? "" : "+") + im + "j)";
+}
+
 // absl::Utf8SafeCEscape in double quotes (TensorFlow's print_v2 strings).
 std::string quoted_c_escape(const std::string& s) {
   std::string out = "\"";
@@ -88,6 +93,14 @@ std::string element(const Tensor& t, int64_t i, bool quote_strings) {
     case DType::kFloat64: return format_float(t.data<double>()[i], false);
     case DType::kFloat16: return format_float(to_float(t.data<Half>()[i]), true);
     case DType::kBFloat16: return format_float(to_float(t.data<BFloat16>()[i]), true);
+    case DType::kComplex64: {
+      const auto z = t.data<std::complex<float>>()[i];
+      return complex_text(format_float(z.real(), true), format_float(z.imag(), true));
+    }
+    case DType::kComplex128: {
+      const auto z = t.data<std::complex<double>>()[i];
+      return complex_text(format_float(z.real(), false), format_float(z.imag(), false));
+    }
     case DType::kString:
       return quote_strings ? quoted_c_escape(t.data<std::string>()[i])
                            : bytes_repr(t.data<std::string>()[i]);

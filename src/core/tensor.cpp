@@ -163,6 +163,12 @@ Tensor::Tensor(Scalar v, DType dtype) {
     case DType::kBFloat16:
       *this = make_scalar<BFloat16>(to_bfloat16(checked_convert<float>(v, dtype)));
       break;
+    case DType::kComplex64:
+      *this = make_scalar(std::complex<float>(checked_convert<float>(v, dtype)));
+      break;
+    case DType::kComplex128:
+      *this = make_scalar(std::complex<double>(checked_convert<double>(v, dtype)));
+      break;
     default:
       throw InvalidArgumentError(
           str_cat("cannot convert a number to a tensor of dtype ", dtype_name(dtype)));

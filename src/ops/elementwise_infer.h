@@ -24,7 +24,8 @@ constexpr DTypeSet kStringSet = dtype_bit(DType::kString);
 /// float16 and bfloat16: storage types (Cast converts them; kHalfInFloat
 /// rows compute them in float32).
 constexpr DTypeSet kHalfSet = dtype_bit(DType::kFloat16) | dtype_bit(DType::kBFloat16);
-constexpr DTypeSet kAllValueSet = kBoolSet | kRealSet | kStringSet | kHalfSet;
+constexpr DTypeSet kComplexSet = dtype_bit(DType::kComplex64) | dtype_bit(DType::kComplex128);
+constexpr DTypeSet kAllValueSet = kBoolSet | kRealSet | kStringSet | kHalfSet | kComplexSet;
 
 inline bool in_set(DType d, DTypeSet s) {
   return (dtype_bit(d) & s) != 0;

@@ -13,6 +13,7 @@ void define_shape_ops(OpTableBuilder& t);
 void define_reduce_ops(OpTableBuilder& t);
 void define_selection_ops(OpTableBuilder& t);
 void define_string_ops(OpTableBuilder& t);
+void define_complex_ops(OpTableBuilder& t);
 void define_nn_ops(OpTableBuilder& t);
 void define_state_ops(OpTableBuilder& t);
 void define_graph_ops(OpTableBuilder& t);

@@ -47,6 +47,7 @@ void define_all_ops(OpTableBuilder& b) {
   define_reduce_ops(b);
   define_selection_ops(b);
   define_string_ops(b);
+  define_complex_ops(b);
   define_nn_ops(b);
   define_state_ops(b);
   define_graph_ops(b);

@@ -57,4 +57,14 @@ Tensor operator-(const Tensor& x);
 /// ~x: logical_not for bool tensors (as TensorFlow), invert for integers.
 Tensor operator~(const Tensor& x);
 
+/// Complex numbers (complex64 from float32 parts, complex128 from float64):
+/// complex(real, imag) broadcasts its parts; real/imag/complex_abs give the
+/// parts' dtype; conj negates the imaginary part. Add, Sub, Mul, Div, Neg,
+/// Equal and NotEqual accept complex tensors; no gradients through them yet.
+Tensor complex(const Tensor& real, const Tensor& imag);
+Tensor real(const Tensor& input);
+Tensor imag(const Tensor& input);
+Tensor complex_abs(const Tensor& x);
+Tensor conj(const Tensor& input);
+
 }  // namespace kiln

@@ -63,7 +63,13 @@ logical_or = _binary("LogicalOr", "x OR y for bool tensors (tf.math.logical_or).
 logical_xor = _binary("LogicalXor", "x XOR y for bool tensors (tf.math.logical_xor).")
 
 negative = _unary("Neg", "-x elementwise (tf.math.negative).")
-abs = _unary("Abs", "|x| elementwise (tf.math.abs).")  # noqa: A001
+_real_abs = _unary("Abs", "|x| elementwise (tf.math.abs).")
+
+
+def abs(x, name=None):  # noqa: A001
+    """|x| elementwise (tf.math.abs); the modulus (a real tensor) for complex x."""
+    t = h.tensor(x)
+    return raw.ComplexAbs(t) if t.dtype.is_complex else _real_abs(t)
 sign = _unary("Sign", "-1, 0 or 1 by the sign of x (tf.math.sign).")
 square = _unary("Square", "x * x elementwise (tf.math.square).")
 sqrt = _unary("Sqrt", "Square root elementwise (tf.math.sqrt).")

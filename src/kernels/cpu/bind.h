@@ -16,6 +16,7 @@ void bind_shape_kernels(OpTableBuilder& t);
 void bind_reduce_kernels(OpTableBuilder& t);
 void bind_selection_kernels(OpTableBuilder& t);
 void bind_string_kernels(OpTableBuilder& t);
+void bind_complex_kernels(OpTableBuilder& t);
 void bind_nn_kernels(OpTableBuilder& t);
 void bind_state_kernels(OpTableBuilder& t);
 void bind_graph_kernels(OpTableBuilder& t);

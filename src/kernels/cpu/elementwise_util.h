@@ -23,7 +23,9 @@ using FloatTypes = TypeList<float, double>;
 using SignedRealTypes = TypeList<int8_t, int32_t, int64_t, float, double>;
 using RealTypes = TypeList<int8_t, uint8_t, int32_t, int64_t, float, double>;
 using PlainTypes = TypeList<bool, int8_t, uint8_t, int32_t, int64_t, float, double>;
-using AllTypes = TypeList<bool, int8_t, uint8_t, int32_t, int64_t, float, double, std::string>;
+using ComplexTypes = TypeList<std::complex<float>, std::complex<double>>;
+using AllTypes = TypeList<bool, int8_t, uint8_t, int32_t, int64_t, float, double, std::string,
+                          std::complex<float>, std::complex<double>>;
 
 /// The C++ types of a DTypeSet (src/ops/elementwise_infer.h), so a kernel
 /// instantiates for exactly the dtypes its op's row accepts.

@@ -12,6 +12,7 @@
 #pragma once
 #include <bit>
 #include <cmath>
+#include <complex>
 #include <cstdint>
 #include <limits>
 #include <type_traits>
@@ -26,6 +27,10 @@ template <typename T>
 inline constexpr bool is_int_v = std::is_integral_v<T> && !std::is_same_v<T, bool>;
 template <typename T>
 inline constexpr bool is_sint_v = is_int_v<T>&& std::is_signed_v<T>;
+template <typename T>
+inline constexpr bool is_complex_v = false;
+template <typename T>
+inline constexpr bool is_complex_v<std::complex<T>> = true;
 
 // Wrapping integer arithmetic through the unsigned type (no signed overflow UB).
 template <typename T>
@@ -372,7 +377,7 @@ struct Mul {
 struct Div {
   template <typename T>
   T operator()(T a, T b) const {
-    if constexpr (std::is_floating_point_v<T>) {
+    if constexpr (std::is_floating_point_v<T> || detail::is_complex_v<T>) {
       return a / b;
     } else {
       if (b == T(0)) return T(0);

@@ -1,4 +1,6 @@
 // CPU kernels for Select, Cast and ClipByValue.
+#include <algorithm>
+#include <complex>
 #include <string>
 #include <type_traits>
 
@@ -75,6 +77,50 @@ void cast_half(KernelContext& c, const Tensor& x, DType to) {
   }
 }
 
+// Casts with a complex side: real -> complex has imaginary part 0; complex ->
+// real keeps the real part (as TensorFlow); half dtypes go through float32.
+void cast_complex(KernelContext& c, const Tensor& x, DType to) {
+  const char* op = c.op().type_name;
+  const int64_t n = x.num_elements();
+  Tensor re = Tensor::empty(DType::kFloat64, x.shape());  // the parts, as double
+  Tensor im = Tensor::empty(DType::kFloat64, x.shape());
+  double* pr = re.mutable_data<double>();
+  double* pi = im.mutable_data<double>();
+  if (is_complex(x.dtype())) {
+    visit_types(ComplexTypes{}, x.dtype(), op, [&](auto tag) {
+      const auto* z = x.data<decltype(tag)>();
+      for (int64_t i = 0; i < n; ++i) pr[i] = z[i].real(), pi[i] = z[i].imag();
+    });
+  } else {
+    const Tensor f = is_half(x.dtype()) ? as_float32(x, op) : x;
+    visit_types(PlainTypes{}, f.dtype(), op, [&](auto tag) {
+      unary_map(f.data<decltype(tag)>(), pr, n, fn::Cast<double>{});
+    });
+    std::fill(pi, pi + n, 0.0);
+  }
+  Tensor& out = c.allocate_output(0);
+  if (is_complex(to)) {
+    visit_types(ComplexTypes{}, to, op, [&](auto tag) {
+      using C = decltype(tag);
+      using R = typename C::value_type;
+      C* o = out.mutable_data<C>();
+      for (int64_t i = 0; i < n; ++i) o[i] = C(static_cast<R>(pr[i]), static_cast<R>(pi[i]));
+    });
+  } else if (is_half(to)) {
+    Tensor f(Tensor::empty(DType::kFloat32, x.shape()));
+    unary_map(pr, f.mutable_data<float>(), n, fn::Cast<float>{});
+    if (to == DType::kFloat16)
+      float_to_half(f.data<float>(), out.mutable_data<Half>(), n);
+    else
+      float_to_half(f.data<float>(), out.mutable_data<BFloat16>(), n);
+  } else {
+    visit_types(PlainTypes{}, to, op, [&](auto tag) {
+      using To = decltype(tag);
+      unary_map(static_cast<const double*>(pr), out.mutable_data<To>(), n, fn::Cast<To>{});
+    });
+  }
+}
+
 void cast_kernel(KernelContext& c) {
   const Tensor& x = c.input(0);
   const DType to = c.output_spec(0).dtype;
@@ -82,6 +128,7 @@ void cast_kernel(KernelContext& c) {
     c.set_output(0, x);
     return;
   }
+  if (is_complex(x.dtype()) || is_complex(to)) return cast_complex(c, x, to);
   if (is_half(x.dtype()) || is_half(to)) return cast_half(c, x, to);
   Tensor& out = c.allocate_output(0);
   const char* op = c.op().type_name;

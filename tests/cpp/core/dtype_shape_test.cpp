@@ -14,13 +14,18 @@ TEST(DType, NamesAndSizesComeFromOneTable) {
       {DType::kBool, "bool", 1},       {DType::kInt8, "int8", 1},
       {DType::kUInt8, "uint8", 1},     {DType::kInt32, "int32", 4},
       {DType::kInt64, "int64", 8},     {DType::kFloat32, "float32", 4},
-      {DType::kFloat64, "float64", 8}, {DType::kString, "string", sizeof(std::string)}};
+      {DType::kFloat64, "float64", 8}, {DType::kString, "string", sizeof(std::string)},
+      {DType::kFloat16, "float16", 2}, {DType::kBFloat16, "bfloat16", 2},
+      {DType::kComplex64, "complex64", 8}, {DType::kComplex128, "complex128", 16}};
   for (const Row& r : rows) {
     EXPECT_EQ(dtype_name(r.dt), r.name);
     EXPECT_EQ(dtype_size(r.dt), r.size);
     EXPECT_EQ(dtype_from_name(r.name), r.dt);
   }
-  EXPECT_EQ(dtype_from_name("complex64"), DType::kInvalid);
+  EXPECT_EQ(dtype_from_name("complex32"), DType::kInvalid);
+  EXPECT_EQ(dtype_from_name("half"), DType::kFloat16);
+  EXPECT_TRUE(is_floating(DType::kBFloat16) && is_half(DType::kFloat16));
+  EXPECT_TRUE(is_complex(DType::kComplex64) && !is_floating(DType::kComplex128));
   EXPECT_TRUE(is_floating(DType::kFloat32));
   EXPECT_TRUE(is_integer(DType::kUInt8));
   EXPECT_FALSE(is_signed(DType::kUInt8));
