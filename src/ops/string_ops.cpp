@@ -298,12 +298,12 @@ void infer_substr(InferContext& c) {
 
 void infer_as_string(InferContext& c) {
   const DType dt = c.dtype(0);
-  if (dt != DType::kBool && dt != DType::kString && !is_numeric(dt))
-    c.fail("input must be numeric, bool or string, got ", dtype_name(dt));
+  if (dt != DType::kBool && dt != DType::kString && !is_numeric(dt) && !is_complex(dt))
+    c.fail("input must be numeric, complex, bool or string, got ", dtype_name(dt));
   const bool scientific = c.attr_bool("scientific"), shortest = c.attr_bool("shortest");
   const int64_t precision = c.attr_int("precision"), width = c.attr_int("width");
   const std::string& fill = c.attr_string("fill");
-  if (!is_floating(dt) && dt != DType::kString) {
+  if (!is_floating(dt) && !is_complex(dt) && dt != DType::kString) {
     if (scientific || shortest)
       c.fail("scientific and shortest format not supported for datatype ", dtype_name(dt));
     if (precision >= 0) c.fail("precision not supported for datatype ", dtype_name(dt));

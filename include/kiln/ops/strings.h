@@ -69,7 +69,7 @@ Tensor substr(const Tensor& input, int64_t pos, int64_t len, const std::string& 
 /// that many characters with spaces, or with `fill` "0" (zeros); the other
 /// fills are printf flags ("-" left-aligns, "+" signs, " ", "#"). Bools are
 /// "true"/"false"; strings pass through (padded to `width`). float16/bfloat16
-/// print as float32.
+/// print as float32; complex numbers as "(real,imag)", each part a float.
 Tensor as_string(const Tensor& input, int64_t precision = -1, bool scientific = false,
                  bool shortest = false, int64_t width = -1, const std::string& fill = "");
 

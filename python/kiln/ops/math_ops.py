@@ -68,7 +68,10 @@ _real_abs = _unary("Abs", "|x| elementwise (tf.math.abs).")
 
 def abs(x, name=None):  # noqa: A001
     """|x| elementwise (tf.math.abs); the modulus (a real tensor) for complex x."""
-    t = h.tensor(x)
+    try:
+        t = h.tensor(x)
+    except TypeError:
+        return _real_abs(x)  # ragged / sparse values dispatch there
     return raw.ComplexAbs(t) if t.dtype.is_complex else _real_abs(t)
 sign = _unary("Sign", "-1, 0 or 1 by the sign of x (tf.math.sign).")
 square = _unary("Square", "x * x elementwise (tf.math.square).")

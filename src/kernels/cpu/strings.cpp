@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <atomic>
 #include <climits>
+#include <complex>
 #include <cstdio>
 #include <cstdlib>
 #include <limits>
@@ -354,11 +355,12 @@ void as_string_kernel(KernelContext& c) {
   // before the point) plus the precision.
   int64_t each = std::max<int64_t>(width, 330);
   if (precision > 0) each += precision;
+  if (is_complex(dt)) each = 2 * each + 3;
   int64_t total = 0;
   add_bytes(total, n, each);
   check_bytes(c, total);
   char conv = 'd';
-  if (is_floating(dt))
+  if (is_floating(dt) || is_complex(dt))
     conv = c.attr_bool("shortest") ? 'g' : c.attr_bool("scientific") ? 'e' : 'f';
   else if (dt == DType::kUInt8)
     conv = 'u';
@@ -383,6 +385,25 @@ void as_string_kernel(KernelContext& c) {
     case DType::kBFloat16:
       run([p = x.data<BFloat16>()](int64_t i) { return double{to_float(p[i])}; });
       break;
+    case DType::kComplex64:
+    case DType::kComplex128: {  // "(real,imag)", each part formatted as a float
+      const int64_t bad = for_each_element(n, [&](int64_t i) {
+        const auto [re, im] =
+            dt == DType::kComplex64
+                ? std::pair<double, double>(x.data<std::complex<float>>()[i].real(),
+                                            x.data<std::complex<float>>()[i].imag())
+                : std::pair<double, double>(x.data<std::complex<double>>()[i].real(),
+                                            x.data<std::complex<double>>()[i].imag());
+        std::string a, b;
+        if (!format_into(a, fmt.c_str(), width, precision, re) ||
+            !format_into(b, fmt.c_str(), width, precision, im))
+          return false;
+        o[i] = "(" + a + "," + b + ")";
+        return true;
+      });
+      if (bad >= 0) c.fail("the string for element ", bad, " would be too long");
+      break;
+    }
     default: c.fail("unsupported dtype ", dtype_name(dt));
   }
 }

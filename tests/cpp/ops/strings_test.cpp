@@ -4,6 +4,7 @@
 // traced functions fed at call time.
 #include <chrono>
 #include <cmath>
+#include <complex>
 #include <cstdio>
 #include <limits>
 #include <string>
@@ -371,6 +372,9 @@ TEST(AsString, IntegersFloatsBoolsAsPrintf) {
   expect_tensor<std::string>(as_string(strs({"ab", "abcdef"}), 3, false, false, 5), {2},
                              {"   ab", "  abc"});
   expect_tensor<std::string>(as_string(strs({"ab"})), {1}, {"ab"});
+  // Complex numbers as TensorFlow writes them: "(real,imag)".
+  const Tensor z = Tensor::from_vector<std::complex<float>>({{1.5f, -2.f}, {0.f, 0.25f}}, Shape{2});
+  expect_tensor<std::string>(as_string(z, 1), {2}, {"(1.5,-2.0)", "(0.0,0.2)"});
 }
 
 TEST(AsString, AttributeErrorsAsTensorFlow) {
