@@ -147,3 +147,61 @@ def test_names_of_modules_and_keras_variables():
                                                  "out/kernel", "out/bias"]
     assert [v.name for v in w.trainable_variables][:2] == ["kernel", "bias"]
     assert len(w.variables) == 4
+
+
+def test_strings_ragged_sparse_word_counts():
+    """Tokenize lines, count words per line (ragged), build a sparse bag of words over a
+    vocabulary, and score the lines with a sparse-dense matmul; eager and traced."""
+    lines = tf.constant(["the cat sat", "the dog", "A cat and THE dog ran"])
+    vocab = ["the", "cat", "dog", "sat", "ran", "a", "and"]
+
+    def program(text):
+        words = tf.strings.split(tf.strings.lower(text))  # ragged [3, None]
+        lengths = words.row_lengths()
+        ids = tf.ragged.map_flat_values(
+            lambda w: tf.argmax(tf.cast(tf.equal(w[:, None], tf.constant(vocab)[None, :]),
+                                        tf.int32), axis=1), words)
+        rows = tf.cast(ids.value_rowids(), tf.int64)
+        bag = tf.sparse.SparseTensor(tf.stack([rows, ids.flat_values], axis=1),
+                                     tf.ones_like(ids.flat_values, tf.float32),
+                                     [3, len(vocab)])
+        weights = tf.constant([[0.0], [1.0], [2.0], [0.5], [0.5], [0.0], [0.0]])
+        scores = tf.sparse.sparse_dense_matmul(bag, weights)
+        return lengths, scores, tf.strings.reduce_join(words, axis=1, separator="_")
+
+    for lengths, scores, joined in (program(lines), tf.function(program)(lines)):
+        assert lengths.numpy().tolist() == [3, 2, 6]
+        np.testing.assert_allclose(scores.numpy()[:, 0], [1.5, 2.0, 3.5])
+        assert joined.numpy().tolist() == [b"the_cat_sat", b"the_dog", b"a_cat_and_the_dog_ran"]
+
+
+def test_checkpoint_and_keras_saving_training_round_trip(tmp_path):
+    """Train a little, checkpoint with a manager, keep training in a fresh object restored
+    from the checkpoint, then save and reload the Keras model and compare predictions."""
+    x = RNG.standard_normal((32, 4)).astype(np.float32)
+    y = (x @ np.array([[1.0], [-2.0], [0.5], [3.0]], np.float32)).astype(np.float32)
+
+    def make():
+        model = tf.keras.Sequential([tf.keras.Input((4,)), tf.keras.layers.Dense(1)])
+        model.compile(optimizer=tf.keras.optimizers.SGD(0.1), loss="mse")
+        return model
+
+    model = make()
+    model.fit(x, y, epochs=3, batch_size=8, verbose=0)
+    ckpt = tf.train.Checkpoint(model=model, optimizer=model.optimizer)
+    manager = tf.train.CheckpointManager(ckpt, str(tmp_path / "ckpts"), max_to_keep=2)
+    path = manager.save()
+    assert tf.train.latest_checkpoint(str(tmp_path / "ckpts")) == path
+
+    fresh = make()
+    tf.train.Checkpoint(model=fresh, optimizer=fresh.optimizer).restore(path)
+    np.testing.assert_allclose(fresh.predict(x, verbose=0), model.predict(x, verbose=0),
+                               rtol=1e-6)
+    loss_before = fresh.evaluate(x, y, verbose=0)
+    fresh.fit(x, y, epochs=3, batch_size=8, verbose=0)
+    assert fresh.evaluate(x, y, verbose=0) < loss_before
+
+    fresh.save(str(tmp_path / "m.keras"))
+    loaded = tf.keras.models.load_model(str(tmp_path / "m.keras"))
+    np.testing.assert_allclose(loaded.predict(x, verbose=0), fresh.predict(x, verbose=0),
+                               rtol=1e-6)
