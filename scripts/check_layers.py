@@ -19,9 +19,11 @@ ALLOWED = {
     "graph": {"core", "ops", "graph"},
     "passes": {"core", "ops", "graph", "passes"},
     "exec": {"core", "ops", "kernels", "runtime", "graph", "exec"},
-    "function": {"core", "ops", "kernels", "runtime", "graph", "passes", "exec", "function"},
-    "autodiff": {"core", "ops", "kernels", "runtime", "graph", "passes", "exec", "function",
-                 "autodiff"},
+    "jit": {"core", "ops", "kernels", "runtime", "graph", "passes", "exec", "jit"},
+    "function": {"core", "ops", "kernels", "runtime", "graph", "passes", "exec", "jit",
+                 "function"},
+    "autodiff": {"core", "ops", "kernels", "runtime", "graph", "passes", "exec", "jit",
+                 "function", "autodiff"},
 }
 ALLOWED["registry"] = set(ALLOWED) | {"registry"}
 

@@ -16,6 +16,9 @@
 #include "kiln/variable.h"
 
 namespace kiln {
+namespace jit {
+struct JitResult;
+}
 namespace detail {
 struct Flat;
 struct CallInfo;
@@ -167,6 +170,14 @@ class ConcreteFunction : public std::enable_shared_from_this<ConcreteFunction> {
   const std::vector<std::pair<std::string, std::string>>& pruned_ops() const { return pruned_; }
   /// What each optimization pass changed (a debug dump via to_string()).
   const OptimizeReport& optimize_report() const { return report_; }
+  /// TensorFlow's experimental_get_compiler_ir for jit_compile=True functions:
+  /// stage "hlo" is the fused kernels' IR as lowered, "optimized_hlo" after
+  /// the kernel passes, "source" the generated C++. InvalidArgumentError for
+  /// another stage, or for a function traced without jit_compile.
+  std::string compiler_ir(std::string_view stage) const;
+  /// Compiled kernels running in the optimized graph (0 without jit_compile,
+  /// or when no compiler was found).
+  size_t jit_kernels() const;
 
  private:
   friend class Function;
@@ -187,6 +198,7 @@ class ConcreteFunction : public std::enable_shared_from_this<ConcreteFunction> {
   std::vector<std::string> flat_names_;
   std::vector<std::pair<std::string, std::string>> pruned_;
   OptimizeReport report_;
+  std::shared_ptr<const jit::JitResult> jit_;      // null without jit_compile
   std::shared_ptr<const detail::Flat> signature_;  // inputs_ flattened once
   std::unique_ptr<detail::CallInfo> call_;         // how calls record it
 };

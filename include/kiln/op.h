@@ -44,6 +44,9 @@ enum OpTrait : uint32_t {
   /// Computes float16/bfloat16 inputs in float32: dispatch casts them up, runs
   /// the float32 row and rounds its float32 outputs back (no half kernels).
   kHalfInFloat = 1u << 12,
+  /// Cannot run in a jit_compile=True function (strings, host callbacks,
+  /// printing): such a function fails at its first call naming these ops.
+  kNoJit = 1u << 13,
 };
 
 struct TensorSpec;
@@ -118,9 +121,14 @@ using GradFn = void (*)(const OpDef&, std::span<const Tensor> inputs,
 /// A float32 elementwise kernel on one block of contiguous values, used by
 /// the fused-elementwise kernel: out[i] = f(a[i]) or f(a[i], b[i]).
 using BlockFnF32 = void (*)(const float* a, const float* b, float* out, int64_t n);
-/// Reserved for the JIT issue: emits C++ source for one elementwise node.
-using JitEmitFn = std::string (*)(const OpDef&, std::span<const std::string> args,
-                                  const Attrs& attrs);
+namespace jit {
+class LowerContext;
+}
+/// A JIT lowering: emits the row's scalar instructions into the fused-kernel
+/// IR (src/ops/jit_ir.h); false when this call cannot be lowered, so it stays
+/// a kernel call. A row with a lowering promises broadcast semantics: each
+/// output has the broadcast shape of the inputs, point by point.
+using JitLowerFn = bool (*)(jit::LowerContext&);
 
 /// What a step costs, for the executor's parallel regions.
 struct OpCost {
@@ -163,7 +171,9 @@ struct OpDef {
   InferFn infer = nullptr;
   KernelFn cpu_kernel = nullptr;
   GradFn grad = nullptr;
-  JitEmitFn jit_emit = nullptr;
+  /// Loop lowering for jit_compile (src/jit/); rows without one run as kernel
+  /// calls inside compiled functions (MatMul, Conv2D) unless kNoJit.
+  JitLowerFn jit = nullptr;
   /// Set for elementwise ops that the fusion pass may fuse (float32).
   BlockFnF32 block_f32 = nullptr;
   CostFn cost = nullptr;
@@ -235,6 +245,10 @@ class OpDefBuilder {
   }
   OpDefBuilder& cost(CostFn f) {
     d_.cost = f;
+    return *this;
+  }
+  OpDefBuilder& jit(JitLowerFn f) {
+    d_.jit = f;
     return *this;
   }
   OpDefBuilder& epilogue(Epilogue e) {

@@ -53,6 +53,12 @@ class TracingContext final : public ExecutionContext {
   /// The innermost TracingContext of this thread, or nullptr when eager.
   static TracingContext* current();
 
+  /// Where in user code an op call comes from ("file:line"), for nodes
+  /// created without set_location. A binding sets it once (Python: the
+  /// innermost frame outside the kiln package); "" when unknown.
+  using LocationProvider = std::string (*)();
+  static void set_location_provider(LocationProvider p);
+
  private:
   Graph& graph_;
   TracingContext* outer_;

@@ -195,6 +195,23 @@ class Function(_kiln._Function):
             canon = tuple(self._input_signature) + tuple(canon[len(self._input_signature):])
         return ConcreteFunction(self._get_concrete(canon), self)
 
+    def experimental_get_compiler_ir(self, *args, **kwargs):
+        """TensorFlow's API for jit_compile=True functions: returns
+        ``generator(stage="hlo")`` giving the compiled form as text. Stages:
+        "hlo" (the fused kernels' IR as lowered), "optimized_hlo" (after the
+        kernel passes), "source" (the generated C++)."""
+        cf = self.get_concrete_function(*args, **kwargs)
+
+        def compiler_ir_generator(stage="hlo", device_name=None, platform_name=None):
+            if stage not in _COMPILER_IR_STAGES:
+                raise ValueError(f"Invalid stage {stage!r}; valid stages are "
+                                 + ", ".join(repr(s) for s in _COMPILER_IR_STAGES))
+            if not self._jit_compile:
+                raise ValueError("experimental_get_compiler_ir needs a function created with "
+                                 "jit_compile=True")
+            return cf._cf._compiler_ir(stage)
+        return compiler_ir_generator
+
     def pretty_printed_concrete_signatures(self, verbose=True):
         """Every traced signature, in trace order (as the guide prints them)."""
         return super().pretty_printed_concrete_signatures().rstrip("\n")
@@ -458,6 +475,9 @@ class FuncGraph:
 
     def __str__(self):
         return self._g.debug_listing()
+
+
+_COMPILER_IR_STAGES = ("hlo", "optimized_hlo", "source")
 
 
 def function(func=None, input_signature=None, autograph=True, jit_compile=None,

@@ -61,6 +61,41 @@ void install_warning_handler() {
   });
 }
 
+// The user's line for nodes being traced: the innermost Python frame whose
+// file is outside the kiln package (TensorFlow keeps the same in each node's
+// traceback). Runs at trace time only.
+std::string python_location() {
+  if (!PyGILState_Check()) return {};
+  static std::string* kiln_dir = nullptr;
+  if (!kiln_dir) {
+    PyObject* mod = PyImport_GetModule(nb::str("kiln").ptr());
+    if (!mod) {
+      PyErr_Clear();
+      return {};
+    }
+    nb::object file = nb::borrow(nb::handle(mod)).attr("__file__");
+    Py_DECREF(mod);
+    const std::string f = nb::cast<std::string>(file);
+    kiln_dir = new std::string(f.substr(0, f.rfind('/') + 1));
+  }
+  PyFrameObject* f = PyEval_GetFrame();
+  Py_XINCREF(f);
+  std::string loc;
+  for (int depth = 0; f && depth < 64 && loc.empty(); ++depth) {
+    PyCodeObject* code = PyFrame_GetCode(f);
+    const char* file = PyUnicode_AsUTF8(code->co_filename);
+    if (file && std::string_view(file).rfind(*kiln_dir, 0) != 0 && file[0] != '<')
+      loc = str_cat(file, ":", PyFrame_GetLineNumber(f));
+    Py_DECREF(code);
+    PyFrameObject* back = PyFrame_GetBack(f);
+    Py_DECREF(f);
+    f = back;
+  }
+  Py_XDECREF(f);
+  if (PyErr_Occurred()) PyErr_Clear();
+  return loc;
+}
+
 struct GraphView {
   std::shared_ptr<const ConcreteFunction> cf;
   bool optimized;
@@ -438,6 +473,9 @@ void bind_concrete_function(nb::module_& m) {
                    })
       .def_prop_ro("optimize_report",
                    [](const ConcreteFunction& cf) { return cf.optimize_report().to_string(); })
+      .def("_compiler_ir", [](const ConcreteFunction& cf,
+                              const std::string& stage) { return cf.compiler_ir(stage); })
+      .def_prop_ro("_jit_kernels", &ConcreteFunction::jit_kernels)
       .def("_call", [](const ConcreteFunction& cf,
                        nb::handle args) { return from_value(cf(to_values(args))); })
       .def("call_flat", [](const ConcreteFunction& cf, nb::handle tensors) {
@@ -501,6 +539,7 @@ void bind_scopes(nb::module_& m) {
 
 void bind_function(nb::module_& m) {
   install_warning_handler();
+  TracingContext::set_location_provider(python_location);
   bind_tensor_spec(m);
   bind_graph_view(m);
   bind_concrete_function(m);

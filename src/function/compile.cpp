@@ -7,12 +7,18 @@ namespace kiln::detail {
 CompiledGraph compile_graph(std::unique_ptr<Graph> graph, const CompileOptions& options) {
   CompiledGraph c;
   if (config().verify_graphs) graph->verify();
+  if (options.jit) jit::check_jit_supported(*graph);
   if (options.optimize) {
     OptimizeOptions oo;
     oo.disabled = options.disabled_passes;
-    if (config().check_numerics) oo.disabled.insert("fuse");
+    // The JIT compiles what the interpreter's fusion would take.
+    if (config().check_numerics || options.jit) oo.disabled.insert("fuse");
     oo.verify = config().verify_graphs;
     c.report = optimize(*graph, oo);
+  }
+  if (options.jit && !config().check_numerics) {
+    c.jit = jit::compile_jit(graph);
+    if (config().verify_graphs) graph->verify();
   }
   c.plan = Plan::compile(*graph);
   c.graph = std::move(graph);

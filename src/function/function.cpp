@@ -105,6 +105,21 @@ void set_warning_handler(WarningHandler handler) {
 ConcreteFunction::ConcreteFunction() = default;
 ConcreteFunction::~ConcreteFunction() = default;
 
+std::string ConcreteFunction::compiler_ir(std::string_view stage) const {
+  if (!jit_)
+    throw InvalidArgumentError(str_cat("experimental_get_compiler_ir: function '", name_,
+                                       "' was not traced with jit_compile=True"));
+  if (stage == "hlo") return jit_->hlo;
+  if (stage == "optimized_hlo") return jit_->optimized_hlo;
+  if (stage == "source") return jit_->source;
+  throw InvalidArgumentError(str_cat("experimental_get_compiler_ir: unknown stage '", stage,
+                                     "'; valid stages are 'hlo', 'optimized_hlo', 'source'"));
+}
+
+size_t ConcreteFunction::jit_kernels() const {
+  return jit_ ? jit_->kernels : 0;
+}
+
 void ConcreteFunction::check_flat(std::span<const Tensor> inputs) const {
   if (inputs.size() != flat_specs_.size())
     throw InvalidArgumentError(str_cat("ConcreteFunction ", name_, " expects ", flat_specs_.size(),
@@ -530,7 +545,10 @@ void Function::compile(ConcreteFunction& cf) const {
   detail::CompileOptions co;
   co.optimize = options_.optimize;
   co.disabled_passes = options_.disabled_passes;
+  co.jit = options_.jit_compile;
   detail::CompiledGraph compiled = detail::compile_graph(cf.graph_->clone(), co);
+  if (!compiled.jit.warning.empty()) warn("JitWarning", compiled.jit.warning);
+  if (co.jit) cf.jit_ = std::make_shared<const jit::JitResult>(std::move(compiled.jit));
   cf.optimized_ = std::move(compiled.graph);
   cf.plan_ = std::move(compiled.plan);
   cf.report_ = std::move(compiled.report);

@@ -1,7 +1,14 @@
+#include <atomic>
+
 #include "kiln/trace.h"
 
 namespace kiln {
 namespace {
+std::atomic<TracingContext::LocationProvider>& location_provider() {
+  static std::atomic<TracingContext::LocationProvider> p{nullptr};
+  return p;
+}
+
 Node* node_of(const Tensor& t) {
   Node* n = dynamic_cast<Node*>(t.symbol());
   if (!n) throw InternalError("symbolic tensor does not come from a graph node");
@@ -13,6 +20,10 @@ TracingContext::TracingContext(Graph& graph, TracingContext* outer)
     : graph_(graph), outer_(outer) {}
 
 TracingContext::~TracingContext() = default;
+
+void TracingContext::set_location_provider(LocationProvider p) {
+  location_provider().store(p, std::memory_order_relaxed);
+}
 
 TracingContext* TracingContext::current() {
   ExecutionContext& c = current_context();
@@ -88,11 +99,13 @@ void TracingContext::execute(const OpDef& op, std::span<const Tensor> inputs, co
   InferContext ic(op, symbolic, attrs);
   op.infer(ic);
   std::vector<TensorSpec> specs(ic.outputs().begin(), ic.outputs().end());
-  Node* n = name_scope_.empty()
-                ? graph_.add_node(op, std::move(edges), attrs, std::move(specs))
-                : graph_.add_node(op, std::move(edges), attrs, std::move(specs),
-                                  name_scope_ + op.node_name);
-  if (!location_.empty()) n->set_location(location_);
+  Node* n = name_scope_.empty() ? graph_.add_node(op, std::move(edges), attrs, std::move(specs))
+                                : graph_.add_node(op, std::move(edges), attrs, std::move(specs),
+                                                  name_scope_ + op.node_name);
+  if (!location_.empty())
+    n->set_location(location_);
+  else if (LocationProvider p = location_provider().load(std::memory_order_relaxed))
+    n->set_location(p());
   if (op.has(kStateful)) {
     if (last_stateful_) n->add_control_input(last_stateful_);
     last_stateful_ = n;

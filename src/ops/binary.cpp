@@ -2,6 +2,7 @@
 #include "kiln/ops/binary.h"
 
 #include "elementwise_infer.h"
+#include "jit_ir.h"
 #include "families.h"
 #include "front_util.h"
 #include "grad_util.h"
@@ -72,6 +73,7 @@ template <GradFn R>
 void define_binary(OpTableBuilder& t, OpId id, InferFn infer, uint32_t traits, DTypeSet dtypes) {
   OpDefBuilder row = t.def(id);
   row.inputs({"x", "y"}).outputs({"z"}).traits(kElementwise | traits).infer(infer);
+  row.jit(jit::lower_functor);
   if (dtypes & dtype_bit(DType::kFloat32)) row.traits(kHalfInFloat);
   if constexpr (R == nullptr)
     row.traits(kNoGradient);

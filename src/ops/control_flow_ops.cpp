@@ -140,7 +140,7 @@ void define_control_flow_ops(OpTableBuilder& t) {
       .inputs({"input"})
       .outputs({"output"})
       .attr("func", AttrType::kSubgraph)
-      .traits(kVariadicInput | kStateful | kNoGradient)
+      .traits(kVariadicInput | kStateful | kNoGradient | kNoJit)
       .infer(infer_py_function);
   // tf.custom_gradient: the values pass through; the gradient is grad_fn's.
   t.def(OpId::CustomGradient)

@@ -44,8 +44,6 @@ void infer_fused(InferContext& c) {
   c.set_output(0, DType::kFloat32, have ? out : one);
 }
 
-}  // namespace
-
 // Elements times the program's instruction count; the fused kernel splits
 // from a quarter grain.
 static OpCost fused_cost(const CostQuery& q) {
@@ -55,7 +53,54 @@ static OpCost fused_cost(const CostQuery& q) {
   return {base * std::max(1.0, instrs), q.out_elements() > q.grain / 4};
 }
 
+// JitKernel: attrs ir (jit::Kernel::encode), signature (rank, n_out, then per
+// output: dtype, count, the inputs it depends on; then per input the inner
+// stride 0/1 the code is specialized for), kernel ("module/symbol").
+// Output i has the broadcast shape of the inputs it depends on.
+void infer_jit_kernel(InferContext& c) {
+  const auto& sig = c.attr_ints("signature");
+  size_t pos = 0;
+  auto next = [&] {
+    if (pos >= sig.size()) c.fail("signature is truncated");
+    return sig[pos++];
+  };
+  const int64_t rank = next(), n_out = next();
+  if (rank < 0 || rank > 16 || n_out < 1 || n_out > 1 << 16) c.fail("bad signature");
+  for (size_t i = 0; i < c.num_inputs(); ++i)
+    if (!c.shape(i).rank_known() || c.shape(i).rank() > rank)
+      c.fail("input ", i, " must have a known rank <= ", rank);
+  for (int64_t o = 0; o < n_out; ++o) {
+    const auto dt = static_cast<DType>(next());
+    const int64_t n = next();
+    if (n < 0 || n > static_cast<int64_t>(c.num_inputs())) c.fail("bad signature");
+    Shape s(std::vector<int64_t>(static_cast<size_t>(rank), 1));
+    for (int64_t j = 0; j < n; ++j) {
+      const int64_t k = next();
+      if (k < 0 || k >= static_cast<int64_t>(c.num_inputs())) c.fail("bad signature");
+      s = broadcast_shapes(s, c.shape(static_cast<size_t>(k)), "JitKernel");
+    }
+    c.set_output(static_cast<size_t>(o), dt, s);
+  }
+  // Then the inner-loop pattern the kernel was built for: one 0/1 per input.
+  if (sig.size() - pos != c.num_inputs()) c.fail("signature does not match the inputs");
+  for (; pos < sig.size(); ++pos)
+    if (sig[pos] != 0 && sig[pos] != 1) c.fail("bad signature");
+}
+
+}  // namespace
+
 void define_fused_ops(OpTableBuilder& t) {
+  t.def(OpId::JitKernel)
+      .inputs({"inputs"})
+      .outputs({"outputs"})
+      .attr("ir", AttrType::kInts)
+      .attr("signature", AttrType::kInts)
+      .attr("kernel", AttrType::kString, std::string())
+      .traits(kVariadicInput | kVariadicOutput | kGraphOnly | kNoGradient)
+      .cost([](const CostQuery& q) {
+        return OpCost{q.elements(), q.out_elements() > q.grain};
+      })
+      .infer(infer_jit_kernel);
   t.def(OpId::FusedElementwise)
       .inputs({"inputs"})
       .outputs({"y"})

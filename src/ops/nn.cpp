@@ -3,6 +3,7 @@
 #include "kiln/ops/nn.h"
 
 #include "families.h"
+#include "jit_ir.h"
 #include "grad_util.h"
 #include "kiln/context.h"
 #include "kiln/ops.h"
@@ -146,6 +147,11 @@ void define_nn_ops(OpTableBuilder& t) {
   t.def(OpId::LogSoftmax).inputs({"logits"}).outputs({"logsoftmax"}).infer(infer_softmax);
   t.def(OpId::MatMul).grad(matmul_grad);
   t.def(OpId::BiasAdd).grad(bias_add_grad).epilogue(Epilogue::kBiasAdd);
+  // value + bias broadcast over the last dim (NHWC): the JIT's Add.
+  t.def(OpId::BiasAdd).jit([](jit::LowerContext& c) {
+    c.set_output(0, c.apply(OpId::Add, c.out_dtype(0), c.input(0), c.input(1)));
+    return true;
+  });
   t.def(OpId::Softmax).grad(softmax_grad);
   t.def(OpId::LogSoftmax).grad(log_softmax_grad);
   define_conv_ops(t);

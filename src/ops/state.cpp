@@ -119,7 +119,7 @@ void define_state_ops(OpTableBuilder& t) {
       .attr("output_stream", AttrType::kString, std::string("stderr"))
       .attr("summarize", AttrType::kInt, int64_t{3})
       .attr("end", AttrType::kString, std::string("\n"))
-      .traits(kStateful | kVariadicInput | kNoGradient)
+      .traits(kStateful | kVariadicInput | kNoGradient | kNoJit)
       .infer(infer_print);
   t.def(OpId::ReadVariable)
       .inputs({"resource"})

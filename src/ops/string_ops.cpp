@@ -523,6 +523,10 @@ void define_string_ops(OpTableBuilder& t) {
       .attr("unit", AttrType::kString, std::string("BYTE"))
       .traits(kNoGradient)
       .infer(infer_char_split);
+  // Strings never run in jit_compile=True functions (as with XLA).
+  for (auto i = static_cast<size_t>(OpId::StringLength);
+       i <= static_cast<size_t>(OpId::StringCharSplit); ++i)
+    t.def(static_cast<OpId>(i)).traits(kNoJit);
 }
 
 // ---- fronts ----

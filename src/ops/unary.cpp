@@ -4,6 +4,7 @@
 #include "elementwise_infer.h"
 #include "families.h"
 #include "grad_util.h"
+#include "jit_ir.h"
 #include "kiln/context.h"
 #include "kiln/ops/binary.h"
 #include "kiln/ops/select_cast.h"
@@ -80,7 +81,7 @@ constexpr UnaryRule no_grad = nullptr;
 template <UnaryRule R>
 void define_unary(OpTableBuilder& t, OpId id, InferFn infer, DTypeSet dtypes) {
   OpDefBuilder row = t.def(id);
-  row.inputs({"x"}).outputs({"y"}).traits(kElementwise).infer(infer);
+  row.inputs({"x"}).outputs({"y"}).traits(kElementwise).infer(infer).jit(jit::lower_functor);
   if (dtypes & dtype_bit(DType::kFloat32)) row.traits(kHalfInFloat);
   if constexpr (R == nullptr)
     row.traits(kNoGradient);

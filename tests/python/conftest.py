@@ -1,6 +1,16 @@
+import atexit
 import os
+import shutil
+import tempfile
 
 import pytest
+
+# jit_compile's kernels: one cache directory for the run (each kernel is compiled once per
+# run, and nothing is left in ~/.cache); child processes inherit it.
+if "KILN_CACHE_DIR" not in os.environ:
+    _cache = tempfile.mkdtemp(prefix="kiln-test-cache-")
+    os.environ["KILN_CACHE_DIR"] = _cache
+    atexit.register(shutil.rmtree, _cache, True)
 
 import kiln
 

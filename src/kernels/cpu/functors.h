@@ -9,10 +9,11 @@
 // - float32 transcendentals (exp, log, tanh, sigmoid) use Cephes-style
 //   polynomials (<= 2-3 ulp, checked by tests against double precision;
 //   tanh lives in fast_math.h); float64 uses the C library.
+// - No <cmath>: libm is reached through fast_math.h's builtin wrappers, so the
+//   JIT pastes this header and fast_math.h into the code it generates.
 #pragma once
 #include <bit>
-#include <cmath>
-#include <complex>
+#include <cstddef>
 #include <cstdint>
 #include <limits>
 #include <type_traits>
@@ -27,10 +28,6 @@ template <typename T>
 inline constexpr bool is_int_v = std::is_integral_v<T> && !std::is_same_v<T, bool>;
 template <typename T>
 inline constexpr bool is_sint_v = is_int_v<T>&& std::is_signed_v<T>;
-template <typename T>
-inline constexpr bool is_complex_v = false;
-template <typename T>
-inline constexpr bool is_complex_v<std::complex<T>> = true;
 
 // Wrapping integer arithmetic through the unsigned type (no signed overflow UB).
 template <typename T>
@@ -98,21 +95,21 @@ inline T select(bool c, T a, T b) {
 // vectorizes on plain SSE2. Needs IEEE semantics (no -ffast-math).
 template <typename T>
 inline T round_even(T x) {
-  const T a = std::fabs(x);
+  const T a = fast::fabs(x);
   const T m = FloatBits<T>::kMagic;
-  const T r = std::copysign((a + m) - m, x);
+  const T r = fast::copysign((a + m) - m, x);
   return select(a < m, r, x);  // large values and NaN/inf are returned as is
 }
 template <typename T>
 inline T floor_f(T x) {
   const T r = round_even(x);
   // floor/ceil results always carry x's sign (floor(-0.0) = -0.0, ceil(-0.5) = -0.0).
-  return std::copysign(select(r > x, r - T(1), r), x);
+  return fast::copysign(select(r > x, r - T(1), r), x);
 }
 template <typename T>
 inline T ceil_f(T x) {
   const T r = round_even(x);
-  return std::copysign(select(r < x, r + T(1), r), x);
+  return fast::copysign(select(r < x, r + T(1), r), x);
 }
 
 // exp for float32: Cody-Waite range reduction x = n ln2 + r, |r| <= ln2/2, a
@@ -192,7 +189,7 @@ struct Abs {
   template <typename T>
   T operator()(T x) const {
     if constexpr (std::is_floating_point_v<T>)
-      return std::fabs(x);
+      return fast::fabs(x);
     else if constexpr (std::is_unsigned_v<T>)
       return x;
     else
@@ -221,13 +218,13 @@ struct Square {
 struct Sqrt {
   template <typename T>
   T operator()(T x) const {
-    return std::sqrt(x);
+    return fast::sqrt(x);
   }
 };
 struct Rsqrt {
   template <typename T>
   T operator()(T x) const {
-    return T(1) / std::sqrt(x);
+    return T(1) / fast::sqrt(x);
   }
 };
 struct Exp {
@@ -236,7 +233,7 @@ struct Exp {
     if constexpr (std::is_same_v<T, float>)
       return detail::exp_f32(x);
     else
-      return std::exp(x);
+      return fast::exp(x);
   }
 };
 struct Log {
@@ -245,19 +242,19 @@ struct Log {
     if constexpr (std::is_same_v<T, float>)
       return detail::log_f32(x);
     else
-      return std::log(x);
+      return fast::log(x);
   }
 };
 struct Expm1 {
   template <typename T>
   T operator()(T x) const {
-    return std::expm1(x);
+    return fast::expm1(x);
   }
 };
 struct Log1p {
   template <typename T>
   T operator()(T x) const {
-    return std::log1p(x);
+    return fast::log1p(x);
   }
 };
 struct Tanh {
@@ -266,7 +263,7 @@ struct Tanh {
     if constexpr (std::is_same_v<T, float>)
       return fast::tanh_f32(x);
     else
-      return std::tanh(x);
+      return fast::tanh(x);
   }
 };
 /// 1 / (1 + exp(-x)), computed as e^x / (1 + e^x) for x < 0 so that tiny
@@ -274,7 +271,7 @@ struct Tanh {
 struct Sigmoid {
   template <typename T>
   T operator()(T x) const {
-    const T e = Exp{}(-std::fabs(x));
+    const T e = Exp{}(-fast::fabs(x));
     return detail::select(x >= T(0), T(1), e) / (T(1) + e);
   }
 };
@@ -288,13 +285,13 @@ struct Relu {
 struct Sin {
   template <typename T>
   T operator()(T x) const {
-    return std::sin(x);
+    return fast::sin(x);
   }
 };
 struct Cos {
   template <typename T>
   T operator()(T x) const {
-    return std::cos(x);
+    return fast::cos(x);
   }
 };
 struct Floor {
@@ -377,8 +374,8 @@ struct Mul {
 struct Div {
   template <typename T>
   T operator()(T a, T b) const {
-    if constexpr (std::is_floating_point_v<T> || detail::is_complex_v<T>) {
-      return a / b;
+    if constexpr (!detail::is_int_v<T>) {
+      return a / b;  // floats and complex values
     } else {
       if (b == T(0)) return T(0);
       if constexpr (detail::is_sint_v<T>)
@@ -411,7 +408,7 @@ struct FloorMod {
   template <typename T>
   T operator()(T a, T b) const {
     if constexpr (std::is_floating_point_v<T>) {
-      const T m = std::fmod(a, b);
+      const T m = fast::fmod(a, b);
       return (m != T(0) && ((b < T(0)) != (m < T(0)))) ? m + b : m;
     } else {
       if (b == T(0)) return T(0);
@@ -431,7 +428,7 @@ struct Pow {
   template <typename T>
   T operator()(T a, T b) const {
     if constexpr (std::is_floating_point_v<T>) {
-      return std::pow(a, b);
+      return fast::pow(a, b);
     } else {
       if (b < T(0)) return T(0);
       T result = T(1), base = a;

@@ -1,0 +1,330 @@
+#include "cluster.h"
+
+#include <algorithm>
+#include <map>
+#include <queue>
+#include <tuple>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "emit_cpp.h"
+#include "passes/pass_util.h"
+
+namespace kiln::jit {
+namespace {
+
+using passes::spec_of;
+
+// Lowers `n` into `body` with its inputs as `in`; false when it cannot be.
+bool lower_node(const Node* n, std::span<const int32_t> in, std::vector<Instr>& body,
+                std::vector<int32_t>& results) {
+  std::vector<TensorSpec> ins;
+  for (const Edge& e : n->inputs()) ins.push_back(spec_of(e));
+  LowerContext c(n->op(), n->attrs(), ins, n->outputs(), in, body);
+  if (!n->op().jit(c)) return false;
+  results.assign(c.results().begin(), c.results().end());
+  for (int32_t r : results)
+    if (r < 0) return false;
+  return true;
+}
+
+class Former {
+ public:
+  explicit Former(Graph& g) : g_(g), nodes_(passes::node_list(g)), outs_(passes::output_nodes(g)) {
+    for (size_t i = 0; i < nodes_.size(); ++i) order_[nodes_[i]] = i;
+    for (Node* n : nodes_) {
+      for (const Edge& e : n->inputs()) users_[e.node].push_back(n);
+      for (const Node* c : n->control_inputs()) control_targets_.insert(c);
+    }
+  }
+
+  // Clusters as member lists in graph order, latest roots first.
+  std::vector<std::vector<Node*>> run(size_t min_ops) {
+    std::vector<std::vector<Node*>> clusters;
+    clusters_ = &clusters;
+    for (auto it = nodes_.rbegin(); it != nodes_.rend(); ++it) {
+      Node* root = *it;
+      if (cluster_of_.count(root) || !lowerable(root)) continue;
+      std::vector<Node*> members = grow(root);
+      if (members.size() < min_ops) continue;
+      for (Node* m : members) cluster_of_[m] = clusters.size();
+      std::sort(members.begin(), members.end(),
+                [&](Node* a, Node* b) { return order_[a] < order_[b]; });
+      clusters.push_back(std::move(members));
+    }
+    clusters_ = nullptr;
+    return clusters;
+  }
+
+  bool lowerable(const Node* n) {
+    auto it = lowerable_.find(n);
+    if (it != lowerable_.end()) return it->second;
+    return lowerable_[n] = check(n);
+  }
+
+ private:
+  bool check(const Node* n) const {
+    const OpDef& op = n->op();
+    if (!op.jit || op.has(kStateful) || n->outputs().size() != 1 || !n->control_inputs().empty() ||
+        control_targets_.count(n))
+      return false;
+    const TensorSpec& out = n->outputs()[0];
+    if (!supported_dtype(out.dtype) || !out.shape.rank_known()) return false;
+    std::vector<int32_t> in;
+    for (const Edge& e : n->inputs()) {
+      const TensorSpec& s = spec_of(e);
+      if (!supported_dtype(s.dtype) || !s.shape.rank_known() || s.shape.rank() > out.shape.rank())
+        return false;
+      in.push_back(static_cast<int32_t>(in.size()));
+    }
+    std::vector<Instr> body(in.size());
+    for (size_t i = 0; i < in.size(); ++i) body[i].dtype = spec_of(n->inputs()[i]).dtype;
+    std::vector<int32_t> results;
+    return lower_node(n, in, body, results);
+  }
+
+  std::vector<Node*> grow(Node* root) {
+    const Shape& shape = root->outputs()[0].shape;
+    std::unordered_set<const Node*> members{root};
+    std::vector<Node*> list{root};
+    auto later = [&](Node* a, Node* b) { return order_[a] < order_[b]; };
+    std::priority_queue<Node*, std::vector<Node*>, decltype(later)> work(later);
+    for (const Edge& e : root->inputs()) work.push(e.node);
+    while (!work.empty()) {
+      Node* p = work.top();
+      work.pop();
+      if (members.count(p) || cluster_of_.count(p) || !lowerable(p)) continue;
+      // A value of another shape joins when only members read it: it is
+      // evaluated at each point of the cluster's space (its broadcast).
+      if (!(p->outputs()[0].shape == shape) &&
+          (outs_.count(p) || p->outputs()[0].shape.rank() > shape.rank() ||
+           !only_members(p, members)))
+        continue;
+      bool ok = true;
+      for (Node* x : users_[p])
+        if (!members.count(x) && reaches(x, members)) ok = false;
+      if (!ok) continue;
+      members.insert(p);
+      list.push_back(p);
+      for (const Edge& e : p->inputs()) work.push(e.node);
+    }
+    return list;
+  }
+
+  bool only_members(Node* p, const std::unordered_set<const Node*>& members) {
+    for (Node* u : users_[p])
+      if (!members.count(u)) return false;
+    return true;
+  }
+
+  // Whether `from` reaches a member, following data and control edges, with
+  // earlier clusters taken as one node each.
+  bool reaches(Node* from, const std::unordered_set<const Node*>& members) {
+    std::unordered_set<const Node*> seen{from};
+    std::vector<Node*> stack{from};
+    auto visit = [&](Node* n) {
+      if (seen.insert(n).second) stack.push_back(n);
+    };
+    while (!stack.empty()) {
+      Node* n = stack.back();
+      stack.pop_back();
+      if (members.count(n)) return true;
+      for (Node* u : users_[n]) visit(u);
+      for (Node* u : control_users(n)) visit(u);
+      if (auto c = cluster_of_.find(n); c != cluster_of_.end() && clusters_)
+        for (Node* m : (*clusters_)[c->second]) visit(m);
+    }
+    return false;
+  }
+
+  std::vector<Node*> control_users(Node* n) {
+    if (control_users_.empty() && !control_targets_.empty())
+      for (Node* u : nodes_)
+        for (Node* c : u->control_inputs()) control_users_[c].push_back(u);
+    auto it = control_users_.find(n);
+    return it == control_users_.end() ? std::vector<Node*>{} : it->second;
+  }
+
+  Graph& g_;
+  std::vector<Node*> nodes_;
+  std::unordered_set<const Node*> outs_;
+  std::unordered_map<const Node*, size_t> order_;
+  std::unordered_map<const Node*, std::vector<Node*>> users_;
+  std::unordered_map<const Node*, std::vector<Node*>> control_users_;
+  std::unordered_set<const Node*> control_targets_;
+  std::unordered_map<const Node*, bool> lowerable_;
+  std::unordered_map<const Node*, size_t> cluster_of_;
+  const std::vector<std::vector<Node*>>* clusters_ = nullptr;
+
+ public:
+  bool used_outside(const Node* m, const std::unordered_set<const Node*>& members) {
+    if (outs_.count(m)) return true;
+    for (Node* u : users_[m])
+      if (!members.count(u)) return true;
+    return false;
+  }
+};
+
+std::vector<int64_t> aligned_dims(const Shape& s, int rank) {
+  std::vector<int64_t> d(static_cast<size_t>(rank) - static_cast<size_t>(s.rank()), 1);
+  for (int i = 0; i < s.rank(); ++i) d.push_back(s.dim(i));
+  return d;
+}
+
+// Per output: the inputs its value depends on.
+std::vector<std::vector<int64_t>> output_deps(const Kernel& k) {
+  std::vector<std::vector<bool>> dep(k.body.size(), std::vector<bool>(k.inputs.size()));
+  for (size_t i = 0; i < k.body.size(); ++i) {
+    const Instr& in = k.body[i];
+    if (in.kind == Instr::kLoad) {
+      dep[i][static_cast<size_t>(in.a)] = true;
+      continue;
+    }
+    for (int32_t a : {in.a, in.b, in.c})
+      if (a >= 0)
+        for (size_t j = 0; j < k.inputs.size(); ++j)
+          if (dep[static_cast<size_t>(a)][j]) dep[i][j] = true;
+  }
+  std::vector<std::vector<int64_t>> out;
+  for (int32_t o : k.outputs) {
+    std::vector<int64_t> d;
+    for (size_t j = 0; j < k.inputs.size(); ++j)
+      if (dep[static_cast<size_t>(o)][j]) d.push_back(static_cast<int64_t>(j));
+    out.push_back(std::move(d));
+  }
+  return out;
+}
+
+}  // namespace
+
+Kernel optimize_kernel(const Kernel& k) {
+  // CSE: identical instructions over identical (renumbered) arguments.
+  std::vector<int32_t> map(k.body.size());
+  std::vector<Instr> cse;
+  std::vector<std::string> origin;
+  std::map<std::tuple<int, int, int, int32_t, int32_t, int32_t, uint64_t>, int32_t> seen;
+  for (size_t i = 0; i < k.body.size(); ++i) {
+    Instr in = k.body[i];
+    if (in.kind != Instr::kLoad)
+      for (int32_t* a : {&in.a, &in.b, &in.c})
+        if (*a >= 0) *a = map[static_cast<size_t>(*a)];
+    const auto key =
+        std::make_tuple(int(in.kind), int(in.dtype), int(in.op), in.a, in.b, in.c, in.bits);
+    auto [it, fresh] = seen.emplace(key, static_cast<int32_t>(cse.size()));
+    if (fresh) {
+      cse.push_back(in);
+      origin.push_back(i < k.origin.size() ? k.origin[i] : std::string());
+    }
+    map[i] = it->second;
+  }
+  // DCE: keep what the outputs need (and every load, in input order).
+  std::vector<bool> live(cse.size());
+  for (int32_t o : k.outputs) live[static_cast<size_t>(map[static_cast<size_t>(o)])] = true;
+  for (size_t i = cse.size(); i-- > 0;) {
+    if (cse[i].kind == Instr::kLoad) live[i] = true;
+    if (!live[i] || cse[i].kind == Instr::kLoad) continue;
+    for (int32_t a : {cse[i].a, cse[i].b, cse[i].c})
+      if (a >= 0) live[static_cast<size_t>(a)] = true;
+  }
+  Kernel r = k;
+  r.body.clear();
+  r.origin.clear();
+  std::vector<int32_t> renum(cse.size(), -1);
+  for (size_t i = 0; i < cse.size(); ++i) {
+    if (!live[i]) continue;
+    Instr in = cse[i];
+    if (in.kind != Instr::kLoad)
+      for (int32_t* a : {&in.a, &in.b, &in.c})
+        if (*a >= 0) *a = renum[static_cast<size_t>(*a)];
+    renum[i] = static_cast<int32_t>(r.body.size());
+    r.body.push_back(in);
+    r.origin.push_back(origin[i]);
+  }
+  for (int32_t& o : r.outputs) o = renum[static_cast<size_t>(map[static_cast<size_t>(o)])];
+  return r;
+}
+
+Clusters form_clusters(Graph& g, const std::string& prefix, size_t min_ops) {
+  Former former(g);
+  const std::vector<std::vector<Node*>> groups = former.run(min_ops);
+  Clusters result;
+  std::unordered_set<const Node*> dropped;
+  for (size_t ci = 0; ci < groups.size(); ++ci) {
+    const std::vector<Node*>& group = groups[ci];
+    const std::unordered_set<const Node*> members(group.begin(), group.end());
+    Node* root = group.back();
+    Kernel k;
+    k.name = str_cat(prefix, "_k", ci);
+    k.rank = root->outputs()[0].shape.rank();
+    k.dims = aligned_dims(root->outputs()[0].shape, k.rank);
+    std::vector<Edge> ext;
+    std::unordered_map<Edge, int32_t, passes::EdgeHash> load_of;
+    std::unordered_map<const Node*, int32_t> value_of;
+    std::string what;
+    for (Node* m : group) {
+      std::vector<int32_t> in;
+      for (const Edge& e : m->inputs()) {
+        if (members.count(e.node)) {
+          in.push_back(value_of.at(e.node));
+          continue;
+        }
+        auto [it, fresh] = load_of.emplace(e, static_cast<int32_t>(k.body.size()));
+        if (fresh) {
+          const TensorSpec& s = spec_of(e);
+          Instr load;
+          load.kind = Instr::kLoad;
+          load.dtype = s.dtype;
+          load.a = static_cast<int32_t>(ext.size());
+          k.body.push_back(load);
+          k.origin.push_back(str_cat("input ", e.node->tensor_name(e.index)));
+          k.inputs.push_back(s.dtype);
+          k.input_dims.push_back(aligned_dims(s.shape, k.rank));
+          ext.push_back(e);
+        }
+        in.push_back(it->second);
+      }
+      const size_t before = k.body.size();
+      std::vector<int32_t> results;
+      if (!lower_node(m, in, k.body, results))
+        throw InternalError(str_cat("jit: lowering '", m->name(), "' failed after a trial"));
+      for (size_t i = before; i < k.body.size(); ++i)
+        k.origin.push_back(str_cat(m->op().type_name, " '", m->name(), "'"));
+      value_of[m] = results[0];
+      what += str_cat(what.empty() ? "" : ", ", m->op().type_name);
+    }
+    // Outputs: the root first, then members used outside, in graph order.
+    std::vector<Node*> out_nodes{root};
+    for (Node* m : group)
+      if (m != root && former.used_outside(m, members)) out_nodes.push_back(m);
+    for (Node* m : out_nodes) k.outputs.push_back(value_of.at(m));
+    Kernel opt = optimize_kernel(k);
+    std::vector<int64_t> sig{opt.rank, static_cast<int64_t>(opt.outputs.size())};
+    const auto deps = output_deps(opt);
+    std::vector<TensorSpec> specs;
+    for (size_t o = 0; o < out_nodes.size(); ++o) {
+      specs.push_back(out_nodes[o]->outputs()[0]);
+      sig.push_back(static_cast<int64_t>(specs.back().dtype));
+      sig.push_back(static_cast<int64_t>(deps[o].size()));
+      sig.insert(sig.end(), deps[o].begin(), deps[o].end());
+    }
+    for (uint8_t b : predicted_pattern(opt)) sig.push_back(b);
+    root->reset(op_def(OpId::JitKernel), ext, Attrs{opt.encode(), std::move(sig), opt.name}, specs);
+    for (size_t o = 1; o < out_nodes.size(); ++o)
+      out_nodes[o]->reset(op_def(OpId::Identity), {Edge{root, static_cast<int32_t>(o)}}, Attrs{},
+                          {specs[o]});
+    for (Node* m : group)
+      if (std::find(out_nodes.begin(), out_nodes.end(), m) == out_nodes.end()) dropped.insert(m);
+    result.fused.push_back(str_cat(group.size(), " ops: ", what));
+    result.kernels.push_back(std::move(k));
+    result.optimized.push_back(std::move(opt));
+    result.kernel_nodes.push_back(root);
+  }
+  if (groups.empty()) return result;
+  std::vector<bool> keep;
+  for (const auto& n : g.nodes()) keep.push_back(!dropped.count(n.get()));
+  g.remove_nodes(keep);
+  g.sort_topologically();
+  return result;
+}
+
+}  // namespace kiln::jit

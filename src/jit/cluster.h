@@ -1,0 +1,29 @@
+// Loop fusion for jit_compile: groups connected nodes that have a JIT
+// lowering (OpDef::jit) and one iteration space into clusters, lowers each to
+// the fused-kernel IR and replaces it by one JitKernel node.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "kiln/graph.h"
+#include "ops/jit_ir.h"
+
+namespace kiln::jit {
+
+/// The kernels `form_clusters` made; kernel i is the `kernel_nodes[i]` node.
+struct Clusters {
+  std::vector<Kernel> kernels;    ///< as lowered
+  std::vector<Kernel> optimized;  ///< after optimize_kernel (what runs)
+  std::vector<Node*> kernel_nodes;
+  std::vector<std::string> fused;  ///< per kernel: "n ops: Exp, Add, ..."
+};
+
+/// Rewrites `g` in place (kernel names get `prefix`); nodes that become
+/// kernel outputs other than the last turn into Identity of the kernel's
+/// output (they keep their names), the others are removed.
+Clusters form_clusters(Graph& g, const std::string& prefix, size_t min_ops = 2);
+
+/// Drops instructions no output needs and merges identical ones.
+Kernel optimize_kernel(const Kernel& k);
+
+}  // namespace kiln::jit

@@ -1,0 +1,166 @@
+#include "emit_cpp.h"
+
+#include <bit>
+
+#include "layout.h"
+
+namespace kiln::jit {
+namespace {
+
+// The functor of an op row is fn::<its id> (unary.def, binary.def).
+constexpr const char* kIdNames[] = {
+#define KILN_OP(id, type_name, node_name) #id,
+#include "kiln/op_list.def"
+#undef KILN_OP
+};
+
+const char* ctype(DType dt) {
+  switch (dt) {
+    case DType::kBool: return "bool";
+    case DType::kInt8: return "int8_t";
+    case DType::kUInt8: return "uint8_t";
+    case DType::kInt32: return "int32_t";
+    case DType::kInt64: return "int64_t";
+    case DType::kFloat32: return "float";
+    case DType::kFloat64: return "double";
+    default: throw InternalError(str_cat("jit: no C type for ", dtype_name(dt)));
+  }
+}
+
+std::string to_hex(uint64_t x) {
+  static const char kDigits[] = "0123456789abcdef";
+  std::string s;
+  do {
+    s.insert(s.begin(), kDigits[x & 15]);
+    x >>= 4;
+  } while (x);
+  return s;
+}
+
+std::string v(int32_t x) {
+  return str_cat("v", x);
+}
+
+std::string literal(const Instr& in) {
+  switch (in.dtype) {
+    case DType::kBool: return in.bits ? "true" : "false";
+    case DType::kFloat32:
+      return str_cat("__builtin_bit_cast(float, 0x", to_hex(in.bits & 0xffffffffu), "u)");
+    case DType::kFloat64: return str_cat("__builtin_bit_cast(double, 0x", to_hex(in.bits), "ull)");
+    default:
+      return str_cat("static_cast<", ctype(in.dtype), ">(static_cast<int64_t>(0x", to_hex(in.bits),
+                     "ull))");
+  }
+}
+
+// The instructions after the loads, one statement each.
+std::string body_text(const Kernel& k, const std::string& indent) {
+  std::string s;
+  for (size_t i = 0; i < k.body.size(); ++i) {
+    const Instr& in = k.body[i];
+    if (in.kind == Instr::kLoad) continue;
+    s += str_cat(indent, "const ", ctype(in.dtype), " ", v(static_cast<int32_t>(i)), " = ");
+    switch (in.kind) {
+      case Instr::kConst: s += literal(in); break;
+      case Instr::kApply:
+        s += str_cat("kiln::fn::", kIdNames[static_cast<size_t>(in.op)], "{}(", v(in.a));
+        if (in.b >= 0) s += str_cat(", ", v(in.b));
+        if (in.c >= 0) s += str_cat(", ", v(in.c));
+        s += ")";
+        break;
+      case Instr::kCast:
+        s += str_cat("kiln::fn::Cast<", ctype(in.dtype), ">{}(", v(in.a), ")");
+        break;
+      case Instr::kSelect:
+        s += str_cat("kiln::fn::Select{}(", v(in.a), ", ", v(in.b), ", ", v(in.c), ")");
+        break;
+      case Instr::kLoad: break;
+    }
+    s += ";";
+    if (i < k.origin.size() && !k.origin[i].empty()) s += str_cat("  // ", k.origin[i]);
+    s += "\n";
+  }
+  for (size_t o = 0; o < k.outputs.size(); ++o)
+    s += str_cat(indent, "out", o, "[ob + c] = ", v(k.outputs[o]), ";\n");
+  return s;
+}
+
+// Loads of the inner loop: fast (specialized pattern) or generic strides.
+std::string loads(const Kernel& k, const std::vector<uint8_t>& pattern, bool fast,
+                  const std::string& indent) {
+  std::string s;
+  for (size_t i = 0; i < k.body.size(); ++i) {
+    const Instr& in = k.body[i];
+    if (in.kind != Instr::kLoad) continue;
+    const int32_t x = in.a;
+    std::string src = !fast        ? str_cat("in", x, "[o", x, " + c * s", x, "]")
+                      : pattern[x] ? str_cat("p", x, "[c]")
+                                   : str_cat("b", x);
+    s += str_cat(indent, "const ", ctype(in.dtype), " ", v(static_cast<int32_t>(i)), " = ", src,
+                 ";\n");
+  }
+  return s;
+}
+
+std::string kernel_text(const Kernel& k) {
+  const std::vector<uint8_t> pattern = predicted_pattern(k);
+  const size_t n_in = k.inputs.size();
+  std::string s = str_cat("// ", k.name, ": ", k.body.size(), " instructions over rank ", k.rank,
+                          "\nextern \"C\" KILN_JIT_EXPORT void ", k.name,
+                          "(const kiln_jit_args* a, int64_t r0, int64_t r1, int64_t c0, "
+                          "int64_t c1) {\n  const int64_t R = a->rank;\n"
+                          "  const int64_t* sh = a->shape;\n  const int64_t* st = a->strides;\n");
+  for (size_t i = 0; i < n_in; ++i)
+    s += str_cat("  const ", ctype(k.inputs[i]), "* __restrict in", i, " = static_cast<const ",
+                 ctype(k.inputs[i]), "*>(a->in[", i, "]);\n");
+  for (size_t o = 0; o < k.outputs.size(); ++o) {
+    const char* t = ctype(k.body[static_cast<size_t>(k.outputs[o])].dtype);
+    s += str_cat("  ", t, "* __restrict out", o, " = static_cast<", t, "*>(a->out[", o, "]);\n");
+  }
+  s += "  const int64_t cols = sh[R - 1];\n  for (int64_t r = r0; r < r1; ++r) {\n";
+  for (size_t i = 0; i < n_in; ++i) s += str_cat("    int64_t o", i, " = 0;\n");
+  s += "    for (int64_t d = R - 2, rem = r; d >= 0; --d) {\n"
+       "      const int64_t idx = rem % sh[d];\n      rem /= sh[d];\n";
+  for (size_t i = 0; i < n_in; ++i) s += str_cat("      o", i, " += idx * st[", i, " * R + d];\n");
+  s += "    }\n    const int64_t ob = r * cols;\n    if (a->fast) {\n";
+  for (size_t i = 0; i < n_in; ++i) {
+    const char* t = ctype(k.inputs[i]);
+    s += pattern[i] ? str_cat("      const ", t, "* __restrict p", i, " = in", i, " + o", i, ";\n")
+                    : str_cat("      const ", t, " b", i, " = in", i, "[o", i, "];\n");
+  }
+  s += "      for (int64_t c = c0; c < c1; ++c) {\n" + loads(k, pattern, true, "        ") +
+       body_text(k, "        ") + "      }\n    } else {\n";
+  for (size_t i = 0; i < n_in; ++i)
+    s += str_cat("      const int64_t s", i, " = st[", i, " * R + R - 1];\n");
+  s += "      for (int64_t c = c0; c < c1; ++c) {\n" + loads(k, pattern, false, "        ") +
+       body_text(k, "        ") + "      }\n    }\n  }\n}\n\n";
+  return s;
+}
+
+}  // namespace
+
+std::vector<uint8_t> predicted_pattern(const Kernel& k) {
+  // Unknown dims are taken as large (not broadcast).
+  auto known = [](std::vector<int64_t> d) {
+    for (int64_t& x : d)
+      if (x < 0) x = 2;
+    return d;
+  };
+  std::vector<std::vector<int64_t>> ins;
+  for (const auto& d : k.input_dims) ins.push_back(known(d));
+  const std::vector<int64_t> dims = known(k.dims);
+  return collapse(dims, ins).inner_pattern();
+}
+
+std::string emit_module(const std::vector<Kernel>& kernels) {
+  std::string s = str_cat("// Generated by kiln's JIT: ", kernels.size(), " fused kernel",
+                          kernels.size() == 1 ? "" : "s", ".\n", prelude_source(),
+                          "\n#define KILN_JIT_EXPORT __attribute__((visibility(\"default\")))\n"
+                          "struct kiln_jit_args {\n  const void* const* in;\n  void* const* out;\n"
+                          "  int64_t rank;\n  const int64_t* shape;\n  const int64_t* strides;\n"
+                          "  int64_t fast;\n};\n\n");
+  for (const Kernel& k : kernels) s += kernel_text(k);
+  return s;
+}
+
+}  // namespace kiln::jit

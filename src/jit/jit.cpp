@@ -1,0 +1,139 @@
+#include "jit.h"
+
+#include <cstdlib>
+#include <mutex>
+
+#include "cache.h"
+#include "cluster.h"
+#include "emit_cpp.h"
+#include "loader.h"
+#include "runtime.h"
+#include "toolchain.h"
+
+namespace kiln::jit {
+namespace {
+
+constexpr uint64_t kDefaultCacheBytes = 512ull << 20;
+
+uint64_t cache_limit() {
+  const char* v = std::getenv("KILN_CACHE_MAX_BYTES");
+  if (!v || !*v) return kDefaultCacheBytes;
+  char* end = nullptr;
+  const unsigned long long n = std::strtoull(v, &end, 10);
+  return end && *end == '\0' ? n : kDefaultCacheBytes;
+}
+
+std::string module_key(const Toolchain& tc, const std::string& source) {
+  std::string id = str_cat(source, "\n--\n", tc.cxx, "\n", tc.version, "\n");
+  for (const std::string& f : tc.flags) id += str_cat(f, " ");
+  return sha256_hex(str_cat(id, "\n", cpu_features(), "\nkiln ", KILN_VERSION));
+}
+
+// The shared object for `key`: the disk cache's entry when intact, else a
+// fresh compile (stored for the next process). Sets `hit`.
+std::string module_bytes(const Toolchain& tc, const std::string& key, const std::string& source,
+                         bool& hit, std::string& warning) {
+  const DiskCache cache(default_cache_dir(), cache_limit());
+  try {
+    if (std::optional<std::string> b = cache.load(key)) {
+      hit = true;
+      return *std::move(b);
+    }
+  } catch (const Error& e) {
+    warning = str_cat("jit cache unreadable (", e.what(), "); compiling");
+  }
+  std::string bytes = compile_shared_object(tc, source);
+  try {
+    cache.store(key, bytes);
+  } catch (const Error& e) {
+    warning = str_cat("jit cache not written (", e.what(), ")");
+  }
+  return bytes;
+}
+
+// Loads (or finds) the module and registers its kernels under `key`.
+void load_module(const Toolchain& tc, const std::string& key, const std::string& source,
+                 const std::vector<std::string>& symbols, JitResult& r) {
+  static std::mutex mu;  // one compile per module in this process
+  std::lock_guard<std::mutex> lock(mu);
+  if (find_kernel(str_cat(key, "/", symbols[0]))) {
+    r.cache_hit = true;
+    return;
+  }
+  std::string bytes = module_bytes(tc, key, source, r.cache_hit, r.warning);
+  std::shared_ptr<LoadedModule> so;
+  try {
+    so = std::make_shared<LoadedModule>(LoadedModule::load(bytes));
+  } catch (const Error&) {
+    if (!r.cache_hit) throw;
+    r.cache_hit = false;  // an entry that verified but does not load: rebuild it
+    bytes = compile_shared_object(tc, source);
+    so = std::make_shared<LoadedModule>(LoadedModule::load(bytes));
+  }
+  register_module(key, std::move(so), symbols);
+}
+
+}  // namespace
+
+JitResult compile_jit(std::unique_ptr<Graph>& graph) {
+  JitResult r;
+  std::unique_ptr<Graph> g = graph->clone();
+  Clusters cl = form_clusters(*g, "kiln_jit");
+  if (cl.kernels.empty()) return r;
+  for (const Kernel& k : cl.kernels) r.hlo += k.to_string();
+  for (const Kernel& k : cl.optimized) r.optimized_hlo += k.to_string();
+  r.source = emit_module(cl.optimized);
+  std::string why;
+  const std::optional<Toolchain> tc = find_toolchain(&why);
+  if (!tc) {
+    r.warning =
+        str_cat("jit_compile: no C++ compiler (", why, "); function '", graph->function_name(),
+                "' runs through the graph executor instead. Set KILN_CXX to a compiler.");
+    return r;
+  }
+  const std::string key = module_key(*tc, r.source);
+  std::vector<std::string> symbols;
+  for (const Kernel& k : cl.optimized) symbols.push_back(k.name);
+  try {
+    load_module(*tc, key, r.source, symbols, r);
+  } catch (const Error& e) {
+    r.warning = str_cat("jit_compile: compiling function '", graph->function_name(),
+                        "' failed; it runs through the graph executor instead: ", e.what());
+    return r;
+  }
+  for (size_t i = 0; i < cl.kernel_nodes.size(); ++i) {
+    Node* n = cl.kernel_nodes[i];
+    Attrs a = n->attrs();
+    a[n->op().attr_at("kernel")] = str_cat(key, "/", symbols[i]);
+    n->set_attrs(std::move(a));
+  }
+  r.kernels = cl.kernel_nodes.size();
+  graph = std::move(g);
+  return r;
+}
+
+void check_jit_supported(const Graph& g) {
+  std::string list;
+  size_t count = 0;
+  for (const auto& n : g.nodes()) {
+    bool strings = false;
+    // String values (Identity and views just pass them on).
+    if (!n->op().has(kView)) {
+      for (const TensorSpec& s : n->outputs()) strings |= s.dtype == DType::kString;
+      for (const Edge& e : n->inputs())
+        strings |= e.node->outputs()[static_cast<size_t>(e.index)].dtype == DType::kString;
+    }
+    if (!n->op().has(kNoJit) && !strings) continue;
+    ++count;
+    list += str_cat("\n  ", n->op().type_name, " (node '", n->name(), "'",
+                    n->location().empty() ? "" : str_cat(", defined at ", n->location()), ")");
+  }
+  if (count == 0) return;
+  throw InvalidArgumentError(
+      str_cat("Detected unsupported operations when trying to compile graph '", g.function_name(),
+              "' with jit_compile=True: ", count, count == 1 ? " operation" : " operations",
+              " cannot be compiled:", list,
+              "\nRun them outside the function or use jit_compile=None/False for this function."));
+}
+
+}  // namespace kiln::jit

@@ -1,0 +1,351 @@
+#include "toolchain.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/syscall.h>
+#include <sys/utsname.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <sstream>
+#include <thread>
+
+#include "kiln/status.h"
+
+extern char** environ;
+
+namespace kiln::jit {
+namespace fs = std::filesystem;
+namespace {
+
+// -O3 without -ffast-math: IEEE semantics as in the eager kernels.
+// -ffp-contract=fast (GCC's default outside strict ISO mode, and what the
+// eager AVX2 kernels get): a * b + c may become one FMA, so floats agree with
+// graph mode within a few ulp, not bit for bit. No
+// -fvisibility=hidden: entry points are plain extern "C" functions.
+const std::vector<std::string>& default_flags() {
+  static const std::vector<std::string> flags = {"-std=c++20",
+                                                 "-O3",
+                                                 "-march=native",
+                                                 "-fPIC",
+                                                 "-shared",
+                                                 "-fno-math-errno",
+                                                 "-ffp-contract=fast",
+                                                 "-fno-plt",
+                                                 "-DNDEBUG",
+                                                 "-fno-semantic-interposition",
+                                                 "-pipe"};
+  return flags;
+}
+
+std::string env(const char* name) {
+  const char* v = std::getenv(name);
+  return v ? v : "";
+}
+
+// A private directory (mode 0700) under $TMPDIR, removed with its contents.
+class TempDir {
+ public:
+  TempDir() {
+    std::string base = env("TMPDIR");
+    fs::path dir = fs::absolute(base.empty() ? "/tmp" : base);
+    std::string tmpl = (dir / "kiln-jit-XXXXXX").string();
+    if (!::mkdtemp(tmpl.data())) {
+      throw InternalError(str_cat("kiln jit: cannot create a temporary directory ", tmpl, ": ",
+                                  std::strerror(errno)));
+    }
+    path_ = tmpl;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path_, ec);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const fs::path& path() const { return path_; }
+
+ private:
+  fs::path path_;
+};
+
+struct Fd {
+  int fd = -1;
+  ~Fd() {
+    if (fd >= 0) ::close(fd);
+  }
+};
+
+std::string read_file(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::ostringstream os;
+  os << in.rdbuf();
+  return os.str();
+}
+
+void write_file(const fs::path& p, std::string_view data) {
+  std::ofstream out(p, std::ios::binary);
+  out.write(data.data(), static_cast<std::streamsize>(data.size()));
+  out.close();
+  if (!out) throw InternalError(str_cat("kiln jit: cannot write ", p));
+}
+
+// The first `n` lines of `text`, with a count of the lines left out.
+std::string first_lines(std::string_view text, int n) {
+  size_t pos = 0;
+  for (int i = 0; i < n && pos < text.size(); ++i) {
+    size_t nl = text.find('\n', pos);
+    pos = nl == std::string_view::npos ? text.size() : nl + 1;
+  }
+  std::string out(text.substr(0, pos));
+  if (pos < text.size()) {
+    auto rest = std::count(text.begin() + static_cast<std::ptrdiff_t>(pos), text.end(), '\n');
+    out += str_cat("[... ", rest, " more lines]\n");
+  }
+  return out;
+}
+
+std::string describe_status(int status) {
+  if (WIFEXITED(status)) return str_cat("failed with exit status ", WEXITSTATUS(status));
+  if (WIFSIGNALED(status)) {
+    return str_cat("was killed by signal ", WTERMSIG(status), " (", strsignal(WTERMSIG(status)),
+                   ")");
+  }
+  return str_cat("ended with wait status ", status);
+}
+
+// The child's environment: ours, with TMPDIR pointing into the private
+// directory so a killed compiler leaves no intermediate files behind.
+std::vector<std::string> child_env(const fs::path& tmpdir) {
+  std::vector<std::string> out;
+  for (char** e = environ; e && *e; ++e) {
+    if (std::strncmp(*e, "TMPDIR=", 7) != 0) out.emplace_back(*e);
+  }
+  out.push_back("TMPDIR=" + tmpdir.string());
+  return out;
+}
+
+std::vector<char*> c_strings(std::vector<std::string>& v) {
+  std::vector<char*> out;
+  for (auto& s : v) out.push_back(s.data());
+  out.push_back(nullptr);
+  return out;
+}
+
+// The child's wait status, or nullopt when it outlives `timeout_s`.
+std::optional<int> wait_for(pid_t pid, double timeout_s) {
+  using Clock = std::chrono::steady_clock;
+  const auto deadline = Clock::now() + std::chrono::duration<double>(timeout_s);
+  Fd pidfd;
+#ifdef SYS_pidfd_open
+  pidfd.fd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));  // readable when it exits
+#endif
+  int backoff_ms = 1;
+  for (;;) {
+    int status = 0;
+    pid_t r = ::waitpid(pid, &status, WNOHANG);
+    if (r == pid) return status;
+    if (r < 0 && errno != EINTR) {
+      throw InternalError(
+          str_cat("kiln jit: waiting for the compiler failed: ", std::strerror(errno)));
+    }
+    auto left = std::chrono::duration<double, std::milli>(deadline - Clock::now()).count();
+    if (left <= 0) return std::nullopt;
+    int ms = static_cast<int>(std::min(100.0, std::ceil(left)));
+    if (pidfd.fd >= 0) {
+      pollfd p{pidfd.fd, POLLIN, 0};
+      ::poll(&p, 1, ms);
+    } else {  // kernels before 5.3: poll with a growing sleep
+      std::this_thread::sleep_for(std::chrono::milliseconds(std::min(ms, backoff_ms)));
+      backoff_ms = std::min(2 * backoff_ms, 20);
+    }
+  }
+}
+
+struct Outcome {
+  int spawn_error = 0;  // errno when the program could not be started
+  int status = 0;       // wait status
+  bool timed_out = false;
+};
+
+// Runs argv (no shell) in `cwd` with stdin from /dev/null and stdout+stderr into
+// `log`, in its own process group so a timeout kills the compiler's children too.
+Outcome run_process(std::vector<std::string> argv, const fs::path& cwd, const fs::path& log,
+                    double timeout_s) {
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_addopen(&fa, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  posix_spawn_file_actions_adddup2(&fa, 1, 2);
+  posix_spawn_file_actions_addchdir_np(&fa, cwd.c_str());
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  posix_spawnattr_setflags(&attr,
+                           POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+  posix_spawnattr_setpgroup(&attr, 0);
+  sigset_t none, dfl;
+  sigemptyset(&none);
+  posix_spawnattr_setsigmask(&attr, &none);
+  sigemptyset(&dfl);  // dispositions a host (e.g. Python) may have set to "ignore"
+  for (int s : {SIGPIPE, SIGXFSZ, SIGCHLD, SIGINT, SIGTERM, SIGHUP, SIGQUIT}) sigaddset(&dfl, s);
+  posix_spawnattr_setsigdefault(&attr, &dfl);
+  std::vector<std::string> envs = child_env(cwd);
+  auto args = c_strings(argv), envp = c_strings(envs);
+  pid_t pid = -1;
+  int rc = ::posix_spawnp(&pid, args[0], &fa, &attr, args.data(), envp.data());
+  posix_spawn_file_actions_destroy(&fa);
+  posix_spawnattr_destroy(&attr);
+  Outcome out;
+  if (rc != 0) {
+    out.spawn_error = rc;
+    return out;
+  }
+  std::optional<int> status = wait_for(pid, timeout_s);
+  if (!status) {
+    ::kill(-pid, SIGKILL);
+    ::waitpid(pid, &out.status, 0);
+    out.timed_out = true;
+  } else {
+    out.status = *status;
+  }
+  return out;
+}
+
+bool succeeded(const Outcome& o) {
+  return !o.spawn_error && !o.timed_out && WIFEXITED(o.status) && WEXITSTATUS(o.status) == 0;
+}
+
+// Why a run failed, e.g. "failed with exit status 1" or "timed out after 2 s (killed)".
+std::string describe(const Outcome& o, double timeout_s) {
+  if (o.spawn_error) return str_cat("could not be started: ", std::strerror(o.spawn_error));
+  if (o.timed_out) return str_cat("timed out after ", timeout_s, " s (killed)");
+  return describe_status(o.status);
+}
+
+// The first line of `cxx --version`; throws InternalError saying why it could not run.
+std::string compiler_version(const std::string& cxx) {
+  TempDir dir;
+  Outcome out = run_process({cxx, "--version"}, dir.path(), dir.path() / "version.txt", 30);
+  std::string text = read_file(dir.path() / "version.txt");
+  if (!succeeded(out)) {
+    if (out.spawn_error) throw InternalError(std::strerror(out.spawn_error));
+    throw InternalError(
+        str_cat("`", cxx, " --version` ", describe(out, 30), ": ", first_lines(text, 3)));
+  }
+  std::string line = text.substr(0, text.find('\n'));
+  if (line.empty()) throw InternalError(str_cat("`", cxx, " --version` printed nothing"));
+  return line;
+}
+
+struct Probe {
+  std::optional<Toolchain> toolchain;
+  std::string why;
+};
+
+Probe probe_toolchain() {
+  const std::string from_env = env("KILN_CXX");
+  std::string cxx = from_env.empty() ? "c++" : from_env;
+  // The compiler runs in a temporary directory: make a relative path absolute.
+  if (cxx.find('/') != std::string::npos) cxx = fs::absolute(cxx).string();
+  try {
+    std::string version = compiler_version(cxx);
+    std::vector<std::string> flags = default_flags();
+    // GCC marks objects with STB_GNU_UNIQUE symbols (statics of inline functions)
+    // NODELETE: dlclose would never unload them. Each module is self-contained.
+    if (version.find("clang") == std::string::npos) flags.push_back("-fno-gnu-unique");
+    return {Toolchain{cxx, version, std::move(flags)}, ""};
+  } catch (const Error& e) {
+    if (!from_env.empty())
+      return {std::nullopt, str_cat("KILN_CXX='", from_env, "' could not be run: ", e.what())};
+    return {std::nullopt, str_cat("no C++ compiler: 'c++' could not be run (", e.what(),
+                                  "); install g++ or set KILN_CXX")};
+  }
+}
+
+std::mutex& toolchain_mutex() {
+  static std::mutex mu;
+  return mu;
+}
+std::optional<Probe>& cached_probe() {
+  static std::optional<Probe> probe;
+  return probe;
+}
+
+std::string read_cpu_features() {
+  utsname u{};
+  std::string arch = ::uname(&u) == 0 ? u.machine : "unknown";
+  std::ifstream in("/proc/cpuinfo");
+  std::string line, flags;
+  while (std::getline(in, line)) {
+    std::string key = line.substr(0, line.find(':'));
+    key.erase(key.find_last_not_of(" \t") + 1);
+    if ((key == "flags" || key == "Features") && line.find(':') != std::string::npos) {
+      flags = line.substr(line.find(':') + 1);
+      break;
+    }
+  }
+  // On x86 the line mixes ISA extensions with kernel and erratum flags: keep
+  // the families compilers generate code for. Elsewhere every feature is ISA.
+  static const char* kIsa[] = {
+      "sse",   "ssse3", "avx",    "fma",    "f16c",    "bmi",     "popcnt",     "lzcnt", "abm",
+      "movbe", "adx",   "aes",    "pclmul", "vaes",    "vpclmul", "gfni",       "sha",   "amx",
+      "cx16",  "xsave", "rdrand", "rdseed", "lahf_lm", "prfchw",  "clflushopt", "clwb",  "movdir"};
+  bool x86 = arch == "x86_64" || (arch.size() == 4 && arch[0] == 'i' && arch.ends_with("86"));
+  std::istringstream words(flags);
+  std::string out = arch + ":", w;
+  while (words >> w) {
+    bool keep = !x86 || std::any_of(std::begin(kIsa), std::end(kIsa),
+                                    [&](const char* p) { return w.starts_with(p); });
+    if (keep) out += " " + w;
+  }
+  return out;
+}
+
+}  // namespace
+
+std::optional<Toolchain> find_toolchain(std::string* why) {
+  std::lock_guard<std::mutex> lock(toolchain_mutex());
+  auto& probe = cached_probe();
+  if (!probe) probe = probe_toolchain();
+  if (why) *why = probe->why;
+  return probe->toolchain;
+}
+
+void reset_toolchain_for_tests() {
+  std::lock_guard<std::mutex> lock(toolchain_mutex());
+  cached_probe().reset();
+}
+
+std::string cpu_features() {
+  static const std::string features = read_cpu_features();
+  return features;
+}
+
+std::string compile_shared_object(const Toolchain& tc, std::string_view source, double timeout_s) {
+  TempDir dir;
+  write_file(dir.path() / "kernel.cpp", source);
+  // Relative names: diagnostics say "kernel.cpp:3:1" and the bytes do not depend on the directory.
+  std::vector<std::string> argv{tc.cxx};
+  argv.insert(argv.end(), tc.flags.begin(), tc.flags.end());
+  argv.insert(argv.end(), {"-o", "kernel.so", "kernel.cpp"});
+  Outcome out = run_process(std::move(argv), dir.path(), dir.path() / "compile.log", timeout_s);
+  if (!succeeded(out)) {
+    throw InternalError(str_cat("kiln jit: the compiler ", tc.cxx, " ", describe(out, timeout_s),
+                                " on a generated translation unit; its diagnostics:\n",
+                                first_lines(read_file(dir.path() / "compile.log"), 40)));
+  }
+  std::string so = read_file(dir.path() / "kernel.so");
+  if (so.empty()) throw InternalError(str_cat("kiln jit: ", tc.cxx, " wrote no shared object"));
+  return so;
+}
+
+}  // namespace kiln::jit

@@ -1,0 +1,226 @@
+#include "jit_ir.h"
+
+#include <bit>
+#include <cstring>
+
+namespace kiln::jit {
+namespace {
+
+constexpr int64_t kMagic = 0x4b4a4952;  // "KJIR"
+constexpr int64_t kMaxRank = 16;
+
+[[noreturn]] void bad(const std::string& name, const std::string& what) {
+  throw InvalidArgumentError(str_cat("jit kernel '", name, "': malformed IR (", what, ")"));
+}
+
+std::string value_text(const Instr& in) {
+  const auto v = [](int32_t x) { return str_cat("%", x); };
+  switch (in.kind) {
+    case Instr::kLoad: return str_cat("load in", in.a);
+    case Instr::kConst: {
+      if (in.dtype == DType::kFloat32)
+        return str_cat("const ", std::bit_cast<float>(static_cast<uint32_t>(in.bits)));
+      if (in.dtype == DType::kFloat64) return str_cat("const ", std::bit_cast<double>(in.bits));
+      if (in.dtype == DType::kBool) return in.bits ? "const true" : "const false";
+      return str_cat("const ", static_cast<int64_t>(in.bits));
+    }
+    case Instr::kApply: {
+      std::string s = str_cat(op_def(in.op).type_name, "(", v(in.a));
+      if (in.b >= 0) s += str_cat(", ", v(in.b));
+      if (in.c >= 0) s += str_cat(", ", v(in.c));
+      return s + ")";
+    }
+    case Instr::kCast: return str_cat("cast(", v(in.a), ")");
+    case Instr::kSelect: return str_cat("select(", v(in.a), ", ", v(in.b), ", ", v(in.c), ")");
+  }
+  return "?";
+}
+
+std::string dims_text(const std::vector<int64_t>& d) {
+  std::string s = "[";
+  for (size_t i = 0; i < d.size(); ++i) s += str_cat(i ? "," : "", d[i] < 0 ? "?" : str_cat(d[i]));
+  return s + "]";
+}
+
+}  // namespace
+
+bool supported_dtype(DType dt) {
+  switch (dt) {
+    case DType::kBool:
+    case DType::kInt8:
+    case DType::kUInt8:
+    case DType::kInt32:
+    case DType::kInt64:
+    case DType::kFloat32:
+    case DType::kFloat64: return true;
+    default: return false;
+  }
+}
+
+std::string Kernel::to_string() const {
+  std::string s = str_cat("kernel ", name, " over ", dims_text(dims), " {\n");
+  for (size_t i = 0; i < inputs.size(); ++i)
+    s += str_cat("  in", i, ": ", dtype_name(inputs[i]), dims_text(input_dims[i]), "\n");
+  for (size_t i = 0; i < body.size(); ++i) {
+    s += str_cat("  %", i, " = ", dtype_name(body[i].dtype), " ", value_text(body[i]));
+    if (i < origin.size() && !origin[i].empty()) s += str_cat("    // ", origin[i]);
+    s += "\n";
+  }
+  s += "  out:";
+  for (size_t i = 0; i < outputs.size(); ++i) s += str_cat(i ? "," : "", " %", outputs[i]);
+  return s + "\n}\n";
+}
+
+// Layout: magic, rank, dims[rank], n_in, (dtype, dims[rank]) per input,
+// n_body, (kind, dtype, op, a, b, c, bits) per instruction, n_out, outputs.
+std::vector<int64_t> Kernel::encode() const {
+  std::vector<int64_t> v{kMagic, rank};
+  v.insert(v.end(), dims.begin(), dims.end());
+  v.push_back(static_cast<int64_t>(inputs.size()));
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    v.push_back(static_cast<int64_t>(inputs[i]));
+    v.insert(v.end(), input_dims[i].begin(), input_dims[i].end());
+  }
+  v.push_back(static_cast<int64_t>(body.size()));
+  for (const Instr& in : body)
+    v.insert(v.end(), {in.kind, static_cast<int64_t>(in.dtype), static_cast<int64_t>(in.op), in.a,
+                       in.b, in.c, static_cast<int64_t>(in.bits)});
+  v.push_back(static_cast<int64_t>(outputs.size()));
+  v.insert(v.end(), outputs.begin(), outputs.end());
+  return v;
+}
+
+Kernel Kernel::decode(std::span<const int64_t> code, std::string name) {
+  Kernel k;
+  k.name = std::move(name);
+  size_t pos = 0;
+  auto next = [&](const char* what) {
+    if (pos >= code.size()) bad(k.name, str_cat("ends before ", what));
+    return code[pos++];
+  };
+  auto count = [&](const char* what, int64_t max) {
+    const int64_t n = next(what);
+    if (n < 0 || n > max) bad(k.name, str_cat(what, " ", n, " out of range"));
+    return static_cast<size_t>(n);
+  };
+  auto dims = [&](std::vector<int64_t>& d) {
+    d.resize(static_cast<size_t>(k.rank));
+    for (int64_t& x : d)
+      if ((x = next("dims")) < -1) bad(k.name, "negative dim");
+  };
+  if (next("magic") != kMagic) bad(k.name, "bad magic");
+  k.rank = static_cast<int>(count("rank", kMaxRank));
+  dims(k.dims);
+  const size_t n_in = count("inputs", 1 << 16);
+  k.inputs.resize(n_in);
+  k.input_dims.resize(n_in);
+  for (size_t i = 0; i < n_in; ++i) {
+    k.inputs[i] = static_cast<DType>(next("input dtype"));
+    if (!supported_dtype(k.inputs[i])) bad(k.name, "input dtype");
+    dims(k.input_dims[i]);
+  }
+  const size_t n_body = count("instructions", 1 << 20);
+  k.body.resize(n_body);
+  for (size_t i = 0; i < n_body; ++i) {
+    Instr& in = k.body[i];
+    const int64_t kind = next("kind");
+    if (kind < Instr::kLoad || kind > Instr::kSelect) bad(k.name, "instruction kind");
+    in.kind = static_cast<Instr::Kind>(kind);
+    in.dtype = static_cast<DType>(next("dtype"));
+    const int64_t op = next("op");
+    if (!supported_dtype(in.dtype)) bad(k.name, "instruction dtype");
+    if (op < 0 || op > static_cast<int64_t>(kNumOps)) bad(k.name, "op id");
+    in.op = static_cast<OpId>(op);
+    int64_t args[3];
+    for (int64_t& a : args) {
+      a = next("argument");
+      if (a < -1 || (in.kind != Instr::kLoad && a >= static_cast<int64_t>(i)))
+        bad(k.name, "argument refers forward");
+    }
+    in.a = static_cast<int32_t>(args[0]);
+    in.b = static_cast<int32_t>(args[1]);
+    in.c = static_cast<int32_t>(args[2]);
+    in.bits = static_cast<uint64_t>(next("bits"));
+    const int arity = in.arity();
+    const bool ok = in.kind == Instr::kLoad    ? in.a >= 0 && in.a < static_cast<int32_t>(n_in)
+                    : in.kind == Instr::kConst ? arity == 0
+                    : in.kind == Instr::kApply ? arity >= 1 && op < static_cast<int64_t>(kNumOps)
+                    : in.kind == Instr::kCast  ? arity == 1
+                                               : arity == 3;
+    if (!ok) bad(k.name, str_cat("instruction ", i, " arguments"));
+  }
+  const size_t n_out = count("outputs", 1 << 16);
+  for (size_t i = 0; i < n_out; ++i) {
+    const int64_t v = next("output");
+    if (v < 0 || v >= static_cast<int64_t>(n_body)) bad(k.name, "output value");
+    k.outputs.push_back(static_cast<int32_t>(v));
+  }
+  if (pos != code.size()) bad(k.name, "trailing data");
+  return k;
+}
+
+int32_t LowerContext::apply(OpId op, DType dtype, int32_t a, int32_t b, int32_t c) {
+  Instr in;
+  in.kind = Instr::kApply;
+  in.op = op;
+  in.dtype = dtype;
+  in.a = a;
+  in.b = b;
+  in.c = c;
+  body_.push_back(in);
+  return static_cast<int32_t>(body_.size() - 1);
+}
+
+int32_t LowerContext::cast(int32_t v, DType to) {
+  if (value_dtype(v) == to) return v;
+  Instr in;
+  in.kind = Instr::kCast;
+  in.dtype = to;
+  in.a = v;
+  body_.push_back(in);
+  return static_cast<int32_t>(body_.size() - 1);
+}
+
+int32_t LowerContext::select(int32_t cond, int32_t x, int32_t y) {
+  Instr in;
+  in.kind = Instr::kSelect;
+  in.dtype = value_dtype(x);
+  in.a = cond;
+  in.b = x;
+  in.c = y;
+  body_.push_back(in);
+  return static_cast<int32_t>(body_.size() - 1);
+}
+
+int32_t LowerContext::constant(double v, DType dtype) {
+  Instr in;
+  in.kind = Instr::kConst;
+  in.dtype = dtype;
+  switch (dtype) {
+    case DType::kFloat32: in.bits = std::bit_cast<uint32_t>(static_cast<float>(v)); break;
+    case DType::kFloat64: in.bits = std::bit_cast<uint64_t>(v); break;
+    case DType::kBool: in.bits = v != 0; break;
+    default: in.bits = static_cast<uint64_t>(static_cast<int64_t>(v));
+  }
+  body_.push_back(in);
+  return static_cast<int32_t>(body_.size() - 1);
+}
+
+void LowerContext::set_output(size_t i, int32_t v) {
+  out_.at(i) = v;
+}
+
+bool lower_functor(LowerContext& c) {
+  const int32_t a = c.input(0);
+  const int32_t b = c.num_inputs() > 1 ? c.input(1) : -1;
+  const int32_t d = c.num_inputs() > 2 ? c.input(2) : -1;
+  c.set_output(0, c.apply(c.op().id, c.out_dtype(0), a, b, d));
+  return true;
+}
+
+bool lower_identity(LowerContext& c) {
+  c.set_output(0, c.input(0));
+  return true;
+}
+
+}  // namespace kiln::jit

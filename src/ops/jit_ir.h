@@ -1,0 +1,101 @@
+// The JIT's fused-kernel IR: what a cluster of elementwise ops computes at one
+// point of its iteration space, as a list of scalar instructions. It names no
+// backend: an instruction applies an op row's scalar function (the C++ emitter
+// writes `kiln::fn::<TypeName>`; a CUDA emitter could map the same names), so
+// the C++ emitter in src/jit/ and any later one share it.
+//
+// Each op row's lowering (OpDef::jit) builds its instructions through a
+// LowerContext, next to the row's definition.
+#pragma once
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "kiln/op.h"
+
+namespace kiln::jit {
+
+/// One scalar instruction; its result is value number = its index.
+struct Instr {
+  enum Kind : uint8_t {
+    kLoad,    ///< input `a` of the kernel at the current point (broadcast)
+    kConst,   ///< the constant whose bit pattern is `bits` (zero-extended)
+    kApply,   ///< `op`'s scalar function (fn::<TypeName>) of values a, b, c
+    kCast,    ///< value a converted to `dtype` (TensorFlow's Cast rules)
+    kSelect,  ///< a ? b : c, a bool
+  };
+  Kind kind = kLoad;
+  DType dtype = DType::kInvalid;  ///< the result's dtype
+  OpId op = OpId::kNumOps;        ///< kApply only
+  int32_t a = -1, b = -1, c = -1;
+  uint64_t bits = 0;  ///< kConst only
+
+  int arity() const { return a < 0 ? 0 : b < 0 ? 1 : c < 0 ? 2 : 3; }
+};
+
+/// A fused kernel: inputs broadcast to one iteration space of `rank` dims,
+/// instructions evaluated at each point, outputs written densely.
+struct Kernel {
+  std::string name;           ///< symbol name in the generated code
+  int rank = 0;               ///< rank of the iteration space
+  std::vector<DType> inputs;  ///< dtypes of the inputs
+  /// Each input's static dims aligned right to `rank` (1 = broadcast, -1 =
+  /// unknown): what the emitter specializes the inner loop for.
+  std::vector<std::vector<int64_t>> input_dims;
+  std::vector<int64_t> dims;  ///< the iteration space's static dims (-1 unknown)
+  std::vector<Instr> body;
+  std::vector<int32_t> outputs;  ///< value numbers written out
+  /// One line per instruction, the op that made it ("Exp 'exp_1'").
+  std::vector<std::string> origin;
+
+  /// Readable listing (the "hlo" stage of experimental_get_compiler_ir).
+  std::string to_string() const;
+  /// Encodes the kernel as int64s (a node attribute) and back; decode
+  /// validates every field and throws InvalidArgumentError when malformed.
+  std::vector<int64_t> encode() const;
+  static Kernel decode(std::span<const int64_t> code, std::string name);
+};
+
+/// Whether the JIT's kernels handle `dt` (bool, integers, float32/64).
+bool supported_dtype(DType dt);
+
+/// What a row's lowering sees: the call's attrs, its inputs as values, and
+/// where its outputs go.
+class LowerContext : public OpCall {
+ public:
+  LowerContext(const OpDef& op, const Attrs& attrs, std::span<const TensorSpec> inputs,
+               std::span<const TensorSpec> outputs, std::span<const int32_t> in_values,
+               std::vector<Instr>& body)
+      : OpCall(op, attrs), inputs_(inputs), outputs_(outputs), in_(in_values), body_(body) {}
+
+  size_t num_inputs() const { return inputs_.size(); }
+  DType dtype(size_t i) const { return inputs_[i].dtype; }
+  DType out_dtype(size_t i) const { return outputs_[i].dtype; }
+  int32_t input(size_t i) const { return in_[i]; }
+
+  /// Emits an instruction and returns its value number.
+  int32_t apply(OpId op, DType dtype, int32_t a, int32_t b = -1, int32_t c = -1);
+  int32_t cast(int32_t v, DType to);
+  int32_t select(int32_t cond, int32_t x, int32_t y);
+  int32_t constant(double v, DType dtype);
+  DType value_dtype(int32_t v) const { return body_[static_cast<size_t>(v)].dtype; }
+
+  /// Sets output i (every output must be set).
+  void set_output(size_t i, int32_t v);
+  std::span<const int32_t> results() const { return out_; }
+
+ private:
+  std::span<const TensorSpec> inputs_, outputs_;
+  std::span<const int32_t> in_;
+  std::vector<Instr>& body_;
+  std::vector<int32_t> out_ = std::vector<int32_t>(outputs_.size(), -1);
+};
+
+/// The lowering of a row whose scalar function is fn::<TypeName> over all of
+/// its inputs (unary.def, binary.def): output 0 = op(inputs...).
+bool lower_functor(LowerContext& c);
+/// Output 0 = input 0 (Identity, StopGradient).
+bool lower_identity(LowerContext& c);
+
+}  // namespace kiln::jit

@@ -1,0 +1,331 @@
+// jit_compile end to end: clusters become compiled kernels whose results match
+// graph mode; the compiler IR stages; the unsupported-op error; no compiler.
+#include <cmath>
+#include <cstring>
+#include <random>
+
+#include "jit/cluster.h"
+#include "jit/toolchain.h"
+#include "jit_test_util.h"
+#include "kiln/context.h"
+#include "kiln/function.h"
+#include "kiln/ops.h"
+#include "test_util.h"
+
+namespace kiln::jit {
+namespace {
+using kiln::testing::expect_error;
+using testing::ScopedEnv;
+using testing::TempDir;
+
+// Every test in this binary shares one cache directory for the run.
+const TempDir& run_cache() {
+  static TempDir* d = [] {
+    auto* t = new TempDir;
+    ::setenv("KILN_CACHE_DIR", t->path().c_str(), 1);
+    return t;
+  }();
+  return *d;
+}
+
+Function make(std::function<Value(const std::vector<Value>&)> body, bool jit,
+              std::optional<std::vector<ArgSpec>> sig = std::nullopt) {
+  run_cache();
+  FunctionOptions o;
+  o.name = jit ? "jitted" : "graph";
+  o.jit_compile = jit;
+  o.input_signature = std::move(sig);
+  return Function(std::move(body), o);
+}
+
+// Integers and bools bit for bit; floats within 1e-6 relative (FMA
+// contraction in generated code moves the last bit or two).
+void expect_same(const Tensor& a, const Tensor& b) {
+  ASSERT_EQ(a.dtype(), b.dtype());
+  ASSERT_EQ(a.shape(), b.shape());
+  if (a.dtype() == DType::kFloat32 || a.dtype() == DType::kFloat64) {
+    const Tensor x = cast(a, DType::kFloat64), y = cast(b, DType::kFloat64);
+    const double* p = x.data<double>();
+    const double* q = y.data<double>();
+    for (int64_t i = 0; i < a.num_elements(); ++i) {
+      if (p[i] != p[i] && q[i] != q[i]) continue;  // both NaN
+      ASSERT_LE(std::abs(p[i] - q[i]), 1e-6 * (1 + std::abs(q[i])))
+          << "element " << i << ": " << p[i] << " vs " << q[i];
+    }
+    return;
+  }
+  const size_t bytes = static_cast<size_t>(a.num_elements()) * dtype_size(a.dtype());
+  EXPECT_EQ(std::memcmp(a.raw_data(), b.raw_data(), bytes), 0) << a.to_string() << "\nvs\n"
+                                                               << b.to_string();
+}
+
+Tensor random_tensor(DType dt, const Shape& s, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::vector<float> v(static_cast<size_t>(s.num_elements()));
+  std::uniform_real_distribution<float> u(-3.f, 3.f);
+  for (float& x : v) x = u(rng);
+  return cast(Tensor::from_vector(v, s), dt);
+}
+
+// Runs `body` eagerly, traced and jit-compiled on `args`; all must agree
+// (expect_same), and the jit function must run at least `min_kernels`.
+void check_all_modes(const std::function<Value(const std::vector<Value>&)>& body,
+                     const std::vector<Value>& args, size_t min_kernels = 1) {
+  const Tensor eager = body(args).tensor();
+  Function g = make(body, false), j = make(body, true);
+  expect_same(g(args).tensor(), eager);
+  expect_same(j(args).tensor(), eager);
+  EXPECT_GE(j.get_concrete_function(args)->jit_kernels(), min_kernels);
+}
+
+TEST(Jit, FloatChainMatchesGraphModeAndShowsItsStages) {
+  auto body = [](const std::vector<Value>& a) {
+    const Tensor& x = a[0].tensor();
+    return Value(tanh(x) * 0.5f + exp(x - 1.f) / (x * x + 1.f));
+  };
+  const Tensor x = random_tensor(DType::kFloat32, Shape({37, 129}), 1);
+  check_all_modes(body, {Value(x)});
+  Function j = make(body, true);
+  auto cf = j.get_concrete_function({Value(x)});
+  EXPECT_EQ(cf->jit_kernels(), 1u);
+  EXPECT_NE(cf->compiler_ir("hlo").find("Tanh"), std::string::npos) << cf->compiler_ir("hlo");
+  EXPECT_NE(cf->compiler_ir("optimized_hlo").find("kernel kiln_jit_k0"), std::string::npos);
+  EXPECT_NE(cf->compiler_ir("source").find("kiln::fn::Tanh{}"), std::string::npos);
+  EXPECT_EQ(cf->compiler_ir("source").find("#include <cmath>"), std::string::npos);
+  expect_error([&] { cf->compiler_ir("llvm"); }, Code::kInvalidArgument,
+               {"unknown stage 'llvm'", "'hlo', 'optimized_hlo', 'source'"});
+  auto plain = make(body, false).get_concrete_function({Value(x)});
+  expect_error([&] { plain->compiler_ir("hlo"); }, Code::kInvalidArgument, {"jit_compile=True"});
+}
+
+TEST(Jit, CharUnpackIntegerChainIsOneKernel) {
+  // seed 000: expand_dims, right_shift, bitwise_and, reshape, cast.
+  auto body = [](const std::vector<Value>& a) {
+    const Tensor& x = a[0].tensor();
+    const Tensor shifts = Tensor({7, 6, 5, 4, 3, 2, 1, 0});
+    const Tensor bits =
+        bitwise_and(right_shift(expand_dims(cast(x, DType::kInt32), -1), shifts), 1);
+    return Value(cast(reshape(bits, {-1, 3200}), DType::kFloat32));
+  };
+  const Tensor x = cast(random_tensor(DType::kFloat32, Shape({64, 400}), 2) * 40.f, DType::kUInt8);
+  check_all_modes(body, {Value(x)});
+}
+
+TEST(Jit, BroadcastingEveryWay) {
+  auto body = [](const std::vector<Value>& a) {
+    const Tensor &x = a[0].tensor(), &y = a[1].tensor();
+    return Value(maximum(x * y, 0.25f) - x);
+  };
+  const std::vector<std::pair<Shape, Shape>> shapes = {
+      {Shape({5, 1}), Shape({1, 7})},      {Shape({5, 7}), Shape({7})},
+      {Shape({3, 1, 4}), Shape({2, 1})},   {Shape({}), Shape({6})},
+      {Shape({0, 3}), Shape({3})},         {Shape({1}), Shape({1})},
+      {Shape({4, 1, 1}), Shape({1, 1, 1})}};
+  uint32_t seed = 10;
+  for (const auto& [sx, sy] : shapes) {
+    SCOPED_TRACE(str_cat(sx, " x ", sy));
+    check_all_modes(body, {Value(random_tensor(DType::kFloat32, sx, seed++)),
+                           Value(random_tensor(DType::kFloat32, sy, seed++))});
+  }
+}
+
+TEST(Jit, UnknownDimsNeverRecompileAndHandleSizeOneAtRunTime) {
+  auto body = [](const std::vector<Value>& a) {
+    const Tensor &x = a[0].tensor(), &y = a[1].tensor();
+    return Value(sigmoid(x + y) * 2.f);
+  };
+  const std::vector<ArgSpec> sig = {{DType::kFloat32, Shape({-1, 8}), "x"},
+                                    {DType::kFloat32, Shape({-1, 8}), "y"}};
+  Function j = make(body, true, sig);
+  uint32_t seed = 40;
+  for (auto [n, m] : std::vector<std::pair<int64_t, int64_t>>{{3, 3}, {100, 100}, {1, 9}, {5, 1}}) {
+    const Tensor x = random_tensor(DType::kFloat32, Shape({n, 8}), seed++);
+    const Tensor y = random_tensor(DType::kFloat32, Shape({m, 8}), seed++);
+    expect_same(j({Value(x), Value(y)}).tensor(), body({Value(x), Value(y)}).tensor());
+  }
+  EXPECT_EQ(j.tracing_count(), 1);
+}
+
+TEST(Jit, SeveralOutputsAndAnOutputSmallerThanTheKernel) {
+  // exp(x) is used inside the cluster and returned; with x [?] and y [?],
+  // x of size 1 makes exp(x) smaller than the kernel's iteration space.
+  auto body = [](const std::vector<Value>& a) {
+    const Tensor &x = a[0].tensor(), &y = a[1].tensor();
+    const Tensor e = exp(x);
+    return Value::list({Value(e * y + e), Value(e)});
+  };
+  const std::vector<ArgSpec> sig = {{DType::kFloat32, Shape({-1}), "x"},
+                                    {DType::kFloat32, Shape({-1}), "y"}};
+  Function j = make(body, true, sig);
+  for (int64_t nx : {1, 6}) {
+    const Tensor x = random_tensor(DType::kFloat32, Shape({nx}), 7);
+    const Tensor y = random_tensor(DType::kFloat32, Shape({6}), 8);
+    const Value got = j({Value(x), Value(y)}), want = body({Value(x), Value(y)});
+    expect_same(got.items()[0].tensor(), want.items()[0].tensor());
+    expect_same(got.items()[1].tensor(), want.items()[1].tensor());
+  }
+}
+
+TEST(Jit, UnsupportedOpsAreNamedAtTheFirstCall) {
+  auto body = [](const std::vector<Value>& a) {
+    const Tensor& x = a[0].tensor();
+    print({x});
+    return Value(as_string(x));
+  };
+  Function j = make(body, true);
+  expect_error(
+      [&] {
+        j({Value(Tensor({1.f, 2.f}))});
+      },
+      Code::kInvalidArgument,
+      {"Detected unsupported operations", "jit_compile=True", "PrintV2", "AsString"});
+}
+
+TEST(Jit, NoCompilerWarnsAndStillRunsCorrectly) {
+  ScopedEnv cxx("KILN_CXX", std::string("/nonexistent/c++"));
+  reset_toolchain_for_tests();
+  std::vector<std::string> warnings;
+  set_warning_handler([&](const std::string& cat, const std::string& msg) {
+    if (cat == "JitWarning") warnings.push_back(msg);
+  });
+  auto body = [](const std::vector<Value>& a) {
+    const Tensor& x = a[0].tensor();
+    return Value(x * 3.f + 1.f);
+  };
+  Function j = make(body, true);
+  const Tensor x = random_tensor(DType::kFloat32, Shape({2, 3}), 5);
+  expect_same(j({Value(x)}).tensor(), body({Value(x)}).tensor());
+  EXPECT_EQ(j.get_concrete_function({Value(x)})->jit_kernels(), 0u);
+  set_warning_handler(nullptr);
+  reset_toolchain_for_tests();
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_NE(warnings[0].find("no C++ compiler"), std::string::npos) << warnings[0];
+  EXPECT_NE(warnings[0].find("KILN_CXX"), std::string::npos);
+}
+
+TEST(Jit, OptimizeKernelMergesAndDropsInstructions) {
+  Kernel k;
+  k.name = "t";
+  k.rank = 1;
+  k.dims = {4};
+  k.inputs = {DType::kFloat32};
+  k.input_dims = {{4}};
+  Instr load;
+  load.dtype = DType::kFloat32;
+  load.a = 0;
+  Instr e;
+  e.kind = Instr::kApply;
+  e.op = OpId::Exp;
+  e.dtype = DType::kFloat32;
+  e.a = 0;
+  Instr add = e;
+  add.op = OpId::Add;
+  add.a = 1;
+  add.b = 2;
+  Instr dead = e;
+  dead.op = OpId::Log;
+  k.body = {load, e, e, add, dead};
+  k.outputs = {3};
+  const Kernel o = optimize_kernel(k);
+  ASSERT_EQ(o.body.size(), 3u) << o.to_string();
+  EXPECT_EQ(o.body[2].a, 1);
+  EXPECT_EQ(o.body[2].b, 1);
+  EXPECT_EQ(Kernel::decode(o.encode(), "t").to_string(), o.to_string());
+  std::vector<int64_t> code = o.encode();
+  code[3] = 99;  // an input count that does not match
+  expect_error([&] { Kernel::decode(code, "t"); }, Code::kInvalidArgument, {"malformed IR"});
+}
+
+// The table test: every row with a lowering, for every dtype it accepts, jit
+// vs eager on broadcasting, size-0 and size-1 shapes. One function per dtype
+// holds every op (one compile per dtype).
+Tensor values(DType dt, const Shape& s, uint32_t seed, bool positive) {
+  if (dt == DType::kBool) return random_tensor(DType::kFloat32, s, seed) > 0.f;
+  Tensor f = random_tensor(DType::kFloat32, s, seed);
+  if (dt != DType::kFloat32 && dt != DType::kFloat64) f = round(f);
+  if (positive) f = abs(f) + 1.f;  // integer divisors and exponents stay valid
+  return cast(f, dt);
+}
+
+std::vector<Tensor> apply_ops(const std::vector<const OpDef*>& ops, const Tensor& x,
+                              const Tensor& y, const Tensor& c) {
+  std::vector<Tensor> out;
+  for (const OpDef* op : ops) {
+    if (op->id == OpId::Cast) {
+      for (DType to : {DType::kBool, DType::kUInt8, DType::kInt32, DType::kInt64, DType::kFloat32,
+                       DType::kFloat64})
+        out.push_back(cast(x, to));
+    } else if (op->id == OpId::Select) {
+      out.push_back(where(c, x, y));
+    } else if (op->inputs.size() == 3) {
+      out.push_back(call_op1(op->id, {x, cast(Tensor(-1), x.dtype()), cast(Tensor(2), x.dtype())}));
+    } else {
+      out.push_back(op->inputs.size() == 1 ? call_op1(op->id, {x}) : call_op1(op->id, {x, y}));
+    }
+  }
+  return out;
+}
+
+TEST(Jit, EveryLoweredOpOnEveryDtypeMatchesEager) {
+  const std::vector<std::pair<Shape, Shape>> shapes = {{Shape({5, 3}), Shape({5, 3})},
+                                                       {Shape({4, 1}), Shape({1, 3})},
+                                                       {Shape({0, 3}), Shape({1, 3})},
+                                                       {Shape({1, 1}), Shape({1, 1})}};
+  for (DType dt : {DType::kBool, DType::kInt8, DType::kUInt8, DType::kInt32, DType::kInt64,
+                   DType::kFloat32, DType::kFloat64}) {
+    SCOPED_TRACE(dtype_name(dt));
+    // The rows that accept this dtype (their eager call succeeds).
+    std::vector<const OpDef*> ops;
+    const Tensor px = values(dt, Shape({2}), 1, false), py = values(dt, Shape({2}), 2, true);
+    const Tensor pc = values(DType::kBool, Shape({2}), 3, false);
+    for (const OpDef& op : op_table()) {
+      if (!op.jit || op.has(kGraphOnly) || op.id == OpId::BiasAdd) continue;
+      try {
+        apply_ops({&op}, px, py, pc);
+        ops.push_back(&op);
+      } catch (const InvalidArgumentError&) {
+      }
+    }
+    ASSERT_FALSE(ops.empty());
+    auto body = [&](const std::vector<Value>& a) {
+      std::vector<Value> out;
+      for (const Tensor& t : apply_ops(ops, a[0].tensor(), a[1].tensor(), a[2].tensor()))
+        out.push_back(Value(t));
+      return Value::list(std::move(out));
+    };
+    const std::vector<ArgSpec> sig = {{dt, Shape({-1, -1}), "x"},
+                                      {dt, Shape({-1, -1}), "y"},
+                                      {DType::kBool, Shape({-1, -1}), "c"}};
+    Function j = make(body, true, sig);
+    uint32_t seed = 100;
+    for (const auto& [sx, sy] : shapes) {
+      SCOPED_TRACE(str_cat(sx, " x ", sy));
+      const std::vector<Value> args = {Value(values(dt, sx, seed, false)),
+                                       Value(values(dt, sy, seed + 1, true)),
+                                       Value(values(DType::kBool, sy, seed + 2, false))};
+      seed += 3;
+      const Value got = j(args), want = body(args);
+      EXPECT_GE(j.get_concrete_function(args)->jit_kernels(), ops.size() / 2);
+      ASSERT_EQ(got.items().size(), want.items().size());
+      for (size_t i = 0; i < got.items().size(); ++i) {
+        SCOPED_TRACE(str_cat("result ", i));
+        expect_same(got.items()[i].tensor(), want.items()[i].tensor());
+      }
+    }
+    EXPECT_EQ(j.tracing_count(), 1);
+  }
+}
+
+// Every elementwise row brings its own lowering (complex-number rows run as
+// kernel calls: the JIT has no complex type yet).
+TEST(Jit, EveryElementwiseRowHasALowering) {
+  for (const OpDef& op : op_table()) {
+    if (!op.has(kElementwise) || op.has(kGraphOnly)) continue;
+    const bool complex_row = op.id == OpId::Complex || op.id == OpId::Real || op.id == OpId::Imag ||
+                             op.id == OpId::ComplexAbs || op.id == OpId::Conj;
+    EXPECT_TRUE(op.jit != nullptr || complex_row) << op.type_name << " has no JIT lowering";
+  }
+}
+
+}  // namespace
+}  // namespace kiln::jit

@@ -1,0 +1,203 @@
+// The JIT's compiler driver: finding the compiler, compiling, diagnostics,
+// timeouts. Fake compilers (shell scripts) pin down how the compiler is run.
+#include "jit/toolchain.h"
+
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <chrono>
+#include <fstream>
+#include <thread>
+#include <vector>
+
+#include "jit/loader.h"
+#include "jit_test_util.h"
+#include "kiln/status.h"
+
+namespace kiln::jit {
+namespace {
+namespace fs = std::filesystem;
+using testing::ScopedEnv;
+using testing::TempDir;
+
+bool contains(std::string_view text, std::string_view part) {
+  return text.find(part) != std::string_view::npos;
+}
+
+// A toolchain whose "compiler" is a shell script with `body`.
+Toolchain fake_compiler(const TempDir& tmp, const std::string& body) {
+  fs::path script = tmp.path() / "fake-cxx";
+  std::ofstream(script) << "#!/bin/sh\n" << body << "\n";
+  fs::permissions(script, fs::perms::owner_all);
+  return Toolchain{script.string(), "fake 1.0", {}};
+}
+
+std::optional<Toolchain> real_toolchain() {
+  std::string why;
+  auto tc = find_toolchain(&why);
+  if (!tc) ADD_FAILURE() << "no compiler: " << why;
+  return tc;
+}
+
+TEST(Toolchain, FindsTheSystemCompiler) {
+  auto tc = real_toolchain();
+  ASSERT_TRUE(tc);
+  EXPECT_FALSE(tc->cxx.empty());
+  EXPECT_FALSE(tc->version.empty());
+  EXPECT_FALSE(contains(tc->version, "\n"));
+  auto has = [&](const char* f) {
+    return std::find(tc->flags.begin(), tc->flags.end(), f) != tc->flags.end();
+  };
+  EXPECT_TRUE(has("-O3"));
+  EXPECT_TRUE(has("-shared"));
+  EXPECT_TRUE(has("-fPIC"));
+  EXPECT_FALSE(has("-ffast-math"));
+}
+
+TEST(Toolchain, CompilesAndLoadsAProbe) {
+  auto tc = real_toolchain();
+  ASSERT_TRUE(tc);
+  auto start = std::chrono::steady_clock::now();
+  std::string so = compile_shared_object(*tc, "extern \"C\" int kiln_probe() { return 42; }\n");
+  double ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  std::cout << "[ info ] compiling the probe took " << ms << " ms (" << so.size() << " bytes)\n";
+  ASSERT_GE(so.size(), 4u);
+  EXPECT_EQ(so.substr(0, 4),
+            "\x7f"
+            "ELF");
+  LoadedModule m = LoadedModule::load(so);
+  auto probe = reinterpret_cast<int (*)()>(m.symbol("kiln_probe"));
+  EXPECT_EQ(probe(), 42);
+}
+
+// Threads compile at once (each its own directory and child) and share one probe.
+TEST(Toolchain, ConcurrentCompiles) {
+  reset_toolchain_for_tests();
+  std::vector<std::thread> threads;
+  std::vector<int> got(4, -1);
+  for (int i = 0; i < 4; ++i) {
+    threads.emplace_back([&got, i] {
+      auto tc = find_toolchain(nullptr);
+      if (!tc) return;
+      std::string src = "extern \"C\" int kiln_probe() { return " + std::to_string(i) + "; }\n";
+      LoadedModule m = LoadedModule::load(compile_shared_object(*tc, src));
+      got[i] = reinterpret_cast<int (*)()>(m.symbol("kiln_probe"))();
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(got, (std::vector<int>{0, 1, 2, 3}));
+}
+
+TEST(Toolchain, SyntaxErrorThrowsWithDiagnostics) {
+  auto tc = real_toolchain();
+  ASSERT_TRUE(tc);
+  try {
+    compile_shared_object(*tc, "extern \"C\" int broken( { return 1 }\n");
+    FAIL() << "a syntax error compiled";
+  } catch (const InternalError& e) {
+    std::string msg = e.what();
+    EXPECT_TRUE(contains(msg, "exit status 1")) << msg;
+    EXPECT_TRUE(contains(msg, "kernel.cpp:1")) << msg;
+    EXPECT_TRUE(contains(msg, "error")) << msg;
+  }
+}
+
+TEST(Toolchain, MissingCompilerFromEnvironment) {
+  ScopedEnv cxx("KILN_CXX", "/nonexistent/c++");
+  reset_toolchain_for_tests();
+  std::string why;
+  EXPECT_EQ(find_toolchain(&why), std::nullopt);
+  EXPECT_TRUE(contains(why, "KILN_CXX='/nonexistent/c++' could not be run")) << why;
+  {
+    ScopedEnv failing("KILN_CXX", "/bin/false");
+    EXPECT_EQ(find_toolchain(nullptr), std::nullopt);  // cached until reset
+    reset_toolchain_for_tests();
+    EXPECT_EQ(find_toolchain(&why), std::nullopt);
+    EXPECT_TRUE(contains(why, "exit status 1")) << why;
+  }
+  ScopedEnv empty("KILN_CXX", "");  // empty counts as unset
+  reset_toolchain_for_tests();
+  EXPECT_TRUE(find_toolchain(&why)) << why;
+  reset_toolchain_for_tests();
+}
+
+TEST(Toolchain, CompilerFromEnvironment) {
+  TempDir tmp;
+  Toolchain fake = fake_compiler(tmp, "echo 'fake c++ 9.9'");
+  ScopedEnv cxx("KILN_CXX", fake.cxx);
+  reset_toolchain_for_tests();
+  auto tc = find_toolchain(nullptr);
+  reset_toolchain_for_tests();
+  ASSERT_TRUE(tc);
+  EXPECT_EQ(tc->cxx, fake.cxx);
+  EXPECT_EQ(tc->version, "fake c++ 9.9");
+}
+
+// The compiler runs in a private directory that is also its TMPDIR, with
+// stdin from /dev/null, and the arguments end with -o kernel.so kernel.cpp.
+TEST(Toolchain, CompilerRunsInAPrivateDirectory) {
+  TempDir tmp;
+  Toolchain tc =
+      fake_compiler(tmp, R"({ pwd; echo "$TMPDIR"; cat kernel.cpp; cat; echo "$@"; } > kernel.so)");
+  tc.flags = {"-flag"};
+  std::string out = compile_shared_object(tc, "SOURCE\n");
+  std::string cwd = out.substr(0, out.find('\n'));
+  EXPECT_TRUE(contains(cwd, "kiln-jit-")) << out;
+  EXPECT_EQ(out, cwd + "\n" + cwd + "\nSOURCE\n-flag -o kernel.so kernel.cpp\n");
+  EXPECT_FALSE(fs::exists(cwd));  // removed afterwards
+}
+
+TEST(Toolchain, DiagnosticsAreCutAt40Lines) {
+  TempDir tmp;
+  Toolchain tc =
+      fake_compiler(tmp, "i=1; while [ $i -le 100 ]; do echo diag$i >&2; i=$((i+1)); done; exit 3");
+  try {
+    compile_shared_object(tc, "");
+    FAIL() << "a failing compiler succeeded";
+  } catch (const InternalError& e) {
+    std::string msg = e.what();
+    EXPECT_TRUE(contains(msg, "exit status 3")) << msg;
+    EXPECT_TRUE(contains(msg, "diag40\n")) << msg;
+    EXPECT_FALSE(contains(msg, "diag41")) << msg;
+    EXPECT_TRUE(contains(msg, "60 more lines")) << msg;
+  }
+}
+
+TEST(Toolchain, NoOutputFileThrows) {
+  TempDir tmp;
+  EXPECT_THROW(compile_shared_object(fake_compiler(tmp, "exit 0"), ""), InternalError);
+}
+
+// A hung compiler is killed with its whole process group: the background
+// child that would write a marker after a second dies too.
+TEST(Toolchain, TimeoutKillsTheCompilerAndItsChildren) {
+  TempDir tmp;
+  fs::path marker = tmp.path() / "marker";
+  Toolchain tc = fake_compiler(tmp, "(sleep 1; touch '" + marker.string() + "') & sleep 30");
+  auto start = std::chrono::steady_clock::now();
+  try {
+    compile_shared_object(tc, "", 0.3);
+    FAIL() << "a hung compiler succeeded";
+  } catch (const InternalError& e) {
+    EXPECT_TRUE(contains(e.what(), "timed out after 0.3 s")) << e.what();
+  }
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  EXPECT_FALSE(fs::exists(marker));
+}
+
+TEST(Toolchain, CpuFeatures) {
+  std::string f = cpu_features();
+  EXPECT_EQ(f, cpu_features());
+  EXPECT_FALSE(contains(f, "\n"));
+#if defined(__x86_64__)
+  EXPECT_TRUE(f.starts_with("x86_64:")) << f;
+  EXPECT_TRUE(contains(f, " sse2")) << f;
+  EXPECT_FALSE(contains(f, " fpu ")) << f;  // not an extension compilers target
+#endif
+}
+
+}  // namespace
+}  // namespace kiln::jit

@@ -1,0 +1,270 @@
+"""kiln.function(jit_compile=True): compiled fused kernels that agree with graph mode,
+TensorFlow's experimental_get_compiler_ir, the unsupported-op error, gradients, control
+flow, Keras, and the on-disk cache across processes."""
+import os
+import stat
+import subprocess
+import sys
+import textwrap
+import warnings
+
+import numpy as np
+import pytest
+
+import kiln as tf
+
+
+def both(fn, **kw):
+    return tf.function(fn, jit_compile=True, **kw), tf.function(fn, **kw)
+
+
+def kernels(f, *args):
+    return f.get_concrete_function(*args)._cf._jit_kernels
+
+
+def test_float_chain_matches_graph_mode():
+    def fn(x, y):
+        return tf.nn.relu(x * y - 0.5) + tf.sigmoid(x) / (1.0 + tf.abs(y))
+
+    j, g = both(fn)
+    x = tf.constant(np.random.RandomState(0).randn(33, 65).astype(np.float32))
+    y = tf.constant(np.random.RandomState(1).randn(65).astype(np.float32))
+    np.testing.assert_allclose(j(x, y).numpy(), g(x, y).numpy(), rtol=1e-6, atol=1e-6)
+    assert kernels(j, x, y) == 1
+
+
+def test_char_unpack_seed_000_is_bit_exact():
+    # The seed's CharUnpack layer: expand_dims, right_shift, bitwise_and, reshape, cast.
+    def char_unpack(x):
+        bits = tf.bitwise.bitwise_and(
+            tf.bitwise.right_shift(tf.expand_dims(x, -1), tf.constant([7, 6, 5, 4, 3, 2, 1, 0],
+                                                                      tf.uint8)), 1)
+        return tf.cast(tf.reshape(bits, [tf.shape(x)[0], -1]), tf.float32)
+
+    j, g = both(char_unpack)
+    x = tf.constant(np.random.RandomState(2).randint(0, 256, (64, 400)).astype(np.uint8))
+    want = np.unpackbits(x.numpy(), axis=-1).astype(np.float32)
+    np.testing.assert_array_equal(j(x).numpy(), want)
+    np.testing.assert_array_equal(g(x).numpy(), want)
+    assert kernels(j, x) >= 1
+
+
+def test_integer_and_bool_ops_are_exact():
+    def fn(a, b):
+        q = tf.math.floordiv(a, b) + tf.math.floormod(a, b) * 3
+        return tf.where(a > b, q, -q), tf.logical_xor(a > 0, b > 2)
+
+    j, g = both(fn)
+    rs = np.random.RandomState(3)
+    a = tf.constant(rs.randint(-50, 50, (7, 9)).astype(np.int32))
+    b = tf.constant(rs.randint(1, 6, (9,)).astype(np.int32))
+    for got, want in zip(j(a, b), g(a, b)):
+        np.testing.assert_array_equal(got.numpy(), want.numpy())
+
+
+def test_compiler_ir_stages():
+    @tf.function(jit_compile=True)
+    def fn(x):
+        return tf.exp(x) * 2.0 + 1.0
+
+    x = tf.ones([4])
+    ir = fn.experimental_get_compiler_ir(x)
+    assert "Exp" in ir(stage="hlo") and "kernel" in ir()
+    assert "kernel" in ir(stage="optimized_hlo")
+    src = ir(stage="source")
+    assert "kiln::fn::Exp{}" in src and "#include <cmath>" not in src
+    with pytest.raises(ValueError, match="valid stages are 'hlo', 'optimized_hlo', 'source'"):
+        ir(stage="llvm")
+    with pytest.raises(ValueError, match="jit_compile=True"):
+        tf.function(lambda x: x + 1).experimental_get_compiler_ir(x)()
+
+
+def test_unsupported_ops_are_named_with_their_line():
+    @tf.function(jit_compile=True)
+    def fn(x):
+        tf.print(x)
+        return tf.strings.as_string(x)
+
+    with pytest.raises(tf.errors.InvalidArgumentError) as e:
+        fn(tf.constant([1.0]))
+    msg = str(e.value)
+    assert "Detected unsupported operations" in msg and "jit_compile=True" in msg
+    assert "PrintV2" in msg and "AsString" in msg
+    assert "test_jit_compile.py" in msg
+
+
+def test_none_dims_never_retrace_and_match():
+    spec = [tf.TensorSpec([None, 3], tf.float32), tf.TensorSpec([None, 3], tf.float32)]
+
+    def fn(x, y):
+        return tf.tanh(x + y) * y
+
+    j, g = both(fn, input_signature=spec)
+    for n, m in [(1, 1), (5, 5), (1, 7), (7, 1), (0, 1)]:
+        x = tf.constant(np.random.RandomState(n).randn(n, 3).astype(np.float32))
+        y = tf.constant(np.random.RandomState(m + 9).randn(m, 3).astype(np.float32))
+        np.testing.assert_allclose(j(x, y).numpy(), g(x, y).numpy(), rtol=1e-6, atol=1e-6)
+    assert j.experimental_get_tracing_count() == 1
+
+
+def test_gradients_through_a_jit_function():
+    @tf.function(jit_compile=True)
+    def fn(x):
+        return tf.reduce_sum(tf.sigmoid(x) * x)
+
+    x = tf.Variable([[-1.0, 0.5, 2.0]])
+    with tf.GradientTape() as tape:
+        y = fn(x)
+    s = 1 / (1 + np.exp(-x.numpy()))
+    np.testing.assert_allclose(tape.gradient(y, x).numpy(), s + x.numpy() * s * (1 - s),
+                               rtol=1e-5)
+
+
+def test_train_step_with_optimizer_matches_graph_mode():
+    rs = np.random.RandomState(5)
+    xs = tf.constant(rs.randn(32, 4).astype(np.float32))
+    ys = tf.constant(rs.randn(32, 1).astype(np.float32))
+    results = []
+    for jit in (True, False):
+        w = tf.Variable(tf.zeros([4, 1]))
+        b = tf.Variable(tf.zeros([1]))
+        opt = tf.keras.optimizers.Adam(0.1)
+
+        @tf.function(jit_compile=jit)
+        def step(x, y):
+            with tf.GradientTape() as tape:
+                loss = tf.reduce_mean(tf.square(tf.matmul(x, w) + b - y))
+            opt.apply_gradients(zip(tape.gradient(loss, [w, b]), [w, b]))
+            return loss
+
+        losses = [float(step(xs, ys)) for _ in range(5)]
+        results.append((losses, w.numpy()))
+    np.testing.assert_allclose(results[0][0], results[1][0], rtol=1e-5)
+    np.testing.assert_allclose(results[0][1], results[1][1], rtol=1e-5, atol=1e-6)
+
+
+def test_while_loop_and_cond_inside():
+    def fn(x):
+        i = tf.constant(0)
+        while i < 3:
+            x = tf.tanh(x) * 1.5 + 0.1
+            i += 1
+        if tf.reduce_sum(x) > 0:
+            x = x * 2.0 - 1.0
+        else:
+            x = -x
+        return x
+
+    j, g = both(fn)
+    x = tf.constant(np.linspace(-2, 2, 12).astype(np.float32))
+    np.testing.assert_allclose(j(x).numpy(), g(x).numpy(), rtol=1e-6, atol=1e-6)
+
+
+def test_keras_fit_with_jit_compile():
+    rs = np.random.RandomState(6)
+    x = rs.randn(64, 8).astype(np.float32)
+    y = rs.randint(0, 3, 64)
+    histories = []
+    for jit in (True, False):
+        tf.keras.utils.set_random_seed(1)
+        model = tf.keras.Sequential([tf.keras.layers.Dense(16, activation="relu"),
+                                     tf.keras.layers.Dense(3)])
+        model.compile(optimizer="adam", jit_compile=jit,
+                      loss=tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+        histories.append(model.fit(x, y, epochs=2, batch_size=16, verbose=0,
+                                   shuffle=False).history["loss"])
+    np.testing.assert_allclose(histories[0], histories[1], rtol=1e-5)
+
+
+def test_no_compiler_warns_and_still_runs(tmp_path):
+    script = textwrap.dedent("""
+        import warnings, numpy as np, kiln as tf
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            f = tf.function(lambda x: x * 3.0 + 1.0, jit_compile=True)
+            out = f(tf.constant([1.0, 2.0])).numpy()
+        assert out.tolist() == [4.0, 7.0], out
+        msgs = [str(m.message) for m in w]
+        assert any("no C++ compiler" in m for m in msgs), msgs
+        print("ok")
+    """)
+    env = dict(os.environ, KILN_CXX=str(tmp_path / "no-such-compiler"),
+               KILN_CACHE_DIR=str(tmp_path / "cache"))
+    r = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True)
+    assert r.returncode == 0 and "ok" in r.stdout, r.stderr
+
+
+# ---- the disk cache across processes ----
+
+PROGRAM = textwrap.dedent("""
+    import numpy as np, kiln as tf
+    f = tf.function(lambda x: tf.tanh(x) * 2.0 + tf.exp(-x), jit_compile=True)
+    x = tf.constant(np.linspace(-1, 1, 50).astype(np.float32))
+    assert f.get_concrete_function(x)._cf._jit_kernels == 1
+    np.testing.assert_allclose(f(x).numpy(), np.tanh(x.numpy()) * 2 + np.exp(-x.numpy()),
+                               rtol=1e-5)
+    print("ok")
+""")
+
+
+def logging_compiler(tmp_path):
+    """A KILN_CXX that logs each invocation, then runs the real compiler."""
+    log = tmp_path / "cxx.log"
+    cxx = tmp_path / "cxx"
+    cxx.write_text(f'#!/bin/sh\necho "$@" >> {log}\nexec c++ "$@"\n')
+    cxx.chmod(cxx.stat().st_mode | stat.S_IEXEC)
+    return cxx, log
+
+
+def run_program(env, program=PROGRAM):
+    return subprocess.Popen([sys.executable, "-c", program], env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+
+
+def compiles(log):
+    if not log.exists():
+        return 0
+    return sum("kernel.cpp" in line for line in log.read_text().splitlines())
+
+
+def test_cache_hit_in_a_new_process_and_corrupt_entry_rebuilt(tmp_path):
+    cxx, log = logging_compiler(tmp_path)
+    cache = tmp_path / "cache"
+    env = dict(os.environ, KILN_CXX=str(cxx), KILN_CACHE_DIR=str(cache))
+    for expected in (1, 1):  # compiled once, then a hit: no compiler run
+        out, err = run_program(env).communicate()
+        assert "ok" in out, err
+        assert compiles(log) == expected
+    entries = list(cache.glob("*.kjit"))
+    assert len(entries) == 1
+    data = bytearray(entries[0].read_bytes())
+    data[-100] ^= 0xFF  # a flipped byte in the shared object
+    entries[0].write_bytes(bytes(data))
+    out, err = run_program(env).communicate()
+    assert "ok" in out, err
+    assert compiles(log) == 2  # detected and rebuilt
+    out, err = run_program(env).communicate()
+    assert "ok" in out and compiles(log) == 2
+
+
+def test_two_processes_compiling_at_once(tmp_path):
+    cache = tmp_path / "cache"
+    env = dict(os.environ, KILN_CACHE_DIR=str(cache))
+    procs = [run_program(env) for _ in range(2)]
+    for p in procs:
+        out, err = p.communicate()
+        assert "ok" in out, err
+    assert len(list(cache.glob("*.kjit"))) == 1
+    assert not [p for p in cache.iterdir() if ".tmp" in p.name]
+
+
+def test_cache_size_bound_evicts(tmp_path):
+    program = PROGRAM + textwrap.dedent("""
+        g = tf.function(lambda x: tf.sigmoid(x) - x * x, jit_compile=True)
+        g(x)
+    """)
+    cache = tmp_path / "cache"
+    env = dict(os.environ, KILN_CACHE_DIR=str(cache), KILN_CACHE_MAX_BYTES="1")
+    out, err = run_program(env, program).communicate()
+    assert "ok" in out, err
+    assert len(list(cache.glob("*.kjit"))) == 1  # the newest entry only
