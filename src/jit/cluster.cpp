@@ -46,7 +46,10 @@ class Former {
       Node* root = *it;
       if (cluster_of_.count(root) || !lowerable(root)) continue;
       std::vector<Node*> members = grow(root);
-      if (members.size() < min_ops) continue;
+      // Pass-throughs (Identity) cost nothing: a lone op stays a kernel call.
+      size_t work = 0;
+      for (const Node* m : members) work += m->op().jit != lower_identity;
+      if (work < min_ops) continue;
       for (Node* m : members) cluster_of_[m] = clusters.size();
       std::sort(members.begin(), members.end(),
                 [&](Node* a, Node* b) { return order_[a] < order_[b]; });
@@ -69,7 +72,9 @@ class Former {
         control_targets_.count(n))
       return false;
     const TensorSpec& out = n->outputs()[0];
-    if (!supported_dtype(out.dtype) || !out.shape.rank_known()) return false;
+    // Generated code keeps a fixed index array of 16 dims.
+    if (!supported_dtype(out.dtype) || !out.shape.rank_known() || out.shape.rank() > 16)
+      return false;
     std::vector<int32_t> in;
     for (const Edge& e : n->inputs()) {
       const TensorSpec& s = spec_of(e);
@@ -94,10 +99,13 @@ class Former {
       Node* p = work.top();
       work.pop();
       if (members.count(p) || cluster_of_.count(p) || !lowerable(p)) continue;
-      // A value of another shape joins when only members read it: it is
-      // evaluated at each point of the cluster's space (its broadcast).
+      // A value of another shape joins when only members read it and it is
+      // at least a quarter of the cluster's size: it is then evaluated at each
+      // point of the cluster's space (its broadcast). Smaller values (a batch
+      // norm's per-channel scale) get their own kernel instead of being
+      // recomputed per element.
       if (!(p->outputs()[0].shape == shape) &&
-          (outs_.count(p) || p->outputs()[0].shape.rank() > shape.rank() ||
+          (outs_.count(p) || !recompute_ok(p->outputs()[0].shape, shape) ||
            !only_members(p, members)))
         continue;
       bool ok = true;
@@ -109,6 +117,12 @@ class Former {
       for (const Edge& e : p->inputs()) work.push(e.node);
     }
     return list;
+  }
+
+  static bool recompute_ok(const Shape& small, const Shape& big) {
+    if (!small.is_fully_defined() || !big.is_fully_defined() || small.rank() > big.rank())
+      return false;
+    return big.num_elements() <= 4 * small.num_elements();
   }
 
   bool only_members(Node* p, const std::unordered_set<const Node*>& members) {

@@ -4,50 +4,80 @@ namespace kiln::jit {
 
 int64_t Layout::rows() const {
   int64_t r = 1;
-  for (size_t d = 0; d + 1 < shape.size(); ++d) r *= shape[d];
+  for (int d = 0; d + 1 < rank; ++d) r *= shape[d];
   return r;
 }
 
 std::vector<uint8_t> Layout::inner_pattern() const {
   std::vector<uint8_t> p;
-  for (const auto& s : strides) p.push_back(s.back() != 0);
+  for (size_t k = 0; k * static_cast<size_t>(rank) < strides.size(); ++k)
+    p.push_back(inner(k) != 0);
   return p;
+}
+
+void collapse(std::span<const int64_t> dims, size_t n_in, const int64_t* in_dims, Layout& l) {
+  const size_t rank = dims.size();
+  // Full strides per input over the iteration dims (0 where broadcast).
+  int64_t full[kMaxDims];
+  int64_t kept[kMaxDims];  // the dims that stay (size > 1), in order
+  size_t n_kept = 0;
+  for (size_t d = 0; d < rank; ++d)
+    if (dims[d] != 1) kept[n_kept++] = static_cast<int64_t>(d);
+  // First pass: which kept dims merge with the previous one (for all inputs).
+  bool merge[kMaxDims] = {};
+  for (size_t j = 1; j < n_kept; ++j) merge[j] = true;
+  l.strides.assign(n_in * kMaxDims, 0);
+  for (size_t k = 0; k < n_in; ++k) {
+    const int64_t* in = in_dims + k * rank;
+    int64_t stride = 1;
+    for (size_t d = rank; d-- > 0;) {
+      full[d] = in[d] == 1 ? 0 : stride;
+      stride *= in[d];
+    }
+    for (size_t j = 1; j < n_kept; ++j) {
+      const auto prev = static_cast<size_t>(kept[j - 1]), cur = static_cast<size_t>(kept[j]);
+      merge[j] = merge[j] && full[prev] == full[cur] * dims[cur];
+    }
+    // Keep each input's full strides of kept dims for now (row k).
+    for (size_t j = 0; j < n_kept; ++j) l.strides[k * kMaxDims + j] = full[kept[j]];
+  }
+  // Second pass: merge, then pack the strides to [k * rank + d].
+  int r = 0;
+  int64_t group_last[kMaxDims];  // the kept index whose stride each group keeps
+  for (size_t j = 0; j < n_kept; ++j) {
+    if (j > 0 && merge[j]) {
+      l.shape[r - 1] *= dims[static_cast<size_t>(kept[j])];
+      group_last[r - 1] = static_cast<int64_t>(j);
+    } else {
+      l.shape[r] = dims[static_cast<size_t>(kept[j])];
+      group_last[r] = static_cast<int64_t>(j);
+      ++r;
+    }
+  }
+  if (r == 0) {
+    l.rank = 1;
+    l.shape[0] = 1;
+    l.strides.assign(n_in, 0);
+    return;
+  }
+  for (size_t k = 0; k < n_in; ++k)
+    for (int g = 0; g < r; ++g)
+      l.strides[k * static_cast<size_t>(r) + static_cast<size_t>(g)] =
+          l.strides[k * kMaxDims + static_cast<size_t>(group_last[g])];
+  l.strides.resize(n_in * static_cast<size_t>(r));
+  l.rank = r;
 }
 
 Layout collapse(std::span<const int64_t> dims, std::span<const std::vector<int64_t>> inputs) {
   const size_t rank = dims.size();
-  // Full strides per input over the iteration dims (0 where broadcast).
-  std::vector<std::vector<int64_t>> full(inputs.size(), std::vector<int64_t>(rank, 0));
+  std::vector<int64_t> in(inputs.size() * rank, 1);
   for (size_t k = 0; k < inputs.size(); ++k) {
-    const auto& in = inputs[k];
-    const size_t off = rank - in.size();
-    int64_t stride = 1;
-    for (size_t j = in.size(); j-- > 0;) {
-      full[k][off + j] = in[j] == 1 ? 0 : stride;
-      stride *= in[j];
-    }
+    const auto& d = inputs[k];
+    const size_t off = rank - d.size();
+    for (size_t j = 0; j < d.size(); ++j) in[k * rank + off + j] = d[j];
   }
   Layout l;
-  l.strides.assign(inputs.size(), {});
-  for (size_t d = 0; d < rank; ++d) {
-    if (dims[d] == 1) continue;  // size-1 dims add nothing
-    bool merge = !l.shape.empty();
-    for (size_t k = 0; k < inputs.size() && merge; ++k) {
-      const int64_t outer = l.strides[k].back(), inner = full[k][d];
-      merge = outer == inner * dims[d];  // both broadcast (0 == 0) or contiguous
-    }
-    if (merge) {
-      l.shape.back() *= dims[d];
-      for (size_t k = 0; k < inputs.size(); ++k) l.strides[k].back() = full[k][d];
-    } else {
-      l.shape.push_back(dims[d]);
-      for (size_t k = 0; k < inputs.size(); ++k) l.strides[k].push_back(full[k][d]);
-    }
-  }
-  if (l.shape.empty()) {
-    l.shape.push_back(1);
-    for (auto& s : l.strides) s.push_back(0);
-  }
+  collapse(dims, inputs.size(), in.data(), l);
   return l;
 }
 

@@ -9,20 +9,31 @@
 
 namespace kiln::jit {
 
-/// A collapsed iteration space: `shape` (rank >= 1) and, per input, one
-/// stride per dim (0 where the input is broadcast).
+/// Generated code and layouts handle at most this many dims.
+inline constexpr int kMaxDims = 16;
+
+/// A collapsed iteration space: `shape` (rank >= 1) and, per input k, one
+/// stride per dim at strides[k * rank + d] (0 where the input is broadcast).
+/// Fixed storage: the runtime builds one per call without allocating.
 struct Layout {
-  std::vector<int64_t> shape;
-  std::vector<std::vector<int64_t>> strides;
+  int rank = 0;
+  int64_t shape[kMaxDims];
+  std::vector<int64_t> strides;
 
   int64_t rows() const;  ///< product of all dims but the last
-  int64_t cols() const { return shape.back(); }
+  int64_t cols() const { return shape[rank - 1]; }
+  /// Input k's stride along the last dim (0 or 1).
+  int64_t inner(size_t k) const { return strides[k * static_cast<size_t>(rank) + rank - 1]; }
   /// Per input: its stride along the last dim (0 or 1).
   std::vector<uint8_t> inner_pattern() const;
 };
 
-/// The layout for inputs of the given dims (each right-aligned to `dims`'
-/// rank; missing leading dims are broadcast) over the iteration dims `dims`.
+/// The layout for `n_in` inputs over the iteration dims `dims` (rank <=
+/// kMaxDims). `in_dims` holds input k's dims right-aligned to rank (1 =
+/// broadcast) at [k * rank, (k + 1) * rank). `strides` is reused storage.
+void collapse(std::span<const int64_t> dims, size_t n_in, const int64_t* in_dims, Layout& out);
+/// The same over per-input dim vectors (each right-aligned; missing leading
+/// dims are broadcast), for the emitter's static prediction.
 Layout collapse(std::span<const int64_t> dims, std::span<const std::vector<int64_t>> inputs);
 
 }  // namespace kiln::jit

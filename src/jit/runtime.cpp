@@ -1,5 +1,6 @@
 #include "runtime.h"
 
+#include <algorithm>
 #include <cstring>
 #include <mutex>
 #include <unordered_map>
@@ -49,20 +50,39 @@ void extract(const char* full, const std::vector<int64_t>& dims, const Shape& ou
   }
 }
 
+// The last kernels this thread looked up, by their key attribute (compared
+// by value, so a plan freed and another built at the same address is safe).
+KernelFn lookup(const std::string& key) {
+  struct Entry {
+    std::string key;
+    KernelFn fn = nullptr;
+  };
+  thread_local Entry recent[4];
+  thread_local unsigned next = 0;
+  for (const Entry& e : recent)
+    if (e.fn && e.key == key) return e.fn;
+  const KernelFn fn = find_kernel(key);
+  if (fn) recent[next++ % 4] = {key, fn};
+  return fn;
+}
+
 void jit_kernel(KernelContext& c) {
   const std::string& key = c.attr_string("kernel");
-  const KernelFn fn = find_kernel(key);
+  const KernelFn fn = lookup(key);
   if (!fn) c.fail("kernel '", key, "' is not loaded in this process");
   const auto& sig = c.attr_ints("signature");
   const size_t rank = static_cast<size_t>(sig[0]), n_in = c.num_inputs();
+  if (rank > static_cast<size_t>(kMaxDims)) c.fail("rank ", rank, " is over ", kMaxDims);
   // The iteration space: the inputs broadcast together.
-  std::vector<int64_t> dims(rank, 1);
-  std::vector<std::vector<int64_t>> in_dims(n_in);
+  int64_t dims[kMaxDims];
+  std::fill_n(dims, rank, 1);
+  SmallVec<int64_t, 8 * kMaxDims> in_dims(n_in * rank);
   for (size_t k = 0; k < n_in; ++k) {
     const Shape& s = c.input(k).shape();
-    auto& d = in_dims[k];
-    d.assign(rank - static_cast<size_t>(s.rank()), 1);
-    for (int j = 0; j < s.rank(); ++j) d.push_back(s.dim(j));
+    int64_t* d = in_dims.data() + k * rank;
+    const size_t off = rank - static_cast<size_t>(s.rank());
+    std::fill_n(d, off, 1);
+    for (int j = 0; j < s.rank(); ++j) d[off + static_cast<size_t>(j)] = s.dim(j);
     for (size_t j = 0; j < rank; ++j) {
       if (d[j] == 1 || d[j] == dims[j]) continue;
       if (dims[j] != 1) c.fail("Incompatible shapes in fused kernel: input ", k, " has ", s);
@@ -70,31 +90,29 @@ void jit_kernel(KernelContext& c) {
     }
   }
   int64_t total = 1;
-  for (int64_t d : dims) total *= d;
+  for (size_t d = 0; d < rank; ++d) total *= dims[d];
   const size_t n_out = c.num_outputs();
   SmallVec<void*, 8> out(n_out);
-  std::vector<Tensor> full(n_out);
+  std::vector<Tensor> full;  // only for outputs smaller than the space (rare)
   for (size_t o = 0; o < n_out; ++o) {
     Tensor& t = c.allocate_output(o);
     if (t.num_elements() == total) {
       out[o] = t.mutable_raw_data();
     } else {
-      full[o] = Tensor::empty(t.dtype(), Shape(dims));
+      full.resize(n_out);
+      full[o] = Tensor::empty(t.dtype(), Shape(std::span<const int64_t>(dims, rank)));
       out[o] = full[o].mutable_raw_data();
     }
   }
   if (total == 0) return;
-  const Layout l = collapse(dims, in_dims);
-  const std::vector<uint8_t> pattern = l.inner_pattern();
+  Layout l;
+  collapse(std::span<const int64_t>(dims, rank), n_in, in_dims.data(), l);
   bool fast = true;
   const size_t pat = sig.size() - n_in;  // the kernel's pattern ends the signature
-  for (size_t k = 0; k < n_in; ++k) fast &= sig[pat + k] == pattern[k];
+  for (size_t k = 0; k < n_in; ++k) fast &= sig[pat + k] == (l.inner(k) != 0);
   SmallVec<const void*, 16> in(n_in);
   for (size_t k = 0; k < n_in; ++k) in[k] = c.input(k).raw_data();
-  const int64_t lrank = static_cast<int64_t>(l.shape.size());
-  std::vector<int64_t> strides;
-  for (const auto& s : l.strides) strides.insert(strides.end(), s.begin(), s.end());
-  const KernelArgs args{in.data(), out.data(), lrank, l.shape.data(), strides.data(), fast};
+  const KernelArgs args{in.data(), out.data(), l.rank, l.shape, l.strides.data(), fast};
   const int64_t rows = l.rows(), cols = l.cols(), grain = default_parallel_grain();
   if (total <= grain) {
     fn(&args, 0, rows, 0, cols);
@@ -104,11 +122,11 @@ void jit_kernel(KernelContext& c) {
     parallel_for(rows, std::max<int64_t>(1, grain / cols),
                  [&](int64_t b, int64_t e) { fn(&args, b, e, 0, cols); });
   }
-  for (size_t o = 0; o < n_out; ++o)
+  for (size_t o = 0; o < full.size(); ++o)
     if (full[o].defined()) {
       Tensor& t = c.output(o);
-      extract(static_cast<const char*>(full[o].raw_data()), dims, t.shape(),
-              static_cast<char*>(t.mutable_raw_data()), dtype_size(t.dtype()));
+      extract(static_cast<const char*>(full[o].raw_data()), std::vector<int64_t>(dims, dims + rank),
+              t.shape(), static_cast<char*>(t.mutable_raw_data()), dtype_size(t.dtype()));
     }
 }
 

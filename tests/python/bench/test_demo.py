@@ -34,7 +34,7 @@ def test_runs_one_workload_and_writes_json(tmp_path, capsys):
     doc = json.loads((tmp_path / "demo.json").read_text())
     assert doc["framework"] == "kiln" and doc["machine"]["cores"] >= 1
     modes = {r["mode"]: r for r in doc["results"] if r["name"] == "chain100"}
-    assert set(modes) == {"eager", "function"}
+    assert set(modes) == {"eager", "function", "jit"}
     assert modes["function"]["speedup_vs_eager"] == pytest.approx(
         modes["eager"]["median_s"] / modes["function"]["median_s"])
     assert "chain100" in capsys.readouterr().out
@@ -59,5 +59,5 @@ def test_busy_run_writes_demo_busy_json_with_the_load(tmp_path, capsys):
     doc = json.loads((tmp_path / "demo-busy.json").read_text())
     assert doc["busy_processes"] == 1
     assert len(doc["load_start"]) == 3 and len(doc["load_end"]) == 3
-    assert {r["mode"] for r in doc["results"]} == {"eager", "function"}
+    assert {r["mode"] for r in doc["results"]} == {"eager", "function", "jit"}
     assert "busy machine: 1 processes spinning" in capsys.readouterr().out
