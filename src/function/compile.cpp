@@ -7,7 +7,6 @@ namespace kiln::detail {
 CompiledGraph compile_graph(std::unique_ptr<Graph> graph, const CompileOptions& options) {
   CompiledGraph c;
   if (config().verify_graphs) graph->verify();
-  if (options.jit) jit::check_jit_supported(*graph);
   if (options.optimize) {
     OptimizeOptions oo;
     oo.disabled = options.disabled_passes;
@@ -16,6 +15,8 @@ CompiledGraph compile_graph(std::unique_ptr<Graph> graph, const CompileOptions& 
     oo.verify = config().verify_graphs;
     c.report = optimize(*graph, oo);
   }
+  // After inlining, so nested functions' ops are checked too.
+  if (options.jit) jit::check_jit_supported(*graph);
   if (options.jit && !config().check_numerics) {
     c.jit = jit::compile_jit(graph);
     if (config().verify_graphs) graph->verify();

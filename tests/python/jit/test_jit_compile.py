@@ -96,6 +96,20 @@ def test_unsupported_ops_are_named_with_their_line():
     assert "test_jit_compile.py" in msg
 
 
+def test_unsupported_ops_in_a_nested_function_are_found():
+    @tf.function
+    def inner(x):
+        tf.print("inner", x)
+        return x * 2.0
+
+    @tf.function(jit_compile=True)
+    def outer(x):
+        return inner(x) + 1.0
+
+    with pytest.raises(tf.errors.InvalidArgumentError, match="PrintV2"):
+        outer(tf.constant([1.0]))
+
+
 def test_none_dims_never_retrace_and_match():
     spec = [tf.TensorSpec([None, 3], tf.float32), tf.TensorSpec([None, 3], tf.float32)]
 
