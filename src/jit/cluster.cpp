@@ -28,6 +28,11 @@ bool lower_node(const Node* n, std::span<const int32_t> in, std::vector<Instr>& 
   return true;
 }
 
+bool is_relabel(const Node* n) {
+  const OpId id = n->op().id;
+  return id == OpId::Reshape || id == OpId::ExpandDims || id == OpId::Squeeze;
+}
+
 class Former {
  public:
   explicit Former(Graph& g) : g_(g), nodes_(passes::node_list(g)), outs_(passes::output_nodes(g)) {
@@ -41,19 +46,22 @@ class Former {
   // Clusters as member lists in graph order, latest roots first.
   std::vector<std::vector<Node*>> run(size_t min_ops) {
     std::vector<std::vector<Node*>> clusters;
+    spaces.clear();
     clusters_ = &clusters;
     for (auto it = nodes_.rbegin(); it != nodes_.rend(); ++it) {
       Node* root = *it;
       if (cluster_of_.count(root) || !lowerable(root)) continue;
-      std::vector<Node*> members = grow(root);
+      Shape space;
+      std::vector<Node*> members = grow(root, space);
       // Pass-throughs (Identity) cost nothing: a lone op stays a kernel call.
       size_t work = 0;
-      for (const Node* m : members) work += m->op().jit != lower_identity;
+      for (const Node* m : members) work += m->op().jit && m->op().jit != lower_identity;
       if (work < min_ops) continue;
       for (Node* m : members) cluster_of_[m] = clusters.size();
       std::sort(members.begin(), members.end(),
                 [&](Node* a, Node* b) { return order_[a] < order_[b]; });
       clusters.push_back(std::move(members));
+      spaces.push_back(space);
     }
     clusters_ = nullptr;
     return clusters;
@@ -88,8 +96,8 @@ class Former {
     return lower_node(n, in, body, results);
   }
 
-  std::vector<Node*> grow(Node* root) {
-    const Shape& shape = root->outputs()[0].shape;
+  std::vector<Node*> grow(Node* root, Shape& shape) {
+    shape = root->outputs()[0].shape;
     std::unordered_set<const Node*> members{root};
     std::vector<Node*> list{root};
     auto later = [&](Node* a, Node* b) { return order_[a] < order_[b]; };
@@ -98,7 +106,17 @@ class Former {
     while (!work.empty()) {
       Node* p = work.top();
       work.pop();
-      if (members.count(p) || cluster_of_.count(p) || !lowerable(p)) continue;
+      if (members.count(p) || cluster_of_.count(p)) continue;
+      if (relabels(p, members, shape)) {
+        // The cluster now iterates in the reshape's input shape: the same
+        // points in the same (row-major) order, relabelled.
+        shape = spec_of(p->inputs()[0]).shape;
+        members.insert(p);
+        list.push_back(p);
+        work.push(p->inputs()[0].node);
+        continue;
+      }
+      if (!lowerable(p)) continue;
       // A value of another shape joins when only members read it and it is
       // at least a quarter of the cluster's size: it is then evaluated at each
       // point of the cluster's space (its broadcast). Smaller values (a batch
@@ -117,6 +135,32 @@ class Former {
       for (const Edge& e : p->inputs()) work.push(e.node);
     }
     return list;
+  }
+
+  // Whether reshape-like `p` (Reshape, ExpandDims, Squeeze) can join: its
+  // output is the cluster's space, only members read it, its input has the
+  // same element count, and every member so far reads only members and
+  // single values (so relabelling their points changes nothing).
+  bool relabels(Node* p, const std::unordered_set<const Node*>& members, const Shape& shape) {
+    const OpId id = p->op().id;
+    if (id != OpId::Reshape && id != OpId::ExpandDims && id != OpId::Squeeze) return false;
+    if (outs_.count(p) || !p->control_inputs().empty() || control_targets_.count(p) ||
+        !only_members(p, members))
+      return false;
+    const Shape& in = spec_of(p->inputs()[0]).shape;
+    if (!(p->outputs()[0].shape == shape) || !shape.is_fully_defined() || !in.is_fully_defined() ||
+        in.rank() > 16 || in.num_elements() != shape.num_elements() ||
+        !supported_dtype(spec_of(p->inputs()[0]).dtype))
+      return false;
+    for (const Node* m : members)
+      for (size_t i = 0; i < m->inputs().size(); ++i) {
+        const Edge& e = m->inputs()[i];
+        if (members.count(e.node) || e.node == p) continue;
+        if (is_relabel(m) && i > 0) continue;  // a shape operand
+        const Shape& s = spec_of(e).shape;
+        if (!s.is_fully_defined() || s.num_elements() != 1) return false;
+      }
+    return true;
   }
 
   static bool recompute_ok(const Shape& small, const Shape& big) {
@@ -171,6 +215,8 @@ class Former {
   const std::vector<std::vector<Node*>>* clusters_ = nullptr;
 
  public:
+  std::vector<Shape> spaces;  ///< per cluster from run(): its iteration space
+
   bool used_outside(const Node* m, const std::unordered_set<const Node*>& members) {
     if (outs_.count(m)) return true;
     for (Node* u : users_[m])
@@ -269,15 +315,19 @@ Clusters form_clusters(Graph& g, const std::string& prefix, size_t min_ops) {
     Node* root = group.back();
     Kernel k;
     k.name = str_cat(prefix, "_k", ci);
-    k.rank = root->outputs()[0].shape.rank();
-    k.dims = aligned_dims(root->outputs()[0].shape, k.rank);
+    const Shape& space = former.spaces[ci];
+    k.rank = space.rank();
+    k.dims = aligned_dims(space, k.rank);
     std::vector<Edge> ext;
     std::unordered_map<Edge, int32_t, passes::EdgeHash> load_of;
     std::unordered_map<const Node*, int32_t> value_of;
     std::string what;
     for (Node* m : group) {
       std::vector<int32_t> in;
-      for (const Edge& e : m->inputs()) {
+      // A relabelling reshape passes its input's value on (its shape operand
+      // is not read).
+      const std::span<const Edge> reads = is_relabel(m) ? m->inputs().subspan(0, 1) : m->inputs();
+      for (const Edge& e : reads) {
         if (members.count(e.node)) {
           in.push_back(value_of.at(e.node));
           continue;
@@ -296,6 +346,10 @@ Clusters form_clusters(Graph& g, const std::string& prefix, size_t min_ops) {
           ext.push_back(e);
         }
         in.push_back(it->second);
+      }
+      if (is_relabel(m)) {
+        value_of[m] = in[0];
+        continue;
       }
       const size_t before = k.body.size();
       std::vector<int32_t> results;
@@ -318,6 +372,14 @@ Clusters form_clusters(Graph& g, const std::string& prefix, size_t min_ops) {
     for (size_t o = 0; o < out_nodes.size(); ++o) {
       specs.push_back(out_nodes[o]->outputs()[0]);
       sig.push_back(static_cast<int64_t>(specs.back().dtype));
+      const Shape& os = specs.back().shape;
+      if (!(space == root->outputs()[0].shape) || os.rank() != space.rank()) {
+        // Relabelled: the output's static shape, written in the space's order.
+        sig.push_back(-1);
+        sig.push_back(os.rank());
+        for (int d = 0; d < os.rank(); ++d) sig.push_back(os.dim(d));
+        continue;
+      }
       sig.push_back(static_cast<int64_t>(deps[o].size()));
       sig.insert(sig.end(), deps[o].begin(), deps[o].end());
     }

@@ -54,7 +54,8 @@ static OpCost fused_cost(const CostQuery& q) {
 }
 
 // JitKernel: attrs ir (jit::Kernel::encode), signature (rank, n_out, then per
-// output: dtype, count, the inputs it depends on; then per input the inner
+// output: dtype, count, the inputs it depends on -- or -1, rank and static
+// dims for a cluster relabelled through a reshape; then per input the inner
 // stride 0/1 the code is specialized for), kernel ("module/symbol").
 // Output i has the broadcast shape of the inputs it depends on.
 void infer_jit_kernel(InferContext& c) {
@@ -72,6 +73,16 @@ void infer_jit_kernel(InferContext& c) {
   for (int64_t o = 0; o < n_out; ++o) {
     const auto dt = static_cast<DType>(next());
     const int64_t n = next();
+    if (n == -1) {  // a static shape (a cluster relabelled through a reshape)
+      const int64_t r = next();
+      if (r < 0 || r > 16) c.fail("bad signature");
+      std::vector<int64_t> dims;
+      for (int64_t j = 0; j < r; ++j) dims.push_back(next());
+      for (int64_t d : dims)
+        if (d < 0) c.fail("bad signature");
+      c.set_output(static_cast<size_t>(o), dt, Shape(dims));
+      continue;
+    }
     if (n < 0 || n > static_cast<int64_t>(c.num_inputs())) c.fail("bad signature");
     Shape s(std::vector<int64_t>(static_cast<size_t>(rank), 1));
     for (int64_t j = 0; j < n; ++j) {
