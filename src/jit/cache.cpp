@@ -155,6 +155,13 @@ std::optional<std::string> DiskCache::load(std::string_view key) const {
   struct stat st {};
   std::string file;
   bool ok = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
+  // An entry is code this process will run: only files that this user wrote
+  // and that nobody else may change are trusted (a cache directory shared
+  // with other users could otherwise plant one).
+  if (ok && (st.st_uid != ::geteuid() || (st.st_mode & (S_IWGRP | S_IWOTH)) != 0)) {
+    ::close(fd);
+    return std::nullopt;
+  }
   if (ok) file.reserve(static_cast<size_t>(st.st_size));
   ok = ok && read_all(fd, file);
   std::optional<std::string> payload;

@@ -159,11 +159,12 @@ Kernel Kernel::decode(std::span<const int64_t> code, std::string name) {
   return k;
 }
 
-int32_t LowerContext::apply(OpId op, DType dtype, int32_t a, int32_t b, int32_t c) {
+int32_t LowerContext::push(Instr::Kind kind, DType dtype, OpId op, int32_t a, int32_t b,
+                           int32_t c) {
   Instr in;
-  in.kind = Instr::kApply;
-  in.op = op;
+  in.kind = kind;
   in.dtype = dtype;
+  in.op = op;
   in.a = a;
   in.b = b;
   in.c = c;
@@ -171,25 +172,16 @@ int32_t LowerContext::apply(OpId op, DType dtype, int32_t a, int32_t b, int32_t 
   return static_cast<int32_t>(body_.size() - 1);
 }
 
+int32_t LowerContext::apply(OpId op, DType dtype, int32_t a, int32_t b, int32_t c) {
+  return push(Instr::kApply, dtype, op, a, b, c);
+}
+
 int32_t LowerContext::cast(int32_t v, DType to) {
-  if (value_dtype(v) == to) return v;
-  Instr in;
-  in.kind = Instr::kCast;
-  in.dtype = to;
-  in.a = v;
-  body_.push_back(in);
-  return static_cast<int32_t>(body_.size() - 1);
+  return value_dtype(v) == to ? v : push(Instr::kCast, to, OpId::kNumOps, v, -1, -1);
 }
 
 int32_t LowerContext::select(int32_t cond, int32_t x, int32_t y) {
-  Instr in;
-  in.kind = Instr::kSelect;
-  in.dtype = value_dtype(x);
-  in.a = cond;
-  in.b = x;
-  in.c = y;
-  body_.push_back(in);
-  return static_cast<int32_t>(body_.size() - 1);
+  return push(Instr::kSelect, value_dtype(x), OpId::kNumOps, cond, x, y);
 }
 
 int32_t LowerContext::constant(double v, DType dtype) {

@@ -86,6 +86,8 @@ class LowerContext : public OpCall {
   std::span<const int32_t> results() const { return out_; }
 
  private:
+  int32_t push(Instr::Kind kind, DType dtype, OpId op, int32_t a, int32_t b, int32_t c);
+
   std::span<const TensorSpec> inputs_, outputs_;
   std::span<const int32_t> in_;
   std::vector<Instr>& body_;

@@ -66,6 +66,23 @@ TEST(DiskCache, RoundTrip) {
   EXPECT_EQ(cache.load(key_of("k1")), "replaced");
 }
 
+// Entries are code to run: one that others may write (or that another user
+// owns) is never loaded, and storing again replaces it.
+TEST(DiskCache, EntriesOthersCanWriteAreNotTrusted) {
+  TempDir tmp;
+  DiskCache cache(tmp.path(), 1 << 20);
+  cache.store(key_of("k1"), "code");
+  const fs::path entry = cache.dir() / (key_of("k1") + ".kjit");
+  fs::permissions(entry, fs::perms::group_write | fs::perms::others_write, fs::perm_options::add);
+  EXPECT_EQ(cache.load(key_of("k1")), std::nullopt);
+  cache.store(key_of("k1"), "code");
+  EXPECT_EQ(cache.load(key_of("k1")), "code");
+  if (::geteuid() == 0) {  // as root: an entry owned by another user
+    ASSERT_EQ(::chown(entry.c_str(), 65534, 65534), 0);
+    EXPECT_EQ(cache.load(key_of("k1")), std::nullopt);
+  }
+}
+
 TEST(DiskCache, MissingKey) {
   TempDir tmp;
   DiskCache cache(tmp.path() / "never-created", 1 << 20);
