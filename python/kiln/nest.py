@@ -100,3 +100,18 @@ def assert_same_structure(nest1, nest2, check_types=True, expand_composites=Fals
     raise ValueError(
         "The two structures don't have the same nested structure.\n\n"
         f"First structure: {nest1!r}\n\nSecond structure: {nest2!r}")
+
+
+def swap_values(cls, values_of, args, kwargs):
+    """Replaces every `cls` composite in args/kwargs by ``values_of(composite)``: returns
+    (the composites in order, new args list, new kwargs dict). What
+    tf.ragged.map_flat_values and tf.sparse.map_values share."""
+    found = []
+
+    def swap(x):
+        if isinstance(x, cls):
+            found.append(x)
+            return values_of(x)
+        return x
+
+    return found, map_structure(swap, list(args)), map_structure(swap, dict(kwargs))

@@ -1,4 +1,6 @@
 // TensorFlow-style value formatting (tf.print / Tensor::SummarizeValue).
+#include "format.h"
+
 #include <cfloat>
 #include <cmath>
 #include <cstdio>
@@ -8,6 +10,28 @@
 #include "kiln/tensor.h"
 
 namespace kiln {
+
+void detail::append_escaped(std::string& out, std::string_view s, char quote) {
+  for (unsigned char c : s) {
+    if (c == static_cast<unsigned char>(quote) || c == '\\') {
+      out += '\\';
+      out += static_cast<char>(c);
+    } else if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\t') {
+      out += "\\t";
+    } else if (c == '\r') {
+      out += "\\r";
+    } else if (c < 0x20 || c >= 0x7f) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\x%02x", c);
+      out += buf;
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+}
+
 namespace {
 
 // Shortest of 6/9 (float) or 15/17 (double) significant digits that
@@ -30,24 +54,7 @@ std::string bytes_repr(const std::string& s) {
   const char q = (has_single && !has_double) ? '"' : '\'';
   std::string out = "b";
   out += q;
-  for (unsigned char c : s) {
-    if (c == static_cast<unsigned char>(q) || c == '\\') {
-      out += '\\';
-      out += static_cast<char>(c);
-    } else if (c == '\n') {
-      out += "\\n";
-    } else if (c == '\t') {
-      out += "\\t";
-    } else if (c == '\r') {
-      out += "\\r";
-    } else if (c < 0x20 || c >= 0x7f) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\x%02x", c);
-      out += buf;
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
+  detail::append_escaped(out, s, q);
   out += q;
   return out;
 }

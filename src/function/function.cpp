@@ -505,6 +505,7 @@ std::shared_ptr<ConcreteFunction> Function::trace_once(const std::vector<Value>&
     cf->arg_names_.push_back(i < names.size() ? names[i] : str_cat("args_", i));
   cf->graph_ = std::make_unique<Graph>(options_.name);
   TracingContext tc(*cf->graph_);
+  if (options_.jit_compile) tc.set_record_locations(true);  // its errors name user lines
   ContextScope scope(tc);
   VariableCreationScope var_rule([&](const std::string& name) {
     if (!allow_variables)

@@ -16,8 +16,11 @@ Node* node_of(const Tensor& t) {
 }
 }  // namespace
 
-TracingContext::TracingContext(Graph& graph, TracingContext* outer)
-    : graph_(graph), outer_(outer) {}
+TracingContext::TracingContext(Graph& graph, TracingContext* outer) : graph_(graph), outer_(outer) {
+  // A nested trace (a body, or a function called while tracing) inherits.
+  const TracingContext* enclosing = outer ? outer : current();
+  record_locations_ = enclosing && enclosing->record_locations_;
+}
 
 TracingContext::~TracingContext() = default;
 
@@ -104,8 +107,9 @@ void TracingContext::execute(const OpDef& op, std::span<const Tensor> inputs, co
                                                   name_scope_ + op.node_name);
   if (!location_.empty())
     n->set_location(location_);
-  else if (LocationProvider p = location_provider().load(std::memory_order_relaxed))
-    n->set_location(p());
+  else if (record_locations_)
+    if (LocationProvider p = location_provider().load(std::memory_order_relaxed))
+      n->set_location(p());
   if (op.has(kStateful)) {
     if (last_stateful_) n->add_control_input(last_stateful_);
     last_stateful_ = n;

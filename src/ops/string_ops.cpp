@@ -12,6 +12,7 @@
 #include <unordered_map>
 #include <utility>
 
+#include "core/format.h"
 #include "families.h"
 #include "front_util.h"
 #include "kiln/context.h"
@@ -24,26 +25,7 @@ namespace strings {
 
 std::string escape_for_message(std::string_view s, size_t max) {
   std::string out;
-  const size_t n = std::min(s.size(), max);
-  for (size_t i = 0; i < n; ++i) {
-    const unsigned char ch = static_cast<unsigned char>(s[i]);
-    if (ch == '\'' || ch == '\\') {
-      out += '\\';
-      out += static_cast<char>(ch);
-    } else if (ch == '\n') {
-      out += "\\n";
-    } else if (ch == '\t') {
-      out += "\\t";
-    } else if (ch == '\r') {
-      out += "\\r";
-    } else if (ch < 0x20 || ch >= 0x7f) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\x%02x", ch);
-      out += buf;
-    } else {
-      out += static_cast<char>(ch);
-    }
-  }
+  detail::append_escaped(out, s.substr(0, max), '\'');
   if (s.size() > max) out += "...";
   return out;
 }

@@ -4,7 +4,8 @@ tf.ragged.range. kiln's math ops hand RaggedTensor arguments here (see
 kiln.ops._helpers.dispatch)."""
 import numpy as np
 
-from kiln import _kiln, errors, nest
+from kiln import _kiln, errors
+from kiln.nest import swap_values
 from kiln.ops import _helpers as h
 from kiln.ops.array_ops import boolean_mask as dense_boolean_mask
 from kiln.ops.math_ops import truediv
@@ -172,16 +173,7 @@ def _same_partition(rts):
 def map_flat_values(op, *args, **kwargs):
     """op applied to the flat values of the RaggedTensors in args/kwargs (which need one
     row partition); the result keeps that partition (tf.ragged.map_flat_values)."""
-    found = []
-
-    def flat(x):
-        if isinstance(x, RaggedTensor):
-            found.append(x)
-            return x.flat_values
-        return x
-
-    args2 = nest.map_structure(flat, list(args))
-    kwargs2 = nest.map_structure(flat, dict(kwargs))
+    found, args2, kwargs2 = swap_values(RaggedTensor, lambda r: r.flat_values, args, kwargs)
     if not found:
         return op(*args, **kwargs)
     _same_partition(found)

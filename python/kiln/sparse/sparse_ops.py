@@ -5,7 +5,8 @@ entries depends on the data has an unknown first dimension there); gradients flo
 the values and dense operands."""
 import numpy as np
 
-from kiln import _kiln, errors, nest
+from kiln import _kiln, errors
+from kiln.nest import swap_values
 from kiln.ops import _helpers as h
 from kiln.ops.array_ops import where
 from kiln.ops.math_ops import truediv
@@ -319,16 +320,7 @@ def slice(sp_input, start, size, name=None):  # noqa: A001
 def map_values(op, *args, **kwargs):
     """op applied to the values of the SparseTensors in args/kwargs (which need the same
     indices); the result keeps those indices (tf.sparse.map_values)."""
-    found = []
-
-    def vals(x):
-        if isinstance(x, SparseTensor):
-            found.append(x)
-            return x.values
-        return x
-
-    args2 = nest.map_structure(vals, list(args))
-    kwargs2 = nest.map_structure(vals, dict(kwargs))
+    found, args2, kwargs2 = swap_values(SparseTensor, lambda s: s.values, args, kwargs)
     if not found:
         raise ValueError("map_values: no SparseTensor among the arguments")
     first = found[0]
