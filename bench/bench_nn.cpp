@@ -6,6 +6,8 @@
 //    memory with weights already in its preferred layout (target: within 15%);
 //  - reduce_sum over 1M float32 vs a plain loop;
 //  - softmax / log_softmax [4096, 1024] float32 vs a parallel copy (the floor);
+//  - softmax and layer norm (moments + batch_normalization over the last dim)
+//    [4096, 1024] float32 in graph mode and under jit_compile (row kernels);
 //  - a convolution block epilogue, Conv2D 3x3 (1x96x96x64 -> 64, SAME) or
 //    DepthwiseConv2dNative 3x3 (1x96x96x64), then BiasAdd, batch-norm
 //    scale/shift (Mul, AddV2 with [C] operands) and swish: eager op by op vs
@@ -17,6 +19,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <oneapi/dnnl/dnnl.hpp>
 #include <vector>
 
@@ -168,8 +171,12 @@ void softmax_bench(benchmark::State& state, Tensor (*f)(const Tensor&)) {
   }
   state.SetBytesProcessed(state.iterations() * kSmRows * kSmCols * 8);
 }
-void BM_Softmax4096x1024_Kiln(benchmark::State& state) { softmax_bench(state, softmax); }
-void BM_LogSoftmax4096x1024_Kiln(benchmark::State& state) { softmax_bench(state, log_softmax); }
+void BM_Softmax4096x1024_Kiln(benchmark::State& state) {
+  softmax_bench(state, softmax);
+}
+void BM_LogSoftmax4096x1024_Kiln(benchmark::State& state) {
+  softmax_bench(state, log_softmax);
+}
 BENCHMARK(BM_Softmax4096x1024_Kiln)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_LogSoftmax4096x1024_Kiln)->Unit(benchmark::kMillisecond)->UseRealTime();
 
@@ -187,6 +194,57 @@ void BM_Copy4096x1024_Floor(benchmark::State& state) {
   state.SetBytesProcessed(state.iterations() * kSmRows * kSmCols * 8);
 }
 BENCHMARK(BM_Copy4096x1024_Floor)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// Softmax and layer norm as functions: graph mode (arg 0) vs jit_compile (arg 1).
+void row_function_bench(benchmark::State& state,
+                        const std::function<Value(const std::vector<Value>&)>& body) {
+  FunctionOptions o;
+  o.jit_compile = state.range(0) == 1;
+  Function f(body, o);
+  const Tensor x = wave<float>({kSmRows, kSmCols}, 0.01);
+  const Tensor gamma = wave<float>({kSmCols}, 0.3) + 1.f, beta = wave<float>({kSmCols}, 0.7);
+  const std::vector<Value> args{Value(x), Value(gamma), Value(beta)};
+  f(args);  // trace and compile outside the timing
+  for (auto _ : state) {
+    Value y = f(args);
+    benchmark::DoNotOptimize(y);
+  }
+  state.SetBytesProcessed(state.iterations() * kSmRows * kSmCols * 8);
+}
+void BM_SoftmaxFunction4096x1024(benchmark::State& state) {
+  row_function_bench(state,
+                     [](const std::vector<Value>& a) { return Value(softmax(a[0].tensor())); });
+}
+void BM_LayerNormFunction4096x1024(benchmark::State& state) {
+  row_function_bench(state, [](const std::vector<Value>& a) {
+    const Tensor &x = a[0].tensor(), &gamma = a[1].tensor(), &beta = a[2].tensor();
+    const Tensor mean = reduce_mean(x, {-1}, true);
+    const Tensor var = reduce_mean(squared_difference(x, mean), {-1}, true);
+    const Tensor inv = rsqrt(var + 1e-3f) * gamma;
+    return Value(x * inv + (beta - mean * inv));
+  });
+}
+// softmax(x + 0.5): a lone Softmax is already one kernel and stays a kernel
+// call; with a producer it becomes one compiled kernel under jit_compile.
+void BM_ShiftSoftmaxFunction4096x1024(benchmark::State& state) {
+  row_function_bench(
+      state, [](const std::vector<Value>& a) { return Value(softmax(a[0].tensor() + 0.5f)); });
+}
+BENCHMARK(BM_SoftmaxFunction4096x1024)
+    ->Arg(0)
+    ->Arg(1)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK(BM_ShiftSoftmaxFunction4096x1024)
+    ->Arg(0)
+    ->Arg(1)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK(BM_LayerNormFunction4096x1024)
+    ->Arg(0)
+    ->Arg(1)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 
 // ---- conv block epilogue: eager vs function vs fused function ----
 

@@ -16,12 +16,14 @@ namespace {
 using passes::spec_of;
 
 // Lowers `n` into `body` with its inputs as `in`; false when it cannot be.
+// `reduced`: the trailing dims its reductions fold (0: none).
 bool lower_node(const Node* n, std::span<const int32_t> in, std::vector<Instr>& body,
-                std::vector<int32_t>& results) {
+                std::vector<int32_t>& results, int* reduced = nullptr) {
   std::vector<TensorSpec> ins;
   for (const Edge& e : n->inputs()) ins.push_back(spec_of(e));
   LowerContext c(n->op(), n->attrs(), ins, n->outputs(), in, body);
-  if (!n->op().jit(c)) return false;
+  if (!n->op().jit(c) || c.reduced() < 0) return false;
+  if (reduced) *reduced = c.reduced();
   results.assign(c.results().begin(), c.results().end());
   for (int32_t r : results)
     if (r < 0) return false;
@@ -31,6 +33,52 @@ bool lower_node(const Node* n, std::span<const int32_t> in, std::vector<Instr>& 
 bool is_relabel(const Node* n) {
   const OpId id = n->op().id;
   return id == OpId::Reshape || id == OpId::ExpandDims || id == OpId::Squeeze;
+}
+
+// A cluster's iteration space: its shape, the trailing dims its reductions
+// fold (0: none), and whether a reshape relabelled it.
+struct Space {
+  Shape shape;
+  int reduced = 0;
+  bool relabelled = false;
+};
+
+// Whether `s` (right-aligned to the space) has all of the space's reduced
+// dims or none of them (1s), so a row kernel can walk it.
+bool fits(const Shape& s, const Space& sp) {
+  if (sp.reduced == 0) return true;
+  if (!s.rank_known() || s.rank() > sp.shape.rank()) return false;
+  bool all = true, none = true;
+  for (int d = sp.shape.rank() - sp.reduced; d < sp.shape.rank(); ++d) {
+    const int j = d - (sp.shape.rank() - s.rank());
+    const int64_t x = j < 0 ? 1 : s.dim(j);
+    all &= x == sp.shape.dim(d);
+    none &= x == 1;
+  }
+  return all || none;
+}
+
+// Whether `s` is constant over the reduced dims (a per-row value).
+bool per_row(const Shape& s, const Space& sp) {
+  for (int d = sp.shape.rank() - sp.reduced; d < sp.shape.rank(); ++d) {
+    const int j = d - (sp.shape.rank() - s.rank());
+    if (j >= 0 && s.dim(j) != 1) return false;
+  }
+  return true;
+}
+
+// The space with its reduced dims set to 1 (a keepdims reduction's shape).
+Shape row_shape(const Space& sp) {
+  std::vector<int64_t> d;
+  for (int i = 0; i < sp.shape.rank(); ++i)
+    d.push_back(i >= sp.shape.rank() - sp.reduced ? 1 : sp.shape.dim(i));
+  return Shape(d);
+}
+
+bool node_fits(const Node* n, const Space& sp) {
+  for (const Edge& e : n->inputs())
+    if (!fits(spec_of(e).shape, sp)) return false;
+  return fits(n->outputs()[0].shape, sp);
 }
 
 class Former {
@@ -51,8 +99,23 @@ class Former {
     for (auto it = nodes_.rbegin(); it != nodes_.rend(); ++it) {
       Node* root = *it;
       if (cluster_of_.count(root) || !lowerable(root)) continue;
-      Shape space;
-      std::vector<Node*> members = grow(root, space);
+      Space start;
+      start.shape = root->outputs()[0].shape;
+      if (const int k = reduces_.at(root); k > 0) {
+        start.shape = spec_of(root->inputs()[0]).shape;
+        start.reduced = k;
+        if (!worth_rows(start)) continue;
+      }
+      // Per-row values may join before a reduction does; when none does, they
+      // would be recomputed at every point, so the cluster grows again
+      // without them.
+      Space space = start;
+      bool tentative = false;
+      std::vector<Node*> members = grow(root, space, true, tentative);
+      if (tentative && space.reduced == 0) {
+        space = start;
+        members = grow(root, space, false, tentative);
+      }
       // Pass-throughs (Identity) cost nothing: a lone op stays a kernel call.
       size_t work = 0;
       for (const Node* m : members) work += m->op().jit && m->op().jit != lower_identity;
@@ -74,30 +137,88 @@ class Former {
   }
 
  private:
-  bool check(const Node* n) const {
+  bool check(const Node* n) {
     const OpDef& op = n->op();
     if (!op.jit || op.has(kStateful) || n->outputs().size() != 1 || !n->control_inputs().empty() ||
         control_targets_.count(n))
       return false;
     const TensorSpec& out = n->outputs()[0];
-    // Generated code keeps a fixed index array of 16 dims.
-    if (!supported_dtype(out.dtype) || !out.shape.rank_known() || out.shape.rank() > 16)
-      return false;
+    if (!supported_dtype(out.dtype) || !out.shape.rank_known()) return false;
     std::vector<int32_t> in;
+    int64_t rank = out.shape.rank();
     for (const Edge& e : n->inputs()) {
       const TensorSpec& s = spec_of(e);
-      if (!supported_dtype(s.dtype) || !s.shape.rank_known() || s.shape.rank() > out.shape.rank())
-        return false;
+      if (!supported_dtype(s.dtype) || !s.shape.rank_known()) return false;
+      rank = std::max(rank, s.shape.rank());
       in.push_back(static_cast<int32_t>(in.size()));
     }
     std::vector<Instr> body(in.size());
     for (size_t i = 0; i < in.size(); ++i) body[i].dtype = spec_of(n->inputs()[i]).dtype;
     std::vector<int32_t> results;
-    return lower_node(n, in, body, results);
+    int k = 0;
+    if (!lower_node(n, in, body, results, &k)) return false;
+    reduces_[n] = k;
+    // The node's space: its output's, or for a reduction its input's.
+    // Generated code keeps a fixed index array of 16 dims.
+    const int64_t space = k > 0 ? spec_of(n->inputs()[0]).shape.rank() : out.shape.rank();
+    return rank <= space && space <= 16;
   }
 
-  std::vector<Node*> grow(Node* root, Shape& shape) {
-    shape = root->outputs()[0].shape;
+  // A row kernel runs rows in parallel: a reduction to a few values over
+  // many elements stays the (block-parallel) reduce kernel.
+  static bool worth_rows(const Space& sp) {
+    int64_t rows = 1, n = 1;
+    for (int d = 0; d < sp.shape.rank(); ++d) {
+      const int64_t x = sp.shape.dim(d);
+      if (d >= sp.shape.rank() - sp.reduced)
+        n *= x;
+      else if (x < 0)
+        return true;
+      else
+        rows *= x;
+    }
+    return rows >= 2 || n <= (1 << 16);
+  }
+
+  // Whether reducing `p` can join a cluster in `sp` (and set its reduced dims).
+  bool reduction_joins(Node* p, int k, const Space& sp, const std::vector<Node*>& list) {
+    if (sp.relabelled || (sp.reduced != 0 && sp.reduced != k) ||
+        !(spec_of(p->inputs()[0]).shape == sp.shape) ||
+        p->outputs()[0].shape.rank() != sp.shape.rank())
+      return false;
+    Space next = sp;
+    next.reduced = k;
+    if (!worth_rows(next) || !node_fits(p, next)) return false;
+    for (const Node* m : list)
+      if (!node_fits(m, next)) return false;
+    return true;
+  }
+
+  // Whether elementwise `p`, of another shape than the space, can join;
+  // `tentative` is set when it joins as a per-row value before any reduction.
+  bool other_shape_joins(Node* p, const Space& sp, const std::unordered_set<const Node*>& members,
+                         bool tentative_ok, bool& tentative) {
+    const Shape& s = p->outputs()[0].shape;
+    const bool inside = !outs_.count(p) && only_members(p, members);
+    if (sp.reduced > 0 && per_row(s, sp))  // computed once per row
+      return inside || s == row_shape(sp);
+    // A value of another shape joins when only members read it and it is at
+    // least a quarter of the cluster's size: it is then evaluated at each
+    // point of the cluster's space (its broadcast). Smaller values (a batch
+    // norm's per-channel scale) get their own kernel instead of being
+    // recomputed per element.
+    if (inside && recompute_ok(s, sp.shape)) return true;
+    if (inside && tentative_ok && sp.reduced == 0 && !sp.relabelled &&
+        per_row(s, Space{sp.shape, 1, false}) && sp.shape.rank() > 0 &&
+        sp.shape.dim(sp.shape.rank() - 1) != 1) {
+      tentative = true;
+      return true;
+    }
+    return false;
+  }
+
+  std::vector<Node*> grow(Node* root, Space& sp, bool tentative_ok, bool& tentative) {
+    Shape& shape = sp.shape;
     std::unordered_set<const Node*> members{root};
     std::vector<Node*> list{root};
     auto later = [&](Node* a, Node* b) { return order_[a] < order_[b]; };
@@ -107,29 +228,28 @@ class Former {
       Node* p = work.top();
       work.pop();
       if (members.count(p) || cluster_of_.count(p)) continue;
-      if (relabels(p, members, shape)) {
+      if (sp.reduced == 0 && relabels(p, members, shape)) {
         // The cluster now iterates in the reshape's input shape: the same
         // points in the same (row-major) order, relabelled.
         shape = spec_of(p->inputs()[0]).shape;
+        sp.relabelled = true;
         members.insert(p);
         list.push_back(p);
         work.push(p->inputs()[0].node);
         continue;
       }
       if (!lowerable(p)) continue;
-      // A value of another shape joins when only members read it and it is
-      // at least a quarter of the cluster's size: it is then evaluated at each
-      // point of the cluster's space (its broadcast). Smaller values (a batch
-      // norm's per-channel scale) get their own kernel instead of being
-      // recomputed per element.
-      if (!(p->outputs()[0].shape == shape) &&
-          (outs_.count(p) || !recompute_ok(p->outputs()[0].shape, shape) ||
-           !only_members(p, members)))
+      const int k = reduces_.at(p);
+      if (k > 0 ? !reduction_joins(p, k, sp, list)
+                : (!(p->outputs()[0].shape == shape) &&
+                   !other_shape_joins(p, sp, members, tentative_ok, tentative)) ||
+                      !node_fits(p, sp))
         continue;
       bool ok = true;
       for (Node* x : users_[p])
         if (!members.count(x) && reaches(x, members)) ok = false;
       if (!ok) continue;
+      if (k > 0) sp.reduced = k;
       members.insert(p);
       list.push_back(p);
       for (const Edge& e : p->inputs()) work.push(e.node);
@@ -211,11 +331,12 @@ class Former {
   std::unordered_map<const Node*, std::vector<Node*>> control_users_;
   std::unordered_set<const Node*> control_targets_;
   std::unordered_map<const Node*, bool> lowerable_;
+  std::unordered_map<const Node*, int> reduces_;  // lowerable nodes' reduced dims
   std::unordered_map<const Node*, size_t> cluster_of_;
   const std::vector<std::vector<Node*>>* clusters_ = nullptr;
 
  public:
-  std::vector<Shape> spaces;  ///< per cluster from run(): its iteration space
+  std::vector<Space> spaces;  ///< per cluster from run(): its iteration space
 
   bool used_outside(const Node* m, const std::unordered_set<const Node*>& members) {
     if (outs_.count(m)) return true;
@@ -253,6 +374,41 @@ std::vector<std::vector<int64_t>> output_deps(const Kernel& k) {
     out.push_back(std::move(d));
   }
   return out;
+}
+
+// The JitKernel node's signature attribute (see infer_jit_kernel): rank,
+// reduced dims (then their product when > 0), outputs, inner pattern.
+std::vector<int64_t> signature(const Kernel& k, const Space& sp, std::span<const TensorSpec> outs) {
+  std::vector<int64_t> sig{k.rank, k.reduced};
+  if (k.reduced > 0) {
+    int64_t n = 1;
+    for (int d = k.rank - k.reduced; d < k.rank; ++d) n *= sp.shape.dim(d);
+    sig.push_back(n);
+  }
+  sig.push_back(static_cast<int64_t>(k.outputs.size()));
+  const auto deps = output_deps(k);
+  const std::vector<uint8_t> row = k.per_row();
+  for (size_t o = 0; o < outs.size(); ++o) {
+    sig.push_back(static_cast<int64_t>(outs[o].dtype));
+    const Shape& os = outs[o].shape;
+    if (row[static_cast<size_t>(k.outputs[o])]) {
+      // One value per row: the reduced dims 1 or gone.
+      sig.push_back(-2);
+      sig.push_back(os.rank() == k.rank);
+      sig.push_back(static_cast<int64_t>(deps[o].size()));
+      sig.insert(sig.end(), deps[o].begin(), deps[o].end());
+    } else if (sp.relabelled || os.rank() != k.rank) {
+      // Relabelled: the output's static shape, written in the space's order.
+      sig.push_back(-1);
+      sig.push_back(os.rank());
+      for (int d = 0; d < os.rank(); ++d) sig.push_back(os.dim(d));
+    } else {
+      sig.push_back(static_cast<int64_t>(deps[o].size()));
+      sig.insert(sig.end(), deps[o].begin(), deps[o].end());
+    }
+  }
+  for (uint8_t b : predicted_pattern(k)) sig.push_back(b);
+  return sig;
 }
 
 }  // namespace
@@ -315,9 +471,10 @@ Clusters form_clusters(Graph& g, const std::string& prefix, size_t min_ops) {
     Node* root = group.back();
     Kernel k;
     k.name = str_cat(prefix, "_k", ci);
-    const Shape& space = former.spaces[ci];
-    k.rank = space.rank();
-    k.dims = aligned_dims(space, k.rank);
+    const Space& sp = former.spaces[ci];
+    k.rank = sp.shape.rank();
+    k.reduced = sp.reduced;
+    k.dims = aligned_dims(sp.shape, k.rank);
     std::vector<Edge> ext;
     std::unordered_map<Edge, int32_t, passes::EdgeHash> load_of;
     std::unordered_map<const Node*, int32_t> value_of;
@@ -366,24 +523,9 @@ Clusters form_clusters(Graph& g, const std::string& prefix, size_t min_ops) {
       if (m != root && former.used_outside(m, members)) out_nodes.push_back(m);
     for (Node* m : out_nodes) k.outputs.push_back(value_of.at(m));
     Kernel opt = optimize_kernel(k);
-    std::vector<int64_t> sig{opt.rank, static_cast<int64_t>(opt.outputs.size())};
-    const auto deps = output_deps(opt);
     std::vector<TensorSpec> specs;
-    for (size_t o = 0; o < out_nodes.size(); ++o) {
-      specs.push_back(out_nodes[o]->outputs()[0]);
-      sig.push_back(static_cast<int64_t>(specs.back().dtype));
-      const Shape& os = specs.back().shape;
-      if (!(space == root->outputs()[0].shape) || os.rank() != space.rank()) {
-        // Relabelled: the output's static shape, written in the space's order.
-        sig.push_back(-1);
-        sig.push_back(os.rank());
-        for (int d = 0; d < os.rank(); ++d) sig.push_back(os.dim(d));
-        continue;
-      }
-      sig.push_back(static_cast<int64_t>(deps[o].size()));
-      sig.insert(sig.end(), deps[o].begin(), deps[o].end());
-    }
-    for (uint8_t b : predicted_pattern(opt)) sig.push_back(b);
+    for (Node* m : out_nodes) specs.push_back(m->outputs()[0]);
+    std::vector<int64_t> sig = signature(opt, sp, specs);
     root->reset(op_def(OpId::JitKernel), ext, Attrs{opt.encode(), std::move(sig), opt.name}, specs);
     for (size_t o = 1; o < out_nodes.size(); ++o)
       out_nodes[o]->reset(op_def(OpId::Identity), {Edge{root, static_cast<int32_t>(o)}}, Attrs{},

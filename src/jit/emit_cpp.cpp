@@ -2,6 +2,7 @@
 
 #include <bit>
 
+#include "emit_util.h"
 #include "layout.h"
 
 namespace kiln::jit {
@@ -14,6 +15,19 @@ constexpr const char* kIdNames[] = {
 #undef KILN_OP
 };
 
+std::string to_hex(uint64_t x) {
+  static const char kDigits[] = "0123456789abcdef";
+  std::string s;
+  do {
+    s.insert(s.begin(), kDigits[x & 15]);
+    x >>= 4;
+  } while (x);
+  return s;
+}
+
+}  // namespace
+
+namespace detail {
 const char* ctype(DType dt) {
   switch (dt) {
     case DType::kBool: return "bool";
@@ -25,16 +39,6 @@ const char* ctype(DType dt) {
     case DType::kFloat64: return "double";
     default: throw InternalError(str_cat("jit: no C type for ", dtype_name(dt)));
   }
-}
-
-std::string to_hex(uint64_t x) {
-  static const char kDigits[] = "0123456789abcdef";
-  std::string s;
-  do {
-    s.insert(s.begin(), kDigits[x & 15]);
-    x >>= 4;
-  } while (x);
-  return s;
 }
 
 std::string v(int32_t x) {
@@ -53,33 +57,79 @@ std::string literal(const Instr& in) {
   }
 }
 
+std::string functor(OpId op) {
+  return str_cat("kiln::fn::", kIdNames[static_cast<size_t>(op)], "{}");
+}
+
+std::string statement(const Kernel& k, size_t i) {
+  const Instr& in = k.body[i];
+  std::string s = str_cat("const ", ctype(in.dtype), " ", v(static_cast<int32_t>(i)), " = ");
+  switch (in.kind) {
+    case Instr::kConst: s += literal(in); break;
+    case Instr::kApply:
+      s += str_cat(functor(in.op), "(", v(in.a));
+      if (in.b >= 0) s += str_cat(", ", v(in.b));
+      if (in.c >= 0) s += str_cat(", ", v(in.c));
+      s += ")";
+      break;
+    case Instr::kCast:
+      s += str_cat("kiln::fn::Cast<", ctype(in.dtype), ">{}(", v(in.a), ")");
+      break;
+    case Instr::kSelect:
+      s += str_cat("kiln::fn::Select{}(", v(in.a), ", ", v(in.b), ", ", v(in.c), ")");
+      break;
+    case Instr::kLoad:
+    case Instr::kReduce: throw InternalError("jit: no statement for a load or a reduction");
+  }
+  s += ";";
+  if (i < k.origin.size() && !k.origin[i].empty()) s += str_cat("  // ", k.origin[i]);
+  return s + "\n";
+}
+
+std::string signature_text(const Kernel& k) {
+  std::string s = str_cat("extern \"C\" KILN_JIT_EXPORT void ", k.name,
+                          "(const kiln_jit_args* a, int64_t r0, int64_t r1, int64_t c0, "
+                          "int64_t c1) {\n  const int64_t R = a->rank;\n"
+                          "  const int64_t* sh = a->shape;\n  const int64_t* st = a->strides;\n");
+  for (size_t i = 0; i < k.inputs.size(); ++i)
+    s += str_cat("  const ", ctype(k.inputs[i]), "* __restrict in", i, " = static_cast<const ",
+                 ctype(k.inputs[i]), "*>(a->in[", i, "]);\n");
+  for (size_t o = 0; o < k.outputs.size(); ++o) {
+    const char* t = ctype(k.body[static_cast<size_t>(k.outputs[o])].dtype);
+    s += str_cat("  ", t, "* __restrict out", o, " = static_cast<", t, "*>(a->out[", o, "]);\n");
+  }
+  return s;
+}
+
+std::string row_start_text(size_t n_in) {
+  // Row r0's multi-index and input offsets by division once; later rows
+  // step the index like an odometer (cheap when rows are short).
+  std::string s = "  int64_t idx[16] = {0};\n";
+  for (size_t i = 0; i < n_in; ++i) s += str_cat("  int64_t o", i, " = 0;\n");
+  s += "  for (int64_t d = R - 2, rem = r0; d >= 0; --d) {\n"
+       "    idx[d] = rem % sh[d];\n    rem /= sh[d];\n";
+  for (size_t i = 0; i < n_in; ++i) s += str_cat("    o", i, " += idx[d] * st[", i, " * R + d];\n");
+  return s + "  }\n";
+}
+
+std::string row_step_text(size_t n_in) {
+  std::string s = "    for (int64_t d = R - 2; d >= 0; --d) {\n";
+  for (size_t i = 0; i < n_in; ++i) s += str_cat("      o", i, " += st[", i, " * R + d];\n");
+  s += "      if (++idx[d] < sh[d]) break;\n";
+  for (size_t i = 0; i < n_in; ++i)
+    s += str_cat("      o", i, " -= sh[d] * st[", i, " * R + d];\n");
+  return s + "      idx[d] = 0;\n    }\n";
+}
+}  // namespace detail
+
+namespace {
+using namespace detail;
+
 // The instructions after the loads, one statement each.
 std::string body_text(const Kernel& k, const std::string& indent) {
   std::string s;
-  for (size_t i = 0; i < k.body.size(); ++i) {
-    const Instr& in = k.body[i];
-    if (in.kind == Instr::kLoad) continue;
-    s += str_cat(indent, "const ", ctype(in.dtype), " ", v(static_cast<int32_t>(i)), " = ");
-    switch (in.kind) {
-      case Instr::kConst: s += literal(in); break;
-      case Instr::kApply:
-        s += str_cat("kiln::fn::", kIdNames[static_cast<size_t>(in.op)], "{}(", v(in.a));
-        if (in.b >= 0) s += str_cat(", ", v(in.b));
-        if (in.c >= 0) s += str_cat(", ", v(in.c));
-        s += ")";
-        break;
-      case Instr::kCast:
-        s += str_cat("kiln::fn::Cast<", ctype(in.dtype), ">{}(", v(in.a), ")");
-        break;
-      case Instr::kSelect:
-        s += str_cat("kiln::fn::Select{}(", v(in.a), ", ", v(in.b), ", ", v(in.c), ")");
-        break;
-      case Instr::kLoad: break;
-    }
-    s += ";";
-    if (i < k.origin.size() && !k.origin[i].empty()) s += str_cat("  // ", k.origin[i]);
-    s += "\n";
-  }
+  for (size_t i = 0; i < k.body.size(); ++i)
+    if (k.body[i].kind != Instr::kLoad) s += indent + statement(k, i);
   for (size_t o = 0; o < k.outputs.size(); ++o)
     s += str_cat(indent, "out", o, "[ob + c] = ", v(k.outputs[o]), ";\n");
   return s;
@@ -103,28 +153,13 @@ std::string loads(const Kernel& k, const std::vector<uint8_t>& pattern, bool fas
 }
 
 std::string kernel_text(const Kernel& k) {
+  if (k.reduced > 0) return row_kernel_text(k);
   const std::vector<uint8_t> pattern = predicted_pattern(k);
   const size_t n_in = k.inputs.size();
-  std::string s = str_cat("// ", k.name, ": ", k.body.size(), " instructions over rank ", k.rank,
-                          "\nextern \"C\" KILN_JIT_EXPORT void ", k.name,
-                          "(const kiln_jit_args* a, int64_t r0, int64_t r1, int64_t c0, "
-                          "int64_t c1) {\n  const int64_t R = a->rank;\n"
-                          "  const int64_t* sh = a->shape;\n  const int64_t* st = a->strides;\n");
-  for (size_t i = 0; i < n_in; ++i)
-    s += str_cat("  const ", ctype(k.inputs[i]), "* __restrict in", i, " = static_cast<const ",
-                 ctype(k.inputs[i]), "*>(a->in[", i, "]);\n");
-  for (size_t o = 0; o < k.outputs.size(); ++o) {
-    const char* t = ctype(k.body[static_cast<size_t>(k.outputs[o])].dtype);
-    s += str_cat("  ", t, "* __restrict out", o, " = static_cast<", t, "*>(a->out[", o, "]);\n");
-  }
-  // Row r0's multi-index and input offsets by division once; later rows
-  // step the index like an odometer (cheap when rows are short).
-  s += "  const int64_t cols = sh[R - 1];\n  int64_t idx[16] = {0};\n";
-  for (size_t i = 0; i < n_in; ++i) s += str_cat("  int64_t o", i, " = 0;\n");
-  s += "  for (int64_t d = R - 2, rem = r0; d >= 0; --d) {\n"
-       "    idx[d] = rem % sh[d];\n    rem /= sh[d];\n";
-  for (size_t i = 0; i < n_in; ++i) s += str_cat("    o", i, " += idx[d] * st[", i, " * R + d];\n");
-  s += "  }\n  for (int64_t r = r0; r < r1; ++r) {\n"
+  std::string s =
+      str_cat("// ", k.name, ": ", k.body.size(), " instructions over rank ", k.rank, "\n",
+              signature_text(k), "  const int64_t cols = sh[R - 1];\n", row_start_text(n_in));
+  s += "  for (int64_t r = r0; r < r1; ++r) {\n"
        "    const int64_t ob = r * cols;\n    if (a->fast) {\n";
   for (size_t i = 0; i < n_in; ++i) {
     const char* t = ctype(k.inputs[i]);
@@ -146,13 +181,7 @@ std::string kernel_text(const Kernel& k) {
   s += "      for (int64_t c = c0; c < c1; ++c) {\n" + loads(k, pattern, false, "        ") +
        body_text(k, "        ") + "      }\n    }\n";
   if (short_cols > 0 && short_cols <= 64) s += "  next_row:\n";
-  s += "    for (int64_t d = R - 2; d >= 0; --d) {\n";
-  for (size_t i = 0; i < n_in; ++i) s += str_cat("      o", i, " += st[", i, " * R + d];\n");
-  s += "      if (++idx[d] < sh[d]) break;\n";
-  for (size_t i = 0; i < n_in; ++i)
-    s += str_cat("      o", i, " -= sh[d] * st[", i, " * R + d];\n");
-  s += "      idx[d] = 0;\n    }\n  }\n}\n\n";
-  return s;
+  return s + row_step_text(n_in) + "  }\n}\n\n";
 }
 
 }  // namespace
@@ -173,7 +202,7 @@ Layout predicted_layout(const Kernel& k, bool* unknown_inner) {
   for (const auto& d : k.input_dims) ins.push_back(known(d));
   const std::vector<int64_t> dims = known(k.dims);
   if (unknown_inner) *unknown_inner = unknown;
-  return collapse(dims, ins);
+  return collapse(dims, ins, k.reduced);
 }
 }  // namespace
 

@@ -15,14 +15,15 @@ std::vector<uint8_t> Layout::inner_pattern() const {
   return p;
 }
 
-void collapse(std::span<const int64_t> dims, size_t n_in, const int64_t* in_dims, Layout& l) {
+void collapse(std::span<const int64_t> dims, size_t n_in, const int64_t* in_dims, Layout& l,
+              bool keep_last) {
   const size_t rank = dims.size();
   // Full strides per input over the iteration dims (0 where broadcast).
   int64_t full[kMaxDims];
   int64_t kept[kMaxDims];  // the dims that stay (size > 1), in order
   size_t n_kept = 0;
   for (size_t d = 0; d < rank; ++d)
-    if (dims[d] != 1) kept[n_kept++] = static_cast<int64_t>(d);
+    if (dims[d] != 1 || (keep_last && d + 1 == rank)) kept[n_kept++] = static_cast<int64_t>(d);
   // First pass: which kept dims merge with the previous one (for all inputs).
   bool merge[kMaxDims] = {};
   for (size_t j = 1; j < n_kept; ++j) merge[j] = true;
@@ -38,6 +39,7 @@ void collapse(std::span<const int64_t> dims, size_t n_in, const int64_t* in_dims
       const auto prev = static_cast<size_t>(kept[j - 1]), cur = static_cast<size_t>(kept[j]);
       merge[j] = merge[j] && full[prev] == full[cur] * dims[cur];
     }
+    if (keep_last && n_kept > 0) merge[n_kept - 1] = false;
     // Keep each input's full strides of kept dims for now (row k).
     for (size_t j = 0; j < n_kept; ++j) l.strides[k * kMaxDims + j] = full[kept[j]];
   }
@@ -68,7 +70,28 @@ void collapse(std::span<const int64_t> dims, size_t n_in, const int64_t* in_dims
   l.rank = r;
 }
 
-Layout collapse(std::span<const int64_t> dims, std::span<const std::vector<int64_t>> inputs) {
+void collapse_rows(std::span<const int64_t> dims, int reduced, size_t n_in, const int64_t* in_dims,
+                   int64_t* scratch, Layout& l) {
+  const size_t rank = dims.size(), outer = rank - static_cast<size_t>(reduced);
+  const size_t r = outer + 1;
+  // Row dims as they are, then the product of the reduced ones.
+  auto fold = [&](const int64_t* src, int64_t* dst) {
+    dst[outer] = 1;
+    for (size_t j = 0; j < rank; ++j) {
+      if (j < outer)
+        dst[j] = src[j];
+      else
+        dst[outer] *= src[j];
+    }
+  };
+  int64_t d[kMaxDims + 1];
+  fold(dims.data(), d);
+  for (size_t k = 0; k < n_in; ++k) fold(in_dims + k * rank, scratch + k * r);
+  collapse(std::span<const int64_t>(d, r), n_in, scratch, l, true);
+}
+
+Layout collapse(std::span<const int64_t> dims, std::span<const std::vector<int64_t>> inputs,
+                int reduced) {
   const size_t rank = dims.size();
   std::vector<int64_t> in(inputs.size() * rank, 1);
   for (size_t k = 0; k < inputs.size(); ++k) {
@@ -77,7 +100,12 @@ Layout collapse(std::span<const int64_t> dims, std::span<const std::vector<int64
     for (size_t j = 0; j < d.size(); ++j) in[k * rank + off + j] = d[j];
   }
   Layout l;
-  collapse(dims, inputs.size(), in.data(), l);
+  if (reduced > 0) {
+    std::vector<int64_t> scratch(inputs.size() * (kMaxDims + 1));
+    collapse_rows(dims, reduced, inputs.size(), in.data(), scratch.data(), l);
+  } else {
+    collapse(dims, inputs.size(), in.data(), l);
+  }
   return l;
 }
 

@@ -31,9 +31,16 @@ struct Layout {
 /// The layout for `n_in` inputs over the iteration dims `dims` (rank <=
 /// kMaxDims). `in_dims` holds input k's dims right-aligned to rank (1 =
 /// broadcast) at [k * rank, (k + 1) * rank). `strides` is reused storage.
-void collapse(std::span<const int64_t> dims, size_t n_in, const int64_t* in_dims, Layout& out);
+void collapse(std::span<const int64_t> dims, size_t n_in, const int64_t* in_dims, Layout& out,
+              bool keep_last = false);
+/// The layout of a reduction kernel: the last `reduced` dims become one last
+/// dim (their product; each input has all of them or none), never merged
+/// with the row dims before it. `scratch` holds n_in * (kMaxDims + 1) dims.
+void collapse_rows(std::span<const int64_t> dims, int reduced, size_t n_in, const int64_t* in_dims,
+                   int64_t* scratch, Layout& out);
 /// The same over per-input dim vectors (each right-aligned; missing leading
 /// dims are broadcast), for the emitter's static prediction.
-Layout collapse(std::span<const int64_t> dims, std::span<const std::vector<int64_t>> inputs);
+Layout collapse(std::span<const int64_t> dims, std::span<const std::vector<int64_t>> inputs,
+                int reduced = 0);
 
 }  // namespace kiln::jit

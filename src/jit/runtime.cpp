@@ -24,11 +24,11 @@ Registry& registry() {
 
 // Copies the values of an output smaller than the iteration space (its
 // inputs broadcast over fewer dims) out of a full-size result.
-void extract(const char* full, const std::vector<int64_t>& dims, const Shape& out_shape, char* dst,
+void extract(const char* full, std::span<const int64_t> dims, const Shape& out_shape, char* dst,
              size_t elem) {
   const size_t rank = dims.size();
   const size_t off = rank - static_cast<size_t>(out_shape.rank());
-  std::vector<int64_t> stride(rank, 0);
+  int64_t stride[kMaxDims], idx[kMaxDims] = {};
   int64_t s = 1;
   for (size_t d = rank; d-- > 0;) {
     const int64_t od = d >= off ? out_shape.dim(static_cast<int>(d - off)) : 1;
@@ -36,7 +36,6 @@ void extract(const char* full, const std::vector<int64_t>& dims, const Shape& ou
     s *= dims[d];
   }
   const int64_t n = out_shape.num_elements();
-  std::vector<int64_t> idx(rank, 0);
   for (int64_t i = 0; i < n; ++i) {
     int64_t src = 0;
     for (size_t d = 0; d < rank; ++d)
@@ -66,12 +65,76 @@ KernelFn lookup(const std::string& key) {
   return fn;
 }
 
+// The kernel's output buffers. An output smaller than what the kernel
+// writes (its inputs broadcast over fewer dims at run time) gets a full-size
+// temporary -- the space, or one value per row -- copied out afterwards.
+struct Outputs {
+  SmallVec<void*, 8> ptrs;
+  std::vector<Tensor> full;  // only for smaller outputs (rare)
+  std::vector<std::vector<int64_t>> full_dims, keep_dims;
+
+  Outputs(KernelContext& c, std::span<const int64_t> dims, int reduced, int64_t total, int64_t rows)
+      : ptrs(c.num_outputs()) {
+    const size_t rank = dims.size(), n_out = c.num_outputs();
+    for (size_t o = 0; o < n_out; ++o) {
+      Tensor& t = c.allocate_output(o);
+      if (t.num_elements() == total || (reduced > 0 && t.num_elements() == rows)) {
+        ptrs[o] = t.mutable_raw_data();
+        continue;
+      }
+      // A per-row output has its reduced dims 1 or dropped (keepdims).
+      const Shape& s = t.shape();
+      bool row = reduced > 0 && static_cast<size_t>(s.rank()) < rank;
+      if (reduced > 0 && !row) {
+        row = true;
+        for (int d = s.rank() - reduced; d < s.rank(); ++d) row &= d >= 0 && s.dim(d) == 1;
+      }
+      std::vector<int64_t> fd(dims.begin(), dims.end()), kd(s.dims().begin(), s.dims().end());
+      if (row) {
+        std::fill(fd.end() - reduced, fd.end(), 1);
+        if (kd.size() < rank) kd.resize(kd.size() + static_cast<size_t>(reduced), 1);
+      }
+      full.resize(n_out);
+      full_dims.resize(n_out);
+      keep_dims.resize(n_out);
+      full[o] = Tensor::empty(t.dtype(), Shape(fd));
+      ptrs[o] = full[o].mutable_raw_data();
+      full_dims[o] = std::move(fd);
+      keep_dims[o] = std::move(kd);
+    }
+  }
+
+  void finish(KernelContext& c) {
+    for (size_t o = 0; o < full.size(); ++o)
+      if (full[o].defined()) {
+        Tensor& t = c.output(o);
+        extract(static_cast<const char*>(full[o].raw_data()), full_dims[o], Shape(keep_dims[o]),
+                static_cast<char*>(t.mutable_raw_data()), dtype_size(t.dtype()));
+      }
+  }
+};
+
+// Splits rows [0, rows) x cols over the pool above one grain (columns when
+// there is one row and the kernel allows it).
+void split(KernelFn fn, const KernelArgs& args, int64_t rows, int64_t cols, bool by_cols) {
+  const int64_t total = rows * cols, grain = default_parallel_grain();
+  if (total <= grain || (rows == 1 && !by_cols)) {
+    fn(&args, 0, rows, 0, cols);
+  } else if (rows == 1) {
+    parallel_for(cols, grain, [&](int64_t b, int64_t e) { fn(&args, 0, 1, b, e); });
+  } else {
+    parallel_for(rows, std::max<int64_t>(1, grain / std::max<int64_t>(cols, 1)),
+                 [&](int64_t b, int64_t e) { fn(&args, b, e, 0, cols); });
+  }
+}
+
 void jit_kernel(KernelContext& c) {
   const std::string& key = c.attr_string("kernel");
   const KernelFn fn = lookup(key);
   if (!fn) c.fail("kernel '", key, "' is not loaded in this process");
   const auto& sig = c.attr_ints("signature");
   const size_t rank = static_cast<size_t>(sig[0]), n_in = c.num_inputs();
+  const int reduced = static_cast<int>(sig[1]);
   if (rank > static_cast<size_t>(kMaxDims)) c.fail("rank ", rank, " is over ", kMaxDims);
   // The iteration space: the inputs broadcast together.
   int64_t dims[kMaxDims];
@@ -91,43 +154,27 @@ void jit_kernel(KernelContext& c) {
   }
   int64_t total = 1;
   for (size_t d = 0; d < rank; ++d) total *= dims[d];
-  const size_t n_out = c.num_outputs();
-  SmallVec<void*, 8> out(n_out);
-  std::vector<Tensor> full;  // only for outputs smaller than the space (rare)
-  for (size_t o = 0; o < n_out; ++o) {
-    Tensor& t = c.allocate_output(o);
-    if (t.num_elements() == total) {
-      out[o] = t.mutable_raw_data();
-    } else {
-      full.resize(n_out);
-      full[o] = Tensor::empty(t.dtype(), Shape(std::span<const int64_t>(dims, rank)));
-      out[o] = full[o].mutable_raw_data();
-    }
-  }
-  if (total == 0) return;
   Layout l;
-  collapse(std::span<const int64_t>(dims, rank), n_in, in_dims.data(), l);
+  if (reduced > 0) {
+    SmallVec<int64_t, 8 * (kMaxDims + 1)> scratch(n_in * (kMaxDims + 1));
+    collapse_rows(std::span<const int64_t>(dims, rank), reduced, n_in, in_dims.data(),
+                  scratch.data(), l);
+    if (l.cols() != sig[2]) c.fail("reduced dims hold ", l.cols(), " values, not ", sig[2]);
+  } else {
+    collapse(std::span<const int64_t>(dims, rank), n_in, in_dims.data(), l);
+  }
+  const int64_t rows = l.rows();
+  Outputs outs(c, std::span<const int64_t>(dims, rank), reduced, total, rows);
+  if (rows == 0 || (reduced == 0 && total == 0)) return;
   bool fast = true;
   const size_t pat = sig.size() - n_in;  // the kernel's pattern ends the signature
   for (size_t k = 0; k < n_in; ++k) fast &= sig[pat + k] == (l.inner(k) != 0);
+  if (reduced > 0 && !fast) c.fail("inputs do not have the layout the kernel was built for");
   SmallVec<const void*, 16> in(n_in);
   for (size_t k = 0; k < n_in; ++k) in[k] = c.input(k).raw_data();
-  const KernelArgs args{in.data(), out.data(), l.rank, l.shape, l.strides.data(), fast};
-  const int64_t rows = l.rows(), cols = l.cols(), grain = default_parallel_grain();
-  if (total <= grain) {
-    fn(&args, 0, rows, 0, cols);
-  } else if (rows == 1) {
-    parallel_for(cols, grain, [&](int64_t b, int64_t e) { fn(&args, 0, 1, b, e); });
-  } else {
-    parallel_for(rows, std::max<int64_t>(1, grain / cols),
-                 [&](int64_t b, int64_t e) { fn(&args, b, e, 0, cols); });
-  }
-  for (size_t o = 0; o < full.size(); ++o)
-    if (full[o].defined()) {
-      Tensor& t = c.output(o);
-      extract(static_cast<const char*>(full[o].raw_data()), std::vector<int64_t>(dims, dims + rank),
-              t.shape(), static_cast<char*>(t.mutable_raw_data()), dtype_size(t.dtype()));
-    }
+  const KernelArgs args{in.data(), outs.ptrs.data(), l.rank, l.shape, l.strides.data(), fast};
+  split(fn, args, rows, l.cols(), reduced == 0);
+  outs.finish(c);
 }
 
 }  // namespace

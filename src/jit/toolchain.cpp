@@ -31,7 +31,8 @@ namespace {
 // -O3 without -ffast-math: IEEE semantics as in the eager kernels.
 // -ffp-contract=fast (GCC's default outside strict ISO mode, and what the
 // eager AVX2 kernels get): a * b + c may become one FMA, so floats agree with
-// graph mode within a few ulp, not bit for bit. No
+// graph mode within a few ulp, not bit for bit. -fopenmp-simd honours the
+// row kernels' `#pragma omp simd` on their lane loops (no OpenMP runtime). No
 // -fvisibility=hidden: entry points are plain extern "C" functions.
 const std::vector<std::string>& default_flags() {
   static const std::vector<std::string> flags = {"-std=c++20",
@@ -41,6 +42,7 @@ const std::vector<std::string>& default_flags() {
                                                  "-shared",
                                                  "-fno-math-errno",
                                                  "-ffp-contract=fast",
+                                                 "-fopenmp-simd",
                                                  "-fno-plt",
                                                  "-DNDEBUG",
                                                  "-fno-semantic-interposition",

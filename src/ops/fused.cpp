@@ -53,11 +53,14 @@ static OpCost fused_cost(const CostQuery& q) {
   return {base * std::max(1.0, instrs), q.out_elements() > q.grain / 4};
 }
 
-// JitKernel: attrs ir (jit::Kernel::encode), signature (rank, n_out, then per
-// output: dtype, count, the inputs it depends on -- or -1, rank and static
-// dims for a cluster relabelled through a reshape; then per input the inner
-// stride 0/1 the code is specialized for), kernel ("module/symbol").
-// Output i has the broadcast shape of the inputs it depends on.
+// JitKernel: attrs ir (jit::Kernel::encode), signature (rank, reduced dims
+// (then their product when > 0), n_out, then per output: dtype, count, the
+// inputs it depends on -- or -1, rank and static dims for a cluster
+// relabelled through a reshape, or -2, keepdims and the inputs for a
+// per-row output;
+// then per input the inner stride 0/1 the code is specialized for), kernel
+// ("module/symbol"). Output i has the broadcast shape of the inputs it
+// depends on (for a per-row output with the reduced dims 1 or removed).
 void infer_jit_kernel(InferContext& c) {
   const auto& sig = c.attr_ints("signature");
   size_t pos = 0;
@@ -65,11 +68,22 @@ void infer_jit_kernel(InferContext& c) {
     if (pos >= sig.size()) c.fail("signature is truncated");
     return sig[pos++];
   };
-  const int64_t rank = next(), n_out = next();
-  if (rank < 0 || rank > 16 || n_out < 1 || n_out > 1 << 16) c.fail("bad signature");
+  const int64_t rank = next(), reduced = next();
+  if (rank < 0 || rank > 16 || reduced < 0 || reduced > rank) c.fail("bad signature");
+  if (reduced > 0 && next() < 0) c.fail("bad signature");
+  const int64_t n_out = next();
+  if (n_out < 1 || n_out > 1 << 16) c.fail("bad signature");
   for (size_t i = 0; i < c.num_inputs(); ++i)
     if (!c.shape(i).rank_known() || c.shape(i).rank() > rank)
       c.fail("input ", i, " must have a known rank <= ", rank);
+  const auto broadcast = [&](auto&& inputs) {
+    Shape s(std::vector<int64_t>(static_cast<size_t>(rank), 1));
+    for (int64_t k : inputs) {
+      if (k < 0 || k >= static_cast<int64_t>(c.num_inputs())) c.fail("bad signature");
+      s = broadcast_shapes(s, c.shape(static_cast<size_t>(k)), "JitKernel");
+    }
+    return s;
+  };
   for (int64_t o = 0; o < n_out; ++o) {
     const auto dt = static_cast<DType>(next());
     const int64_t n = next();
@@ -83,14 +97,27 @@ void infer_jit_kernel(InferContext& c) {
       c.set_output(static_cast<size_t>(o), dt, Shape(dims));
       continue;
     }
-    if (n < 0 || n > static_cast<int64_t>(c.num_inputs())) c.fail("bad signature");
-    Shape s(std::vector<int64_t>(static_cast<size_t>(rank), 1));
-    for (int64_t j = 0; j < n; ++j) {
-      const int64_t k = next();
-      if (k < 0 || k >= static_cast<int64_t>(c.num_inputs())) c.fail("bad signature");
-      s = broadcast_shapes(s, c.shape(static_cast<size_t>(k)), "JitKernel");
+    if (n == -2) {  // per row: keepdims, then the inputs it depends on
+      const int64_t keep = next(), n_deps = next();
+      if (reduced == 0 || (keep != 0 && keep != 1) || n_deps < 0 ||
+          n_deps > static_cast<int64_t>(c.num_inputs()))
+        c.fail("bad signature");
+      std::vector<int64_t> deps;
+      for (int64_t j = 0; j < n_deps; ++j) deps.push_back(next());
+      const Shape space = broadcast(deps);
+      std::vector<int64_t> dims;
+      for (int64_t d = 0; d < rank; ++d)
+        if (d < rank - reduced)
+          dims.push_back(space.dim(static_cast<int>(d)));
+        else if (keep)
+          dims.push_back(1);
+      c.set_output(static_cast<size_t>(o), dt, Shape(dims));
+      continue;
     }
-    c.set_output(static_cast<size_t>(o), dt, s);
+    if (n < 0 || n > static_cast<int64_t>(c.num_inputs())) c.fail("bad signature");
+    std::vector<int64_t> deps;
+    for (int64_t j = 0; j < n; ++j) deps.push_back(next());
+    c.set_output(static_cast<size_t>(o), dt, broadcast(deps));
   }
   // Then the inner-loop pattern the kernel was built for: one 0/1 per input.
   if (sig.size() - pos != c.num_inputs()) c.fail("signature does not match the inputs");

@@ -1,7 +1,9 @@
 #include "jit_ir.h"
 
+#include <algorithm>
 #include <bit>
 #include <cstring>
+#include <limits>
 
 namespace kiln::jit {
 namespace {
@@ -32,8 +34,22 @@ std::string value_text(const Instr& in) {
     }
     case Instr::kCast: return str_cat("cast(", v(in.a), ")");
     case Instr::kSelect: return str_cat("select(", v(in.a), ", ", v(in.b), ", ", v(in.c), ")");
+    case Instr::kReduce: {
+      Instr init;
+      init.kind = Instr::kConst;
+      init.dtype = in.dtype;
+      init.bits = in.bits;
+      return str_cat("reduce ", op_def(in.op).type_name, "(", v(in.a), ") from ",
+                     value_text(init).substr(6));
+    }
   }
   return "?";
+}
+
+// The binary functions a kReduce may fold with.
+bool is_fold(OpId op) {
+  return op == OpId::Add || op == OpId::Mul || op == OpId::Maximum || op == OpId::Minimum ||
+         op == OpId::LogicalOr || op == OpId::LogicalAnd;
 }
 
 std::string dims_text(const std::vector<int64_t>& d) {
@@ -58,7 +74,9 @@ bool supported_dtype(DType dt) {
 }
 
 std::string Kernel::to_string() const {
-  std::string s = str_cat("kernel ", name, " over ", dims_text(dims), " {\n");
+  std::string s = str_cat("kernel ", name, " over ", dims_text(dims));
+  if (reduced) s += str_cat(" reducing the last ", reduced);
+  s += " {\n";
   for (size_t i = 0; i < inputs.size(); ++i)
     s += str_cat("  in", i, ": ", dtype_name(inputs[i]), dims_text(input_dims[i]), "\n");
   for (size_t i = 0; i < body.size(); ++i) {
@@ -71,10 +89,32 @@ std::string Kernel::to_string() const {
   return s + "\n}\n";
 }
 
-// Layout: magic, rank, dims[rank], n_in, (dtype, dims[rank]) per input,
+std::vector<uint8_t> Kernel::per_row() const {
+  std::vector<uint8_t> row(body.size(), 0);
+  if (reduced == 0) return row;
+  for (size_t i = 0; i < body.size(); ++i) {
+    const Instr& in = body[i];
+    switch (in.kind) {
+      case Instr::kLoad: {
+        const auto& d = input_dims[static_cast<size_t>(in.a)];
+        row[i] = std::all_of(d.end() - reduced, d.end(), [](int64_t x) { return x == 1; });
+        break;
+      }
+      case Instr::kConst:
+      case Instr::kReduce: row[i] = 1; break;
+      default:
+        row[i] = 1;
+        for (int32_t a : {in.a, in.b, in.c})
+          if (a >= 0 && !row[static_cast<size_t>(a)]) row[i] = 0;
+    }
+  }
+  return row;
+}
+
+// Layout: magic, rank, reduced, dims[rank], n_in, (dtype, dims[rank]) per input,
 // n_body, (kind, dtype, op, a, b, c, bits) per instruction, n_out, outputs.
 std::vector<int64_t> Kernel::encode() const {
-  std::vector<int64_t> v{kMagic, rank};
+  std::vector<int64_t> v{kMagic, rank, reduced};
   v.insert(v.end(), dims.begin(), dims.end());
   v.push_back(static_cast<int64_t>(inputs.size()));
   for (size_t i = 0; i < inputs.size(); ++i) {
@@ -110,6 +150,7 @@ Kernel Kernel::decode(std::span<const int64_t> code, std::string name) {
   };
   if (next("magic") != kMagic) bad(k.name, "bad magic");
   k.rank = static_cast<int>(count("rank", kMaxRank));
+  k.reduced = static_cast<int>(count("reduced dims", k.rank));
   dims(k.dims);
   const size_t n_in = count("inputs", 1 << 16);
   k.inputs.resize(n_in);
@@ -119,12 +160,22 @@ Kernel Kernel::decode(std::span<const int64_t> code, std::string name) {
     if (!supported_dtype(k.inputs[i])) bad(k.name, "input dtype");
     dims(k.input_dims[i]);
   }
+  // Reduced dims: static, and each input has all of them or none.
+  for (int d = k.rank - k.reduced; d < k.rank; ++d)
+    if (k.dims[static_cast<size_t>(d)] < 0) bad(k.name, "reduced dim of unknown size");
+  for (const auto& in : k.input_dims) {
+    const auto tail = std::span<const int64_t>(in).last(static_cast<size_t>(k.reduced));
+    const auto space = std::span<const int64_t>(k.dims).last(static_cast<size_t>(k.reduced));
+    if (!std::equal(tail.begin(), tail.end(), space.begin()) &&
+        !std::all_of(tail.begin(), tail.end(), [](int64_t x) { return x == 1; }))
+      bad(k.name, "an input has part of the reduced dims");
+  }
   const size_t n_body = count("instructions", 1 << 20);
   k.body.resize(n_body);
   for (size_t i = 0; i < n_body; ++i) {
     Instr& in = k.body[i];
     const int64_t kind = next("kind");
-    if (kind < Instr::kLoad || kind > Instr::kSelect) bad(k.name, "instruction kind");
+    if (kind < Instr::kLoad || kind > Instr::kReduce) bad(k.name, "instruction kind");
     in.kind = static_cast<Instr::Kind>(kind);
     in.dtype = static_cast<DType>(next("dtype"));
     const int64_t op = next("op");
@@ -142,11 +193,12 @@ Kernel Kernel::decode(std::span<const int64_t> code, std::string name) {
     in.c = static_cast<int32_t>(args[2]);
     in.bits = static_cast<uint64_t>(next("bits"));
     const int arity = in.arity();
-    const bool ok = in.kind == Instr::kLoad    ? in.a >= 0 && in.a < static_cast<int32_t>(n_in)
-                    : in.kind == Instr::kConst ? arity == 0
-                    : in.kind == Instr::kApply ? arity >= 1 && op < static_cast<int64_t>(kNumOps)
-                    : in.kind == Instr::kCast  ? arity == 1
-                                               : arity == 3;
+    const bool ok = in.kind == Instr::kLoad     ? in.a >= 0 && in.a < static_cast<int32_t>(n_in)
+                    : in.kind == Instr::kConst  ? arity == 0
+                    : in.kind == Instr::kApply  ? arity >= 1 && op < static_cast<int64_t>(kNumOps)
+                    : in.kind == Instr::kCast   ? arity == 1
+                    : in.kind == Instr::kReduce ? arity == 1 && k.reduced > 0 && is_fold(in.op)
+                                                : arity == 3;
     if (!ok) bad(k.name, str_cat("instruction ", i, " arguments"));
   }
   const size_t n_out = count("outputs", 1 << 16);
@@ -184,18 +236,33 @@ int32_t LowerContext::select(int32_t cond, int32_t x, int32_t y) {
   return push(Instr::kSelect, value_dtype(x), OpId::kNumOps, cond, x, y);
 }
 
-int32_t LowerContext::constant(double v, DType dtype) {
+int32_t LowerContext::constant_bits(uint64_t bits, DType dtype) {
   Instr in;
   in.kind = Instr::kConst;
   in.dtype = dtype;
-  switch (dtype) {
-    case DType::kFloat32: in.bits = std::bit_cast<uint32_t>(static_cast<float>(v)); break;
-    case DType::kFloat64: in.bits = std::bit_cast<uint64_t>(v); break;
-    case DType::kBool: in.bits = v != 0; break;
-    default: in.bits = static_cast<uint64_t>(static_cast<int64_t>(v));
-  }
+  in.bits = bits;
   body_.push_back(in);
   return static_cast<int32_t>(body_.size() - 1);
+}
+
+int32_t LowerContext::reduce(OpId combine, int32_t v, uint64_t init, int dims) {
+  reduced_ = reduced_ == 0 || reduced_ == dims ? dims : -1;
+  const int32_t r = push(Instr::kReduce, value_dtype(v), combine, v, -1, -1);
+  body_[static_cast<size_t>(r)].bits = init;
+  return r;
+}
+
+int32_t LowerContext::constant(double v, DType dtype) {
+  return constant_bits(bits_of(v, dtype), dtype);
+}
+
+uint64_t bits_of(double v, DType dt) {
+  switch (dt) {
+    case DType::kFloat32: return std::bit_cast<uint32_t>(static_cast<float>(v));
+    case DType::kFloat64: return std::bit_cast<uint64_t>(v);
+    case DType::kBool: return v != 0;
+    default: return static_cast<uint64_t>(static_cast<int64_t>(v));
+  }
 }
 
 void LowerContext::set_output(size_t i, int32_t v) {
@@ -213,6 +280,47 @@ bool lower_functor(LowerContext& c) {
 bool lower_identity(LowerContext& c) {
   c.set_output(0, c.input(0));
   return true;
+}
+
+uint64_t lowest_bits(DType dt) {
+  switch (dt) {
+    case DType::kBool: return 0;
+    case DType::kInt8: return static_cast<uint64_t>(int64_t{-128});
+    case DType::kUInt8: return 0;
+    case DType::kInt32: return static_cast<uint64_t>(int64_t{INT32_MIN});
+    case DType::kInt64: return static_cast<uint64_t>(INT64_MIN);
+    case DType::kFloat32: return std::bit_cast<uint32_t>(-std::numeric_limits<float>::infinity());
+    case DType::kFloat64: return std::bit_cast<uint64_t>(-std::numeric_limits<double>::infinity());
+    default: throw InternalError(str_cat("jit: no lowest value for ", dtype_name(dt)));
+  }
+}
+
+uint64_t highest_bits(DType dt) {
+  switch (dt) {
+    case DType::kBool: return 1;
+    case DType::kInt8: return 127;
+    case DType::kUInt8: return 255;
+    case DType::kInt32: return INT32_MAX;
+    case DType::kInt64: return INT64_MAX;
+    case DType::kFloat32: return std::bit_cast<uint32_t>(std::numeric_limits<float>::infinity());
+    case DType::kFloat64: return std::bit_cast<uint64_t>(std::numeric_limits<double>::infinity());
+    default: throw InternalError(str_cat("jit: no highest value for ", dtype_name(dt)));
+  }
+}
+
+int trailing_axes(const Shape& shape, std::span<const int64_t> axes) {
+  if (!shape.rank_known() || axes.empty()) return 0;
+  const int64_t r = shape.rank();
+  std::vector<bool> hit(static_cast<size_t>(r));
+  for (int64_t a : axes) {
+    const int64_t x = a < 0 ? a + r : a;
+    if (x < 0 || x >= r || hit[static_cast<size_t>(x)]) return 0;
+    hit[static_cast<size_t>(x)] = true;
+  }
+  const int64_t k = static_cast<int64_t>(axes.size());
+  for (int64_t d = r - k; d < r; ++d)
+    if (!hit[static_cast<size_t>(d)] || shape.dim(static_cast<int>(d)) < 0) return 0;
+  return static_cast<int>(k);
 }
 
 }  // namespace kiln::jit

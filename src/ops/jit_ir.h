@@ -24,6 +24,10 @@ struct Instr {
     kApply,   ///< `op`'s scalar function (fn::<TypeName>) of values a, b, c
     kCast,    ///< value a converted to `dtype` (TensorFlow's Cast rules)
     kSelect,  ///< a ? b : c, a bool
+    /// `op`'s binary function folded over value a along the kernel's reduced
+    /// dims, starting from the value whose bit pattern is `bits`; the result
+    /// is one value per row (see Kernel::reduced).
+    kReduce,
   };
   Kind kind = kLoad;
   DType dtype = DType::kInvalid;  ///< the result's dtype
@@ -37,8 +41,12 @@ struct Instr {
 /// A fused kernel: inputs broadcast to one iteration space of `rank` dims,
 /// instructions evaluated at each point, outputs written densely.
 struct Kernel {
-  std::string name;           ///< symbol name in the generated code
-  int rank = 0;               ///< rank of the iteration space
+  std::string name;  ///< symbol name in the generated code
+  int rank = 0;      ///< rank of the iteration space
+  /// The number of trailing dims that kReduce instructions fold (0: none).
+  /// Values constant over them are per-row values, computed once per row;
+  /// the others are per-point values.
+  int reduced = 0;
   std::vector<DType> inputs;  ///< dtypes of the inputs
   /// Each input's static dims aligned right to `rank` (1 = broadcast, -1 =
   /// unknown): what the emitter specializes the inner loop for.
@@ -48,6 +56,11 @@ struct Kernel {
   std::vector<int32_t> outputs;  ///< value numbers written out
   /// One line per instruction, the op that made it ("Exp 'exp_1'").
   std::vector<std::string> origin;
+
+  /// Per value: 1 when it is constant over the reduced dims (a per-row
+  /// value: constants, reductions, loads of inputs with all reduced dims 1,
+  /// and what is computed from those alone). All 0 when nothing is reduced.
+  std::vector<uint8_t> per_row() const;
 
   /// Readable listing (the "hlo" stage of experimental_get_compiler_ir).
   std::string to_string() const;
@@ -79,11 +92,21 @@ class LowerContext : public OpCall {
   int32_t cast(int32_t v, DType to);
   int32_t select(int32_t cond, int32_t x, int32_t y);
   int32_t constant(double v, DType dtype);
+  /// The constant whose bit pattern is `bits` (zero-extended).
+  int32_t constant_bits(uint64_t bits, DType dtype);
+  /// `combine` folded over v along the last `dims` dims of this op's input 0
+  /// (which must be the kernel's space), from the value with bit pattern
+  /// `init`. Every reduction of one lowering folds the same dims.
+  int32_t reduce(OpId combine, int32_t v, uint64_t init, int dims);
+  const TensorSpec& spec(size_t i) const { return inputs_[i]; }
   DType value_dtype(int32_t v) const { return body_[static_cast<size_t>(v)].dtype; }
 
   /// Sets output i (every output must be set).
   void set_output(size_t i, int32_t v);
   std::span<const int32_t> results() const { return out_; }
+  /// The trailing dims this lowering's reductions fold (0: none; -1: they
+  /// disagreed, so the node cannot be compiled).
+  int reduced() const { return reduced_; }
 
  private:
   int32_t push(Instr::Kind kind, DType dtype, OpId op, int32_t a, int32_t b, int32_t c);
@@ -92,6 +115,7 @@ class LowerContext : public OpCall {
   std::span<const int32_t> in_;
   std::vector<Instr>& body_;
   std::vector<int32_t> out_ = std::vector<int32_t>(outputs_.size(), -1);
+  int reduced_ = 0;
 };
 
 /// The lowering of a row whose scalar function is fn::<TypeName> over all of
@@ -99,5 +123,16 @@ class LowerContext : public OpCall {
 bool lower_functor(LowerContext& c);
 /// Output 0 = input 0 (Identity, StopGradient).
 bool lower_identity(LowerContext& c);
+
+/// The bit pattern of v converted to `dt` (as a constant of that dtype).
+uint64_t bits_of(double v, DType dt);
+/// The bit patterns of a reduction's starting value for `dt`: the lowest
+/// value (-inf for floats; Max) and the highest (+inf; Min).
+uint64_t lowest_bits(DType dt);
+uint64_t highest_bits(DType dt);
+/// The number of trailing dims `axes` (an op's attribute, negative from the
+/// end) name in a value of `shape`, when they are exactly its last dims, all
+/// statically known; 0 otherwise (the reduction cannot be compiled).
+int trailing_axes(const Shape& shape, std::span<const int64_t> axes);
 
 }  // namespace kiln::jit

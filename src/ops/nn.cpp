@@ -3,8 +3,8 @@
 #include "kiln/ops/nn.h"
 
 #include "families.h"
-#include "jit_ir.h"
 #include "grad_util.h"
+#include "jit_ir.h"
 #include "kiln/context.h"
 #include "kiln/ops.h"
 
@@ -123,6 +123,29 @@ void log_softmax_grad(KILN_GRAD_ARGS) {
   gi[0] = g[0] - exp(out[0]) * reduce_sum(g[0], {-1}, true);
 }
 
+// Over the last dim, as the kernel computes it: m = max(x), e = exp(x - m),
+// s = sum(e); softmax = e * (1 / s), log-softmax = x - (m + log(s)).
+template <bool kLog>
+bool lower_softmax(jit::LowerContext& c) {
+  const DType dt = c.dtype(0);
+  const Shape& s = c.spec(0).shape;
+  if ((dt != DType::kFloat32 && dt != DType::kFloat64) || !s.rank_known() || s.rank() == 0 ||
+      s.dim(s.rank() - 1) < 0)
+    return false;
+  const int32_t x = c.input(0);
+  const int32_t m = c.reduce(OpId::Maximum, x, jit::lowest_bits(dt), 1);
+  const int32_t e = c.apply(OpId::Exp, dt, c.apply(OpId::Sub, dt, x, m));
+  const int32_t sum = c.reduce(OpId::Add, e, jit::bits_of(0, dt), 1);
+  if (kLog) {
+    c.set_output(0,
+                 c.apply(OpId::Sub, dt, x, c.apply(OpId::Add, dt, m, c.apply(OpId::Log, dt, sum))));
+  } else {
+    const int32_t inv = c.apply(OpId::Div, dt, c.constant(1, dt), sum);
+    c.set_output(0, c.apply(OpId::Mul, dt, e, inv));
+  }
+  return true;
+}
+
 }  // namespace
 
 // m*k * n multiply-adds (input 0's elements times the output's columns);
@@ -152,8 +175,8 @@ void define_nn_ops(OpTableBuilder& t) {
     c.set_output(0, c.apply(OpId::Add, c.out_dtype(0), c.input(0), c.input(1)));
     return true;
   });
-  t.def(OpId::Softmax).grad(softmax_grad);
-  t.def(OpId::LogSoftmax).grad(log_softmax_grad);
+  t.def(OpId::Softmax).grad(softmax_grad).jit(lower_softmax<false>);
+  t.def(OpId::LogSoftmax).grad(log_softmax_grad).jit(lower_softmax<true>);
   define_conv_ops(t);
   for (OpId id :
        {OpId::MatMul, OpId::BiasAdd, OpId::MaxPool, OpId::AvgPool, OpId::Softmax, OpId::LogSoftmax})

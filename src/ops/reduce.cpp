@@ -7,6 +7,7 @@
 #include "families.h"
 #include "front_util.h"
 #include "grad_util.h"
+#include "jit_ir.h"
 #include "kiln/context.h"
 #include "kiln/ops.h"
 
@@ -169,6 +170,33 @@ void cumsum_grad(KILN_GRAD_ARGS) {
                  attr_value<bool>(op, attrs, "exclusive"), !attr_value<bool>(op, attrs, "reverse"));
 }
 
+// ---- JIT lowerings: a fold over the input's last dims (a row reduction) ----
+template <OpId kFold>
+bool lower_fold(jit::LowerContext& c) {
+  const DType dt = c.dtype(0);
+  const int k = jit::trailing_axes(c.spec(0).shape, c.attr_ints("axis"));
+  if (k == 0 || (dt == DType::kBool) != (kFold == OpId::LogicalOr || kFold == OpId::LogicalAnd))
+    return false;
+  const uint64_t init = kFold == OpId::Maximum                            ? jit::lowest_bits(dt)
+                        : kFold == OpId::Minimum                          ? jit::highest_bits(dt)
+                        : kFold == OpId::Mul || kFold == OpId::LogicalAnd ? jit::bits_of(1, dt)
+                                                                          : jit::bits_of(0, dt);
+  c.set_output(0, c.reduce(kFold, c.input(0), init, k));
+  return true;
+}
+// The sum divided by the count (float division; C truncation for integers,
+// as the kernel does).
+bool lower_mean(jit::LowerContext& c) {
+  if (!lower_fold<OpId::Add>(c)) return false;
+  const Shape& s = c.spec(0).shape;
+  int64_t n = 1;
+  for (int d = s.rank() - c.reduced(); d < s.rank(); ++d) n *= s.dim(d);
+  if (n != 1)
+    c.set_output(0, c.apply(OpId::Div, c.dtype(0), c.results()[0],
+                            c.constant(static_cast<double>(n), c.dtype(0))));
+  return true;
+}
+
 }  // namespace
 
 void define_segment_ops(OpTableBuilder& t);  // segment.cpp
@@ -203,6 +231,13 @@ void define_reduce_ops(OpTableBuilder& t) {
   t.def(OpId::ReduceProd).grad(prod_grad);
   t.def(OpId::Cumsum).grad(cumsum_grad);
   define_segment_ops(t);
+  t.def(OpId::ReduceSum).jit(lower_fold<OpId::Add>);
+  t.def(OpId::ReduceMean).jit(lower_mean);
+  t.def(OpId::ReduceMax).jit(lower_fold<OpId::Maximum>);
+  t.def(OpId::ReduceMin).jit(lower_fold<OpId::Minimum>);
+  t.def(OpId::ReduceProd).jit(lower_fold<OpId::Mul>);
+  t.def(OpId::ReduceAny).jit(lower_fold<OpId::LogicalOr>);
+  t.def(OpId::ReduceAll).jit(lower_fold<OpId::LogicalAnd>);
   for (OpId id : {OpId::ReduceSum, OpId::ReduceMean, OpId::ReduceMax, OpId::ReduceMin,
                   OpId::ReduceProd, OpId::ArgMax, OpId::ArgMin, OpId::Cumsum})
     t.def(id).traits(kHalfInFloat);  // float16/bfloat16 in float32

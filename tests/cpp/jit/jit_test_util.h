@@ -4,9 +4,17 @@
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
+#include <cmath>
+#include <cstring>
 #include <filesystem>
+#include <functional>
 #include <optional>
+#include <random>
 #include <string>
+
+#include "kiln/function.h"
+#include "kiln/ops.h"
+#include "ops/jit_ir.h"
 
 namespace kiln::jit::testing {
 
@@ -53,5 +61,76 @@ class ScopedEnv {
   std::string name_;
   std::optional<std::string> old_;
 };
+
+// Every test in this binary shares one cache directory for the run.
+inline const TempDir& run_cache() {
+  static TempDir* d = [] {
+    auto* t = new TempDir;
+    ::setenv("KILN_CACHE_DIR", t->path().c_str(), 1);
+    return t;
+  }();
+  return *d;
+}
+
+inline Function make(std::function<Value(const std::vector<Value>&)> body, bool jit,
+                     std::optional<std::vector<ArgSpec>> sig = std::nullopt) {
+  run_cache();
+  FunctionOptions o;
+  o.name = jit ? "jitted" : "graph";
+  o.jit_compile = jit;
+  o.input_signature = std::move(sig);
+  return Function(std::move(body), o);
+}
+
+// Integers and bools bit for bit; floats within 1e-6 relative (FMA
+// contraction in generated code moves the last bit or two).
+inline void expect_same(const Tensor& a, const Tensor& b) {
+  ASSERT_EQ(a.dtype(), b.dtype());
+  ASSERT_EQ(a.shape(), b.shape());
+  if (a.dtype() == DType::kFloat32 || a.dtype() == DType::kFloat64) {
+    const Tensor x = cast(a, DType::kFloat64), y = cast(b, DType::kFloat64);
+    const double* p = x.data<double>();
+    const double* q = y.data<double>();
+    for (int64_t i = 0; i < a.num_elements(); ++i) {
+      if (p[i] == q[i] || (p[i] != p[i] && q[i] != q[i])) continue;  // equal (inf) or both NaN
+      ASSERT_LE(std::abs(p[i] - q[i]), 1e-6 * (1 + std::abs(q[i])))
+          << "element " << i << ": " << p[i] << " vs " << q[i];
+    }
+    return;
+  }
+  const size_t bytes = static_cast<size_t>(a.num_elements()) * dtype_size(a.dtype());
+  EXPECT_EQ(std::memcmp(a.raw_data(), b.raw_data(), bytes), 0) << a.to_string() << "\nvs\n"
+                                                               << b.to_string();
+}
+
+inline Tensor random_tensor(DType dt, const Shape& s, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::vector<float> v(static_cast<size_t>(s.num_elements()));
+  std::uniform_real_distribution<float> u(-3.f, 3.f);
+  for (float& x : v) x = u(rng);
+  return cast(Tensor::from_vector(v, s), dt);
+}
+
+// Runs `body` eagerly, traced and jit-compiled on `args`; all must agree
+// (expect_same), and the jit function must run at least `min_kernels`.
+inline void check_all_modes(const std::function<Value(const std::vector<Value>&)>& body,
+                            const std::vector<Value>& args, size_t min_kernels = 1) {
+  const Tensor eager = body(args).tensor();
+  Function g = make(body, false), j = make(body, true);
+  expect_same(g(args).tensor(), eager);
+  expect_same(j(args).tensor(), eager);
+  EXPECT_GE(j.get_concrete_function(args)->jit_kernels(), min_kernels);
+}
+
+/// One IR instruction (tests build small kernels by hand).
+inline Instr instr(Instr::Kind kind, DType dt, int32_t a, OpId op = OpId::kNumOps, int32_t b = -1) {
+  Instr in;
+  in.kind = kind;
+  in.dtype = dt;
+  in.op = op;
+  in.a = a;
+  in.b = b;
+  return in;
+}
 
 }  // namespace kiln::jit::testing

@@ -1,0 +1,257 @@
+// Row kernels: a fused kernel whose reductions fold the last dims of its
+// space. Each row runs in passes over its N points (N static): pass p feeds
+// the reductions whose operands need the results of p earlier reductions and
+// writes the per-point outputs available then; per-row values are computed
+// once between passes. A row of a few KB stays in L1 across the passes, so
+// memory traffic is one read of the inputs and one write of the outputs.
+// Reductions keep 16 independent accumulators (the order the eager reduce
+// kernel uses for rows); `omp simd` on the lane loop keeps GCC from unrolling
+// it before vectorizing (a max fold stayed scalar otherwise). A costly per-point value that a
+// later pass needs again (softmax's exp) is kept in a row-sized stack buffer
+// instead of being recomputed.
+#include <algorithm>
+#include <set>
+
+#include "emit_util.h"
+#include "kiln/dtype.h"
+
+namespace kiln::jit::detail {
+namespace {
+
+constexpr int kLanes = 16;
+constexpr int64_t kMaxSpillBytes = 32 << 10;  // per buffer
+constexpr int64_t kMaxStackBytes = 96 << 10;  // all buffers of a kernel
+
+bool heavy(OpId op) {
+  switch (op) {
+    case OpId::Exp:
+    case OpId::Expm1:
+    case OpId::Log:
+    case OpId::Log1p:
+    case OpId::Tanh:
+    case OpId::Sigmoid:
+    case OpId::Sin:
+    case OpId::Cos:
+    case OpId::Pow:
+    case OpId::Sqrt:
+    case OpId::Rsqrt:
+    case OpId::Div: return true;
+    default: return false;
+  }
+}
+
+struct Plan {
+  std::vector<uint8_t> row;    // per value: per-row
+  std::vector<int> stage;      // per value: reductions it waits on, in sequence
+  std::vector<uint8_t> spill;  // per value: kept in a row buffer
+  int passes = 0;
+  int64_t n = 1;  // points per row
+};
+
+// Whether point value i is costly enough to keep rather than recompute.
+bool costly(const Kernel& k, const Plan& p, size_t i) {
+  int count = 0;
+  std::vector<size_t> stack{i};
+  std::set<size_t> seen;
+  while (!stack.empty()) {
+    const size_t j = stack.back();
+    stack.pop_back();
+    const Instr& in = k.body[j];
+    if (!seen.insert(j).second || p.row[j] || in.kind == Instr::kLoad) continue;
+    if (in.kind == Instr::kApply && heavy(in.op)) return true;
+    if (++count >= 3) return true;
+    for (int32_t a : {in.a, in.b, in.c})
+      if (a >= 0) stack.push_back(static_cast<size_t>(a));
+  }
+  return false;
+}
+
+Plan plan(const Kernel& k) {
+  Plan p;
+  p.row = k.per_row();
+  const size_t n = k.body.size();
+  p.stage.assign(n, 0);
+  p.spill.assign(n, 0);
+  for (int d = k.rank - k.reduced; d < k.rank; ++d) p.n *= k.dims[static_cast<size_t>(d)];
+  int last = -1;
+  for (size_t i = 0; i < n; ++i) {
+    const Instr& in = k.body[i];
+    if (in.kind == Instr::kLoad || in.kind == Instr::kConst) continue;
+    if (in.kind == Instr::kReduce) {
+      p.stage[i] = p.stage[static_cast<size_t>(in.a)] + 1;
+      last = std::max(last, p.stage[static_cast<size_t>(in.a)]);
+      continue;
+    }
+    for (int32_t a : {in.a, in.b, in.c})
+      if (a >= 0) p.stage[i] = std::max(p.stage[i], p.stage[static_cast<size_t>(a)]);
+  }
+  for (int32_t o : k.outputs)
+    if (!p.row[static_cast<size_t>(o)]) last = std::max(last, p.stage[static_cast<size_t>(o)]);
+  p.passes = last + 1;
+  // Keep a costly point value that a later pass reads, while the stack allows.
+  int64_t stack = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const Instr& in = k.body[i];
+    if (in.kind == Instr::kLoad || in.kind == Instr::kConst || in.kind == Instr::kReduce ||
+        p.row[i])
+      continue;
+    bool later = false;
+    for (size_t j = i + 1; j < n; ++j) {
+      const Instr& u = k.body[j];
+      if (u.kind == Instr::kReduce || p.row[j] || p.stage[j] <= p.stage[i]) continue;
+      later |= u.a == static_cast<int32_t>(i) || u.b == static_cast<int32_t>(i) ||
+               u.c == static_cast<int32_t>(i);
+    }
+    const int64_t bytes = p.n * static_cast<int64_t>(dtype_size(in.dtype));
+    if (later && bytes <= kMaxSpillBytes && stack + bytes <= kMaxStackBytes && costly(k, p, i)) {
+      p.spill[i] = 1;
+      stack += bytes;
+    }
+  }
+  return p;
+}
+
+// The point values pass `pass` computes for `roots`: their cones through
+// point values, stopping at per-row values and at values kept by an earlier
+// pass.
+std::vector<uint8_t> cone(const Kernel& k, const Plan& p, int pass,
+                          const std::vector<int32_t>& roots) {
+  std::vector<uint8_t> need(k.body.size(), 0);
+  std::vector<int32_t> stack = roots;
+  while (!stack.empty()) {
+    const auto j = static_cast<size_t>(stack.back());
+    stack.pop_back();
+    if (need[j] || p.row[j]) continue;
+    need[j] = 1;
+    const Instr& in = k.body[j];
+    if (in.kind == Instr::kLoad || (p.spill[j] && p.stage[j] < pass)) continue;
+    for (int32_t a : {in.a, in.b, in.c})
+      if (a >= 0) stack.push_back(a);
+  }
+  return need;
+}
+
+// One point's statements (index j) and the writes of this pass.
+std::string point_body(const Kernel& k, const Plan& p, int pass, const std::vector<uint8_t>& need,
+                       const std::string& ind) {
+  std::string s;
+  for (size_t i = 0; i < k.body.size(); ++i) {
+    if (!need[i]) continue;
+    const Instr& in = k.body[i];
+    const auto x = static_cast<int32_t>(i);
+    if (in.kind == Instr::kLoad)
+      s += str_cat(ind, "const ", ctype(in.dtype), " ", v(x), " = p", in.a, "[j];\n");
+    else if (p.spill[i] && p.stage[i] < pass)
+      s += str_cat(ind, "const ", ctype(in.dtype), " ", v(x), " = s", i, "[j];\n");
+    else
+      s += ind + statement(k, i);
+    if (p.spill[i] && p.stage[i] == pass) s += str_cat(ind, "s", i, "[j] = ", v(x), ";\n");
+  }
+  for (size_t o = 0; o < k.outputs.size(); ++o) {
+    const auto val = static_cast<size_t>(k.outputs[o]);
+    if (!p.row[val] && p.stage[val] == pass)
+      s += str_cat(ind, "out", o, "[ob + j] = ", v(k.outputs[o]), ";\n");
+  }
+  return s;
+}
+
+std::string pass_text(const Kernel& k, const Plan& p, int pass) {
+  std::vector<int32_t> roots, folds;
+  for (size_t i = 0; i < k.body.size(); ++i) {
+    const Instr& in = k.body[i];
+    if (in.kind == Instr::kReduce && p.stage[static_cast<size_t>(in.a)] == pass) {
+      folds.push_back(static_cast<int32_t>(i));
+      roots.push_back(in.a);
+    }
+    if (p.spill[i] && p.stage[i] == pass) roots.push_back(static_cast<int32_t>(i));
+  }
+  for (int32_t o : k.outputs)
+    if (!p.row[static_cast<size_t>(o)] && p.stage[static_cast<size_t>(o)] == pass)
+      roots.push_back(o);
+  if (roots.empty()) return "";
+  const std::vector<uint8_t> need = cone(k, p, pass, roots);
+  std::string s = str_cat("    // pass ", pass, "\n");
+  if (folds.empty())
+    return s + "#pragma omp simd\n    for (int64_t j = 0; j < N; ++j) {\n" +
+           point_body(k, p, pass, need, "      ") + "    }\n";
+  for (int32_t f : folds) {
+    const Instr& in = k.body[static_cast<size_t>(f)];
+    Instr init;
+    init.kind = Instr::kConst;
+    init.dtype = in.dtype;
+    init.bits = in.bits;
+    s += str_cat("    ", ctype(in.dtype), " a", f, "[", kLanes, "];\n    for (int l = 0; l < ",
+                 kLanes, "; ++l) a", f, "[l] = ", literal(init), ";\n    ", ctype(in.dtype), " t",
+                 f, " = ", literal(init), ";\n");
+  }
+  // acc is "a<f>[l]" (a lane) or "t<f>" (the tail's own accumulator).
+  auto fold = [&](bool lane, const std::string& ind) {
+    std::string t;
+    for (int32_t f : folds) {
+      const Instr& in = k.body[static_cast<size_t>(f)];
+      const std::string acc = lane ? str_cat("a", f, "[l]") : str_cat("t", f);
+      t += str_cat(ind, acc, " = ", functor(in.op), "(", acc, ", ", v(in.a), ");\n");
+    }
+    return t;
+  };
+  const std::string c = str_cat("c", pass);
+  s += str_cat("    int64_t ", c, " = 0;\n    for (; ", c, " + ", kLanes, " <= N; ", c,
+               " += ", kLanes, ") {\n#pragma omp simd\n      for (int64_t l = 0; l < ", kLanes,
+               "; ++l) {\n        const int64_t j = ", c, " + l;\n") +
+       point_body(k, p, pass, need, "        ") + fold(true, "        ") +
+       str_cat("      }\n    }\n    for (; ", c, " < N; ++", c, ") {\n      const int64_t j = ", c,
+               ";\n") +
+       point_body(k, p, pass, need, "      ") + fold(false, "      ") + "    }\n";
+  for (int32_t f : folds) {
+    const Instr& in = k.body[static_cast<size_t>(f)];
+    s += str_cat("    for (int w = ", kLanes / 2,
+                 "; w > 0; w /= 2)\n      for (int l = 0; l < w; ++l) a", f,
+                 "[l] = ", functor(in.op), "(a", f, "[l], a", f, "[l + w]);\n    const ",
+                 ctype(in.dtype), " ", v(f), " = ", functor(in.op), "(a", f, "[0], t", f, ");\n");
+  }
+  return s;
+}
+
+// Per-row values that become available after `stage` reductions in sequence.
+std::string row_values(const Kernel& k, const Plan& p, int stage) {
+  std::string s;
+  for (size_t i = 0; i < k.body.size(); ++i) {
+    const Instr& in = k.body[i];
+    if (!p.row[i] || p.stage[i] != stage || in.kind == Instr::kReduce) continue;
+    if (in.kind == Instr::kLoad)
+      s += str_cat("    const ", ctype(in.dtype), " ", v(static_cast<int32_t>(i)), " = in", in.a,
+                   "[o", in.a, "];\n");
+    else
+      s += "    " + statement(k, i);
+  }
+  return s;
+}
+
+}  // namespace
+
+std::string row_kernel_text(const Kernel& k) {
+  const Plan p = plan(k);
+  const size_t n_in = k.inputs.size();
+  std::string s =
+      str_cat("// ", k.name, ": ", k.body.size(), " instructions, rows of ", p.n, " points in ",
+              p.passes, " passes\n", signature_text(k), "  constexpr int64_t N = ", p.n, ";\n");
+  for (size_t i = 0; i < k.body.size(); ++i)
+    if (p.spill[i]) s += str_cat("  alignas(64) ", ctype(k.body[i].dtype), " s", i, "[N];\n");
+  s += row_start_text(n_in) +
+       "  for (int64_t r = r0; r < r1; ++r) {\n    const int64_t ob = r * N;\n";
+  for (size_t i = 0; i < n_in; ++i) {
+    const auto& d = k.input_dims[i];
+    if (std::any_of(d.end() - k.reduced, d.end(), [](int64_t x) { return x != 1; }))
+      s += str_cat("    const ", ctype(k.inputs[i]), "* __restrict p", i, " = in", i, " + o", i,
+                   ";\n");
+  }
+  s += row_values(k, p, 0);
+  for (int pass = 0; pass < p.passes; ++pass)
+    s += pass_text(k, p, pass) + row_values(k, p, pass + 1);
+  for (size_t o = 0; o < k.outputs.size(); ++o)
+    if (p.row[static_cast<size_t>(k.outputs[o])])
+      s += str_cat("    out", o, "[r] = ", v(k.outputs[o]), ";\n");
+  return s + row_step_text(n_in) + "  }\n}\n\n";
+}
+
+}  // namespace kiln::jit::detail

@@ -1,0 +1,28 @@
+// Pieces of C++ text the JIT's emitters share (emit_cpp.cpp writes
+// elementwise kernels, emit_rows.cpp row kernels with reductions).
+#pragma once
+#include <string>
+
+#include "ops/jit_ir.h"
+
+namespace kiln::jit::detail {
+
+const char* ctype(DType dt);
+/// The C++ name of value x ("v12").
+std::string v(int32_t x);
+/// A constant instruction's value as a C++ expression of its type.
+std::string literal(const Instr& in);
+/// The scalar functor of an op row ("kiln::fn::Exp{}").
+std::string functor(OpId op);
+/// "const T vI = ...;" for instruction i (not a load or a reduction).
+std::string statement(const Kernel& k, size_t i);
+/// The kernel function's opening: its signature, input and output pointers.
+std::string signature_text(const Kernel& k);
+/// Row r0's index and input offsets o<k>, and the step to the next row.
+std::string row_start_text(size_t n_in);
+std::string row_step_text(size_t n_in);
+
+/// The text of a kernel with reductions (Kernel::reduced > 0).
+std::string row_kernel_text(const Kernel& k);
+
+}  // namespace kiln::jit::detail

@@ -1,0 +1,253 @@
+// jit_compile with reductions as fusion roots: row kernels (a reduction over
+// the last dims with its producers and consumers) against eager and graph
+// mode, for every reduction row, softmax, layer norm and the layouts a row
+// kernel must refuse.
+#include "jit/cluster.h"
+#include "jit_test_util.h"
+#include "kiln/context.h"
+#include "test_util.h"
+
+namespace kiln::jit {
+namespace {
+using testing::check_all_modes;
+using testing::expect_same;
+using testing::make;
+using testing::random_tensor;
+
+// Floats rounded to halves: sums of them are exact, so integer-valued and
+// float reductions compare bit for bit whatever the summation order.
+Tensor halves(DType dt, const Shape& s, uint32_t seed) {
+  Tensor f = round(random_tensor(DType::kFloat32, s, seed) * 2.f) * 0.5f;
+  if (dt == DType::kBool) return f > 0.f;
+  if (dt != DType::kFloat32 && dt != DType::kFloat64) f = round(f);
+  return cast(f, dt);
+}
+
+std::shared_ptr<const ConcreteFunction> concrete(Function& f, const std::vector<Value>& args) {
+  return f.get_concrete_function(args);
+}
+
+// The reduction rows: those with a `keepdims` attribute and a lowering.
+std::vector<const OpDef*> reduction_rows() {
+  std::vector<const OpDef*> rows;
+  for (const OpDef& op : op_table()) {
+    if (!op.jit) continue;
+    for (const AttrDef& a : op.attrs)
+      if (std::string_view(a.name) == "keepdims") rows.push_back(&op);
+  }
+  return rows;
+}
+
+TEST(JitRows, EveryReductionRowOnEveryDtypeAndLayoutMatchesEager) {
+  const std::vector<const OpDef*> rows = reduction_rows();
+  ASSERT_GE(rows.size(), 7u);
+  struct Case {
+    Shape shape;
+    std::vector<int64_t> axes;
+  };
+  const std::vector<Case> cases = {{Shape({5, 37}), {-1}}, {Shape({3, 4, 20}), {1, 2}},
+                                   {Shape({6, 0}), {1}},   {Shape({4, 1}), {-1}},
+                                   {Shape({1, 130}), {1}}, {Shape({2, 3, 17}), {-1, -2}},
+                                   {Shape({40}), {0}}};
+  // One function per dtype holds every row, case and keepdims (one compile);
+  // each reduction reads its own arguments, so no two share a producer.
+  for (DType dt : {DType::kBool, DType::kInt8, DType::kUInt8, DType::kInt32, DType::kInt64,
+                   DType::kFloat32, DType::kFloat64}) {
+    SCOPED_TRACE(dtype_name(dt));
+    const bool logical = dt == DType::kBool;
+    struct One {
+      const OpDef* op;
+      size_t c;
+      bool keep;
+    };
+    std::vector<One> all;
+    std::vector<Value> args;
+    uint32_t seed = 20;
+    for (const OpDef* op : rows) {
+      if (logical != (op->id == OpId::ReduceAny || op->id == OpId::ReduceAll)) continue;
+      for (size_t c = 0; c < cases.size(); ++c)
+        for (bool keep : {true, false}) {
+          all.push_back({op, c, keep});
+          args.push_back(Value(halves(dt, cases[c].shape, seed++)));
+          args.push_back(Value(halves(dt, cases[c].shape, seed++)));
+        }
+    }
+    auto body = [&](const std::vector<Value>& a) {
+      std::vector<Value> out;
+      for (size_t i = 0; i < all.size(); ++i) {
+        // A producer before the reduction and, with keepdims, a consumer
+        // after it (x - r broadcasts r over the reduced dims).
+        const Tensor &x = a[2 * i].tensor(), &y = a[2 * i + 1].tensor();
+        const Tensor in = logical ? logical_xor(x, y) : x * y + x;
+        const Tensor r = call_op1(all[i].op->id, {in}, {cases[all[i].c].axes, all[i].keep});
+        out.push_back(!all[i].keep ? Value(r)
+                      : logical    ? Value(logical_and(r, x))
+                                   : Value(maximum(x - r, r)));
+      }
+      return Value::list(std::move(out));
+    };
+    const Value want = body(args);
+    Function j = make(body, true);
+    const Value got = j(args);
+    ASSERT_EQ(got.items().size(), want.items().size());
+    for (size_t i = 0; i < got.items().size(); ++i) {
+      SCOPED_TRACE(
+          str_cat(all[i].op->type_name, " ", cases[all[i].c].shape, " keepdims ", all[i].keep));
+      expect_same(got.items()[i].tensor(), want.items()[i].tensor());
+    }
+    // Every reduction becomes part of a kernel.
+    const std::string hlo = concrete(j, args)->compiler_ir("hlo");
+    size_t folds = 0;
+    for (size_t at = hlo.find("reduce "); at != std::string::npos; at = hlo.find("reduce ", at + 1))
+      ++folds;
+    EXPECT_EQ(folds, got.items().size()) << hlo;
+  }
+}
+
+TEST(JitRows, SoftmaxAndLogSoftmaxAreOneKernelWithTheirNeighbours) {
+  for (DType dt : {DType::kFloat32, DType::kFloat64})
+    for (const Shape& s : {Shape({33, 1000}), Shape({4, 3, 7}), Shape({2, 1}), Shape({0, 5})}) {
+      SCOPED_TRACE(str_cat(dtype_name(dt), " ", s));
+      auto body = [](const std::vector<Value>& a) {
+        const Tensor &x = a[0].tensor(), &b = a[1].tensor();
+        const Tensor y = softmax(x * 2.f + b);
+        return Value::list({Value(y * 3.f), Value(log_softmax(x) - 1.f)});
+      };
+      const Tensor x = cast(random_tensor(DType::kFloat32, s, 3) * 10.f, dt);
+      const Tensor b = cast(random_tensor(DType::kFloat32, Shape({s.dim(s.rank() - 1)}), 4), dt);
+      const std::vector<Value> args = {Value(x), Value(b)};
+      const Value want = [&] {
+        Function g = make(body, false);
+        return g(args);
+      }();
+      Function j = make(body, true);
+      const Value got = j(args);
+      for (size_t i = 0; i < 2; ++i) expect_same(got.items()[i].tensor(), want.items()[i].tensor());
+      if (s.num_elements() > 0) EXPECT_EQ(concrete(j, args)->jit_kernels(), 2u);
+    }
+}
+
+TEST(JitRows, LayerNormIsOneKernelInThreePassesWithUnknownRows) {
+  // moments + batch_normalization over the last dim, as Keras computes it.
+  auto body = [](const std::vector<Value>& a) {
+    const Tensor &x = a[0].tensor(), &gamma = a[1].tensor(), &beta = a[2].tensor();
+    const Tensor mean = reduce_mean(x, {-1}, true);
+    const Tensor var = reduce_mean(squared_difference(x, mean), {-1}, true);
+    const Tensor inv = rsqrt(var + 1e-3f) * gamma;
+    return Value(x * inv + (beta - mean * inv));
+  };
+  const std::vector<ArgSpec> sig = {{DType::kFloat32, Shape({-1, 256}), "x"},
+                                    {DType::kFloat32, Shape({256}), "gamma"},
+                                    {DType::kFloat32, Shape({256}), "beta"}};
+  Function j = make(body, true, sig), g = make(body, false, sig);
+  for (int64_t rows : {1, 7, 300}) {
+    const std::vector<Value> args = {
+        Value(random_tensor(DType::kFloat32, Shape({rows, 256}), 5) * 4.f),
+        Value(random_tensor(DType::kFloat32, Shape({256}), 6)),
+        Value(random_tensor(DType::kFloat32, Shape({256}), 7))};
+    expect_same(j(args).tensor(), g(args).tensor());
+  }
+  EXPECT_EQ(j.tracing_count(), 1);
+  const auto cf = concrete(j, {Value(random_tensor(DType::kFloat32, Shape({2, 256}), 8)),
+                               Value(random_tensor(DType::kFloat32, Shape({256}), 9)),
+                               Value(random_tensor(DType::kFloat32, Shape({256}), 10))});
+  EXPECT_EQ(cf->jit_kernels(), 1u) << cf->compiler_ir("optimized_hlo");
+  const std::string src = cf->compiler_ir("source");
+  EXPECT_NE(src.find("in 3 passes"), std::string::npos) << src;
+  EXPECT_NE(cf->compiler_ir("hlo").find("reduce Add"), std::string::npos);
+}
+
+TEST(JitRows, PerRowValuesUsedOutsideBecomeOutputs) {
+  // The mean is returned too (keepdims and not), and a reduction is the root.
+  auto body = [](const std::vector<Value>& a) {
+    const Tensor& x = a[0].tensor();
+    const Tensor mean = reduce_mean(x, {-1}, true);
+    const Tensor centered = x - mean;
+    return Value::list({Value(centered), Value(mean), Value(reduce_sum(centered * centered, {-1})),
+                        Value(reduce_max(exp(x), {-1}, true) + 1.f)});
+  };
+  const Tensor x = halves(DType::kFloat32, Shape({9, 24}), 11);
+  const Value want = body({Value(x)});
+  Function j = make(body, true);
+  const Value got = j({Value(x)});
+  for (size_t i = 0; i < 4; ++i) expect_same(got.items()[i].tensor(), want.items()[i].tensor());
+  EXPECT_GE(concrete(j, {Value(x)})->jit_kernels(), 1u);
+}
+
+TEST(JitRows, OutputsFollowTheirInputsWhenUnknownDimsBroadcast) {
+  // y has one row at run time while x has five: the reductions of y stay one
+  // row each, whatever the kernel's space.
+  auto body = [](const std::vector<Value>& a) {
+    const Tensor &x = a[0].tensor(), &y = a[1].tensor();
+    const Tensor r = reduce_sum(y * 2.f, {-1}, true);
+    const Tensor e = exp(y);
+    return Value::list({Value(x - r), Value(r), Value(reduce_max(y * 3.f + x, {-1})), Value(e),
+                        Value(reduce_sum(e * x, {-1}))});
+  };
+  const std::vector<ArgSpec> sig = {{DType::kFloat32, Shape({-1, 8}), "x"},
+                                    {DType::kFloat32, Shape({-1, 8}), "y"}};
+  Function j = make(body, true, sig);
+  for (auto [nx, ny] : std::vector<std::pair<int64_t, int64_t>>{{5, 1}, {1, 4}, {3, 3}}) {
+    SCOPED_TRACE(str_cat(nx, " x ", ny));
+    const std::vector<Value> args = {Value(halves(DType::kFloat32, Shape({nx, 8}), 30)),
+                                     Value(halves(DType::kFloat32, Shape({ny, 8}), 31))};
+    const Value got = j(args), want = body(args);
+    for (size_t i = 0; i < 5; ++i) expect_same(got.items()[i].tensor(), want.items()[i].tensor());
+    const std::string hlo = concrete(j, args)->compiler_ir("hlo");
+    EXPECT_NE(hlo.find("reduce Maximum"), std::string::npos) << hlo;
+    EXPECT_NE(hlo.find("reduce AddV2"), std::string::npos) << hlo;
+  }
+  EXPECT_EQ(j.tracing_count(), 1);
+}
+
+TEST(JitRows, ReductionsARowKernelCannotWalkStayKernelCalls) {
+  // Over a leading axis, over an unknown dim, and over everything of a long
+  // vector (one row: the block-parallel reduce kernel is better): all still
+  // correct, none compiled as a row kernel.
+  auto body = [](const std::vector<Value>& a) {
+    const Tensor& x = a[0].tensor();
+    return Value::list(
+        {Value(reduce_sum(exp(x), {0}, true) * 2.f), Value(reduce_max(x * 2.f, {-1}, true) + 1.f)});
+  };
+  const std::vector<ArgSpec> sig = {{DType::kFloat32, Shape({5, -1}), "x"}};
+  Function j = make(body, true, sig);
+  const Tensor x = random_tensor(DType::kFloat32, Shape({5, 6}), 12);
+  const Value got = j({Value(x)}), want = body({Value(x)});
+  for (size_t i = 0; i < 2; ++i) expect_same(got.items()[i].tensor(), want.items()[i].tensor());
+  EXPECT_EQ(concrete(j, {Value(x)})->compiler_ir("hlo").find("reduce "), std::string::npos);
+
+  auto whole = [](const std::vector<Value>& a) {
+    return Value(reduce_sum(a[0].tensor() * 2.f, {0}) + 1.f);
+  };
+  Function w = make(whole, true);
+  const Tensor v = halves(DType::kFloat32, Shape({1 << 17}), 13);
+  expect_same(w({Value(v)}).tensor(), whole({Value(v)}).tensor());
+  EXPECT_EQ(concrete(w, {Value(v)})->compiler_ir("hlo").find("reduce "), std::string::npos);
+}
+
+TEST(JitRows, MalformedRowKernelIrIsRejected) {
+  Kernel k;
+  k.name = "t";
+  k.rank = 2;
+  k.reduced = 1;
+  k.dims = {3, 4};
+  k.inputs = {DType::kFloat32};
+  k.input_dims = {{3, 4}};
+  k.body = {testing::instr(Instr::kLoad, DType::kFloat32, 0),
+            testing::instr(Instr::kReduce, DType::kFloat32, 0, OpId::Add)};
+  k.outputs = {1};
+  EXPECT_EQ(Kernel::decode(k.encode(), "t").to_string(), k.to_string());
+  auto broken = [&](auto change) {
+    Kernel b = k;
+    change(b);
+    kiln::testing::expect_error([&] { Kernel::decode(b.encode(), "t"); }, Code::kInvalidArgument,
+                                {"malformed IR"});
+  };
+  broken([](Kernel& b) { b.body[1].op = OpId::Sub; });  // not a fold
+  broken([](Kernel& b) { b.dims = {3, -1}; });          // reduced dim unknown
+  broken([](Kernel& b) { b.input_dims = {{3, 2}}; });   // part of the reduced dims
+  broken([](Kernel& b) { b.reduced = 0; });             // a reduction in a point kernel
+}
+
+}  // namespace
+}  // namespace kiln::jit
