@@ -12,7 +12,9 @@ namespace kiln::jit {
 
 /// What a generated kernel receives (the same struct is declared in the
 /// generated code). Sizes are the collapsed layout's; `fast` is set when every
-/// input's inner stride matches the pattern the kernel was specialized for.
+/// input's inner stride matches the pattern the kernel was specialized for;
+/// `stream` asks a row kernel to write its rows with non-temporal stores
+/// (outputs too large to stay in cache).
 struct KernelArgs {
   const void* const* in;
   void* const* out;
@@ -20,6 +22,7 @@ struct KernelArgs {
   const int64_t* shape;    ///< rank dims
   const int64_t* strides;  ///< input k's strides at [k * rank, (k + 1) * rank)
   int64_t fast;
+  int64_t stream;
 };
 /// A generated kernel: rows [r0, r1) x columns [c0, c1) of the layout.
 using KernelFn = void (*)(const KernelArgs*, int64_t r0, int64_t r1, int64_t c0, int64_t c1);

@@ -8,7 +8,8 @@
 // kernel uses for rows); `omp simd` on the lane loop keeps GCC from unrolling
 // it before vectorizing (a max fold stayed scalar otherwise). A costly per-point value that a
 // later pass needs again (softmax's exp) is kept in a row-sized stack buffer
-// instead of being recomputed.
+// instead of being recomputed. With `stream` set (large outputs), each row is
+// computed into a stack buffer and written with non-temporal stores.
 #include <algorithm>
 #include <set>
 
@@ -41,9 +42,10 @@ bool heavy(OpId op) {
 }
 
 struct Plan {
-  std::vector<uint8_t> row;    // per value: per-row
-  std::vector<int> stage;      // per value: reductions it waits on, in sequence
-  std::vector<uint8_t> spill;  // per value: kept in a row buffer
+  std::vector<uint8_t> row;     // per value: per-row
+  std::vector<int> stage;       // per value: reductions it waits on, in sequence
+  std::vector<uint8_t> spill;   // per value: kept in a row buffer
+  std::vector<uint8_t> staged;  // per output: a row buffer to stream from
   int passes = 0;
   int64_t n = 1;  // points per row
 };
@@ -108,6 +110,15 @@ Plan plan(const Kernel& k) {
       stack += bytes;
     }
   }
+  // Per-point outputs are staged in a row buffer when streaming, if room.
+  for (int32_t o : k.outputs) {
+    const int64_t bytes =
+        p.n * static_cast<int64_t>(dtype_size(k.body[static_cast<size_t>(o)].dtype));
+    const bool ok = !p.row[static_cast<size_t>(o)] && bytes <= kMaxSpillBytes &&
+                    stack + bytes <= kMaxStackBytes;
+    p.staged.push_back(ok);
+    if (ok) stack += bytes;
+  }
   return p;
 }
 
@@ -150,7 +161,19 @@ std::string point_body(const Kernel& k, const Plan& p, int pass, const std::vect
   for (size_t o = 0; o < k.outputs.size(); ++o) {
     const auto val = static_cast<size_t>(k.outputs[o]);
     if (!p.row[val] && p.stage[val] == pass)
-      s += str_cat(ind, "out", o, "[ob + j] = ", v(k.outputs[o]), ";\n");
+      s += str_cat(ind, "d", o, "[j] = ", v(k.outputs[o]), ";\n");
+  }
+  return s;
+}
+
+// Streams the staged outputs this pass wrote.
+std::string stream_text(const Kernel& k, const Plan& p, int pass) {
+  std::string s;
+  for (size_t o = 0; o < k.outputs.size(); ++o) {
+    const auto val = static_cast<size_t>(k.outputs[o]);
+    if (p.staged[o] && !p.row[val] && p.stage[val] == pass)
+      s += str_cat("    if (a->stream) kiln_stream_row(out", o, " + ob, w", o, ", N * sizeof(",
+                   ctype(k.body[val].dtype), "));\n");
   }
   return s;
 }
@@ -173,7 +196,7 @@ std::string pass_text(const Kernel& k, const Plan& p, int pass) {
   std::string s = str_cat("    // pass ", pass, "\n");
   if (folds.empty())
     return s + "#pragma omp simd\n    for (int64_t j = 0; j < N; ++j) {\n" +
-           point_body(k, p, pass, need, "      ") + "    }\n";
+           point_body(k, p, pass, need, "      ") + "    }\n" + stream_text(k, p, pass);
   for (int32_t f : folds) {
     const Instr& in = k.body[static_cast<size_t>(f)];
     Instr init;
@@ -209,7 +232,7 @@ std::string pass_text(const Kernel& k, const Plan& p, int pass) {
                  "[l] = ", functor(in.op), "(a", f, "[l], a", f, "[l + w]);\n    const ",
                  ctype(in.dtype), " ", v(f), " = ", functor(in.op), "(a", f, "[0], t", f, ");\n");
   }
-  return s;
+  return s + stream_text(k, p, pass);
 }
 
 // Per-row values that become available after `stage` reductions in sequence.
@@ -237,6 +260,10 @@ std::string row_kernel_text(const Kernel& k) {
               p.passes, " passes\n", signature_text(k), "  constexpr int64_t N = ", p.n, ";\n");
   for (size_t i = 0; i < k.body.size(); ++i)
     if (p.spill[i]) s += str_cat("  alignas(64) ", ctype(k.body[i].dtype), " s", i, "[N];\n");
+  for (size_t o = 0; o < k.outputs.size(); ++o)
+    if (p.staged[o])
+      s += str_cat("  alignas(64) ", ctype(k.body[static_cast<size_t>(k.outputs[o])].dtype), " w",
+                   o, "[N];\n");
   s += row_start_text(n_in) +
        "  for (int64_t r = r0; r < r1; ++r) {\n    const int64_t ob = r * N;\n";
   for (size_t i = 0; i < n_in; ++i) {
@@ -245,13 +272,21 @@ std::string row_kernel_text(const Kernel& k) {
       s += str_cat("    const ", ctype(k.inputs[i]), "* __restrict p", i, " = in", i, " + o", i,
                    ";\n");
   }
+  for (size_t o = 0; o < k.outputs.size(); ++o) {
+    const auto val = static_cast<size_t>(k.outputs[o]);
+    if (p.row[val]) continue;
+    const char* t = ctype(k.body[val].dtype);
+    s += p.staged[o] ? str_cat("    ", t, "* __restrict d", o, " = a->stream ? w", o, " : out", o,
+                               " + ob;\n")
+                     : str_cat("    ", t, "* __restrict d", o, " = out", o, " + ob;\n");
+  }
   s += row_values(k, p, 0);
   for (int pass = 0; pass < p.passes; ++pass)
     s += pass_text(k, p, pass) + row_values(k, p, pass + 1);
   for (size_t o = 0; o < k.outputs.size(); ++o)
     if (p.row[static_cast<size_t>(k.outputs[o])])
       s += str_cat("    out", o, "[r] = ", v(k.outputs[o]), ";\n");
-  return s + row_step_text(n_in) + "  }\n}\n\n";
+  return s + row_step_text(n_in) + "  }\n  if (a->stream) kiln_stream_fence();\n}\n\n";
 }
 
 }  // namespace kiln::jit::detail

@@ -114,6 +114,8 @@ struct Outputs {
   }
 };
 
+constexpr size_t kStreamBytes = 8 << 20;
+
 // Splits rows [0, rows) x cols over the pool above one grain (columns when
 // there is one row and the kernel allows it).
 void split(KernelFn fn, const KernelArgs& args, int64_t rows, int64_t cols, bool by_cols) {
@@ -172,7 +174,13 @@ void jit_kernel(KernelContext& c) {
   if (reduced > 0 && !fast) c.fail("inputs do not have the layout the kernel was built for");
   SmallVec<const void*, 16> in(n_in);
   for (size_t k = 0; k < n_in; ++k) in[k] = c.input(k).raw_data();
-  const KernelArgs args{in.data(), outs.ptrs.data(), l.rank, l.shape, l.strides.data(), fast};
+  // Row kernels stream outputs too large to stay in cache (no read for
+  // ownership of each line).
+  size_t out_bytes = 0;
+  for (size_t o = 0; o < c.num_outputs(); ++o) out_bytes += c.output(o).nbytes();
+  const bool stream = reduced > 0 && out_bytes >= kStreamBytes;
+  const KernelArgs args{in.data(), outs.ptrs.data(), l.rank, l.shape, l.strides.data(), fast,
+                        stream};
   split(fn, args, rows, l.cols(), reduced == 0);
   outs.finish(c);
 }
