@@ -157,6 +157,24 @@ TEST(JitRows, LayerNormIsOneKernelInThreePassesWithUnknownRows) {
   EXPECT_NE(cf->compiler_ir("hlo").find("reduce Add"), std::string::npos);
 }
 
+TEST(JitRows, LargeOutputsAreStreamedAndStillExact) {
+  // Outputs of 8 MB or more are written with non-temporal stores: rows of
+  // 1 KB (aligned) and of 257 floats (unaligned rows: plain copies).
+  auto body = [](const std::vector<Value>& a) {
+    const Tensor& x = a[0].tensor();
+    const Tensor centered = x - reduce_mean(x, {-1}, true);
+    return Value::list({Value(centered * 2.f), Value(reduce_max(centered, {-1}))});
+  };
+  for (const Shape& s : {Shape({8192, 256}), Shape({8200, 257})}) {
+    SCOPED_TRACE(str_cat(s));
+    const Tensor x = halves(DType::kFloat32, s, 40);
+    Function j = make(body, true);
+    const Value got = j({Value(x)}), want = body({Value(x)});
+    for (size_t i = 0; i < 2; ++i) expect_same(got.items()[i].tensor(), want.items()[i].tensor());
+    EXPECT_EQ(concrete(j, {Value(x)})->jit_kernels(), 1u);
+  }
+}
+
 TEST(JitRows, PerRowValuesUsedOutsideBecomeOutputs) {
   // The mean is returned too (keepdims and not), and a reduction is the root.
   auto body = [](const std::vector<Value>& a) {
