@@ -175,8 +175,8 @@ class ConcreteFunction : public std::enable_shared_from_this<ConcreteFunction> {
   /// the kernel passes, "source" the generated C++. InvalidArgumentError for
   /// another stage, or for a function traced without jit_compile.
   std::string compiler_ir(std::string_view stage) const;
-  /// Compiled kernels running in the optimized graph (0 without jit_compile,
-  /// or when no compiler was found).
+  /// Compiled kernels running in the optimized graph and its cond/while
+  /// bodies (0 without jit_compile, or when no compiler was found).
   size_t jit_kernels() const;
 
  private:

@@ -48,6 +48,10 @@ class TracingContext final : public ExecutionContext {
   /// jit_compile, whose errors name lines; costs ~0.7 us a node in Python).
   /// Traces started inside this one inherit it.
   void set_record_locations(bool on) { record_locations_ = on; }
+  /// A trace for jit_compile: the control-flow bodies traced inside it are
+  /// compiled too. Traces started inside this one inherit it.
+  void set_jit(bool on) { jit_ = on; }
+  bool jit() const { return jit_; }
 
   /// The current name-scope prefix ("" or "layer/"): nodes created from now
   /// on are named "<prefix><op node name>" (see NameScope).
@@ -74,6 +78,7 @@ class TracingContext final : public ExecutionContext {
   std::string location_;
   std::string name_scope_;
   bool record_locations_ = false;
+  bool jit_ = false;
 };
 
 /// TensorFlow's tf.name_scope while tracing: nodes created inside are named

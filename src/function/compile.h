@@ -34,4 +34,7 @@ struct CompiledGraph {
 /// NaN), compiles its fused kernels when options.jit, and compiles its Plan.
 CompiledGraph compile_graph(std::unique_ptr<Graph> graph, const CompileOptions& options = {});
 
+/// Passes a warning ("JitWarning", "RetraceLog", ...) to the warning handler.
+void warn(const std::string& category, const std::string& msg);
+
 }  // namespace kiln::detail

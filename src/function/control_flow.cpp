@@ -31,6 +31,7 @@ struct Body {
   std::unique_ptr<Graph> graph;
   std::vector<std::pair<Tensor, Node*>> captures;
   std::vector<TensorSpec> outputs;
+  bool jit = false;  // traced inside a jit_compile function
 };
 
 template <typename F>
@@ -52,6 +53,7 @@ Body trace_body(std::string name, TracingContext& outer, const std::vector<Tenso
     b.outputs.push_back(e.node->outputs()[static_cast<size_t>(e.index)]);
   }
   b.captures = tc.captures();
+  b.jit = tc.jit();
   return b;
 }
 
@@ -85,7 +87,7 @@ Ref<detail::GraphSubgraph> finish(Body& b, const std::vector<Tensor>& all) {
     }
     b.graph->inputs().push_back(ph);
   }
-  return detail::GraphSubgraph::create(std::move(b.graph));
+  return detail::GraphSubgraph::create(std::move(b.graph), b.jit);
 }
 
 }  // namespace

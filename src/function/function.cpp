@@ -25,7 +25,9 @@ WarningHandler& warning_handler() {
   };
   return h;
 }
-void warn(const std::string& category, const std::string& msg) {
+}  // namespace
+
+void detail::warn(const std::string& category, const std::string& msg) {
   WarningHandler h;
   {
     std::lock_guard<std::mutex> lock(g_warn_mu);
@@ -33,6 +35,9 @@ void warn(const std::string& category, const std::string& msg) {
   }
   if (h) h(category, msg);
 }
+
+namespace {
+using detail::warn;
 
 // (function, trace key) of the traces running on this thread: a function may
 // trace itself for other arguments (recursion on Python values that ends),
@@ -116,8 +121,21 @@ std::string ConcreteFunction::compiler_ir(std::string_view stage) const {
                                      "'; valid stages are 'hlo', 'optimized_hlo', 'source'"));
 }
 
+namespace {
+// Compiled kernels in the control-flow bodies of `g`, nested ones included.
+size_t body_kernels(const Graph& g) {
+  size_t n = 0;
+  for (const auto& node : g.nodes())
+    for (const AttrValue& a : node->attrs())
+      if (const auto* r = std::get_if<Ref<Subgraph>>(&a))
+        if (const auto* body = dynamic_cast<const detail::GraphSubgraph*>(r->get()))
+          n += body->jit_kernels() + body_kernels(body->graph());
+  return n;
+}
+}  // namespace
+
 size_t ConcreteFunction::jit_kernels() const {
-  return jit_ ? jit_->kernels : 0;
+  return jit_ ? jit_->kernels + body_kernels(*optimized_) : 0;
 }
 
 void ConcreteFunction::check_flat(std::span<const Tensor> inputs) const {
@@ -505,7 +523,10 @@ std::shared_ptr<ConcreteFunction> Function::trace_once(const std::vector<Value>&
     cf->arg_names_.push_back(i < names.size() ? names[i] : str_cat("args_", i));
   cf->graph_ = std::make_unique<Graph>(options_.name);
   TracingContext tc(*cf->graph_);
-  if (options_.jit_compile) tc.set_record_locations(true);  // its errors name user lines
+  if (options_.jit_compile) {
+    tc.set_record_locations(true);  // its errors name user lines
+    tc.set_jit(true);               // cond and while bodies compile too
+  }
   ContextScope scope(tc);
   VariableCreationScope var_rule([&](const std::string& name) {
     if (!allow_variables)

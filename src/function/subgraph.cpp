@@ -12,7 +12,8 @@ AutodiffHooks g_autodiff;
 
 Backward backward_of(const TracedSubgraph& body) {
   if (!g_autodiff.backward)
-    throw InternalError(str_cat("the gradient of '", body.name(), "' needs autodiff, not installed"));
+    throw InternalError(
+        str_cat("the gradient of '", body.name(), "' needs autodiff, not installed"));
   return g_autodiff.backward(body);
 }
 
@@ -25,10 +26,14 @@ const AutodiffHooks& autodiff_hooks() {
   return g_autodiff;
 }
 
-Ref<GraphSubgraph> GraphSubgraph::create(std::unique_ptr<Graph> graph) {
+Ref<GraphSubgraph> GraphSubgraph::create(std::unique_ptr<Graph> graph, bool jit) {
   Ref<GraphSubgraph> s = Ref<GraphSubgraph>::adopt(new GraphSubgraph());
   s->traced_ = graph->clone();
-  CompiledGraph c = compile_graph(std::move(graph));
+  CompileOptions co;
+  co.jit = jit;
+  CompiledGraph c = compile_graph(std::move(graph), co);
+  if (!c.jit.warning.empty()) warn("JitWarning", c.jit.warning);
+  s->jit_kernels_ = c.jit.kernels;
   for (const Node* n : c.graph->inputs()) s->inputs_.push_back(n->outputs()[0]);
   for (const Edge& e : c.graph->outputs())
     s->outputs_.push_back(e.node->outputs()[static_cast<size_t>(e.index)]);

@@ -37,7 +37,9 @@ class GraphSubgraph final : public TracedSubgraph {
   /// Takes a traced body (inputs = placeholders in call order, outputs set),
   /// verifies it (when config().verify_graphs), keeps a copy as traced,
   /// optimizes it and compiles it.
-  static Ref<GraphSubgraph> create(std::unique_ptr<Graph> graph);
+  /// With `jit` (a body traced inside a jit_compile function), its
+  /// unsupported ops are an error and its fusible clusters compile.
+  static Ref<GraphSubgraph> create(std::unique_ptr<Graph> graph, bool jit = false);
 
   const std::string& name() const override { return graph_->function_name(); }
   std::span<const TensorSpec> input_specs() const override { return inputs_; }
@@ -56,6 +58,8 @@ class GraphSubgraph final : public TracedSubgraph {
   const Backward& if_backward(const GraphSubgraph& other) const;
   /// True when the optimized body still has a stateful node.
   bool stateful() const { return stateful_; }
+  /// The compiled kernels the body runs (jit bodies only).
+  size_t jit_kernels() const { return jit_kernels_; }
 
  private:
   GraphSubgraph() = default;
@@ -63,6 +67,7 @@ class GraphSubgraph final : public TracedSubgraph {
   std::unique_ptr<Plan> plan_;
   std::vector<TensorSpec> inputs_, outputs_;
   bool stateful_ = false;
+  size_t jit_kernels_ = 0;
   BackwardCache backward_, if_backward_;
 };
 

@@ -20,6 +20,7 @@ TracingContext::TracingContext(Graph& graph, TracingContext* outer) : graph_(gra
   // A nested trace (a body, or a function called while tracing) inherits.
   const TracingContext* enclosing = outer ? outer : current();
   record_locations_ = enclosing && enclosing->record_locations_;
+  jit_ = enclosing && enclosing->jit_;
 }
 
 TracingContext::~TracingContext() = default;

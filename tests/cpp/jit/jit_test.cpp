@@ -4,6 +4,7 @@
 #include "jit/toolchain.h"
 #include "jit_test_util.h"
 #include "kiln/context.h"
+#include "kiln/control_flow.h"
 #include "kiln/function.h"
 #include "kiln/ops.h"
 #include "test_util.h"
@@ -119,6 +120,43 @@ TEST(Jit, UnsupportedOpsAreNamedAtTheFirstCall) {
       },
       Code::kInvalidArgument,
       {"Detected unsupported operations", "jit_compile=True", "PrintV2", "AsString"});
+}
+
+TEST(Jit, WhileAndCondBodiesCompileAndTheirUnsupportedOpsAreNamed) {
+  // seed 001's loop: the body's tanh * 1.5 + 0.1 is one compiled kernel.
+  auto body = [](const std::vector<Value>& a) {
+    const Tensor& x = a[0].tensor();
+    const std::vector<Tensor> r =
+        while_loop([](const std::vector<Tensor>& v) { return less(v[0], 3); },
+                   [](const std::vector<Tensor>& v) {
+                     return std::vector<Tensor>{v[0] + 1, tanh(v[1]) * 1.5f + 0.1f};
+                   },
+                   {Tensor(0), x});
+    return Value(cond(
+        greater(reduce_sum(r[1]), 0.f), [&] { return std::vector<Tensor>{r[1] * 2.f - 1.f}; },
+        [&] { return std::vector<Tensor>{-r[1]}; })[0]);
+  };
+  const Tensor x = random_tensor(DType::kFloat32, Shape({12}), 50);
+  Function j = make(body, true), g = make(body, false);
+  expect_same(j({Value(x)}).tensor(), g({Value(x)}).tensor());
+  expect_same(j({Value(-x)}).tensor(), g({Value(-x)}).tensor());
+  // The loop body and the true branch each hold a kernel.
+  EXPECT_GE(j.get_concrete_function({Value(x)})->jit_kernels(), 2u);
+  EXPECT_EQ(g.get_concrete_function({Value(x)})->jit_kernels(), 0u);
+
+  auto printing = [](const std::vector<Value>& a) {
+    const Tensor& x = a[0].tensor();
+    return Value(cond(
+        greater(reduce_sum(x), 0.f),
+        [&] {
+          print({x});
+          return std::vector<Tensor>{x * 2.f};
+        },
+        [&] { return std::vector<Tensor>{x}; })[0]);
+  };
+  Function p = make(printing, true);
+  expect_error([&] { p({Value(x)}); }, Code::kInvalidArgument,
+               {"Detected unsupported operations", "PrintV2"});
 }
 
 TEST(Jit, NoCompilerWarnsAndStillRunsCorrectly) {

@@ -236,6 +236,22 @@ def test_while_loop_and_cond_inside():
     j, g = both(fn)
     x = tf.constant(np.linspace(-2, 2, 12).astype(np.float32))
     np.testing.assert_allclose(j(x).numpy(), g(x).numpy(), rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(j(-x).numpy(), g(-x).numpy(), rtol=1e-6, atol=1e-6)
+    # The loop body and the branches are compiled too.
+    assert kernels(j, x) >= 2
+
+
+def test_unsupported_op_in_a_branch_is_named_with_its_line():
+    @tf.function(jit_compile=True)
+    def fn(x):
+        if tf.reduce_sum(x) > 0:
+            tf.print(x)
+            x = x * 2.0
+        return x
+
+    with pytest.raises(tf.errors.InvalidArgumentError,
+                       match=r"(?s)unsupported operations.*PrintV2.*test_jit_compile.py:\d+"):
+        fn(tf.constant([1.0, 2.0]))
 
 
 def test_keras_fit_with_jit_compile():
