@@ -1,4 +1,4 @@
-"""BatchNormalization: inference with moving statistics, training statistics, weights."""
+"""BatchNormalization and LayerNormalization: statistics, weights, errors, jit."""
 import numpy as np
 import pytest
 
@@ -96,3 +96,56 @@ def test_batchnorm_training_inside_function_updates_moving_stats():
     f(tf.constant(x))
     f(tf.constant(x))
     np.testing.assert_allclose(layer.moving_mean.numpy(), 0.75 * x.mean(axis=0), rtol=1e-5)
+
+
+def _layer_norm_reference(x, axes, gamma, beta, eps):
+    mean = x.mean(axis=tuple(axes), keepdims=True)
+    var = x.var(axis=tuple(axes), keepdims=True)
+    return gamma * (x - mean) / np.sqrt(var + eps) + beta
+
+
+def test_layer_norm_weights_and_last_axis_match_numpy():
+    layer = layers.LayerNormalization()
+    assert (layer.axis, layer.epsilon, layer.center, layer.scale) == (-1, 1e-3, True, True)
+    x = randn(4, 3, 8) * 3
+    layer(tf.constant(x))
+    assert [w.name for w in layer.weights] == ["gamma", "beta"]
+    assert layer.count_params() == 16
+    r = np.random.default_rng(3)
+    gamma, beta = r.uniform(0.5, 2, 8), r.normal(size=8)
+    layer.set_weights([gamma.astype(np.float32), beta.astype(np.float32)])
+    assert_layer(layer, x, _layer_norm_reference(x, [2], gamma, beta, 1e-3), rtol=1e-4, atol=1e-5)
+
+
+def test_layer_norm_several_and_leading_axes():
+    x = randn(2, 3, 4, 5)
+    for axis in ([-2, -1], 1, [1, 3]):
+        layer = layers.LayerNormalization(axis=axis, center=False, epsilon=1e-5)
+        layer(tf.constant(x))
+        axes = sorted(a % 4 for a in (axis if isinstance(axis, list) else [axis]))
+        gamma = np.random.default_rng(4).uniform(0.5, 2, [x.shape[a] for a in axes])
+        layer.set_weights([gamma.astype(np.float32)])
+        bshape = [x.shape[a] if a in axes else 1 for a in range(4)]
+        want = _layer_norm_reference(x, axes, gamma.reshape(bshape), 0.0, 1e-5)
+        assert_layer(layer, x, want, rtol=1e-4, atol=1e-5)
+
+
+def test_layer_norm_errors():
+    with pytest.raises(ValueError, match="epsilon"):
+        layers.LayerNormalization(epsilon=-1)
+    with pytest.raises(TypeError, match="axis"):
+        layers.LayerNormalization(axis=1.5)
+    with pytest.raises(ValueError, match="invalid axis"):
+        layers.LayerNormalization(axis=3).build((None, 4))
+    with pytest.raises(ValueError, match="must be defined"):
+        layers.LayerNormalization().build((None, None))
+
+
+def test_layer_norm_in_a_jit_model_is_one_row_kernel():
+    model = tf.keras.Sequential([tf.keras.Input((16,)), layers.Dense(32),
+                                 layers.LayerNormalization()])
+    x = tf.constant(randn(6, 16))
+    want = model(x).numpy()
+    fn = tf.function(model, jit_compile=True)
+    np.testing.assert_allclose(fn(x).numpy(), want, rtol=1e-5, atol=1e-5)
+    assert "reduce AddV2" in fn.experimental_get_compiler_ir(x)("hlo")

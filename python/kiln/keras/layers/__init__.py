@@ -4,7 +4,7 @@ from kiln.keras.layers.input_layer import InputLayer, Input
 from kiln.keras.layers.core import (Dense, Activation, Dropout, Flatten, Reshape, Rescaling,
                                     Lambda)
 from kiln.keras.layers.convolutional import Conv2D, DepthwiseConv2D, ZeroPadding2D
-from kiln.keras.layers.normalization import BatchNormalization
+from kiln.keras.layers.normalization import BatchNormalization, LayerNormalization
 from kiln.keras.layers.pooling import (MaxPooling2D, AveragePooling2D, GlobalAveragePooling2D,
                                        GlobalMaxPooling2D, MaxPool2D, AvgPool2D,
                                        GlobalAvgPool2D, GlobalMaxPool2D)
@@ -16,7 +16,8 @@ Convolution2D = Conv2D
 
 __all__ = ["Layer", "InputSpec", "InputLayer", "Input", "Dense", "Activation", "Dropout",
            "Flatten", "Reshape", "Rescaling", "Lambda", "Conv2D", "Convolution2D",
-           "DepthwiseConv2D", "ZeroPadding2D", "BatchNormalization", "MaxPooling2D",
+           "DepthwiseConv2D", "ZeroPadding2D", "BatchNormalization", "LayerNormalization",
+           "MaxPooling2D",
            "AveragePooling2D", "GlobalAveragePooling2D", "GlobalMaxPooling2D", "MaxPool2D",
            "AvgPool2D", "GlobalAvgPool2D", "GlobalMaxPool2D", "Add", "Subtract", "Multiply",
            "Average", "Maximum", "Minimum", "Concatenate", "add", "subtract", "multiply",

@@ -1,8 +1,10 @@
-"""BatchNormalization.
+"""BatchNormalization and LayerNormalization.
 
-At inference the layer is ``kiln.nn.batch_normalization`` with the moving
-statistics, which emits ``x * inv + shift`` with [C] vectors: the pattern
-kiln's graph passes fold into a preceding convolution.
+At inference BatchNormalization is ``kiln.nn.batch_normalization`` with the
+moving statistics, which emits ``x * inv + shift`` with [C] vectors: the
+pattern kiln's graph passes fold into a preceding convolution.
+LayerNormalization is ``moments`` over its axes and the same formula: under
+``jit_compile`` over the last axes, one row kernel (docs/JIT.md).
 """
 from kiln import _kiln
 from kiln.keras import initializers
@@ -12,6 +14,52 @@ from kiln.ops import array_ops, nn_ops
 from kiln.tensor_shape import TensorShape
 
 raw = _kiln.raw
+
+
+def _axes_list(name, axis):
+    axes = list(axis) if isinstance(axis, (list, tuple)) else [axis]
+    if not axes or any(isinstance(a, bool) or not isinstance(a, int) for a in axes):
+        raise TypeError(f"{name}: axis must be an int or a list of ints, got {axis!r}")
+    return axes
+
+
+def _normalized_axes(name, axes, rank):
+    out = []
+    for a in axes:
+        if not -rank <= a < rank:
+            raise ValueError(f"{name}: invalid axis {a} for input of rank {rank}")
+        out.append(a % rank)
+    if len(set(out)) != len(out):
+        raise ValueError(f"{name}: duplicate axes {axes}")
+    return sorted(out)
+
+
+def _check_epsilon(name, epsilon):
+    if not isinstance(epsilon, (int, float)) or epsilon <= 0:
+        raise ValueError(f"{name}: epsilon must be a positive float, got {epsilon!r}")
+    return float(epsilon)
+
+
+def _param_shape(name, input_shape, axes_arg):
+    """(normalized axes, their dims) of a built input shape."""
+    shape = TensorShape(input_shape)
+    if shape.rank is None:
+        raise ValueError(f"{name}: input has undefined rank: {shape}")
+    axes = _normalized_axes(name, axes_arg, shape.rank)
+    dims = [shape[a] for a in axes]
+    if any(d is None for d in dims):
+        raise ValueError(f"{name}: axis {axes_arg} of input shape {shape} must be defined")
+    return shape, axes, dims
+
+
+def _broadcastable(values, axes, dims, rank):
+    """[dims] weights shaped to broadcast against a rank-`rank` input."""
+    if axes == list(range(rank - len(axes), rank)):
+        return values  # trailing axes: the weights broadcast as they are
+    bshape = [1] * rank
+    for a, d in zip(axes, dims):
+        bshape[a] = d
+    return [None if v is None else array_ops.reshape(h.tensor(v), bshape) for v in values]
 
 
 class BatchNormalization(Layer):
@@ -33,18 +81,9 @@ class BatchNormalization(Layer):
                  beta_regularizer=None, gamma_regularizer=None, beta_constraint=None,
                  gamma_constraint=None, synchronized=False, **kwargs):
         super().__init__(**kwargs)
-        if isinstance(axis, (list, tuple)):
-            axes = list(axis)
-        else:
-            axes = [axis]
-        if not axes or any(isinstance(a, bool) or not isinstance(a, int) for a in axes):
-            raise TypeError(f"BatchNormalization: axis must be an int or a list of ints, "
-                            f"got {axis!r}")
+        self._axes = _axes_list("BatchNormalization", axis)
         self.axis = axis if isinstance(axis, int) else list(axis)
-        self._axes = axes
-        if not isinstance(epsilon, (int, float)) or epsilon <= 0:
-            raise ValueError(f"BatchNormalization: epsilon must be a positive float, "
-                             f"got {epsilon!r}")
+        epsilon = _check_epsilon("BatchNormalization", epsilon)
         if not isinstance(momentum, (int, float)) or not 0 <= momentum <= 1:
             raise ValueError(f"BatchNormalization: momentum must be in [0, 1], got {momentum!r}")
         self.momentum, self.epsilon = float(momentum), float(epsilon)
@@ -58,24 +97,10 @@ class BatchNormalization(Layer):
         self.synchronized = synchronized
 
     def _norm_axes(self, rank):
-        out = []
-        for a in self._axes:
-            if not -rank <= a < rank:
-                raise ValueError(f"BatchNormalization: invalid axis {a} for input of rank {rank}")
-            out.append(a % rank)
-        if len(set(out)) != len(out):
-            raise ValueError(f"BatchNormalization: duplicate axes {self._axes}")
-        return sorted(out)
+        return _normalized_axes("BatchNormalization", self._axes, rank)
 
     def build(self, input_shape):
-        shape = TensorShape(input_shape)
-        if shape.rank is None:
-            raise ValueError(f"BatchNormalization: input has undefined rank: {shape}")
-        axes = self._norm_axes(shape.rank)
-        dims = [shape[a] for a in axes]
-        if any(d is None for d in dims):
-            raise ValueError(f"BatchNormalization: axis {self.axis} of input shape {shape} "
-                             "must be defined")
+        shape, axes, dims = _param_shape("BatchNormalization", input_shape, self._axes)
         pshape = tuple(dims)
         self.gamma = self.add_weight("gamma", pshape, initializer=self.gamma_initializer,
                                      regularizer=self.gamma_regularizer,
@@ -98,10 +123,7 @@ class BatchNormalization(Layer):
         vals = [self.moving_mean, self.moving_variance, self.beta, self.gamma]
         if axes == [rank - 1]:
             return vals  # [C] vectors broadcast on the last axis
-        bshape = [1] * rank
-        for a, d in zip(axes, self.moving_mean.shape):
-            bshape[a] = d
-        return [None if v is None else array_ops.reshape(h.tensor(v), bshape) for v in vals]
+        return _broadcastable(vals, axes, list(self.moving_mean.shape), rank)
 
     def call(self, inputs, training=None):
         x = h.tensor(inputs)
@@ -131,3 +153,50 @@ class BatchNormalization(Layer):
     def get_config(self):
         return {**super().get_config(), "axis": self.axis, "momentum": self.momentum,
                 "epsilon": self.epsilon, "center": self.center, "scale": self.scale}
+
+
+class LayerNormalization(Layer):
+    """Normalizes each example over ``axis`` (default the last):
+    ``gamma * (x - mean) / sqrt(var + epsilon) + beta``, with mean and var of
+    that example; gamma and beta (when ``scale`` / ``center``) have the
+    normalized axes' shape."""
+
+    def __init__(self, axis=-1, epsilon=1e-3, center=True, scale=True,
+                 beta_initializer="zeros", gamma_initializer="ones", beta_regularizer=None,
+                 gamma_regularizer=None, beta_constraint=None, gamma_constraint=None, **kwargs):
+        super().__init__(**kwargs)
+        self._axes = _axes_list("LayerNormalization", axis)
+        self.axis = axis if isinstance(axis, int) else list(axis)
+        self.epsilon = _check_epsilon("LayerNormalization", epsilon)
+        self.center, self.scale = bool(center), bool(scale)
+        self.beta_initializer = initializers.get(beta_initializer)
+        self.gamma_initializer = initializers.get(gamma_initializer)
+        self.beta_regularizer, self.gamma_regularizer = beta_regularizer, gamma_regularizer
+        self.beta_constraint, self.gamma_constraint = beta_constraint, gamma_constraint
+
+    def build(self, input_shape):
+        shape, axes, dims = _param_shape("LayerNormalization", input_shape, self._axes)
+        self.gamma = self.add_weight("gamma", tuple(dims), initializer=self.gamma_initializer,
+                                     regularizer=self.gamma_regularizer,
+                                     constraint=self.gamma_constraint) if self.scale else None
+        self.beta = self.add_weight("beta", tuple(dims), initializer=self.beta_initializer,
+                                    regularizer=self.beta_regularizer,
+                                    constraint=self.beta_constraint) if self.center else None
+        self.input_spec = InputSpec(ndim=shape.rank, axes=dict(zip(axes, dims)))
+        self.built = True
+
+    def call(self, inputs):
+        x = h.tensor(inputs)
+        rank = h.static_rank(x, "LayerNormalization")
+        axes = _normalized_axes("LayerNormalization", self._axes, rank)
+        mean, var = nn_ops.moments(x, axes, keepdims=True)
+        dims = [x.shape[a] for a in axes]
+        beta, gamma = _broadcastable([self.beta, self.gamma], axes, dims, rank)
+        return nn_ops.batch_normalization(x, mean, var, beta, gamma, self.epsilon)
+
+    def compute_output_shape(self, input_shape):
+        return TensorShape(input_shape)
+
+    def get_config(self):
+        return {**super().get_config(), "axis": self.axis, "epsilon": self.epsilon,
+                "center": self.center, "scale": self.scale}
