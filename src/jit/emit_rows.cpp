@@ -68,15 +68,46 @@ bool costly(const Kernel& k, const Plan& p, size_t i) {
   return false;
 }
 
+// Whether point value i is read by an instruction of a later pass.
+bool read_later(const Kernel& k, const Plan& p, size_t i) {
+  for (size_t j = i + 1; j < k.body.size(); ++j) {
+    const Instr& u = k.body[j];
+    if (u.kind == Instr::kReduce || p.row[j] || p.stage[j] <= p.stage[i]) continue;
+    const auto x = static_cast<int32_t>(i);
+    if (u.a == x || u.b == x || u.c == x) return true;
+  }
+  return false;
+}
+
+// Row buffers on the stack, while it allows: costly point values a later
+// pass reads (spill), then per-point outputs to stream from (staged).
+void choose_buffers(const Kernel& k, Plan& p) {
+  int64_t stack = 0;
+  auto fits = [&](DType dt) {
+    const int64_t bytes = p.n * static_cast<int64_t>(dtype_size(dt));
+    if (bytes > kMaxSpillBytes || stack + bytes > kMaxStackBytes) return false;
+    stack += bytes;
+    return true;
+  };
+  p.spill.assign(k.body.size(), 0);
+  for (size_t i = 0; i < k.body.size(); ++i) {
+    const Instr& in = k.body[i];
+    const bool value = in.kind != Instr::kLoad && in.kind != Instr::kConst &&
+                       in.kind != Instr::kReduce && !p.row[i];
+    p.spill[i] = value && read_later(k, p, i) && costly(k, p, i) && fits(in.dtype);
+  }
+  for (int32_t o : k.outputs)
+    p.staged.push_back(!p.row[static_cast<size_t>(o)] &&
+                       fits(k.body[static_cast<size_t>(o)].dtype));
+}
+
 Plan plan(const Kernel& k) {
   Plan p;
   p.row = k.per_row();
-  const size_t n = k.body.size();
-  p.stage.assign(n, 0);
-  p.spill.assign(n, 0);
+  p.stage.assign(k.body.size(), 0);
   for (int d = k.rank - k.reduced; d < k.rank; ++d) p.n *= k.dims[static_cast<size_t>(d)];
   int last = -1;
-  for (size_t i = 0; i < n; ++i) {
+  for (size_t i = 0; i < k.body.size(); ++i) {
     const Instr& in = k.body[i];
     if (in.kind == Instr::kLoad || in.kind == Instr::kConst) continue;
     if (in.kind == Instr::kReduce) {
@@ -90,35 +121,7 @@ Plan plan(const Kernel& k) {
   for (int32_t o : k.outputs)
     if (!p.row[static_cast<size_t>(o)]) last = std::max(last, p.stage[static_cast<size_t>(o)]);
   p.passes = last + 1;
-  // Keep a costly point value that a later pass reads, while the stack allows.
-  int64_t stack = 0;
-  for (size_t i = 0; i < n; ++i) {
-    const Instr& in = k.body[i];
-    if (in.kind == Instr::kLoad || in.kind == Instr::kConst || in.kind == Instr::kReduce ||
-        p.row[i])
-      continue;
-    bool later = false;
-    for (size_t j = i + 1; j < n; ++j) {
-      const Instr& u = k.body[j];
-      if (u.kind == Instr::kReduce || p.row[j] || p.stage[j] <= p.stage[i]) continue;
-      later |= u.a == static_cast<int32_t>(i) || u.b == static_cast<int32_t>(i) ||
-               u.c == static_cast<int32_t>(i);
-    }
-    const int64_t bytes = p.n * static_cast<int64_t>(dtype_size(in.dtype));
-    if (later && bytes <= kMaxSpillBytes && stack + bytes <= kMaxStackBytes && costly(k, p, i)) {
-      p.spill[i] = 1;
-      stack += bytes;
-    }
-  }
-  // Per-point outputs are staged in a row buffer when streaming, if room.
-  for (int32_t o : k.outputs) {
-    const int64_t bytes =
-        p.n * static_cast<int64_t>(dtype_size(k.body[static_cast<size_t>(o)].dtype));
-    const bool ok = !p.row[static_cast<size_t>(o)] && bytes <= kMaxSpillBytes &&
-                    stack + bytes <= kMaxStackBytes;
-    p.staged.push_back(ok);
-    if (ok) stack += bytes;
-  }
+  choose_buffers(k, p);
   return p;
 }
 
