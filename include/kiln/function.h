@@ -172,7 +172,8 @@ class ConcreteFunction : public std::enable_shared_from_this<ConcreteFunction> {
   const OptimizeReport& optimize_report() const { return report_; }
   /// TensorFlow's experimental_get_compiler_ir for jit_compile=True functions:
   /// stage "hlo" is the fused kernels' IR as lowered, "optimized_hlo" after
-  /// the kernel passes, "source" the generated C++. InvalidArgumentError for
+  /// the kernel passes, "source" the generated C++ (the function's module,
+  /// then each cond/while body's). InvalidArgumentError for
   /// another stage, or for a function traced without jit_compile.
   std::string compiler_ir(std::string_view stage) const;
   /// Compiled kernels running in the optimized graph and its cond/while

@@ -110,32 +110,48 @@ void set_warning_handler(WarningHandler handler) {
 ConcreteFunction::ConcreteFunction() = default;
 ConcreteFunction::~ConcreteFunction() = default;
 
+namespace {
+// Calls f(body) for each jit-compiled control-flow body of `g`, nested ones
+// included, in graph order.
+template <typename F>
+void for_each_jit_body(const Graph& g, F&& f) {
+  for (const auto& node : g.nodes())
+    for (const AttrValue& a : node->attrs())
+      if (const auto* r = std::get_if<Ref<Subgraph>>(&a))
+        if (const auto* body = dynamic_cast<const detail::GraphSubgraph*>(r->get())) {
+          if (body->jit()) f(*body);
+          for_each_jit_body(body->graph(), f);
+        }
+}
+}  // namespace
+
 std::string ConcreteFunction::compiler_ir(std::string_view stage) const {
   if (!jit_)
     throw InvalidArgumentError(str_cat("experimental_get_compiler_ir: function '", name_,
                                        "' was not traced with jit_compile=True"));
-  if (stage == "hlo") return jit_->hlo;
-  if (stage == "optimized_hlo") return jit_->optimized_hlo;
-  if (stage == "source") return jit_->source;
-  throw InvalidArgumentError(str_cat("experimental_get_compiler_ir: unknown stage '", stage,
-                                     "'; valid stages are 'hlo', 'optimized_hlo', 'source'"));
+  std::string jit::JitResult::*part = nullptr;
+  if (stage == "hlo") part = &jit::JitResult::hlo;
+  if (stage == "optimized_hlo") part = &jit::JitResult::optimized_hlo;
+  if (stage == "source") part = &jit::JitResult::source;
+  if (!part)
+    throw InvalidArgumentError(str_cat("experimental_get_compiler_ir: unknown stage '", stage,
+                                       "'; valid stages are 'hlo', 'optimized_hlo', 'source'"));
+  // The function's own module, then each cond/while body's (a module each).
+  std::string s = (*jit_).*part;
+  for_each_jit_body(*optimized_, [&](const detail::GraphSubgraph& body) {
+    if (!(body.jit()->*part).empty())
+      s += str_cat("\n// ---- body '", body.name(), "' ----\n", body.jit()->*part);
+  });
+  return s;
 }
 
-namespace {
-// Compiled kernels in the control-flow bodies of `g`, nested ones included.
-size_t body_kernels(const Graph& g) {
-  size_t n = 0;
-  for (const auto& node : g.nodes())
-    for (const AttrValue& a : node->attrs())
-      if (const auto* r = std::get_if<Ref<Subgraph>>(&a))
-        if (const auto* body = dynamic_cast<const detail::GraphSubgraph*>(r->get()))
-          n += body->jit_kernels() + body_kernels(body->graph());
-  return n;
-}
-}  // namespace
 
 size_t ConcreteFunction::jit_kernels() const {
-  return jit_ ? jit_->kernels + body_kernels(*optimized_) : 0;
+  if (!jit_) return 0;
+  size_t n = jit_->kernels;
+  for_each_jit_body(*optimized_,
+                    [&](const detail::GraphSubgraph& body) { n += body.jit_kernels(); });
+  return n;
 }
 
 void ConcreteFunction::check_flat(std::span<const Tensor> inputs) const {

@@ -33,7 +33,7 @@ Ref<GraphSubgraph> GraphSubgraph::create(std::unique_ptr<Graph> graph, bool jit)
   co.jit = jit;
   CompiledGraph c = compile_graph(std::move(graph), co);
   if (!c.jit.warning.empty()) warn("JitWarning", c.jit.warning);
-  s->jit_kernels_ = c.jit.kernels;
+  if (jit) s->jit_ = std::make_shared<const jit::JitResult>(std::move(c.jit));
   for (const Node* n : c.graph->inputs()) s->inputs_.push_back(n->outputs()[0]);
   for (const Edge& e : c.graph->outputs())
     s->outputs_.push_back(e.node->outputs()[static_cast<size_t>(e.index)]);
@@ -41,6 +41,10 @@ Ref<GraphSubgraph> GraphSubgraph::create(std::unique_ptr<Graph> graph, bool jit)
   s->plan_ = std::move(c.plan);
   s->graph_ = std::move(c.graph);
   return s;
+}
+
+size_t GraphSubgraph::jit_kernels() const {
+  return jit_ ? jit_->kernels : 0;
 }
 
 namespace {

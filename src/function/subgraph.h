@@ -58,8 +58,9 @@ class GraphSubgraph final : public TracedSubgraph {
   const Backward& if_backward(const GraphSubgraph& other) const;
   /// True when the optimized body still has a stateful node.
   bool stateful() const { return stateful_; }
-  /// The compiled kernels the body runs (jit bodies only).
-  size_t jit_kernels() const { return jit_kernels_; }
+  /// What the JIT made of the body (jit bodies only; null otherwise).
+  const jit::JitResult* jit() const { return jit_.get(); }
+  size_t jit_kernels() const;
 
  private:
   GraphSubgraph() = default;
@@ -67,7 +68,7 @@ class GraphSubgraph final : public TracedSubgraph {
   std::unique_ptr<Plan> plan_;
   std::vector<TensorSpec> inputs_, outputs_;
   bool stateful_ = false;
-  size_t jit_kernels_ = 0;
+  std::shared_ptr<const jit::JitResult> jit_;
   BackwardCache backward_, if_backward_;
 };
 

@@ -140,8 +140,13 @@ TEST(Jit, WhileAndCondBodiesCompileAndTheirUnsupportedOpsAreNamed) {
   Function j = make(body, true), g = make(body, false);
   expect_same(j({Value(x)}).tensor(), g({Value(x)}).tensor());
   expect_same(j({Value(-x)}).tensor(), g({Value(-x)}).tensor());
-  // The loop body and the true branch each hold a kernel.
-  EXPECT_GE(j.get_concrete_function({Value(x)})->jit_kernels(), 2u);
+  // The loop body and the true branch each hold a kernel; the compiler IR
+  // shows their modules after the function's own.
+  const auto cf = j.get_concrete_function({Value(x)});
+  EXPECT_GE(cf->jit_kernels(), 2u);
+  const std::string src = cf->compiler_ir("source");
+  EXPECT_NE(src.find("// ---- body '"), std::string::npos) << src;
+  EXPECT_NE(src.find("kiln::fn::Tanh{}"), std::string::npos);
   EXPECT_EQ(g.get_concrete_function({Value(x)})->jit_kernels(), 0u);
 
   auto printing = [](const std::vector<Value>& a) {
