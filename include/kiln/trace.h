@@ -44,12 +44,10 @@ class TracingContext final : public ExecutionContext {
 
   /// Optional source location attached to nodes created from now on.
   void set_location(std::string loc) { location_ = std::move(loc); }
-  /// Ask the location provider for each new node's user line (a trace for
-  /// jit_compile, whose errors name lines; costs ~0.7 us a node in Python).
-  /// Traces started inside this one inherit it.
-  void set_record_locations(bool on) { record_locations_ = on; }
-  /// A trace for jit_compile: the control-flow bodies traced inside it are
-  /// compiled too. Traces started inside this one inherit it.
+  /// A trace for jit_compile: each new node gets its user line from the
+  /// location provider (its errors name lines; ~0.7 us a node in Python),
+  /// and the control-flow bodies traced inside it are compiled too. Traces
+  /// started inside this one inherit it.
   void set_jit(bool on) { jit_ = on; }
   bool jit() const { return jit_; }
 
@@ -77,7 +75,6 @@ class TracingContext final : public ExecutionContext {
   Node* last_stateful_ = nullptr;
   std::string location_;
   std::string name_scope_;
-  bool record_locations_ = false;
   bool jit_ = false;
 };
 

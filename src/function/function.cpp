@@ -145,7 +145,6 @@ std::string ConcreteFunction::compiler_ir(std::string_view stage) const {
   return s;
 }
 
-
 size_t ConcreteFunction::jit_kernels() const {
   if (!jit_) return 0;
   size_t n = jit_->kernels;
@@ -539,10 +538,7 @@ std::shared_ptr<ConcreteFunction> Function::trace_once(const std::vector<Value>&
     cf->arg_names_.push_back(i < names.size() ? names[i] : str_cat("args_", i));
   cf->graph_ = std::make_unique<Graph>(options_.name);
   TracingContext tc(*cf->graph_);
-  if (options_.jit_compile) {
-    tc.set_record_locations(true);  // its errors name user lines
-    tc.set_jit(true);               // cond and while bodies compile too
-  }
+  if (options_.jit_compile) tc.set_jit(true);  // user lines in errors; bodies compile too
   ContextScope scope(tc);
   VariableCreationScope var_rule([&](const std::string& name) {
     if (!allow_variables)

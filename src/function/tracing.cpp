@@ -19,7 +19,6 @@ Node* node_of(const Tensor& t) {
 TracingContext::TracingContext(Graph& graph, TracingContext* outer) : graph_(graph), outer_(outer) {
   // A nested trace (a body, or a function called while tracing) inherits.
   const TracingContext* enclosing = outer ? outer : current();
-  record_locations_ = enclosing && enclosing->record_locations_;
   jit_ = enclosing && enclosing->jit_;
 }
 
@@ -108,7 +107,7 @@ void TracingContext::execute(const OpDef& op, std::span<const Tensor> inputs, co
                                                   name_scope_ + op.node_name);
   if (!location_.empty())
     n->set_location(location_);
-  else if (record_locations_)
+  else if (jit_)
     if (LocationProvider p = location_provider().load(std::memory_order_relaxed))
       n->set_location(p());
   if (op.has(kStateful)) {

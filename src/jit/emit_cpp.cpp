@@ -45,15 +45,14 @@ std::string v(int32_t x) {
   return str_cat("v", x);
 }
 
-std::string literal(const Instr& in) {
-  switch (in.dtype) {
-    case DType::kBool: return in.bits ? "true" : "false";
+std::string literal(DType dt, uint64_t bits) {
+  switch (dt) {
+    case DType::kBool: return bits ? "true" : "false";
     case DType::kFloat32:
-      return str_cat("__builtin_bit_cast(float, 0x", to_hex(in.bits & 0xffffffffu), "u)");
-    case DType::kFloat64: return str_cat("__builtin_bit_cast(double, 0x", to_hex(in.bits), "ull)");
+      return str_cat("__builtin_bit_cast(float, 0x", to_hex(bits & 0xffffffffu), "u)");
+    case DType::kFloat64: return str_cat("__builtin_bit_cast(double, 0x", to_hex(bits), "ull)");
     default:
-      return str_cat("static_cast<", ctype(in.dtype), ">(static_cast<int64_t>(0x", to_hex(in.bits),
-                     "ull))");
+      return str_cat("static_cast<", ctype(dt), ">(static_cast<int64_t>(0x", to_hex(bits), "ull))");
   }
 }
 
@@ -65,7 +64,7 @@ std::string statement(const Kernel& k, size_t i) {
   const Instr& in = k.body[i];
   std::string s = str_cat("const ", ctype(in.dtype), " ", v(static_cast<int32_t>(i)), " = ");
   switch (in.kind) {
-    case Instr::kConst: s += literal(in); break;
+    case Instr::kConst: s += literal(in.dtype, in.bits); break;
     case Instr::kApply:
       s += str_cat(functor(in.op), "(", v(in.a));
       if (in.b >= 0) s += str_cat(", ", v(in.b));

@@ -23,24 +23,6 @@ constexpr int kLanes = 16;
 constexpr int64_t kMaxSpillBytes = 32 << 10;  // per buffer
 constexpr int64_t kMaxStackBytes = 96 << 10;  // all buffers of a kernel
 
-bool heavy(OpId op) {
-  switch (op) {
-    case OpId::Exp:
-    case OpId::Expm1:
-    case OpId::Log:
-    case OpId::Log1p:
-    case OpId::Tanh:
-    case OpId::Sigmoid:
-    case OpId::Sin:
-    case OpId::Cos:
-    case OpId::Pow:
-    case OpId::Sqrt:
-    case OpId::Rsqrt:
-    case OpId::Div: return true;
-    default: return false;
-  }
-}
-
 struct Plan {
   std::vector<uint8_t> row;     // per value: per-row
   std::vector<int> stage;       // per value: reductions it waits on, in sequence
@@ -50,7 +32,9 @@ struct Plan {
   int64_t n = 1;  // points per row
 };
 
-// Whether point value i is costly enough to keep rather than recompute.
+// Whether point value i is costly enough to keep rather than recompute: two
+// or more per-point instructions (softmax's exp(x - max)); one is cheaper to
+// recompute than to store and load.
 bool costly(const Kernel& k, const Plan& p, size_t i) {
   int count = 0;
   std::vector<size_t> stack{i};
@@ -60,8 +44,7 @@ bool costly(const Kernel& k, const Plan& p, size_t i) {
     stack.pop_back();
     const Instr& in = k.body[j];
     if (!seen.insert(j).second || p.row[j] || in.kind == Instr::kLoad) continue;
-    if (in.kind == Instr::kApply && heavy(in.op)) return true;
-    if (++count >= 3) return true;
+    if (++count >= 2) return true;
     for (int32_t a : {in.a, in.b, in.c})
       if (a >= 0) stack.push_back(static_cast<size_t>(a));
   }
@@ -202,13 +185,9 @@ std::string pass_text(const Kernel& k, const Plan& p, int pass) {
            point_body(k, p, pass, need, "      ") + "    }\n" + stream_text(k, p, pass);
   for (int32_t f : folds) {
     const Instr& in = k.body[static_cast<size_t>(f)];
-    Instr init;
-    init.kind = Instr::kConst;
-    init.dtype = in.dtype;
-    init.bits = in.bits;
     s += str_cat("    ", ctype(in.dtype), " a", f, "[", kLanes, "];\n    for (int l = 0; l < ",
-                 kLanes, "; ++l) a", f, "[l] = ", literal(init), ";\n    ", ctype(in.dtype), " t",
-                 f, " = ", literal(init), ";\n");
+                 kLanes, "; ++l) a", f, "[l] = ", literal(in.dtype, in.bits), ";\n    ",
+                 ctype(in.dtype), " t", f, " = ", literal(in.dtype, in.bits), ";\n");
   }
   // acc is "a<f>[l]" (a lane) or "t<f>" (the tail's own accumulator).
   auto fold = [&](bool lane, const std::string& ind) {

@@ -10,8 +10,8 @@ namespace kiln::jit::detail {
 const char* ctype(DType dt);
 /// The C++ name of value x ("v12").
 std::string v(int32_t x);
-/// A constant instruction's value as a C++ expression of its type.
-std::string literal(const Instr& in);
+/// The constant of `dt` whose bit pattern is `bits`, as a C++ expression.
+std::string literal(DType dt, uint64_t bits);
 /// The scalar functor of an op row ("kiln::fn::Exp{}").
 std::string functor(OpId op);
 /// "const T vI = ...;" for instruction i (not a load or a reduction).

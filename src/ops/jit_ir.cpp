@@ -15,17 +15,18 @@ constexpr int64_t kMaxRank = 16;
   throw InvalidArgumentError(str_cat("jit kernel '", name, "': malformed IR (", what, ")"));
 }
 
+std::string constant_text(DType dt, uint64_t bits) {
+  if (dt == DType::kFloat32) return str_cat(std::bit_cast<float>(static_cast<uint32_t>(bits)));
+  if (dt == DType::kFloat64) return str_cat(std::bit_cast<double>(bits));
+  if (dt == DType::kBool) return bits ? "true" : "false";
+  return str_cat(static_cast<int64_t>(bits));
+}
+
 std::string value_text(const Instr& in) {
   const auto v = [](int32_t x) { return str_cat("%", x); };
   switch (in.kind) {
     case Instr::kLoad: return str_cat("load in", in.a);
-    case Instr::kConst: {
-      if (in.dtype == DType::kFloat32)
-        return str_cat("const ", std::bit_cast<float>(static_cast<uint32_t>(in.bits)));
-      if (in.dtype == DType::kFloat64) return str_cat("const ", std::bit_cast<double>(in.bits));
-      if (in.dtype == DType::kBool) return in.bits ? "const true" : "const false";
-      return str_cat("const ", static_cast<int64_t>(in.bits));
-    }
+    case Instr::kConst: return str_cat("const ", constant_text(in.dtype, in.bits));
     case Instr::kApply: {
       std::string s = str_cat(op_def(in.op).type_name, "(", v(in.a));
       if (in.b >= 0) s += str_cat(", ", v(in.b));
@@ -34,14 +35,9 @@ std::string value_text(const Instr& in) {
     }
     case Instr::kCast: return str_cat("cast(", v(in.a), ")");
     case Instr::kSelect: return str_cat("select(", v(in.a), ", ", v(in.b), ", ", v(in.c), ")");
-    case Instr::kReduce: {
-      Instr init;
-      init.kind = Instr::kConst;
-      init.dtype = in.dtype;
-      init.bits = in.bits;
+    case Instr::kReduce:
       return str_cat("reduce ", op_def(in.op).type_name, "(", v(in.a), ") from ",
-                     value_text(init).substr(6));
-    }
+                     constant_text(in.dtype, in.bits));
   }
   return "?";
 }
