@@ -2,10 +2,12 @@
 BUILD ?= build
 ASAN_BUILD ?= build-asan
 TSAN_BUILD ?= build-tsan
+FUZZ_BUILD ?= build-fuzz
+FUZZ_TIME ?= 600
 CMAKE_FLAGS ?=
 JOBS ?= $(shell nproc)
 
-.PHONY: all setup build py demo tour bench-peers bench-peers-busy test test-cpp test-py check-deps test-asan test-tsan bench format format-check clean
+.PHONY: all setup build py demo tour bench-peers bench-peers-busy test-peers test test-cpp test-py check-deps test-asan test-tsan fuzz bench format format-check clean
 
 all: build
 
@@ -35,7 +37,10 @@ demo: build
 	.venv/bin/python bench/demo.py
 	@echo; echo "== the C++ harness (examples/bench_demo.cpp)"
 	$(BUILD)/bench_demo
-	.venv/bin/python examples/train_digits.py
+	.venv/bin/python examples/train_digits.py --export $(BUILD)/export
+	@echo; echo "== serving the exports from C++, no Python (examples/serve.cpp, kiln-run)"
+	$(BUILD)/serve $(BUILD)/export
+	$(BUILD)/kiln-run $(BUILD)/export/digits
 
 # Peers side by side: CPU TensorFlow, JAX and PyTorch in .venv-peers (scripts/setup_peers.sh),
 # the same workloads through each, then ratios kiln/peer (bench/results/compare.json).
@@ -44,6 +49,13 @@ bench-peers: build
 	.venv/bin/python bench/demo.py --json-only
 	.venv-peers/bin/python bench/peers/run_peers.py
 	.venv/bin/python bench/peers/compare.py
+
+# TensorFlow's own protobuf classes read kiln's exports (tests/peers/check_saved_model.py).
+test-peers: build
+	@scripts/setup_peers.sh
+	.venv/bin/python examples/export_model.py $(BUILD)/export-peers
+	.venv-peers/bin/python tests/peers/check_saved_model.py $(BUILD)/export-peers/digits \
+	  $(BUILD)/export-peers/charunpack
 
 # The same on a busy machine: after the idle run above, every workload again with one
 # process spinning per core, kiln and the peers alike; then each one's slowdown.
@@ -78,6 +90,20 @@ test-asan: setup
 	cmake --build $(ASAN_BUILD) -j $(JOBS)
 	cd $(ASAN_BUILD) && UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
 	  ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j $(JOBS)
+
+# libFuzzer + ASan/UBSan over the saved-model loader (tests/fuzz/), built with clang. Seeds:
+# real exports (tests/fuzz/make_seeds.py) and the checked-in corpus; new inputs and any
+# crash go to $(FUZZ_BUILD)/corpus and $(FUZZ_BUILD)/crash-*.
+fuzz: build
+	@command -v clang++ >/dev/null || apt-get install -y -qq --no-install-recommends clang
+	CC=clang CXX=clang++ cmake -S . -B $(FUZZ_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+	  -DKILN_BUILD_BENCH=OFF -DKILN_BUILD_TESTS=OFF -DKILN_FUZZ=ON -DKILN_SANITIZE=address,undefined
+	cmake --build $(FUZZ_BUILD) -j $(JOBS) --target saved_model_fuzz
+	.venv/bin/python tests/fuzz/make_seeds.py $(FUZZ_BUILD)/base $(FUZZ_BUILD)/seeds
+	mkdir -p $(FUZZ_BUILD)/corpus
+	cd $(FUZZ_BUILD) && KILN_FUZZ_BASE=$(CURDIR)/tests/fuzz/base ASAN_OPTIONS=detect_leaks=0 \
+	  UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 ./saved_model_fuzz -max_total_time=$(FUZZ_TIME) \
+	  -rss_limit_mb=4096 -timeout=60 -print_final_stats=1 corpus seeds $(CURDIR)/tests/fuzz/corpus
 
 test-tsan: setup
 	cmake -S . -B $(TSAN_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKILN_BUILD_BENCH=OFF \

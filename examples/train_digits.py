@@ -61,6 +61,8 @@ def main(argv=None):
     p.add_argument("--min-time", type=float, default=1.0,
                    help="seconds of samples per benchmark mode")
     p.add_argument("--verbose", type=int, default=2)
+    p.add_argument("--export", metavar="DIR",
+                   help="also export the trained model for C++ serving (examples/serve.cpp)")
     args = p.parse_args(argv)
 
     tf.keras.utils.set_random_seed(args.seed)
@@ -88,6 +90,9 @@ def main(argv=None):
               f"{kb.format_seconds(r_fn.median)}: {ratio:.1f}x faster compiled")
         result.update(eager=r_eager, function=r_fn, speedup=ratio)
     print(f"final validation accuracy: {val_acc:.4f}")
+    if args.export:
+        from export_model import export_all  # beside this script; only when exporting
+        export_all(model, x_val[:32], args.export)
     return result
 
 

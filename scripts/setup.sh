@@ -8,7 +8,7 @@ cd "$(dirname "$0")/.."
 # Everything the build and the tests read from Debian (scripts/check_deps.py checks that
 # nothing else is used). Installed without Recommends, as on a minimal machine.
 DEB_PACKAGES=(g++ cmake ninja-build make pkg-config libopenblas-dev libdnnl-dev libre2-dev libssl-dev
-  libgtest-dev libgmock-dev libbenchmark-dev python3 python3-venv python3-dev clang-format)
+  libprotobuf-dev protobuf-compiler libgtest-dev libgmock-dev libbenchmark-dev python3 python3-venv python3-dev clang-format)
 
 die() { echo "setup: $*" >&2; exit 1; }
 
@@ -31,7 +31,7 @@ if ((${#missing[@]})); then
 fi
 
 # The tools the build runs, each with the Debian package that provides it.
-for tool in c++:g++ cmake:cmake ninja:ninja-build pkg-config:pkg-config; do
+for tool in c++:g++ cmake:cmake ninja:ninja-build pkg-config:pkg-config protoc:protobuf-compiler; do
   command -v "${tool%%:*}" >/dev/null ||
     die "'${tool%%:*}' is not on PATH although ${tool#*:} is installed; reinstall it: apt-get install --reinstall ${tool#*:}"
 done

@@ -179,6 +179,23 @@ class ConcreteFunction : public std::enable_shared_from_this<ConcreteFunction> {
   /// Compiled kernels running in the optimized graph and its cond/while
   /// bodies (0 without jit_compile, or when no compiler was found).
   size_t jit_kernels() const;
+  /// Whether it was traced with jit_compile.
+  bool jit_compile() const { return jit_ != nullptr; }
+  /// Names of the structured arguments (one per structured_input_signature entry).
+  const std::vector<std::string>& arg_names() const { return arg_names_; }
+
+  /// A concrete function from a graph built outside tracing (the saved-model
+  /// loader). `graph`'s inputs are its placeholders in flat order and its
+  /// outputs are set; `inputs` are the structured arguments (ArgSpec leaves
+  /// in placeholder order, named by `arg_names`), `outputs` the result
+  /// structure whose tensor leaves are the graph's outputs in order.
+  /// Optimized and compiled as a traced one (InvalidArgumentError when the
+  /// structures do not match the graph).
+  static std::shared_ptr<const ConcreteFunction> from_graph(std::unique_ptr<Graph> graph,
+                                                            std::vector<Value> inputs,
+                                                            std::vector<std::string> arg_names,
+                                                            Value outputs,
+                                                            const FunctionOptions& options);
 
  private:
   friend class Function;
@@ -189,6 +206,8 @@ class ConcreteFunction : public std::enable_shared_from_this<ConcreteFunction> {
   void check_flat(std::span<const Tensor> inputs) const;
   /// Fills call_: the call op's input/output specs and variable handles.
   void prepare_calls();
+  /// Optimizes graph_ into optimized_ and plan_ per `options`, then prepare_calls().
+  void compile(const FunctionOptions& options);
   std::string name_;
   std::vector<std::string> arg_names_;
   std::unique_ptr<Graph> graph_, optimized_;
@@ -228,6 +247,8 @@ class Function {
   int64_t tracing_count() const;
   /// One record per retrace, oldest first.
   std::vector<RetraceReason> retrace_reasons() const;
+  /// Every concrete function traced so far, oldest first.
+  std::vector<std::shared_ptr<const ConcreteFunction>> concrete_functions() const;
   const FunctionOptions& options() const { return options_; }
   /// pretty_printed_concrete_signatures: every cached signature.
   std::string pretty_printed_concrete_signatures() const;

@@ -16,6 +16,7 @@ enum class Code {
   kResourceExhausted,
   kUnimplemented,
   kInternal,
+  kDataLoss,  ///< a file is truncated or corrupt
 };
 
 /// "InvalidArgument", "NotFound", ...
@@ -43,6 +44,7 @@ KILN_DEFINE_ERROR(OutOfRangeError, Code::kOutOfRange)
 KILN_DEFINE_ERROR(ResourceExhaustedError, Code::kResourceExhausted)
 KILN_DEFINE_ERROR(UnimplementedError, Code::kUnimplemented)
 KILN_DEFINE_ERROR(InternalError, Code::kInternal)
+KILN_DEFINE_ERROR(DataLossError, Code::kDataLoss)
 #undef KILN_DEFINE_ERROR
 
 /// Throws the Error subclass for `code` with `msg`.

@@ -18,6 +18,7 @@ from kiln.errors import InvalidArgumentError
 from kiln.tensor_shape import TensorShape
 
 _P = inspect.Parameter
+_UNSET = object()  # an argument not given in a call
 
 
 class _Tracer:
@@ -315,28 +316,49 @@ class ConcreteFunction:
             leaves = iter(args)
             return self._cf._call([_fill_specs(t, leaves) for t in traced])
 
-    def _call_structured(self, args, kwargs):
+    def _check_call(self, args, kwargs):
+        """TypeError unless these arguments match the traced ones: structure,
+        tensor dtypes and shapes, and the values bound at trace time."""
         traced = self._cf._structured_input_signature
-        values = list(traced)
+        values = self._bind(traced, args, kwargs)
+        for t, v in zip(traced, values):
+            if v is _UNSET:
+                continue
+            for ts, x in zip(nest.flatten(t), nest.flatten(v)):
+                if isinstance(ts, _kiln.TensorSpec):
+                    x = x if isinstance(x, (_kiln.Tensor, _kiln.Variable)) else \
+                        _kiln.convert_to_tensor(x, dtype=ts.dtype)
+                    if not ts.is_compatible_with(x):
+                        raise TypeError(f"{self.name}(): {x!r} does not fit {ts!r}")
+                elif type(ts) is not type(x) or ts != x:
+                    raise TypeError(f"{self.name}(): {x!r} differs from the traced {ts!r}")
+
+    def _bind(self, traced, args, kwargs):
+        values = [_UNSET] * len(traced)
         names = [p.name for p in self._params]
         if len(args) > len(values):
             raise TypeError(f"{self.name}() takes {len(values)} arguments, got {len(args)}")
-        given = [False] * len(values)
         for i, a in enumerate(args):
-            values[i], given[i] = a, True
+            values[i] = a
         for k, v in kwargs.items():
             if k not in names or names.index(k) >= len(values):
                 raise TypeError(f"{self.name}() got an unexpected keyword argument '{k}'")
             i = names.index(k)
-            if given[i]:
+            if values[i] is not _UNSET:
                 raise TypeError(f"{self.name}() got multiple values for argument '{k}'")
-            values[i], given[i] = v, True
-        for i, ok in enumerate(given):
+            values[i] = v
+        for i, v in enumerate(values):
             name = names[i] if i < len(names) else f"args_{i}"
-            if not ok and _has_spec(traced[i]):
+            if v is _UNSET and _has_spec(traced[i]):
                 raise TypeError(f"{self.name}() missing required tensor argument '{name}'")
-            if ok:
-                _check_structure(traced[i], values[i], name, self.name)
+            if v is not _UNSET:
+                _check_structure(traced[i], v, name, self.name)
+        return values
+
+    def _call_structured(self, args, kwargs):
+        traced = self._cf._structured_input_signature
+        bound = self._bind(traced, args, kwargs)
+        values = [t if v is _UNSET else v for t, v in zip(traced, bound)]
         try:
             return self._cf._call(values)
         except InvalidArgumentError as e:

@@ -14,6 +14,7 @@ void bind_variables(nb::module_& m);
 void bind_function(nb::module_& m);
 void bind_control_flow(nb::module_& m);
 void bind_autodiff(nb::module_& m);
+void bind_saved_model(nb::module_& m);
 
 /// The Tensor operators (+, ==, [], bool, numpy, ...) on another class.
 void add_tensor_operators(nb::class_<Variable>& cls);

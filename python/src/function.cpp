@@ -476,6 +476,8 @@ void bind_concrete_function(nb::module_& m) {
       .def("_compiler_ir", [](const ConcreteFunction& cf,
                               const std::string& stage) { return cf.compiler_ir(stage); })
       .def_prop_ro("_jit_kernels", &ConcreteFunction::jit_kernels)
+      .def_prop_ro("_arg_names", &ConcreteFunction::arg_names)
+      .def_prop_ro("_jit_compile", &ConcreteFunction::jit_compile)
       .def("_call", [](const ConcreteFunction& cf,
                        nb::handle args) { return from_value(cf(to_values(args))); })
       .def("call_flat", [](const ConcreteFunction& cf, nb::handle tensors) {
@@ -509,6 +511,7 @@ void bind_py_function(nb::module_& m) {
           "experimental_get_tracing_count",
           [](const PyFunction& f) { return f.fn->tracing_count(); },
           "How many times the function has been traced.")
+      .def("_concrete_functions", [](const PyFunction& f) { return f.fn->concrete_functions(); })
       .def("pretty_printed_concrete_signatures",
            [](const PyFunction& f) { return f.fn->pretty_printed_concrete_signatures(); })
       .def("_retrace_reasons", [](const PyFunction& f) {

@@ -12,6 +12,7 @@ std::string_view code_name(Code c) {
     case Code::kResourceExhausted: return "ResourceExhausted";
     case Code::kUnimplemented: return "Unimplemented";
     case Code::kInternal: return "Internal";
+    case Code::kDataLoss: return "DataLoss";
   }
   return "Unknown";
 }
@@ -24,6 +25,7 @@ void throw_error(Code code, const std::string& msg) {
     case Code::kOutOfRange: throw OutOfRangeError(msg);
     case Code::kResourceExhausted: throw ResourceExhaustedError(msg);
     case Code::kUnimplemented: throw UnimplementedError(msg);
+    case Code::kDataLoss: throw DataLossError(msg);
     case Code::kInternal:
     case Code::kOk: break;
   }

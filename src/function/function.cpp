@@ -365,6 +365,11 @@ std::vector<RetraceReason> Function::retrace_reasons() const {
   return impl_->reasons;
 }
 
+std::vector<std::shared_ptr<const ConcreteFunction>> Function::concrete_functions() const {
+  std::shared_lock<std::shared_mutex> lock(impl_->cache_mu);
+  return impl_->traced;
+}
+
 std::string Function::pretty_printed_concrete_signatures() const {
   std::shared_lock<std::shared_mutex> lock(impl_->cache_mu);
   // In trace order, without the "ConcreteFunction " prefix (as TensorFlow).
@@ -575,22 +580,75 @@ std::shared_ptr<ConcreteFunction> Function::trace_once(const std::vector<Value>&
   return cf;
 }
 
-void Function::compile(ConcreteFunction& cf) const {
+void ConcreteFunction::compile(const FunctionOptions& options) {
   detail::CompileOptions co;
-  co.optimize = options_.optimize;
-  co.disabled_passes = options_.disabled_passes;
-  co.jit = options_.jit_compile;
-  detail::CompiledGraph compiled = detail::compile_graph(cf.graph_->clone(), co);
+  co.optimize = options.optimize;
+  co.disabled_passes = options.disabled_passes;
+  co.jit = options.jit_compile;
+  detail::CompiledGraph compiled = detail::compile_graph(graph_->clone(), co);
   if (!compiled.jit.warning.empty()) warn("JitWarning", compiled.jit.warning);
-  if (co.jit) cf.jit_ = std::make_shared<const jit::JitResult>(std::move(compiled.jit));
-  cf.optimized_ = std::move(compiled.graph);
-  cf.plan_ = std::move(compiled.plan);
-  cf.report_ = std::move(compiled.report);
-  if (options_.optimize) {
-    cf.pruned_ = cf.report_.unused_ops();
-    if (config().log_level >= 2) warn("OptimizeLog", cf.report_.to_string());
+  if (co.jit) jit_ = std::make_shared<const jit::JitResult>(std::move(compiled.jit));
+  optimized_ = std::move(compiled.graph);
+  plan_ = std::move(compiled.plan);
+  report_ = std::move(compiled.report);
+  if (options.optimize) {
+    pruned_ = report_.unused_ops();
+    if (config().log_level >= 2) warn("OptimizeLog", report_.to_string());
   }
-  cf.prepare_calls();
+  prepare_calls();
+}
+
+std::shared_ptr<const ConcreteFunction> ConcreteFunction::from_graph(
+    std::unique_ptr<Graph> graph, std::vector<Value> inputs, std::vector<std::string> arg_names,
+    Value outputs, const FunctionOptions& options) {
+  auto cf = std::shared_ptr<ConcreteFunction>(new ConcreteFunction());
+  cf->name_ = options.name;
+  if (arg_names.size() != inputs.size())
+    throw InvalidArgumentError(str_cat("function '", cf->name_, "': ", arg_names.size(),
+                                       " argument names for ", inputs.size(), " arguments"));
+  cf->arg_names_ = std::move(arg_names);
+  cf->inputs_ = std::move(inputs);
+  detail::Flat flat = detail::flatten_args(cf->inputs_, cf->arg_names_);
+  const std::vector<Node*>& ph = graph->inputs();
+  if (flat.specs.size() != ph.size())
+    throw InvalidArgumentError(str_cat("function '", cf->name_, "': its signature has ",
+                                       flat.specs.size(), " tensors, its graph ", ph.size(),
+                                       " inputs"));
+  size_t k = 0;
+  for (const auto& leaf : flat.leaves) {
+    if (!leaf.is_tensor) continue;
+    const TensorSpec& got = ph[k]->outputs()[0];
+    const ArgSpec& want = flat.specs[k];
+    if (got.dtype != want.dtype || got.shape != want.shape)
+      throw InvalidArgumentError(str_cat("function '", cf->name_, "': argument ", leaf.path, " is ",
+                                         want.to_string(), " but its graph input is ",
+                                         dtype_name(got.dtype), got.shape.to_string()));
+    cf->flat_names_.push_back(leaf.path);
+    cf->flat_specs_.push_back({want.dtype, want.shape, ph[k]->name()});
+    ++k;
+  }
+  size_t i = 0;
+  const auto& outs = graph->outputs();
+  bool bad = false;
+  cf->outputs_ = map_leaves(outputs, i, [&](size_t j, const Value&) {
+    if (j >= outs.size()) {
+      bad = true;
+      return Value();
+    }
+    return Value(outs[j].node->output(outs[j].index));
+  });
+  if (bad || i != outs.size())
+    throw InvalidArgumentError(str_cat("function '", cf->name_, "': its result structure has ", i,
+                                       " tensors, its graph ", outs.size(), " outputs"));
+  cf->graph_ = std::move(graph);
+  cf->compile(options);
+  cf->signature_ =
+      std::make_shared<const detail::Flat>(detail::flatten_args(cf->inputs_, cf->arg_names_));
+  return cf;
+}
+
+void Function::compile(ConcreteFunction& cf) const {
+  cf.compile(options_);
   warn_if_all_pruned(cf);
 }
 

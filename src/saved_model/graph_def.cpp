@@ -1,0 +1,335 @@
+#include "saved_model/graph_def.h"
+
+#include <charconv>
+
+#include "function/subgraph.h"
+#include "graph/subgraph.h"
+#include "kiln/context.h"
+
+namespace kiln::saved_model::detail {
+namespace {
+
+bool is_resource_const(const Node& n) {
+  return n.op().id == OpId::Const && n.outputs()[0].dtype == DType::kResource;
+}
+
+std::string edge_name(const Edge& e, const std::set<const Node*>& args) {
+  if (args.count(e.node) && e.index == 0) return e.node->name();
+  return str_cat(e.node->name(), ":", e.index);
+}
+
+// "name", "name:3"; false when malformed.
+bool parse_input(const std::string& s, std::string& name, int64_t& index) {
+  const size_t colon = s.rfind(':');
+  if (colon == std::string::npos) {
+    name = s;
+    index = 0;
+    return !s.empty();
+  }
+  name = s.substr(0, colon);
+  const char* b = s.data() + colon + 1;
+  const char* e = s.data() + s.size();
+  auto r = std::from_chars(b, e, index);
+  return !name.empty() && r.ec == std::errc() && r.ptr == e && b != e && index >= 0;
+}
+
+}  // namespace
+
+pb::FunctionDef* LibraryWriter::add(const std::string& base, const Graph& g, bool jit,
+                                    std::vector<Variable>* captured) {
+  std::string name = base;
+  for (int k = 1; names_.count(name); ++k) name = str_cat(base, "_", k);
+  names_.insert(name);
+  pb::FunctionDef* f = lib_->add_function();
+  f->mutable_signature()->set_name(name);
+  if (jit) (*f->mutable_attr())[kJitAttr].set_b(true);
+  std::set<const Node*> args;
+  int i = 0;
+  auto add_arg = [&](const Node& n) {
+    auto* a = f->mutable_signature()->add_input_arg();
+    a->set_name(n.name());
+    a->set_type(to_proto(n.outputs()[0].dtype));
+    auto& shapes =
+        (*(*f->mutable_arg_attr())[static_cast<uint32_t>(i++)].mutable_attr())["_output_shapes"];
+    to_proto(n.outputs()[0].shape, shapes.mutable_list()->add_shape());
+    args.insert(&n);
+  };
+  for (const Node* p : g.inputs()) add_arg(*p);
+  for (const auto& n : g.nodes()) {
+    if (!is_resource_const(*n)) continue;
+    if (!captured)
+      throw InvalidArgumentError(str_cat("cannot save '", g.function_name(), "': its node '",
+                                         n->name(), "' captures a resource directly"));
+    const Tensor& h = std::get<Tensor>(n->attr("value"));
+    captured->push_back(Variable::from_handle(h));  // InvalidArgument for other resources
+    add_arg(*n);
+  }
+  bool stateful = false;
+  for (const auto& n : g.nodes()) {
+    if (args.count(n.get())) continue;
+    stateful |= n->op().has(kStateful);
+    pb::NodeDef* nd = f->add_node_def();
+    write_node(*n, nd, jit);
+    for (const Edge& e : n->inputs()) nd->add_input(edge_name(e, args));
+    for (const Node* c : n->control_inputs()) nd->add_input(str_cat("^", c->name()));
+  }
+  f->mutable_signature()->set_is_stateful(stateful);
+  for (size_t k = 0; k < g.outputs().size(); ++k) {
+    const Edge& e = g.outputs()[k];
+    auto* o = f->mutable_signature()->add_output_arg();
+    o->set_name(str_cat("output_", k));
+    o->set_type(to_proto(e.node->outputs()[static_cast<size_t>(e.index)].dtype));
+    (*f->mutable_ret())[o->name()] = edge_name(e, args);
+  }
+  return f;
+}
+
+void LibraryWriter::write_node(const Node& n, pb::NodeDef* nd, bool jit) {
+  nd->set_name(n.name());
+  nd->set_op(n.op().type_name);
+  const OpDef& op = n.op();
+  if (n.attrs().size() > op.attrs.size())
+    throw InternalError(str_cat("node '", n.name(), "' has more attributes than its op"));
+  auto& attrs = *nd->mutable_attr();
+  for (size_t k = 0; k < n.attrs().size(); ++k) {
+    const AttrValue& v = n.attrs()[k];
+    if (std::holds_alternative<std::monostate>(v)) continue;
+    pb::AttrValue& a = attrs[op.attrs[k].name];
+    if (auto* b = std::get_if<bool>(&v)) {
+      a.set_b(*b);
+    } else if (auto* i = std::get_if<int64_t>(&v)) {
+      a.set_i(*i);
+    } else if (auto* d = std::get_if<double>(&v)) {
+      a.set_f(static_cast<float>(*d));
+      if (static_cast<double>(static_cast<float>(*d)) != *d) a.set_kiln_f64(*d);
+    } else if (auto* t = std::get_if<DType>(&v)) {
+      a.set_type(to_proto(*t));
+    } else if (auto* s = std::get_if<std::string>(&v)) {
+      a.set_s(*s);
+    } else if (auto* l = std::get_if<std::vector<int64_t>>(&v)) {
+      auto* list = a.mutable_list();
+      for (int64_t x : *l) list->add_i(x);
+    } else if (auto* t = std::get_if<Tensor>(&v)) {
+      to_proto(*t, a.mutable_tensor());
+    } else if (auto* g = std::get_if<Ref<Subgraph>>(&v)) {
+      a.mutable_func()->set_name(body(**g, jit));
+    }
+  }
+}
+
+std::string LibraryWriter::body(const Subgraph& s, bool jit) {
+  auto it = bodies_.find(&s);
+  if (it != bodies_.end()) return it->second;
+  const auto* traced = dynamic_cast<const kiln::detail::TracedSubgraph*>(&s);
+  if (!traced)
+    throw InvalidArgumentError(str_cat(
+        "cannot save '", s.name(),
+        "': it is a host callback (e.g. kiln.py_function), not a traced graph; a saved model "
+        "runs without Python"));
+  const Graph& g = traced->traced_graph();
+  std::vector<Variable> captured;
+  std::string name =
+      add(s.name(), g, jit, traced->hoisted().empty() ? nullptr : &captured)->signature().name();
+  bodies_.emplace(&s, name);
+  return name;
+}
+
+LibraryReader::LibraryReader(const pb::FunctionDefLibrary& lib, std::string where)
+    : where_(std::move(where)) {
+  for (const auto& f : lib.function()) {
+    const std::string& n = f.signature().name();
+    if (n.empty()) throw InvalidArgumentError(str_cat(where_, ": a function has no name"));
+    if (!defs_.emplace(n, &f).second)
+      throw InvalidArgumentError(str_cat(where_, ": function '", n, "' is defined twice"));
+  }
+}
+
+const pb::FunctionDef& LibraryReader::def(const std::string& name) const {
+  auto it = defs_.find(name);
+  if (it == defs_.end())
+    throw InvalidArgumentError(str_cat(where_, ": no function named '", name, "'"));
+  return *it->second;
+}
+
+std::unique_ptr<Graph> LibraryReader::graph(const std::string& name,
+                                            std::span<const Tensor> handles, bool* jit) {
+  const pb::FunctionDef& f = def(name);
+  if (jit) {
+    auto it = f.attr().find(kJitAttr);
+    *jit = it != f.attr().end() && it->second.b();
+  }
+  return build(f, handles, 0);
+}
+
+Ref<Subgraph> LibraryReader::body(const std::string& name, int depth) {
+  auto it = bodies_.find(name);
+  if (it != bodies_.end()) return it->second;
+  if (depth > kMaxNesting)
+    throw InvalidArgumentError(str_cat(where_, ": bodies nest deeper than ", kMaxNesting));
+  if (building_.count(name))
+    throw InvalidArgumentError(str_cat(where_, ": function '", name, "' calls itself"));
+  building_.insert(name);
+  const pb::FunctionDef& f = def(name);
+  auto jit_it = f.attr().find(kJitAttr);
+  const bool jit = jit_it != f.attr().end() && jit_it->second.b();
+  Ref<Subgraph> s(kiln::detail::GraphSubgraph::create(build(f, {}, depth), jit));
+  building_.erase(name);
+  bodies_.emplace(name, s);
+  return s;
+}
+
+Shape arg_shape(const pb::FunctionDef& f, int i, const std::string& where) {
+  auto it = f.arg_attr().find(static_cast<uint32_t>(i));
+  if (it == f.arg_attr().end()) return Shape::unknown_rank();
+  auto s = it->second.attr().find("_output_shapes");
+  if (s == it->second.attr().end() || s->second.list().shape_size() != 1)
+    return Shape::unknown_rank();
+  return from_proto(s->second.list().shape(0), where);
+}
+
+std::unique_ptr<Graph> LibraryReader::build(const pb::FunctionDef& f,
+                                            std::span<const Tensor> handles, int depth) {
+  const std::string& fname = f.signature().name();
+  const std::string at = str_cat(where_, ": function '", fname, "'");
+  if (f.node_def_size() > kMaxNodes)
+    throw InvalidArgumentError(str_cat(at, " has ", f.node_def_size(), " nodes"));
+  auto g = std::make_unique<Graph>(fname);
+  std::map<std::string, Node*> by_name;
+  size_t next_handle = 0;
+  for (int i = 0; i < f.signature().input_arg_size(); ++i) {
+    const auto& a = f.signature().input_arg(i);
+    const std::string arg_at = str_cat(at, " arg '", a.name(), "'");
+    const DType dt = from_proto(a.type(), arg_at);
+    Node* n;
+    if (dt == DType::kResource && next_handle < handles.size()) {
+      const Tensor& h = handles[next_handle++];
+      n = g->add_node(op_def(OpId::Const), {}, Attrs{h}, {TensorSpec{dt, Shape{}}}, a.name());
+    } else {
+      const Shape s = dt == DType::kResource ? Shape{} : arg_shape(f, i, arg_at);
+      n = g->add_node(
+          op_def(OpId::Placeholder), {},
+          Attrs{dt, s.rank_known() ? s.to_vector() : std::vector<int64_t>{}, !s.rank_known()},
+          {TensorSpec{dt, s}}, a.name());
+      g->inputs().push_back(n);
+    }
+    if (a.name().empty() || n->name() != a.name() || !by_name.emplace(a.name(), n).second)
+      throw InvalidArgumentError(str_cat(at, ": input arg ", i, " has a missing or repeated name"));
+  }
+  if (next_handle != handles.size())
+    throw InvalidArgumentError(
+        str_cat(at, " takes ", next_handle, " resources, ", handles.size(), " are bound to it"));
+  for (const auto& nd : f.node_def()) {
+    const std::string node_at = str_cat(at, " node '", nd.name(), "'");
+    const OpDef* op = find_op(nd.op());
+    if (!op || op->id == OpId::Placeholder || !op->infer)
+      throw InvalidArgumentError(str_cat(node_at, ": unknown op '", nd.op(), "'"));
+    Attrs attrs;
+    read_attrs(*op, nd, attrs, depth, node_at);
+    std::vector<Edge> edges;
+    std::vector<Node*> control;
+    std::vector<Tensor> symbolic;
+    for (const std::string& in : nd.input()) {
+      const bool ctrl = !in.empty() && in[0] == '^';
+      std::string src;
+      int64_t index = 0;
+      if (!parse_input(ctrl ? in.substr(1) : in, src, index) || (ctrl && index != 0) ||
+          (!ctrl && !control.empty()))
+        throw InvalidArgumentError(str_cat(node_at, ": malformed input '", in, "'"));
+      auto it = by_name.find(src);
+      if (it == by_name.end())
+        throw InvalidArgumentError(
+            str_cat(node_at, ": input '", in, "' names no earlier node or argument"));
+      Node* s = it->second;
+      if (ctrl) {
+        control.push_back(s);
+        continue;
+      }
+      if (index >= static_cast<int64_t>(s->outputs().size()))
+        throw InvalidArgumentError(str_cat(node_at, ": input '", in, "' names output ", index,
+                                           " of a node with ", s->outputs().size()));
+      edges.push_back({s, static_cast<int32_t>(index)});
+      symbolic.push_back(s->output(static_cast<int32_t>(index)));
+    }
+    std::vector<TensorSpec> specs;
+    try {
+      check_op_inputs(*op, symbolic);
+      InferContext ic(*op, symbolic, attrs);
+      op->infer(ic);
+      specs.assign(ic.outputs().begin(), ic.outputs().end());
+    } catch (const Error& e) {
+      throw InvalidArgumentError(str_cat(node_at, ": ", e.what()));
+    }
+    if (nd.name().empty() || by_name.count(nd.name()))
+      throw InvalidArgumentError(str_cat(node_at, ": a missing or repeated node name"));
+    Node* n = g->add_node(*op, std::move(edges), std::move(attrs), std::move(specs), nd.name());
+    for (Node* c : control) n->add_control_input(c);
+    by_name.emplace(nd.name(), n);
+  }
+  for (int k = 0; k < f.signature().output_arg_size(); ++k) {
+    const std::string& oname = f.signature().output_arg(k).name();
+    auto r = f.ret().find(oname);
+    std::string src;
+    int64_t index = 0;
+    if (r == f.ret().end() || !parse_input(r->second, src, index) || !by_name.count(src) ||
+        index >= static_cast<int64_t>(by_name[src]->outputs().size()))
+      throw InvalidArgumentError(
+          str_cat(at, ": output '", oname, "' does not name a node's output"));
+    g->outputs().push_back({by_name[src], static_cast<int32_t>(index)});
+  }
+  return g;
+}
+
+void LibraryReader::read_attrs(const OpDef& op, const pb::NodeDef& nd, Attrs& attrs, int depth,
+                               const std::string& at) {
+  attrs.assign(op.attrs.size(), AttrValue{});
+  using C = pb::AttrValue;
+  for (const auto& [name, a] : nd.attr()) {
+    const int k = op.attr_index(name);
+    if (k < 0) throw InvalidArgumentError(str_cat(at, ": unknown attribute '", name, "'"));
+    const std::string attr_at = str_cat(at, " attribute '", name, "'");
+    AttrValue& v = attrs[static_cast<size_t>(k)];
+    bool ok = true;
+    switch (op.attrs[static_cast<size_t>(k)].type) {
+      case AttrType::kBool:
+        ok = a.value_case() == C::kB;
+        v = a.b();
+        break;
+      case AttrType::kInt:
+        ok = a.value_case() == C::kI;
+        v = static_cast<int64_t>(a.i());
+        break;
+      case AttrType::kFloat:
+        ok = a.value_case() == C::kF;
+        v = a.has_kiln_f64() ? a.kiln_f64() : static_cast<double>(a.f());
+        break;
+      case AttrType::kDType:
+        ok = a.value_case() == C::kType;
+        if (ok) v = from_proto(a.type(), attr_at);
+        break;
+      case AttrType::kString:
+        ok = a.value_case() == C::kS;
+        v = a.s();
+        break;
+      case AttrType::kInts:
+        ok = a.value_case() == C::kList;
+        v = std::vector<int64_t>(a.list().i().begin(), a.list().i().end());
+        break;
+      case AttrType::kTensor:
+        ok = a.value_case() == C::kTensor;
+        if (ok) v = from_proto(a.tensor(), attr_at);
+        break;
+      case AttrType::kSubgraph:
+        ok = a.value_case() == C::kFunc;
+        if (ok) v = body(a.func().name(), depth + 1);
+        break;
+    }
+    if (!ok) throw InvalidArgumentError(str_cat(attr_at, " has the wrong type"));
+  }
+  try {
+    complete_attrs(op, attrs);
+  } catch (const Error& e) {
+    throw InvalidArgumentError(str_cat(at, ": ", e.what()));
+  }
+}
+
+}  // namespace kiln::saved_model::detail

@@ -1,0 +1,73 @@
+// Internal: traced graphs <-> FunctionDefs. Every graph of an export (a
+// function, a cond branch, a loop body, a called function) is one
+// FunctionDef of the library: placeholders then captured resources are its
+// input args, nodes keep their names, attrs and control inputs.
+#pragma once
+#include <functional>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "kiln/graph.h"
+#include "kiln/variable.h"
+#include "saved_model/proto_io.h"
+
+namespace kiln::saved_model::detail {
+
+/// FunctionDef attr marking a jit_compile function (TensorFlow's name).
+inline constexpr const char* kJitAttr = "_XlaMustCompile";
+/// Nodes one FunctionDef may hold, and how deep bodies may nest.
+inline constexpr int kMaxNodes = 1 << 22;
+inline constexpr int kMaxNesting = 64;
+
+/// Writes graphs into a FunctionDefLibrary, each body once.
+class LibraryWriter {
+ public:
+  explicit LibraryWriter(pb::FunctionDefLibrary* lib) : lib_(lib) {}
+  /// Adds `g` as a function named after `base` (made unique); its captured
+  /// variables (resource constants) become trailing resource args, returned
+  /// in `captured` when given (else they are an error: bodies take theirs
+  /// as placeholders). Returns the FunctionDef (its name is unique).
+  pb::FunctionDef* add(const std::string& base, const Graph& g, bool jit,
+                       std::vector<Variable>* captured);
+
+ private:
+  std::string body(const Subgraph& s, bool jit);
+  void write_node(const Node& n, pb::NodeDef* out, bool jit);
+  pb::FunctionDefLibrary* lib_;
+  std::set<std::string> names_;
+  std::map<const Subgraph*, std::string> bodies_;
+};
+
+/// Builds graphs from a validated library, each body once.
+class LibraryReader {
+ public:
+  /// `where` names the file in messages. The library's function names must
+  /// be unique (checked).
+  LibraryReader(const pb::FunctionDefLibrary& lib, std::string where);
+  /// The graph of function `name`: its resource args bound to `handles`
+  /// (as the constants tracing makes); other args become placeholders.
+  /// `jit` is set when the function was saved with jit_compile.
+  std::unique_ptr<Graph> graph(const std::string& name, std::span<const Tensor> handles,
+                               bool* jit = nullptr);
+  /// A function's input args (dtype and shape) and whether it has an attr.
+  const pb::FunctionDef& def(const std::string& name) const;
+
+ private:
+  Ref<Subgraph> body(const std::string& name, int depth);
+  std::unique_ptr<Graph> build(const pb::FunctionDef& f, std::span<const Tensor> handles,
+                               int depth);
+  void read_attrs(const OpDef& op, const pb::NodeDef& nd, Attrs& attrs, int depth,
+                  const std::string& at);
+  std::map<std::string, const pb::FunctionDef*> defs_;
+  std::map<std::string, Ref<Subgraph>> bodies_;
+  std::set<std::string> building_;
+  std::string where_;
+};
+
+/// The shape recorded for input arg `i` (unknown rank when absent).
+Shape arg_shape(const pb::FunctionDef& f, int i, const std::string& where);
+
+}  // namespace kiln::saved_model::detail

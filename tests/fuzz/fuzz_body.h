@@ -1,0 +1,40 @@
+// One fuzz input against the saved-model loader: shared by the libFuzzer
+// target (saved_model_fuzz.cpp) and the CTest replay of the corpus
+// (tests/cpp/saved_model/fuzz_corpus_test.cpp).
+//
+// An input is one byte choosing the file it replaces, then that file's bytes:
+// 0 saved_model.pb, 1 variables/kiln_variables.index, 2 variables/kiln_variables.data.
+// The other files are those of `dir`, a copy of a real export. A load may fail
+// with a kiln error; anything else (a crash, a sanitizer report, an allocation
+// past libFuzzer's -rss_limit_mb, a hang) is a bug. Loaded models are not run:
+// a hostile graph may legitimately loop forever when called, as in TensorFlow.
+#pragma once
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "kiln/saved_model.h"
+
+namespace kiln::fuzz {
+
+inline void load_one(const std::string& dir, const uint8_t* data, size_t size) {
+  namespace fs = std::filesystem;
+  static const char* files[] = {"saved_model.pb", "variables/kiln_variables.index",
+                                "variables/kiln_variables.data"};
+  if (size < 1) return;
+  const std::string target = dir + "/" + files[data[0] % 3];
+  const std::string saved = target + ".orig";
+  if (!fs::exists(saved)) fs::copy_file(target, saved);
+  {
+    std::ofstream f(target, std::ios::binary | std::ios::trunc);
+    f.write(reinterpret_cast<const char*>(data + 1), static_cast<std::streamsize>(size - 1));
+  }
+  try {
+    saved_model::load(dir);
+  } catch (const Error&) {
+  }
+  fs::copy_file(saved, target, fs::copy_options::overwrite_existing);
+}
+
+}  // namespace kiln::fuzz

@@ -1,0 +1,227 @@
+"""kiln.saved_model: Python save -> Python load round trips (modules, functions with
+several traces, Keras models with BatchNormalization, control flow, the seed
+layers), signatures, re-saving after training, and the error paths."""
+import os
+
+import numpy as np
+import pytest
+
+import kiln as tf
+from kiln import keras
+
+
+class Dense(tf.Module):
+    def __init__(self):
+        super().__init__()
+        self.w = tf.Variable(np.arange(6, dtype=np.float32).reshape(3, 2) / 4, name="w")
+        self.b = tf.Variable([0.5, -1.0], name="b")
+        self.step = tf.Variable(0, trainable=False, name="step")
+
+    @tf.function(input_signature=[tf.TensorSpec([None, 3], tf.float32)])
+    def __call__(self, x):
+        self.step.assign_add(1)
+        return tf.nn.relu(tf.matmul(x, self.w) + self.b)
+
+
+X = np.array([[1, 2, 3], [-1, 0.5, 2]], np.float32)
+
+
+def test_module_round_trip_with_default_signature(tmp_path):
+    m = Dense()
+    want = m(X).numpy()
+    tf.saved_model.save(m, str(tmp_path))
+    assert sorted(os.listdir(tmp_path)) == ["saved_model.pb", "variables"]
+    r = tf.saved_model.load(str(tmp_path))
+    np.testing.assert_allclose(r(X).numpy(), want, rtol=1e-6)
+    np.testing.assert_array_equal(r.w.numpy(), m.w.numpy())
+    assert r.step.numpy() == 2  # saved after one call; the loaded call added one
+    assert {v.name for v in r.trainable_variables} == {"w:0", "b:0"}
+    out = r.signatures["serving_default"](x=tf.constant(X))
+    assert list(out) == ["output_0"]
+    np.testing.assert_allclose(out["output_0"].numpy(), want, rtol=1e-6)
+    sig = r.signatures["serving_default"].structured_input_signature
+    assert sig[1]["x"].shape.as_list() == [None, 3]
+    with pytest.raises(TypeError, match="missing inputs: x"):
+        r.signatures["serving_default"]()
+    with pytest.raises(TypeError, match="unexpected keyword argument 'y'"):
+        r.signatures["serving_default"](x=X, y=X)
+
+
+def test_every_trace_is_saved_and_calls_dispatch(tmp_path):
+    class M(tf.Module):
+        def __init__(self):
+            super().__init__()
+            self.scale = tf.Variable(2.0)
+
+        @tf.function
+        def f(self, x, mode="mul"):
+            return x * self.scale if mode == "mul" else x + self.scale
+
+    m = M()
+    a, b = m.f(tf.constant([1.0, 2.0])), m.f(tf.constant([[1.0]]), mode="add")
+    m.f(tf.constant(3.0))
+    tf.saved_model.save(m, str(tmp_path))
+    r = tf.saved_model.load(str(tmp_path))
+    assert len(r.f.concrete_functions) == 3
+    np.testing.assert_array_equal(r.f(tf.constant([1.0, 2.0])).numpy(), a.numpy())
+    np.testing.assert_array_equal(r.f(tf.constant([[1.0]]), mode="add").numpy(), b.numpy())
+    np.testing.assert_array_equal(r.f(tf.constant(5.0)).numpy(), 10.0)
+    with pytest.raises(ValueError, match="Could not find matching concrete function"):
+        r.f(tf.constant([1, 2]))  # int32: never traced
+    with pytest.raises(ValueError, match="Could not find matching concrete function"):
+        r.f(tf.constant([1.0]), mode="pow")
+
+
+def test_explicit_signatures_dict_outputs_and_nested_objects(tmp_path):
+    root = tf.Module()
+    root.inner = Dense()
+    root.layers = [tf.Variable(1.0), {"k": tf.Variable([3, 4])}]
+
+    @tf.function(input_signature=[tf.TensorSpec([None, 3], tf.float32, name="features")])
+    def predict(features):
+        y = root.inner(features)
+        return {"scores": y, "best": tf.argmax(y, axis=1)}
+
+    root.predict = predict
+    tf.saved_model.save(root, str(tmp_path), signatures={"classify": predict,
+                                                         "plain": predict.get_concrete_function()})
+    r = tf.saved_model.load(str(tmp_path))
+    assert sorted(r.signatures) == ["classify", "plain"]
+    out = r.signatures["classify"](features=X)
+    assert sorted(out) == ["best", "scores"]
+    np.testing.assert_array_equal(out["best"].numpy(), predict(X)["best"].numpy())
+    assert isinstance(r.layers, list) and r.layers[0].numpy() == 1.0
+    np.testing.assert_array_equal(r.layers[1]["k"].numpy(), [3, 4])
+    np.testing.assert_array_equal(r.inner.w.numpy(), root.inner.w.numpy())
+
+
+def test_control_flow_and_tensor_array(tmp_path):
+    class Loop(tf.Module):
+        @tf.function(input_signature=[tf.TensorSpec([None], tf.float32)])
+        def cumsum_squares(self, x):
+            ta = tf.TensorArray(tf.float32, size=tf.shape(x)[0])
+            total = tf.constant(0.0)
+            for i in tf.range(tf.shape(x)[0]):
+                v = x[i]
+                if v > 0:
+                    total += v * v
+                else:
+                    total -= 1.0
+                ta = ta.write(i, total)
+            return ta.stack()
+
+    m = Loop()
+    x = np.array([1, -2, 3, 0.5], np.float32)
+    want = m.cumsum_squares(x).numpy()
+    tf.saved_model.save(m, str(tmp_path))
+    r = tf.saved_model.load(str(tmp_path))
+    np.testing.assert_allclose(r.cumsum_squares(x).numpy(), want)
+    np.testing.assert_allclose(r.signatures["serving_default"](x=x)["output_0"].numpy(), want)
+
+
+def _bn_model():
+    inputs = keras.Input(shape=(4,), name="features")
+    h = keras.layers.Dense(8, activation="relu")(inputs)
+    h = keras.layers.BatchNormalization()(h)
+    outputs = keras.layers.Dense(3, activation="softmax", name="probs")(h)
+    model = keras.Model(inputs, outputs)
+    model.compile(optimizer="adam", loss="sparse_categorical_crossentropy")
+    return model
+
+
+def test_keras_model_with_batch_norm_fine_tuned_and_saved_again(tmp_path):
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(64, 4)).astype(np.float32)
+    y = rng.integers(0, 3, size=64)
+    model = _bn_model()
+    model.fit(x, y, epochs=2, batch_size=16, verbose=0)
+    tf.saved_model.save(model, str(tmp_path))
+    r = tf.saved_model.load(str(tmp_path))
+    sig = r.signatures["serving_default"]
+    out = sig(features=x[:5])
+    assert list(out) == ["probs"]
+    np.testing.assert_allclose(out["probs"].numpy(), model(x[:5], training=False).numpy(),
+                               rtol=1e-5, atol=1e-6)
+    before = out["probs"].numpy()
+    model.fit(x, y, epochs=2, batch_size=16, verbose=0)  # fine-tune, save again
+    tf.saved_model.save(model, str(tmp_path))
+    again = tf.saved_model.load(str(tmp_path)).signatures["serving_default"](features=x[:5])
+    np.testing.assert_allclose(again["probs"].numpy(), model(x[:5], training=False).numpy(),
+                               rtol=1e-5, atol=1e-6)
+    assert not np.allclose(again["probs"].numpy(), before)
+    # The first load is unaffected by the second save.
+    np.testing.assert_allclose(sig(features=x[:5])["probs"].numpy(), before)
+
+
+def test_keras_model_without_input_shape_is_an_error(tmp_path):
+    model = keras.Sequential([keras.layers.Dense(2)])
+    with pytest.raises(ValueError, match="input shape is unknown"):
+        tf.saved_model.save(model, str(tmp_path))
+
+
+def test_seed000_charunpack_layer(tmp_path):
+    from tests.python.seeds.test_seed000_charunpack import CharUnpack
+    layer = CharUnpack()
+    fn = tf.function(layer.call, input_signature=[tf.TensorSpec([None, 4], tf.uint8)])
+    root = tf.Module()
+    root.unpack = fn
+    data = np.array([[1, 2, 255, 128], [0, 7, 16, 3]], np.uint8)
+    want = fn(data).numpy()
+    tf.saved_model.save(root, str(tmp_path))
+    r = tf.saved_model.load(str(tmp_path))
+    np.testing.assert_array_equal(r.signatures["serving_default"](inputs=data)["output_0"].numpy(),
+                                  want)
+    np.testing.assert_array_equal(r.unpack(data).numpy(), want)
+
+
+def test_jit_compile_function_round_trip(tmp_path):
+    root = tf.Module()
+    root.f = tf.function(lambda x: tf.tanh(x) * 2.0 + 1.0, jit_compile=True,
+                         input_signature=[tf.TensorSpec([None], tf.float32)])
+    x = np.linspace(-2, 2, 9).astype(np.float32)
+    want = root.f(x).numpy()
+    tf.saved_model.save(root, str(tmp_path))
+    r = tf.saved_model.load(str(tmp_path))
+    np.testing.assert_allclose(r.f(x).numpy(), want, rtol=1e-6)
+    assert r.f.concrete_functions[0]._cf._jit_compile
+
+
+def test_what_cannot_be_saved(tmp_path):
+    root = tf.Module()
+    root.f = tf.function(lambda x: tf.py_function(lambda a: a * 2, [x], tf.float32),
+                         input_signature=[tf.TensorSpec([2], tf.float32)])
+    with pytest.raises(tf.errors.InvalidArgumentError, match="runs without Python"):
+        tf.saved_model.save(root, str(tmp_path / "a"))
+    g = tf.function(lambda x: x + 1)
+    with pytest.raises(ValueError, match="needs an input_signature"):
+        tf.saved_model.save(tf.Module(), str(tmp_path / "b"), signatures=g)
+    with pytest.raises(ValueError, match="Expected an object"):
+        tf.saved_model.save(3, str(tmp_path / "c"))
+
+
+def test_damaged_exports_are_clear_errors(tmp_path):
+    m = Dense()
+    tf.saved_model.save(m, str(tmp_path))
+    with pytest.raises(tf.errors.NotFoundError):
+        tf.saved_model.load(str(tmp_path / "missing"))
+    data = tmp_path / "variables" / "kiln_variables.data"
+    raw = bytearray(data.read_bytes())
+    raw[3] ^= 1
+    data.write_bytes(bytes(raw))
+    with pytest.raises(tf.errors.DataLossError, match="checksum"):
+        tf.saved_model.load(str(tmp_path))
+    pb = tmp_path / "saved_model.pb"
+    pb.write_bytes(pb.read_bytes()[:100])
+    with pytest.raises(tf.errors.DataLossError, match="truncated or corrupt"):
+        tf.saved_model.load(str(tmp_path))
+
+
+def test_keras_model_variables_are_restored(tmp_path):
+    model = _bn_model()
+    model(np.zeros((1, 4), np.float32))
+    tf.saved_model.save(model, str(tmp_path))
+    r = tf.saved_model.load(str(tmp_path))
+    want = sorted((v.shape.as_list(), float(np.sum(v.numpy()))) for v in model.weights)
+    got = sorted((v.shape.as_list(), float(np.sum(v.numpy()))) for v in r.variables)
+    assert got == want
+    assert len(r.trainable_variables) == len(model.trainable_weights)
