@@ -172,7 +172,12 @@ Ref<Subgraph> LibraryReader::body(const std::string& name, int depth) {
   const pb::FunctionDef& f = def(name);
   auto jit_it = f.attr().find(kJitAttr);
   const bool jit = jit_it != f.attr().end() && jit_it->second.b();
-  Ref<Subgraph> s(kiln::detail::GraphSubgraph::create(build(f, {}, depth), jit));
+  Ref<Subgraph> s;
+  try {
+    s = kiln::detail::GraphSubgraph::create(build(f, {}, depth), jit);
+  } catch (const InternalError& e) {  // a body kiln's own checks refuse
+    throw InvalidArgumentError(str_cat(where_, ": function '", name, "': ", e.what()));
+  }
   building_.erase(name);
   bodies_.emplace(name, s);
   return s;

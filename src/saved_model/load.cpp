@@ -28,7 +28,7 @@ struct Loader {
   void parse() {
     where = dir + "/saved_model.pb";
     out->dir_ = dir;
-    if (!sm.ParseFromString(detail::read_file(where, kMaxModelBytes)))
+    if (!detail::parse(sm, detail::read_file(where, kMaxModelBytes)))
       throw DataLossError(
           str_cat(where, ": not a valid SavedModel protobuf (truncated or corrupt)"));
     if (sm.kiln_format_version() == 0)
@@ -139,6 +139,8 @@ struct Loader {
       return cf;
     } catch (const InvalidArgumentError& e) {
       fail(e.what());
+    } catch (const InternalError& e) {  // a graph kiln's own checks refuse
+      fail(str_cat(at, ": ", e.what()));
     }
   }
 

@@ -1,6 +1,7 @@
 #include "saved_model/proto_io.h"
 
 #include <fcntl.h>
+#include <google/protobuf/stubs/logging.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -253,6 +254,11 @@ void write_file(const std::string& path, const std::string& bytes) {
     ::unlink(tmp.c_str());
     throw FailedPreconditionError(str_cat(path, ": cannot write: ", std::strerror(errno)));
   }
+}
+
+bool parse(google::protobuf::MessageLite& m, const std::string& bytes) {
+  google::protobuf::LogSilencer quiet;
+  return m.ParseFromString(bytes);
 }
 
 uint32_t crc32c(const void* data, size_t n, uint32_t crc) {

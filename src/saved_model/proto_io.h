@@ -44,6 +44,11 @@ std::string read_file(const std::string& path, size_t max_bytes);
 /// Writes `bytes` to `path` atomically (temporary file, then rename).
 void write_file(const std::string& path, const std::string& bytes);
 
+/// Parses a message from a file's bytes with protobuf's own log messages
+/// silenced (a hostile file is reported by the caller's error, not logged);
+/// false when the bytes are not a valid message.
+bool parse(google::protobuf::MessageLite& m, const std::string& bytes);
+
 /// CRC-32C (Castagnoli) of `n` bytes, as TensorFlow checksums its files.
 uint32_t crc32c(const void* data, size_t n, uint32_t crc = 0);
 

@@ -80,7 +80,7 @@ std::vector<std::pair<int, Tensor>> read_variables(const std::string& dir) {
   const std::string ipath = str_cat(dir, "/", kVariablesIndex);
   const std::string dpath = str_cat(dir, "/", kVariablesData);
   pb::VariablesIndex index;
-  if (!index.ParseFromString(read_file(ipath, kMaxIndexBytes)))
+  if (!parse(index, read_file(ipath, kMaxIndexBytes)))
     throw DataLossError(str_cat(ipath, ": not a valid variables index (truncated or corrupt)"));
   if (index.format_version() != kIndexVersion)
     throw InvalidArgumentError(str_cat(ipath, ": index format ", index.format_version(),

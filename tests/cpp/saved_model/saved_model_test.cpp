@@ -3,8 +3,10 @@
 
 #include <unistd.h>
 
+#include <atomic>
 #include <filesystem>
 #include <fstream>
+#include <thread>
 
 #include "kiln/control_flow.h"
 #include "kiln/kiln.h"
@@ -122,6 +124,31 @@ TEST(SavedModel, LoadedVariablesAreIndependentAndWritable) {
   auto yb = b->signature("serving_default")({{"x", input23()}}).at("y");
   testing::expect_tensor<float>(ya, {2, 2}, {0, 0, 0, 0});
   EXPECT_NE(yb.to_vector<float>()[0], 0.f);
+}
+
+TEST(SavedModel, ConcurrentCallsOfOneSignature) {
+  TempDir d;
+  Dense m;
+  auto cf = trace(m.f, {ArgSpec{DType::kFloat32, Shape{-1, 3}, "x"}});
+  Exporter e;
+  e.add_signature("serving_default", cf, {"x"}, {"y"});
+  e.save(d.str());
+  auto sm = saved_model::load(d.str());
+  const auto& sig = sm->signature("serving_default");
+  const std::vector<float> want = sig({{"x", input23()}}).at("y").to_vector<float>();
+  std::vector<std::thread> threads;
+  std::atomic<int> wrong{0};
+  for (int t = 0; t < 8; ++t)
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 50; ++i) {
+        Tensor x = i % 2 ? input23() : concat({input23(), input23()}, 0);  // two batch sizes
+        std::vector<float> y = sig({{"x", x}}).at("y").to_vector<float>();
+        if (!std::equal(want.begin(), want.end(), y.begin())) ++wrong;
+      }
+      (void)t;
+    });
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(wrong.load(), 0);
 }
 
 TEST(SavedModel, RoundTripsCondWhileAndTensorArray) {
@@ -364,7 +391,8 @@ TEST(SavedModelHostile, GraphContents) {
       {"constant of the wrong size",
        [](pb::SavedModel& sm) { Saved::add_const(sm, 1000000, "abcd"); },
        {"needs 4000000 bytes, the file has 4"}},
-      {"huge dimension", [](pb::SavedModel& sm) { Saved::add_const(sm, int64_t{1} << 62, ""); },
+      {"huge dimension",
+       [](pb::SavedModel& sm) { Saved::add_const(sm, int64_t{1} << 62, ""); },
        {"dimension", "out of range"}},
       {"bad dtype",
        [](pb::SavedModel& sm) {

@@ -225,3 +225,63 @@ def test_keras_model_variables_are_restored(tmp_path):
     got = sorted((v.shape.as_list(), float(np.sum(v.numpy()))) for v in r.variables)
     assert got == want
     assert len(r.trainable_variables) == len(model.trainable_weights)
+
+
+def test_seed001_variables_updated_by_the_saved_function(tmp_path):
+    class Counter(tf.Module):
+        def __init__(self):
+            super().__init__()
+            self.count = tf.Variable(0)
+
+        @tf.function(input_signature=[tf.TensorSpec([], tf.int32)])
+        def add(self, n):
+            self.count.assign_add(n)
+            return self.count.read_value()
+
+    c = Counter()
+    c.add(tf.constant(2))
+    tf.saved_model.save(c, str(tmp_path))
+    r = tf.saved_model.load(str(tmp_path))
+    assert r.count.numpy() == 2
+    assert r.add(tf.constant(3)).numpy() == 5 and r.count.numpy() == 5
+    assert r.signatures["serving_default"](n=tf.constant(1))["output_0"].numpy() == 6
+    assert c.count.numpy() == 2  # the original is untouched
+
+
+def test_seed002_dynamic_rnn(tmp_path):
+    def rnn_step(inp, state):
+        return tf.tanh(inp + state)
+
+    @tf.function
+    def dynamic_rnn(rnn_step, input_data, initial_state):
+        input_data = tf.transpose(input_data, [1, 0, 2])
+        max_seq_len = input_data.shape[0]
+        states = tf.TensorArray(tf.float32, size=max_seq_len)
+        state = initial_state
+        for i in tf.range(max_seq_len):
+            state = rnn_step(input_data[i], state)
+            states = states.write(i, state)
+        return tf.transpose(states.stack(), [1, 0, 2])
+
+    root = tf.Module()
+    root.rnn = tf.function(lambda x, s: dynamic_rnn(rnn_step, x, s), input_signature=[
+        tf.TensorSpec([None, 3, 4], tf.float32), tf.TensorSpec([None, 4], tf.float32)])
+    x = np.random.default_rng(0).random((2, 3, 4), np.float32)
+    s = np.zeros((2, 4), np.float32)
+    want = root.rnn(x, s).numpy()
+    tf.saved_model.save(root, str(tmp_path))
+    r = tf.saved_model.load(str(tmp_path))
+    np.testing.assert_allclose(r.rnn(x, s).numpy(), want, rtol=1e-6)
+
+
+def test_seed003_efficientnetv2s(tmp_path):
+    model = keras.applications.EfficientNetV2S(weights=None, input_shape=(64, 64, 3))
+    x = np.random.default_rng(0).random((2, 64, 64, 3), np.float32)
+    # Graph mode, as the export runs (eager differs by float rounding, ~1e-5).
+    want = tf.function(lambda v: model(v, training=False))(x).numpy()
+    tf.saved_model.save(model, str(tmp_path))
+    sig = tf.saved_model.load(str(tmp_path)).signatures["serving_default"]
+    (key,) = sig.structured_input_signature[1]
+    out = sig(**{key: x})
+    assert list(out) == ["predictions"]
+    np.testing.assert_allclose(out["predictions"].numpy(), want, rtol=1e-5, atol=1e-8)
