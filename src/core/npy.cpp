@@ -85,6 +85,13 @@ Tensor parse(const std::string& bytes, const std::string& where) {
     const std::string quoted = str_cat("'", d.text, "'");
     if (descr.substr(0, quoted.size()) == quoted) dt = d.dtype;
   }
+  int64_t width = 0;  // |S<width>: NumPy's fixed-width byte strings
+  if (dt == DType::kInvalid && descr.substr(0, 3) == "'|S") {
+    auto r = std::from_chars(descr.data() + 3, descr.data() + descr.size(), width);
+    if (r.ec == std::errc() && r.ptr < descr.data() + descr.size() && *r.ptr == '\'' && width > 0 &&
+        width <= (int64_t{1} << 30))
+      dt = DType::kString;
+  }
   if (dt == DType::kInvalid)
     throw InvalidArgumentError(
         str_cat(where, ": .npy dtype ", descr.substr(0, descr.find(',')), " is not supported"));
@@ -94,7 +101,8 @@ Tensor parse(const std::string& bytes, const std::string& where) {
   const Shape shape = parse_shape(field(h, "shape", where), where);
   const int64_t n = shape.num_elements();  // overflow-checked
   const size_t data = start + hlen;
-  const uint64_t want = static_cast<uint64_t>(n) * dtype_size(dt);
+  const uint64_t item = dt == DType::kString ? static_cast<uint64_t>(width) : dtype_size(dt);
+  const uint64_t want = static_cast<uint64_t>(n) * item;
   if (static_cast<uint64_t>(n) > (uint64_t{1} << 58) || bytes.size() - data != want)
     throw InvalidArgumentError(str_cat(where, ": a ", dtype_name(dt), shape.to_string(),
                                        " array needs ", want, " data bytes, the file has ",
@@ -104,6 +112,15 @@ Tensor parse(const std::string& bytes, const std::string& where) {
       if (static_cast<unsigned char>(bytes[i]) > 1)
         throw InvalidArgumentError(str_cat(where, ": a bool value is not 0 or 1"));
   Tensor t = Tensor::empty(dt, shape);
+  if (dt == DType::kString) {
+    std::string* out = t.mutable_data<std::string>();
+    for (int64_t i = 0; i < n; ++i) {
+      std::string_view v(bytes.data() + data + static_cast<size_t>(i * width),
+                         static_cast<size_t>(width));
+      out[i] = std::string(v.substr(0, v.find_last_not_of('\0') + 1));  // NumPy drops trailing NULs
+    }
+    return t;
+  }
   if (want) std::memcpy(t.mutable_raw_data(), bytes.data() + data, want);
   return t;
 }
@@ -117,10 +134,17 @@ Tensor read(const std::string& path) {
 
 std::string serialize(const Tensor& t) {
   if (t.is_symbolic()) throw InvalidArgumentError("npy: a symbolic tensor has no value");
-  const char* descr = nullptr;
+  std::string descr;
+  size_t width = 0;
   for (const Descr& d : kDescrs)
     if (d.dtype == t.dtype()) descr = d.text;
-  if (!descr)
+  if (t.dtype() == DType::kString) {  // as NumPy's |S<width>, NUL-padded
+    width = 1;
+    for (int64_t i = 0; i < t.num_elements(); ++i)
+      width = std::max(width, t.data<std::string>()[i].size());
+    descr = str_cat("|S", width);
+  }
+  if (descr.empty())
     throw InvalidArgumentError(str_cat("npy: dtype ", dtype_name(t.dtype()), " cannot be written"));
   std::string shape = "(";
   for (int64_t d : t.shape().dims()) shape += str_cat(d, ",");
@@ -137,6 +161,14 @@ std::string serialize(const Tensor& t) {
   out += static_cast<char>(header.size() & 0xff);
   out += static_cast<char>(header.size() >> 8);
   out += header;
+  if (t.dtype() == DType::kString) {
+    for (int64_t i = 0; i < t.num_elements(); ++i) {
+      const std::string& v = t.data<std::string>()[i];
+      out += v;
+      out.append(width - v.size(), '\0');
+    }
+    return out;
+  }
   out.append(static_cast<const char*>(t.raw_data()), t.nbytes());
   return out;
 }

@@ -31,6 +31,16 @@ TEST(Npy, RoundTripsEveryDtypeAndShape) {
   }
 }
 
+TEST(Npy, StringsAreFixedWidthByteStrings) {
+  Tensor t = Tensor::from_vector<std::string>({"ab", "", "xyz"}, {3});
+  const std::string bytes = npy::serialize(t);
+  EXPECT_NE(bytes.find("'descr': '|S3'"), std::string::npos);
+  testing::expect_tensor<std::string>(npy::parse(bytes), {3}, {"ab", "", "xyz"});
+  std::string bad = bytes;
+  bad.replace(bad.find("|S3"), 3, "|S0");
+  expect_error([&] { npy::parse(bad); }, Code::kInvalidArgument, {"'|S0' is not supported"});
+}
+
 TEST(Npy, DamagedFilesAreClearErrors) {
   const std::string good = npy::serialize(Tensor::from_vector<float>({1, 2, 3}, {3}));
   struct Case {
@@ -65,7 +75,8 @@ TEST(Npy, DamagedFilesAreClearErrors) {
                  {"x.npy", c.fragment});
   }
   expect_error([] { npy::read("/nonexistent.npy"); }, Code::kNotFound, {"/nonexistent.npy"});
-  expect_error([] { npy::serialize(Tensor("s")); }, Code::kInvalidArgument, {"string"});
+  expect_error([] { npy::serialize(Variable(Tensor(1.f)).handle()); }, Code::kInvalidArgument,
+               {"resource"});
 }
 
 }  // namespace

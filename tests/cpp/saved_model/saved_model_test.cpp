@@ -60,6 +60,15 @@ struct Dense {
              }()};
 };
 
+// Dense's function with its serving_default signature (x -> y), saved in `dir`.
+void save_dense(const std::string& dir) {
+  Dense m;
+  auto cf = trace(m.f, {ArgSpec{DType::kFloat32, Shape{-1, 3}, "x"}});
+  Exporter e;
+  e.add_signature("serving_default", cf, {"x"}, {"y"});
+  e.save(dir);
+}
+
 Tensor input23() {
   return Tensor::from_vector<float>({1, 2, 3, -1, 0.5f, 2}, {2, 3});
 }
@@ -112,14 +121,10 @@ TEST(SavedModel, RoundTripsAFunctionWithVariablesAndASignature) {
 
 TEST(SavedModel, LoadedVariablesAreIndependentAndWritable) {
   TempDir d;
-  Dense m;
-  auto cf = trace(m.f, {ArgSpec{DType::kFloat32, Shape{-1, 3}, "x"}});
-  Exporter e;
-  e.add_signature("serving_default", cf, {"x"}, {"y"});
-  e.save(d.str());
+  save_dense(d.str());
   auto a = saved_model::load(d.str());
   auto b = saved_model::load(d.str());
-  for (Variable v : a->variables()) v.assign(Tensor::empty(v.dtype(), v.shape()) * 0.f);
+  for (Variable v : a->variables()) v.assign(zeros_like(v.read_value()));
   auto ya = a->signature("serving_default")({{"x", input23()}}).at("y");
   auto yb = b->signature("serving_default")({{"x", input23()}}).at("y");
   testing::expect_tensor<float>(ya, {2, 2}, {0, 0, 0, 0});
@@ -128,11 +133,7 @@ TEST(SavedModel, LoadedVariablesAreIndependentAndWritable) {
 
 TEST(SavedModel, ConcurrentCallsOfOneSignature) {
   TempDir d;
-  Dense m;
-  auto cf = trace(m.f, {ArgSpec{DType::kFloat32, Shape{-1, 3}, "x"}});
-  Exporter e;
-  e.add_signature("serving_default", cf, {"x"}, {"y"});
-  e.save(d.str());
+  save_dense(d.str());
   auto sm = saved_model::load(d.str());
   const auto& sig = sm->signature("serving_default");
   const std::vector<float> want = sig({{"x", input23()}}).at("y").to_vector<float>();
@@ -236,13 +237,7 @@ namespace pb = kiln::tfproto;
 // A small export to damage: Dense's signature.
 struct Saved {
   TempDir d;
-  Saved() {
-    Dense m;
-    auto cf = trace(m.f, {ArgSpec{DType::kFloat32, Shape{-1, 3}, "x"}});
-    Exporter e;
-    e.add_signature("serving_default", cf, {"x"}, {"y"});
-    e.save(d.str());
-  }
+  Saved() { save_dense(d.str()); }
   std::string pb_path() const { return d.str("saved_model.pb"); }
   // Rewrites saved_model.pb through `edit`.
   template <typename F>

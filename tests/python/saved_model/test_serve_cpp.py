@@ -13,7 +13,9 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.a
     __file__)))))
 BUILD = os.path.join(ROOT, "build")
 sys.path.insert(0, os.path.join(ROOT, "examples"))
+sys.path.insert(0, os.path.join(ROOT, "tests", "fuzz"))
 import export_model  # noqa: E402
+from make_seeds import Loops  # noqa: E402  (a variable, while, cond, TensorArray, strings)
 
 
 def run(*args):
@@ -44,21 +46,6 @@ def test_cpp_serves_python_exports(tmp_path):
 
 
 def test_kiln_run_on_a_python_export(tmp_path):
-    class Loops(tf.Module):
-        def __init__(self):
-            super().__init__()
-            self.scale = tf.Variable(1.5)
-
-        @tf.function(input_signature=[tf.TensorSpec([None], tf.float32, name="x")])
-        def __call__(self, x):
-            ta = tf.TensorArray(tf.float32, size=tf.shape(x)[0])
-            total = tf.constant(0.0)
-            for i in tf.range(tf.shape(x)[0]):
-                if x[i] > 0:
-                    total += x[i] * self.scale
-                ta = ta.write(i, total)
-            return {"sums": ta.stack()}
-
     m = Loops()
     x = np.array([1, -2, 3], np.float32)
     tf.saved_model.save(m, str(tmp_path / "m"))
@@ -66,12 +53,13 @@ def test_kiln_run_on_a_python_export(tmp_path):
     out = tmp_path / "out"
     out.mkdir()
     r = run("kiln-run", str(tmp_path / "m"))
-    assert r.returncode == 0 and "serving_default(x: float32(None,)) -> (sums: float32(None,))" \
-        in r.stdout, r.stdout + r.stderr
+    assert r.returncode == 0 and "serving_default(x: float32(None,)) -> (names: string(), " \
+        "sums: float32(None,))" in r.stdout, r.stdout + r.stderr
     r = run("kiln-run", str(tmp_path / "m"), "--signature", "serving_default", "--input",
             f"x={tmp_path / 'x.npy'}", "--output-dir", str(out))
     assert r.returncode == 0, r.stderr
     np.testing.assert_allclose(np.load(out / "sums.npy"), m(x)["sums"].numpy())
+    assert np.load(out / "names.npy") == m(x)["names"].numpy()  # strings as NumPy's |S<n>
     r = run("kiln-run", str(tmp_path / "m"), "--signature", "serving_default", "--input",
             f"y={tmp_path / 'x.npy'}")
     assert r.returncode == 1 and "missing input 'x'" in r.stderr
