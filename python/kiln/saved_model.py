@@ -151,9 +151,8 @@ def _signature_function(value, key):
     return cf
 
 
-def _keras_signature(model):
-    """serving_default of a Keras model: model(inputs, training=False) over its
-    Input specs; outputs named after the output layers (TensorFlow's)."""
+def _keras_input_signature(model):
+    """The input_signature of a Keras model's serving functions: its Inputs."""
     inputs = model.inputs
     if not inputs:
         raise ValueError(
@@ -161,14 +160,26 @@ def _keras_signature(model):
             "Input (or input_shape), or call build(input_shape) or the model once first.")
     specs = [_kiln.TensorSpec(t.shape, t.dtype, name=t.name or f"input_{i + 1}")
              for i, t in enumerate(inputs)]
+    return specs if len(specs) == 1 else [specs]
+
+
+def _keras_signature(model):
+    """serving_default of a Keras model: model(inputs, training=False) over its
+    Input specs; outputs named after the output layers (TensorFlow's)."""
     names = model.output_names
 
     def serve(inputs):
         flat = nest.flatten(model(inputs, training=False))
         return {n: t for n, t in zip(names, flat)}
 
-    sig = specs if len(specs) == 1 else [specs]
-    fn = Function(serve, name="serving_default", input_signature=sig)
+    fn = Function(serve, name="serving_default", input_signature=_keras_input_signature(model))
+    return fn.get_concrete_function()._cf
+
+
+def _keras_call(model):
+    """The loaded model's __call__: model(inputs, training=False), its own result."""
+    fn = Function(lambda inputs: model(inputs, training=False), name="__call__",
+                  input_signature=_keras_input_signature(model))
     return fn.get_concrete_function()._cf
 
 
@@ -189,6 +200,8 @@ def save(obj, export_dir, signatures=None, options=None):
         raise ValueError(f"Expected an object with attributes to save, got {obj!r}")
     b = _Builder()
     b.node(obj)
+    if isinstance(obj, Model) and obj.inputs and "__call__" not in vars(obj):
+        b.exporter.add_child(0, "__call__", b.exporter.add_function([_keras_call(obj)]))
     if signatures is None:
         sigs = _default_signatures(obj, b)
     elif isinstance(signatures, dict):

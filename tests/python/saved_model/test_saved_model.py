@@ -142,6 +142,7 @@ def test_keras_model_with_batch_norm_fine_tuned_and_saved_again(tmp_path):
     assert list(out) == ["probs"]
     np.testing.assert_allclose(out["probs"].numpy(), model(x[:5], training=False).numpy(),
                                rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(r(x[:5]).numpy(), out["probs"].numpy())  # the model's __call__
     before = out["probs"].numpy()
     model.fit(x, y, epochs=2, batch_size=16, verbose=0)  # fine-tune, save again
     tf.saved_model.save(model, str(tmp_path))
