@@ -68,6 +68,14 @@ def _outputs_to_tensors(out):
     return nest.map_structure(conv, out)
 
 
+def _convert_to_spec(x, spec):
+    """A *args value bound to an input_signature spec: converted to its dtype
+    (as the C++ call converts named arguments)."""
+    if isinstance(x, (_kiln.Tensor, _kiln.Variable, _kiln.TensorSpec)):
+        return x
+    return _kiln.convert_to_tensor(x, dtype=spec.dtype)
+
+
 def _uncanonicalize(params, canon):
     args, kwargs = [], {}
     for p, v in zip(params, canon):
@@ -140,17 +148,25 @@ class Function(_kiln._Function):
     # -- the Python side of the call path --
 
     def _canonicalize(self, args, kwargs):
-        """Binds a call to the signature: one value per parameter, defaults filled."""
+        """Binds a call to the signature: one value per parameter, defaults filled;
+        values bound to input_signature specs are converted to their dtypes."""
         try:
             bound = self._signature.bind(*args, **kwargs)
         except TypeError as e:
             raise TypeError(f"{self._name}(): {e}") from None
         bound.apply_defaults()
         canon = []
-        for p in self._params:
+        sig = self._input_signature
+        for k, p in enumerate(self._params):
             v = bound.arguments.get(p.name, p.default)
             if p.kind == _P.VAR_POSITIONAL:
                 v = tuple(v) if v is not _P.empty else ()
+                if sig is not None:  # its specs follow the named ones
+                    v = tuple(_convert_to_spec(x, sig[k + j]) if k + j < len(sig) else x
+                              for j, x in enumerate(v))
+            elif sig is not None and k < len(sig) and v is not _P.empty and \
+                    p.kind in (_P.POSITIONAL_ONLY, _P.POSITIONAL_OR_KEYWORD):
+                v = _convert_to_spec(v, sig[k])
             elif p.kind == _P.VAR_KEYWORD:
                 v = dict(v) if v is not _P.empty else {}
             canon.append(v)
@@ -192,7 +208,8 @@ class Function(_kiln._Function):
         if self._input_signature is not None and not args and not kwargs:
             args = self._input_signature
         canon = self._canonicalize(args, kwargs)
-        if self._input_signature is not None:
+        if self._input_signature is not None and \
+                all(p.kind == _P.POSITIONAL_OR_KEYWORD for p in self._params):
             canon = tuple(self._input_signature) + tuple(canon[len(self._input_signature):])
         return ConcreteFunction(self._get_concrete(canon), self)
 

@@ -228,8 +228,9 @@ nb::object call_function(nb::handle self, PyObject* args, PyObject* kwargs) {
   }
   std::vector<Value> values;
   values.reserve(nb::len(call_args));
+  // Simple signatures convert here; others were converted by _canonicalize.
   auto add = [&](nb::handle a, size_t i) {
-    if (i < f.signature_dtypes.size() && !is_tensor(a) && !is_variable(a) &&
+    if (f.simple && i < f.signature_dtypes.size() && !is_tensor(a) && !is_variable(a) &&
         !nb::isinstance<ArgSpec>(a))
       values.emplace_back(to_tensor(a, f.signature_dtypes[i], "argument"));
     else

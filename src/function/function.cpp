@@ -433,7 +433,13 @@ std::vector<Value> Function::bind_input_signature(const std::vector<Value>& args
           str_cat("function '", options_.name, "': argument '", f.leaves[i].path,
                   "' is incompatible with input_signature: expected ", sig[i].to_string(), ", got ",
                   ArgSpec{f.specs[i].dtype, f.specs[i].shape, ""}.to_string()));
-  return {sig.begin(), sig.end()};
+  // The specs replace the tensors leaf by leaf, keeping the arguments' structure
+  // (a *args parameter is one tuple of several tensors).
+  std::vector<Value> out;
+  size_t leaf = 0;
+  for (const Value& a : args)
+    out.push_back(map_leaves(a, leaf, [&](size_t i, const Value&) { return Value(sig[i]); }));
+  return out;
 }
 
 std::shared_ptr<const ConcreteFunction> Function::find_cached(const detail::Flat& f,

@@ -63,6 +63,21 @@ def test_input_signature_and_errors():
         next_collatz(tf.constant([[1, 2], [3, 4]]))
 
 
+def test_input_signature_with_var_positional_arguments():
+    # TensorFlow binds the specs to the *args elements.
+    @tf.function(input_signature=[tf.TensorSpec([2], tf.float32), tf.TensorSpec([], tf.int32)])
+    def f(*args):
+        return args[0] * tf.cast(args[1], tf.float32)
+
+    np.testing.assert_array_equal(f(tf.constant([1.0, 2.0]), tf.constant(3)).numpy(), [3, 6])
+    np.testing.assert_array_equal(f([2.0, 4.0], 2).numpy(), [4, 8])
+    assert f.experimental_get_tracing_count() == 1
+    cf = f.get_concrete_function()
+    assert len(cf.structured_input_signature[0]) == 1  # one *args tuple of two specs
+    with pytest.raises(ValueError, match="input_signature"):
+        f(tf.constant([1.0, 2.0]))
+
+
 def test_concrete_function_signature_graph_and_keyword_call():
     @tf.function
     def double(a):
