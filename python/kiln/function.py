@@ -347,6 +347,9 @@ class ConcreteFunction:
                         _kiln.convert_to_tensor(x, dtype=ts.dtype)
                     if not ts.is_compatible_with(x):
                         raise TypeError(f"{self.name}(): {x!r} does not fit {ts!r}")
+                elif isinstance(ts, _kiln.Variable):
+                    if not isinstance(x, _kiln.Variable) or x._id != ts._id:
+                        raise TypeError(f"{self.name}(): {x!r} is not the traced variable {ts!r}")
                 elif type(ts) is not type(x) or ts != x:
                     raise TypeError(f"{self.name}(): {x!r} differs from the traced {ts!r}")
 

@@ -123,8 +123,14 @@ struct Loader {
         in.tuple_value().values(1).dict_value().fields_size() != 0)
       fail(str_cat(at, ": its input signature is not ((arguments...), {})"));
     std::vector<Value> inputs;
+    auto variable_of = [&](int64_t id) {
+      if (id < 0 || static_cast<size_t>(id) >= out->objects_.size() ||
+          out->objects_[static_cast<size_t>(id)].kind != LoadedObject::Kind::kVariable)
+        fail(str_cat(at, ": an argument names object ", id, ", which is not a variable"));
+      return out->objects_[static_cast<size_t>(id)].variable;
+    };
     for (const auto& v : in.tuple_value().values(0).tuple_value().values())
-      inputs.push_back(detail::from_proto(v, str_cat(where, ": ", at)));
+      inputs.push_back(detail::from_proto(v, str_cat(where, ": ", at), variable_of));
     std::vector<std::string> arg_names;
     const pb::FunctionDef& def = lib->def(name);
     if (auto a = def.attr().find("_kiln_arg_names"); a != def.attr().end())

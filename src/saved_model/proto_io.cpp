@@ -132,7 +132,8 @@ Tensor from_proto(const pb::TensorProto& p, const std::string& where) {
   return t;
 }
 
-void to_proto(const Value& v, pb::StructuredValue* out, const std::string& what) {
+void to_proto(const Value& v, pb::StructuredValue* out, const std::string& what,
+              const VariableId& ids) {
   switch (v.kind()) {
     case Value::Kind::kNone: out->mutable_none_value(); return;
     case Value::Kind::kBool: out->set_bool_value(v.as_bool()); return;
@@ -153,23 +154,38 @@ void to_proto(const Value& v, pb::StructuredValue* out, const std::string& what)
     case Value::Kind::kTuple: {
       auto* l = v.kind() == Value::Kind::kList ? out->mutable_list_value()->mutable_values()
                                                : out->mutable_tuple_value()->mutable_values();
-      for (const Value& x : v.items()) to_proto(x, l->Add(), what);
+      for (const Value& x : v.items()) to_proto(x, l->Add(), what, ids);
       return;
     }
     case Value::Kind::kDict: {
       auto* f = out->mutable_dict_value()->mutable_fields();
-      for (size_t k = 0; k < v.keys().size(); ++k) to_proto(v.items()[k], &(*f)[v.keys()[k]], what);
+      for (size_t k = 0; k < v.keys().size(); ++k)
+        to_proto(v.items()[k], &(*f)[v.keys()[k]], what, ids);
       return;
     }
-    case Value::Kind::kVariable:
+    case Value::Kind::kVariable: {
+      if (!ids) break;
+      const Variable& var = v.variable();
+      pb::TypeSpecProto* t = out->mutable_type_spec_value();
+      t->set_type_spec_class(pb::TypeSpecProto::VARIABLE_SPEC);
+      t->set_type_spec_class_name("VariableSpec");
+      t->set_num_flat_components(1);
+      auto* state = t->mutable_type_state()->mutable_tuple_value()->mutable_values();
+      to_proto(var.shape(), state->Add()->mutable_tensor_shape_value());
+      state->Add()->set_tensor_dtype_value(to_proto(var.dtype()));
+      state->Add()->set_bool_value(var.trainable());
+      state->Add()->set_int64_value(ids(var));
+      return;
+    }
     case Value::Kind::kOpaque: break;
   }
   throw InvalidArgumentError(str_cat(what, " holds ", v.repr(),
-                                     ", which cannot be saved (tensors, specs, None, bool, int, "
-                                     "float, str, lists, tuples and dicts can)"));
+                                     ", which cannot be saved (tensors, specs, variables, None, "
+                                     "bool, int, float, str, lists, tuples and dicts can)"));
 }
 
-Value from_proto(const pb::StructuredValue& v, const std::string& where, int depth) {
+Value from_proto(const pb::StructuredValue& v, const std::string& where, const VariableOf& vars,
+                 int depth) {
   if (depth > kMaxDepth)
     throw InvalidArgumentError(str_cat(where, ": a structure nests deeper than ", kMaxDepth));
   using K = pb::StructuredValue;
@@ -183,19 +199,27 @@ Value from_proto(const pb::StructuredValue& v, const std::string& where, int dep
       const auto& s = v.tensor_spec_value();
       return Value(ArgSpec{from_proto(s.dtype(), where), from_proto(s.shape(), where), s.name()});
     }
+    case K::kTypeSpecValue: {
+      const auto& t = v.type_spec_value();
+      const auto& st = t.type_state().tuple_value().values();
+      if (t.type_spec_class() != pb::TypeSpecProto::VARIABLE_SPEC || st.size() != 4 ||
+          !st[3].has_int64_value() || !vars)
+        throw InvalidArgumentError(str_cat(where, ": a type spec kiln does not read"));
+      return Value(vars(st[3].int64_value()));
+    }
     case K::kListValue:
     case K::kTupleValue: {
       const auto& vals =
           v.kind_case() == K::kListValue ? v.list_value().values() : v.tuple_value().values();
       std::vector<Value> items;
-      for (const auto& x : vals) items.push_back(from_proto(x, where, depth + 1));
+      for (const auto& x : vals) items.push_back(from_proto(x, where, vars, depth + 1));
       return v.kind_case() == K::kListValue ? Value::list(std::move(items))
                                             : Value::tuple(std::move(items));
     }
     case K::kDictValue: {
       std::vector<std::pair<std::string, Value>> items;
       for (const auto& [k, x] : v.dict_value().fields())
-        items.emplace_back(k, from_proto(x, where, depth + 1));
+        items.emplace_back(k, from_proto(x, where, vars, depth + 1));
       return Value::dict(std::move(items));
     }
     default: break;

@@ -2,6 +2,7 @@
 // tensors, structures). Readers validate everything and throw
 // InvalidArgumentError with `where` (file and object) in the message.
 #pragma once
+#include <functional>
 #include <string>
 
 #include "graph.pb.h"
@@ -31,12 +32,21 @@ void to_proto(const Tensor& t, pb::TensorProto* out);
 /// The tensor a TensorProto holds; sizes, dtype and bool bytes validated.
 Tensor from_proto(const pb::TensorProto& t, const std::string& where);
 
+/// The object id of a variable bound as an argument (the exporter's node).
+using VariableId = std::function<int(const Variable&)>;
+/// The loaded variable of an object id (InvalidArgumentError when none).
+using VariableOf = std::function<Variable(int64_t)>;
+
 /// A structure (arguments or results) as StructuredValue: tensors and specs
-/// become TensorSpecProto (a tensor's name is its graph output index).
-void to_proto(const Value& v, pb::StructuredValue* out, const std::string& what);
-/// The structure back; TensorSpecProto leaves become ArgSpec values.
-/// Nesting deeper than 32 levels is refused.
-Value from_proto(const pb::StructuredValue& v, const std::string& where, int depth = 0);
+/// become TensorSpecProto; a variable bound as an argument becomes
+/// TensorFlow's VariableSpec whose alias is `ids(v)`.
+void to_proto(const Value& v, pb::StructuredValue* out, const std::string& what,
+              const VariableId& ids = {});
+/// The structure back; TensorSpecProto leaves become ArgSpec values and
+/// VariableSpecs the variables `vars` names. Nesting deeper than 32 levels
+/// is refused.
+Value from_proto(const pb::StructuredValue& v, const std::string& where,
+                 const VariableOf& vars = {}, int depth = 0);
 
 /// The bytes of a file; NotFoundError when missing, DataLossError when
 /// unreadable, InvalidArgumentError when larger than `max_bytes`.

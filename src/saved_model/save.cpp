@@ -211,7 +211,8 @@ void Exporter::save(const std::string& dir) const {
         sc.mutable_canonicalized_input_signature()->mutable_tuple_value()->mutable_values();
     auto* positional = args->Add()->mutable_tuple_value()->mutable_values();
     for (const Value& v : f->structured_input_signature())
-      detail::to_proto(v, positional->Add(), what + "'s arguments");
+      detail::to_proto(v, positional->Add(), what + "'s arguments",
+                       [&](const Variable& var) { return im.add_variable(var); });
     args->Add()->mutable_dict_value();
     detail::to_proto(f->structured_outputs(), sc.mutable_output_signature(), what + "'s result");
     return written.emplace(f.get(), std::move(w)).first->second;

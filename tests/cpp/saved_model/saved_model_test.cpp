@@ -421,6 +421,23 @@ TEST(SavedModelHostile, GraphContents) {
          (*sd.mutable_outputs())["y"].set_name("serving_default_x:0");
        },
        {"do not name a function call"}},
+      {"variable argument naming no variable",
+       [](pb::SavedModel& sm) {
+         auto& cfs =
+             *sm.mutable_meta_graphs(0)->mutable_object_graph_def()->mutable_concrete_functions();
+         auto* arg = cfs.begin()
+                         ->second.mutable_canonicalized_input_signature()
+                         ->mutable_tuple_value()
+                         ->mutable_values(0)
+                         ->mutable_tuple_value()
+                         ->mutable_values(0);
+         auto* t = arg->mutable_type_spec_value();
+         t->set_type_spec_class(pb::TypeSpecProto::VARIABLE_SPEC);
+         auto* st = t->mutable_type_state()->mutable_tuple_value();
+         for (int i = 0; i < 3; ++i) st->add_values()->set_bool_value(true);
+         st->add_values()->set_int64_value(0);  // the root object
+       },
+       {"names object 0, which is not a variable"}},
       {"deep structure",
        [](pb::SavedModel& sm) {
          auto& cfs =

@@ -249,6 +249,24 @@ def test_seed001_variables_updated_by_the_saved_function(tmp_path):
     assert c.count.numpy() == 2  # the original is untouched
 
 
+def test_seed001_variable_passed_as_an_argument(tmp_path):
+    @tf.function
+    def add(v, x):
+        v.assign_add(x)
+        return v.read_value()
+
+    root = tf.Module()
+    root.v = tf.Variable(1.0)
+    root.add = add
+    add(root.v, tf.constant(2.0))
+    tf.saved_model.save(root, str(tmp_path))
+    r = tf.saved_model.load(str(tmp_path))
+    assert r.v.numpy() == 3.0
+    assert r.add(r.v, tf.constant(0.5)).numpy() == 3.5 and r.v.numpy() == 3.5
+    with pytest.raises(ValueError, match="Could not find matching concrete function"):
+        r.add(tf.Variable(1.0), tf.constant(0.5))  # another variable: never traced
+
+
 def test_seed002_dynamic_rnn(tmp_path):
     def rnn_step(inp, state):
         return tf.tanh(inp + state)
