@@ -14,6 +14,7 @@ import os
 from kiln import _kiln, nest
 from kiln.function import ConcreteFunction, Function
 from kiln.keras.engine.training import Model
+from kiln.keras.layers.base import Layer
 from kiln.module import Module
 
 SERVING_DEFAULT = "serving_default"
@@ -152,12 +153,12 @@ def _signature_function(value, key):
 
 
 def _keras_input_signature(model):
-    """The input_signature of a Keras model's serving functions: its Inputs."""
-    inputs = model.inputs
+    """The input_signature of a Keras model's serving functions: its Inputs, else
+    the input of its first call (a subclassed model, a layer); None when unknown."""
+    inputs = model.inputs if isinstance(model, Model) else None
     if not inputs:
-        raise ValueError(
-            f"Model {model.name} cannot be saved: its input shape is unknown. Give it an "
-            "Input (or input_shape), or call build(input_shape) or the model once first.")
+        spec = getattr(model, "_kiln_call_spec", None)
+        return [spec] if spec is not None else None
     specs = [_kiln.TensorSpec(t.shape, t.dtype, name=t.name or f"input_{i + 1}")
              for i, t in enumerate(inputs)]
     return specs if len(specs) == 1 else [specs]
@@ -172,15 +173,23 @@ def _keras_signature(model):
         flat = nest.flatten(model(inputs, training=False))
         return {n: t for n, t in zip(names, flat)}
 
-    fn = Function(serve, name="serving_default", input_signature=_keras_input_signature(model))
+    sig = _keras_input_signature(model)
+    if sig is None:
+        raise ValueError(
+            f"Model {model.name} cannot be saved: its input shape is unknown. Give it an "
+            "Input (or input_shape), or call the model once first.")
+    fn = Function(serve, name="serving_default", input_signature=sig)
     return fn.get_concrete_function()._cf
 
 
-def _keras_call(model):
-    """The loaded model's __call__: model(inputs, training=False), its own result."""
-    fn = Function(lambda inputs: model(inputs, training=False), name="__call__",
-                  input_signature=_keras_input_signature(model))
-    return fn.get_concrete_function()._cf
+def _keras_call(layer):
+    """The loaded layer's __call__ (a model's with training=False), its own
+    result; None when its input is unknown."""
+    sig = _keras_input_signature(layer)
+    if sig is None:
+        return None
+    call = (lambda x: layer(x, training=False)) if isinstance(layer, Model) else layer
+    return Function(call, name="__call__", input_signature=sig).get_concrete_function()._cf
 
 
 def _default_signatures(obj, builder):
@@ -200,8 +209,10 @@ def save(obj, export_dir, signatures=None, options=None):
         raise ValueError(f"Expected an object with attributes to save, got {obj!r}")
     b = _Builder()
     b.node(obj)
-    if isinstance(obj, Model) and obj.inputs and "__call__" not in vars(obj):
-        b.exporter.add_child(0, "__call__", b.exporter.add_function([_keras_call(obj)]))
+    if isinstance(obj, Layer) and "__call__" not in vars(obj):
+        call = _keras_call(obj)
+        if call is not None:
+            b.exporter.add_child(0, "__call__", b.exporter.add_function([call]))
     if signatures is None:
         sigs = _default_signatures(obj, b)
     elif isinstance(signatures, dict):

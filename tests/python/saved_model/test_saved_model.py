@@ -304,3 +304,34 @@ def test_seed003_efficientnetv2s(tmp_path):
     out = sig(**{key: x})
     assert list(out) == ["predictions"]
     np.testing.assert_allclose(out["predictions"].numpy(), want, rtol=1e-5, atol=1e-8)
+
+
+def test_subclassed_model_and_layer_saved_after_one_call(tmp_path):
+    class Net(keras.Model):
+        def __init__(self):
+            super().__init__()
+            self.d1 = keras.layers.Dense(4, activation="relu")
+            self.d2 = keras.layers.Dense(2)
+
+        def call(self, x, training=False):
+            return self.d2(self.d1(x))
+
+    net = Net()
+    x = np.random.default_rng(0).random((3, 5), np.float32)
+    want = net(x).numpy()
+    tf.saved_model.save(net, str(tmp_path / "net"))
+    r = tf.saved_model.load(str(tmp_path / "net"))
+    np.testing.assert_allclose(r(x).numpy(), want, rtol=1e-6)
+    (out,) = r.signatures["serving_default"](inputs=x).values()
+    np.testing.assert_allclose(out.numpy(), want, rtol=1e-6)
+    assert len(r.variables) == 4
+
+    from tests.python.seeds.test_seed000_charunpack import CharUnpack
+    layer = CharUnpack()
+    data = np.array([[1, 2, 255, 128]], np.uint8)
+    bits = layer(data).numpy()
+    tf.saved_model.save(layer, str(tmp_path / "layer"))
+    r = tf.saved_model.load(str(tmp_path / "layer"))
+    np.testing.assert_array_equal(r(np.array([[1, 2, 255, 128], [0, 0, 0, 1]], np.uint8))[:1],
+                                  bits)
+    assert r.signatures == {}  # a layer gets no default signature, as in TensorFlow

@@ -53,6 +53,22 @@ def _input_shape(x):
     return TensorShape(shape) if shape is not None else None
 
 
+def _call_spec(x):
+    """The first call's input as a TensorSpec with a free batch dimension (what
+    kiln.saved_model traces ``__call__`` over, as TensorFlow records its
+    saved-model input spec); None unless the input is one array-like tensor."""
+    shape, dtype = getattr(x, "shape", None), getattr(x, "dtype", None)
+    if shape is None or dtype is None or isinstance(x, (list, tuple, dict)):
+        return None
+    dims = TensorShape(shape).as_list() if TensorShape(shape).rank is not None else None
+    if dims:
+        dims[0] = None
+    try:
+        return _kiln.TensorSpec(dims, _kiln.as_dtype(dtype))
+    except (TypeError, ValueError):
+        return None
+
+
 # The `training` value of the enclosing layer call, inherited by inner layers.
 _CTX = threading.local()
 _ACCEPTS = {}
@@ -220,6 +236,8 @@ class Layer(Module):
         if not self.built:
             if self.input_spec is not None:
                 self._check_input_spec(inputs)
+            if getattr(self, "_kiln_call_spec", None) is None:
+                self._kiln_call_spec = _call_spec(inputs)
             self._maybe_build(inputs)
         if self.input_spec is not None:
             self._check_input_spec(inputs)
