@@ -4,6 +4,14 @@ import re
 from kiln import _kiln, _restore_hooks
 
 
+def tracked_attributes(obj):
+    """(name, value) of the attributes tracking walks, sorted by name: an
+    object's own ones, kiln's bookkeeping (``_kiln_*``, the name) left out."""
+    d = getattr(obj, "__dict__", None) or {}
+    return [(k, d[k]) for k in sorted(d)
+            if not k.startswith("_kiln_") and k not in ("_name", "_scope_name")]
+
+
 def _walk(obj, seen, want):
     """Variables (want='v') or modules (want='m') reachable from obj's attributes."""
     out = []
@@ -12,10 +20,7 @@ def _walk(obj, seen, want):
     seen.add(id(obj))
     values = []
     if isinstance(obj, Module):
-        for k in sorted(vars(obj)):
-            if k.startswith("_kiln_") or k in ("_name", "_scope_name"):
-                continue
-            values.append(vars(obj)[k])
+        values = [v for _, v in tracked_attributes(obj)]
     elif isinstance(obj, dict):
         values = [obj[k] for k in sorted(obj, key=str)]
     elif isinstance(obj, (list, tuple)):

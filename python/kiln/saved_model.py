@@ -15,7 +15,7 @@ from kiln import _kiln, nest
 from kiln.function import ConcreteFunction, Function
 from kiln.keras.engine.training import Model
 from kiln.keras.layers.base import Layer
-from kiln.module import Module
+from kiln.module import Module, tracked_attributes
 
 SERVING_DEFAULT = "serving_default"
 _LIST = "trackable_list_wrapper"
@@ -47,19 +47,12 @@ def _attributes(obj):
         return [(str(k), obj[k]) for k in sorted(obj, key=str)]
     if isinstance(obj, (list, tuple)):
         return [(str(i), v) for i, v in enumerate(obj)]
-    d = getattr(obj, "__dict__", None)
-    if d is None:
-        return []
-    out = []
-    for k in sorted(d):
-        if k.startswith("_kiln_") or k in ("_name", "_scope_name", "_self_ref"):
-            continue
-        out.append((k, d[k]))
+    out = tracked_attributes(obj)
     if hasattr(obj, "_kiln_module_variables"):  # a Keras layer: its weights (TensorFlow's
         out.append(("variables", list(obj._kiln_module_variables())))  # "variables" child)
     # Methods decorated with @kiln.function live on the class.
     for k, v in sorted(vars(type(obj)).items()) if isinstance(obj, Module) else []:
-        if isinstance(v, Function) and k not in d:
+        if isinstance(v, Function) and k not in vars(obj):
             out.append((k, getattr(obj, k)))
     return out
 
@@ -266,16 +259,15 @@ class RestoredFunction:
         return list(self._concrete)
 
     def get_concrete_function(self, *args, **kwargs):
-        return self._match(args, kwargs)[0]
+        return self._match(args, kwargs)
 
     def _match(self, args, kwargs):
-        errors = []
         for cf in self._concrete:
             try:
                 cf._check_call(args, kwargs)
-                return cf, None
-            except (TypeError, ValueError) as e:
-                errors.append(str(e))
+                return cf
+            except (TypeError, ValueError):
+                continue
         sigs = "\n".join(f"  Option {i + 1}: {cf.structured_input_signature[0]}"
                          for i, cf in enumerate(self._concrete))
         raise ValueError(
@@ -284,8 +276,7 @@ class RestoredFunction:
             f"Expected one of:\n{sigs}")
 
     def __call__(self, *args, **kwargs):
-        cf, _ = self._match(args, kwargs)
-        return cf(*args, **kwargs)
+        return self._match(args, kwargs)(*args, **kwargs)
 
     def __repr__(self):
         return f"<RestoredFunction {self.__name__} with {len(self._concrete)} concrete functions>"
@@ -297,7 +288,13 @@ class SignatureFunction:
     def __init__(self, key, cf, inputs, outputs):
         self._key, self._cf = key, cf
         self._inputs, self._outputs = list(inputs), list(outputs)
-        self.structured_outputs = {k: None for k in outputs}
+
+    @property
+    def structured_outputs(self):
+        """{output key: TensorSpec} as TensorFlow's signature functions give it."""
+        flat = [t for t in nest.flatten(self._cf._structured_outputs)
+                if isinstance(t, _kiln.Tensor)]
+        return {k: _kiln.TensorSpec(t.shape, t.dtype, name=k) for k, t in zip(self._outputs, flat)}
 
     @property
     def structured_input_signature(self):

@@ -67,18 +67,6 @@ std::string errno_text(int err) {
   return std::strerror(err);
 }
 
-// Reads the whole file behind `fd`; false on a read error.
-bool read_all(int fd, std::string& out) {
-  char buf[1 << 16];
-  for (;;) {
-    ssize_t n = ::read(fd, buf, sizeof buf);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return false;
-    if (n == 0) return true;
-    out.append(buf, static_cast<size_t>(n));
-  }
-}
-
 std::string encode_entry(std::string_view payload) {
   std::string out(kMagic);
   uint64_t len = payload.size();

@@ -18,19 +18,9 @@ std::string edge_name(const Edge& e, const std::set<const Node*>& args) {
   return str_cat(e.node->name(), ":", e.index);
 }
 
-// "name", "name:3"; false when malformed.
-bool parse_input(const std::string& s, std::string& name, int64_t& index) {
-  const size_t colon = s.rfind(':');
-  if (colon == std::string::npos) {
-    name = s;
-    index = 0;
-    return !s.empty();
-  }
-  name = s.substr(0, colon);
-  const char* b = s.data() + colon + 1;
-  const char* e = s.data() + s.size();
-  auto r = std::from_chars(b, e, index);
-  return !name.empty() && r.ec == std::errc() && r.ptr == e && b != e && index >= 0;
+bool jit_of(const pb::FunctionDef& f) {
+  auto it = f.attr().find(kJitAttr);
+  return it != f.attr().end() && it->second.b();
 }
 
 }  // namespace
@@ -154,10 +144,7 @@ const pb::FunctionDef& LibraryReader::def(const std::string& name) const {
 std::unique_ptr<Graph> LibraryReader::graph(const std::string& name,
                                             std::span<const Tensor> handles, bool* jit) {
   const pb::FunctionDef& f = def(name);
-  if (jit) {
-    auto it = f.attr().find(kJitAttr);
-    *jit = it != f.attr().end() && it->second.b();
-  }
+  if (jit) *jit = jit_of(f);
   return build(f, handles, 0);
 }
 
@@ -170,17 +157,29 @@ Ref<Subgraph> LibraryReader::body(const std::string& name, int depth) {
     throw InvalidArgumentError(str_cat(where_, ": function '", name, "' calls itself"));
   building_.insert(name);
   const pb::FunctionDef& f = def(name);
-  auto jit_it = f.attr().find(kJitAttr);
-  const bool jit = jit_it != f.attr().end() && jit_it->second.b();
   Ref<Subgraph> s;
   try {
-    s = kiln::detail::GraphSubgraph::create(build(f, {}, depth), jit);
+    s = kiln::detail::GraphSubgraph::create(build(f, {}, depth), jit_of(f));
   } catch (const InternalError& e) {  // a body kiln's own checks refuse
     throw InvalidArgumentError(str_cat(where_, ": function '", name, "': ", e.what()));
   }
   building_.erase(name);
   bodies_.emplace(name, s);
   return s;
+}
+
+bool parse_tensor_name(const std::string& s, std::string& node, int64_t& index) {
+  const size_t colon = s.rfind(':');
+  if (colon == std::string::npos) {
+    node = s;
+    index = 0;
+    return !s.empty();
+  }
+  node = s.substr(0, colon);
+  const char* b = s.data() + colon + 1;
+  const char* e = s.data() + s.size();
+  auto r = std::from_chars(b, e, index);
+  return !node.empty() && r.ec == std::errc() && r.ptr == e && b != e && index >= 0;
 }
 
 Shape arg_shape(const pb::FunctionDef& f, int i, const std::string& where) {
@@ -237,7 +236,7 @@ std::unique_ptr<Graph> LibraryReader::build(const pb::FunctionDef& f,
       const bool ctrl = !in.empty() && in[0] == '^';
       std::string src;
       int64_t index = 0;
-      if (!parse_input(ctrl ? in.substr(1) : in, src, index) || (ctrl && index != 0) ||
+      if (!parse_tensor_name(ctrl ? in.substr(1) : in, src, index) || (ctrl && index != 0) ||
           (!ctrl && !control.empty()))
         throw InvalidArgumentError(str_cat(node_at, ": malformed input '", in, "'"));
       auto it = by_name.find(src);
@@ -275,7 +274,7 @@ std::unique_ptr<Graph> LibraryReader::build(const pb::FunctionDef& f,
     auto r = f.ret().find(oname);
     std::string src;
     int64_t index = 0;
-    if (r == f.ret().end() || !parse_input(r->second, src, index) || !by_name.count(src) ||
+    if (r == f.ret().end() || !parse_tensor_name(r->second, src, index) || !by_name.count(src) ||
         index >= static_cast<int64_t>(by_name[src]->outputs().size()))
       throw InvalidArgumentError(
           str_cat(at, ": output '", oname, "' does not name a node's output"));

@@ -67,6 +67,10 @@ class LibraryReader {
   std::string where_;
 };
 
+/// Splits a tensor name, "node" or "node:3" (index 0 when absent); false
+/// when malformed.
+bool parse_tensor_name(const std::string& s, std::string& node, int64_t& index);
+
 /// The shape recorded for input arg `i` (unknown rank when absent).
 Shape arg_shape(const pb::FunctionDef& f, int i, const std::string& where);
 

@@ -161,28 +161,28 @@ struct Loader {
     std::map<std::string, const pb::NodeDef*> graph_nodes;
     for (const auto& n : mg->graph_def().node()) graph_nodes[n.name()] = &n;
     for (const auto& [key, sd] : mg->signature_def()) signature(key, sd, graph_nodes);
-    for (int i = 0; i < nodes.size(); ++i) {
-      LoadedObject& o = out->objects_[static_cast<size_t>(i)];
-      if (o.kind != LoadedObject::Kind::kSignature) continue;
-      const auto& b = nodes[i].bare_concrete_function();
-      std::string key;
-      for (const auto& [k, s] : out->signatures_)
-        if (s.fn_ == function(b.concrete_function_name())) key = k;
-      if (key.empty())
-        fail(str_cat("signature object ", i, " calls '", b.concrete_function_name(),
-                     "', which no signature_def names"));
-      o.signature = key;
-      o.functions.push_back(out->signatures_.at(key).fn_);
+    // root.signatures.<key>: each names its signature_def and calls its function.
+    for (const LoadedObject& m : out->objects_) {
+      if (m.kind != LoadedObject::Kind::kUser || m.identifier != "signature_map") continue;
+      for (const auto& [key, id] : m.children) {
+        LoadedObject& o = out->objects_[static_cast<size_t>(id)];
+        auto sig = out->signatures_.find(key);
+        const auto& b = nodes[id].bare_concrete_function();
+        if (o.kind != LoadedObject::Kind::kSignature || sig == out->signatures_.end() ||
+            function(b.concrete_function_name()) != sig->second.fn_)
+          fail(str_cat("signature object '", key, "' does not call its signature_def's function"));
+        o.signature = key;
+        o.functions = {sig->second.fn_};
+      }
     }
   }
 
   // "name:3" -> (name, 3)
-  std::pair<std::string, int> tensor_ref(const std::string& s, const std::string& at) const {
-    const size_t colon = s.rfind(':');
-    if (colon == std::string::npos || colon == 0 || colon + 1 >= s.size() ||
-        s.find_first_not_of("0123456789", colon + 1) != std::string::npos || s.size() - colon > 8)
+  std::pair<std::string, int64_t> tensor_ref(const std::string& s, const std::string& at) const {
+    std::pair<std::string, int64_t> r;
+    if (!detail::parse_tensor_name(s, r.first, r.second))
       fail(str_cat(at, ": '", s, "' is not a tensor name"));
-    return {s.substr(0, colon), std::stoi(s.substr(colon + 1))};
+    return r;
   }
 
   void signature(const std::string& key, const pb::SignatureDef& sd,
@@ -190,15 +190,13 @@ struct Loader {
     const std::string at = str_cat("signature '", key, "'");
     // Every output names the same call node; its inputs order the signature's.
     std::string call;
-    std::vector<std::string> out_keys;
+    std::vector<std::string> out_keys(static_cast<size_t>(sd.outputs_size()));
     for (const auto& [k, ti] : sd.outputs()) {
       auto [node, index] = tensor_ref(ti.name(), at);
       if (!call.empty() && node != call) fail(str_cat(at, ": outputs of several calls"));
       call = node;
-      if (static_cast<size_t>(index) >= static_cast<size_t>(sd.outputs_size()))
+      if (static_cast<size_t>(index) >= out_keys.size())
         fail(str_cat(at, ": output '", k, "' names output ", index));
-      if (out_keys.size() < static_cast<size_t>(sd.outputs_size()))
-        out_keys.resize(static_cast<size_t>(sd.outputs_size()));
       if (!out_keys[static_cast<size_t>(index)].empty())
         fail(str_cat(at, ": two outputs name ", ti.name()));
       out_keys[static_cast<size_t>(index)] = k;

@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "jit/fd_util.h"
 #include "kiln/status.h"
 
 namespace kiln::saved_model::detail {
@@ -244,14 +245,11 @@ std::string read_file(const std::string& path, size_t max_bytes) {
   if (static_cast<uint64_t>(st.st_size) > max_bytes)
     throw InvalidArgumentError(
         str_cat(path, ": ", st.st_size, " bytes is more than the limit of ", max_bytes));
-  std::string bytes(static_cast<size_t>(st.st_size), '\0');
-  size_t got = 0;
-  while (got < bytes.size()) {
-    const ssize_t r = ::read(fd, bytes.data() + got, bytes.size() - got);
-    if (r < 0 && errno == EINTR) continue;
-    if (r <= 0) throw DataLossError(str_cat(path, ": read failed after ", got, " bytes"));
-    got += static_cast<size_t>(r);
-  }
+  std::string bytes;
+  bytes.reserve(static_cast<size_t>(st.st_size));
+  if (!jit::read_all(fd, bytes)) throw DataLossError(str_cat(path, ": read failed"));
+  if (bytes.size() > max_bytes)  // grew while read
+    throw InvalidArgumentError(str_cat(path, ": more than the limit of ", max_bytes, " bytes"));
   return bytes;
 }
 
@@ -260,23 +258,12 @@ void write_file(const std::string& path, const std::string& bytes) {
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0)
     throw FailedPreconditionError(str_cat(tmp, ": cannot create: ", std::strerror(errno)));
-  size_t done = 0;
-  while (done < bytes.size()) {
-    const ssize_t w = ::write(fd, bytes.data() + done, bytes.size() - done);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) {
-      const int e = errno;
-      ::close(fd);
-      ::unlink(tmp.c_str());
-      throw FailedPreconditionError(str_cat(path, ": write failed: ", std::strerror(e)));
-    }
-    done += static_cast<size_t>(w);
-  }
-  const bool ok = ::fsync(fd) == 0;
+  int err = jit::write_all(fd, bytes) && ::fsync(fd) == 0 ? 0 : errno;
   ::close(fd);
-  if (!ok || ::rename(tmp.c_str(), path.c_str()) != 0) {
+  if (err == 0 && ::rename(tmp.c_str(), path.c_str()) != 0) err = errno;
+  if (err != 0) {
     ::unlink(tmp.c_str());
-    throw FailedPreconditionError(str_cat(path, ": cannot write: ", std::strerror(errno)));
+    throw FailedPreconditionError(str_cat(path, ": cannot write: ", std::strerror(err)));
   }
 }
 

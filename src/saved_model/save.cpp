@@ -14,14 +14,7 @@ using detail::pb::SavedObject;
 namespace pb = detail::pb;
 
 struct Exporter::Impl {
-  struct Object {
-    LoadedObject::Kind kind = LoadedObject::Kind::kUser;
-    std::string identifier;
-    std::vector<std::pair<std::string, int>> children;
-    std::vector<std::shared_ptr<const ConcreteFunction>> functions;
-    Variable variable;
-    std::string signature;
-  };
+  using Object = LoadedObject;  // what load gives back, before it is written
   struct Sig {
     std::string key;
     std::shared_ptr<const ConcreteFunction> fn;
@@ -78,14 +71,12 @@ void ensure_dir(const std::string& d) {
 // placeholders, the variables as handles, one call of the function.
 void write_signature_graph(pb::MetaGraphDef& mg, const std::string& key, const Written& w,
                            const ConcreteFunction& fn, const std::vector<std::string>& in_keys,
-                           const std::vector<std::string>& out_keys,
-                           const std::vector<SavedObject>& nodes, int call_index) {
+                           const std::vector<std::string>& out_keys, int call_index) {
   pb::GraphDef* g = mg.mutable_graph_def();
   pb::SignatureDef& sd = (*mg.mutable_signature_def())[key];
   sd.set_method_name(kPredictMethod);
   const std::string call = call_index ? str_cat("StatefulPartitionedCall_", call_index)
                                       : std::string("StatefulPartitionedCall");
-  pb::NodeDef* c = nullptr;
   std::vector<std::string> inputs;
   const auto& specs = fn.graph().inputs();
   for (size_t i = 0; i < in_keys.size(); ++i) {
@@ -102,7 +93,7 @@ void write_signature_graph(pb::MetaGraphDef& mg, const std::string& key, const W
     inputs.push_back(p->name());
   }
   for (int v : w.bound) {
-    const pb::SavedVariable& sv = nodes[static_cast<size_t>(v)].variable();
+    const pb::SavedVariable& sv = mg.object_graph_def().nodes(v).variable();
     const std::string name = str_cat(key, "_variable_", v);
     pb::NodeDef* h = g->add_node();
     h->set_name(name);
@@ -112,7 +103,7 @@ void write_signature_graph(pb::MetaGraphDef& mg, const std::string& key, const W
     (*h->mutable_attr())["shared_name"].set_s(sv.name());
     inputs.push_back(name);
   }
-  c = g->add_node();
+  pb::NodeDef* c = g->add_node();
   c->set_name(call);
   c->set_op("StatefulPartitionedCall");
   for (const std::string& in : inputs) c->add_input(in);
@@ -276,9 +267,8 @@ void Exporter::save(const std::string& dir) const {
     }
   }
   int call_index = 0;
-  std::vector<SavedObject> nodes(og.nodes().begin(), og.nodes().end());
   for (const auto& s : im.signatures)
-    write_signature_graph(mg, s.key, written.at(s.fn.get()), *s.fn, s.inputs, s.outputs, nodes,
+    write_signature_graph(mg, s.key, written.at(s.fn.get()), *s.fn, s.inputs, s.outputs,
                           call_index++);
 
   ensure_dir(dir);

@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -11,6 +13,15 @@
 namespace kiln::testing {
 
 // Every test binary verifies graphs after tracing and after each pass.
+/// A file's bytes ("" when it cannot be read), and writing them back.
+inline std::string read_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+inline void write_bytes(const std::string& path, const std::string& bytes) {
+  std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
+}
+
 inline const bool kVerifyGraphsInTests = (config().verify_graphs = true);
 
 /// Checks dtype, shape and exact values.

@@ -12,6 +12,7 @@
 
 #include "jit_test_util.h"
 #include "kiln/status.h"
+#include "test_util.h"
 
 namespace kiln::jit {
 namespace {
@@ -25,14 +26,8 @@ std::string key_of(const std::string& s) {
   return sha256_hex(s);
 }
 
-std::string read_bytes(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
-
-void write_bytes(const fs::path& p, const std::string& s) {
-  std::ofstream(p, std::ios::binary) << s;
-}
+using kiln::testing::read_bytes;
+using kiln::testing::write_bytes;
 
 void set_age(const fs::path& p, std::chrono::minutes age) {
   fs::last_write_time(p, fs::file_time_type::clock::now() - age);

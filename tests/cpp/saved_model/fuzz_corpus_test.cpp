@@ -2,8 +2,6 @@
 // grown by make fuzz) against tests/fuzz/base: each must load or fail with a
 // kiln error; under make test-asan, with no sanitizer report.
 #include <filesystem>
-#include <fstream>
-#include <iterator>
 
 #include "../../fuzz/fuzz_body.h"
 #include "test_util.h"
@@ -19,8 +17,7 @@ TEST(FuzzCorpus, EveryInputLoadsOrFailsCleanly) {
   fs::copy(src / "tests/fuzz/base", work, fs::copy_options::recursive);
   size_t n = 0;
   for (const auto& e : fs::directory_iterator(src / "tests/fuzz/corpus")) {
-    std::ifstream f(e.path(), std::ios::binary);
-    const std::string bytes{std::istreambuf_iterator<char>(f), {}};
+    const std::string bytes = testing::read_bytes(e.path().string());
     SCOPED_TRACE(e.path().string());
     fuzz::load_one(work.string(), reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
     ++n;

@@ -30,14 +30,8 @@ struct TempDir {
   std::string str(const std::string& sub = "") const { return (path / sub).string(); }
 };
 
-std::string slurp(const std::string& p) {
-  std::ifstream f(p, std::ios::binary);
-  return {std::istreambuf_iterator<char>(f), {}};
-}
-void spit(const std::string& p, const std::string& bytes) {
-  std::ofstream f(p, std::ios::binary | std::ios::trunc);
-  f << bytes;
-}
+using testing::read_bytes;
+using testing::write_bytes;
 
 std::shared_ptr<const ConcreteFunction> trace(Function& f, std::vector<ArgSpec> specs) {
   std::vector<Value> args(specs.begin(), specs.end());
@@ -129,6 +123,23 @@ TEST(SavedModel, LoadedVariablesAreIndependentAndWritable) {
   auto yb = b->signature("serving_default")({{"x", input23()}}).at("y");
   testing::expect_tensor<float>(ya, {2, 2}, {0, 0, 0, 0});
   EXPECT_NE(yb.to_vector<float>()[0], 0.f);
+}
+
+TEST(SavedModel, TwoSignaturesOfOneFunctionKeepTheirKeys) {
+  TempDir d;
+  Dense m;
+  auto cf = trace(m.f, {ArgSpec{DType::kFloat32, Shape{-1, 3}, "x"}});
+  Exporter e;
+  e.add_signature("a", cf, {"x"}, {"y"});
+  e.add_signature("b", cf, {"features"}, {"scores"});
+  e.save(d.str());
+  auto sm = saved_model::load(d.str());
+  std::vector<std::string> keys;
+  for (const auto& o : sm->objects())
+    if (o.kind == saved_model::LoadedObject::Kind::kSignature) keys.push_back(o.signature);
+  EXPECT_EQ(keys, (std::vector<std::string>{"a", "b"}));
+  EXPECT_EQ(sm->signature("b").input_keys(), std::vector<std::string>{"features"});
+  EXPECT_EQ(sm->signature("b")({{"features", input23()}}).count("scores"), 1u);
 }
 
 TEST(SavedModel, ConcurrentCallsOfOneSignature) {
@@ -243,9 +254,9 @@ struct Saved {
   template <typename F>
   void edit(F&& f) const {
     pb::SavedModel sm;
-    ASSERT_TRUE(sm.ParseFromString(slurp(pb_path())));
+    ASSERT_TRUE(sm.ParseFromString(read_bytes(pb_path())));
     f(sm);
-    spit(pb_path(), sm.SerializeAsString());
+    write_bytes(pb_path(), sm.SerializeAsString());
   }
   // The function the signature calls.
   static pb::FunctionDef& fn(pb::SavedModel& sm) {
@@ -277,10 +288,10 @@ struct Saved {
 TEST(SavedModelHostile, MissingOrUnparsableFiles) {
   expect_error([] { saved_model::load("/nonexistent/kiln"); }, Code::kNotFound, {"saved_model.pb"});
   Saved s;
-  const std::string bytes = slurp(s.pb_path());
-  spit(s.pb_path(), bytes.substr(0, bytes.size() / 2));
+  const std::string bytes = read_bytes(s.pb_path());
+  write_bytes(s.pb_path(), bytes.substr(0, bytes.size() / 2));
   s.expect(Code::kDataLoss, {"saved_model.pb", "truncated or corrupt"});
-  spit(s.pb_path(), std::string(100, '\xff'));
+  write_bytes(s.pb_path(), std::string(100, '\xff'));
   s.expect(Code::kDataLoss, {"saved_model.pb"});
 }
 
@@ -300,15 +311,15 @@ TEST(SavedModelHostile, FormatVersions) {
 TEST(SavedModelHostile, VariableFiles) {
   {
     Saved s;
-    std::string data = slurp(s.d.str("variables/kiln_variables.data"));
+    std::string data = read_bytes(s.d.str("variables/kiln_variables.data"));
     data[5] ^= 0x40;
-    spit(s.d.str("variables/kiln_variables.data"), data);
+    write_bytes(s.d.str("variables/kiln_variables.data"), data);
     s.expect(Code::kDataLoss, {"kiln_variables.data", "checksum"});
   }
   {
     Saved s;
-    std::string data = slurp(s.d.str("variables/kiln_variables.data"));
-    spit(s.d.str("variables/kiln_variables.data"), data.substr(0, data.size() - 4));
+    std::string data = read_bytes(s.d.str("variables/kiln_variables.data"));
+    write_bytes(s.d.str("variables/kiln_variables.data"), data.substr(0, data.size() - 4));
     s.expect(Code::kDataLoss, {"kiln_variables.data", "the index says"});
   }
   {
@@ -318,7 +329,7 @@ TEST(SavedModelHostile, VariableFiles) {
   }
   {
     Saved s;
-    spit(s.d.str("variables/kiln_variables.index"), "\x08\x01\x1a\x05garbage");
+    write_bytes(s.d.str("variables/kiln_variables.index"), "\x08\x01\x1a\x05garbage");
     s.expect(Code::kDataLoss, {"kiln_variables.index"});
   }
 }
@@ -476,24 +487,24 @@ TEST(KilnRun, ListsAndRunsASignature) {
     return std::system((bin + " " + args + " > " + out + " 2>&1").c_str());
   };
   ASSERT_EQ(run(s.d.str()), 0);
-  EXPECT_NE(slurp(out).find("serving_default(x: float32(None, 3)) -> (y: float32(None, 2))"),
+  EXPECT_NE(read_bytes(out).find("serving_default(x: float32(None, 3)) -> (y: float32(None, 2))"),
             std::string::npos)
-      << slurp(out);
+      << read_bytes(out);
   npy::write(s.d.str("x.npy"), input23());
   fs::create_directory(s.d.str("res"));
   ASSERT_EQ(run(str_cat(s.d.str(), " --signature serving_default --input x=", s.d.str("x.npy"),
                         " --output-dir ", s.d.str("res"))),
             0)
-      << slurp(out);
+      << read_bytes(out);
   Dense m;
   Tensor want = m.f({input23()}).items()[0].tensor();
   Tensor got = npy::read(s.d.str("res/y.npy"));
   testing::expect_tensor<float>(got, {2, 2}, want.to_vector<float>());
   EXPECT_NE(run(str_cat(s.d.str(), " --signature nope")), 0);
-  EXPECT_NE(slurp(out).find("no signature 'nope'"), std::string::npos) << slurp(out);
+  EXPECT_NE(read_bytes(out).find("no signature 'nope'"), std::string::npos) << read_bytes(out);
   EXPECT_NE(run(str_cat(s.d.str(), " --signature serving_default --input x=", s.d.str("out.txt"))),
             0);
-  EXPECT_NE(slurp(out).find("not a .npy file"), std::string::npos) << slurp(out);
+  EXPECT_NE(read_bytes(out).find("not a .npy file"), std::string::npos) << read_bytes(out);
   EXPECT_NE(run("--bogus"), 0);
 }
 

@@ -41,6 +41,8 @@ def test_module_round_trip_with_default_signature(tmp_path):
     np.testing.assert_allclose(out["output_0"].numpy(), want, rtol=1e-6)
     sig = r.signatures["serving_default"].structured_input_signature
     assert sig[1]["x"].shape.as_list() == [None, 3]
+    assert r.signatures["serving_default"].structured_outputs["output_0"].shape.as_list() == \
+        [None, 2]
     with pytest.raises(TypeError, match="missing inputs: x"):
         r.signatures["serving_default"]()
     with pytest.raises(TypeError, match="unexpected keyword argument 'y'"):
