@@ -7,7 +7,7 @@ FUZZ_TIME ?= 600
 CMAKE_FLAGS ?=
 JOBS ?= $(shell nproc)
 
-.PHONY: all setup build py demo tour bench-peers bench-peers-busy test-peers test test-cpp test-py check-deps test-asan test-tsan fuzz bench format format-check clean
+.PHONY: all setup build py demo tour bench-peers bench-peers-busy test-peers test test-cpp test-py check-deps test-asan test-tsan fuzz onnx-node-tests bench format format-check clean
 
 all: build
 
@@ -104,6 +104,10 @@ fuzz: build
 	cd $(FUZZ_BUILD) && KILN_FUZZ_BASE=$(CURDIR)/tests/fuzz/base ASAN_OPTIONS=detect_leaks=0 \
 	  UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 ./saved_model_fuzz -max_total_time=$(FUZZ_TIME) \
 	  -rss_limit_mb=4096 -timeout=60 -print_final_stats=1 corpus seeds $(CURDIR)/tests/fuzz/corpus
+
+# Every ONNX backend node test through kiln; the pass table goes into docs/ONNX.md.
+onnx-node-tests: py
+	.venv/bin/python tests/python/onnx/node_suite.py --report docs/ONNX.md
 
 test-tsan: setup
 	cmake -S . -B $(TSAN_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKILN_BUILD_BENCH=OFF \

@@ -26,6 +26,7 @@ ALLOWED = {
                  "function", "autodiff"},
 }
 ALLOWED["saved_model"] = set(ALLOWED["autodiff"]) | {"saved_model"}
+ALLOWED["onnx"] = set(ALLOWED["saved_model"]) | {"onnx"}
 ALLOWED["registry"] = set(ALLOWED) | {"registry"}
 
 # Public headers (include/kiln/...) by layer; a header not listed is an error,
@@ -40,6 +41,7 @@ PUBLIC = {
     "function": ["function.h", "trace.h", "control_flow.h", "benchmark.h"],
     "autodiff": ["gradient_tape.h"],
     "saved_model": ["saved_model.h"],
+    "onnx": ["onnx.h"],
     "registry": ["kiln.h"],
 }
 

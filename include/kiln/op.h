@@ -129,6 +129,14 @@ class LowerContext;
 /// a kernel call. A row with a lowering promises broadcast semantics: each
 /// output has the broadcast shape of the inputs, point by point.
 using JitLowerFn = bool (*)(jit::LowerContext&);
+namespace onnx {
+class ExportContext;
+}
+/// An ONNX export rule: emits the ONNX nodes computing the row's outputs
+/// (src/ops/onnx_export.h; the exporter is src/onnx/). Rows whose ONNX op
+/// takes the same inputs and attributes-free form name it instead
+/// (OpDef::onnx_type); rows with neither cannot be exported.
+using OnnxExportFn = void (*)(onnx::ExportContext&);
 
 /// What a step costs, for the executor's parallel regions.
 struct OpCost {
@@ -174,6 +182,9 @@ struct OpDef {
   /// Loop lowering for jit_compile (src/jit/); rows without one run as kernel
   /// calls inside compiled functions (MatMul, Conv2D) unless kNoJit.
   JitLowerFn jit = nullptr;
+  /// ONNX export: a rule, or the ONNX op type this row is one-to-one.
+  OnnxExportFn onnx = nullptr;
+  const char* onnx_type = nullptr;
   /// Set for elementwise ops that the fusion pass may fuse (float32).
   BlockFnF32 block_f32 = nullptr;
   CostFn cost = nullptr;
@@ -249,6 +260,15 @@ class OpDefBuilder {
   }
   OpDefBuilder& jit(JitLowerFn f) {
     d_.jit = f;
+    return *this;
+  }
+  OpDefBuilder& onnx(OnnxExportFn f) {
+    d_.onnx = f;
+    return *this;
+  }
+  /// The ONNX op computing this row from the same inputs, no attributes.
+  OpDefBuilder& onnx(const char* op_type) {
+    d_.onnx_type = op_type;
     return *this;
   }
   OpDefBuilder& epilogue(Epilogue e) {

@@ -25,6 +25,7 @@ from kiln import debugging, keras, autograph
 from kiln import data
 from kiln import train
 from kiln import saved_model
+from kiln import onnx
 from kiln import benchmark  # noqa: F401  (kiln.benchmark: the timing harness)
 from kiln.data.py_func import py_function, numpy_function
 from kiln.gradient import GradientTape, UnconnectedGradients, stop_gradient, custom_gradient

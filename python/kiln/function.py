@@ -279,6 +279,15 @@ class ConcreteFunction:
         self._function = function
         self._params = function._params if function is not None else []
 
+    @classmethod
+    def from_cpp(cls, cf):
+        """Wraps a C++ concrete function made outside a kiln.function (a loaded
+        saved model or ONNX model): its parameters are its argument names."""
+        self = cls(cf, None)
+        self._params = [inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+                        for n in cf._arg_names]
+        return self
+
     @property
     def name(self):
         return self._cf.name

@@ -8,7 +8,6 @@ that are modules, layers, lists, dicts, variables and kiln.functions; every
 concrete function traced so far is saved (a function with an input_signature is
 traced first). Loading never runs code from the files.
 """
-import inspect
 import os
 
 from kiln import _kiln, nest
@@ -239,19 +238,11 @@ class _CallableUserObject(_UserObject):
         return self.__dict__["__call__"](*args, **kwargs)
 
 
-class _Params:
-    """What kiln.ConcreteFunction reads of a Function: the parameters."""
-
-    def __init__(self, names):
-        self._params = [inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD)
-                        for n in names]
-
-
 class RestoredFunction:
     """A saved kiln.function: calls the concrete function its arguments match."""
 
     def __init__(self, concrete, name):
-        self._concrete = [ConcreteFunction(cf, _Params(cf._arg_names)) for cf in concrete]
+        self._concrete = [ConcreteFunction.from_cpp(cf) for cf in concrete]
         self.__name__ = name
 
     @property

@@ -15,6 +15,8 @@ void bind_function(nb::module_& m);
 void bind_control_flow(nb::module_& m);
 void bind_autodiff(nb::module_& m);
 void bind_saved_model(nb::module_& m);
+void bind_onnx_load(nb::module_& m);
+void bind_onnx_export(nb::module_& m);
 
 /// The Tensor operators (+, ==, [], bool, numpy, ...) on another class.
 void add_tensor_operators(nb::class_<Variable>& cls);

@@ -46,6 +46,8 @@ NB_MODULE(_kiln, m) {
   bind_control_flow(m);
   bind_autodiff(m);
   bind_saved_model(m);
+  bind_onnx_load(m);
+  bind_onnx_export(m);
   // A thread waiting for another thread's trace releases the GIL, which the
   // tracing thread needs to run the Python function (else both wait forever).
   kiln::set_blocking_hooks(kiln::BlockingHooks{

@@ -2,13 +2,14 @@
 #include "kiln/ops/binary.h"
 
 #include "elementwise_infer.h"
-#include "jit_ir.h"
 #include "families.h"
 #include "front_util.h"
 #include "grad_util.h"
+#include "jit_ir.h"
 #include "kiln/context.h"
 #include "kiln/ops/select_cast.h"
 #include "kiln/ops/unary.h"
+#include "onnx_export.h"
 
 namespace kiln {
 namespace {
@@ -67,11 +68,82 @@ void squared_difference_grad(KILN_GRAD_ARGS) {
 
 constexpr GradFn no_grad = nullptr;
 
+// ONNX export rules (the last column of binary.def).
+void onnx_add(onnx::ExportContext& c) {
+  if (c.input_spec(0).dtype != DType::kString) return c.emit("Add", {c.in(0), c.in(1)});
+  if (c.opset() < 20) c.unsupported("string concatenation needs opset 20 (StringConcat)");
+  c.emit("StringConcat", {c.in(0), c.in(1)});
+}
+// Floor division: a / b rounded down; integers as (a - mod(a, b)) / b.
+void onnx_floor_div(onnx::ExportContext& c) {
+  if (is_floating(c.input_spec(0).dtype))
+    return c.emit("Floor", {c.node1("Div", {c.in(0), c.in(1)})});
+  const std::string m = c.node1("Mod", {c.in(0), c.in(1)});
+  c.emit("Div", {c.node1("Sub", {c.in(0), m}), c.in(1)});
+}
+// Floor modulo (the divisor's sign): Mod for integers, a - floor(a / b) * b
+// for floats (ONNX's float Mod is fmod).
+void onnx_floor_mod(onnx::ExportContext& c) {
+  if (!is_floating(c.input_spec(0).dtype)) return c.emit("Mod", {c.in(0), c.in(1)});
+  const std::string q = c.node1("Floor", {c.node1("Div", {c.in(0), c.in(1)})});
+  c.emit("Sub", {c.in(0), c.node1("Mul", {q, c.in(1)})});
+}
+void onnx_squared_difference(onnx::ExportContext& c) {
+  const std::string d = c.node1("Sub", {c.in(0), c.in(1)});
+  c.emit("Mul", {d, d});
+}
+void onnx_not_equal(onnx::ExportContext& c) {
+  c.emit("Not", {c.node1("Equal", {c.in(0), c.in(1)})});
+}
+// Max/Min (integers since opset 12; before, a Where of a comparison).
+template <bool kMax>
+void onnx_minmax(onnx::ExportContext& c) {
+  if (is_floating(c.input_spec(0).dtype) || c.opset() >= 12)
+    return c.emit(kMax ? "Max" : "Min", {c.in(0), c.in(1)});
+  const std::string first = c.node1(kMax ? "Greater" : "Less", {c.in(0), c.in(1)});
+  c.emit("Where", {first, c.in(0), c.in(1)});
+}
+// LessOrEqual/GreaterOrEqual since opset 12; before, the negated opposite.
+template <bool kLess>
+void onnx_or_equal(onnx::ExportContext& c) {
+  if (c.opset() >= 12) return c.emit(kLess ? "LessOrEqual" : "GreaterOrEqual", {c.in(0), c.in(1)});
+  c.emit("Not", {c.node1(kLess ? "Greater" : "Less", {c.in(0), c.in(1)})});
+}
+void onnx_bitwise(onnx::ExportContext& c, const char* op) {
+  if (c.opset() < 18) c.unsupported(str_cat(op, " needs opset 18"));
+  c.emit(op, {c.in(0), c.in(1)});
+}
+void onnx_bitwise_and(onnx::ExportContext& c) {
+  onnx_bitwise(c, "BitwiseAnd");
+}
+void onnx_bitwise_or(onnx::ExportContext& c) {
+  onnx_bitwise(c, "BitwiseOr");
+}
+void onnx_bitwise_xor(onnx::ExportContext& c) {
+  onnx_bitwise(c, "BitwiseXor");
+}
+// BitShift (unsigned types only); kiln clamps counts to [0, bits - 1].
+template <bool kLeft>
+void onnx_shift(onnx::ExportContext& c) {
+  const DType t = c.input_spec(0).dtype;
+  if (t != DType::kUInt8) c.unsupported("ONNX's BitShift takes unsigned integers only");
+  bool in_range = false;  // constant counts below 8 need no clamp
+  if (const Tensor* v = c.input_value(1)) {
+    in_range = true;
+    for (int64_t k = 0; k < v->num_elements(); ++k) in_range &= v->data<uint8_t>()[k] < 8;
+  }
+  if (!in_range && c.opset() < 12) c.unsupported("clamping uint8 shift counts needs opset 12");
+  const std::string n = in_range ? c.in(1) : c.node1("Min", {c.in(1), c.scalar(7, t)});
+  c.emit("BitShift", {c.in(0), n}, {{"direction", std::string(kLeft ? "LEFT" : "RIGHT")}});
+}
+
 // One row of binary.def: elementwise (x, y) -> z, with its gradient rule (or
 // kNoGradient).
-template <GradFn R>
-void define_binary(OpTableBuilder& t, OpId id, InferFn infer, uint32_t traits, DTypeSet dtypes) {
+template <GradFn R, typename E>
+void define_binary(OpTableBuilder& t, OpId id, InferFn infer, uint32_t traits, DTypeSet dtypes,
+                   E onnx) {
   OpDefBuilder row = t.def(id);
+  row.onnx(onnx);
   row.inputs({"x", "y"}).outputs({"z"}).traits(kElementwise | traits).infer(infer);
   row.jit(jit::lower_functor);
   if (dtypes & dtype_bit(DType::kFloat32)) row.traits(kHalfInFloat);
@@ -84,9 +156,9 @@ void define_binary(OpTableBuilder& t, OpId id, InferFn infer, uint32_t traits, D
 }  // namespace
 
 void define_binary_ops(OpTableBuilder& t) {
-#define KILN_BINARY(op, dtypes, kind, traits, rule)                                            \
+#define KILN_BINARY(op, dtypes, kind, traits, rule, onnx)                                      \
   define_binary<rule>(t, OpId::op, infer_binary<dtypes, std::string_view(#kind) == "compare">, \
-                      traits, dtypes);
+                      traits, dtypes, onnx);
 #include "binary.def"
 #undef KILN_BINARY
   t.def(OpId::Add).epilogue(Epilogue::kAdd);

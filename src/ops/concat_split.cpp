@@ -6,6 +6,7 @@
 #include "kiln/context.h"
 #include "kiln/ops/array.h"
 #include "kiln/ops/binary.h"
+#include "onnx_export.h"
 #include "shape_ops_util.h"
 
 namespace kiln {
@@ -246,10 +247,83 @@ void split_grad(KILN_GRAD_ARGS) {
   gi[0] = concat(std::vector<Tensor>(g.begin(), g.end()), attr_value<int64_t>(op, attrs, "axis"));
 }
 
+// ONNX export.
+std::vector<std::string> onnx_inputs(onnx::ExportContext& c) {
+  std::vector<std::string> v;
+  for (size_t i = 0; i < c.num_inputs(); ++i) v.push_back(c.in(i));
+  return v;
+}
+std::string onnx_unsqueeze(onnx::ExportContext& c, const std::string& x, int64_t axis) {
+  if (c.opset() >= 13) return c.node1("Unsqueeze", {x, c.ints({axis})});
+  return c.node1("Unsqueeze", {x}, {{"axes", std::vector<int64_t>{axis}}});
+}
+std::string onnx_squeeze(onnx::ExportContext& c, const std::string& x, int64_t axis,
+                         std::string out = {}) {
+  std::vector<std::string> outs;
+  if (!out.empty()) outs.push_back(std::move(out));
+  if (c.opset() >= 13) return c.node("Squeeze", {x, c.ints({axis})}, {}, std::move(outs))[0];
+  return c.node("Squeeze", {x}, {{"axes", std::vector<int64_t>{axis}}}, std::move(outs))[0];
+}
+void onnx_concat(onnx::ExportContext& c) {
+  c.emit("Concat", onnx_inputs(c), {{"axis", c.attr_int("axis")}});
+}
+void onnx_stack(onnx::ExportContext& c) {
+  const int64_t axis = c.attr_int("axis");
+  std::vector<std::string> parts;
+  for (const std::string& v : onnx_inputs(c)) parts.push_back(onnx_unsqueeze(c, v, axis));
+  c.emit("Concat", parts, {{"axis", axis}});
+}
+// Split with explicit sizes (an input since opset 13, an attribute before);
+// returns the pieces, written to `outs` when given.
+std::vector<std::string> onnx_split(onnx::ExportContext& c, const std::vector<int64_t>& sizes,
+                                    int64_t axis, std::vector<std::string> outs) {
+  onnx::NamedAttrs a = {{"axis", axis}};
+  std::vector<std::string> ins = {c.in(0)};
+  if (c.opset() >= 13)
+    ins.push_back(c.ints(sizes));
+  else
+    a.emplace_back("split", sizes);
+  return c.node("Split", std::move(ins), std::move(a), std::move(outs), sizes.size());
+}
+int64_t onnx_dim(onnx::ExportContext& c, int64_t axis) {
+  const int64_t r = c.input_rank(0);
+  const int64_t d = c.input_spec(0).shape[axis < 0 ? axis + r : axis];
+  if (d < 0) c.unsupported("the split dimension is not known");
+  return d;
+}
+void onnx_unstack(onnx::ExportContext& c) {
+  const int64_t axis = c.attr_int("axis");
+  const std::vector<int64_t> ones(c.num_outputs(), 1);
+  if (c.num_outputs() == 1) {
+    onnx_squeeze(c, c.in(0), axis, c.out(0));
+    return;
+  }
+  const auto parts = onnx_split(c, ones, axis, {});
+  for (size_t i = 0; i < parts.size(); ++i) onnx_squeeze(c, parts[i], axis, c.out(i));
+}
+void onnx_split_op(onnx::ExportContext& c) {
+  const int64_t axis = c.attr_int("axis");
+  std::vector<int64_t> sizes = c.attr_ints("size_splits");
+  const int64_t d = onnx_dim(c, axis);
+  if (sizes.empty()) sizes.assign(c.num_outputs(), d / static_cast<int64_t>(c.num_outputs()));
+  int64_t known = 0;
+  for (int64_t s : sizes) known += s >= 0 ? s : 0;
+  for (int64_t& s : sizes)
+    if (s < 0) s = d - known;
+  std::vector<std::string> outs;
+  for (size_t i = 0; i < c.num_outputs(); ++i) outs.push_back(c.out(i));
+  if (outs.size() == 1) return c.emit("Identity", {c.in(0)});
+  onnx_split(c, sizes, axis, std::move(outs));
+}
+
 }  // namespace
 
 namespace shape_ops {
 void define_concat_split_ops(OpTableBuilder& t) {
+  t.def(OpId::Concat).onnx(onnx_concat);
+  t.def(OpId::Stack).onnx(onnx_stack);
+  t.def(OpId::Unstack).onnx(onnx_unstack);
+  t.def(OpId::Split).onnx(onnx_split_op);
   t.def(OpId::Concat)
       .inputs({"values"})
       .outputs({"output"})

@@ -2,6 +2,7 @@
 // While (tf.while_loop). Front functions: src/function/control_flow.cpp.
 #include "families.h"
 #include "grad_util.h"
+#include "onnx_export.h"
 
 namespace kiln {
 namespace {
@@ -110,11 +111,77 @@ void infer_call(InferContext& c) {
   for (size_t i = 0; i < outs.size(); ++i) c.set_output(i, outs[i].dtype, outs[i].shape);
 }
 
+// ONNX export: If with both branches as nested graphs (reading the If's
+// inputs from the enclosing graph).
+std::shared_ptr<const onnx::GraphValue> onnx_branch(onnx::ExportContext& c, const char* attr,
+                                                    const std::vector<std::string>& ins,
+                                                    std::vector<std::string>& outs) {
+  c.begin_graph({});
+  const auto body_outs = c.inline_body(c.attr_subgraph(attr), ins);
+  std::vector<std::pair<std::string, TensorSpec>> g;
+  outs.clear();
+  for (size_t i = 0; i < body_outs.size(); ++i) {
+    outs.push_back(c.node1("Identity", {body_outs[i]}));
+    g.emplace_back(outs.back(), c.output_spec(i));
+  }
+  return c.end_graph(g);
+}
+// Outputs that are TensorLists are sequences like the matching values.
+void onnx_pass_sequences(onnx::ExportContext& c, const std::vector<std::string>& values) {
+  for (size_t i = 0; i < c.num_outputs() && i < values.size(); ++i)
+    if (const TensorSpec* e = c.sequence(values[i])) c.set_sequence(c.out(i), *e);
+}
+void onnx_if(onnx::ExportContext& c) {
+  std::vector<std::string> ins, then_outs, else_outs;
+  for (size_t i = 1; i < c.num_inputs(); ++i) ins.push_back(c.in(i));
+  const auto then_g = onnx_branch(c, "then_branch", ins, then_outs);
+  const auto else_g = onnx_branch(c, "else_branch", ins, else_outs);
+  c.emit("If", {c.in(0)}, {{"then_branch", then_g}, {"else_branch", else_g}});
+  onnx_pass_sequences(c, then_outs);
+}
+// While -> Loop: the condition is inlined before the loop (its first value)
+// and at the end of the loop body; captures (inputs after the loop
+// variables) are read from the enclosing graph.
+void onnx_while(onnx::ExportContext& c) {
+  const Subgraph& cond = c.attr_subgraph("cond");
+  const Subgraph& body = c.attr_subgraph("body");
+  const size_t nv = c.num_outputs();
+  std::vector<std::string> all, captures;
+  for (size_t i = 0; i < c.num_inputs(); ++i) all.push_back(c.in(i));
+  captures.assign(all.begin() + static_cast<std::ptrdiff_t>(nv), all.end());
+  const std::string first = c.inline_body(cond, all).at(0);
+  const int64_t max = c.attr_int("maximum_iterations");
+  const std::string m = max >= 0 ? c.constant(Tensor(max)) : std::string();
+  std::vector<std::pair<std::string, TensorSpec>> gin = {{"iteration", {DType::kInt64, Shape{}}},
+                                                         {"condition", {DType::kBool, Shape{}}}};
+  for (size_t i = 0; i < nv; ++i) gin.emplace_back(c.in(i), c.output_spec(i));
+  const auto names = c.begin_graph(gin);
+  std::vector<std::string> vars(names.begin() + 2, names.end());
+  vars.insert(vars.end(), captures.begin(), captures.end());
+  std::vector<std::string> next = c.inline_body(body, vars);
+  next.resize(nv);
+  std::vector<std::string> next_all = next;
+  next_all.insert(next_all.end(), captures.begin(), captures.end());
+  const std::string again = c.inline_body(cond, next_all).at(0);
+  std::vector<std::pair<std::string, TensorSpec>> gout = {
+      {c.node1("Identity", {again}), {DType::kBool, Shape{}}}};
+  for (size_t i = 0; i < nv; ++i)
+    gout.emplace_back(c.node1("Identity", {next[i]}), c.output_spec(i));
+  const auto g = c.end_graph(gout);
+  std::vector<std::string> ins = {m, first};
+  ins.insert(ins.end(), all.begin(), all.begin() + static_cast<std::ptrdiff_t>(nv));
+  c.emit("Loop", ins, {{"body", g}});
+  onnx_pass_sequences(c, all);
+}
+
 }  // namespace
 
 void define_tensor_array_ops(OpTableBuilder& t);  // tensor_array_ops.cpp
 
 void define_control_flow_ops(OpTableBuilder& t) {
+  t.def(OpId::If).onnx(onnx_if);
+  t.def(OpId::StatelessIf).onnx(onnx_if);
+  t.def(OpId::While).onnx(onnx_while);
   define_tensor_array_ops(t);
   for (OpId id : {OpId::If, OpId::StatelessIf}) {
     t.def(id)

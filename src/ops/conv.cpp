@@ -3,6 +3,7 @@
 #include "fused_conv.h"
 #include "kiln/context.h"
 #include "kiln/ops/nn.h"
+#include "onnx_export.h"
 #include "window.h"
 
 namespace kiln {
@@ -151,7 +152,64 @@ static OpCost conv_cost(const CostQuery& q) {
   return {std::max(w, base), w > static_cast<double>(q.grain)};
 }
 
+// ONNX export: kiln's NHWC values are transposed to NCHW around ONNX's
+// Conv and pools (onnxruntime removes transpose pairs); HWIO filters to OIHW.
+namespace {
+
+const std::vector<int64_t> kToNchw = {0, 3, 1, 2}, kToNhwc = {0, 2, 3, 1};
+
+// (h, w) of a strides/dilations/ksize list ({s}, {h, w} or {1, h, w, 1}).
+std::vector<int64_t> spatial(const std::vector<int64_t>& v) {
+  window::Hw hw;
+  window::parse_hw(v, "window", hw);
+  return {hw.h, hw.w};
+}
+onnx::NamedAttrs window_attrs(onnx::ExportContext& c, const char* dilations) {
+  const std::string& pad = c.attr_string("padding");
+  if (pad != "SAME" && pad != "VALID") c.unsupported(str_cat("padding '", pad, "'"));
+  onnx::NamedAttrs a = {{"auto_pad", std::string(pad == "SAME" ? "SAME_UPPER" : "VALID")},
+                        {"strides", spatial(c.attr_ints("strides"))}};
+  if (dilations) a.emplace_back("dilations", spatial(c.attr_ints(dilations)));
+  return a;
+}
+// `op` on in(0) as NCHW, the result written to out(0) as NHWC.
+void emit_nchw(onnx::ExportContext& c, const char* op, std::vector<std::string> extra,
+               onnx::NamedAttrs attrs) {
+  std::vector<std::string> ins = {c.node1("Transpose", {c.in(0)}, {{"perm", kToNchw}})};
+  ins.insert(ins.end(), extra.begin(), extra.end());
+  const std::string y = c.node1(op, std::move(ins), std::move(attrs));
+  c.emit("Transpose", {y}, {{"perm", kToNhwc}});
+}
+void onnx_conv(onnx::ExportContext& c) {
+  const std::string w =
+      c.node1("Transpose", {c.in(1)}, {{"perm", std::vector<int64_t>{3, 2, 0, 1}}});
+  emit_nchw(c, "Conv", {w}, window_attrs(c, "dilations"));
+}
+// Depthwise: HWCM filter -> [C*M, 1, H, W], one group per input channel.
+void onnx_depthwise(onnx::ExportContext& c) {
+  const Shape& f = c.input_spec(1).shape;
+  if (!f.is_fully_defined()) c.unsupported("the filter's shape is not known");
+  const std::string r = c.node1("Reshape", {c.in(1), c.ints({f[0], f[1], 1, f[2] * f[3]})});
+  const std::string w = c.node1("Transpose", {r}, {{"perm", std::vector<int64_t>{3, 2, 0, 1}}});
+  onnx::NamedAttrs a = window_attrs(c, "dilations");
+  a.emplace_back("group", f[2]);
+  emit_nchw(c, "Conv", {w}, std::move(a));
+}
+template <bool kAvg>
+void onnx_pool(onnx::ExportContext& c) {
+  onnx::NamedAttrs a = window_attrs(c, nullptr);
+  a.emplace_back("kernel_shape", spatial(c.attr_ints("ksize")));
+  if (kAvg) a.emplace_back("count_include_pad", int64_t{0});
+  emit_nchw(c, kAvg ? "AveragePool" : "MaxPool", {}, std::move(a));
+}
+
+}  // namespace
+
 void define_conv_ops(OpTableBuilder& t) {
+  t.def(OpId::Conv2D).onnx(onnx_conv);
+  t.def(OpId::DepthwiseConv2D).onnx(onnx_depthwise);
+  t.def(OpId::MaxPool).onnx(onnx_pool<false>);
+  t.def(OpId::AvgPool).onnx(onnx_pool<true>);
   const std::vector<int64_t> ones = {1, 1, 1, 1};
   t.def(OpId::Conv2D)
       .inputs({"input", "filter"})

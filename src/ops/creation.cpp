@@ -6,11 +6,12 @@
 #include <limits>
 
 #include "families.h"
-#include "jit_ir.h"
 #include "front_util.h"
 #include "grad_util.h"
+#include "jit_ir.h"
 #include "kiln/context.h"
 #include "kiln/ops/reduce.h"
+#include "onnx_export.h"
 
 namespace kiln {
 namespace {
@@ -186,9 +187,23 @@ DType natural_range_dtype(std::initializer_list<Scalar> vals) {
   return any_float ? DType::kFloat32 : (fits32 ? DType::kInt32 : DType::kInt64);
 }
 
+void onnx_fill(onnx::ExportContext& c) {
+  c.emit("Expand", {c.in(1), c.cast(c.in(0), c.input_spec(0).dtype, DType::kInt64)});
+}
+template <int kValue>
+void onnx_like(onnx::ExportContext& c) {
+  c.emit("Expand", {c.scalar(kValue, c.input_spec(0).dtype), c.node1("Shape", {c.in(0)})});
+}
+
 }  // namespace
 
 void define_creation_ops(OpTableBuilder& t) {
+  t.def(OpId::Fill).onnx(onnx_fill);
+  t.def(OpId::ZerosLike).onnx(onnx_like<0>);
+  t.def(OpId::OnesLike).onnx(onnx_like<1>);
+  t.def(OpId::Range).onnx("Range");
+  t.def(OpId::Identity).onnx("Identity");
+  t.def(OpId::StopGradient).onnx("Identity");
   t.def(OpId::Const)
       .outputs({"output"})
       .attr("value", AttrType::kTensor)

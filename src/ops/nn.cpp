@@ -7,6 +7,7 @@
 #include "jit_ir.h"
 #include "kiln/context.h"
 #include "kiln/ops.h"
+#include "onnx_export.h"
 
 namespace kiln {
 void define_conv_ops(OpTableBuilder& t);  // conv.cpp
@@ -157,7 +158,31 @@ static OpCost matmul_cost(const CostQuery& q) {
   return {std::max(w, base), w > 4.0 * static_cast<double>(q.grain)};
 }
 
+// ONNX export: adjoints as Transposes of the last two dims.
+static std::string onnx_adjoint(onnx::ExportContext& c, size_t i, bool adj) {
+  if (!adj) return c.in(i);
+  const int64_t r = c.input_rank(i);
+  std::vector<int64_t> perm;
+  for (int64_t k = 0; k < r; ++k) perm.push_back(k < r - 2 ? k : (k == r - 2 ? r - 1 : r - 2));
+  return c.node1("Transpose", {c.in(i)}, {{"perm", perm}});
+}
+static void onnx_matmul(onnx::ExportContext& c) {
+  c.emit("MatMul",
+         {onnx_adjoint(c, 0, c.attr_bool("adj_x")), onnx_adjoint(c, 1, c.attr_bool("adj_y"))});
+}
+// Softmax over the last axis: axis -1 since opset 13; before, the axis
+// flattens the dims after it, so rank - 1 is the last axis too.
+template <bool kLog>
+void onnx_softmax(onnx::ExportContext& c) {
+  const int64_t axis = c.opset() >= 13 ? -1 : c.input_rank(0) - 1;
+  c.emit(kLog ? "LogSoftmax" : "Softmax", {c.in(0)}, {{"axis", axis}});
+}
+
 void define_nn_ops(OpTableBuilder& t) {
+  t.def(OpId::MatMul).onnx(onnx_matmul);
+  t.def(OpId::BiasAdd).onnx("Add");  // the bias broadcasts over the last (NHWC channel) dim
+  t.def(OpId::Softmax).onnx(onnx_softmax<false>);
+  t.def(OpId::LogSoftmax).onnx(onnx_softmax<true>);
   t.def(OpId::MatMul)
       .inputs({"x", "y"})
       .outputs({"output"})

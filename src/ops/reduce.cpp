@@ -10,6 +10,7 @@
 #include "jit_ir.h"
 #include "kiln/context.h"
 #include "kiln/ops.h"
+#include "onnx_export.h"
 
 namespace kiln {
 namespace {
@@ -197,11 +198,62 @@ bool lower_mean(jit::LowerContext& c) {
   return true;
 }
 
+// ONNX export: axes an input since opset 13 (ReduceSum) or 18 (the others),
+// an attribute before; no axes reduces everything, as kiln's empty list.
+// Writes to `outs`, or to a fresh value when empty; returns the value.
+std::string onnx_reduce_to(onnx::ExportContext& c, const char* op, const std::string& x,
+                           std::vector<std::string> outs) {
+  const std::vector<int64_t>& axes = c.attr_ints("axis");
+  onnx::NamedAttrs a = {{"keepdims", int64_t{c.attr_bool("keepdims")}}};
+  std::vector<std::string> ins = {x};
+  const bool input = c.opset() >= (std::string_view(op) == "ReduceSum" ? 13 : 18);
+  if (!axes.empty() && input) ins.push_back(c.ints(axes));
+  if (!axes.empty() && !input) a.emplace_back("axes", axes);
+  return c.node(op, std::move(ins), std::move(a), std::move(outs))[0];
+}
+template <OpId kId>
+void onnx_reduce(onnx::ExportContext& c) {
+  constexpr const char* op = kId == OpId::ReduceSum    ? "ReduceSum"
+                             : kId == OpId::ReduceMean ? "ReduceMean"
+                             : kId == OpId::ReduceMax  ? "ReduceMax"
+                             : kId == OpId::ReduceMin  ? "ReduceMin"
+                                                       : "ReduceProd";
+  onnx_reduce_to(c, op, c.in(0), {c.out(0)});
+}
+// Any/All: Max/Min over the values as int32, cast back to bool.
+template <bool kAny>
+void onnx_reduce_bool(onnx::ExportContext& c) {
+  const std::string x = c.cast(c.in(0), DType::kBool, DType::kInt32);
+  const std::string r = onnx_reduce_to(c, kAny ? "ReduceMax" : "ReduceMin", x, {});
+  c.emit("Cast", {r}, {{"to", c.onnx_dtype(DType::kBool)}});
+}
+template <bool kMax>
+void onnx_arg(onnx::ExportContext& c) {
+  const std::string r = c.node1(kMax ? "ArgMax" : "ArgMin", {c.in(0)},
+                                {{"axis", c.attr_int("axis")}, {"keepdims", int64_t{0}}});
+  c.emit("Cast", {r}, {{"to", c.onnx_dtype(c.attr_dtype("output_type"))}});
+}
+void onnx_cumsum(onnx::ExportContext& c) {
+  c.emit("CumSum", {c.in(0), c.constant(Tensor(c.attr_int("axis")))},
+         {{"exclusive", int64_t{c.attr_bool("exclusive")}},
+          {"reverse", int64_t{c.attr_bool("reverse")}}});
+}
+
 }  // namespace
 
 void define_segment_ops(OpTableBuilder& t);  // segment.cpp
 
 void define_reduce_ops(OpTableBuilder& t) {
+  t.def(OpId::ReduceSum).onnx(onnx_reduce<OpId::ReduceSum>);
+  t.def(OpId::ReduceMean).onnx(onnx_reduce<OpId::ReduceMean>);
+  t.def(OpId::ReduceMax).onnx(onnx_reduce<OpId::ReduceMax>);
+  t.def(OpId::ReduceMin).onnx(onnx_reduce<OpId::ReduceMin>);
+  t.def(OpId::ReduceProd).onnx(onnx_reduce<OpId::ReduceProd>);
+  t.def(OpId::ReduceAny).onnx(onnx_reduce_bool<true>);
+  t.def(OpId::ReduceAll).onnx(onnx_reduce_bool<false>);
+  t.def(OpId::ArgMax).onnx(onnx_arg<true>);
+  t.def(OpId::ArgMin).onnx(onnx_arg<false>);
+  t.def(OpId::Cumsum).onnx(onnx_cumsum);
   def_reduce(t, OpId::ReduceSum, infer_reduce<false>);
   def_reduce(t, OpId::ReduceMean, infer_reduce<false>);
   def_reduce(t, OpId::ReduceMax, infer_reduce<false>);

@@ -8,6 +8,7 @@
 #include "jit_ir.h"
 #include "kiln/context.h"
 #include "kiln/ops/binary.h"
+#include "onnx_export.h"
 
 namespace kiln {
 namespace {
@@ -83,9 +84,26 @@ void clip_grad(KILN_GRAD_ARGS) {
   gi[2] = grad::unbroadcast(where(above, g[0], 0), in[2]);
 }
 
+void onnx_cast(onnx::ExportContext& c) {
+  c.emit("Cast", {c.in(0)}, {{"to", c.onnx_dtype(c.attr_dtype("DstT"))}});
+}
+// Clip takes scalar bounds (as inputs since opset 11, integers since 12);
+// other bounds broadcast through Max and Min.
+void onnx_clip(onnx::ExportContext& c) {
+  const bool scalars = c.input_spec(1).shape.rank() == 0 && c.input_spec(2).shape.rank() == 0;
+  const bool typed = is_floating(c.input_spec(0).dtype) ? c.opset() >= 11 : c.opset() >= 12;
+  if (scalars && typed) return c.emit("Clip", {c.in(0), c.in(1), c.in(2)});
+  if (!is_floating(c.input_spec(0).dtype) && c.opset() < 12)
+    c.unsupported("integer Max/Min need opset 12");
+  c.emit("Min", {c.node1("Max", {c.in(0), c.in(1)}), c.in(2)});
+}
+
 }  // namespace
 
 void define_select_cast_ops(OpTableBuilder& t) {
+  t.def(OpId::Select).onnx("Where");
+  t.def(OpId::Cast).onnx(onnx_cast);
+  t.def(OpId::ClipByValue).onnx(onnx_clip);
   t.def(OpId::Select)
       .inputs({"condition", "x", "y"})
       .outputs({"output"})

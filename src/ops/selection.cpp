@@ -10,6 +10,7 @@
 #include "grad_util.h"
 #include "kiln/context.h"
 #include "kiln/ops.h"
+#include "onnx_export.h"
 
 namespace kiln {
 namespace {
@@ -95,9 +96,25 @@ void infer_where(InferContext& c) {
   c.set_output(0, DType::kInt64, Shape{n, in.rank_known() ? in.rank() : -1});
 }
 
+// ONNX export: TopK's int64 indices cast to int32.
+void onnx_top_k(onnx::ExportContext& c) {
+  if (c.opset() < 10) c.unsupported("TopK with a k input needs opset 10");
+  const std::string k =
+      c.node1("Reshape", {c.cast(c.in(1), c.input_spec(1).dtype, DType::kInt64), c.ints({1})});
+  const auto vi = c.node("TopK", {c.in(0), k}, {{"axis", int64_t{-1}}}, {}, 2);
+  c.node("Identity", {vi[0]}, {}, {c.out(0)});
+  c.node("Cast", {vi[1]}, {{"to", c.onnx_dtype(c.output_spec(1).dtype)}}, {c.out(1)});
+}
+// Where(x): NonZero's [rank, N] transposed to [N, rank].
+void onnx_where(onnx::ExportContext& c) {
+  c.emit("Transpose", {c.node1("NonZero", {c.in(0)})}, {{"perm", std::vector<int64_t>{1, 0}}});
+}
+
 }  // namespace
 
 void define_selection_ops(OpTableBuilder& t) {
+  t.def(OpId::TopKV2).onnx(onnx_top_k);
+  t.def(OpId::Where).onnx(onnx_where);
   t.def(OpId::TopKV2)
       .inputs({"input", "k"})
       .outputs({"values", "indices"})

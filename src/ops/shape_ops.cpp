@@ -8,6 +8,7 @@
 #include "grad_util.h"
 #include "kiln/context.h"
 #include "kiln/ops/array.h"
+#include "onnx_export.h"
 #include "shape_ops_util.h"
 
 namespace kiln {
@@ -288,9 +289,78 @@ void transpose_grad(KILN_GRAD_ARGS) {
   gi[0] = transpose(g[0], inv);  // empty perm (reverse) is its own inverse
 }
 
+// ONNX export rules.
+
+// The target shape: the inferred one when at most one dim is unknown (a
+// constant with -1), else the shape input cast to int64.
+void onnx_reshape(onnx::ExportContext& c) {
+  const Shape& s = c.output_spec(0).shape;
+  int unknown = 0;
+  bool zero = false;
+  for (int64_t i = 0; s.rank_known() && i < s.rank(); ++i) {
+    unknown += s[i] < 0;
+    zero |= s[i] == 0;
+  }
+  std::string shape;
+  if (s.rank_known() && unknown <= 1 && !zero)
+    shape = c.ints(s.to_vector());
+  else if (!zero)
+    shape = c.cast(c.in(1), c.input_spec(1).dtype, DType::kInt64);
+  else if (c.opset() >= 14)
+    return c.emit("Reshape", {c.in(0), c.cast(c.in(1), c.input_spec(1).dtype, DType::kInt64)},
+                  {{"allowzero", int64_t{1}}});
+  else
+    c.unsupported("a shape with zero dims needs opset 14");
+  c.emit("Reshape", {c.in(0), shape});
+}
+// Unsqueeze/Squeeze: axes an input since opset 13, an attribute before.
+void onnx_axes_op(onnx::ExportContext& c, const char* op, const std::vector<int64_t>& axes) {
+  if (axes.empty()) return c.emit(op, {c.in(0)});
+  if (c.opset() >= 13) return c.emit(op, {c.in(0), c.ints(axes)});
+  c.emit(op, {c.in(0)}, {{"axes", axes}});
+}
+void onnx_expand_dims(onnx::ExportContext& c) {
+  onnx_axes_op(c, "Unsqueeze", {c.attr_int("axis")});
+}
+void onnx_squeeze(onnx::ExportContext& c) {
+  onnx_axes_op(c, "Squeeze", c.attr_ints("squeeze_dims"));
+}
+void onnx_transpose(onnx::ExportContext& c) {
+  std::vector<int64_t> perm = c.attr_ints("perm");
+  if (perm.empty()) return c.emit("Transpose", {c.in(0)});
+  for (int64_t& p : perm)
+    if (p < 0) p += static_cast<int64_t>(perm.size());
+  c.emit("Transpose", {c.in(0)}, {{"perm", perm}});
+}
+void onnx_shape_of(onnx::ExportContext& c) {
+  c.emit("Cast", {c.node1("Shape", {c.in(0)})}, {{"to", c.onnx_dtype(c.attr_dtype("out_type"))}});
+}
+void onnx_size(onnx::ExportContext& c) {
+  c.emit("Cast", {c.node1("Size", {c.in(0)})}, {{"to", c.onnx_dtype(c.attr_dtype("out_type"))}});
+}
+void onnx_rank(onnx::ExportContext& c) {
+  const std::string r = c.node1("Size", {c.node1("Shape", {c.in(0)})});
+  c.emit("Cast", {r}, {{"to", c.onnx_dtype(DType::kInt32)}});
+}
+void onnx_one_hot(onnx::ExportContext& c) {
+  const std::string one = c.ints({1});
+  const std::string values =
+      c.node1("Concat", {c.node1("Reshape", {c.in(3), one}), c.node1("Reshape", {c.in(2), one})},
+              {{"axis", int64_t{0}}});
+  c.emit("OneHot", {c.in(0), c.in(1), values}, {{"axis", c.attr_int("axis")}});
+}
+
 }  // namespace
 
 void define_shape_ops(OpTableBuilder& t) {
+  t.def(OpId::Reshape).onnx(onnx_reshape);
+  t.def(OpId::ExpandDims).onnx(onnx_expand_dims);
+  t.def(OpId::Squeeze).onnx(onnx_squeeze);
+  t.def(OpId::Transpose).onnx(onnx_transpose);
+  t.def(OpId::ShapeOf).onnx(onnx_shape_of);
+  t.def(OpId::Size).onnx(onnx_size);
+  t.def(OpId::Rank).onnx(onnx_rank);
+  t.def(OpId::OneHot).onnx(onnx_one_hot);
   t.def(OpId::Reshape)
       .inputs({"tensor", "shape"})
       .outputs({"output"})

@@ -8,6 +8,7 @@
 #include "kiln/context.h"
 #include "kiln/ops.h"
 #include "kiln/ops/array.h"
+#include "onnx_export.h"
 #include "shape_ops_util.h"
 #include "slice_spec.h"
 
@@ -222,10 +223,134 @@ void gather_grad(KILN_GRAD_ARGS) {
   gi[0] = r;
 }
 
+// ONNX export.
+constexpr int64_t kOnnxMax = std::numeric_limits<int64_t>::max();
+constexpr int64_t kOnnxMin = std::numeric_limits<int64_t>::min();
+
+std::string onnx_axes_node(onnx::ExportContext& c, const char* op, const std::string& x,
+                           const std::vector<int64_t>& axes, std::string out) {
+  std::vector<std::string> outs;
+  if (!out.empty()) outs.push_back(std::move(out));
+  if (c.opset() >= 13) return c.node(op, {x, c.ints(axes)}, {}, std::move(outs))[0];
+  return c.node(op, {x}, {{"axes", axes}}, std::move(outs))[0];
+}
+// Slice(input, begin, size): ends = begin + size, to the end where size is -1.
+void onnx_slice(onnx::ExportContext& c) {
+  if (c.opset() < 10) c.unsupported("Slice with inputs needs opset 10");
+  std::vector<int64_t> begin, size;
+  std::string starts, ends;
+  if (c.input_ints(1, begin) && c.input_ints(2, size)) {
+    std::vector<int64_t> e(begin.size());
+    for (size_t i = 0; i < e.size(); ++i) e[i] = size[i] < 0 ? kOnnxMax : begin[i] + size[i];
+    starts = c.ints(begin);
+    ends = c.ints(e);
+  } else {
+    starts = c.cast(c.in(1), c.input_spec(1).dtype, DType::kInt64);
+    const std::string n = c.cast(c.in(2), c.input_spec(2).dtype, DType::kInt64);
+    const std::string to_end = c.node1("Equal", {n, c.scalar(-1, DType::kInt64)});
+    ends = c.node1("Where", {to_end, c.constant(Tensor(kOnnxMax)), c.node1("Add", {starts, n})});
+  }
+  c.emit("Slice", {c.in(0), starts, ends});
+}
+// StridedSlice with computed begin/end (x[i] in a loop): one Slice over
+// the spec's dims, masked entries replaced by constants, then a Squeeze of
+// the shrunk dims. No ellipsis or new axes.
+void onnx_strided_slice_dynamic(onnx::ExportContext& c, const std::vector<int64_t>& s) {
+  if (c.attr_int("ellipsis_mask") || c.attr_int("new_axis_mask"))
+    c.unsupported("computed bounds with an ellipsis or new axes");
+  const int64_t n = static_cast<int64_t>(s.size());
+  auto bits = [&](const char* m) {
+    std::vector<bool> v;
+    for (int64_t j = 0; j < n; ++j) v.push_back((c.attr_int(m) >> j) & 1);
+    return v;
+  };
+  auto mask = [&](const std::vector<bool>& v) {
+    Tensor t = Tensor::empty(DType::kBool, Shape{n});
+    for (int64_t j = 0; j < n; ++j) t.mutable_data<bool>()[j] = v[static_cast<size_t>(j)];
+    return c.constant(t);
+  };
+  const auto bm = bits("begin_mask"), em = bits("end_mask"), sm = bits("shrink_axis_mask");
+  std::vector<int64_t> b0, e0, axes, shrink;
+  for (int64_t j = 0; j < n; ++j) {
+    b0.push_back(s[j] > 0 ? 0 : kOnnxMax);
+    e0.push_back(s[j] > 0 ? kOnnxMax : kOnnxMin);
+    axes.push_back(j);
+    if (sm[j]) shrink.push_back(j);
+  }
+  const std::string b = c.cast(c.in(1), c.input_spec(1).dtype, DType::kInt64);
+  const std::string e = c.cast(c.in(2), c.input_spec(2).dtype, DType::kInt64);
+  const std::string starts = c.node1("Where", {mask(bm), c.ints(b0), b});
+  std::string ends = c.node1("Where", {mask(em), c.ints(e0), e});
+  if (!shrink.empty()) {
+    const std::string last = c.node1("Equal", {b, c.scalar(-1, DType::kInt64)});
+    const std::string next = c.node1("Add", {b, c.scalar(1, DType::kInt64)});
+    const std::string one = c.node1("Where", {last, c.constant(Tensor(kOnnxMax)), next});
+    ends = c.node1("Where", {mask(sm), one, ends});
+  }
+  const std::vector<std::string> ins = {c.in(0), starts, ends, c.ints(axes), c.ints(s)};
+  if (shrink.empty()) return c.emit("Slice", ins);
+  onnx_axes_node(c, "Squeeze", c.node1("Slice", ins), shrink, c.out(0));
+}
+// StridedSlice with constant begin/end/strides: one Slice over every input
+// dim, a Squeeze of the shrunk dims, an Unsqueeze for the new axes.
+void onnx_strided_slice(onnx::ExportContext& c) {
+  if (c.opset() < 10) c.unsupported("Slice with steps needs opset 10");
+  std::vector<int64_t> b, e, s;
+  if (!c.input_ints(3, s)) c.unsupported("strides must be constants");
+  if (!c.input_ints(1, b) || !c.input_ints(2, e)) return onnx_strided_slice_dynamic(c, s);
+  const int64_t r = c.input_rank(0), n = static_cast<int64_t>(b.size());
+  auto bit = [&](const char* m, int64_t j) { return (c.attr_int(m) >> j) & 1; };
+  int64_t real = 0;
+  bool ellipsis = false;
+  for (int64_t j = 0; j < n; ++j) {
+    ellipsis |= bit("ellipsis_mask", j);
+    real += !bit("ellipsis_mask", j) && !bit("new_axis_mask", j);
+  }
+  std::vector<int64_t> starts, ends, steps, shrink, new_axes;
+  int64_t out_dims = 0;
+  auto full = [&] {
+    starts.push_back(0), ends.push_back(kOnnxMax), steps.push_back(1), ++out_dims;
+  };
+  for (int64_t j = 0; j < n; ++j) {
+    if (bit("ellipsis_mask", j)) {
+      for (int64_t k = 0; k < r - real; ++k) full();
+    } else if (bit("new_axis_mask", j)) {
+      new_axes.push_back(out_dims++);
+    } else if (bit("shrink_axis_mask", j)) {
+      shrink.push_back(static_cast<int64_t>(starts.size()));
+      starts.push_back(b[j]), ends.push_back(b[j] == -1 ? kOnnxMax : b[j] + 1), steps.push_back(1);
+    } else {
+      const bool up = s[j] > 0;
+      starts.push_back(bit("begin_mask", j) ? (up ? 0 : kOnnxMax) : b[j]);
+      ends.push_back(bit("end_mask", j) ? (up ? kOnnxMax : kOnnxMin) : e[j]);
+      steps.push_back(s[j]);
+      ++out_dims;
+    }
+  }
+  (void)ellipsis;
+  while (static_cast<int64_t>(starts.size()) < r) full();
+  std::vector<int64_t> axes(starts.size());
+  for (size_t i = 0; i < axes.size(); ++i) axes[i] = static_cast<int64_t>(i);
+  const bool last = shrink.empty() && new_axes.empty();
+  std::string y =
+      c.node("Slice", {c.in(0), c.ints(starts), c.ints(ends), c.ints(axes), c.ints(steps)}, {},
+             last ? std::vector<std::string>{c.out(0)} : std::vector<std::string>{})[0];
+  if (!shrink.empty())
+    y = onnx_axes_node(c, "Squeeze", y, shrink, new_axes.empty() ? c.out(0) : "");
+  if (!new_axes.empty()) onnx_axes_node(c, "Unsqueeze", y, new_axes, c.out(0));
+}
+void onnx_gather(onnx::ExportContext& c) {
+  if (c.attr_int("batch_dims") != 0) c.unsupported("batch_dims must be 0");
+  c.emit("Gather", {c.in(0), c.in(1)}, {{"axis", c.attr_int("axis")}});
+}
+
 }  // namespace
 
 namespace shape_ops {
 void define_slicing_ops(OpTableBuilder& t) {
+  t.def(OpId::Slice).onnx(onnx_slice);
+  t.def(OpId::StridedSlice).onnx(onnx_strided_slice);
+  t.def(OpId::Gather).onnx(onnx_gather);
   t.def(OpId::Slice)
       .inputs({"input", "begin", "size"})
       .outputs({"output"})

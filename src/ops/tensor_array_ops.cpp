@@ -5,6 +5,7 @@
 #include "grad_util.h"
 #include "kiln/context.h"
 #include "kiln/ops.h"
+#include "onnx_export.h"
 #include "tensor_list.h"
 
 namespace kiln {
@@ -179,9 +180,85 @@ void list_add_grad(KILN_GRAD_ARGS) {
   gi[1] = g[0];
 }
 
+// ONNX export: a TensorList is an ONNX sequence (opset 11+; writes need
+// opset 13, If with sequence outputs). Reserve with a known element shape
+// holds `size` zeros, as kiln's unwritten items; otherwise it starts empty
+// and writes must append (index == length) or overwrite.
+TensorSpec onnx_element(onnx::ExportContext& c) {
+  TensorSpec e{c.attr_dtype("element_dtype"), Shape::unknown_rank()};
+  if (c.op().attr_index("unknown_rank") >= 0 && !c.attr_bool("unknown_rank"))
+    e.shape = Shape(c.attr_ints("element_shape"));
+  return e;
+}
+const TensorSpec& onnx_list(onnx::ExportContext& c, const std::string& handle) {
+  const TensorSpec* e = c.sequence(handle);
+  if (!e) c.unsupported("its list does not come from an exported TensorList op");
+  return *e;
+}
+void onnx_list_reserve(onnx::ExportContext& c) {
+  if (c.opset() < 11) c.unsupported("sequences need opset 11");
+  const TensorSpec e = onnx_element(c);
+  if (e.shape.rank_known() && e.shape.is_fully_defined()) {
+    const std::string n =
+        c.node1("Reshape", {c.cast(c.in(0), c.input_spec(0).dtype, DType::kInt64), c.ints({1})});
+    const std::string dims =
+        c.node1("Concat", {n, c.ints(e.shape.to_vector())}, {{"axis", int64_t{0}}});
+    const std::string zeros = c.node1("Expand", {c.scalar(0, e.dtype), dims});
+    c.emit("SplitToSequence", {zeros}, {{"axis", int64_t{0}}, {"keepdims", int64_t{0}}});
+  } else {
+    c.emit("SequenceEmpty", {}, {{"dtype", c.onnx_dtype(e.dtype)}});
+  }
+  c.set_sequence(c.out(0), e);
+}
+// Overwrites item `index` when it exists (erase, insert), else appends.
+void onnx_list_set_item(onnx::ExportContext& c) {
+  if (c.opset() < 13) c.unsupported("TensorList writes need opset 13");
+  const TensorSpec e = onnx_list(c, c.in(0));
+  const std::string i = c.cast(c.in(1), c.input_spec(1).dtype, DType::kInt64);
+  const std::string len = c.node1("SequenceLength", {c.in(0)});
+  const std::string exists = c.node1("Less", {i, len});
+  auto branch = [&](bool overwrite) {
+    c.begin_graph({});
+    const std::string s =
+        overwrite ? c.node1("SequenceInsert", {c.node1("SequenceErase", {c.in(0), i}), c.in(2), i})
+                  : c.node1("SequenceInsert", {c.in(0), c.in(2)});
+    c.set_sequence(s, e);
+    return c.end_graph({{s, c.output_spec(0)}});
+  };
+  const auto then_g = branch(true);
+  const auto else_g = branch(false);
+  c.emit("If", {exists}, {{"then_branch", then_g}, {"else_branch", else_g}});
+  c.set_sequence(c.out(0), e);
+}
+void onnx_list_get_item(onnx::ExportContext& c) {
+  onnx_list(c, c.in(0));
+  c.emit("SequenceAt", {c.in(0), c.in(1)});
+}
+void onnx_list_stack(onnx::ExportContext& c) {
+  onnx_list(c, c.in(0));
+  c.emit("ConcatFromSequence", {c.in(0)}, {{"axis", int64_t{0}}, {"new_axis", int64_t{1}}});
+}
+void onnx_list_from_tensor(onnx::ExportContext& c) {
+  if (c.opset() < 11) c.unsupported("sequences need opset 11");
+  c.emit("SplitToSequence", {c.in(0)}, {{"axis", int64_t{0}}, {"keepdims", int64_t{0}}});
+  Shape item = c.input_spec(0).shape;
+  if (item.rank_known() && item.rank() > 0) item.erase(0);
+  c.set_sequence(c.out(0), {c.input_spec(0).dtype, item});
+}
+void onnx_list_length(onnx::ExportContext& c) {
+  onnx_list(c, c.in(0));
+  c.emit("Cast", {c.node1("SequenceLength", {c.in(0)})}, {{"to", c.onnx_dtype(DType::kInt32)}});
+}
+
 }  // namespace
 
 void define_tensor_array_ops(OpTableBuilder& t) {
+  t.def(OpId::TensorListReserve).onnx(onnx_list_reserve);
+  t.def(OpId::TensorListSetItem).onnx(onnx_list_set_item);
+  t.def(OpId::TensorListGetItem).onnx(onnx_list_get_item);
+  t.def(OpId::TensorListStack).onnx(onnx_list_stack);
+  t.def(OpId::TensorListFromTensor).onnx(onnx_list_from_tensor);
+  t.def(OpId::TensorListLength).onnx(onnx_list_length);
   t.def(OpId::TensorListReserve)
       .inputs({"size"})
       .outputs({"handle"})

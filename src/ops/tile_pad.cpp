@@ -4,6 +4,7 @@
 #include "kiln/context.h"
 #include "kiln/ops.h"
 #include "kiln/ops/array.h"
+#include "onnx_export.h"
 #include "shape_ops_util.h"
 
 namespace kiln {
@@ -165,10 +166,41 @@ void pad_grad(KILN_GRAD_ARGS) {
   gi[2] = reduce_sum(g[0]) - reduce_sum(gi[0]);
 }
 
+// ONNX export.
+std::string onnx_i64(onnx::ExportContext& c, size_t i) {
+  return c.cast(c.in(i), c.input_spec(i).dtype, DType::kInt64);
+}
+void onnx_tile(onnx::ExportContext& c) {
+  c.emit("Tile", {c.in(0), onnx_i64(c, 1)});
+}
+void onnx_broadcast_to(onnx::ExportContext& c) {
+  c.emit("Expand", {c.in(0), onnx_i64(c, 1)});
+}
+// Pad: kiln's paddings [rank, 2] are ONNX's pads [begins..., ends...].
+void onnx_pad(onnx::ExportContext& c) {
+  if (c.opset() < 11) c.unsupported("Pad with inputs needs opset 11");
+  std::vector<int64_t> p;
+  std::string pads;
+  if (c.input_ints(1, p)) {
+    std::vector<int64_t> v(p.size());
+    const size_t r = p.size() / 2;
+    for (size_t i = 0; i < r; ++i) v[i] = p[2 * i], v[r + i] = p[2 * i + 1];
+    pads = c.ints(v);
+  } else {
+    const std::string t =
+        c.node1("Transpose", {onnx_i64(c, 1)}, {{"perm", std::vector<int64_t>{1, 0}}});
+    pads = c.node1("Reshape", {t, c.ints({-1})});
+  }
+  c.emit("Pad", {c.in(0), pads, c.in(2)});
+}
+
 }  // namespace
 
 namespace shape_ops {
 void define_tile_pad_ops(OpTableBuilder& t) {
+  t.def(OpId::Tile).onnx(onnx_tile);
+  t.def(OpId::BroadcastTo).onnx(onnx_broadcast_to);
+  t.def(OpId::Pad).onnx(onnx_pad);
   t.def(OpId::Tile).inputs({"input", "multiples"}).outputs({"output"}).infer(infer_tile);
   t.def(OpId::BroadcastTo)
       .inputs({"input", "shape"})

@@ -8,6 +8,7 @@
 #include "kiln/context.h"
 #include "kiln/ops/binary.h"
 #include "kiln/ops/select_cast.h"
+#include "onnx_export.h"
 
 namespace kiln {
 namespace {
@@ -76,11 +77,45 @@ Tensor expm1_rule(const Tensor&, const Tensor& y, const Tensor& dy) {
 }
 constexpr UnaryRule no_grad = nullptr;
 
+// ONNX export rules (the last column of unary.def).
+void onnx_square(onnx::ExportContext& c) {
+  c.emit("Mul", {c.in(0), c.in(0)});
+}
+void onnx_rsqrt(onnx::ExportContext& c) {
+  c.emit("Reciprocal", {c.node1("Sqrt", {c.in(0)})});
+}
+void onnx_expm1(onnx::ExportContext& c) {
+  c.emit("Sub", {c.node1("Exp", {c.in(0)}), c.scalar(1, c.input_spec(0).dtype)});
+}
+void onnx_log1p(onnx::ExportContext& c) {
+  c.emit("Log", {c.node1("Add", {c.in(0), c.scalar(1, c.input_spec(0).dtype)})});
+}
+void onnx_relu(onnx::ExportContext& c) {
+  const DType t = c.input_spec(0).dtype;
+  if (is_floating(t) || c.opset() >= 14)
+    c.emit("Relu", {c.in(0)});
+  else if (c.opset() >= 12)
+    c.emit("Max", {c.in(0), c.scalar(0, t)});
+  else
+    c.emit("Where", {c.node1("Less", {c.in(0), c.scalar(0, t)}), c.scalar(0, t), c.in(0)});
+}
+void onnx_round(onnx::ExportContext& c) {
+  c.emit(is_floating(c.input_spec(0).dtype) ? "Round" : "Identity", {c.in(0)});
+}
+void onnx_invert(onnx::ExportContext& c) {
+  if (c.opset() < 18) c.unsupported("BitwiseNot needs opset 18");
+  c.emit("BitwiseNot", {c.in(0)});
+}
+void onnx_is_finite(onnx::ExportContext& c) {
+  c.emit("Not", {c.node1("Or", {c.node1("IsNaN", {c.in(0)}), c.node1("IsInf", {c.in(0)})})});
+}
+
 // One row of unary.def: elementwise, x -> y, with its gradient rule (or
 // kNoGradient).
-template <UnaryRule R>
-void define_unary(OpTableBuilder& t, OpId id, InferFn infer, DTypeSet dtypes) {
+template <UnaryRule R, typename E>
+void define_unary(OpTableBuilder& t, OpId id, InferFn infer, DTypeSet dtypes, E onnx) {
   OpDefBuilder row = t.def(id);
+  row.onnx(onnx);
   row.inputs({"x"}).outputs({"y"}).traits(kElementwise).infer(infer).jit(jit::lower_functor);
   if (dtypes & dtype_bit(DType::kFloat32)) row.traits(kHalfInFloat);
   if constexpr (R == nullptr)
@@ -92,9 +127,10 @@ void define_unary(OpTableBuilder& t, OpId id, InferFn infer, DTypeSet dtypes) {
 }  // namespace
 
 void define_unary_ops(OpTableBuilder& t) {
-#define KILN_UNARY(op, dtypes, rule) define_unary<rule>(t, OpId::op, infer_same<dtypes>, dtypes);
-#define KILN_PREDICATE(op, dtypes) \
-  define_unary<no_grad>(t, OpId::op, infer_predicate<dtypes>, dtypes);
+#define KILN_UNARY(op, dtypes, rule, onnx) \
+  define_unary<rule>(t, OpId::op, infer_same<dtypes>, dtypes, onnx);
+#define KILN_PREDICATE(op, dtypes, onnx) \
+  define_unary<no_grad>(t, OpId::op, infer_predicate<dtypes>, dtypes, onnx);
 #include "unary.def"
 #undef KILN_UNARY
 #undef KILN_PREDICATE

@@ -117,7 +117,7 @@ constexpr auto bind_pow = bind<F, S, pow_kernel<TypesOf<S>>>;
 }  // namespace
 
 void bind_binary_kernels(OpTableBuilder& t) {
-#define KILN_BINARY(op, dtypes, kind, traits, rule) bind_##kind<fn::op, dtypes>(t, OpId::op);
+#define KILN_BINARY(op, dtypes, kind, traits, rule, onnx) bind_##kind<fn::op, dtypes>(t, OpId::op);
 #include "ops/binary.def"
 #undef KILN_BINARY
 }

@@ -46,8 +46,9 @@ void bind_unary(OpTableBuilder& t, OpId id) {
 }
 
 void bind_unary_kernels(OpTableBuilder& t) {
-#define KILN_UNARY(op, dtypes, rule) bind_unary<fn::op, dtypes>(t, OpId::op);
-#define KILN_PREDICATE(op, dtypes) t.kernel(OpId::op, predicate_kernel<fn::op, TypesOf<dtypes>>);
+#define KILN_UNARY(op, dtypes, rule, onnx) bind_unary<fn::op, dtypes>(t, OpId::op);
+#define KILN_PREDICATE(op, dtypes, onnx) \
+  t.kernel(OpId::op, predicate_kernel<fn::op, TypesOf<dtypes>>);
 #include "ops/unary.def"
 #undef KILN_UNARY
 #undef KILN_PREDICATE

@@ -1,0 +1,70 @@
+"""kiln.onnx.export: a traced function (or a Keras model) as an ONNX model file."""
+import os
+import tempfile
+
+from kiln import _kiln
+from kiln.function import ConcreteFunction, Function
+from kiln.keras.engine.training import Model
+from kiln.keras.layers.base import Layer
+from kiln.saved_model import _keras_input_signature
+
+
+def _keras_concrete(model, input_signature):
+    """model(x, training=False) traced over its inputs' specs (batch free)."""
+    sig = input_signature if input_signature is not None else _keras_input_signature(model)
+    if sig is None:
+        raise ValueError(
+            f"cannot export {model.name} to ONNX: its input shape is unknown. Give it an "
+            "Input (or input_shape), call it once first, or pass input_signature.")
+    call = (lambda x: model(x, training=False)) if isinstance(model, Model) else model
+    return Function(call, name=model.name, input_signature=sig).get_concrete_function()._cf
+
+
+def _concrete(fn, input_signature):
+    """The C++ concrete function to export for ``fn``."""
+    if isinstance(fn, ConcreteFunction):
+        return fn._cf
+    if isinstance(fn, Layer):
+        return _keras_concrete(fn, input_signature)
+    if isinstance(fn, Function):
+        if input_signature is not None:
+            return fn.get_concrete_function(*input_signature)._cf
+        if fn.input_signature is not None:
+            return fn.get_concrete_function()._cf
+        traced = fn._concrete_functions()
+        if len(traced) == 1:
+            return traced[0]
+        raise ValueError(
+            f"cannot export {fn._name}: it has {len(traced)} concrete functions; pass "
+            "input_signature or one ConcreteFunction (f.get_concrete_function(...))")
+    raise TypeError(f"kiln.onnx.export takes a kiln.function, a ConcreteFunction or a Keras "
+                    f"model, got {type(fn).__name__}")
+
+
+def export(fn, path, input_signature=None, opset=17, output_names=None):
+    """Writes ``fn`` (a kiln.function, a ConcreteFunction or a Keras model) as an
+    ONNX model at ``path`` (atomically) and returns the path.
+
+    Variables become initializers holding their current values, ``None``
+    dimensions symbolic ones, ``kiln.cond``/``kiln.while_loop`` If/Loop nodes.
+    Graph inputs are named after the function's arguments, outputs
+    ``output_0``... unless ``output_names`` is given. Raises
+    InvalidArgumentError naming every op that has no ONNX mapping.
+    """
+    cf = _concrete(fn, input_signature)
+    data = _kiln._onnx_export_bytes(cf, int(opset), "", list(output_names or []))
+    path = os.fspath(path)
+    directory = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".onnx-export-")
+    try:
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+        raise
+    return path
