@@ -7,7 +7,7 @@ FUZZ_TIME ?= 600
 CMAKE_FLAGS ?=
 JOBS ?= $(shell nproc)
 
-.PHONY: all setup build py demo tour bench-peers bench-peers-busy test-peers test test-cpp test-py check-deps test-asan test-tsan fuzz onnx-node-tests bench format format-check clean
+.PHONY: all setup build py demo tour bench-peers bench-peers-busy test-peers test test-cpp test-py check-deps test-asan test-tsan fuzz fuzz-build fuzz-saved-model fuzz-onnx onnx-node-tests bench format format-check clean
 
 all: build
 
@@ -91,23 +91,35 @@ test-asan: setup
 	cd $(ASAN_BUILD) && UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
 	  ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j $(JOBS)
 
-# libFuzzer + ASan/UBSan over the saved-model loader (tests/fuzz/), built with clang. Seeds:
-# real exports (tests/fuzz/make_seeds.py) and the checked-in corpus; new inputs and any
-# crash go to $(FUZZ_BUILD)/corpus and $(FUZZ_BUILD)/crash-*.
-fuzz: build
+# libFuzzer + ASan/UBSan over the saved-model loader and the ONNX loader (tests/fuzz/),
+# built with clang, FUZZ_TIME seconds each. Seeds: real exports (tests/fuzz/make_seeds.py),
+# ONNX's node-test models (tests/fuzz/make_onnx_seeds.py) and the checked-in corpora; new
+# inputs and any crash go to $(FUZZ_BUILD)/corpus*, $(FUZZ_BUILD)/crash-*.
+fuzz: fuzz-saved-model fuzz-onnx
+
+# Every ONNX backend node test through kiln; the pass table goes into docs/ONNX.md.
+onnx-node-tests: py
+	.venv/bin/python tests/python/onnx/node_suite.py --report docs/ONNX.md
+
+fuzz-build: build
 	@command -v clang++ >/dev/null || apt-get install -y -qq --no-install-recommends clang
 	CC=clang CXX=clang++ cmake -S . -B $(FUZZ_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
 	  -DKILN_BUILD_BENCH=OFF -DKILN_BUILD_TESTS=OFF -DKILN_FUZZ=ON -DKILN_SANITIZE=address,undefined
-	cmake --build $(FUZZ_BUILD) -j $(JOBS) --target saved_model_fuzz
+	cmake --build $(FUZZ_BUILD) -j $(JOBS) --target saved_model_fuzz onnx_fuzz
+
+fuzz-saved-model: fuzz-build
 	.venv/bin/python tests/fuzz/make_seeds.py $(FUZZ_BUILD)/base $(FUZZ_BUILD)/seeds
 	mkdir -p $(FUZZ_BUILD)/corpus
 	cd $(FUZZ_BUILD) && KILN_FUZZ_BASE=$(CURDIR)/tests/fuzz/base ASAN_OPTIONS=detect_leaks=0 \
 	  UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 ./saved_model_fuzz -max_total_time=$(FUZZ_TIME) \
 	  -rss_limit_mb=4096 -timeout=60 -print_final_stats=1 corpus seeds $(CURDIR)/tests/fuzz/corpus
 
-# Every ONNX backend node test through kiln; the pass table goes into docs/ONNX.md.
-onnx-node-tests: py
-	.venv/bin/python tests/python/onnx/node_suite.py --report docs/ONNX.md
+fuzz-onnx: fuzz-build
+	.venv/bin/python tests/fuzz/make_onnx_seeds.py $(FUZZ_BUILD)/onnx_seeds
+	mkdir -p $(FUZZ_BUILD)/onnx_corpus
+	cd $(FUZZ_BUILD) && ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+	  ./onnx_fuzz -max_total_time=$(FUZZ_TIME) -rss_limit_mb=4096 -timeout=60 -print_final_stats=1 \
+	  onnx_corpus onnx_seeds $(CURDIR)/tests/fuzz/onnx_corpus
 
 test-tsan: setup
 	cmake -S . -B $(TSAN_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKILN_BUILD_BENCH=OFF \

@@ -1,6 +1,7 @@
-// One fuzz input against the saved-model loader: shared by the libFuzzer
-// target (saved_model_fuzz.cpp) and the CTest replay of the corpus
-// (tests/cpp/saved_model/fuzz_corpus_test.cpp).
+// One fuzz input against the saved-model loader or the ONNX loader: shared
+// by the libFuzzer targets (saved_model_fuzz.cpp, onnx_fuzz.cpp) and the
+// CTest replays of their corpora (tests/cpp/saved_model/fuzz_corpus_test.cpp,
+// tests/cpp/onnx/onnx_fuzz_corpus_test.cpp).
 //
 // An input is one byte choosing the file it replaces, then that file's bytes:
 // 0 saved_model.pb, 1 variables/kiln_variables.index, 2 variables/kiln_variables.data.
@@ -14,6 +15,7 @@
 #include <fstream>
 #include <string>
 
+#include "kiln/onnx.h"
 #include "kiln/saved_model.h"
 
 namespace kiln::fuzz {
@@ -35,6 +37,16 @@ inline void load_one(const std::string& dir, const uint8_t* data, size_t size) {
   } catch (const Error&) {
   }
   fs::copy_file(saved, target, fs::copy_options::overwrite_existing);
+}
+
+/// One fuzz input against the ONNX loader: the bytes are a model file. The
+/// load validates and traces it (models reading inputs by value trace at
+/// their first call, which the fuzzer does not make); it is not run.
+inline void load_onnx_one(const uint8_t* data, size_t size) {
+  try {
+    onnx::load_bytes(std::string(reinterpret_cast<const char*>(data), size), "fuzz");
+  } catch (const Error&) {
+  }
 }
 
 }  // namespace kiln::fuzz
