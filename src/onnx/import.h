@@ -116,6 +116,9 @@ std::span<const ImportRule> shape_import_rules();
 std::span<const ImportRule> nn_import_rules();
 std::span<const ImportRule> control_import_rules();
 
+/// Einsum (import_einsum.cpp), listed in the nn family's table.
+void einsum(ImportContext& c);
+
 /// Imports `g`'s nodes into `scope` (inputs already bound there); returns
 /// the graph outputs' tensors. Used for the main graph and nested bodies.
 std::vector<Tensor> import_nodes(const pb::GraphProto& g, int64_t opset, Scope& scope,

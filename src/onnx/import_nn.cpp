@@ -535,8 +535,7 @@ std::vector<double> resize_weights(const ResizeSpec& r, int64_t in, int64_t out,
       taps.push_back({std::clamp<int64_t>(at, 0, in - 1), c});
       sum += c;
     }
-    for (auto [at, c] : taps)
-      w[static_cast<size_t>(x * in + at)] += sum != 0 ? c / sum : 0;
+    for (auto [at, c] : taps) w[static_cast<size_t>(x * in + at)] += sum != 0 ? c / sum : 0;
   }
   return w;
 }
@@ -559,10 +558,10 @@ Tensor resize_axis(C& c, const ResizeSpec& r, const Tensor& y, int64_t axis, int
     res = gather(y, constant(idx, Shape{out}), axis);
   } else {
     const std::vector<double> w = resize_weights(r, in, out, scale, roi_lo, roi_hi, outside);
-    const DType dt = is_floating(y.dtype()) && y.dtype() != DType::kFloat16 &&
-                             y.dtype() != DType::kBFloat16
-                         ? y.dtype()
-                         : DType::kFloat32;
+    const DType dt =
+        is_floating(y.dtype()) && y.dtype() != DType::kFloat16 && y.dtype() != DType::kBFloat16
+            ? y.dtype()
+            : DType::kFloat32;
     std::vector<int64_t> perm;
     for (int64_t i = 0; i < rank; ++i)
       if (i != axis) perm.push_back(i);
@@ -571,13 +570,13 @@ Tensor resize_axis(C& c, const ResizeSpec& r, const Tensor& y, int64_t axis, int
     for (int64_t i = 0; i < rank; ++i) back[perm[i]] = i;
     const Tensor m = cast(constant(w, Shape{out, in}), dt);
     res = transpose(matmul(transpose(cast(y, dt), perm), m, false, true), back);
-    if (dt != y.dtype())
-      res = cast(is_integer(y.dtype()) ? round(res) : res, y.dtype());
+    if (dt != y.dtype()) res = cast(is_integer(y.dtype()) ? round(res) : res, y.dtype());
   }
   if (std::find(outside.begin(), outside.end(), true) != outside.end()) {
     std::vector<bool> mask = outside;
     std::vector<uint8_t> bytes(mask.begin(), mask.end());
-    const Tensor out_mask = cast(constant(std::vector<int64_t>(bytes.begin(), bytes.end()), Shape(wshape)), DType::kBool);
+    const Tensor out_mask = cast(
+        constant(std::vector<int64_t>(bytes.begin(), bytes.end()), Shape(wshape)), DType::kBool);
     res = where(out_mask, lit(res, r.extrapolation), res);
   }
   (void)c;
@@ -597,7 +596,8 @@ void resize(C& c) {
   r.coord = upsample ? "asymmetric"
                      : c.attr_string("coordinate_transformation_mode",
                                      c.opset() < 11 ? "asymmetric" : "half_pixel");
-  r.nearest = upsample || c.opset() < 11 ? "floor" : c.attr_string("nearest_mode", "round_prefer_floor");
+  r.nearest =
+      upsample || c.opset() < 11 ? "floor" : c.attr_string("nearest_mode", "round_prefer_floor");
   r.cubic_a = c.attr_float("cubic_coeff_a", -0.75);
   r.exclude_outside = c.attr_int("exclude_outside", 0) != 0;
   r.extrapolation = c.attr_float("extrapolation_value", 0.0);
@@ -615,7 +615,8 @@ void resize(C& c) {
     const size_t at = c.opset() < 11 ? 1 : 2;
     if (c.has_input(at) && c.input(at).num_elements() != 0) scales = c.floats(at, "scales");
   }
-  if (c.opset() >= 11 && c.has_input(3) && c.input(3).num_elements() != 0) sizes = c.ints(3, "sizes");
+  if (c.opset() >= 11 && c.has_input(3) && c.input(3).num_elements() != 0)
+    sizes = c.ints(3, "sizes");
   if (c.opset() >= 11 && c.has_input(1) && c.input(1).num_elements() != 0) roi = c.floats(1, "roi");
   if (r.coord == "tf_crop_and_resize" && roi.size() != 2 * n) c.fail("roi needs 2 values per axis");
   std::vector<int64_t> outs(n);
@@ -653,6 +654,7 @@ void resize(C& c) {
 
 constexpr ImportRule kRules[] = {
     {"Resize", resize, 0b1110},
+    {"Einsum", einsum},
     {"Upsample", resize, 0b10},
     {"MatMul", matmul_rule},
     {"Gemm", gemm},
