@@ -100,6 +100,14 @@ int64_t default_opset(const pb::ModelProto& m, const std::string& where) {
 
 }  // namespace
 
+const Tensor* Scope::find_nhwc(const std::string& name) const {
+  for (const Scope* s = this; s; s = s->outer_) {
+    auto it = s->nhwc_.find(name);
+    if (it != s->nhwc_.end()) return &it->second;
+  }
+  return nullptr;
+}
+
 const Tensor* Scope::find(const std::string& name) const {
   for (const Scope* s = this; s; s = s->outer_) {
     auto it = s->values_.find(name);
@@ -216,6 +224,17 @@ const pb::GraphProto& ImportContext::attr_graph(const char* name) const {
   return get(name, AP::GRAPH).g();
 }
 
+const Tensor* ImportContext::nhwc_input(size_t i) const {
+  if (!has_input(i) || i >= static_cast<size_t>(node_.input_size())) return nullptr;
+  return scope_.find_nhwc(node_.input(static_cast<int>(i)));
+}
+
+void ImportContext::set_nhwc_output(size_t i, Tensor t) {
+  if (i >= outputs_.size()) return;
+  nhwc_outputs_.resize(outputs_.size());
+  nhwc_outputs_[i] = std::move(t);
+}
+
 void ImportContext::set_output(size_t i, Tensor t) {
   if (i >= outputs_.size()) return;  // an optional output the model does not take
   outputs_[i] = std::move(t);
@@ -257,6 +276,55 @@ std::vector<const ImportRule*> import_rules() {
   });
   return out;
 }
+
+namespace {
+
+bool is_elementwise(const ImportRule* r) {
+  const auto rules = elementwise_import_rules();
+  return r >= rules.data() && r < rules.data() + rules.size();
+}
+
+// An elementwise node run again on its inputs' NHWC twins (when every rank-4
+// input that is not a constant has one), for twins of its rank-4 outputs.
+// Lower-rank inputs broadcast from the right against NCHW: they get leading
+// 1s and the same transpose.
+std::vector<Tensor> channels_last_twins(const ImportRule& rule, const ImportContext& c,
+                                        const Scope& scope) {
+  std::vector<Tensor> twin_inputs;
+  bool any = false;
+  for (size_t i = 0; i < c.num_inputs(); ++i) {
+    if (!c.has_input(i)) {
+      twin_inputs.emplace_back();
+      continue;
+    }
+    const Tensor& t = c.inputs()[i];
+    if (!t.shape().rank_known() || t.rank() > 4) return {};
+    if (const Tensor* tw = c.nhwc_input(i)) {
+      twin_inputs.push_back(*tw);
+      any = true;
+    } else if (t.rank() == 0) {
+      twin_inputs.push_back(t);
+    } else if (t.rank() == 4 && !c.value(i)) {
+      return {};  // a channels-first activation: no cheaper than now
+    } else {
+      Tensor p = t;
+      while (p.rank() < 4) p = expand_dims(p, 0);
+      twin_inputs.push_back(transpose(p, {0, 2, 3, 1}));
+    }
+  }
+  if (!any) return {};
+  ImportContext tc(c.node(), c.opset(), std::move(twin_inputs), c.where(), scope);
+  tc.set_channels_last(true);
+  rule.fn(tc);
+  std::vector<Tensor> out = tc.outputs();
+  for (size_t o = 0; o < out.size(); ++o)
+    if (out[o].defined() && (!out[o].shape().rank_known() || out[o].rank() != 4 ||
+                             !c.outputs()[o].shape().rank_known() || c.outputs()[o].rank() != 4))
+      out[o] = Tensor();
+  return out;
+}
+
+}  // namespace
 
 std::vector<Tensor> import_nodes(const pb::GraphProto& g, int64_t opset, Scope& scope,
                                  const std::string& where, int depth) {
@@ -301,6 +369,9 @@ std::vector<Tensor> import_nodes(const pb::GraphProto& g, int64_t opset, Scope& 
     } catch (const Error& e) {
       throw InvalidArgumentError(str_cat(at, ": ", e.what()));
     }
+    std::vector<Tensor> twins = c.nhwc_outputs();
+    if (!known && twins.empty() && is_elementwise(rule))
+      twins = channels_last_twins(*rule, c, scope);
     for (int o = 0; o < n.output_size(); ++o) {
       const std::string& name = n.output(o);
       if (name.empty()) continue;
@@ -310,6 +381,8 @@ std::vector<Tensor> import_nodes(const pb::GraphProto& g, int64_t opset, Scope& 
       if (scope.find(name))
         throw InvalidArgumentError(str_cat(at, ": value '", name, "' is defined twice"));
       scope.set(name, t);
+      if (static_cast<size_t>(o) < twins.size() && twins[o].defined())
+        scope.set_nhwc(name, twins[o]);
     }
   }
   std::vector<Tensor> outs;

@@ -18,15 +18,24 @@ namespace kiln::onnx::detail {
 
 /// Values by name while a graph is imported; a nested graph (an If branch, a
 /// Loop body) looks names up in its enclosing graphs too.
+///
+/// A rank-4 value made by a channels-last kernel (Conv, pools) also keeps its
+/// NHWC twin, transpose(value, {0, 2, 3, 1}): consumers that can work
+/// channels-last (convolutions, pools, normalizations, elementwise ops) read
+/// the twin, so the NCHW transposes between them are never used and the
+/// optimizer prunes them.
 class Scope {
  public:
   explicit Scope(const Scope* outer = nullptr) : outer_(outer) {}
   const Tensor* find(const std::string& name) const;
   void set(const std::string& name, Tensor t) { values_[name] = std::move(t); }
+  /// The NHWC twin of a value, or nullptr.
+  const Tensor* find_nhwc(const std::string& name) const;
+  void set_nhwc(const std::string& name, Tensor t) { nhwc_[name] = std::move(t); }
 
  private:
   const Scope* outer_;
-  std::map<std::string, Tensor> values_;
+  std::map<std::string, Tensor> values_, nhwc_;
 };
 
 class ImportContext;
@@ -85,6 +94,17 @@ class ImportContext {
   }
   void set_output(size_t i, Tensor t);
   std::vector<Tensor>& outputs() { return outputs_; }
+  const std::vector<Tensor>& outputs() const { return outputs_; }
+
+  /// Input i's NHWC twin (see Scope), or nullptr.
+  const Tensor* nhwc_input(size_t i) const;
+  /// Records output i's NHWC twin.
+  void set_nhwc_output(size_t i, Tensor t);
+  const std::vector<Tensor>& nhwc_outputs() const { return nhwc_outputs_; }
+  /// True while a layout-transparent rule runs a second time on the NHWC
+  /// twins (per-channel parameters then broadcast over the last axis).
+  bool channels_last() const { return channels_last_; }
+  void set_channels_last(bool v) { channels_last_ = v; }
 
   /// InvalidArgumentError "<where>: <message>".
   template <typename... Args>
@@ -99,7 +119,8 @@ class ImportContext {
   const pb::NodeProto& node_;
   int64_t opset_;
   std::vector<Tensor> inputs_;
-  std::vector<Tensor> outputs_;
+  std::vector<Tensor> outputs_, nhwc_outputs_;
+  bool channels_last_ = false;
   std::string where_;
   const Scope& scope_;
 };

@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <optional>
 
+#include "kiln/context.h"
 #include "onnx/import.h"
 
 namespace kiln::onnx::detail {
@@ -137,17 +139,37 @@ Window window_of(C& c, const Tensor& x, std::vector<int64_t> kernel, bool ceil_m
   return as_2d(c, spatial_window(c, x, std::move(kernel), ceil_mode));
 }
 
-// x (NCHW or NCW) as NHWC with the explicit pads applied (filled with `fill`).
-Tensor prepare(const Tensor& x, const Window& w, double fill) {
-  Tensor y = w.one_d ? expand_dims(x, 2) : x;
-  y = to_nhwc(y);
+// Input 0 (NCHW or NCW) as NHWC (its twin when it has one; ones of its shape
+// with `ones`) with the explicit pads applied (filled with `fill`).
+Tensor prepare(C& c, const Window& w, double fill, bool ones = false) {
+  const Tensor& x = c.input(0);
+  const Tensor* twin = w.one_d ? nullptr : c.nhwc_input(0);
+  Tensor y = twin ? *twin : to_nhwc(w.one_d ? expand_dims(x, 2) : x);
+  if (ones) y = ones_like(y);
   if (w.pads[0] || w.pads[1] || w.pads[2] || w.pads[3])
     y = pad(y, {{0, 0}, {w.pads[0], w.pads[2]}, {w.pads[1], w.pads[3]}, {0, 0}}, lit(y, fill));
   return y;
 }
-Tensor finish(const Tensor& y, const Window& w) {
-  Tensor out = to_nchw(y);
-  return w.one_d ? squeeze(out, {2}) : out;
+
+// Output 0 from the NHWC result: NCHW (or NCW), and y as its twin.
+void finish(C& c, const Tensor& y, const Window& w) {
+  const Tensor out = to_nchw(y);
+  c.set_output(0, w.one_d ? squeeze(out, {2}) : out);
+  if (!w.one_d) c.set_nhwc_output(0, y);
+}
+
+// The filter as HWIO (group 1) or depthwise [kH, kW, C, mult]; constant
+// weights rearranged now, once (constant folding stops at 64K elements, which
+// would leave a transpose of every large filter in each call).
+Tensor conv_filter(C& c, const Window& w, int64_t group, int64_t cin, int64_t m) {
+  std::optional<ContextScope> eager;
+  const Tensor* known = c.value(1);
+  if (known) eager.emplace(EagerContext::instance());
+  Tensor filt = known ? *known : c.input(1);
+  if (w.one_d) filt = expand_dims(filt, 2);  // [M, C/g, kH, kW]
+  if (group == 1) return transpose(filt, {2, 3, 1, 0});
+  return transpose(reshape(filt, std::vector<int64_t>{cin, m / cin, w.kernel[0], w.kernel[1]}),
+                   {2, 3, 0, 1});
 }
 
 void conv(C& c) {
@@ -164,17 +186,16 @@ void conv(C& c) {
   const int64_t cin = x.dim(1), m = wt.dim(0);
   if (group < 1 || cin < 0 || m < 0 || cin % group || m % group || wt.dim(1) * group != cin)
     c.fail("group ", group, " does not divide the channels (input ", cin, ", weights ", m, ")");
-  Tensor in = prepare(x, w, 0.0);
-  Tensor filt = w.one_d ? expand_dims(wt, 2) : wt;  // [M, C/g, kH, kW]
+  Tensor in = prepare(c, w, 0.0);
   Tensor y;
   if (group == 1) {
-    y = conv2d(in, transpose(filt, {2, 3, 1, 0}), {1, w.strides[0], w.strides[1], 1}, w.padding,
+    y = conv2d(in, conv_filter(c, w, group, cin, m), {1, w.strides[0], w.strides[1], 1}, w.padding,
                w.dilations);
-  } else if (group == cin) {  // depthwise: [C * mult, 1, kH, kW] -> [kH, kW, C, mult]
-    const Tensor f = reshape(filt, std::vector<int64_t>{cin, m / cin, w.kernel[0], w.kernel[1]});
-    y = depthwise_conv2d(in, transpose(f, {2, 3, 0, 1}), {1, w.strides[0], w.strides[1], 1},
+  } else if (group == cin) {
+    y = depthwise_conv2d(in, conv_filter(c, w, group, cin, m), {1, w.strides[0], w.strides[1], 1},
                          w.padding, w.dilations);
   } else {
+    const Tensor filt = w.one_d ? expand_dims(wt, 2) : wt;
     const std::vector<Tensor> xs = split(in, group, 3), fs = split(filt, group, 0);
     std::vector<Tensor> ys;
     for (int64_t g = 0; g < group; ++g)
@@ -183,7 +204,7 @@ void conv(C& c) {
     y = concat(ys, 3);
   }
   if (c.has_input(2)) y = y + c.input(2);  // NHWC: the bias broadcasts on the last dim
-  c.set_output(0, finish(y, w));
+  finish(c, y, w);
 }
 
 double lowest(DType t) {
@@ -331,26 +352,26 @@ void pool(C& c) {
   const std::vector<int64_t> k = {1, w.kernel[0], w.kernel[1], 1};
   const std::vector<int64_t> s = {1, w.strides[0], w.strides[1], 1};
   if (kMax) {
-    const Tensor in = prepare(x, w, lowest(x.dtype()));
-    c.set_output(0, finish(max_pool2d(in, k, s, w.padding), w));
+    const Tensor in = prepare(c, w, lowest(x.dtype()));
+    finish(c, max_pool2d(in, k, s, w.padding), w);
     return;
   }
-  const Tensor in = prepare(x, w, 0.0);
+  const Tensor in = prepare(c, w, 0.0);
   Tensor y = avg_pool2d(in, k, s, w.padding);
   const bool padded = w.pads[0] || w.pads[1] || w.pads[2] || w.pads[3];
   if (padded && c.attr_int("count_include_pad", 0) == 0) {  // mean over the real elements
-    y = y / avg_pool2d(prepare(ones_like(x), w, 0.0), k, s, w.padding);
+    y = y / avg_pool2d(prepare(c, w, 0.0, true), k, s, w.padding);
   } else if (padded && c.attr_int("ceil_mode", 0) != 0) {  // pads count, ceil's extra does not
     Window inside = w;
     inside.pads = c.attr_ints("pads", std::vector<int64_t>(4, 0));
     if (w.one_d) inside.pads = {0, inside.pads[0], 0, inside.pads[1]};
     Tensor mask =
-        pad(prepare(ones_like(x), inside, 1.0),
+        pad(prepare(c, inside, 1.0, true),
             {{0, 0}, {0, w.pads[2] - inside.pads[2]}, {0, w.pads[3] - inside.pads[3]}, {0, 0}},
             lit(x, 0));
     y = y / avg_pool2d(mask, k, s, w.padding);
   }
-  c.set_output(0, finish(y, w));
+  finish(c, y, w);
 }
 
 std::vector<int64_t> spatial_axes(C& c) {
@@ -358,11 +379,18 @@ std::vector<int64_t> spatial_axes(C& c) {
   for (int64_t i = 2; i < known_rank(c, 0); ++i) a.push_back(i);
   return a;
 }
-void global_average_pool(C& c) {
-  c.set_output(0, reduce_mean(c.input(0), spatial_axes(c), true));
-}
-void global_max_pool(C& c) {
-  c.set_output(0, reduce_max(c.input(0), spatial_axes(c), true));
+template <bool kMax>
+void global_pool(C& c) {
+  auto f = [](const Tensor& t, const std::vector<int64_t>& a) {
+    return kMax ? reduce_max(t, a, true) : reduce_mean(t, a, true);
+  };
+  if (const Tensor* twin = c.nhwc_input(0)) {  // channels-last: H and W are axes 1, 2
+    const Tensor y = f(*twin, {1, 2});
+    c.set_output(0, to_nchw(y));
+    c.set_nhwc_output(0, y);
+    return;
+  }
+  c.set_output(0, f(c.input(0), spatial_axes(c)));
 }
 
 // A per-channel parameter [C] shaped to broadcast against NC... of `rank`.
@@ -389,8 +417,15 @@ void batch_norm(C& c) {
     c.set_output(2, c.input(4) * m + var * (lit(x, 1) - m));
     return;
   }
-  const Tensor scale = per_channel(c.input(1) * rsqrt(c.input(4) + eps), r);
-  c.set_output(0, (x - per_channel(c.input(3), r)) * scale + per_channel(c.input(2), r));
+  const Tensor s = c.input(1) * rsqrt(c.input(4) + eps);
+  if (const Tensor* twin = c.nhwc_input(0)) {  // channels-last: [C] broadcasts on the last axis
+    const Tensor y = (*twin - c.input(3)) * s + c.input(2);
+    c.set_output(0, to_nchw(y));
+    c.set_nhwc_output(0, y);
+    return;
+  }
+  c.set_output(0,
+               (x - per_channel(c.input(3), r)) * per_channel(s, r) + per_channel(c.input(2), r));
 }
 
 void instance_norm(C& c) {
@@ -661,8 +696,8 @@ constexpr ImportRule kRules[] = {
     {"Conv", conv},
     {"MaxPool", pool<true>},
     {"AveragePool", pool<false>},
-    {"GlobalAveragePool", global_average_pool},
-    {"GlobalMaxPool", global_max_pool},
+    {"GlobalAveragePool", global_pool<false>},
+    {"GlobalMaxPool", global_pool<true>},
     {"BatchNormalization", batch_norm},
     {"InstanceNormalization", instance_norm},
     {"LayerNormalization", layer_norm},

@@ -192,3 +192,51 @@ def test_node_cases_under_jit_compile(name, node_results):
     cases, _ = node_results
     (case,) = [c for c in cases if c.name == name]
     assert node_suite.run_case(case, jit=True) is None
+
+
+def test_exported_cnn_imports_channels_last_without_transposes(tmp_path):
+    """A kiln export writes NCHW Conv nodes between Transposes; the import keeps
+    channels-last twins and rearranges constant filters once, so the optimized graph
+    has no Transpose left (a 3x3x64x128 filter is past constant folding's cap)."""
+    keras = kiln.keras
+    inp = keras.Input((12, 12, 3))
+    h = keras.layers.Conv2D(64, 3, padding="same")(inp)
+    h = keras.layers.BatchNormalization()(h)
+    h = keras.layers.Activation("swish")(h)
+    h = keras.layers.Conv2D(128, 3, padding="same")(h)
+    h = keras.layers.DepthwiseConv2D(3, padding="same")(h)
+    h = keras.layers.MaxPooling2D()(h)
+    h = keras.layers.GlobalAveragePooling2D()(h)
+    out = keras.layers.Dense(5)(h)
+    model = keras.Model(inp, out)
+    path = kiln.onnx.export(model, tmp_path / "cnn.onnx")
+    f = kiln.onnx.load(path)
+    x = np.random.default_rng(4).random((2, 12, 12, 3), np.float32)
+    np.testing.assert_allclose(f(x)[0].numpy(), model(x, training=False).numpy(),
+                               rtol=1e-4, atol=1e-5)
+    assert "Transpose(" not in str(f.optimized_graph)
+
+
+def test_nchw_model_runs_channels_last_between_convs():
+    """An NCHW model (as PyTorch exports): Conv -> BatchNorm -> Relu -> Mul -> MaxPool ->
+    Conv -> GlobalAveragePool. Each value keeps a channels-last twin, so only the input
+    and the output are transposed."""
+    rng = np.random.default_rng(5)
+    w1 = rng.standard_normal((8, 3, 3, 3)).astype(np.float32)
+    w2 = rng.standard_normal((4, 8, 3, 3)).astype(np.float32)
+    c8 = [rng.random(8).astype(np.float32) + 0.5 for _ in range(4)]
+    inits = [onnx.numpy_helper.from_array(a, n) for a, n in
+             zip([w1, w2] + c8 + [np.float32(0.5)], ["w1", "w2", "g", "b", "m", "v", "half"])]
+    nodes = [helper.make_node("Conv", ["x", "w1"], ["c1"], pads=[1, 1, 1, 1]),
+             helper.make_node("BatchNormalization", ["c1", "g", "b", "m", "v"], ["bn"]),
+             helper.make_node("Relu", ["bn"], ["r"]),
+             helper.make_node("Mul", ["r", "half"], ["h"]),
+             helper.make_node("MaxPool", ["h"], ["p"], kernel_shape=[2, 2], strides=[2, 2]),
+             helper.make_node("Conv", ["p", "w2"], ["c2"]),
+             helper.make_node("GlobalAveragePool", ["c2"], ["y"])]
+    model = _model(nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [None, 3, 8, 8])],
+                   [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
+    f = kiln.onnx.load(model.SerializeToString())
+    x = rng.standard_normal((2, 3, 8, 8)).astype(np.float32)
+    np.testing.assert_allclose(f(x)[0].numpy(), _ort(model, {"x": x})[0], rtol=1e-4, atol=1e-5)
+    assert str(f.optimized_graph).count("Transpose(") == 2
