@@ -13,6 +13,7 @@
 #include "kiln/variable.h"
 #include "onnx/onnx_io.h"
 #include "ops/onnx_export.h"
+#include "saved_model/graph_def.h"
 #include "saved_model/proto_io.h"
 
 namespace kiln::onnx {
@@ -49,10 +50,6 @@ OptimizeOptions export_optimize_options() {
   OptimizeOptions o;
   o.disabled = {"fuse"};
   return o;
-}
-
-bool is_resource_const(const Node& n) {
-  return n.op().id == OpId::Const && n.outputs()[0].dtype == DType::kResource;
 }
 
 void set_attr(const std::string& name, const Attr& value, pb::AttributeProto* a) {
@@ -326,7 +323,8 @@ std::string Exporter::name_of(Scope& scope, const Edge& e) {
   if (!name.empty()) return name;
   if (e.node->op().id != OpId::Const)
     throw Unsupported{str_cat("it reads '", e.node->name(), "', a value ONNX has no type for")};
-  if (is_resource_const(*e.node)) {  // a name for ReadVariable, never a model value
+  if (saved_model::detail::is_resource_const(
+          *e.node)) {  // a name for ReadVariable, never a model value
     name = fresh(str_cat("resource/", e.node->name()));
     handles_[name] = *scope.values.at(e.node);
   } else {

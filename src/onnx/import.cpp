@@ -142,32 +142,25 @@ const Tensor* ImportContext::value(size_t i) const {
   return t.symbol()->constant_value(t.output_index());
 }
 
-std::vector<int64_t> ImportContext::ints(size_t i, const char* what) const {
+Tensor ImportContext::known_as(size_t i, const char* what, DType dtype) const {
   const Tensor* v = value(i);
   if (!v)
     fail("input '", what, "' must be a constant (an initializer or a Constant node): kiln needs ",
          "its value when the model is loaded");
-  if (!is_integer(v->dtype()) && !is_floating(v->dtype()))
+  if (!is_integer(v->dtype()) && !is_floating(v->dtype()) && v->dtype() != DType::kBool)
     fail("input '", what, "' must be a number, not ", dtype_name(v->dtype()));
-  Tensor t;
-  {
-    ContextScope eager(EagerContext::instance());
-    t = cast(*v, DType::kInt64);
-  }
-  return std::vector<int64_t>(t.data<int64_t>(), t.data<int64_t>() + t.num_elements());
+  ContextScope eager(EagerContext::instance());  // a value now, not a traced op
+  return cast(*v, dtype);
+}
+
+std::vector<int64_t> ImportContext::ints(size_t i, const char* what) const {
+  const Tensor t = known_as(i, what, DType::kInt64);
+  return t.to_vector<int64_t>();
 }
 
 std::vector<double> ImportContext::floats(size_t i, const char* what) const {
-  const Tensor* v = value(i);
-  if (!v) fail("input '", what, "' must be a constant");
-  if (!is_integer(v->dtype()) && !is_floating(v->dtype()) && v->dtype() != DType::kBool)
-    fail("input '", what, "' must be a number, not ", dtype_name(v->dtype()));
-  Tensor t;
-  {
-    ContextScope eager(EagerContext::instance());
-    t = cast(*v, DType::kFloat64);
-  }
-  return std::vector<double>(t.data<double>(), t.data<double>() + t.num_elements());
+  const Tensor t = known_as(i, what, DType::kFloat64);
+  return t.to_vector<double>();
 }
 
 const AP* ImportContext::find(const char* name) const {

@@ -114,6 +114,8 @@ class ImportContext {
 
  private:
   [[noreturn]] void fail_message(const std::string& m) const;
+  /// Input i's known value cast to `dtype` (ints/floats read it).
+  Tensor known_as(size_t i, const char* what, DType dtype) const;
   const pb::AttributeProto* find(const char* name) const;
   const pb::AttributeProto& get(const char* name, int type) const;
   const pb::NodeProto& node_;

@@ -575,8 +575,8 @@ std::vector<double> resize_weights(const ResizeSpec& r, int64_t in, int64_t out,
   return w;
 }
 
-Tensor resize_axis(C& c, const ResizeSpec& r, const Tensor& y, int64_t axis, int64_t out,
-                   double scale, double roi_lo, double roi_hi) {
+Tensor resize_axis(const ResizeSpec& r, const Tensor& y, int64_t axis, int64_t out, double scale,
+                   double roi_lo, double roi_hi) {
   const int64_t in = y.dim(axis), rank = y.rank();
   std::vector<int64_t> wshape(static_cast<size_t>(rank), 1);
   wshape[axis] = out;
@@ -614,7 +614,6 @@ Tensor resize_axis(C& c, const ResizeSpec& r, const Tensor& y, int64_t axis, int
         constant(std::vector<int64_t>(bytes.begin(), bytes.end()), Shape(wshape)), DType::kBool);
     res = where(out_mask, lit(res, r.extrapolation), res);
   }
-  (void)c;
   return res;
 }
 
@@ -681,7 +680,7 @@ void resize(C& c) {
     if (outs[k] < 0 || outs[k] > (int64_t{1} << 24) || !(scales[k] > 0))
       c.fail("output size ", outs[k], " or scale ", scales[k], " is out of range");
     if (outs[k] == x.dim(axes[k]) && scales[k] == 1.0 && r.coord != "tf_crop_and_resize") continue;
-    y = resize_axis(c, r, y, axes[k], outs[k], scales[k], roi.empty() ? 0 : roi[k],
+    y = resize_axis(r, y, axes[k], outs[k], scales[k], roi.empty() ? 0 : roi[k],
                     roi.empty() ? 1 : roi[k + n]);
   }
   c.set_output(0, identity(y));

@@ -9,10 +9,6 @@
 namespace kiln::saved_model::detail {
 namespace {
 
-bool is_resource_const(const Node& n) {
-  return n.op().id == OpId::Const && n.outputs()[0].dtype == DType::kResource;
-}
-
 std::string edge_name(const Edge& e, const std::set<const Node*>& args) {
   if (args.count(e.node) && e.index == 0) return e.node->name();
   return str_cat(e.node->name(), ":", e.index);
@@ -166,6 +162,10 @@ Ref<Subgraph> LibraryReader::body(const std::string& name, int depth) {
   building_.erase(name);
   bodies_.emplace(name, s);
   return s;
+}
+
+bool is_resource_const(const Node& n) {
+  return n.op().id == OpId::Const && n.outputs()[0].dtype == DType::kResource;
 }
 
 bool parse_tensor_name(const std::string& s, std::string& node, int64_t& index) {

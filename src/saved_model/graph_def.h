@@ -67,6 +67,9 @@ class LibraryReader {
   std::string where_;
 };
 
+/// Whether `n` is a captured resource (a variable's handle as a Const).
+bool is_resource_const(const Node& n);
+
 /// Splits a tensor name, "node" or "node:3" (index 0 when absent); false
 /// when malformed.
 bool parse_tensor_name(const std::string& s, std::string& node, int64_t& index);

@@ -1,6 +1,5 @@
 """kiln.onnx.export: a traced function (or a Keras model) as an ONNX model file."""
 import os
-import tempfile
 
 from kiln import _kiln
 from kiln.function import ConcreteFunction, Function
@@ -52,19 +51,6 @@ def export(fn, path, input_signature=None, opset=17, output_names=None):
     InvalidArgumentError naming every op that has no ONNX mapping.
     """
     cf = _concrete(fn, input_signature)
-    data = _kiln._onnx_export_bytes(cf, int(opset), "", list(output_names or []))
     path = os.fspath(path)
-    directory = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".onnx-export-")
-    try:
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.remove(tmp)
-        raise
+    _kiln._onnx_export(cf, path, int(opset), "", list(output_names or []))
     return path
