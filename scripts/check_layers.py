@@ -13,16 +13,17 @@ import tempfile
 # Layer -> the layers it may include (its own included). A DAG, bottom first.
 ALLOWED = {
     "core": {"core"},
-    "ops": {"core", "ops"},
-    "kernels": {"core", "ops", "kernels"},
-    "runtime": {"core", "ops", "runtime"},
-    "graph": {"core", "ops", "graph"},
-    "passes": {"core", "ops", "graph", "passes"},
-    "exec": {"core", "ops", "kernels", "runtime", "graph", "exec"},
-    "jit": {"core", "ops", "kernels", "runtime", "graph", "passes", "exec", "jit"},
-    "function": {"core", "ops", "kernels", "runtime", "graph", "passes", "exec", "jit",
+    "comm": {"core", "comm"},
+    "ops": {"core", "comm", "ops"},
+    "kernels": {"core", "comm", "ops", "kernels"},
+    "runtime": {"core", "comm", "ops", "runtime"},
+    "graph": {"core", "comm", "ops", "graph"},
+    "passes": {"core", "comm", "ops", "graph", "passes"},
+    "exec": {"core", "comm", "ops", "kernels", "runtime", "graph", "exec"},
+    "jit": {"core", "comm", "ops", "kernels", "runtime", "graph", "passes", "exec", "jit"},
+    "function": {"core", "comm", "ops", "kernels", "runtime", "graph", "passes", "exec", "jit",
                  "function"},
-    "autodiff": {"core", "ops", "kernels", "runtime", "graph", "passes", "exec", "jit",
+    "autodiff": {"core", "comm", "ops", "kernels", "runtime", "graph", "passes", "exec", "jit",
                  "function", "autodiff"},
 }
 ALLOWED["saved_model"] = set(ALLOWED["autodiff"]) | {"saved_model"}
@@ -34,6 +35,7 @@ ALLOWED["registry"] = set(ALLOWED) | {"registry"}
 PUBLIC = {
     "core": ["dtype.h", "half.h", "shape.h", "buffer.h", "tensor.h", "status.h", "refcount.h",
              "small_vector.h", "config.h", "thread_pool.h", "variable.h", "npy.h"],
+    "comm": ["comm.h"],
     "ops": ["op.h", "op_list.def", "ops.h", "ops/", "context.h"],
     "graph": ["graph.h"],
     "passes": ["passes.h"],

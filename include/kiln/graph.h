@@ -122,6 +122,10 @@ class Graph {
   /// user. Throws InternalError on a cycle or an input outside the graph.
   void sort_topologically();
 
+  /// Puts the nodes in `order`, a permutation of nodes() (InternalError
+  /// otherwise); the caller keeps it topological (verify() checks).
+  void reorder(std::span<Node* const> order);
+
   /// Consumers of each node output, computed on demand.
   std::vector<std::vector<std::pair<Node*, size_t>>> consumers() const;
 

@@ -2,6 +2,7 @@
 #pragma once
 #include "kiln/ops/array.h"
 #include "kiln/ops/binary.h"
+#include "kiln/ops/collective.h"
 #include "kiln/ops/creation.h"
 #include "kiln/ops/nn.h"
 #include "kiln/ops/reduce.h"

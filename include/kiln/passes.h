@@ -125,4 +125,12 @@ PassResult fuse_elementwise(Graph& g);
 /// take the epilogue's elementwise ops.
 PassResult fuse_conv(Graph& g);
 
+/// schedule_collectives: moves each CollectiveAllReduceStart as early as
+/// its inputs allow (its inputs' computations first) and each
+/// CollectiveAllReduceDone as late as its users allow, so a gradient
+/// bucket's all-reduce runs while the rest of the backward pass computes.
+/// Every other stateful node keeps its order, and the starts keep theirs;
+/// the result is the same on every worker for the same graph.
+PassResult schedule_collectives(Graph& g);
+
 }  // namespace kiln

@@ -16,7 +16,9 @@ enum class Code {
   kResourceExhausted,
   kUnimplemented,
   kInternal,
-  kDataLoss,  ///< a file is truncated or corrupt
+  kDataLoss,          ///< a file is truncated or corrupt
+  kUnavailable,       ///< a peer (another worker) failed or cannot be reached
+  kDeadlineExceeded,  ///< waited longer than the limit (a collective's timeout)
 };
 
 /// "InvalidArgument", "NotFound", ...
@@ -45,6 +47,8 @@ KILN_DEFINE_ERROR(ResourceExhaustedError, Code::kResourceExhausted)
 KILN_DEFINE_ERROR(UnimplementedError, Code::kUnimplemented)
 KILN_DEFINE_ERROR(InternalError, Code::kInternal)
 KILN_DEFINE_ERROR(DataLossError, Code::kDataLoss)
+KILN_DEFINE_ERROR(UnavailableError, Code::kUnavailable)
+KILN_DEFINE_ERROR(DeadlineExceededError, Code::kDeadlineExceeded)
 #undef KILN_DEFINE_ERROR
 
 /// Throws the Error subclass for `code` with `msg`.

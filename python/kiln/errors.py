@@ -53,6 +53,14 @@ class DataLossError(OpError):
     """Unrecoverable data loss or corruption (a truncated or damaged file)."""
 
 
+class UnavailableError(OpError):
+    """Another worker failed or cannot be reached (a collective was abandoned)."""
+
+
+class DeadlineExceededError(OpError):
+    """An operation waited longer than its limit (a collective's timeout)."""
+
+
 class OperatorNotAllowedInGraphError(TypeError):
     """A symbolic tensor was used where a Python value is needed (bool, int, iteration)."""
 
@@ -60,7 +68,8 @@ class OperatorNotAllowedInGraphError(TypeError):
 __all__ = [
     "OpError", "InvalidArgumentError", "NotFoundError", "FailedPreconditionError",
     "OutOfRangeError", "ResourceExhaustedError", "UnimplementedError", "InternalError",
-    "UnknownError", "DataLossError", "OperatorNotAllowedInGraphError",
+    "UnknownError", "DataLossError", "UnavailableError", "DeadlineExceededError",
+    "OperatorNotAllowedInGraphError",
 ]
 
 

@@ -20,8 +20,8 @@ std::string error_class_name(Code c) {
 }
 
 Code error_code_from_class_name(std::string_view name) {
-  for (int c = static_cast<int>(Code::kInvalidArgument); c <= static_cast<int>(Code::kInternal);
-       ++c)
+  for (int c = static_cast<int>(Code::kInvalidArgument);
+       c <= static_cast<int>(Code::kDeadlineExceeded); ++c)
     if (error_class_name(static_cast<Code>(c)) == name) return static_cast<Code>(c);
   return Code::kOk;
 }
@@ -272,8 +272,8 @@ Tensor to_tensor(nb::handle h, DType dtype, const char* what) {
     Tensor t = tensor_from_numpy(numpy().attr("asarray")(h));
     if (dtype == DType::kInvalid || dtype == t.dtype()) return t;
     if (!is_complex(dtype))
-      type_error(str_cat("Cannot convert ", py_repr(h), " to EagerTensor of dtype ",
-                         dtype_name(dtype)));
+      type_error(
+          str_cat("Cannot convert ", py_repr(h), " to EagerTensor of dtype ", dtype_name(dtype)));
     return cast(t, dtype);
   }
   if (nb::isinstance<nb::str>(h) || nb::isinstance<nb::bytes>(h)) {

@@ -13,6 +13,8 @@ std::string_view code_name(Code c) {
     case Code::kUnimplemented: return "Unimplemented";
     case Code::kInternal: return "Internal";
     case Code::kDataLoss: return "DataLoss";
+    case Code::kUnavailable: return "Unavailable";
+    case Code::kDeadlineExceeded: return "DeadlineExceeded";
   }
   return "Unknown";
 }
@@ -26,6 +28,8 @@ void throw_error(Code code, const std::string& msg) {
     case Code::kResourceExhausted: throw ResourceExhaustedError(msg);
     case Code::kUnimplemented: throw UnimplementedError(msg);
     case Code::kDataLoss: throw DataLossError(msg);
+    case Code::kUnavailable: throw UnavailableError(msg);
+    case Code::kDeadlineExceeded: throw DeadlineExceededError(msg);
     case Code::kInternal:
     case Code::kOk: break;
   }

@@ -165,6 +165,24 @@ void Graph::sort_topologically() {
   nodes_ = std::move(reordered);
 }
 
+void Graph::reorder(std::span<Node* const> order) {
+  std::unordered_map<const Node*, size_t> position;
+  for (size_t i = 0; i < nodes_.size(); ++i) position.emplace(nodes_[i].get(), i);
+  if (order.size() != nodes_.size())
+    throw InternalError(str_cat("graph '", function_name(), "': reorder got ", order.size(),
+                                " nodes for ", nodes_.size()));
+  std::vector<Ref<Node>> reordered;
+  reordered.reserve(nodes_.size());
+  for (Node* n : order) {
+    auto it = position.find(n);
+    if (it == position.end() || !nodes_[it->second])
+      throw InternalError(str_cat("graph '", function_name(), "': reorder names node '",
+                                  n ? n->name() : "(null)", "' twice or from elsewhere"));
+    reordered.push_back(std::move(nodes_[it->second]));
+  }
+  nodes_ = std::move(reordered);
+}
+
 std::vector<std::vector<std::pair<Node*, size_t>>> Graph::consumers() const {
   std::unordered_map<const Node*, size_t> index;
   for (size_t i = 0; i < nodes_.size(); ++i) index[nodes_[i].get()] = i;

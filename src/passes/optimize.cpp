@@ -14,8 +14,8 @@ struct PassEntry {
 
 // The pipeline. inline runs first so that every other pass sees across
 // function calls. prune runs again to drop what simplification orphaned;
-// fusion runs last, on the final graph: convolution epilogues first, so that
-// elementwise fusion does not take their ops.
+// fusion runs on the final graph: convolution epilogues first, so that
+// elementwise fusion does not take their ops. Collectives are scheduled last.
 constexpr PassEntry kPipeline[] = {
     {"inline", [](Graph& g, const OptimizeOptions&) { return inline_calls(g); }},
     {"prune", [](Graph& g, const OptimizeOptions&) { return prune(g); }},
@@ -26,6 +26,8 @@ constexpr PassEntry kPipeline[] = {
     {"prune", [](Graph& g, const OptimizeOptions&) { return prune(g); }},
     {"fuse_conv", [](Graph& g, const OptimizeOptions&) { return fuse_conv(g); }},
     {"fuse", [](Graph& g, const OptimizeOptions&) { return fuse_elementwise(g); }},
+    {"schedule_collectives",
+     [](Graph& g, const OptimizeOptions&) { return schedule_collectives(g); }},
 };
 
 constexpr auto kNames = [] {

@@ -18,6 +18,7 @@ void bind_cpu_kernels(OpTableBuilder& t) {
   cpu::bind_graph_kernels(t);
   cpu::bind_control_flow_kernels(t);
   cpu::bind_fused_kernels(t);
+  cpu::bind_collective_kernels(t);
 }
 
 }  // namespace kiln

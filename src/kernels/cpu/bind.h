@@ -22,4 +22,5 @@ void bind_state_kernels(OpTableBuilder& t);
 void bind_graph_kernels(OpTableBuilder& t);
 void bind_control_flow_kernels(OpTableBuilder& t);
 void bind_fused_kernels(OpTableBuilder& t);
+void bind_collective_kernels(OpTableBuilder& t);
 }  // namespace kiln::cpu

@@ -24,7 +24,7 @@ void trace_busy(Graph& g) {
 TEST(Optimize, RunsThePipelineInOrderAndReports) {
   EXPECT_EQ(std::vector<std::string_view>(pass_names().begin(), pass_names().end()),
             (std::vector<std::string_view>{"inline", "prune", "fold_constants", "cse", "simplify",
-                                           "prune", "fuse_conv", "fuse"}));
+                                           "prune", "fuse_conv", "fuse", "schedule_collectives"}));
   Graph g("busy");
   trace_busy(g);
   ASSERT_EQ(g.listing(),
@@ -45,8 +45,9 @@ TEST(Optimize, RunsThePipelineInOrderAndReports) {
             "  simplify: removed 1 ('mul_1' (Mul))\n"
             "  prune: removed 3 ('Const' (Const), 'Const_1' (Const), 'Const_2' (Const))\n"
             "  fuse_conv: no change\n"
-            "  fuse: no change\n");
-  ASSERT_EQ(rep.passes.size(), 8u);
+            "  fuse: no change\n"
+            "  schedule_collectives: no change\n");
+  ASSERT_EQ(rep.passes.size(), 9u);
   EXPECT_EQ(rep.unused_ops(), (std::vector<NodeRef>{{"Tanh", "Tanh"}}));
   for (const PassResult& p : rep.passes) EXPECT_GE(p.millis, 0.0);
 }
@@ -57,7 +58,7 @@ TEST(Optimize, PassesCanBeSwitchedOffByName) {
   OptimizeOptions opts;
   opts.disabled = {"fold_constants", "simplify"};
   OptimizeReport rep = optimize(g, opts);
-  ASSERT_EQ(rep.passes.size(), 6u);
+  ASSERT_EQ(rep.passes.size(), 7u);
   EXPECT_EQ(rep.passes[0].pass, "inline");
   EXPECT_EQ(rep.passes[1].pass, "prune");
   EXPECT_EQ(rep.passes[2].pass, "cse");
@@ -72,7 +73,8 @@ TEST(Optimize, PassesCanBeSwitchedOffByName) {
 
   Graph g2("busy");
   trace_busy(g2);
-  opts.disabled = {"inline", "prune", "fold_constants", "cse", "simplify", "fuse"};
+  opts.disabled = {"inline",   "prune", "fold_constants",      "cse",
+                   "simplify", "fuse",  "schedule_collectives"};
   rep = optimize(g2, opts);
   EXPECT_TRUE(rep.passes.empty());
   EXPECT_EQ(rep.nodes_before, rep.nodes_after);
