@@ -8,6 +8,7 @@ from kiln._kiln import convert_to_tensor, executing_eagerly
 from kiln import errors, nest
 from kiln.tensor_shape import TensorShape
 from kiln import _tensor_methods  # noqa: F401  (Python-side Tensor/Variable methods)
+from kiln import _variable_hooks  # noqa: F401  (kiln.distribute mirrors new variables)
 from kiln.dtypes import *  # noqa: F401,F403
 from kiln import dtypes
 from kiln.function import function, Function, ConcreteFunction
@@ -24,6 +25,7 @@ from kiln.module import Module
 from kiln import debugging, keras, autograph
 from kiln import data
 from kiln import train
+from kiln import distribute
 from kiln import saved_model
 from kiln import onnx
 from kiln import benchmark  # noqa: F401  (kiln.benchmark: the timing harness)

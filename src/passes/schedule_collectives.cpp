@@ -1,5 +1,8 @@
 // schedule_collectives: starts of non-blocking all-reduces early, their
-// dones late (a list schedule over the graph's dependencies).
+// dones late. A list schedule over the graph's dependencies: what the first
+// start needs, then the start, then what the second needs, ...; then the
+// rest; the dones as late as their users allow.
+#include <cstdint>
 #include <functional>
 #include <queue>
 #include <unordered_map>
@@ -8,8 +11,6 @@
 
 namespace kiln {
 namespace {
-
-enum Priority : int { kUrgent = 0, kNormal = 1, kLate = 2 };
 
 bool is_start(const Node& n) {
   return n.op().id == OpId::CollectiveAllReduceStart;
@@ -37,20 +38,26 @@ std::vector<std::vector<size_t>> predecessors(const Graph& g,
   return preds;
 }
 
-// Starts and everything they wait for are urgent; dones come last.
-std::vector<Priority> priorities(const Graph& g, const std::vector<std::vector<size_t>>& preds) {
-  std::vector<Priority> p(g.num_nodes(), kNormal);
-  std::vector<size_t> work;
+// The k-th start and what it waits for (not waited for by an earlier start)
+// get priority k; the rest comes after every start, the dones last.
+std::vector<size_t> priorities(const Graph& g, const std::vector<std::vector<size_t>>& preds) {
+  constexpr size_t kUnset = SIZE_MAX;
+  std::vector<size_t> p(g.num_nodes(), kUnset);
+  size_t k = 0;
   for (size_t i = 0; i < g.num_nodes(); ++i) {
-    if (is_done(*g.nodes()[i])) p[i] = kLate;
-    if (is_start(*g.nodes()[i])) p[i] = kUrgent, work.push_back(i);
+    if (!is_start(*g.nodes()[i])) continue;
+    std::vector<size_t> work = {i};
+    p[i] = k;
+    while (!work.empty()) {
+      const size_t j = work.back();
+      work.pop_back();
+      for (size_t d : preds[j])
+        if (p[d] == kUnset) p[d] = k, work.push_back(d);
+    }
+    ++k;
   }
-  while (!work.empty()) {
-    const size_t i = work.back();
-    work.pop_back();
-    for (size_t d : preds[i])
-      if (p[d] != kUrgent) p[d] = kUrgent, work.push_back(d);
-  }
+  for (size_t i = 0; i < g.num_nodes(); ++i)
+    if (p[i] == kUnset) p[i] = is_done(*g.nodes()[i]) ? k + 1 : k;
   return p;
 }
 
@@ -73,7 +80,7 @@ PassResult schedule_collectives(Graph& g) {
     for (size_t d : preds[i]) succs[d].push_back(i);
   }
   // Ready nodes by (priority, original position): a deterministic order.
-  using Key = std::pair<int, size_t>;
+  using Key = std::pair<size_t, size_t>;
   std::priority_queue<Key, std::vector<Key>, std::greater<Key>> ready;
   for (size_t i = 0; i < g.num_nodes(); ++i)
     if (waiting[i] == 0) ready.push({prio[i], i});

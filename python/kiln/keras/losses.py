@@ -17,6 +17,7 @@ import numpy as np
 
 from kiln import _kiln
 from kiln import errors
+from kiln.distribute import distribute_lib
 from kiln.dtypes import cast
 from kiln.ops import array_ops, math_ops, nn_ops
 from kiln.tensor_shape import TensorShape
@@ -248,7 +249,8 @@ def _align_weight(sw, losses):
 
 def reduce_weighted(losses, sample_weight=None, reduction="sum_over_batch_size"):
     """losses * sample_weight, then summed ('sum'), summed and divided by the
-    number of loss values ('sum_over_batch_size') or kept ('none')."""
+    number of loss values ('sum_over_batch_size', then by the number of
+    replicas in sync under a kiln.distribute strategy) or kept ('none')."""
     if sample_weight is not None:
         sw = _align_weight(to_tensor(sample_weight, losses.dtype), losses)
         losses = losses * sw
@@ -258,7 +260,10 @@ def reduce_weighted(losses, sample_weight=None, reduction="sum_over_batch_size")
     if reduction == "sum":
         return total
     n = array_ops.size(losses)
-    return math_ops.divide_no_nan(total, cast(n, losses.dtype))
+    # Under a strategy with several replicas each replica's mean is divided by
+    # their number, so the gradients summed over the replicas are the global mean's.
+    return distribute_lib.scale_loss_for_distribution(
+        math_ops.divide_no_nan(total, cast(n, losses.dtype)))
 
 
 # ---- Loss classes ----

@@ -106,6 +106,31 @@ TEST(ScheduleCollectives, StartsEarlyDonesLate) {
   EXPECT_EQ(schedule_collectives(g).rewritten.size(), 0u) << "a second run changes nothing";
 }
 
+// Two buckets: the first start runs before the second bucket's work.
+TEST(ScheduleCollectives, EachStartRightAfterItsBucket) {
+  Graph g("two");
+  {
+    TracingContext tc(g);
+    ContextScope scope(tc);
+    Tensor x = tc.add_input("x", DType::kFloat32, Shape({4}));
+    Tensor g2 = tanh(exp(x));  // traced first, needed by the second bucket
+    Tensor g1 = x * 2.0f;
+    Tensor t1 = all_reduce_start(g1, "sum", 1);
+    Tensor t2 = all_reduce_start(g2, "sum", 2);
+    Tensor y = all_reduce_done(g1, t1, "sum", 1) + all_reduce_done(g2, t2, "sum", 2);
+    g.outputs().push_back({dynamic_cast<Node*>(y.symbol()), 0});
+  }
+  schedule_collectives(g);
+  g.verify();
+  std::vector<OpId> order;
+  for (const auto& n : g.nodes())
+    if (n->op().id != OpId::Const && n->op().id != OpId::Placeholder) order.push_back(n->op().id);
+  EXPECT_EQ(order,
+            (std::vector<OpId>{OpId::Mul, OpId::CollectiveAllReduceStart, OpId::Exp, OpId::Tanh,
+                               OpId::CollectiveAllReduceStart, OpId::CollectiveAllReduceDone,
+                               OpId::CollectiveAllReduceDone, OpId::Add}));
+}
+
 TEST(ScheduleCollectives, OtherStatefulNodesKeepTheirOrder) {
   Graph g("effects");
   {

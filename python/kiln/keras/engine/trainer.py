@@ -8,7 +8,13 @@ metric updates) is one kiln.function, so each batch runs one graph. The
 function is made with reduce_retracing=True: full batches trace once, and a
 different batch size (the last, partial batch) traces one more time with the
 batch dimension unknown, which then serves every batch size.
+
+A model created in a kiln.distribute strategy's scope trains with it: each
+worker takes its share of every global batch, runs the step under
+strategy.run (the optimizer sums the gradients over the workers) and reports
+the logs averaged over the workers, so every worker prints the same numbers.
 """
+import contextlib
 import types
 import weakref
 
@@ -16,8 +22,9 @@ import numpy as np
 
 from kiln import _kiln
 from kiln import nest
-from kiln.autograph import maybe_convert
+from kiln.autograph import convert_for_trace, maybe_convert
 from kiln.data.dataset import DatasetV2
+from kiln.distribute import distribute_lib
 from kiln.dtypes import cast
 from kiln.function import Function
 from kiln.gradient import GradientTape
@@ -290,12 +297,16 @@ def compute_loss(model, x, y, y_pred, sample_weight):
             continue
         value = fn(yt, yp, sample_weight=sample_weight)
         if state.output_loss_trackers:
-            state.output_loss_trackers[i].update_state(value, sample_weight=_batch_size(x))
+            state.output_loss_trackers[i].update_state(
+                distribute_lib.unscale_loss_for_distribution(value),
+                sample_weight=_batch_size(x))
         if w != 1.0:
             value = value * w
         total = value if total is None else total + value
     reg = _regularization(model)
-    return total if reg is None else total + reg
+    if reg is None:
+        return total
+    return total + distribute_lib.scale_loss_for_distribution(reg)
 
 
 def compute_metrics(model, x, y, y_pred, sample_weight):
@@ -330,7 +341,8 @@ def train_step(model, data):
         raise ValueError(f"Model {model.name!r} has no trainable variables to train")
     grads = tape.gradient(loss, variables)
     model.optimizer.apply_gradients(zip(grads, variables))
-    model._kiln_compiled.loss_tracker.update_state(loss, sample_weight=_batch_size(x))
+    model._kiln_compiled.loss_tracker.update_state(
+        distribute_lib.unscale_loss_for_distribution(loss), sample_weight=_batch_size(x))
     return model.compute_metrics(x, y, y_pred, sw)
 
 
@@ -339,7 +351,8 @@ def test_step(model, data):
     x, y, sw = unpack(data)
     y_pred = model(x, training=False)
     loss = model.compute_loss(x, y, y_pred, sw)
-    model._kiln_compiled.loss_tracker.update_state(loss, sample_weight=_batch_size(x))
+    model._kiln_compiled.loss_tracker.update_state(
+        distribute_lib.unscale_loss_for_distribution(loss), sample_weight=_batch_size(x))
     return model.compute_metrics(x, y, y_pred, sw)
 
 
@@ -350,14 +363,73 @@ def _compiled(model):
     return state
 
 
+# ---- distribution ----
+
+def strategy_of(model):
+    """The kiln.distribute strategy the model was created under, or None."""
+    return getattr(model, "_kiln_strategy", None)
+
+
+def strategy_scope(model):
+    """The scope of the model's strategy (nothing without one)."""
+    strategy = strategy_of(model)
+    return strategy.scope() if strategy is not None else contextlib.nullcontext()
+
+
+def _replicated(strategy):
+    return strategy is not None and strategy.num_replicas_in_sync > 1
+
+
+def _run(model, fn, batch):
+    """fn(batch), in the replica context of the model's strategy."""
+    strategy = strategy_of(model)
+    return fn(batch) if strategy is None else strategy.run(fn, args=(batch,))
+
+
+def _step_with_mean_logs(name):
+    """model.<name>(data) with its logs averaged over the replicas (one
+    collective per dtype), so every worker reports the same numbers."""
+    def step(model, data):
+        method = getattr(model, name)
+        if not _kiln.executing_eagerly():
+            method = convert_for_trace(method)  # a user's train_step, converted
+        logs = method(data)
+        context = distribute_lib.get_replica_context()
+        return context.all_reduce(distribute_lib.ReduceOp.MEAN, logs)
+    return step
+
+
+def _distribute_data(model, data):
+    """data cut to this worker's share of each batch (shuffled alike on every
+    worker) when the model's strategy has several replicas."""
+    strategy = strategy_of(model)
+    if not _replicated(strategy):
+        return data
+    if isinstance(data, DatasetData):
+        data.dataset = strategy.experimental_distribute_dataset(data.dataset)
+    else:
+        data.local_rows = strategy._local_rows
+        data.permutation = strategy._same_permutation
+    return data
+
+
 def make_function(model, which):
     """The train or test function: model.train_step / test_step wrapped in one
     kiln.function (or the plain method when run_eagerly). The function holds
     the model by a weak reference, as a kiln.function method does, so the
-    model -> function -> model cycle does not keep the model alive."""
+    model -> function -> model cycle does not keep the model alive. Under a
+    strategy with several replicas the step's logs are averaged over them."""
     state = _compiled(model)
     attr = f"{which}_function"
     fn = getattr(state, attr)
+    if fn is None and _replicated(strategy_of(model)):
+        step = _step_with_mean_logs(f"{which}_step")
+        if state.run_eagerly:
+            fn = types.MethodType(step, model)
+        else:
+            fn = Function(step, name=f"{which}_function", jit_compile=state.jit_compile,
+                          reduce_retracing=True, _self_ref=weakref.ref(model))
+        setattr(state, attr, fn)
     if fn is None:
         name = f"{which}_step"
         method = getattr(type(model), name, None)
@@ -431,6 +503,8 @@ class ArrayData:
             raise ValueError(f"{what}: the data has 0 samples")
         self.batch_size = _check_positive(batch_size, "batch_size", what, default=32)
         self.shuffle = bool(shuffle)
+        self.local_rows = None  # n -> (start, end) of this worker's rows (kiln.distribute)
+        self.permutation = np.random.permutation
         full = -(-self.n // self.batch_size)
         self.steps = full if steps is None else min(full, _check_positive(steps, "steps",
                                                                           what))
@@ -454,10 +528,13 @@ class ArrayData:
         return nest.map_structure(lambda a: _kiln.convert_to_tensor(a[:n]), self.arrays)
 
     def batches(self):
-        order = np.random.permutation(self.n) if self.shuffle else None
+        order = self.permutation(self.n) if self.shuffle else None
         conv = _kiln.convert_to_tensor
         for step in range(self.steps):
             lo, hi = step * self.batch_size, min(self.n, (step + 1) * self.batch_size)
+            if self.local_rows is not None:  # this worker's share of the global batch
+                start, end = self.local_rows(hi - lo)
+                lo, hi = lo + start, lo + end
             if order is None:
                 pick = (lambda a: conv(a[lo:hi]))  # noqa: E731
             else:
@@ -550,9 +627,15 @@ def reset_metrics(model):
             m.reset_state()
 
 
-def fit(model, x, y, batch_size, epochs, verbose, callbacks, validation_split,
-        validation_data, shuffle, class_weight, sample_weight, initial_epoch,
-        steps_per_epoch, validation_steps, validation_batch_size, validation_freq):
+def fit(model, *args):
+    """Model.fit: the loop below, in the scope of the model's strategy."""
+    with strategy_scope(model):
+        return _fit(model, *args)
+
+
+def _fit(model, x, y, batch_size, epochs, verbose, callbacks, validation_split,
+         validation_data, shuffle, class_weight, sample_weight, initial_epoch,
+         steps_per_epoch, validation_steps, validation_batch_size, validation_freq):
     _compiled(model)
     weigh = None if class_weight is None else class_weight_fn(class_weight, "fit")
     epochs = _check_positive(epochs, "epochs", "fit") if epochs else 0
@@ -577,6 +660,8 @@ def fit(model, x, y, batch_size, epochs, verbose, callbacks, validation_split,
         val = _validation(validation_data, validation_batch_size or batch_size,
                           validation_steps)
     prepare(model, data.peek, train=True)
+    data = _distribute_data(model, data)
+    val = None if val is None else _distribute_data(model, val)
     train_fn = make_function(model, "train")
     verbose = 1 if verbose == "auto" else int(verbose)
     history = callbacks_mod.History()
@@ -593,7 +678,7 @@ def fit(model, x, y, batch_size, epochs, verbose, callbacks, validation_split,
         out, steps = None, 0
         for step, batch in enumerate(data.batches()):
             cbs.on_train_batch_begin(step)
-            out = train_fn(batch if weigh is None else weigh(batch))
+            out = _run(model, train_fn, batch if weigh is None else weigh(batch))
             cbs.on_train_batch_end(step, out)
             steps += 1
         if out is None:
@@ -634,7 +719,7 @@ def evaluate_data(model, data, callbacks):
     out, steps = None, 0
     for step, batch in enumerate(data.batches()):
         callbacks.on_test_batch_begin(step)
-        out = test_fn(batch)
+        out = _run(model, test_fn, batch)
         callbacks.on_test_batch_end(step, out)
         steps += 1
     if out is None:
@@ -661,7 +746,8 @@ def evaluate(model, x, y, batch_size, verbose, sample_weight, steps, callbacks,
     progbar = callbacks_mod.ProgbarLogger(verbose=verbose, mode="test")
     cbs = callbacks_mod.CallbackList([progbar] + list(callbacks or []), model=model,
                                      steps=data.steps, verbose=verbose)
-    logs = evaluate_data(model, data, cbs)
+    with strategy_scope(model):
+        logs = evaluate_data(model, _distribute_data(model, data), cbs)
     return _results(model, logs, return_dict)
 
 
@@ -675,8 +761,9 @@ def on_batch(model, which, x, y, sample_weight, reset, return_dict):
                     _as_arrays(sample_weight, what)))
     _num_samples(arrays, what)
     batch = nest.map_structure(_kiln.convert_to_tensor, arrays)
-    prepare(model, lambda: batch, train=which == "train")
-    out = make_function(model, which)(batch)
+    with strategy_scope(model):
+        prepare(model, lambda: batch, train=which == "train")
+        out = _run(model, make_function(model, which), batch)
     logs = _to_floats(out, model)
     if reset:
         reset_metrics(model)

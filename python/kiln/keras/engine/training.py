@@ -6,6 +6,7 @@ import numpy as np
 
 from kiln import _kiln
 from kiln import nest
+from kiln.distribute import distribute_lib
 from kiln.function import function as kfunction
 from kiln.keras import optimizers
 from kiln.keras.layers.base import Layer
@@ -43,6 +44,9 @@ class Model(Layer):
         if len(args) > 1:
             outputs = args[1]
         super().__init__(**kwargs)
+        # A model created in a strategy's scope trains with that strategy.
+        self._kiln_strategy = (distribute_lib.get_strategy() if distribute_lib.has_strategy()
+                               else None)
         self._kiln_graph = None
         self._kiln_predict_fn = None
         if inputs is not None or outputs is not None:
@@ -223,13 +227,20 @@ class Model(Layer):
             raise TypeError(f"compile() got unexpected keyword arguments {sorted(kwargs)}")
         if steps_per_execution not in (None, 1):
             raise NotImplementedError("compile: steps_per_execution > 1 is not supported yet")
-        self._kiln_compiled = trainer.CompiledState(
-            self, optimizer, loss, loss_weights, metrics, weighted_metrics, run_eagerly,
-            jit_compile)
+        with trainer.strategy_scope(self):  # the optimizer's variables are mirrored too
+            self._kiln_compiled = trainer.CompiledState(
+                self, optimizer, loss, loss_weights, metrics, weighted_metrics, run_eagerly,
+                jit_compile)
         self._kiln_compile_args = {  # for get_compile_config (saving)
             "loss": loss, "metrics": metrics, "loss_weights": loss_weights,
             "weighted_metrics": weighted_metrics, "run_eagerly": run_eagerly,
             "jit_compile": jit_compile}
+
+    @property
+    def distribute_strategy(self):
+        """The kiln.distribute strategy the model was created under (the
+        current strategy when it was created outside any)."""
+        return self._kiln_strategy or distribute_lib.get_strategy()
 
     @property
     def optimizer(self):

@@ -17,6 +17,7 @@ import warnings
 import numpy as np
 
 from kiln import _kiln, _restore_hooks
+from kiln.distribute import distribute_lib
 from kiln import ops as K
 from kiln.gradient import GradientTape
 from kiln.keras import initializers
@@ -283,10 +284,18 @@ class Optimizer:
 
     # ---- applying gradients ----
 
-    def apply_gradients(self, grads_and_vars):
+    def apply_gradients(self, grads_and_vars, skip_gradients_aggregation=False, **kwargs):
         """Applies one update for each (gradient, variable) pair, skipping pairs
         whose gradient is None, and increments ``iterations``. Returns
-        ``iterations``."""
+        ``iterations``.
+
+        Under a kiln.distribute strategy with several replicas the gradients
+        are first summed over the replicas, unless ``skip_gradients_aggregation``
+        (or ``experimental_aggregate_gradients=False``) says they already are."""
+        aggregate = not skip_gradients_aggregation and \
+            kwargs.pop("experimental_aggregate_gradients", True)
+        if kwargs:
+            raise TypeError(f"apply_gradients got unexpected arguments {sorted(kwargs)}")
         pairs = list(grads_and_vars)
         if not pairs:
             return self._iterations
@@ -295,12 +304,16 @@ class Optimizer:
                 raise TypeError(f"apply_gradients expects (gradient, variable) pairs, got "
                                 f"{p!r} at position {i}")
         grads, variables = zip(*pairs)
-        self.apply(list(grads), list(variables))
+        self._apply(list(grads), list(variables), aggregate)
         return self._iterations
 
     def apply(self, grads, trainable_variables=None):
         """Applies ``grads`` to ``trainable_variables`` (default: the variables
-        the optimizer was built with)."""
+        the optimizer was built with); under a kiln.distribute strategy with
+        several replicas, the gradients summed over the replicas."""
+        self._apply(grads, trainable_variables, True)
+
+    def _apply(self, grads, trainable_variables, aggregate):
         grads = list(grads)
         if trainable_variables is None:
             if not self.built:
@@ -326,6 +339,8 @@ class Optimizer:
                     "variables, you should recreate a new optimizer instance.")
         grads, trainable_variables = self._filter_empty_gradients(grads, trainable_variables)
         grads = [_gradient_tensor(g, v) for g, v in zip(grads, trainable_variables)]
+        if aggregate:
+            grads = distribute_lib.aggregate_gradients(grads, trainable_variables)
         grads = self._clip_gradients(grads)
         self._apply_weight_decay(trainable_variables)
         learning_rate = self._current_learning_rate()
