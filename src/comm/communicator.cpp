@@ -104,6 +104,10 @@ class Job final : public Pending {
   std::string what;             // agree()
 
   Tensor wait() override {
+    // Small collectives finish in tens of microseconds: yield a little
+    // before sleeping on the condition variable (a wake-up costs as much).
+    for (int i = 0; i < 200 && !ready_.load(std::memory_order_acquire); ++i)
+      std::this_thread::yield();
     std::unique_lock<std::mutex> lock(mu_);
     cv_.wait(lock, [&] { return done_; });
     if (error_) std::rethrow_exception(error_);
@@ -114,6 +118,7 @@ class Job final : public Pending {
     out_ = std::move(out);
     error_ = std::move(error);
     done_ = true;
+    ready_.store(true, std::memory_order_release);
     cv_.notify_all();
   }
   std::string describe() const {
@@ -128,6 +133,7 @@ class Job final : public Pending {
   std::mutex mu_;
   std::condition_variable cv_;
   bool done_ = false;
+  std::atomic<bool> ready_{false};  // done_, readable without the lock
   Tensor out_;
   std::exception_ptr error_;
 };
@@ -425,7 +431,8 @@ class QueuedCommunicator final : public Communicator {
     const size_t n = header.size();
     std::vector<int64_t> in(2 * n), out(2 * n);
     for (size_t i = 0; i < n; ++i) in[i] = header[i], in[n + i] = -header[i];
-    auto op = transport_->all_reduce(in.data(), out.data(), 2 * n, DType::kInt64, Reduction::kMax);
+    auto op =
+        transport_->all_reduce(in.data(), out.data(), 2 * n, DType::kInt64, Reduction::kMax, true);
     wait(*op, job);
     for (size_t i = 0; i < n; ++i) {
       if (out[i] == -out[n + i]) continue;
@@ -481,7 +488,7 @@ class QueuedCommunicator final : public Communicator {
     Tensor out = Tensor::empty(x.dtype(), x.shape());
     const Reduction r = job.reduction == Reduction::kMean ? Reduction::kSum : job.reduction;
     auto op = transport_->all_reduce(x.raw_data(), out.mutable_raw_data(), x.num_elements(),
-                                     x.dtype(), r);
+                                     x.dtype(), r, false);
     wait(*op, job);
     if (job.reduction == Reduction::kMean) divide_by(out, size_);
     return out;

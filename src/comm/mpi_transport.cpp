@@ -1,6 +1,7 @@
-// The MPI backend: two duplicates of MPI_COMM_WORLD, one for the data of
-// collectives (non-blocking MPI_Iallreduce, MPI_Iallgatherv, MPI_Ibcast),
-// one for failure messages and their acknowledgements.
+// The MPI backend: two duplicates of MPI_COMM_WORLD, one for the
+// collectives (MPI_Iallreduce for the workers' rendezvous, then the blocking,
+// tuned MPI_Allreduce, MPI_Allgatherv, MPI_Bcast for the data), one for
+// failure messages and their acknowledgements.
 #include <mpi.h>
 
 #include <climits>
@@ -52,8 +53,7 @@ int mpi_count(int64_t n, const char* what) {
 
 class MpiOp final : public Transport::Op {
  public:
-  MPI_Request req = MPI_REQUEST_NULL;
-  std::vector<int> counts, displs;  // kept alive for MPI_Iallgatherv
+  MPI_Request req = MPI_REQUEST_NULL;  // null: the call already finished
   bool test() override {
     int flag = 0;
     check(MPI_Test(&req, &flag, MPI_STATUS_IGNORE), "MPI_Test");
@@ -83,35 +83,38 @@ class MpiTransport final : public Transport {
   int size() const override { return size_; }
   const char* name() const override { return "mpi"; }
 
-  std::unique_ptr<Op> all_reduce(const void* in, void* out, int64_t count, DType dtype,
-                                 Reduction r) override {
+  std::unique_ptr<Op> all_reduce(const void* in, void* out, int64_t count, DType dtype, Reduction r,
+                                 bool pollable) override {
     auto op = std::make_unique<MpiOp>();
     MPI_Op mop = r == Reduction::kMax ? MPI_MAX : r == Reduction::kMin ? MPI_MIN : MPI_SUM;
-    check(MPI_Iallreduce(in, out, mpi_count(count, "all_reduce"), mpi_type(dtype), mop, data_,
-                         &op->req),
-          "MPI_Iallreduce");
+    const int n = mpi_count(count, "all_reduce");
+    if (pollable)
+      check(MPI_Iallreduce(in, out, n, mpi_type(dtype), mop, data_, &op->req), "MPI_Iallreduce");
+    else
+      check(MPI_Allreduce(in, out, n, mpi_type(dtype), mop, data_), "MPI_Allreduce");
     return op;
   }
 
   std::unique_ptr<Op> all_gather(const void* in, void* out,
                                  std::span<const int64_t> bytes) override {
     auto op = std::make_unique<MpiOp>();
+    std::vector<int> counts, displs;
     int64_t at = 0;
     for (int64_t b : bytes) {
-      op->counts.push_back(mpi_count(b, "all_gather (bytes)"));
-      op->displs.push_back(mpi_count(at, "all_gather (bytes)"));
+      counts.push_back(mpi_count(b, "all_gather (bytes)"));
+      displs.push_back(mpi_count(at, "all_gather (bytes)"));
       at += b;
     }
-    check(MPI_Iallgatherv(in, op->counts[rank_], MPI_BYTE, out, op->counts.data(),
-                          op->displs.data(), MPI_BYTE, data_, &op->req),
-          "MPI_Iallgatherv");
+    check(MPI_Allgatherv(in, counts[rank_], MPI_BYTE, out, counts.data(), displs.data(), MPI_BYTE,
+                         data_),
+          "MPI_Allgatherv");
     return op;
   }
 
   std::unique_ptr<Op> broadcast(void* buf, int64_t bytes, int root) override {
     auto op = std::make_unique<MpiOp>();
-    check(MPI_Ibcast(buf, mpi_count(bytes, "broadcast (bytes)"), MPI_BYTE, root, data_, &op->req),
-          "MPI_Ibcast");
+    check(MPI_Bcast(buf, mpi_count(bytes, "broadcast (bytes)"), MPI_BYTE, root, data_),
+          "MPI_Bcast");
     return op;
   }
 

@@ -25,9 +25,14 @@ class Transport {
   virtual int size() const = 0;
   virtual const char* name() const = 0;
 
+  // The collectives. A pollable all_reduce returns at once and test() tells
+  // when it is done (the communicator polls for failures and its timeout
+  // meanwhile): the workers' rendezvous. Once every worker has reached the
+  // collective, the data moves with calls that may finish before returning
+  // (MPI's tuned blocking collectives are faster than its non-blocking ones).
   /// out = reduce(in) over the workers; `r` is kSum, kMax or kMin.
   virtual std::unique_ptr<Op> all_reduce(const void* in, void* out, int64_t count, DType dtype,
-                                         Reduction r) = 0;
+                                         Reduction r, bool pollable) = 0;
   /// out = every worker's bytes in rank order; bytes[w] is worker w's size.
   virtual std::unique_ptr<Op> all_gather(const void* in, void* out,
                                          std::span<const int64_t> bytes) = 0;
