@@ -228,6 +228,8 @@ class QueuedCommunicator final : public Communicator {
     thread_ = std::thread([this, &started] {
       try {
         transport_ = detail::make_mpi_transport();
+        rank_ = transport_->rank();  // before the constructor returns: no race
+        size_ = transport_->size();
         started.set_value();
       } catch (...) {
         started.set_exception(std::current_exception());
@@ -241,8 +243,6 @@ class QueuedCommunicator final : public Communicator {
       thread_.join();
       throw;
     }
-    rank_ = transport_->rank();
-    size_ = transport_->size();
   }
 
   int rank() const override { return rank_; }
