@@ -47,9 +47,10 @@ class Communicator {
 
   /// Element-wise reduction of every worker's x (same dtype and shape on all).
   virtual Ref<Pending> all_reduce(const Tensor& x, Reduction r, int64_t key) = 0;
-  /// Every worker's x concatenated along axis 0 in rank order (dim 0 may
-  /// differ between workers, the other dims may not).
-  virtual Ref<Pending> all_gather(const Tensor& x, int64_t key) = 0;
+  /// Every worker's x concatenated along axis 0 in rank order. Dim 0 may
+  /// differ between workers unless `same_shape` (then a difference fails every
+  /// worker in the agreement check); the other dims may not.
+  virtual Ref<Pending> all_gather(const Tensor& x, int64_t key, bool same_shape = false) = 0;
   /// Worker `root`'s x on every worker.
   virtual Ref<Pending> broadcast(const Tensor& x, int root, int64_t key) = 0;
 

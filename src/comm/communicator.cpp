@@ -100,6 +100,7 @@ class Job final : public Pending {
   Reduction reduction = Reduction::kSum;
   int root = 0;
   int64_t key = 0;
+  bool same_shape = false;      // all_gather: dim 0 must agree too
   std::vector<int64_t> values;  // agree()
   std::string what;             // agree()
 
@@ -196,7 +197,7 @@ class LocalCommunicator final : public Communicator {
     check_dtype(x, true);
     return finished(x);
   }
-  Ref<Pending> all_gather(const Tensor& x, int64_t) override {
+  Ref<Pending> all_gather(const Tensor& x, int64_t, bool) override {
     check_dtype(x, false);
     if (x.rank() < 1) throw InvalidArgumentError("all_gather needs a tensor of rank >= 1");
     return finished(x);
@@ -255,11 +256,11 @@ class QueuedCommunicator final : public Communicator {
     j->kind = Kind::kAllReduce, j->x = x, j->reduction = r, j->key = key;
     return enqueue(j);
   }
-  Ref<Pending> all_gather(const Tensor& x, int64_t key) override {
+  Ref<Pending> all_gather(const Tensor& x, int64_t key, bool same_shape) override {
     check_dtype(x, false);
     if (x.rank() < 1) throw InvalidArgumentError("all_gather needs a tensor of rank >= 1");
     Ref<Job> j = Ref<Job>::adopt(new Job);
-    j->kind = Kind::kAllGather, j->x = x, j->key = key;
+    j->kind = Kind::kAllGather, j->x = x, j->key = key, j->same_shape = same_shape;
     return enqueue(j);
   }
   Ref<Pending> broadcast(const Tensor& x, int root, int64_t key) override {
@@ -449,8 +450,12 @@ class QueuedCommunicator final : public Communicator {
 
   Tensor execute(Job& job) {
     ++seq_;
-    static const char* kFields[] = {"collective kind",   "dtype", "element count", "key",
-                                    "root or reduction", "rank"};
+    static const char* kFields[] = {"collective kind",
+                                    "dtype",
+                                    "element count",
+                                    "key",
+                                    "root, reduction or gather mode",
+                                    "rank"};
     const Tensor& x = job.x;
     if (job.kind == Kind::kAgree) {
       std::vector<int64_t> h = {static_cast<int64_t>(job.kind),
@@ -459,14 +464,16 @@ class QueuedCommunicator final : public Communicator {
       check_same(job, h, kFields);
       return {};
     }
-    const int64_t inner = job.kind == Kind::kAllGather ? inner_elements(x) : x.num_elements();
-    const int64_t h[] = {
-        static_cast<int64_t>(job.kind),
-        static_cast<int64_t>(x.dtype()),
-        inner,
-        job.key,
-        job.kind == Kind::kBroadcast ? job.root : static_cast<int64_t>(job.reduction),
-        job.kind == Kind::kAllGather ? x.rank() : 0};
+    const bool rows_may_differ = job.kind == Kind::kAllGather && !job.same_shape;
+    const int64_t inner = rows_may_differ ? inner_elements(x) : x.num_elements();
+    const int64_t h[] = {static_cast<int64_t>(job.kind),
+                         static_cast<int64_t>(x.dtype()),
+                         inner,
+                         job.key,
+                         job.kind == Kind::kBroadcast   ? job.root
+                         : job.kind == Kind::kAllGather ? int64_t{job.same_shape}
+                                                        : static_cast<int64_t>(job.reduction),
+                         job.kind == Kind::kAllGather ? x.rank() : 0};
     check_same(job, h, kFields);
     switch (job.kind) {
       case Kind::kAllReduce: return reduce(job);

@@ -10,7 +10,7 @@ import hashlib
 import numpy as np
 
 from kiln import _kiln, nest
-from kiln.ops import array_ops
+from kiln.ops import array_ops, core, math_ops
 
 raw = _kiln.raw
 
@@ -131,15 +131,28 @@ def _move_axis(t, src, dst):
     return array_ops.transpose(t, perm)
 
 
+def _gather_rows(t):
+    """Every worker's t joined along axis 0, dims 0 of any sizes. The op needs
+    the same shape on every worker (its output shape is dim 0 times the
+    workers), so each pads its rows to the largest count and the padding is
+    dropped after the gather (TensorFlow pads the same way)."""
+    rows = array_ops.reshape(array_ops.shape(t)[0], [1])  # int32
+    counts = raw.CollectiveAllGather(rows, key=KEY_ALL_GATHER)  # one per worker
+    most = math_ops.reduce_max(counts)
+    pad = [[0, most - rows[0]]] + [[0, 0]] * (t.shape.rank - 1)
+    gathered = raw.CollectiveAllGather(array_ops.pad(t, pad), key=KEY_ALL_GATHER)
+    keep = core.range(most)[None, :] < counts[:, None]  # [workers, most]
+    return array_ops.boolean_mask(gathered, array_ops.reshape(keep, [-1]))
+
+
 def all_gather(value, axis=0):
     """Every worker's value (a nest of tensors) joined along ``axis``, in worker
     order. The workers' sizes along ``axis`` may differ; the rest must agree."""
     def gather(x):
         t = _tensor(x)
         if axis % max(t.shape.rank, 1) == 0:
-            return raw.CollectiveAllGather(t, key=KEY_ALL_GATHER)
-        moved = raw.CollectiveAllGather(_move_axis(t, axis, 0), key=KEY_ALL_GATHER)
-        return _move_axis(moved, 0, axis)
+            return _gather_rows(t)
+        return _move_axis(_gather_rows(_move_axis(t, axis, 0)), 0, axis)
     return nest.map_structure(gather, value)
 
 

@@ -15,8 +15,10 @@ void all_reduce_kernel(KernelContext& c) {
       0, comm::communicator().all_reduce(c.input(0), reduction(c), c.attr_int("key"))->wait());
 }
 
+// The op's output shape is dim 0 times the workers (inference): every
+// worker must give the same shape, which the workers check.
 void all_gather_kernel(KernelContext& c) {
-  c.set_output(0, comm::communicator().all_gather(c.input(0), c.attr_int("key"))->wait());
+  c.set_output(0, comm::communicator().all_gather(c.input(0), c.attr_int("key"), true)->wait());
 }
 
 void broadcast_kernel(KernelContext& c) {

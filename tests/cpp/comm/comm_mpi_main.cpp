@@ -92,6 +92,14 @@ void mismatch(comm::Communicator& c) {
   error_of([&] { c.all_reduce(x, comm::Reduction::kSum, 3)->wait(); }, Code::kFailedPrecondition);
 }
 
+// The op needs the same shape on every worker: uneven rows fail them all.
+void gather_shapes(comm::Communicator& c) {
+  const Tensor x =
+      Tensor::from_vector<float>(std::vector<float>(c.rank() + 1, 1.0f), Shape({c.rank() + 1}));
+  const std::string e = error_of([&] { all_gather(x); }, Code::kFailedPrecondition);
+  require(contains(e, "workers disagree on collective") && contains(e, "all_gather"), e);
+}
+
 // Values agree() finds different.
 void disagree(comm::Communicator& c) {
   const int64_t mine[] = {5, c.rank()};
@@ -146,6 +154,8 @@ int main(int argc, char** argv) {
     mismatch(c);
   else if (scenario == "disagree")
     disagree(c);
+  else if (scenario == "gather_shapes")
+    gather_shapes(c);
   else if (scenario == "timeout")
     timeout(c);
   else if (scenario == "failure")
