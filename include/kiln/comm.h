@@ -39,7 +39,8 @@ class Pending : public RefCounted {
 
 class Communicator {
  public:
-  virtual ~Communicator() = default;
+  Communicator();
+  virtual ~Communicator();
   virtual int rank() const = 0;
   virtual int size() const = 0;
   /// "mpi" or "local".
@@ -76,8 +77,8 @@ class Communicator {
 };
 
 /// The process's communicator, created on first use: MPI when launched by
-/// mpirun (OMPI_COMM_WORLD_SIZE or PMIX_RANK set) with more than one
-/// process, otherwise local. Throws UnavailableError when MPI cannot start.
+/// mpirun (OMPI_COMM_WORLD_SIZE, PMIX_SIZE or PMI_SIZE above 1), otherwise
+/// local. Throws UnavailableError when MPI cannot start.
 Communicator& communicator();
 
 }  // namespace kiln::comm

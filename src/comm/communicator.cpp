@@ -44,12 +44,10 @@ struct Communicator::Parked {
   std::map<int64_t, Ref<Pending>> by_ticket;
 };
 
+Communicator::Communicator() : parked_(std::make_shared<Parked>()) {}
+Communicator::~Communicator() = default;
+
 int64_t Communicator::park(Ref<Pending> p) {
-  static std::mutex init;
-  {
-    std::lock_guard<std::mutex> lock(init);
-    if (!parked_) parked_ = std::make_shared<Parked>();
-  }
   std::lock_guard<std::mutex> lock(parked_->mu);
   const int64_t t = parked_->next++;
   parked_->by_ticket.emplace(t, std::move(p));
@@ -58,7 +56,7 @@ int64_t Communicator::park(Ref<Pending> p) {
 
 Ref<Pending> Communicator::take(int64_t ticket) {
   Ref<Pending> p;
-  if (parked_) {
+  {
     std::lock_guard<std::mutex> lock(parked_->mu);
     auto it = parked_->by_ticket.find(ticket);
     if (it != parked_->by_ticket.end()) {
@@ -110,7 +108,7 @@ class Job final : public Pending {
     for (int i = 0; i < 200 && !ready_.load(std::memory_order_acquire); ++i)
       std::this_thread::yield();
     std::unique_lock<std::mutex> lock(mu_);
-    cv_.wait(lock, [&] { return done_; });
+    cv_.wait(lock, [&] { return ready_.load(std::memory_order_relaxed); });
     if (error_) std::rethrow_exception(error_);
     return out_;
   }
@@ -118,7 +116,6 @@ class Job final : public Pending {
     std::lock_guard<std::mutex> lock(mu_);
     out_ = std::move(out);
     error_ = std::move(error);
-    done_ = true;
     ready_.store(true, std::memory_order_release);
     cv_.notify_all();
   }
@@ -133,8 +130,7 @@ class Job final : public Pending {
  private:
   std::mutex mu_;
   std::condition_variable cv_;
-  bool done_ = false;
-  std::atomic<bool> ready_{false};  // done_, readable without the lock
+  std::atomic<bool> ready_{false};  // set under mu_; read without it while spinning
   Tensor out_;
   std::exception_ptr error_;
 };
@@ -146,6 +142,11 @@ void check_dtype(const Tensor& x, bool reduce) {
                                        reduce ? "reductions take float32, float64, int32 or int64"
                                               : "ops take tensors of numbers or bools",
                                        ", got ", dtype_name(t)));
+}
+
+void check_gather(const Tensor& x) {
+  check_dtype(x, false);
+  if (x.rank() < 1) throw InvalidArgumentError("all_gather needs a tensor of rank >= 1");
 }
 
 template <typename T>
@@ -198,8 +199,7 @@ class LocalCommunicator final : public Communicator {
     return finished(x);
   }
   Ref<Pending> all_gather(const Tensor& x, int64_t, bool) override {
-    check_dtype(x, false);
-    if (x.rank() < 1) throw InvalidArgumentError("all_gather needs a tensor of rank >= 1");
+    check_gather(x);
     return finished(x);
   }
   Ref<Pending> broadcast(const Tensor& x, int root, int64_t) override {
@@ -248,7 +248,7 @@ class QueuedCommunicator final : public Communicator {
 
   int rank() const override { return rank_; }
   int size() const override { return size_; }
-  const char* backend() const override { return "mpi"; }
+  const char* backend() const override { return transport_->name(); }
 
   Ref<Pending> all_reduce(const Tensor& x, Reduction r, int64_t key) override {
     check_dtype(x, true);
@@ -257,8 +257,7 @@ class QueuedCommunicator final : public Communicator {
     return enqueue(j);
   }
   Ref<Pending> all_gather(const Tensor& x, int64_t key, bool same_shape) override {
-    check_dtype(x, false);
-    if (x.rank() < 1) throw InvalidArgumentError("all_gather needs a tensor of rank >= 1");
+    check_gather(x);
     Ref<Job> j = Ref<Job>::adopt(new Job);
     j->kind = Kind::kAllGather, j->x = x, j->key = key, j->same_shape = same_shape;
     return enqueue(j);
