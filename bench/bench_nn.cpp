@@ -146,6 +146,20 @@ void BM_ReduceSum1M_PlainLoop(benchmark::State& state) {
 }
 BENCHMARK(BM_ReduceSum1M_PlainLoop)->UseRealTime();
 
+// Row-wise max and sum over [4096, 1024] (logits' max, a loss's sum): the same
+// traffic, so the same time when both folds vectorize.
+template <Tensor (*kReduce)(const Tensor&, const std::vector<int64_t>&, bool)>
+void reduce_rows_bench(benchmark::State& state) {
+  const Tensor x = wave<float>({4096, 1024}, 0.001);
+  for (auto _ : state) {
+    Tensor s = kReduce(x, {1}, false);
+    benchmark::DoNotOptimize(s.impl());
+  }
+  state.SetBytesProcessed(state.iterations() * 4096 * 1024 * 4);
+}
+BENCHMARK(reduce_rows_bench<reduce_max>)->Name("BM_ReduceMaxRows4096x1024_Kiln")->UseRealTime();
+BENCHMARK(reduce_rows_bench<reduce_sum>)->Name("BM_ReduceSumRows4096x1024_Kiln")->UseRealTime();
+
 // Column sums (outer-axis reduction) over a 1024x1024 matrix.
 void BM_ReduceSumAxis0_1024x1024_Kiln(benchmark::State& state) {
   const Tensor x = wave<float>({1024, 1024}, 0.001);

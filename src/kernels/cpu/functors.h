@@ -112,16 +112,13 @@ inline T ceil_f(T x) {
   return fast::copysign(select(r < x, r + T(1), r), x);
 }
 
-// exp for float32: Cody-Waite range reduction x = n ln2 + r, |r| <= ln2/2, a
-// degree-6 polynomial (Cephes expf), then scaling by 2^n in two steps so that
-// results in the subnormal range are rounded once.
-inline float exp_f32(float x) {
-  float xc = select(x > -104.0f, x, -104.0f);  // exp(-104) rounds to 0; NaN -> -104, fixed below
-  xc = select(xc < 88.8f, xc, 88.8f);          // exp(88.8) overflows to inf
-  const float t = xc * 1.44269504088896341f + 12582912.0f;  // 1.5 * 2^23: rounds to int
+// e^r for x = n ln2 + r, |r| <= ln2/2 (Cody-Waite reduction, the degree-6
+// polynomial of Cephes expf); x must be finite and within [-104, 88.8].
+inline float exp_f32_core(float x, int32_t& n) {
+  const float t = x * 1.44269504088896341f + 12582912.0f;  // 1.5 * 2^23: rounds to int
   const float nf = t - 12582912.0f;
-  const int32_t n = std::bit_cast<int32_t>(t) - 0x4B400000;
-  float r = xc - nf * 0.693359375f;
+  n = std::bit_cast<int32_t>(t) - 0x4B400000;
+  float r = x - nf * 0.693359375f;
   r = r - nf * -2.12194440e-4f;
   float p = 1.9875691500e-4f;
   p = p * r + 1.3981999507e-3f;
@@ -129,12 +126,35 @@ inline float exp_f32(float x) {
   p = p * r + 4.1665795894e-2f;
   p = p * r + 1.6666665459e-1f;
   p = p * r + 5.0000001201e-1f;
-  float y = p * (r * r) + r + 1.0f;
+  return p * (r * r) + r + 1.0f;
+}
+
+// exp for float32: exp_f32_core, then scaling by 2^n in two steps so that
+// results in the subnormal range are rounded once.
+inline float exp_f32(float x) {
+  float xc = select(x > -104.0f, x, -104.0f);  // exp(-104) rounds to 0; NaN -> -104, fixed below
+  xc = select(xc < 88.8f, xc, 88.8f);          // exp(88.8) overflows to inf
+  int32_t n;
+  float y = exp_f32_core(xc, n);
   const int32_t n1 = n >> 1;  // n in [-150, 129]: both halves stay in the normal range
   const int32_t n2 = n - n1;
   y = y * std::bit_cast<float>((n1 + 127) << 23);
   y = y * std::bit_cast<float>((n2 + 127) << 23);
   return select(x != x, x, y);
+}
+
+/// The range where exp_f32_normal holds: e^x is a normal float there.
+inline constexpr float kExpNormalLo = -86.9f, kExpNormalHi = 88.0f;
+
+// exp_f32 for x in [kExpNormalLo, kExpNormalHi] only (callers check the range,
+// as softmax rows do with the row's min and max): the same bits as exp_f32, but
+// no clamps or NaN test, and 2^n added to the exponent field (n in [-125, 127]),
+// about 40 % fewer instructions.
+inline float exp_f32_normal(float x) {
+  int32_t n;
+  const float y = exp_f32_core(x, n);
+  return std::bit_cast<float>(std::bit_cast<int32_t>(y) +
+                              static_cast<int32_t>(static_cast<uint32_t>(n) << 23));
 }
 
 // log for float32 (Cephes logf): x = m 2^e with m in [sqrt(.5), sqrt(2)),

@@ -120,6 +120,7 @@ T reduce_contig(const T* p, int64_t n) {
   for (int j = 0; j < kLanes; ++j) lanes[j] = Op::id();
   int64_t i = 0;
   for (; i + kLanes <= n; i += kLanes)
+#pragma omp simd  // GCC keeps max/min folds scalar without it (10x slower)
     for (int j = 0; j < kLanes; ++j) lanes[j] = Op::f(lanes[j], p[i + j]);
   T r = Op::id();
   for (; i < n; ++i) r = Op::f(r, p[i]);
@@ -134,6 +135,7 @@ void accumulate_rows(const T* in, int64_t ld, int64_t r0, int64_t r1, int64_t co
   for (int64_t j = 0; j < cols; ++j) acc[j] = Op::id();
   for (int64_t r = r0; r < r1; ++r) {
     const T* row = in + r * ld;
+#pragma omp simd
     for (int64_t j = 0; j < cols; ++j) acc[j] = Op::f(acc[j], row[j]);
   }
 }

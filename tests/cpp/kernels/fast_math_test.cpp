@@ -21,6 +21,9 @@ namespace {
 struct TanhF {
   float operator()(float x) const { return fast::tanh_f32(x); }
 };
+struct ExpNormalF {
+  float operator()(float x) const { return fn::detail::exp_f32_normal(x); }
+};
 
 using SpanFn = void (*)(const float*, float*, int64_t);
 
@@ -41,16 +44,17 @@ void avx512_span(const float* in, float* out, int64_t n) {
 
 struct Flavour {
   const char* name;
-  SpanFn tanh, exp;
+  SpanFn tanh, exp, exp_normal;
 };
 
 std::vector<Flavour> flavours() {
-  std::vector<Flavour> f = {{"baseline", base_span<TanhF>, base_span<fn::Exp>}};
+  std::vector<Flavour> f = {
+      {"baseline", base_span<TanhF>, base_span<fn::Exp>, base_span<ExpNormalF>}};
 #ifdef KILN_X86_CLONES
   if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
-    f.push_back({"avx2", avx2_span<TanhF>, avx2_span<fn::Exp>});
+    f.push_back({"avx2", avx2_span<TanhF>, avx2_span<fn::Exp>, avx2_span<ExpNormalF>});
   if (cpu::detail::simd_level() == cpu::detail::SimdLevel::kAvx512)
-    f.push_back({"avx512", avx512_span<TanhF>, avx512_span<fn::Exp>});
+    f.push_back({"avx512", avx512_span<TanhF>, avx512_span<fn::Exp>, avx512_span<ExpNormalF>});
 #endif
   return f;
 }
@@ -144,6 +148,30 @@ TEST(FastMath, TanhSpecialValues) {
   for (const Flavour& fl : flavours()) {
     fl.tanh(tiny.data(), tiny_out.data(), static_cast<int64_t>(tiny.size()));
     for (size_t i = 0; i < tiny.size(); ++i) EXPECT_EQ(tiny_out[i], tiny[i]) << fl.name;
+  }
+}
+
+// exp_f32_normal (softmax rows' exp when every result is a normal float) gives
+// exp_f32's bits over its whole range [kExpNormalLo,
+// kExpNormalHi] and both ends, in every flavour. Every 61st float of that range
+// and a dense grid over [-10, 10].
+TEST(FastMath, ExpNormalRangeGivesExpsBits) {
+  const float lo = fn::detail::kExpNormalLo, hi = fn::detail::kExpNormalHi;
+  std::vector<float> xs = {lo, hi, 0.f, -0.f};
+  for (uint32_t b = 0; b <= std::bit_cast<uint32_t>(-lo); b += 61)
+    xs.push_back(-std::bit_cast<float>(b));
+  for (uint32_t b = 0; b <= std::bit_cast<uint32_t>(hi); b += 61)
+    xs.push_back(std::bit_cast<float>(b));
+  for (float x = -10.f; x < 10.f; x += 1.f / 8192) xs.push_back(x);
+  std::vector<float> want(xs.size()), got(xs.size());
+  for (const Flavour& fl : flavours()) {
+    SCOPED_TRACE(fl.name);
+    fl.exp(xs.data(), want.data(), static_cast<int64_t>(xs.size()));
+    fl.exp_normal(xs.data(), got.data(), static_cast<int64_t>(xs.size()));
+    for (size_t i = 0; i < xs.size(); ++i) {
+      ASSERT_EQ(std::bit_cast<uint32_t>(got[i]), std::bit_cast<uint32_t>(want[i])) << "x=" << xs[i];
+      ASSERT_GE(got[i], std::numeric_limits<float>::min()) << "x=" << xs[i];  // normal
+    }
   }
 }
 

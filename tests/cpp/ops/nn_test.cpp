@@ -1,4 +1,5 @@
 // bias_add, softmax and log_softmax against plain reference loops.
+#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -130,6 +131,68 @@ TEST(Softmax, SpecialValuesAndEmpty) {
   expect_tensor<float>(softmax(Tensor::empty(DType::kFloat32, {3, 0})), {3, 0}, {});
   expect_tensor<double>(log_softmax(Tensor::empty(DType::kFloat64, {0, 4})), {0, 4}, {});
   expect_tensor<double>(softmax(Tensor({{1.0, 1.0}, {2.0, 2.0}})), {2, 2}, {0.5, 0.5, 0.5, 0.5});
+}
+
+// Rows of every kind in an output large enough to be streamed (>= 8 MB): each
+// row gives, bit for bit, what it gives alone (a small, unstreamed call);
+// normal rows take the shorter exp, rows with masks or a spread past -86.9 the
+// general one (subnormal results kept), NaN rows stay NaN.
+TEST(Softmax, StreamedRowsMatchRowsAloneBitForBit) {
+  const float inf = std::numeric_limits<float>::infinity();
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const int64_t rows = 2100, c = 1024;  // 8.2 MB of float32
+  std::vector<float> x(static_cast<size_t>(rows * c));
+  for (int64_t r = 0; r < rows; ++r) {
+    float* p = x.data() + r * c;
+    for (int64_t i = 0; i < c; ++i) p[i] = 4.f * std::sin(0.37f * static_cast<float>(i + r));
+    switch (r % 6) {
+      case 1: p[r % c] = -inf; break;         // a masked entry
+      case 2: p[(r * 7) % c] = -1e9f; break;  // masked with a large negative
+      case 3: p[5] = p[0] - 86.5f; break;     // spread just inside the range
+      case 4: p[5] = -95.f; break;            // subnormal results
+      case 5:
+        if (r % 12 == 5) p[9] = nan;
+        break;  // a NaN row
+      default: break;
+    }
+  }
+  const Tensor t = Tensor::from_vector(x, Shape{rows, c});
+  for (bool log : {false, true}) {
+    SCOPED_TRACE(log ? "log_softmax" : "softmax");
+    const Tensor all = log ? log_softmax(t) : softmax(t);
+    const std::vector<float> got = all.to_vector<float>();
+    for (int64_t r = 0; r < rows; r += (r < 24 ? 1 : 37)) {
+      const std::vector<float> row(x.begin() + r * c, x.begin() + (r + 1) * c);
+      const Tensor one = Tensor::from_vector(row, Shape{1, c});
+      const std::vector<float> alone = (log ? log_softmax(one) : softmax(one)).to_vector<float>();
+      for (int64_t i = 0; i < c; ++i)
+        ASSERT_EQ(std::bit_cast<uint32_t>(got[static_cast<size_t>(r * c + i)]),
+                  std::bit_cast<uint32_t>(alone[static_cast<size_t>(i)]))
+            << "row " << r << " col " << i;
+      if (r % 12 == 5) {
+        EXPECT_TRUE(std::isnan(alone[0])) << "row " << r;
+      }
+    }
+  }
+}
+
+// Both sides of the shorter exp's range: results match the reference to a few
+// ulp, the subnormal e^-95 / sum included (e^-103.6 / sum rounds to 0).
+TEST(Softmax, EitherSideOfTheNormalExpRange) {
+  for (float low : {-86.5f, -86.95f, -95.f, -103.f}) {
+    SCOPED_TRACE(::testing::Message() << "low " << low);
+    std::vector<float> x(40);
+    for (size_t i = 0; i < x.size(); ++i) x[i] = 0.1f * static_cast<float>(i % 7);
+    x[3] = low;
+    const std::vector<float> want = ref_softmax(x, 40, false);
+    const std::vector<float> got = softmax(Tensor::from_vector(x, Shape{1, 40})).to_vector<float>();
+    for (size_t i = 0; i < x.size(); ++i)
+      EXPECT_NEAR(got[i], want[i], 4 * std::numeric_limits<float>::epsilon() * want[i] + 3e-45f)
+          << "at " << i;
+    if (low > -100.f) {
+      EXPECT_GT(got[3], 0.f);  // e^-95 / sum: a subnormal, not flushed
+    }
+  }
 }
 
 TEST(Softmax, Errors) {
