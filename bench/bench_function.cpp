@@ -1,10 +1,12 @@
 // Graph functions against eager execution (issue 3, section 12): call
 // overhead of a cached function, the 100-small-ops chain, CharUnpack,
-// tracing + optimizing a 1,000-op function, and independent branches run in
-// parallel by the executor (arg 1) or in order (arg 0).
+// tracing + optimizing a 1,000-op function, independent branches run in
+// parallel by the executor (arg 1) or in order (arg 0), and an eager tape's
+// gradient of a function in graph mode and under jit_compile.
 #include <benchmark/benchmark.h>
 
 #include "kiln/function.h"
+#include "kiln/gradient_tape.h"
 #include "kiln/kiln.h"
 
 namespace {
@@ -221,6 +223,35 @@ void BM_TwoMatmuls512_Function(benchmark::State& state) {
   config().parallel_branches = true;
 }
 BENCHMARK(BM_TwoMatmuls512_Function)->Arg(0)->Arg(1)->Unit(benchmark::kMicrosecond)->UseRealTime();
+
+// An eager tape over a function call: the forward that keeps the backward's
+// residuals (25 outputs here) and the backward, graph mode (arg 0) vs
+// jit_compile (arg 1, both compiled).
+void BM_TapeGradientOfFunction(benchmark::State& state) {
+  FunctionOptions o;
+  o.name = "tanh_exp_chain";
+  o.jit_compile = state.range(0) == 1;
+  Function f(
+      [](const std::vector<Value>& a) {
+        Tensor y = a[0].tensor();
+        for (int i = 0; i < 6; ++i) y = tanh(y) * 0.9f + exp(-y * y) * 0.1f;
+        return Value(reduce_sum(y * y));
+      },
+      o);
+  const Tensor x = random_uniform({512, 1024}, -2, 2, DType::kFloat32, 3);
+  auto step = [&] {
+    GradientTape tape;
+    tape.watch(x);
+    const Tensor loss = f({Value(x)}).tensor();
+    return tape.gradient(loss, x);
+  };
+  step();  // trace and compile outside the timing
+  for (auto _ : state) {
+    Tensor g = step();
+    benchmark::DoNotOptimize(g.impl());
+  }
+}
+BENCHMARK(BM_TapeGradientOfFunction)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 }  // namespace
 

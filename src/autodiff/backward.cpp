@@ -182,7 +182,7 @@ Backward build_backward(const TracedSubgraph& body, const std::vector<size_t>* f
                         const std::vector<TensorSpec>* force_specs,
                         const std::vector<TensorSpec>* grad_specs) {
   BackwardTrace t = trace_backward(body, force, force_specs, grad_specs, /*split=*/false);
-  Ref<GraphSubgraph> sg = GraphSubgraph::create(std::move(t.graph));
+  Ref<GraphSubgraph> sg = GraphSubgraph::create(std::move(t.graph), body.jit_compiled());
   Backward b;
   b.input_index = std::move(t.input_index);
   b.stateful = sg->stateful();

@@ -90,8 +90,9 @@ std::unique_ptr<Residuals> build_residuals(const TracedSubgraph& body) {
           str_cat("forward of '", fwd->function_name(), "' lost node '", e.node->name(), "'"));
     fwd->outputs().push_back({n, e.index});
   }
-  r->forward = GraphSubgraph::create(std::move(fwd));
-  Ref<GraphSubgraph> sg = GraphSubgraph::create(std::move(t.graph));
+  // A jit function's forward and backward compile as the function does.
+  r->forward = GraphSubgraph::create(std::move(fwd), body.jit_compiled());
+  Ref<GraphSubgraph> sg = GraphSubgraph::create(std::move(t.graph), body.jit_compiled());
   r->backward.input_index = std::move(t.input_index);
   r->backward.stateful = sg->stateful();
   r->backward.graph = Ref<Subgraph>(sg);

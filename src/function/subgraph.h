@@ -52,6 +52,7 @@ class GraphSubgraph final : public TracedSubgraph {
   const Graph& graph() const { return *graph_; }
   const Graph& traced_graph() const override { return *traced_; }
   const Backward& backward() const override;
+  bool jit_compiled() const override { return jit_ != nullptr; }
   /// As a branch of an If whose other branch is `other`: the backward with
   /// the gradients of every input either branch differentiates (zeros where
   /// this one does not), taking the If's joined output specs.
@@ -105,6 +106,7 @@ class FunctionSubgraph final : public TracedSubgraph {
   const Graph& traced_graph() const override { return cf_->graph(); }
   std::span<Node* const> hoisted() const override { return cf_->call_->hoisted; }
   const Backward& backward() const override;
+  bool jit_compiled() const override { return cf_->jit_compile(); }
   /// The function's Residuals, built on first use; null when it cannot be
   /// split (see CallInfo::residuals).
   const Residuals* residuals() const;

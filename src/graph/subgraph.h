@@ -52,6 +52,9 @@ class TracedSubgraph : public Subgraph {
   virtual std::span<Node* const> hoisted() const { return {}; }
   /// The body's gradient, built on first use and cached.
   virtual const Backward& backward() const = 0;
+  /// True when the body runs compiled (jit_compile): its gradient's graphs
+  /// (the backward, the forward that keeps residuals) are compiled too.
+  virtual bool jit_compiled() const { return false; }
 };
 
 }  // namespace kiln::detail
