@@ -34,7 +34,8 @@ def _tensor_repr(self):
 
 
 def _shape(self):
-    return TensorShape(self._dims)
+    # _dims is already a tuple of ints >= 0 and None (or None): no per-dim checks.
+    return TensorShape._trusted(self._dims)
 
 
 class Reference:
