@@ -16,7 +16,6 @@
 #include <bit>
 #include <cmath>
 #include <cstring>
-#include <list>
 #include <memory>
 #include <mutex>
 #include <oneapi/dnnl/dnnl.hpp>
@@ -53,32 +52,16 @@ struct EpilogueCall {
 
 // Primitive cache key: geometry plus the epilogue's shape (steps, whether
 // each input is per-channel or one element, clip bounds).
-struct Key {
-  std::array<int64_t, 20> geom;  // the geometry and the OpenMP threads it was created for
-  std::vector<int64_t> post;
-  bool operator==(const Key&) const = default;
-};
-struct KeyHash {
-  size_t operator()(const Key& k) const {
-    size_t h = 0;
-    auto mix = [&](int64_t v) { h = (h ^ static_cast<size_t>(v)) * 0x100000001b3ull; };
-    for (int64_t v : k.geom) mix(v);
-    for (int64_t v : k.post) mix(v);
-    return h;
-  }
-};
-Key key_of(const Geom& g, const EpilogueCall* ep) {
-  Key k{{g.n, g.h, g.w, g.c, g.kh, g.kw, g.oc, g.mult, g.oh, g.ow, g.sh, g.sw, g.dh, g.dw, g.pt,
-         g.pl, g.pb, g.pr, g.depthwise, library_threads()},
-        {}};
+ConvKey key_of(const Geom& g, const EpilogueCall* ep) {
+  ConvKey k = conv_key(g);
   if (!ep) return k;
   size_t a = 0;
   for (PostOp op : ep->ops) {
-    k.post.push_back(static_cast<int64_t>(op));
-    if (fused_conv::takes_arg(op)) k.post.push_back(ep->args[a++]->num_elements() == 1);
+    k.extra.push_back(static_cast<int64_t>(op));
+    if (fused_conv::takes_arg(op)) k.extra.push_back(ep->args[a++]->num_elements() == 1);
     if (op == PostOp::kClip) {
-      k.post.push_back(std::bit_cast<int32_t>(ep->clip_min));
-      k.post.push_back(std::bit_cast<int32_t>(ep->clip_max));
+      k.extra.push_back(std::bit_cast<int32_t>(ep->clip_min));
+      k.extra.push_back(std::bit_cast<int32_t>(ep->clip_max));
     }
   }
   return k;
@@ -198,38 +181,16 @@ std::shared_ptr<ConvPrim> create_prim(const Geom& g, const EpilogueCall* ep) {
 // included (up to three per large convolution).
 constexpr size_t kCacheSize = 1024;
 
-// A thread-safe LRU of primitives keyed by geometry and epilogue (a hash map
-// over the recency list). nullptr (also cached) marks a configuration oneDNN
-// does not implement.
+// Primitives by geometry and epilogue.
 std::shared_ptr<ConvPrim> cached_prim(const Geom& g, const EpilogueCall* ep) {
-  using Entry = std::pair<Key, std::shared_ptr<ConvPrim>>;
-  static std::mutex mu;
-  // Leaked on purpose: outlive every static, so exit order never matters.
-  static auto& lru = *new std::list<Entry>;
-  static auto& index = *new std::unordered_map<Key, std::list<Entry>::iterator, KeyHash>;
-  Key k = key_of(g, ep);
-  {
-    std::lock_guard<std::mutex> lock(mu);
-    if (auto it = index.find(k); it != index.end()) {
-      lru.splice(lru.begin(), lru, it->second);
-      return it->second->second;
+  static auto& cache = *new PrimCache<ConvPrim>(kCacheSize);
+  return cache.get(key_of(g, ep), [&]() -> std::shared_ptr<ConvPrim> {
+    try {
+      return create_prim(g, ep);
+    } catch (const dnnl::error&) {
+      return nullptr;  // callers fall back
     }
-  }
-  std::shared_ptr<ConvPrim> p;
-  try {
-    p = create_prim(g, ep);
-  } catch (const dnnl::error&) {
-    // Left null: callers fall back.
-  }
-  std::lock_guard<std::mutex> lock(mu);
-  if (auto it = index.find(k); it != index.end()) return it->second->second;  // raced
-  lru.emplace_front(k, p);
-  index.emplace(std::move(k), lru.begin());
-  if (lru.size() > kCacheSize) {
-    index.erase(lru.back().first);
-    lru.pop_back();
-  }
-  return p;
+  });
 }
 
 dnnl::memory user_memory(const dnnl::memory::desc& md, const Tensor& t) {
@@ -274,7 +235,8 @@ dnnl::memory packed_weights(ConvPrim& p, const float* filter, size_t filter_byte
   Tensor reorder_scratch_buf;
   std::unordered_map<int, dnnl::memory> args = {{DNNL_ARG_FROM, user}, {DNNL_ARG_TO, wei}};
   if (p.reorder_scratch_bytes)
-    args.emplace(DNNL_ARG_SCRATCHPAD, dnnl_scratch_memory(reorder_scratch_buf, p.reorder_scratch_bytes));
+    args.emplace(DNNL_ARG_SCRATCHPAD,
+                 dnnl_scratch_memory(reorder_scratch_buf, p.reorder_scratch_bytes));
   p.wei_reorder->execute(s, args);
   s.wait();
   const int64_t bytes = static_cast<int64_t>(filter_bytes + holder.nbytes());
@@ -313,7 +275,8 @@ void run_prim(ConvPrim& p, const float* in, const dnnl::memory& wei, float* out,
                    user_memory(p.arg_md[j], *ep->args[a]));
   }
   Tensor scratch_buf;
-  if (p.scratch_bytes) args.emplace(DNNL_ARG_SCRATCHPAD, dnnl_scratch_memory(scratch_buf, p.scratch_bytes));
+  if (p.scratch_bytes)
+    args.emplace(DNNL_ARG_SCRATCHPAD, dnnl_scratch_memory(scratch_buf, p.scratch_bytes));
   p.conv.execute(s, args);
   s.wait();
 }
@@ -328,37 +291,23 @@ struct RowBlocks {
   int64_t rows = 0, per_image = 0;
 };
 
-// Measured on EfficientNetV2-S (docs/BENCHMARKS.md): smaller convolutions gain
-// nothing from a split; more blocks per thread balance no better.
-constexpr double kMinSplitMacs = 1 << 21;
-constexpr double kMinBlockMacs = 1 << 19;
+// Measured on EfficientNetV2-S (docs/BENCHMARKS.md): more blocks per thread
+// balance no better.
 constexpr int kBlocksPerThread = 4;
 
 RowBlocks row_blocks(const Geom& g) {
-  const double row_macs = static_cast<double>(g.ow) * static_cast<double>(g.oc) *
-                          static_cast<double>(g.kh * g.kw) * (g.depthwise ? 1.0 : g.c);
-  if (row_macs * static_cast<double>(g.n * g.oh) < kMinSplitMacs) return {};
+  const double macs = conv_macs(g);
+  if (macs < kMinSplitMacs) return {};
+  const double row_macs = macs / static_cast<double>(g.n * g.oh);
   const int threads = ThreadPool::global().num_threads();  // large work starts the pool
   if (threads <= 1) return {};
   const int64_t min_rows = static_cast<int64_t>(std::ceil(kMinBlockMacs / std::max(1.0, row_macs)));
-  const int64_t want = std::max<int64_t>(1, (threads * kBlocksPerThread + g.n - 1) / g.n);  // blocks per image
+  const int64_t want =
+      std::max<int64_t>(1, (threads * kBlocksPerThread + g.n - 1) / g.n);  // blocks per image
   RowBlocks b;
   b.rows = std::clamp<int64_t>((g.oh + want - 1) / want, std::min(min_rows, g.oh), g.oh);
   b.per_image = (g.oh + b.rows - 1) / b.rows;
   if (b.per_image * g.n < 2) return {};
-  return b;
-}
-
-// The convolution of output rows [r0, r1) of one image; `in_row` is its first input row.
-Geom block_geom(const Geom& g, int64_t r0, int64_t r1, int64_t& in_row) {
-  Geom b = g;
-  b.n = 1;
-  b.oh = r1 - r0;
-  const int64_t lo = r0 * g.sh - g.pt, hi = (r1 - 1) * g.sh - g.pt + (g.kh - 1) * g.dh + 1;
-  in_row = std::max<int64_t>(0, lo);
-  b.h = std::min(g.h, hi) - in_row;
-  b.pt = in_row - lo;
-  b.pb = hi - std::min(g.h, hi);
   return b;
 }
 
@@ -372,7 +321,7 @@ bool conv_blocks(const Geom& g, const RowBlocks& rb, const float* in, const floa
   auto kind = [&](int64_t k) { return k == 0 ? 0 : k == rb.per_image - 1 ? 2 : 1; };
   for (int64_t k : {int64_t{0}, std::min<int64_t>(1, rb.per_image - 1), rb.per_image - 1}) {
     int64_t in_row;
-    const Geom bg = block_geom(g, k * rb.rows, std::min(g.oh, (k + 1) * rb.rows), in_row);
+    const Geom bg = conv_row_block(g, k * rb.rows, std::min(g.oh, (k + 1) * rb.rows), in_row);
     if (bg.h <= 0) return false;
     auto& p = prims[kind(k)];
     p = cached_prim(bg, ep);
@@ -386,7 +335,7 @@ bool conv_blocks(const Geom& g, const RowBlocks& rb, const float* in, const floa
     for (int64_t t = t0; t < t1; ++t) {
       const int64_t img = t / rb.per_image, k = t % rb.per_image, r0 = k * rb.rows;
       int64_t in_row;
-      block_geom(g, r0, std::min(g.oh, r0 + rb.rows), in_row);
+      conv_row_block(g, r0, std::min(g.oh, r0 + rb.rows), in_row);
       run_prim(*prims[kind(k)], in + (img * g.h + in_row) * g.w * g.c, wei,
                out + (img * g.oh + r0) * g.ow * g.oc, ep);
     }

@@ -1,6 +1,8 @@
 // Convolution geometry and oneDNN plumbing shared by the convolution kernels.
 #include "conv_util.h"
 
+#include <algorithm>
+
 #include "ops/window.h"
 #include "threading.h"
 
@@ -38,6 +40,20 @@ ConvGeom conv_geometry(const KernelContext& c, const Shape& in, const Shape& f, 
   return g;
 }
 
+size_t ConvKeyHash::operator()(const ConvKey& k) const {
+  size_t h = 0;
+  auto mix = [&](int64_t v) { h = (h ^ static_cast<size_t>(v)) * 0x100000001b3ull; };
+  for (int64_t v : k.geom) mix(v);
+  for (int64_t v : k.extra) mix(v);
+  return h;
+}
+
+ConvKey conv_key(const ConvGeom& g) {
+  return {{g.n,  g.h,  g.w,  g.c,  g.kh, g.kw, g.oc, g.mult, g.oh,        g.ow,
+           g.sh, g.sw, g.dh, g.dw, g.pt, g.pl, g.pb, g.pr,   g.depthwise, library_threads()},
+          {}};
+}
+
 ConvDescs conv_descs(const ConvGeom& g) {
   using dt = dnnl::memory::data_type;
   using tag = dnnl::memory::format_tag;
@@ -57,6 +73,23 @@ ConvDescs conv_descs(const ConvGeom& g) {
     d.any_wei = dnnl::memory::desc(wdims, dt::f32, tag::any);
   }
   return d;
+}
+
+double conv_macs(const ConvGeom& g) {
+  return static_cast<double>(g.n * g.oh * g.ow) * static_cast<double>(g.oc) *
+         static_cast<double>(g.kh * g.kw) * (g.depthwise ? 1.0 : static_cast<double>(g.c));
+}
+
+ConvGeom conv_row_block(const ConvGeom& g, int64_t r0, int64_t r1, int64_t& in_row) {
+  ConvGeom b = g;
+  b.n = 1;
+  b.oh = r1 - r0;
+  const int64_t lo = r0 * g.sh - g.pt, hi = (r1 - 1) * g.sh - g.pt + (g.kh - 1) * g.dh + 1;
+  in_row = std::max<int64_t>(0, lo);
+  b.h = std::min(g.h, hi) - in_row;
+  b.pt = in_row - lo;
+  b.pb = hi - std::min(g.h, hi);
+  return b;
 }
 
 dnnl::engine& dnnl_engine() {

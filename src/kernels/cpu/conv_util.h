@@ -1,9 +1,16 @@
 // Internal: convolution geometry and oneDNN plumbing shared by the forward
 // (conv.cpp) and backward (conv_grad.cpp) convolution kernels.
 #pragma once
+#include <array>
 #include <cstddef>
 #include <cstdint>
+#include <list>
+#include <memory>
+#include <mutex>
 #include <oneapi/dnnl/dnnl.hpp>
+#include <unordered_map>
+#include <utility>
+#include <vector>
 
 #include "kiln/op.h"
 
@@ -15,12 +22,63 @@ namespace kiln::cpu {
 struct ConvGeom {
   int64_t n, h, w, c, kh, kw, oc, mult, oh, ow, sh, sw, dh, dw, pt, pl, pb, pr;
   bool depthwise;
+  bool operator==(const ConvGeom&) const = default;
 };
 
 /// The geometry of input shape `in` and filter shape `f` under the
 /// strides/padding/dilations attributes (indices 0, 1, 2) of `c`, which
 /// inference has validated.
 ConvGeom conv_geometry(const KernelContext& c, const Shape& in, const Shape& f, bool depthwise);
+
+/// A primitive cache key: the geometry, the OpenMP threads the primitive is
+/// created for (library_threads()), and `extra` (what else tells two apart).
+struct ConvKey {
+  std::array<int64_t, 20> geom;
+  std::vector<int64_t> extra;
+  bool operator==(const ConvKey&) const = default;
+};
+struct ConvKeyHash {
+  size_t operator()(const ConvKey& k) const;
+};
+ConvKey conv_key(const ConvGeom& g);
+
+/// A thread-safe LRU of primitives (a hash map over the recency list);
+/// nullptr (also kept) marks a configuration oneDNN does not implement.
+/// Leak instances on purpose (`*new`): they then outlive every static.
+template <typename Prim>
+class PrimCache {
+ public:
+  explicit PrimCache(size_t capacity) : capacity_(capacity) {}
+
+  /// The primitive of `k`; make() (run unlocked) creates one when absent.
+  template <typename Make>
+  std::shared_ptr<Prim> get(ConvKey k, Make make) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (auto it = index_.find(k); it != index_.end()) {
+        lru_.splice(lru_.begin(), lru_, it->second);
+        return it->second->second;
+      }
+    }
+    std::shared_ptr<Prim> p = make();
+    std::lock_guard<std::mutex> lock(mu_);
+    if (auto it = index_.find(k); it != index_.end()) return it->second->second;  // raced
+    lru_.emplace_front(k, p);
+    index_.emplace(std::move(k), lru_.begin());
+    if (lru_.size() > capacity_) {
+      index_.erase(lru_.back().first);
+      lru_.pop_back();
+    }
+    return p;
+  }
+
+ private:
+  using Entry = std::pair<ConvKey, std::shared_ptr<Prim>>;
+  size_t capacity_;
+  std::mutex mu_;
+  std::list<Entry> lru_;
+  std::unordered_map<ConvKey, typename std::list<Entry>::iterator, ConvKeyHash> index_;
+};
 
 /// oneDNN memory descriptors of a convolution: NHWC source and destination,
 /// the user's filter layout (TensorFlow's HWIO, or [kh, kw, c, mult] as
@@ -29,6 +87,19 @@ struct ConvDescs {
   dnnl::memory::desc src, dst, user_wei, any_wei;
 };
 ConvDescs conv_descs(const ConvGeom& g);
+
+/// Multiply-adds of one convolution.
+double conv_macs(const ConvGeom& g);
+
+/// Measured on EfficientNetV2-S (docs/BENCHMARKS.md): convolutions of fewer
+/// multiply-adds gain nothing from a split over kiln's pool; a block of a
+/// split one holds at least kMinBlockMacs.
+inline constexpr double kMinSplitMacs = 1 << 21;
+inline constexpr double kMinBlockMacs = 1 << 19;
+
+/// The convolution of output rows [r0, r1) of one image; `in_row` is its
+/// first input row (the rows its windows read, with the padding they need).
+ConvGeom conv_row_block(const ConvGeom& g, int64_t r0, int64_t r1, int64_t& in_row);
 
 /// The process-wide oneDNN CPU engine and this thread's stream.
 dnnl::engine& dnnl_engine();
