@@ -2,21 +2,21 @@
 // DepthwiseConv2dNativeBackpropInput/Filter (NHWC).
 // float32 runs on oneDNN's backward-data / backward-weights primitives
 // (cached by geometry; the HWIO filter is reordered to and from the layout
-// oneDNN prefers on every call). float64 and geometries oneDNN rejects use
-// direct loops written race-free: the input gradient gathers, per input
-// pixel, the output positions its window hits; the filter gradient is split
-// by filter row.
+// oneDNN prefers on every call). Large convolutions run as parts on kiln's
+// pool, each a single-threaded primitive (see "parts on kiln's pool").
+// float64 and geometries oneDNN rejects use direct loops written race-free:
+// the input gradient gathers, per input pixel, the output positions its
+// window hits; the filter gradient is split by filter row.
 #include <algorithm>
-#include <array>
 #include <cstring>
-#include <list>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <unordered_map>
+#include <vector>
 
 #include "conv_util.h"
 #include "kernel_util.h"
+#include "threading.h"
 
 namespace kiln::cpu {
 void bind_pool_grad_kernels(OpTableBuilder& t);  // pool_grad.cpp
@@ -82,93 +82,256 @@ std::shared_ptr<BwdPrim> create_bwd(const ConvGeom& g, bool weights) {
   return p;
 }
 
-struct BwdKey {
-  std::array<int64_t, 20> v;
-  bool operator==(const BwdKey&) const = default;
-};
+// Enough for a CNN's distinct geometries, the parts of split ones included
+// (up to four per large convolution).
+constexpr size_t kBwdCacheSize = 1024;
 
-constexpr size_t kBwdCacheSize = 128;
-
-// A small thread-safe LRU; nullptr (also cached) marks a configuration
-// oneDNN does not implement.
+// Primitives by geometry and kind.
 std::shared_ptr<BwdPrim> cached_bwd(const ConvGeom& g, bool weights) {
-  static std::mutex mu;
-  // Leaked on purpose: outlives every static, so exit order never matters.
-  static auto& lru = *new std::list<std::pair<BwdKey, std::shared_ptr<BwdPrim>>>;
-  const BwdKey k{{g.n,  g.h,  g.w,  g.c,  g.kh, g.kw, g.oc, g.mult, g.oh,        g.ow,
-                  g.sh, g.sw, g.dh, g.dw, g.pt, g.pl, g.pb, g.pr,   g.depthwise, weights}};
-  {
-    std::lock_guard<std::mutex> lock(mu);
-    for (auto it = lru.begin(); it != lru.end(); ++it)
-      if (it->first == k) {
-        lru.splice(lru.begin(), lru, it);
-        return lru.front().second;
-      }
-  }
-  std::shared_ptr<BwdPrim> p;
-  try {
-    p = create_bwd(g, weights);
-  } catch (const dnnl::error&) {
-    // Left null: callers fall back to the loops.
-  }
-  std::lock_guard<std::mutex> lock(mu);
-  lru.emplace_front(k, p);
-  if (lru.size() > kBwdCacheSize) lru.pop_back();
-  return p;
+  static auto& cache = *new PrimCache<BwdPrim>(kBwdCacheSize);
+  ConvKey k = conv_key(g);
+  k.extra.push_back(weights);
+  return cache.get(std::move(k), [&]() -> std::shared_ptr<BwdPrim> {
+    try {
+      return create_bwd(g, weights);
+    } catch (const dnnl::error&) {
+      return nullptr;  // callers fall back to the loops
+    }
+  });
 }
 
-void run_reorder(const BwdPrim& p, const dnnl::memory& from, const dnnl::memory& to) {
+// Runs `prim` with `args` and a scratchpad of `scratch_bytes` on this thread's stream.
+void execute(const dnnl::primitive& prim, size_t scratch_bytes,
+             std::unordered_map<int, dnnl::memory> args) {
   Tensor scratch;
-  std::unordered_map<int, dnnl::memory> args = {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}};
-  if (p.reorder_scratch_bytes)
-    args.emplace(DNNL_ARG_SCRATCHPAD, dnnl_scratch_memory(scratch, p.reorder_scratch_bytes));
-  p.reorder->execute(dnnl_stream(), args);
+  if (scratch_bytes) args.emplace(DNNL_ARG_SCRATCHPAD, dnnl_scratch_memory(scratch, scratch_bytes));
+  dnnl::stream& s = dnnl_stream();
+  prim.execute(s, args);
+  s.wait();
+}
+
+dnnl::memory mem(const dnnl::memory::desc& md, const float* data) {
+  return dnnl::memory(md, dnnl_engine(), const_cast<float*>(data));
+}
+
+// ---- parts on kiln's pool ----
+// A large backward convolution runs as parts, each a single-threaded primitive
+// taken dynamically by kiln's pool (as the forward's row blocks, conv.cpp): no
+// OpenMP team spins on a busy machine. Backward data splits dx: whole-image
+// blocks when the batch has two images per thread, else blocks of dx rows
+// (each reads the dy rows whose windows touch it), four parts per thread.
+// Backward weights splits the sum over dy: whole-image blocks, else the
+// forward's row blocks, each into its own partial filter gradient (two per
+// thread, fewer for large filters), summed in parallel and reordered once.
+// Small ones run one single-threaded primitive; OpenMP is the last resort (a
+// part oneDNN rejects, or parts that disagree on the weights layout).
+// Why (bench_grad BM_ConvBackprop, 2 cores): idle as fast as one OpenMP
+// primitive; beside two busy processes, 1x56x56x64 3x3 dx 16 -> 5 ms and df
+// 19 -> 8 ms (row parts), depthwise 8x56x56x64 dx 8 -> 2.5 ms (image parts).
+
+constexpr int kDataPartsPerThread = 4;
+constexpr int kWeightPartsPerThread = 2;
+// Partial filter gradients cost a pass over the filter each: at most
+// macs / (filter elements * kMacsPerSummed) of them.
+constexpr double kMacsPerSummed = 128;
+
+// One part: its convolution, where its rows start in x (or dx) and dy
+// (elements), and its primitive.
+struct Part {
+  ConvGeom g;
+  int64_t x_off = 0, dy_off = 0;
+  std::shared_ptr<BwdPrim> prim;
+};
+
+double filter_elements(const ConvGeom& g) {
+  return static_cast<double>(g.kh * g.kw * g.c * (g.depthwise ? g.mult : g.oc));
+}
+
+// Blocks of whole images, at most `count`.
+std::vector<Part> image_parts(const ConvGeom& g, int64_t count) {
+  const int64_t per = (g.n + count - 1) / count;
+  std::vector<Part> parts;
+  for (int64_t i = 0; i < g.n; i += per) {
+    Part& q = parts.emplace_back(Part{g, i * g.h * g.w * g.c, i * g.oh * g.ow * g.oc, nullptr});
+    q.g.n = std::min(per, g.n - i);
+  }
+  return parts;
+}
+
+// Blocks of dy rows of single images (as the forward's, of even sizes), at
+// most `count`; each reads the x rows its windows touch.
+std::vector<Part> output_row_parts(const ConvGeom& g, int64_t count) {
+  const int64_t per_image = std::min(g.oh, std::max<int64_t>(1, count / g.n));
+  std::vector<Part> parts;
+  for (int64_t i = 0; i < g.n; ++i)
+    for (int64_t k = 0; k < per_image; ++k) {
+      const int64_t r0 = k * g.oh / per_image, r1 = (k + 1) * g.oh / per_image;
+      int64_t x_row;
+      const ConvGeom b = conv_row_block(g, r0, r1, x_row);
+      if (b.h <= 0) return {};
+      parts.push_back(
+          Part{b, (i * g.h + x_row) * g.w * g.c, (i * g.oh + r0) * g.ow * g.oc, nullptr});
+    }
+  return parts;
+}
+
+// The first dy row whose window reaches x row `h`.
+int64_t first_dy_row(const ConvGeom& g, int64_t h) {
+  const int64_t reach = (g.kh - 1) * g.dh;  // a window's rows past its first
+  return std::max<int64_t>(0, (h + g.pt - reach + g.sh - 1) / g.sh);
+}
+
+// dx rows [h0, h1) of one image as a convolution of their own: the dy rows
+// whose windows touch them, from `dy_row`, with the padding that places those
+// windows (never negative when h0 is 0 or a window's first row).
+ConvGeom data_rows(const ConvGeom& g, int64_t h0, int64_t h1, int64_t& dy_row) {
+  ConvGeom b = g;
+  b.n = 1;
+  dy_row = first_dy_row(g, h0);
+  b.h = h1 - h0;
+  b.oh = std::min(g.oh, (h1 - 1 + g.pt) / g.sh + 1) - dy_row;
+  b.pt = g.pt + h0 - dy_row * g.sh;
+  b.pb = std::max<int64_t>(0, (b.oh - 1) * g.sh + (g.kh - 1) * g.dh + 1 - b.h - b.pt);
+  return b;
+}
+
+// Blocks of dx rows of single images, about `count`, of even sizes: every
+// block but the first starts at a window's first row (a stride multiple past -pt).
+std::vector<Part> input_row_parts(const ConvGeom& g, int64_t count) {
+  const int64_t per_image = (count + g.n - 1) / g.n;
+  const int64_t starts = (g.h + g.pt + g.sh - 1) / g.sh;  // window starts before row h
+  std::vector<Part> parts;
+  for (int64_t i = 0; i < g.n; ++i)
+    for (int64_t k = 1, h0 = 0, h1; h0 < g.h; ++k, h0 = h1) {
+      h1 = k >= per_image ? g.h : std::clamp(k * starts / per_image * g.sh - g.pt, h0, g.h);
+      if (h1 == h0) continue;
+      if (first_dy_row(g, h1) >= g.oh) h1 = g.h;  // rows no window reads join this block
+      int64_t dy_row;
+      const ConvGeom b = data_rows(g, h0, h1, dy_row);
+      parts.push_back(
+          Part{b, (i * g.h + h0) * g.w * g.c, (i * g.oh + dy_row) * g.ow * g.oc, nullptr});
+    }
+  return parts;
+}
+
+// The parts of g's backward data (or weights); empty when too small to split.
+std::vector<Part> split(const ConvGeom& g, bool weights) {
+  const double macs = conv_macs(g);
+  if (macs < kMinSplitMacs) return {};
+  const int threads = ThreadPool::global().num_threads();  // large work starts the pool
+  double want = threads * (weights ? kWeightPartsPerThread : kDataPartsPerThread);
+  want = std::min(want, macs / kMinBlockMacs);
+  if (weights) want = std::min(want, macs / (filter_elements(g) * kMacsPerSummed));
+  const auto count = static_cast<int64_t>(want);
+  if (threads <= 1 || count < 2) return {};
+  std::vector<Part> parts = g.n >= std::min<int64_t>(2 * threads, count) ? image_parts(g, count)
+                            : weights ? output_row_parts(g, count)
+                                      : input_row_parts(g, count);
+  if (parts.size() < 2) parts.clear();
+  return parts;
+}
+
+// Looks up each part's primitive; false when one has none or the parts
+// disagree on the weights layout.
+bool find_prims(std::vector<Part>& parts, bool weights) {
+  for (size_t i = 0; i < parts.size(); ++i) {
+    Part& q = parts[i];
+    q.prim = i && q.g == parts[i - 1].g ? parts[i - 1].prim : cached_bwd(q.g, weights);
+    if (!q.prim || q.prim->wei_md != parts[0].prim->wei_md) return false;
+  }
+  return true;
+}
+
+// fn(i) for each of n parts: on this thread when one, else on kiln's pool
+// with oneDNN single-threaded.
+template <typename F>
+void for_parts(size_t n, F fn) {
+  if (n == 1) return fn(0);
+  parallel_for(static_cast<int64_t>(n), 1, [&](int64_t t0, int64_t t1) {
+    LibrariesSingleThreaded single;
+    for (int64_t t = t0; t < t1; ++t) fn(t);
+  });
+}
+
+// Runs g's backward data (or weights) as run(parts): split on kiln's pool, or
+// one single-threaded primitive when small, or one on oneDNN's OpenMP team as
+// the last resort; false when oneDNN has no implementation.
+template <typename Run>
+bool run_onednn(const ConvGeom& g, bool weights, Run run) {
+  {
+    LibrariesSingleThreaded single;  // primitives created for single-threaded parts
+    std::vector<Part> parts = split(g, weights);
+    const bool small = parts.empty();
+    if (small) parts.push_back(Part{g, 0, 0, nullptr});
+    if (find_prims(parts, weights)) {
+      run(parts);
+      return true;
+    }
+    if (small) return false;
+  }
+  std::vector<Part> whole{Part{g, 0, 0, nullptr}};
+  if (!find_prims(whole, weights)) return false;
+  run(whole);
+  return true;
 }
 
 // dx from (filter, dy); false when oneDNN has no implementation.
 bool backprop_input_onednn(const ConvGeom& g, const float* f, const float* dy, float* dx) {
-  const std::shared_ptr<BwdPrim> p = cached_bwd(g, false);
-  if (!p) return false;
-  const dnnl::engine& e = dnnl_engine();
-  dnnl::stream& s = dnnl_stream();
-  dnnl::memory wei(p->user_wei_md, e, const_cast<float*>(f));
-  Tensor wei_buf, scratch;
-  if (p->reorder) {
-    dnnl::memory packed(p->wei_md, e, dnnl_scratch(wei_buf, p->wei_md.get_size()));
-    run_reorder(*p, wei, packed);
-    wei = packed;
-  }
-  std::unordered_map<int, dnnl::memory> args = {
-      {DNNL_ARG_DIFF_DST, dnnl::memory(p->dst_md, e, const_cast<float*>(dy))},
-      {DNNL_ARG_WEIGHTS, wei},
-      {DNNL_ARG_DIFF_SRC, dnnl::memory(p->src_md, e, dx)}};
-  if (p->scratch_bytes)
-    args.emplace(DNNL_ARG_SCRATCHPAD, dnnl_scratch_memory(scratch, p->scratch_bytes));
-  p->prim.execute(s, args);
-  s.wait();
-  return true;
+  return run_onednn(g, false, [&](const std::vector<Part>& parts) {
+    const BwdPrim& p0 = *parts[0].prim;
+    Tensor packed;
+    const float* wei = f;
+    if (p0.reorder) {
+      wei = static_cast<float*>(dnnl_scratch(packed, p0.wei_md.get_size()));
+      execute(*p0.reorder, p0.reorder_scratch_bytes,
+              {{DNNL_ARG_FROM, mem(p0.user_wei_md, f)}, {DNNL_ARG_TO, mem(p0.wei_md, wei)}});
+    }
+    for_parts(parts.size(), [&](int64_t i) {
+      const Part& q = parts[i];
+      execute(q.prim->prim, q.prim->scratch_bytes,
+              {{DNNL_ARG_DIFF_DST, mem(q.prim->dst_md, dy + q.dy_off)},
+               {DNNL_ARG_WEIGHTS, mem(q.prim->wei_md, wei)},
+               {DNNL_ARG_DIFF_SRC, mem(q.prim->src_md, dx + q.x_off)}});
+    });
+  });
+}
+
+// out[i] = the sum over j < n of partial[j * stride + i], for i < size, in
+// parallel over i (out may be partial).
+void sum_partials(const float* partial, int64_t n, int64_t stride, int64_t size, float* out) {
+  parallel_for(size, 1 << 14, [&](int64_t i0, int64_t i1) {
+    if (out != partial) std::copy(partial + i0, partial + i1, out + i0);
+    for (int64_t j = 1; j < n; ++j) {
+      const float* p = partial + j * stride;
+      for (int64_t i = i0; i < i1; ++i) out[i] += p[i];
+    }
+  });
 }
 
 // df from (x, dy); false when oneDNN has no implementation.
 bool backprop_filter_onednn(const ConvGeom& g, const float* x, const float* dy, float* df) {
-  const std::shared_ptr<BwdPrim> p = cached_bwd(g, true);
-  if (!p) return false;
-  const dnnl::engine& e = dnnl_engine();
-  dnnl::stream& s = dnnl_stream();
-  const dnnl::memory user(p->user_wei_md, e, df);
-  Tensor wei_buf, scratch;
-  const dnnl::memory wei =
-      p->reorder ? dnnl::memory(p->wei_md, e, dnnl_scratch(wei_buf, p->wei_md.get_size())) : user;
-  std::unordered_map<int, dnnl::memory> args = {
-      {DNNL_ARG_SRC, dnnl::memory(p->src_md, e, const_cast<float*>(x))},
-      {DNNL_ARG_DIFF_DST, dnnl::memory(p->dst_md, e, const_cast<float*>(dy))},
-      {DNNL_ARG_DIFF_WEIGHTS, wei}};
-  if (p->scratch_bytes)
-    args.emplace(DNNL_ARG_SCRATCHPAD, dnnl_scratch_memory(scratch, p->scratch_bytes));
-  p->prim.execute(s, args);
-  if (p->reorder) run_reorder(*p, wei, user);
-  s.wait();
-  return true;
+  return run_onednn(g, true, [&](const std::vector<Part>& parts) {
+    const BwdPrim& p0 = *parts[0].prim;
+    const auto n = static_cast<int64_t>(parts.size());
+    const auto size = static_cast<int64_t>(p0.wei_md.get_size() / sizeof(float));
+    const int64_t stride = (size + 15) / 16 * 16;  // 64-byte aligned partials
+    Tensor buf;
+    float* partial = n == 1 && !p0.reorder
+                         ? df
+                         : static_cast<float*>(
+                               dnnl_scratch(buf, static_cast<size_t>(n * stride) * sizeof(float)));
+    for_parts(parts.size(), [&](int64_t i) {
+      const Part& q = parts[i];
+      execute(q.prim->prim, q.prim->scratch_bytes,
+              {{DNNL_ARG_SRC, mem(q.prim->src_md, x + q.x_off)},
+               {DNNL_ARG_DIFF_DST, mem(q.prim->dst_md, dy + q.dy_off)},
+               {DNNL_ARG_DIFF_WEIGHTS, mem(q.prim->wei_md, partial + i * stride)}});
+    });
+    if (n > 1) sum_partials(partial, n, stride, size, p0.reorder ? partial : df);
+    if (p0.reorder)
+      execute(*p0.reorder, p0.reorder_scratch_bytes,
+              {{DNNL_ARG_FROM, mem(p0.wei_md, partial)}, {DNNL_ARG_TO, mem(p0.user_wei_md, df)}});
+  });
 }
 
 // ---- direct loops ----

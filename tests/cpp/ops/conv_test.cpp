@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <filesystem>
+#include <iterator>
 #include <limits>
 #include <string>
 #include <thread>
@@ -546,31 +548,75 @@ Backprop run_backprop(const ConvCase& p, bool depthwise, const Tensor& x, const 
           conv2d_backprop_filter(x, sizes_of(f.shape()), dy, st, pad, dl)};
 }
 
+// The float64 gradients are adjoints of the forward op; float32 (oneDNN) is
+// within 1e-4 of them.
+void check_backprop(const ConvCase& p, bool depthwise) {
+  SCOPED_TRACE(::testing::Message()
+               << (depthwise ? "depthwise" : "conv") << " N" << p.n << " H" << p.h << " W" << p.w
+               << " C" << p.c << " k" << p.kh << "x" << p.kw << " oc/mult " << p.oc << " s" << p.sh
+               << "," << p.sw << " d" << p.dh << "," << p.dw << (p.same ? " SAME" : " VALID"));
+  const Shape xs{p.n, p.h, p.w, p.c}, fs{p.kh, p.kw, p.c, p.oc};
+  const Tensor x = Tensor::from_vector(wave<double>(xs.num_elements(), 0.7), xs);
+  const Tensor f = Tensor::from_vector(wave<double>(fs.num_elements(), 1.3), fs);
+  const Tensor y = run_conv(p, depthwise, x, f, 2);
+  const Tensor dy = Tensor::from_vector(wave<double>(y.shape().num_elements(), 0.45), y.shape());
+  const Backprop b = run_backprop(p, depthwise, x, f, dy);
+  ASSERT_EQ(b.dx.shape(), xs);
+  ASSERT_EQ(b.df.shape(), fs);
+  const double want = dot(y, dy);
+  EXPECT_NEAR(dot(x, b.dx), want, 1e-10 * (1 + std::fabs(want)));
+  EXPECT_NEAR(dot(f, b.df), want, 1e-10 * (1 + std::fabs(want)));
+  const Backprop b32 = run_backprop(p, depthwise, cast(x, DType::kFloat32),
+                                    cast(f, DType::kFloat32), cast(dy, DType::kFloat32));
+  expect_tensor_near<float>(b32.dx, xs, cast(b.dx, DType::kFloat32).to_vector<float>(), 1e-4);
+  expect_tensor_near<float>(b32.df, fs, cast(b.df, DType::kFloat32).to_vector<float>(), 1e-4);
+}
+
 TEST(ConvBackprop, AdjointsAndFloat32) {
   for (bool depthwise : {false, true})
-    for (const ConvCase& p : conv_cases()) {
-      SCOPED_TRACE(::testing::Message()
-                   << (depthwise ? "depthwise" : "conv") << " N" << p.n << " H" << p.h << " W"
-                   << p.w << " C" << p.c << " k" << p.kh << "x" << p.kw << " oc/mult " << p.oc
-                   << " s" << p.sh << "," << p.sw << " d" << p.dh << "," << p.dw
-                   << (p.same ? " SAME" : " VALID"));
-      const Shape xs{p.n, p.h, p.w, p.c}, fs{p.kh, p.kw, p.c, p.oc};
-      const Tensor x = Tensor::from_vector(wave<double>(xs.num_elements(), 0.7), xs);
-      const Tensor f = Tensor::from_vector(wave<double>(fs.num_elements(), 1.3), fs);
-      const Tensor y = run_conv(p, depthwise, x, f, 2);
-      const Tensor dy =
-          Tensor::from_vector(wave<double>(y.shape().num_elements(), 0.45), y.shape());
-      const Backprop b = run_backprop(p, depthwise, x, f, dy);
-      ASSERT_EQ(b.dx.shape(), xs);
-      ASSERT_EQ(b.df.shape(), fs);
-      const double want = dot(y, dy);
-      EXPECT_NEAR(dot(x, b.dx), want, 1e-10 * (1 + std::fabs(want)));
-      EXPECT_NEAR(dot(f, b.df), want, 1e-10 * (1 + std::fabs(want)));
-      const Backprop b32 = run_backprop(p, depthwise, cast(x, DType::kFloat32),
-                                        cast(f, DType::kFloat32), cast(dy, DType::kFloat32));
-      expect_tensor_near<float>(b32.dx, xs, cast(b.dx, DType::kFloat32).to_vector<float>(), 1e-4);
-      expect_tensor_near<float>(b32.df, fs, cast(b.df, DType::kFloat32).to_vector<float>(), 1e-4);
-    }
+    for (const ConvCase& p : conv_cases()) check_backprop(p, depthwise);
+}
+
+// Large enough to run as parts on the pool (4 threads): blocks of dx rows or
+// dy rows of single images below a batch of 8, blocks of whole images from 8.
+TEST(ConvBackprop, PartsOnThePool) {
+  const std::vector<ConvCase> cases = {
+      {1, 57, 31, 16, 3, 3, 32, 1, 1, 1, 1, true},
+      {3, 41, 23, 16, 3, 3, 24, 2, 2, 1, 1, true},  // stride 2
+      {8, 19, 17, 16, 3, 3, 16, 1, 1, 1, 1, false},
+      {9, 21, 17, 16, 3, 3, 16, 2, 1, 1, 1, true},   // uneven last block of images
+      {1, 50, 30, 16, 5, 3, 24, 1, 1, 2, 2, false},  // dilation 2
+      {3, 92, 65, 16, 1, 1, 64, 2, 2, 1, 1,
+       false},  // stride past the window: a row no window reads
+      {1, 97, 64, 16, 2, 2, 64, 3, 3, 1, 1, false},  // ... two rows
+  };
+  for (const ConvCase& p : cases) check_backprop(p, false);
+  // Depthwise (multiplier 1, oneDNN's depthwise kernels), and the cases above with multipliers.
+  const std::vector<ConvCase> depthwise = {
+      {1, 112, 96, 32, 3, 3, 1, 1, 1, 1, 1, true},
+      {8, 48, 48, 64, 3, 3, 1, 2, 2, 1, 1, true},
+      {3, 64, 64, 32, 5, 5, 1, 1, 1, 2, 2, true},
+      {9, 40, 40, 64, 3, 3, 1, 1, 1, 1, 1, false},
+  };
+  for (const ConvCase& p : depthwise) check_backprop(p, true);
+  for (const ConvCase& p : cases) check_backprop(p, true);
+}
+
+// They run on the pool's threads alone: no OpenMP team joins them.
+TEST(ConvBackprop, AddNoThreadsBeyondThePool) {
+  auto threads = [] {
+    return std::distance(std::filesystem::directory_iterator("/proc/self/task"),
+                         std::filesystem::directory_iterator{});
+  };
+  const auto before = threads();
+  for (bool depthwise : {false, true}) {
+    const ConvCase p{2, 40, 40, 32, 3, 3, depthwise ? 1 : 32, 1, 1, 1, 1, true};
+    const Shape xs{p.n, p.h, p.w, p.c}, fs{p.kh, p.kw, p.c, p.oc};
+    const Tensor x = Tensor::from_vector(wave<float>(xs.num_elements(), 0.7), xs);
+    const Tensor f = Tensor::from_vector(wave<float>(fs.num_elements(), 1.3), fs);
+    run_backprop(p, depthwise, x, f, run_conv(p, depthwise, x, f, 2));
+  }
+  EXPECT_LE(threads() - before, 3);
 }
 
 // A 3x3 all-ones kernel, stride 2, SAME on 4x4 (pads 0 before, 1 after): the

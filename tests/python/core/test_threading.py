@@ -1,6 +1,7 @@
 """One thread budget (kiln.config.threading): the pool's size is every thread kiln
-adds, oneDNN's convolutions and OpenBLAS's products included; OMP_NUM_THREADS is the
-default budget; functions called from several Python threads stay correct.
+adds, oneDNN's convolutions (forward and backward) and OpenBLAS's products included;
+OMP_NUM_THREADS is the default budget; functions called from several Python threads stay
+correct.
 
 The thread counts are read in fresh processes (the pool's size is fixed once it starts).
 """
@@ -32,6 +33,11 @@ for _ in range(3):
     tf.nn.depthwise_conv2d(x, tf.ones([3, 3, 32, 1]), [1, 1, 1, 1], "SAME").numpy()
     tf.matmul(a, a, transpose_b=True).numpy()
     tf.nn.softmax(a).numpy()
+    with tf.GradientTape() as tape:  # the convolutions' backward kernels
+        tape.watch([x, f])
+        y = tf.nn.conv2d(x, f, 1, "SAME")
+        y += tf.nn.depthwise_conv2d(x, f[:, :, :, :1], [1, 1, 1, 1], "SAME")
+    [g.numpy() for g in tape.gradient(y, [x, f])]
 print(tf.config.threading.get_intra_op_parallelism_threads(), tf._kiln._pool_threads(),
       threads() - before)
 """
