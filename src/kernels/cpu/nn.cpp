@@ -97,80 +97,85 @@ inline void stream_row_plain(const float* a, float s, float* o, int64_t n) {
 #define KILN_STREAM_ROW_BASE stream_row_plain
 #endif
 
-#define KILN_SOFTMAX_ROW(name, attrs, streamer)                                              \
-  template <typename T, bool kLog>                                                           \
-  attrs void name(const T* x, T* o, int64_t n, bool stream) {                                \
-    using fn::detail::select;                                                                \
-    const int64_t full = n - n % kLanes;                                                     \
-    /* max, min, and sum(x * 0): 0 when finite, NaN for inf/NaN */                           \
-    T hi[kLanes], lo[kLanes], chk[kLanes];                                                   \
-    std::fill(hi, hi + kLanes, -std::numeric_limits<T>::infinity());                         \
-    std::fill(lo, lo + kLanes, std::numeric_limits<T>::infinity());                          \
-    std::fill(chk, chk + kLanes, T(0));                                                      \
-    for (int64_t i = 0; i < full; i += kLanes)                                               \
-      _Pragma("omp simd") for (int64_t j = 0; j < kLanes; ++j) {                             \
-        const T v = x[i + j];                                                                \
-        hi[j] = v > hi[j] ? v : hi[j];                                                       \
-        lo[j] = v < lo[j] ? v : lo[j];                                                       \
-        chk[j] += v * T(0);                                                                  \
-      }                                                                                      \
-    T m = hi[0], mn = lo[0], ck = chk[0];                                                    \
-    for (int64_t j = 1; j < kLanes; ++j) {                                                   \
-      m = select(hi[j] > m, hi[j], m);                                                       \
-      mn = select(lo[j] < mn, lo[j], mn);                                                    \
-      ck += chk[j];                                                                          \
-    }                                                                                        \
-    for (int64_t i = full; i < n; ++i) {                                                     \
-      m = select(x[i] > m, x[i], m);                                                         \
-      mn = select(x[i] < mn, x[i], mn);                                                      \
-      ck += x[i] * T(0);                                                                     \
-    }                                                                                        \
-    bool normal = false;                                                                     \
-    if constexpr (std::is_same_v<T, float>)                                                  \
-      normal = ck == 0 && mn - m >= fn::detail::kExpNormalLo;                                \
-    T* lane = chk;                                                                           \
-    std::fill(lane, lane + kLanes, T(0));                                                    \
-    T sum = 0;                                                                               \
-    /* exp(x - m) in chunks: into o (softmax), or a stack buffer (log-softmax, whose */      \
-    /* last pass reads x again, and o may be x's own buffer; a streamed softmax row) */      \
-    alignas(64) T buf[kStreamRow];                                                           \
-    for (int64_t c = 0; c < n; c += kChunk) {                                                \
-      const int64_t len = std::min(kChunk, n - c);                                           \
-      T* e = kLog ? buf : stream ? buf + c : o + c;                                          \
-      /* the next row's lines load while this one computes (past the end: harmless) */       \
-      for (int64_t i = 0; i < len; i += 64 / sizeof(T)) __builtin_prefetch(x + n + c + i);   \
-      if constexpr (std::is_same_v<T, float>) {                                              \
-        if (normal) { /* exp and the sum in one pass, in the order of the loop below */      \
-          const int64_t lfull = len - len % kLanes;                                          \
-          for (int64_t i = 0; i < lfull; i += kLanes)                                        \
-            _Pragma("omp simd") for (int64_t j = 0; j < kLanes; ++j) {                       \
-              const T v = fn::detail::exp_f32_normal(x[c + i + j] - m);                      \
-              e[i + j] = v;                                                                  \
-              lane[j] += v;                                                                  \
-            }                                                                                \
-          for (int64_t i = lfull; i < len; ++i)                                              \
-            sum += e[i] = fn::detail::exp_f32_normal(x[c + i] - m);                          \
-          continue;                                                                          \
-        }                                                                                    \
-      }                                                                                      \
-      _Pragma("GCC ivdep") for (int64_t i = 0; i < len; ++i) e[i] = fn::Exp{}(x[c + i] - m); \
-      const int64_t lfull = len - len % kLanes;                                              \
-      for (int64_t i = 0; i < lfull; i += kLanes)                                            \
-        _Pragma("omp simd") for (int64_t j = 0; j < kLanes; ++j) lane[j] += e[i + j];        \
-      for (int64_t i = lfull; i < len; ++i) sum += e[i];                                     \
-    }                                                                                        \
-    for (int64_t j = 0; j < kLanes; ++j) sum += lane[j];                                     \
-    if constexpr (kLog) {                                                                    \
-      const T shift = m + std::log(sum);                                                     \
-      if constexpr (std::is_same_v<T, float>)                                                \
-        if (stream) return streamer<false>(x, shift, o, n);                                  \
-      _Pragma("GCC ivdep") for (int64_t i = 0; i < n; ++i) o[i] = x[i] - shift;              \
-    } else {                                                                                 \
-      const T inv = T(1) / sum;                                                              \
-      if constexpr (std::is_same_v<T, float>)                                                \
-        if (stream) return streamer<true>(buf, inv, o, n);                                   \
-      _Pragma("GCC ivdep") for (int64_t i = 0; i < n; ++i) o[i] *= inv;                      \
-    }                                                                                        \
+// exp_f32_normal as a functor (float rows in the normal range only).
+struct ExpNormal {
+  float operator()(float x) const { return fn::detail::exp_f32_normal(x); }
+  double operator()(double x) const { return fn::Exp{}(x); }  // never chosen: no double fast path
+};
+
+// e[i] = f(x[i] - m) for one chunk, summed on the way into the 16 lanes (and the
+// tail into sum) in one pass. Inlined into each clone.
+template <typename T, typename F>
+__attribute__((always_inline)) inline void exp_sum_chunk(const T* x, T m, T* e, int64_t len,
+                                                         T* lane, T& sum, F f) {
+  const int64_t full = len - len % kLanes;
+  for (int64_t i = 0; i < full; i += kLanes)
+#pragma omp simd
+    for (int64_t j = 0; j < kLanes; ++j) {
+      const T v = f(x[i + j] - m);
+      e[i + j] = v;
+      lane[j] += v;
+    }
+  for (int64_t i = full; i < len; ++i) sum += e[i] = f(x[i] - m);
+}
+
+#define KILN_SOFTMAX_ROW(name, attrs, streamer)                                                    \
+  template <typename T, bool kLog>                                                                 \
+  attrs void name(const T* x, T* o, int64_t n, bool stream) {                                      \
+    using fn::detail::select;                                                                      \
+    const int64_t full = n - n % kLanes;                                                           \
+    /* max, min, and sum(x * 0): 0 when finite, NaN for inf/NaN */                                 \
+    T hi[kLanes], lo[kLanes], chk[kLanes];                                                         \
+    std::fill(hi, hi + kLanes, -std::numeric_limits<T>::infinity());                               \
+    std::fill(lo, lo + kLanes, std::numeric_limits<T>::infinity());                                \
+    std::fill(chk, chk + kLanes, T(0));                                                            \
+    for (int64_t i = 0; i < full; i += kLanes)                                                     \
+      _Pragma("omp simd") for (int64_t j = 0; j < kLanes; ++j) {                                   \
+        const T v = x[i + j];                                                                      \
+        hi[j] = v > hi[j] ? v : hi[j];                                                             \
+        lo[j] = v < lo[j] ? v : lo[j];                                                             \
+        chk[j] += v * T(0);                                                                        \
+      }                                                                                            \
+    T m = hi[0], mn = lo[0], ck = chk[0];                                                          \
+    for (int64_t j = 1; j < kLanes; ++j) {                                                         \
+      m = select(hi[j] > m, hi[j], m);                                                             \
+      mn = select(lo[j] < mn, lo[j], mn);                                                          \
+      ck += chk[j];                                                                                \
+    }                                                                                              \
+    for (int64_t i = full; i < n; ++i) {                                                           \
+      m = select(x[i] > m, x[i], m);                                                               \
+      mn = select(x[i] < mn, x[i], mn);                                                            \
+      ck += x[i] * T(0);                                                                           \
+    }                                                                                              \
+    const bool normal = std::is_same_v<T, float> && ck == 0 && mn - m >= fn::detail::kExpNormalLo; \
+    T* lane = chk;                                                                                 \
+    std::fill(lane, lane + kLanes, T(0));                                                          \
+    T sum = 0;                                                                                     \
+    /* exp(x - m) in chunks: into o (softmax), or a stack buffer (log-softmax, whose */            \
+    /* last pass reads x again, and o may be x's own buffer; a streamed softmax row) */            \
+    alignas(64) T buf[kStreamRow];                                                                 \
+    for (int64_t c = 0; c < n; c += kChunk) {                                                      \
+      const int64_t len = std::min(kChunk, n - c);                                                 \
+      T* e = kLog ? buf : stream ? buf + c : o + c;                                                \
+      /* the next row's lines load while this one computes (past the end: harmless) */             \
+      for (int64_t i = 0; i < len; i += 64 / sizeof(T)) __builtin_prefetch(x + n + c + i);         \
+      if (normal)                                                                                  \
+        exp_sum_chunk(x + c, m, e, len, lane, sum, ExpNormal{});                                   \
+      else                                                                                         \
+        exp_sum_chunk(x + c, m, e, len, lane, sum, fn::Exp{});                                     \
+    }                                                                                              \
+    for (int64_t j = 0; j < kLanes; ++j) sum += lane[j];                                           \
+    if constexpr (kLog) {                                                                          \
+      const T shift = m + std::log(sum);                                                           \
+      if constexpr (std::is_same_v<T, float>)                                                      \
+        if (stream) return streamer<false>(x, shift, o, n);                                        \
+      _Pragma("GCC ivdep") for (int64_t i = 0; i < n; ++i) o[i] = x[i] - shift;                    \
+    } else {                                                                                       \
+      const T inv = T(1) / sum;                                                                    \
+      if constexpr (std::is_same_v<T, float>)                                                      \
+        if (stream) return streamer<true>(buf, inv, o, n);                                         \
+      _Pragma("GCC ivdep") for (int64_t i = 0; i < n; ++i) o[i] *= inv;                            \
+    }                                                                                              \
   }
 KILN_SOFTMAX_ROW(softmax_row, , KILN_STREAM_ROW_BASE)
 #ifdef KILN_X86_CLONES
