@@ -14,6 +14,7 @@
 #include <set>
 
 #include "emit_util.h"
+#include "kernels/cpu/functors.h"
 #include "kiln/dtype.h"
 
 namespace kiln::jit::detail {
@@ -108,6 +109,70 @@ Plan plan(const Kernel& k) {
   return p;
 }
 
+// Softmax's exp(x - max(x)) on float32 rows: every argument lies in
+// [min(x) - max(x), 0]. When that is inside exp_f32_normal's range (no -inf
+// masks; NaN and inf fail the test, as the folds propagate them), the row
+// takes a second copy of the later passes whose exps skip the clamps (same
+// bits, as the eager kernel does per row). A min fold joins the max's pass.
+struct NormalExp {
+  std::vector<uint8_t> exps;  // per value: an exp the fast copy shortens
+  int32_t flag = -1;          // the per-row bool that picks the fast copy
+  int stage = -1;             // the stage where the flag is known
+};
+
+// The max reduction m when value e is Exp(Sub(x, m)) with m = Reduce(Maximum, x).
+int32_t softmax_max(const Kernel& k, const Instr& e) {
+  if (e.kind != Instr::kApply || e.op != OpId::Exp || e.dtype != DType::kFloat32) return -1;
+  const Instr& sub = k.body[static_cast<size_t>(e.a)];
+  if (sub.kind != Instr::kApply || sub.op != OpId::Sub) return -1;
+  const Instr& m = k.body[static_cast<size_t>(sub.b)];
+  const bool max_of_x = m.kind == Instr::kReduce && m.op == OpId::Maximum && m.a == sub.a;
+  return max_of_x ? sub.b : -1;
+}
+
+// Appends the range test of every such max at the earliest stage to k's body.
+NormalExp add_normal_exp_check(Kernel& k) {
+  NormalExp ne;
+  const Plan first = plan(k);
+  std::vector<int32_t> maxes(k.body.size(), -1);
+  for (size_t i = 0; i < k.body.size(); ++i) {
+    maxes[i] = softmax_max(k, k.body[i]);
+    if (maxes[i] < 0) continue;
+    const int st = first.stage[static_cast<size_t>(maxes[i])];
+    ne.stage = ne.stage < 0 ? st : std::min(ne.stage, st);
+  }
+  ne.exps.assign(k.body.size(), 0);
+  if (ne.stage < 0) return ne;
+  auto push = [&](Instr in, const char* why) {
+    k.body.push_back(in);
+    k.origin.resize(k.body.size() - 1);
+    k.origin.emplace_back(why);
+    return static_cast<int32_t>(k.body.size() - 1);
+  };
+  const auto f32 = DType::kFloat32;
+  const int32_t lo =
+      push({Instr::kConst, f32, OpId::kNumOps, -1, -1, -1, bits_of(fn::detail::kExpNormalLo, f32)},
+           "exp_f32_normal's lowest argument");
+  std::set<int32_t> done;
+  for (size_t i = 0; i < maxes.size(); ++i) {
+    const int32_t m = maxes[i];
+    if (m < 0 || first.stage[static_cast<size_t>(m)] != ne.stage) continue;
+    ne.exps[i] = 1;
+    if (!done.insert(m).second) continue;
+    const int32_t x = k.body[static_cast<size_t>(m)].a;
+    const int32_t mn = push({Instr::kReduce, f32, OpId::Minimum, x, -1, -1, highest_bits(f32)},
+                            "the row's min, for the exp range test");
+    const int32_t spread = push({Instr::kApply, f32, OpId::Sub, mn, m}, "min - max");
+    int32_t ok = push({Instr::kApply, DType::kBool, OpId::GreaterEqual, spread, lo},
+                      "every exp(x - max) a normal float");
+    if (ne.flag >= 0)
+      ok = push({Instr::kApply, DType::kBool, OpId::LogicalAnd, ne.flag, ok}, "all rows' tests");
+    ne.flag = ok;
+  }
+  ne.exps.resize(k.body.size(), 0);
+  return ne;
+}
+
 // The point values pass `pass` computes for `roots`: their cones through
 // point values, stopping at per-row values and at values kept by an earlier
 // pass.
@@ -130,7 +195,7 @@ std::vector<uint8_t> cone(const Kernel& k, const Plan& p, int pass,
 
 // One point's statements (index j) and the writes of this pass.
 std::string point_body(const Kernel& k, const Plan& p, int pass, const std::vector<uint8_t>& need,
-                       const std::string& ind) {
+                       const std::vector<uint8_t>& fast, const std::string& ind) {
   std::string s;
   for (size_t i = 0; i < k.body.size(); ++i) {
     if (!need[i]) continue;
@@ -140,6 +205,9 @@ std::string point_body(const Kernel& k, const Plan& p, int pass, const std::vect
       s += str_cat(ind, "const ", ctype(in.dtype), " ", v(x), " = p", in.a, "[j];\n");
     else if (p.spill[i] && p.stage[i] < pass)
       s += str_cat(ind, "const ", ctype(in.dtype), " ", v(x), " = s", i, "[j];\n");
+    else if (fast[i])
+      s += str_cat(ind, "const float ", v(x), " = kiln::fn::detail::exp_f32_normal(", v(in.a),
+                   ");  // ", k.origin[i], ", normal range\n");
     else
       s += ind + statement(k, i);
     if (p.spill[i] && p.stage[i] == pass) s += str_cat(ind, "s", i, "[j] = ", v(x), ";\n");
@@ -164,7 +232,7 @@ std::string stream_text(const Kernel& k, const Plan& p, int pass) {
   return s;
 }
 
-std::string pass_text(const Kernel& k, const Plan& p, int pass) {
+std::string pass_text(const Kernel& k, const Plan& p, int pass, const std::vector<uint8_t>& fast) {
   std::vector<int32_t> roots, folds;
   for (size_t i = 0; i < k.body.size(); ++i) {
     const Instr& in = k.body[i];
@@ -182,7 +250,7 @@ std::string pass_text(const Kernel& k, const Plan& p, int pass) {
   std::string s = str_cat("    // pass ", pass, "\n");
   if (folds.empty())
     return s + "#pragma omp simd\n    for (int64_t j = 0; j < N; ++j) {\n" +
-           point_body(k, p, pass, need, "      ") + "    }\n" + stream_text(k, p, pass);
+           point_body(k, p, pass, need, fast, "      ") + "    }\n" + stream_text(k, p, pass);
   for (int32_t f : folds) {
     const Instr& in = k.body[static_cast<size_t>(f)];
     s += str_cat("    ", ctype(in.dtype), " a", f, "[", kLanes, "];\n    for (int l = 0; l < ",
@@ -203,10 +271,10 @@ std::string pass_text(const Kernel& k, const Plan& p, int pass) {
   s += str_cat("    int64_t ", c, " = 0;\n    for (; ", c, " + ", kLanes, " <= N; ", c,
                " += ", kLanes, ") {\n#pragma omp simd\n      for (int64_t l = 0; l < ", kLanes,
                "; ++l) {\n        const int64_t j = ", c, " + l;\n") +
-       point_body(k, p, pass, need, "        ") + fold(true, "        ") +
+       point_body(k, p, pass, need, fast, "        ") + fold(true, "        ") +
        str_cat("      }\n    }\n    for (; ", c, " < N; ++", c, ") {\n      const int64_t j = ", c,
                ";\n") +
-       point_body(k, p, pass, need, "      ") + fold(false, "      ") + "    }\n";
+       point_body(k, p, pass, need, fast, "      ") + fold(false, "      ") + "    }\n";
   for (int32_t f : folds) {
     const Instr& in = k.body[static_cast<size_t>(f)];
     s += str_cat("    for (int w = ", kLanes / 2,
@@ -232,9 +300,37 @@ std::string row_values(const Kernel& k, const Plan& p, int stage) {
   return s;
 }
 
+// Text indented by two more spaces (pragmas stay at the line start).
+std::string indent(const std::string& text) {
+  std::string s;
+  size_t at = 0;
+  while (at < text.size()) {
+    const size_t end = text.find('\n', at);
+    const size_t stop = end == std::string::npos ? text.size() : end + 1;
+    if (text[at] != '#') s += "  ";
+    s.append(text, at, stop - at);
+    at = stop;
+  }
+  return s;
+}
+
+// Passes `from` to the end, the per-row values between them and the per-row
+// outputs, with the exps in `fast` shortened.
+std::string tail_text(const Kernel& k, const Plan& p, int from, const std::vector<uint8_t>& fast) {
+  std::string s;
+  for (int pass = from; pass < p.passes; ++pass)
+    s += pass_text(k, p, pass, fast) + row_values(k, p, pass + 1);
+  for (size_t o = 0; o < k.outputs.size(); ++o)
+    if (p.row[static_cast<size_t>(k.outputs[o])])
+      s += str_cat("    out", o, "[r] = ", v(k.outputs[o]), ";\n");
+  return s;
+}
+
 }  // namespace
 
-std::string row_kernel_text(const Kernel& k) {
+std::string row_kernel_text(const Kernel& kernel) {
+  Kernel k = kernel;
+  const NormalExp ne = add_normal_exp_check(k);
   const Plan p = plan(k);
   const size_t n_in = k.inputs.size();
   std::string s =
@@ -263,11 +359,15 @@ std::string row_kernel_text(const Kernel& k) {
                      : str_cat("    ", t, "* __restrict d", o, " = out", o, " + ob;\n");
   }
   s += row_values(k, p, 0);
-  for (int pass = 0; pass < p.passes; ++pass)
-    s += pass_text(k, p, pass) + row_values(k, p, pass + 1);
-  for (size_t o = 0; o < k.outputs.size(); ++o)
-    if (p.row[static_cast<size_t>(k.outputs[o])])
-      s += str_cat("    out", o, "[r] = ", v(k.outputs[o]), ";\n");
+  const std::vector<uint8_t> general(k.body.size(), 0);
+  const int split = ne.flag < 0 ? p.passes : ne.stage;
+  for (int pass = 0; pass < split; ++pass)
+    s += pass_text(k, p, pass, general) + row_values(k, p, pass + 1);
+  if (ne.flag >= 0)
+    s += str_cat("    if (", v(ne.flag), ") {\n") + indent(tail_text(k, p, split, ne.exps)) +
+         "    } else {\n" + indent(tail_text(k, p, split, general)) + "    }\n";
+  else
+    s += tail_text(k, p, split, general);
   return s + row_step_text(n_in) + "  }\n  if (a->stream) kiln_stream_fence();\n}\n\n";
 }
 

@@ -2,6 +2,9 @@
 // the last dims with its producers and consumers) against eager and graph
 // mode, for every reduction row, softmax, layer norm and the layouts a row
 // kernel must refuse.
+#include <cmath>
+#include <limits>
+
 #include "jit/cluster.h"
 #include "jit_test_util.h"
 #include "kiln/context.h"
@@ -241,6 +244,58 @@ TEST(JitRows, ReductionsARowKernelCannotWalkStayKernelCalls) {
   const Tensor v = halves(DType::kFloat32, Shape({1 << 17}), 13);
   expect_same(w({Value(v)}).tensor(), whole({Value(v)}).tensor());
   EXPECT_EQ(concrete(w, {Value(v)})->compiler_ir("hlo").find("reduce "), std::string::npos);
+}
+
+TEST(JitRows, SoftmaxRowsTakeTheShortExpOnlyWhenEveryResultIsNormal) {
+  // Rows whose exp(x - max) are all normal floats take the kernel's second
+  // copy of its later passes (exp_f32_normal, the same bits); masked rows,
+  // rows with subnormal results, NaN and inf rows take the general exp. One
+  // tensor mixes them, so both copies run in one call.
+  constexpr int64_t kN = 40;
+  const float inf = std::numeric_limits<float>::infinity();
+  std::vector<float> v;
+  auto row = [&](auto at) {
+    for (int64_t j = 0; j < kN; ++j) v.push_back(at(j));
+  };
+  row([](int64_t j) { return 0.37f * static_cast<float>(j % 11) - 2.f; });  // normal
+  row([&](int64_t j) { return j % 3 ? 0.1f * static_cast<float>(j) : -inf; });
+  row([](int64_t j) { return j % 5 ? 0.5f : -1e9f; });
+  row([](int64_t j) { return j == 7 ? std::nanf("") : 1.f; });
+  row([&](int64_t j) { return j == 9 ? inf : 0.f; });
+  row([](int64_t j) { return j % 2 ? 0.f : -100.f; });  // e^-100: subnormal results
+  row([](int64_t j) { return j % 2 ? 0.f : -86.f; });   // e^-86: the normal range's edge
+  row([&](int64_t) { return -inf; });                   // all masked: NaN
+  row([](int64_t j) { return j % 2 ? 1e30f : -1e30f; });
+  const Tensor x = Tensor::from_vector(v, Shape({9, kN}));
+  auto body = [](const std::vector<Value>& a) {
+    const Tensor& t = a[0].tensor();
+    // Each with a producer of its own, so that it joins a kernel.
+    const Tensor shifted = t + 0.75f;
+    const Tensor by_hand = exp(shifted - reduce_max(shifted, {-1}, true));
+    return Value::list({Value(softmax(t + 0.25f)), Value(log_softmax(t + 0.5f)),
+                        Value(by_hand / reduce_sum(by_hand, {-1}, true))});
+  };
+  Function j = make(body, true), g = make(body, false);
+  const Value got = j({Value(x)}), want = g({Value(x)});
+  for (size_t o = 0; o < 3; ++o) {
+    SCOPED_TRACE(o);
+    const Tensor &a = got.items()[o].tensor(), &b = want.items()[o].tensor();
+    expect_same(a, b);
+    for (int64_t i = 0; i < a.num_elements(); ++i) {  // zeros and subnormals stay what they are
+      const float p = a.data<float>()[i], q = b.data<float>()[i];
+      EXPECT_EQ(std::fpclassify(p), std::fpclassify(q)) << "element " << i;
+    }
+  }
+  const Tensor sm = got.items()[0].tensor();
+  EXPECT_GT(sm.data<float>()[5 * kN], 0.f);  // e^-100 / 20, not flushed
+  const auto cf = concrete(j, {Value(x)});
+  const std::string src = cf->compiler_ir("source");
+  size_t short_exps = 0;  // three exps, each in a lane loop and a tail loop
+  for (size_t at = src.find(", normal range"); at != std::string::npos;
+       at = src.find(", normal range", at + 1))
+    ++short_exps;
+  EXPECT_EQ(short_exps, 6u) << cf->compiler_ir("optimized_hlo");
+  EXPECT_NE(src.find("every exp(x - max) a normal float"), std::string::npos) << src;
 }
 
 TEST(JitRows, MalformedRowKernelIrIsRejected) {
