@@ -260,6 +260,47 @@ BENCHMARK(BM_LayerNormFunction4096x1024)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 
+// ---- float16: casts, and a mixed-precision chain as a function ----
+
+// Eager float32 -> float16 -> float32 of [4096, 1024] (two cast kernels).
+void BM_HalfCastRoundTrip4096x1024(benchmark::State& state) {
+  const Tensor x = wave<float>({kSmRows, kSmCols}, 0.01) * 100.f;
+  for (auto _ : state) {
+    Tensor y = cast(cast(x, DType::kFloat16), DType::kFloat32);
+    benchmark::DoNotOptimize(y.impl());
+  }
+  state.SetBytesProcessed(state.iterations() * kSmRows * kSmCols * 12);
+}
+BENCHMARK(BM_HalfCastRoundTrip4096x1024)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// tanh(x * w + b) * x in float16 (each op computes in float32 and rounds):
+// graph mode (arg 0) runs the casts as kernels, jit_compile (arg 1) fuses them.
+void BM_HalfChainFunction4096x1024(benchmark::State& state) {
+  FunctionOptions o;
+  o.jit_compile = state.range(0) == 1;
+  Function f(
+      [](const std::vector<Value>& a) {
+        const Tensor &x = a[0].tensor(), &w = a[1].tensor(), &b = a[2].tensor();
+        return Value(tanh(x * w + b) * x);
+      },
+      o);
+  const auto h = DType::kFloat16;
+  const std::vector<Value> args{Value(cast(wave<float>({kSmRows, kSmCols}, 0.01), h)),
+                                Value(cast(wave<float>({kSmCols}, 0.3), h)),
+                                Value(cast(wave<float>({kSmCols}, 0.7), h))};
+  f(args);  // trace and compile outside the timing
+  for (auto _ : state) {
+    Value y = f(args);
+    benchmark::DoNotOptimize(y);
+  }
+  state.SetBytesProcessed(state.iterations() * kSmRows * kSmCols * 4);
+}
+BENCHMARK(BM_HalfChainFunction4096x1024)
+    ->Arg(0)
+    ->Arg(1)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+
 // ---- conv block epilogue: eager vs function vs fused function ----
 
 constexpr int64_t kBlkH = 96, kBlkW = 96, kBlkC = 64;

@@ -37,6 +37,8 @@ const char* ctype(DType dt) {
     case DType::kInt64: return "int64_t";
     case DType::kFloat32: return "float";
     case DType::kFloat64: return "double";
+    case DType::kFloat16:
+    case DType::kBFloat16: return "uint16_t";  // the bits; arithmetic is in float32
     default: throw InternalError(str_cat("jit: no C type for ", dtype_name(dt)));
   }
 }
@@ -60,6 +62,20 @@ std::string functor(OpId op) {
   return str_cat("kiln::fn::", kIdNames[static_cast<size_t>(op)], "{}");
 }
 
+// x of dtype `from` as a `to`; 16-bit floats go through float32, as the
+// eager Cast does.
+std::string cast_text(DType to, DType from, const std::string& x) {
+  std::string f = x;
+  if (from == DType::kFloat16) f = str_cat("kiln::fn::detail::f16_to_f32(", x, ")");
+  if (from == DType::kBFloat16) f = str_cat("kiln::fn::detail::bf16_to_f32(", x, ")");
+  if (to == DType::kFloat16 || to == DType::kBFloat16) {
+    if (!is_half(from)) f = str_cat("kiln::fn::Cast<float>{}(", f, ")");
+    return str_cat("kiln::fn::detail::f32_to_", to == DType::kFloat16 ? "f16" : "bf16", "(", f,
+                   ")");
+  }
+  return str_cat("kiln::fn::Cast<", ctype(to), ">{}(", f, ")");
+}
+
 std::string statement(const Kernel& k, size_t i) {
   const Instr& in = k.body[i];
   std::string s = str_cat("const ", ctype(in.dtype), " ", v(static_cast<int32_t>(i)), " = ");
@@ -72,7 +88,7 @@ std::string statement(const Kernel& k, size_t i) {
       s += ")";
       break;
     case Instr::kCast:
-      s += str_cat("kiln::fn::Cast<", ctype(in.dtype), ">{}(", v(in.a), ")");
+      s += cast_text(in.dtype, k.body[static_cast<size_t>(in.a)].dtype, v(in.a));
       break;
     case Instr::kSelect:
       s += str_cat("kiln::fn::Select{}(", v(in.a), ", ", v(in.b), ", ", v(in.c), ")");

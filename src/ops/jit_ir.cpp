@@ -5,6 +5,8 @@
 #include <cstring>
 #include <limits>
 
+#include "kiln/half.h"
+
 namespace kiln::jit {
 namespace {
 
@@ -19,6 +21,8 @@ std::string constant_text(DType dt, uint64_t bits) {
   if (dt == DType::kFloat32) return str_cat(std::bit_cast<float>(static_cast<uint32_t>(bits)));
   if (dt == DType::kFloat64) return str_cat(std::bit_cast<double>(bits));
   if (dt == DType::kBool) return bits ? "true" : "false";
+  if (dt == DType::kFloat16) return str_cat(to_float(Half{static_cast<uint16_t>(bits)}));
+  if (dt == DType::kBFloat16) return str_cat(to_float(BFloat16{static_cast<uint16_t>(bits)}));
   return str_cat(static_cast<int64_t>(bits));
 }
 
@@ -64,9 +68,24 @@ bool supported_dtype(DType dt) {
     case DType::kInt32:
     case DType::kInt64:
     case DType::kFloat32:
-    case DType::kFloat64: return true;
+    case DType::kFloat64:
+    case DType::kFloat16:
+    case DType::kBFloat16: return true;
     default: return false;
   }
+}
+
+bool halves_only_move(std::span<const Instr> body, size_t from) {
+  for (size_t i = from; i < body.size(); ++i) {
+    const Instr& in = body[i];
+    if (in.kind == Instr::kLoad || in.kind == Instr::kConst || in.kind == Instr::kCast) continue;
+    if (is_half(in.dtype)) return false;
+    for (int32_t a : {in.a, in.b, in.c})
+      if (a >= 0 && static_cast<size_t>(a) < body.size() &&
+          is_half(body[static_cast<size_t>(a)].dtype))
+        return false;
+  }
+  return true;
 }
 
 std::string Kernel::to_string() const {
@@ -197,6 +216,7 @@ Kernel Kernel::decode(std::span<const int64_t> code, std::string name) {
                                                 : arity == 3;
     if (!ok) bad(k.name, str_cat("instruction ", i, " arguments"));
   }
+  if (!halves_only_move(k.body, 0)) bad(k.name, "arithmetic on a 16-bit float");
   const size_t n_out = count("outputs", 1 << 16);
   for (size_t i = 0; i < n_out; ++i) {
     const int64_t v = next("output");
@@ -256,6 +276,8 @@ uint64_t bits_of(double v, DType dt) {
   switch (dt) {
     case DType::kFloat32: return std::bit_cast<uint32_t>(static_cast<float>(v));
     case DType::kFloat64: return std::bit_cast<uint64_t>(v);
+    case DType::kFloat16: return to_half(static_cast<float>(v)).bits;
+    case DType::kBFloat16: return to_bfloat16(static_cast<float>(v)).bits;
     case DType::kBool: return v != 0;
     default: return static_cast<uint64_t>(static_cast<int64_t>(v));
   }
@@ -287,6 +309,8 @@ uint64_t lowest_bits(DType dt) {
     case DType::kInt64: return static_cast<uint64_t>(INT64_MIN);
     case DType::kFloat32: return std::bit_cast<uint32_t>(-std::numeric_limits<float>::infinity());
     case DType::kFloat64: return std::bit_cast<uint64_t>(-std::numeric_limits<double>::infinity());
+    case DType::kFloat16: return 0xfc00;
+    case DType::kBFloat16: return 0xff80;
     default: throw InternalError(str_cat("jit: no lowest value for ", dtype_name(dt)));
   }
 }
@@ -300,6 +324,8 @@ uint64_t highest_bits(DType dt) {
     case DType::kInt64: return INT64_MAX;
     case DType::kFloat32: return std::bit_cast<uint32_t>(std::numeric_limits<float>::infinity());
     case DType::kFloat64: return std::bit_cast<uint64_t>(std::numeric_limits<double>::infinity());
+    case DType::kFloat16: return 0x7c00;
+    case DType::kBFloat16: return 0x7f80;
     default: throw InternalError(str_cat("jit: no highest value for ", dtype_name(dt)));
   }
 }

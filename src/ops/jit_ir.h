@@ -70,8 +70,13 @@ struct Kernel {
   static Kernel decode(std::span<const int64_t> code, std::string name);
 };
 
-/// Whether the JIT's kernels handle `dt` (bool, integers, float32/64).
+/// Whether the JIT's kernels handle `dt` (bool, integers, float16/bfloat16,
+/// float32/64).
 bool supported_dtype(DType dt);
+/// Whether float16/bfloat16 values from instruction `from` on are only
+/// loaded, constant, cast and stored: ops compute them in float32 (their rows
+/// are kHalfInFloat, so graphs hold the casts), and kernels do the same.
+bool halves_only_move(std::span<const Instr> body, size_t from);
 
 /// What a row's lowering sees: the call's attrs, its inputs as values, and
 /// where its outputs go.

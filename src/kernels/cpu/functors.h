@@ -192,6 +192,52 @@ inline float log_f32(float x) {
   return select(x != x, x, res);
 }
 
+// 16-bit floats as bits, without branches (mask selects: GCC keeps `?:` over
+// float arithmetic as a branch and the loop scalar); the same results as
+// kiln/half.h's to_float/to_half/to_bfloat16.
+inline uint32_t select_u32(bool c, uint32_t a, uint32_t b) {
+  const uint32_t m = 0u - static_cast<uint32_t>(c);
+  return (a & m) | (b & ~m);
+}
+
+/// The exact float of an IEEE half.
+inline float f16_to_f32(uint16_t h) {
+  const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
+  const uint32_t body = static_cast<uint32_t>(h & 0x7fffu) << 13;
+  const uint32_t e = body & 0x0f800000u;
+  const uint32_t rebiased = body + 0x38000000u;  // exponent + (127 - 15)
+  const uint32_t normal = select_u32(e == 0x0f800000u, rebiased + 0x38000000u, rebiased);
+  const float tiny = static_cast<float>(static_cast<int32_t>(h & 0x3ffu)) * 5.9604644775390625e-8f;
+  return std::bit_cast<float>(select_u32(e == 0, std::bit_cast<uint32_t>(tiny), normal) | sign);
+}
+
+/// The nearest IEEE half (ties to even); overflow gives inf, NaN a quiet NaN.
+inline uint16_t f32_to_f16(float f) {
+  const uint32_t x = std::bit_cast<uint32_t>(f);
+  const uint32_t a = x & 0x7fffffffu;
+  const uint32_t special = select_u32(a > 0x7f800000u, 0x7e00u, 0x7c00u);
+  // Below 2^-14 the half is subnormal: adding 0.5, whose ulp is the half's
+  // step 2^-24, lets the FPU round to nearest even.
+  const uint32_t tiny = std::bit_cast<uint32_t>(std::bit_cast<float>(a) + 0.5f) - 0x3f000000u;
+  const uint32_t normal = (a - 0x38000000u + 0xfffu + ((a >> 13) & 1u)) >> 13;
+  const uint32_t o =
+      select_u32(a >= 0x47800000u, special, select_u32(a < 0x38800000u, tiny, normal));
+  return static_cast<uint16_t>(o | ((x >> 16) & 0x8000u));
+}
+
+/// The exact float of a bfloat16.
+inline float bf16_to_f32(uint16_t b) {
+  return std::bit_cast<float>(static_cast<uint32_t>(b) << 16);
+}
+
+/// The nearest bfloat16 (ties to even); NaN stays a quiet NaN.
+inline uint16_t f32_to_bf16(float f) {
+  const uint32_t x = std::bit_cast<uint32_t>(f);
+  const uint32_t rounded = (x + 0x7fffu + ((x >> 16) & 1u)) >> 16;
+  return static_cast<uint16_t>(
+      select_u32((x & 0x7fffffffu) > 0x7f800000u, (x >> 16) | 0x40u, rounded));
+}
+
 }  // namespace detail
 
 // ---- unary ----

@@ -22,11 +22,17 @@ void select_kernel(KernelContext& c) {
   });
 }
 
-// float16/bfloat16 <-> float32 element by element (exact up, rounded down).
+// float16/bfloat16 <-> float32 element by element (exact up, rounded down),
+// with the branch-free conversions the JIT's kernels use (they vectorize).
 template <typename H>
 void half_to_float(const H* in, float* out, int64_t n) {
   parallel_for(n, config().parallel_grain, [&](int64_t b, int64_t e) {
-    for (int64_t i = b; i < e; ++i) out[i] = to_float(in[i]);
+    for (int64_t i = b; i < e; ++i) {
+      if constexpr (std::is_same_v<H, Half>)
+        out[i] = fn::detail::f16_to_f32(in[i].bits);
+      else
+        out[i] = fn::detail::bf16_to_f32(in[i].bits);
+    }
   });
 }
 template <typename H>
@@ -34,9 +40,9 @@ void float_to_half(const float* in, H* out, int64_t n) {
   parallel_for(n, config().parallel_grain, [&](int64_t b, int64_t e) {
     for (int64_t i = b; i < e; ++i) {
       if constexpr (std::is_same_v<H, Half>)
-        out[i] = to_half(in[i]);
+        out[i].bits = fn::detail::f32_to_f16(in[i]);
       else
-        out[i] = to_bfloat16(in[i]);
+        out[i].bits = fn::detail::f32_to_bf16(in[i]);
     }
   });
 }
@@ -93,9 +99,8 @@ void cast_complex(KernelContext& c, const Tensor& x, DType to) {
     });
   } else {
     const Tensor f = is_half(x.dtype()) ? as_float32(x, op) : x;
-    visit_types(PlainTypes{}, f.dtype(), op, [&](auto tag) {
-      unary_map(f.data<decltype(tag)>(), pr, n, fn::Cast<double>{});
-    });
+    visit_types(PlainTypes{}, f.dtype(), op,
+                [&](auto tag) { unary_map(f.data<decltype(tag)>(), pr, n, fn::Cast<double>{}); });
     std::fill(pi, pi + n, 0.0);
   }
   Tensor& out = c.allocate_output(0);

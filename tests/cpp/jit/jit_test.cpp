@@ -1,5 +1,8 @@
 // jit_compile end to end: clusters become compiled kernels whose results match
 // graph mode; the compiler IR stages; the unsupported-op error; no compiler.
+#include <cmath>
+#include <limits>
+
 #include "function/subgraph.h"
 #include "jit/cluster.h"
 #include "jit/toolchain.h"
@@ -263,7 +266,7 @@ TEST(Jit, OptimizeKernelMergesAndDropsInstructions) {
 Tensor values(DType dt, const Shape& s, uint32_t seed, bool positive) {
   if (dt == DType::kBool) return random_tensor(DType::kFloat32, s, seed) > 0.f;
   Tensor f = random_tensor(DType::kFloat32, s, seed);
-  if (dt != DType::kFloat32 && dt != DType::kFloat64) f = round(f);
+  if (!is_floating(dt)) f = round(f);
   if (positive) f = abs(f) + 1.f;  // integer divisors and exponents stay valid
   return cast(f, dt);
 }
@@ -285,7 +288,7 @@ std::vector<Tensor> apply_ops_once(const std::vector<const OpDef*>& ops, const T
   for (const OpDef* op : ops) {
     if (op->id == OpId::Cast) {
       for (DType to : {DType::kBool, DType::kUInt8, DType::kInt32, DType::kInt64, DType::kFloat32,
-                       DType::kFloat64})
+                       DType::kFloat64, DType::kFloat16, DType::kBFloat16})
         out.push_back(cast(x, to));
     } else if (op->id == OpId::Select) {
       out.push_back(where(c, x, y));
@@ -304,7 +307,7 @@ TEST(Jit, EveryLoweredOpOnEveryDtypeMatchesEager) {
                                                        {Shape({0, 3}), Shape({1, 3})},
                                                        {Shape({1, 1}), Shape({1, 1})}};
   for (DType dt : {DType::kBool, DType::kInt8, DType::kUInt8, DType::kInt32, DType::kInt64,
-                   DType::kFloat32, DType::kFloat64}) {
+                   DType::kFloat32, DType::kFloat64, DType::kFloat16, DType::kBFloat16}) {
     SCOPED_TRACE(dtype_name(dt));
     // The rows that accept this dtype (their eager call succeeds).
     std::vector<const OpDef*> ops;
@@ -349,6 +352,66 @@ TEST(Jit, EveryLoweredOpOnEveryDtypeMatchesEager) {
     }
     EXPECT_EQ(j.tracing_count(), 1);
   }
+}
+
+// float16/bfloat16: their rows compute in float32, so traced graphs hold a
+// cast on each side of every op; a kernel loads the 16-bit bits, converts,
+// computes and rounds once per op as the graph does, and stores the bits.
+TEST(Jit, HalfChainsRoundOncePerOpLikeGraphMode) {
+  const float inf = std::numeric_limits<float>::infinity();
+  // Subnormal halves, ties, the largest half, inf, NaN, -0.
+  const std::vector<float> edge = {
+      0.f, -0.f, 5.96e-8f,      6.1e-5f,        2049.f,   2051.f, 65504.f, -65520.f,
+      inf, -inf, std::nanf(""), 1.00048828125f, 0.33333f, -7.5f,  1e-3f,   100.25f};
+  const Tensor e32 = Tensor::from_vector(edge, Shape({4, 4}));
+  const Tensor big =
+      cast(random_tensor(DType::kFloat32, Shape({33, 130}), 61) * 300.f, DType::kFloat64);
+  for (DType h : {DType::kFloat16, DType::kBFloat16}) {
+    SCOPED_TRACE(dtype_name(h));
+    auto body = [h](const std::vector<Value>& a) {
+      const Tensor x = cast(a[0].tensor(), h), w = cast(a[1].tensor(), h);
+      const Tensor y = tanh(x * w + cast(Tensor(0.5f), h)) * x;  // every op rounds to h
+      return Value::list({Value(relu(y - w)), Value(cast(y, DType::kInt32)),
+                          Value(cast(y, DType::kUInt8)), Value(cast(x, DType::kBool)),
+                          Value(cast(x, h == DType::kFloat16 ? DType::kBFloat16 : DType::kFloat16)),
+                          Value(cast(y, DType::kFloat64) * 3.0)});
+    };
+    for (const Tensor& x : {e32, cast(big, DType::kFloat32)}) {
+      const std::vector<Value> args = {Value(cast(x, DType::kFloat64)), Value(x * 0.75f + 1.f)};
+      Function j = make(body, true), g = make(body, false);
+      const Value got = j(args), want = g(args);
+      for (size_t i = 0; i < 6; ++i) {
+        SCOPED_TRACE(i);
+        expect_same(got.items()[i].tensor(), want.items()[i].tensor());  // bits for halves
+      }
+      const auto cf = j.get_concrete_function(args);
+      EXPECT_LE(cf->jit_kernels(), 3u) << cf->compiler_ir("optimized_hlo");
+      const std::string src = cf->compiler_ir("source");
+      EXPECT_NE(src.find(h == DType::kFloat16 ? "f32_to_f16(" : "f32_to_bf16("), std::string::npos);
+      EXPECT_NE(cf->compiler_ir("hlo").find(str_cat(dtype_name(h), " load")), std::string::npos);
+    }
+  }
+}
+
+TEST(Jit, ArithmeticOnHalfValuesIsMalformedIr) {
+  // A kernel may only load, cast and store 16-bit floats.
+  Kernel k;
+  k.name = "h";
+  k.rank = 1;
+  k.dims = {4};
+  k.inputs = {DType::kFloat16};
+  k.input_dims = {{4}};
+  k.body = {testing::instr(Instr::kLoad, DType::kFloat16, 0),
+            testing::instr(Instr::kCast, DType::kFloat32, 0)};
+  k.outputs = {1};
+  EXPECT_EQ(Kernel::decode(k.encode(), "h").to_string(), k.to_string());
+  k.body.push_back(testing::instr(Instr::kApply, DType::kFloat16, 0, OpId::Neg));
+  k.outputs = {2};
+  expect_error([&] { Kernel::decode(k.encode(), "h"); }, Code::kInvalidArgument,
+               {"malformed IR", "16-bit float"});
+  k.body[2] = testing::instr(Instr::kApply, DType::kFloat32, 0, OpId::Neg);  // reads a half
+  expect_error([&] { Kernel::decode(k.encode(), "h"); }, Code::kInvalidArgument,
+               {"malformed IR", "16-bit float"});
 }
 
 // Every elementwise row brings its own lowering (complex-number rows run as

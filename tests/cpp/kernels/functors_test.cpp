@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "kernels/cpu/elementwise_util.h"
+#include "kiln/half.h"
 #include "test_util.h"
 
 namespace kiln {
@@ -143,6 +144,35 @@ TEST(Functors, RoundingTricksAreExactInEveryFlavour) {
       for (size_t i = 0; i < xs.size(); ++i)
         ASSERT_TRUE(same(out[i], libm[k](xs[i]))) << xs[i] << " -> " << out[i];
     }
+  }
+}
+
+TEST(Functors, HalfConversionsMatchHalfH) {
+  // Every 16-bit pattern both ways, then floats: a stride over all patterns
+  // plus, around each half and bfloat16 value, the patterns at and beside
+  // the rounding ties and the neighbours of the value itself.
+  for (uint32_t h = 0; h <= 0xffff; ++h) {
+    const auto b = static_cast<uint16_t>(h);
+    ASSERT_EQ(std::bit_cast<uint32_t>(fn::detail::f16_to_f32(b)),
+              std::bit_cast<uint32_t>(to_float(Half{b})))
+        << std::hex << h;
+    ASSERT_EQ(std::bit_cast<uint32_t>(fn::detail::bf16_to_f32(b)),
+              std::bit_cast<uint32_t>(to_float(BFloat16{b})))
+        << std::hex << h;
+  }
+  std::vector<uint32_t> xs;
+  for (uint64_t b = 0; b < (uint64_t{1} << 32); b += 4099) xs.push_back(static_cast<uint32_t>(b));
+  for (uint32_t h = 0; h <= 0xffff; ++h) {
+    const uint32_t f16 = std::bit_cast<uint32_t>(to_float(Half{static_cast<uint16_t>(h)}));
+    const uint32_t bf16 = h << 16;
+    for (uint32_t d : {0u, 1u, 0xfffu, 0x1000u, 0x1001u}) xs.insert(xs.end(), {f16 + d, f16 - d});
+    for (uint32_t d : {0u, 1u, 0x7fffu, 0x8000u, 0x8001u})
+      xs.insert(xs.end(), {bf16 + d, bf16 - d});
+  }
+  for (uint32_t x : xs) {
+    const float f = std::bit_cast<float>(x);
+    ASSERT_EQ(fn::detail::f32_to_f16(f), to_half(f).bits) << std::hex << x;
+    ASSERT_EQ(fn::detail::f32_to_bf16(f), to_bfloat16(f).bits) << std::hex << x;
   }
 }
 

@@ -80,6 +80,30 @@ def test_integer_and_bool_ops_are_exact():
         np.testing.assert_array_equal(got.numpy(), want.numpy())
 
 
+@pytest.mark.parametrize("dtype", [tf.float16, tf.bfloat16])
+def test_half_chains_round_once_per_op_like_graph_mode(dtype):
+    # Each op computes in float32 and rounds to the half dtype; the kernel
+    # does the same, so results are bit-exact, edge values included.
+    def fn(x, w):
+        y = tf.tanh(x * w + tf.constant(0.5, dtype)) * x
+        return tf.nn.relu(y - w), tf.cast(y, tf.int32), tf.cast(x, tf.float32) * 3.0
+
+    j, g = both(fn)
+    rs = np.random.RandomState(12)
+    vals = np.concatenate([rs.randn(60) * 300, [0.0, -0.0, 6e-8, 65504, 70000, np.inf, -np.inf,
+                                                 np.nan, 2049, 1e-3]]).astype(np.float32)
+    x = tf.cast(tf.constant(vals.reshape(7, 10)), dtype)
+    w = tf.cast(tf.constant(rs.randn(10).astype(np.float32)), dtype)
+    for got, want in zip(j(x, w), g(x, w)):
+        assert got.dtype == want.dtype
+        a, b = got.numpy(), want.numpy()
+        if a.dtype.itemsize == 2:
+            a, b = a.view(np.uint16), b.view(np.uint16)
+        np.testing.assert_array_equal(a, b)
+    assert kernels(j, x, w) >= 1
+    assert f"{dtype.name} load" in j.experimental_get_compiler_ir(x, w)("hlo")
+
+
 def layer_norm(x, gamma, beta):
     mean, var = tf.nn.moments(x, [-1], keepdims=True)
     return tf.nn.batch_normalization(x, mean, var, beta, gamma, 1e-3)
