@@ -140,6 +140,9 @@ std::string row_step_text(size_t n_in) {
 namespace {
 using namespace detail;
 
+// Rows of at most this many points run as blocks of rows (short_rows_text).
+constexpr int64_t kMaxShortRow = 16;
+
 // The instructions after the loads, one statement each.
 std::string body_text(const Kernel& k, const std::string& indent) {
   std::string s;
@@ -167,13 +170,80 @@ std::string loads(const Kernel& k, const std::vector<uint8_t>& pattern, bool fas
   return s;
 }
 
+Layout predicted_layout(const Kernel& k, bool* unknown_inner);
+
+// Loads of the short-rows loop: row j of a block, point c of the row.
+std::string block_loads(const Kernel& k, const std::vector<uint8_t>& pattern,
+                        const std::vector<int64_t>& rs, const std::string& indent) {
+  std::string s;
+  for (size_t i = 0; i < k.body.size(); ++i) {
+    const Instr& in = k.body[i];
+    if (in.kind != Instr::kLoad) continue;
+    const auto x = static_cast<size_t>(in.a);
+    const std::string src = pattern[x] && rs[x] == 0 ? str_cat("t", x, "[c]")
+                            : pattern[x]             ? str_cat("p", x, "[j * ", rs[x], " + c]")
+                            : rs[x] == 0             ? str_cat("b", x)
+                                                     : str_cat("p", x, "[j * ", rs[x], "]");
+    s += str_cat(indent, "const ", ctype(in.dtype), " ", v(static_cast<int32_t>(i)), " = ", src,
+                 ";\n");
+  }
+  return s;
+}
+
+// Rows of a few points (CharUnpack's 8): one call per row leaves the unrolled
+// row scalar. When every input's row stride is the static prediction, the
+// rows of each slab run in one loop over rows, which vectorizes across them
+// (each row's points unrolled, stores interleaved).
+std::string short_rows_text(const Kernel& k, const std::vector<uint8_t>& pattern, int64_t cols) {
+  const Layout l = predicted_layout(k, nullptr);
+  if (l.rank < 2 || cols > kMaxShortRow) return "";
+  const size_t n_in = k.inputs.size();
+  std::vector<int64_t> rs(n_in);
+  std::string s =
+      str_cat("  if (a->fast && R >= 2 && c0 == 0 && c1 == ", cols, " && sh[R - 1] == ", cols);
+  for (size_t i = 0; i < n_in; ++i) {
+    rs[i] = l.strides[i * static_cast<size_t>(l.rank) + static_cast<size_t>(l.rank) - 2];
+    s += str_cat(" && st[", i, " * R + R - 2] == ", rs[i]);
+  }
+  s += ") {\n    for (int64_t r = r0; r < r1;) {\n";
+  for (size_t i = 0; i < n_in; ++i) s += str_cat("      int64_t o", i, " = 0;\n");
+  s += "      for (int64_t d = R - 2, rem = r; d >= 0; --d) {\n"
+       "        const int64_t at = rem % sh[d];\n        rem /= sh[d];\n";
+  for (size_t i = 0; i < n_in; ++i) s += str_cat("        o", i, " += at * st[", i, " * R + d];\n");
+  s += "      }\n      const int64_t left = sh[R - 2] - r % sh[R - 2];\n"
+       "      const int64_t m = r1 - r < left ? r1 - r : left;\n";
+  // Inputs the same for every row of the block are copied out first: GCC
+  // honours __restrict on parameters only, and byte loads may alias the
+  // outputs, so it would reload them per row (and vectorize nothing).
+  for (size_t i = 0; i < n_in; ++i) {
+    const char* t = ctype(k.inputs[i]);
+    if (rs[i] != 0)
+      s += str_cat("      const ", t, "* __restrict p", i, " = in", i, " + o", i, ";\n");
+    else if (pattern[i])
+      s += str_cat("      ", t, " t", i, "[", cols, "];\n      for (int64_t c = 0; c < ", cols,
+                   "; ++c) t", i, "[c] = in", i, "[o", i, " + c];\n");
+    else
+      s += str_cat("      const ", t, " b", i, " = in", i, "[o", i, "];\n");
+  }
+  s += str_cat(
+           "#pragma GCC ivdep\n      for (int64_t j = 0; j < m; ++j) {\n"
+           "        const int64_t ob = (r + j) * ",
+           cols, ";\n#pragma GCC unroll ", cols, "\n        for (int64_t c = 0; c < ", cols,
+           "; ++c) {\n") +
+       block_loads(k, pattern, rs, "          ") + body_text(k, "          ") +
+       "        }\n      }\n      r += m;\n    }\n    return;\n  }\n";
+  return s;
+}
+
 std::string kernel_text(const Kernel& k) {
   if (k.reduced > 0) return row_kernel_text(k);
   const std::vector<uint8_t> pattern = predicted_pattern(k);
   const size_t n_in = k.inputs.size();
-  std::string s =
-      str_cat("// ", k.name, ": ", k.body.size(), " instructions over rank ", k.rank, "\n",
-              signature_text(k), "  const int64_t cols = sh[R - 1];\n", row_start_text(n_in));
+  std::string s = str_cat("// ", k.name, ": ", k.body.size(), " instructions over rank ", k.rank,
+                          "\n", signature_text(k), "  const int64_t cols = sh[R - 1];\n");
+  const int64_t short_cols = predicted_cols(k);
+  if (short_cols > 0) s += short_rows_text(k, pattern, short_cols);
+  s += row_start_text(n_in);
   s += "  for (int64_t r = r0; r < r1; ++r) {\n"
        "    const int64_t ob = r * cols;\n    if (a->fast) {\n";
   for (size_t i = 0; i < n_in; ++i) {
@@ -186,7 +256,6 @@ std::string kernel_text(const Kernel& k) {
   // `ivdep` on every column loop: the pointers are __restrict already, but
   // GCC still versions the loop for aliasing and gives up past 10 pointer
   // pairs (a kernel with 4+ outputs ran scalar, ~7x slower).
-  const int64_t short_cols = predicted_cols(k);
   if (short_cols > 0 && short_cols <= 64)
     s += str_cat("      if (c0 == 0 && c1 == ", short_cols,
                  ") {\n#pragma GCC ivdep\n        for (int64_t c = 0; c < ", short_cols,

@@ -75,6 +75,54 @@ TEST(Jit, BroadcastingEveryWay) {
   }
 }
 
+TEST(Jit, ShortRowsRunAsBlocksOfRows) {
+  // Rows of at most 16 points run a block of rows per loop when every
+  // input's row stride is the one static dims predict: per-row values,
+  // repeated rows, full rows, values of the whole block, and several slabs;
+  // rows split over threads mid-slab; unknown dims whose run-time strides
+  // differ take the row-by-row loop.
+  auto body = [](const std::vector<Value>& a) {
+    const Tensor &x = a[0].tensor(), &y = a[1].tensor(), &z = a[2].tensor();
+    return Value(cast(bitwise_and(right_shift(x, y), 3), DType::kFloat32) * z + 0.5f);
+  };
+  struct Case {
+    Shape x, y, z;
+  };
+  const std::vector<Case> cases = {
+      {Shape({300, 1}), Shape({8}), Shape({1})},               // CharUnpack's layout
+      {Shape({7, 1}), Shape({1, 3}), Shape({7, 3})},           // a full-size third input
+      {Shape({4, 50, 1}), Shape({50, 16}), Shape({4, 1, 1})},  // slabs; y's rows advance
+      {Shape({100003, 1}), Shape({5}), Shape({1})},            // split over threads
+      {Shape({9, 1}), Shape({1}), Shape({9, 1})},              // one point per row
+      {Shape({0, 1}), Shape({8}), Shape({1})}};
+  uint32_t seed = 70;
+  for (const Case& c : cases) {
+    SCOPED_TRACE(str_cat(c.x, " ", c.y, " ", c.z));
+    const Tensor x = cast(random_tensor(DType::kFloat32, c.x, seed++) * 100.f, DType::kInt32);
+    const Tensor y = cast(abs(random_tensor(DType::kFloat32, c.y, seed++)) * 9.f, DType::kInt32);
+    check_all_modes(body, {Value(x), Value(y), Value(random_tensor(DType::kFloat32, c.z, seed++))});
+  }
+  const std::vector<Value> args = {
+      Value(cast(random_tensor(DType::kFloat32, Shape({64, 1}), 1) * 50.f, DType::kInt32)),
+      Value(Tensor({7, 6, 5, 4, 3, 2, 1, 0})), Value(Tensor(2.f))};
+  const std::string src = make(body, true).get_concrete_function(args)->compiler_ir("source");
+  EXPECT_NE(src.find("#pragma GCC unroll 8"), std::string::npos) << src;
+  // Unknown rows: x [?, 1] and y [?, 8] at trace time, y with one row at run
+  // time (its row stride is then 0, not the predicted 8).
+  const std::vector<ArgSpec> sig = {{DType::kInt32, Shape({-1, 1}), "x"},
+                                    {DType::kInt32, Shape({-1, 8}), "y"},
+                                    {DType::kFloat32, Shape({}), "z"}};
+  Function j = make(body, true, sig);
+  for (int64_t ry : {1, 6}) {
+    const std::vector<Value> a = {
+        Value(cast(random_tensor(DType::kFloat32, Shape({6, 1}), 3) * 50.f, DType::kInt32)),
+        Value(cast(abs(random_tensor(DType::kFloat32, Shape({ry, 8}), 4)) * 9.f, DType::kInt32)),
+        Value(Tensor(1.5f))};
+    expect_same(j(a).tensor(), body(a).tensor());
+  }
+  EXPECT_EQ(j.tracing_count(), 1);
+}
+
 TEST(Jit, UnknownDimsNeverRecompileAndHandleSizeOneAtRunTime) {
   auto body = [](const std::vector<Value>& a) {
     const Tensor &x = a[0].tensor(), &y = a[1].tensor();
