@@ -42,6 +42,9 @@ class TensorArray(_kiln._TensorArray):
         return f"<kiln.TensorArray dtype={self.dtype.name}>"
 
 
+_kiln._set_tensor_array_class(TensorArray)  # what write/unstack return, subclasses too
+
+
 def _flatten_vars(structure):
     """Leaves as tensors: TensorArrays become their handles, numbers tensors."""
     flat = nest.flatten(structure)

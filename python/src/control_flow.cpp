@@ -148,10 +148,14 @@ class PySubgraph final : public Subgraph {
   std::vector<TensorSpec> outs_;
 };
 
-// A new instance of self's Python class (kiln.TensorArray derives from
-// _TensorArray) holding `ta`: every write returns a new TensorArray.
-nb::object same_class(nb::handle self, TensorArray ta) {
-  nb::object o = nb::inst_alloc(self.type());
+// kiln.TensorArray (a Python class deriving from _TensorArray), which
+// kiln/control_flow.py registers once; nullptr until then.
+PyObject* g_result_class = nullptr;
+
+// A new kiln.TensorArray holding `ta` (every write returns a new one; of
+// subclasses too, as before the class moved to C++).
+nb::object new_tensor_array(nb::handle self, TensorArray ta) {
+  nb::object o = nb::inst_alloc(g_result_class ? nb::handle(g_result_class) : self.type());
   new (nb::inst_ptr<TensorArray>(o)) TensorArray(std::move(ta));
   nb::inst_mark_ready(o);
   return o;
@@ -170,6 +174,13 @@ void bind_tensor_array(nb::module_& m) {
   auto ta_of = [](nb::handle self) -> const TensorArray& {
     return nb::cast<const TensorArray&>(self);
   };
+  m.def("_set_tensor_array_class", [](nb::handle cls) {
+    if (!PyType_Check(cls.ptr()) ||
+        !PyType_IsSubtype(reinterpret_cast<PyTypeObject*>(cls.ptr()),
+                          reinterpret_cast<PyTypeObject*>(nb::type<TensorArray>().ptr())))
+      throw nb::type_error("expected a subclass of _TensorArray");
+    Py_XSETREF(g_result_class, nb::borrow(cls).release().ptr());
+  });
   nb::class_<TensorArray>(m, "_TensorArray")
       .def(
           "__init__",
@@ -193,15 +204,15 @@ void bind_tensor_array(nb::module_& m) {
           nb::arg("name").none() = nb::none())
       .def("_with_handle",
            [ta_of](nb::handle self, nb::handle h) {
-             return same_class(self, ta_of(self).with_handle(to_tensor(h)));
+             return new_tensor_array(self, ta_of(self).with_handle(to_tensor(h)));
            })
       .def(
           "write",
           [ta_of](nb::handle self, nb::handle index, nb::handle value, nb::handle) {
             const TensorArray& ta = ta_of(self);
-            return same_class(self,
-                              ta.write(to_tensor(index, DType::kInt32, "index"),
-                                       to_tensor(value, ta.dtype(), "TensorArray.write value")));
+            return new_tensor_array(
+                self, ta.write(to_tensor(index, DType::kInt32, "index"),
+                               to_tensor(value, ta.dtype(), "TensorArray.write value")));
           },
           nb::arg("index"), nb::arg("value"), nb::arg("name").none() = nb::none())
       .def(
@@ -217,7 +228,7 @@ void bind_tensor_array(nb::module_& m) {
           "unstack",
           [ta_of](nb::handle self, nb::handle value, nb::handle) {
             const TensorArray& ta = ta_of(self);
-            return same_class(
+            return new_tensor_array(
                 self, ta.unstack(to_tensor(value, ta.dtype(), "TensorArray.unstack value")));
           },
           nb::arg("value"), nb::arg("name").none() = nb::none())
