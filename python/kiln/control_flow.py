@@ -8,7 +8,7 @@ from kiln.tensor_shape import TensorShape
 Tensor, Variable = _kiln.Tensor, _kiln.Variable
 
 
-class TensorArray:
+class TensorArray(_kiln._TensorArray):
     """A list of same-dtype tensors with value semantics (tf.TensorArray): every
     write returns a new TensorArray. Usable eagerly and inside while_loop.
 
@@ -18,71 +18,16 @@ class TensorArray:
     TensorArray the loop returns, so ``stack()`` has the static shape
     ``[size, *element_shape]`` (``size`` when it is a known constant and not
     ``dynamic_size``). Without it, elements may differ in shape (``stack``
-    then needs them equal)."""
+    then needs them equal).
 
-    def __init__(self, dtype, size=None, dynamic_size=None, clear_after_read=None,
-                 tensor_array_name=None, handle=None, flow=None, infer_shape=True,
-                 element_shape=None, colocate_with_first_write_call=True, name=None,
-                 _impl=None):
-        if _impl is not None:
-            self._impl = _impl
-            return
-        if size is None:
-            if not dynamic_size:
-                raise ValueError("TensorArray: size must be given unless dynamic_size=True")
-            size = 0
-        # infer_shape defaults to True on the C++ side too: pass it only when off.
-        extra = {} if infer_shape else {"infer_shape": False}
-        self._impl = _kiln._TensorArray(dtype, size, bool(dynamic_size), element_shape, **extra)
+    The constructor (TensorFlow's signature), ``write``, ``read``, ``stack``,
+    ``unstack``, ``size`` and the properties are C++ (kiln._kiln._TensorArray):
+    an eager loop calls them without a Python frame each."""
 
-    @property
-    def dtype(self):
-        return self._impl.dtype
-
-    @property
-    def element_shape(self):
-        return self._impl.element_shape
-
-    @property
-    def dynamic_size(self):
-        return self._impl.dynamic_size
-
-    @property
-    def infer_shape(self):
-        return self._impl.infer_shape
-
-    @property
-    def handle(self):
-        return self._impl.handle
-
-    @property
-    def flow(self):
-        return self._impl.handle
-
-    @classmethod
-    def _wrap(cls, impl):
-        """A TensorArray around a C++ one (every write returns a new one)."""
-        ta = object.__new__(cls)
-        ta._impl = impl
-        return ta
-
-    def _with_handle(self, h):
-        return TensorArray._wrap(self._impl.with_handle(h))
-
-    def write(self, index, value, name=None):
-        return TensorArray._wrap(self._impl.write(index, value))
-
-    def read(self, index, name=None):
-        return self._impl.read(index)
-
-    def stack(self, name=None):
-        return self._impl.stack()
+    __slots__ = ()
 
     def gather(self, indices, name=None):
         return _gather(self.stack(), indices)
-
-    def unstack(self, value, name=None):
-        return TensorArray._wrap(self._impl.unstack(value))
 
     def scatter(self, indices, value, name=None):
         ta = self
@@ -90,14 +35,14 @@ class TensorArray:
             ta = ta.write(idx, value[i])
         return ta
 
-    def size(self, name=None):
-        return self._impl.size()
-
     def mark_used(self):
         pass
 
     def __repr__(self):
         return f"<kiln.TensorArray dtype={self.dtype.name}>"
+
+
+_kiln._set_tensor_array_class(TensorArray)  # what write/unstack return, subclasses too
 
 
 def _flatten_vars(structure):

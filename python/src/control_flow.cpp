@@ -148,6 +148,102 @@ class PySubgraph final : public Subgraph {
   std::vector<TensorSpec> outs_;
 };
 
+// kiln.TensorArray (a Python class deriving from _TensorArray), which
+// kiln/control_flow.py registers once; nullptr until then.
+PyObject* g_result_class = nullptr;
+
+// A new kiln.TensorArray holding `ta` (every write returns a new one; of
+// subclasses too, as before the class moved to C++).
+nb::object new_tensor_array(nb::handle self, TensorArray ta) {
+  nb::object o = nb::inst_alloc(g_result_class ? nb::handle(g_result_class) : self.type());
+  new (nb::inst_ptr<TensorArray>(o)) TensorArray(std::move(ta));
+  nb::inst_mark_ready(o);
+  return o;
+}
+
+bool truthy(nb::handle h) {
+  const int r = PyObject_IsTrue(h.ptr());
+  if (r < 0) throw nb::python_error();
+  return r == 1;
+}
+
+// The C++ half of kiln.TensorArray (tf.TensorArray's signature; the Python
+// class adds gather, scatter and the docs). Methods take TensorFlow's unused
+// `name` so calls need no Python frame.
+void bind_tensor_array(nb::module_& m) {
+  auto ta_of = [](nb::handle self) -> const TensorArray& {
+    return nb::cast<const TensorArray&>(self);
+  };
+  m.def("_set_tensor_array_class", [](nb::handle cls) {
+    if (!PyType_Check(cls.ptr()) ||
+        !PyType_IsSubtype(reinterpret_cast<PyTypeObject*>(cls.ptr()),
+                          reinterpret_cast<PyTypeObject*>(nb::type<TensorArray>().ptr())))
+      throw nb::type_error("expected a subclass of _TensorArray");
+    Py_XSETREF(g_result_class, nb::borrow(cls).release().ptr());
+  });
+  nb::class_<TensorArray>(m, "_TensorArray")
+      .def(
+          "__init__",
+          [](TensorArray* self, nb::handle dtype, nb::handle size, nb::handle dynamic_size,
+             nb::handle, nb::handle, nb::handle, nb::handle, nb::handle infer_shape,
+             nb::handle element_shape, nb::handle, nb::handle) {
+            const bool dynamic = truthy(dynamic_size);
+            if (size.is_none() && !dynamic)
+              throw nb::value_error("TensorArray: size must be given unless dynamic_size=True");
+            const DType dt = to_dtype(dtype);
+            Tensor n = size.is_none() ? Tensor(int32_t{0}) : to_tensor(size, DType::kInt32, "size");
+            new (self) TensorArray(dt, n, dynamic, to_shape(element_shape), truthy(infer_shape));
+          },
+          nb::arg("dtype"), nb::arg("size").none() = nb::none(),
+          nb::arg("dynamic_size").none() = nb::none(),
+          nb::arg("clear_after_read").none() = nb::none(),
+          nb::arg("tensor_array_name").none() = nb::none(), nb::arg("handle").none() = nb::none(),
+          nb::arg("flow").none() = nb::none(), nb::arg("infer_shape").none() = true,
+          nb::arg("element_shape").none() = nb::none(),
+          nb::arg("colocate_with_first_write_call").none() = true,
+          nb::arg("name").none() = nb::none())
+      .def("_with_handle",
+           [ta_of](nb::handle self, nb::handle h) {
+             return new_tensor_array(self, ta_of(self).with_handle(to_tensor(h)));
+           })
+      .def(
+          "write",
+          [ta_of](nb::handle self, nb::handle index, nb::handle value, nb::handle) {
+            const TensorArray& ta = ta_of(self);
+            return new_tensor_array(
+                self, ta.write(to_tensor(index, DType::kInt32, "index"),
+                               to_tensor(value, ta.dtype(), "TensorArray.write value")));
+          },
+          nb::arg("index"), nb::arg("value"), nb::arg("name").none() = nb::none())
+      .def(
+          "read",
+          [](const TensorArray& ta, nb::handle index, nb::handle) {
+            return wrap(ta.read(to_tensor(index, DType::kInt32, "index")));
+          },
+          nb::arg("index"), nb::arg("name").none() = nb::none())
+      .def(
+          "stack", [](const TensorArray& ta, nb::handle) { return wrap(ta.stack()); },
+          nb::arg("name").none() = nb::none())
+      .def(
+          "unstack",
+          [ta_of](nb::handle self, nb::handle value, nb::handle) {
+            const TensorArray& ta = ta_of(self);
+            return new_tensor_array(
+                self, ta.unstack(to_tensor(value, ta.dtype(), "TensorArray.unstack value")));
+          },
+          nb::arg("value"), nb::arg("name").none() = nb::none())
+      .def(
+          "size", [](const TensorArray& ta, nb::handle) { return wrap(ta.size()); },
+          nb::arg("name").none() = nb::none())
+      .def_prop_ro("handle", [](const TensorArray& ta) { return wrap(ta.handle()); })
+      .def_prop_ro("flow", [](const TensorArray& ta) { return wrap(ta.handle()); })
+      .def_prop_ro("dtype", [](const TensorArray& ta) { return dtype_object(ta.dtype()); })
+      .def_prop_ro("element_shape",
+                   [](const TensorArray& ta) { return shape_object(ta.element_shape()); })
+      .def_prop_ro("dynamic_size", &TensorArray::dynamic_size)
+      .def_prop_ro("infer_shape", &TensorArray::infer_shape);
+}
+
 }  // namespace
 
 void bind_control_flow(nb::module_& m) {
@@ -238,39 +334,7 @@ void bind_control_flow(nb::module_& m) {
       nb::arg("maximum_iterations"), nb::arg("name"),
       "while_loop over flat tensor lists (use kiln.while_loop).");
 
-  nb::class_<TensorArray>(m, "_TensorArray")
-      .def(
-          "__init__",
-          [](TensorArray* self, nb::handle dtype, nb::handle size, bool dynamic_size,
-             nb::handle element_shape, bool infer_shape) {
-            new (self) TensorArray(to_dtype(dtype), to_tensor(size, DType::kInt32, "size"),
-                                   dynamic_size, to_shape(element_shape), infer_shape);
-          },
-          nb::arg("dtype"), nb::arg("size"), nb::arg("dynamic_size"),
-          nb::arg("element_shape").none(), nb::arg("infer_shape") = true)
-      .def("with_handle",
-           [](const TensorArray& ta, nb::handle h) { return ta.with_handle(to_tensor(h)); })
-      .def("write",
-           [](const TensorArray& ta, nb::handle index, nb::handle value) {
-             return ta.write(to_tensor(index, DType::kInt32, "index"),
-                             to_tensor(value, ta.dtype(), "TensorArray.write value"));
-           })
-      .def("read",
-           [](const TensorArray& ta, nb::handle index) {
-             return wrap(ta.read(to_tensor(index, DType::kInt32, "index")));
-           })
-      .def("stack", [](const TensorArray& ta) { return wrap(ta.stack()); })
-      .def("unstack",
-           [](const TensorArray& ta, nb::handle value) {
-             return ta.unstack(to_tensor(value, ta.dtype(), "TensorArray.unstack value"));
-           })
-      .def("size", [](const TensorArray& ta) { return wrap(ta.size()); })
-      .def_prop_ro("handle", [](const TensorArray& ta) { return wrap(ta.handle()); })
-      .def_prop_ro("dtype", [](const TensorArray& ta) { return dtype_object(ta.dtype()); })
-      .def_prop_ro("element_shape",
-                   [](const TensorArray& ta) { return shape_object(ta.element_shape()); })
-      .def_prop_ro("dynamic_size", &TensorArray::dynamic_size)
-      .def_prop_ro("infer_shape", &TensorArray::infer_shape);
+  bind_tensor_array(m);
 
   m.def(
       "_print",

@@ -5,9 +5,11 @@
 #include <nanobind/stl/vector.h>
 
 #include <cmath>
+#include <cstring>
 
 #include "bindings.h"
 #include "convert.h"
+#include "kiln/config.h"
 #include "kiln/context.h"
 #include "kiln/ops.h"
 
@@ -172,13 +174,67 @@ std::optional<int64_t> eager_int_key(nb::handle key) {
   return std::nullopt;
 }
 
+// Whether unstacking `t` now runs eagerly with no one to see the Unpack op:
+// no trace records it, no tape (or other observer) watches, and
+// check_numerics, which would check its float outputs, is off or moot.
+bool unseen_eager_unstack(const Tensor& t) {
+  if (t.is_symbolic() || current_context().is_tracing() || op_observer()) return false;
+  switch (t.dtype()) {
+    case DType::kBool:
+    case DType::kInt8:
+    case DType::kUInt8:
+    case DType::kInt32:
+    case DType::kInt64: return true;
+    case DType::kFloat32:
+    case DType::kFloat64: return !config().check_numerics;
+    default: return false;
+  }
+}
+
+// iter() over the elements of a 1-D tensor as scalar tensors, copied here
+// in one go: what Unpack's outputs hold, without the op (see above).
+nb::object iterate_scalars(const Tensor& t) {
+  const int64_t n = t.dim(0);
+  const size_t size = dtype_size(t.dtype());
+  const auto* data = static_cast<const char*>(t.raw_data());
+  nb::object items = nb::steal(PyTuple_New(n));
+  if (!items.is_valid()) throw nb::python_error();
+  for (int64_t i = 0; i < n; ++i) {
+    Tensor x = Tensor::empty(t.dtype(), Shape());
+    std::memcpy(x.mutable_raw_data(), data + static_cast<size_t>(i) * size, size);
+    PyTuple_SET_ITEM(items.ptr(), i, wrap(std::move(x)).release().ptr());
+  }
+  return nb::steal(PyObject_GetIter(items.ptr()));
+}
+
+// A 1-element int64 tensor [v]; small values are made once per thread
+// (tensors are immutable) since x[i] in a loop asks for the same few.
+Tensor int64_scalar_vector(int64_t v) {
+  constexpr int64_t kLow = -64, kHigh = 4096;
+  auto make = [](int64_t x) { return Tensor::from_span<int64_t>({&x, 1}, Shape{1}); };
+  if (v < kLow || v >= kHigh) return make(v);
+  thread_local std::vector<Tensor> cache(static_cast<size_t>(kHigh - kLow));
+  Tensor& t = cache[static_cast<size_t>(v - kLow)];
+  if (!t.defined()) t = make(v);
+  return t;
+}
+
+// t[i]: the StridedSlice that index() builds for one int, from cached
+// begin/end/strides tensors.
+Tensor index_one(const Tensor& t, int64_t i) {
+  return strided_slice(t, int64_scalar_vector(i), int64_scalar_vector(i == -1 ? 0 : i + 1),
+                       int64_scalar_vector(1), 0, 0, 0, 0, 1);
+}
+
 nb::object getitem(nb::handle self, nb::handle key) {
   Tensor t = to_tensor(self);
-  std::vector<IndexItem> items;
-  if (std::optional<int64_t> i = eager_int_key(key)) {
-    items.emplace_back(*i);
-    return wrap(index(t, items));
+  if (std::optional<int64_t> i = eager_int_key(key)) return wrap(index_one(t, *i));
+  if (PyLong_CheckExact(key.ptr())) {
+    int overflow = 0;
+    const long long i = PyLong_AsLongLongAndOverflow(key.ptr(), &overflow);
+    if (!overflow) return wrap(index_one(t, i));
   }
+  std::vector<IndexItem> items;
   if (basic_index(key, items)) return wrap(index(t, items));
   // Tensor indices, or anything else: the Python slicing helper.
   return nb::module_::import_("kiln._indexing").attr("getitem")(self, key);
@@ -427,6 +483,7 @@ void bind_tensor_class(nb::module_& m) {
                            "Use `for x in t` inside a kiln.function with autograph=True (the "
                            "default), or kiln.unstack when the length is known.");
              if (t.rank() == 0) throw nb::type_error("Cannot iterate over a scalar tensor.");
+             if (t.rank() == 1 && unseen_eager_unstack(t)) return iterate_scalars(t);
              nb::list items;
              if (t.dim(0) > 0)
                for (Tensor& x : unstack(t, 0)) items.append(wrap(std::move(x)));

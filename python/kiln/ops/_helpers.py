@@ -38,6 +38,8 @@ def const_ints(vals, dtype="int32"):
 def tensor(x, dtype=None, op=None):
     """x as a Tensor (Variables are read); dtype, if given, must match a tensor
     and is used to convert a Python value."""
+    if dtype is None and type(x) is Tensor:  # the common case, without the checks below
+        return x
     if dtype is not None:
         dtype = _kiln.as_dtype(dtype)
     if isinstance(x, Variable):
@@ -72,6 +74,8 @@ def dispatch(fn, *args):
 def pair(x, y, op):
     """Converts two operands as TensorFlow's binary ops do: a Python value takes
     the dtype of the tensor operand."""
+    if type(x) is Tensor and type(y) is Tensor:  # nothing to convert
+        return x, y
     if is_tensor(x) and not is_tensor(y):
         x = tensor(x)
         return x, tensor(y, x.dtype, op)
@@ -106,9 +110,14 @@ def int_list(value, what, op):
     (attribute-like arguments: axes, perm, sizes)."""
     if value is None:
         return None
-    # The common case, a list or tuple of plain ints, without the checks below.
-    if type(value) in (list, tuple) and all(type(v) is int for v in value):
-        return list(value)
+    # The common case, a list or tuple of plain ints, without the checks below
+    # (a loop, not all() over a generator: this runs once per op call).
+    if type(value) is list or type(value) is tuple:
+        for v in value:
+            if type(v) is not int:
+                break
+        else:
+            return list(value)
     if isinstance(value, Variable):
         value = value.read_value()
     if isinstance(value, Tensor):

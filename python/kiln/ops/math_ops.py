@@ -5,6 +5,7 @@ from kiln import errors
 from kiln.ops import _helpers as h
 
 raw = h.raw
+Tensor = h.Tensor
 
 
 def _binary(op_name, doc):
@@ -12,6 +13,8 @@ def _binary(op_name, doc):
 
     def fn(x, y, name=None):
         try:
+            if type(x) is Tensor and type(y) is Tensor:  # h.pair would return them as they are
+                return op(x, y)
             return op(*h.pair(x, y, op_name))
         except TypeError:  # a RaggedTensor or SparseTensor operand?
             out = h.dispatch(fn, x, y)

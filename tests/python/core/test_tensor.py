@@ -128,3 +128,84 @@ def test_variable_repr_and_ref_inside_a_function():
     assert seen["same_ref"]
     assert v.ref() != tf.Variable(1.0).ref()
     assert repr(v) == "<kiln.Variable 'v:0' shape=() dtype=float32, numpy=1.0>"
+
+
+@pytest.mark.parametrize("dtype", [tf.bool, tf.int8, tf.uint8, tf.int32, tf.int64, tf.float32,
+                                   tf.float64, tf.float16, tf.string])
+def test_iterating_a_vector_gives_its_scalars(dtype):
+    # Eagerly, with no tape, int/bool/float vectors are cut into scalars
+    # without the Unpack op; the other dtypes unstack. Same values either way.
+    values = np.array([1, 0, 3], dtype=object if dtype == tf.string else dtype.as_numpy_dtype)
+    if dtype == tf.string:
+        values = np.array([b"a", b"", b"c"], dtype=object)
+    t = tf.constant(values, dtype=dtype)
+    items = list(t)
+    assert len(items) == 3
+    for item, v in zip(items, values):
+        assert isinstance(item, tf.Tensor) and item.dtype == dtype and item.shape == ()
+        assert item.numpy() == v
+    assert list(tf.zeros([0], dtype=tf.int32)) == []
+    assert [int(i) for i in tf.range(2, 5)] == [2, 3, 4]
+    with pytest.raises(TypeError, match="Cannot iterate over a scalar tensor"):
+        iter(tf.constant(1))
+
+
+def test_iteration_keeps_check_numerics_and_tapes():
+    v = tf.constant([1.0, float("nan")])
+    tf.debugging.enable_check_numerics()
+    try:
+        with pytest.raises(tf.errors.InvalidArgumentError, match="Unpack: output 1 contains NaN"):
+            list(v)
+        assert [int(i) for i in tf.range(3)] == [0, 1, 2]  # ints have no NaN to check
+    finally:
+        tf.debugging.disable_check_numerics()
+    x = tf.constant([1.0, 2.0, 3.0])
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        a, b, c = x  # the tape sees the Unpack
+        y = a * b * c
+    np.testing.assert_allclose(tape.gradient(y, x).numpy(), [6.0, 3.0, 2.0])
+
+
+def test_iterating_an_eager_tensor_while_tracing_records_the_unpack():
+    c = tf.constant([1, 2, 3])
+
+    @tf.function
+    def f():
+        return [x * 2 for x in c]
+
+    assert [int(x) for x in f()] == [2, 4, 6]
+    assert "Unpack" in {n.op for n in f.get_concrete_function().graph.as_graph_def().node}
+
+
+def test_int_and_scalar_tensor_indices():
+    x = tf.constant(np.arange(24, dtype=np.float32).reshape(2, 3, 4))
+    xs = x.numpy()
+    for key in (0, 1, -1, -2, tf.constant(1), tf.constant(-1, tf.int64), np.int64(1)):
+        np.testing.assert_array_equal(x[key].numpy(), xs[int(key)])
+    for i in tf.range(2):  # scalar int32 tensors, as in an eager loop
+        np.testing.assert_array_equal(x[i].numpy(), xs[int(i)])
+    with pytest.raises(tf.errors.InvalidArgumentError, match=r"index 5 \(begin\[0\]\) is out of"):
+        x[5]
+    with pytest.raises(tf.errors.InvalidArgumentError, match="index 1099511627776"):
+        x[2 ** 40]
+    with pytest.raises(tf.errors.InvalidArgumentError, match="input has rank 0"):
+        tf.constant(1.0)[0]
+    with pytest.raises(TypeError, match="Only integers, slices"):
+        x[True]
+
+
+def test_int_indices_under_a_tape_and_in_a_function():
+    v = tf.Variable([[1.0, 2.0], [3.0, 4.0]])
+    with tf.GradientTape() as tape:
+        y = v[1] * v[tf.constant(1)]
+    np.testing.assert_allclose(tape.gradient(y, v).numpy(), [[0.0, 0.0], [6.0, 8.0]])
+
+    @tf.function
+    def f(x, i):
+        return x[1] + x[i] + x[-1]
+
+    x = tf.constant([[1.0, 2.0], [3.0, 4.0]])
+    np.testing.assert_allclose(f(x, tf.constant(0)).numpy(), [7.0, 10.0])
+    assert "StridedSlice" in {n.op for n in
+                              f.get_concrete_function(x, tf.constant(0)).graph.as_graph_def().node}

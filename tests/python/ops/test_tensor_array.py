@@ -138,3 +138,63 @@ def test_a_long_loop_matches_numpy():
 
     for n in (0, 1, 33, 2500):
         np.testing.assert_array_equal(squares(tf.constant(n)).numpy(), np.arange(n) ** 2)
+
+
+def test_constructor_takes_tensorflows_arguments():
+    ta = tf.TensorArray(dtype=tf.int32, size=2, dynamic_size=False, clear_after_read=False,
+                        tensor_array_name="x", handle=None, flow=None, infer_shape=True,
+                        element_shape=None, colocate_with_first_write_call=False, name="n")
+    assert int(ta.size()) == 2 and ta.dtype == tf.int32 and not ta.dynamic_size
+    positional = tf.TensorArray(tf.float32, 2, False, None, None, None, None, False, [3])
+    assert positional.element_shape.as_list() == [3] and not positional.infer_shape
+    assert not tf.TensorArray(tf.float32, size=1, infer_shape=0).infer_shape
+    assert tf.TensorArray(tf.float32, size=1, infer_shape="yes").infer_shape
+    grown = tf.TensorArray(tf.int32, dynamic_size=1).write(2, 5)
+    np.testing.assert_array_equal(grown.stack().numpy(), [0, 0, 5])
+    with pytest.raises(ValueError, match="size must be given unless dynamic_size=True"):
+        tf.TensorArray(tf.float32)
+    with pytest.raises(TypeError, match="Cannot convert 1.5 to EagerTensor of dtype int32"):
+        tf.TensorArray(tf.float32, size=1.5)
+    with pytest.raises(TypeError, match="Unknown dtype name 'nope'"):
+        tf.TensorArray("nope", size=1)
+
+
+def test_methods_return_kiln_tensor_arrays_and_take_a_name():
+    ta = tf.TensorArray(tf.float32, size=2)
+    out = ta.write(0, 1.0, name="w").write(tf.constant(1), tf.constant(2.0))
+    assert type(out) is tf.TensorArray and repr(out) == "<kiln.TensorArray dtype=float32>"
+    assert out.flow.dtype == out.handle.dtype and out.handle.dtype.name == "resource"
+    np.testing.assert_array_equal(out.stack(name="s").numpy(), [1.0, 2.0])
+    assert float(out.read(1, name="r")) == 2.0 and int(out.size(name="n")) == 2
+    un = ta.unstack(tf.constant([3.0, 4.0]), name="u")
+    assert type(un) is tf.TensorArray
+    np.testing.assert_array_equal(un.gather([1, 0]).numpy(), [4.0, 3.0])
+    np.testing.assert_array_equal(ta.scatter([1, 0], tf.constant([5.0, 6.0])).stack().numpy(),
+                                  [6.0, 5.0])
+
+    class Mine(tf.TensorArray):
+        pass
+
+    assert type(Mine(tf.float32, size=1).write(0, 1.0)) is tf.TensorArray  # as before
+    with pytest.raises(TypeError, match="Cannot convert 0.5 to EagerTensor of dtype int32"):
+        ta.write(0.5, 1.0)
+    with pytest.raises(ValueError, match="requested dtype float32 for Tensor with dtype int32"):
+        ta.write(0, tf.constant(1))
+    with pytest.raises(tf.errors.InvalidArgumentError, match="index 3 is out of range"):
+        ta.write(3, 1.0)
+
+
+def test_writes_are_differentiable_eagerly_and_traced():
+    x = tf.constant([1.0, 2.0])
+
+    def f(x):
+        ta = tf.TensorArray(tf.float32, size=2, name="ta")
+        for i in tf.range(2):
+            ta = ta.write(i, x * tf.cast(i + 1, tf.float32), name="w")
+        return tf.reduce_sum(ta.stack(name="s") ** 2)
+
+    for fn in (f, tf.function(f)):
+        with tf.GradientTape() as tape:
+            tape.watch(x)
+            y = fn(x)
+        np.testing.assert_allclose(tape.gradient(y, x).numpy(), [10.0, 20.0])
