@@ -97,10 +97,24 @@ bool plain_ints(nb::handle v, std::vector<int64_t>& out) {
   return true;
 }
 
-std::vector<int64_t> ints_attr(nb::handle v) {
+// v through Python's int(); a ValueError naming the attribute when it does
+// not fit in int64 (nanobind would raise a bare std::bad_cast).
+int64_t int64_attr(const OpDef& op, const AttrDef& def, nb::handle v) {
+  nb::int_ i(v);
+  int overflow = 0;
+  const long long x = PyLong_AsLongLongAndOverflow(i.ptr(), &overflow);
+  if (overflow)
+    throw nb::value_error(str_cat(op.type_name, ": attribute '", def.name, "' value ",
+                                  nb::cast<std::string>(nb::repr(v)), " does not fit in int64")
+                              .c_str());
+  if (x == -1 && PyErr_Occurred()) throw nb::python_error();
+  return x;
+}
+
+std::vector<int64_t> ints_attr(const OpDef& op, const AttrDef& def, nb::handle v) {
   std::vector<int64_t> out;
   if (plain_ints(v, out)) return out;
-  for (nb::handle item : v) out.push_back(item.is_none() ? -1 : nb::cast<int64_t>(nb::int_(item)));
+  for (nb::handle item : v) out.push_back(item.is_none() ? -1 : int64_attr(op, def, item));
   return out;
 }
 
@@ -118,9 +132,9 @@ AttrValue to_attr(const OpDef& op, const AttrDef& def, nb::handle v) {
     case AttrType::kInt:
       if (small_int(v.ptr(), x)) return x;
       if (PyBool_Check(v.ptr())) return fail("an int");
-      if (is_tensor(v)) return nb::cast<int64_t>(v.attr("__index__")());
+      if (is_tensor(v)) return int64_attr(op, def, v.attr("__index__")());
       if (!PyLong_Check(v.ptr()) && !PyIndex_Check(v.ptr())) return fail("an int");
-      return nb::cast<int64_t>(nb::int_(v));
+      return int64_attr(op, def, v);
     case AttrType::kFloat:
       if (PyFloat_CheckExact(v.ptr())) return PyFloat_AS_DOUBLE(v.ptr());
       return nb::cast<double>(nb::float_(v));
@@ -130,7 +144,7 @@ AttrValue to_attr(const OpDef& op, const AttrDef& def, nb::handle v) {
       return nb::cast<std::string>(v);
     case AttrType::kInts: {
       if (v.is_none()) return std::vector<int64_t>{};
-      if (PyLong_Check(v.ptr())) return std::vector<int64_t>{nb::cast<int64_t>(v)};
+      if (PyLong_Check(v.ptr())) return std::vector<int64_t>{int64_attr(op, def, v)};
       if (is_tensor(v)) {
         Tensor t = to_tensor(v);
         if (t.is_symbolic())
@@ -140,7 +154,7 @@ AttrValue to_attr(const OpDef& op, const AttrDef& def, nb::handle v) {
         for (nb::handle e : arr) out.push_back(nb::cast<int64_t>(nb::int_(e)));
         return out;
       }
-      return ints_attr(v);
+      return ints_attr(op, def, v);
     }
     case AttrType::kTensor: return to_tensor(v);
     case AttrType::kSubgraph: return fail("a subgraph (internal attribute)");

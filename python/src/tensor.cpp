@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <limits>
 
 #include "bindings.h"
 #include "convert.h"
@@ -127,7 +128,12 @@ bool basic_index(nb::handle key, std::vector<IndexItem>& items) {
   auto one = [&](nb::handle k) -> bool {
     if (PyBool_Check(k.ptr())) return false;
     if (PyLong_Check(k.ptr())) {
-      items.emplace_back(nb::cast<int64_t>(k));
+      int overflow = 0;
+      const long long i = PyLong_AsLongLongAndOverflow(k.ptr(), &overflow);
+      if (overflow)
+        throw nb::index_error(
+            str_cat("index ", nb::cast<std::string>(nb::repr(k)), " is out of range").c_str());
+      items.emplace_back(static_cast<int64_t>(i));
       return true;
     }
     if (k.is_none()) {
@@ -142,7 +148,11 @@ bool basic_index(nb::handle key, std::vector<IndexItem>& items) {
       auto part = [](nb::handle p, std::optional<int64_t>& out) -> bool {
         if (p.is_none()) return true;
         if (!PyLong_Check(p.ptr()) || PyBool_Check(p.ptr())) return false;
-        out = nb::cast<int64_t>(p);
+        int overflow = 0;  // beyond int64: past either end, as Python clamps
+        const long long v = PyLong_AsLongLongAndOverflow(p.ptr(), &overflow);
+        out = overflow > 0   ? std::numeric_limits<int64_t>::max()
+              : overflow < 0 ? std::numeric_limits<int64_t>::min()
+                             : static_cast<int64_t>(v);
         return true;
       };
       Slice s;

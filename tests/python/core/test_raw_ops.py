@@ -116,3 +116,21 @@ def test_a_trace_records_raw_ops():
 
     with pytest.raises(TypeError, match="attribute 'perm' expects a constant list of ints"):
         bad(tf.constant([1, 0]))
+
+
+def test_ints_beyond_int64_are_clear_errors():
+    x = tf.constant(X)
+    big = 2 ** 70
+    for call in (lambda: raw.Transpose(x, perm=[big, 0]), lambda: raw.Transpose(x, perm=(1, -big)),
+                 lambda: raw.ExpandDims(x, axis=big), lambda: raw.Transpose(x, perm=[np.int64(1), big])):
+        with pytest.raises(ValueError, match="does not fit in int64"):
+            call()
+
+
+def test_indices_beyond_int64_raise_index_error_and_slices_clamp():
+    v = tf.constant(np.arange(6, dtype=np.float32))
+    with pytest.raises(IndexError, match="out of range"):
+        v[2 ** 70]
+    np.testing.assert_array_equal(v[:2 ** 70].numpy(), np.arange(6))
+    np.testing.assert_array_equal(v[-2 ** 70:2].numpy(), [0, 1])
+    np.testing.assert_array_equal(v[::-2 ** 70].numpy(), [5])
