@@ -155,9 +155,10 @@ bool basic_index(nb::handle key, std::vector<IndexItem>& items) {
                              : static_cast<int64_t>(v);
         return true;
       };
+      // The slice's fields directly (an attribute lookup by name each cost ~0.3 us).
+      const auto* sl = reinterpret_cast<const PySliceObject*>(k.ptr());
       Slice s;
-      if (!part(k.attr("start"), s.start_) || !part(k.attr("stop"), s.stop_) ||
-          !part(k.attr("step"), s.step_))
+      if (!part(sl->start, s.start_) || !part(sl->stop, s.stop_) || !part(sl->step, s.step_))
         return false;
       items.emplace_back(s);
       return true;
