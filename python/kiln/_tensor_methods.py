@@ -97,6 +97,14 @@ Variable.ref = lambda self: Reference(self)
 Variable.numpy = lambda self: self.read_value().numpy()
 
 
+def _var_iter(self):
+    """Iterates over the variable's value, as TensorFlow does (`a, b = tf.Variable([1, 2])`)."""
+    return iter(self.read_value())
+
+
+Variable.__iter__ = _var_iter
+
+
 # The Python object of each live variable, by id: C++ hands back variables (a tape's
 # watched_variables) as new wrappers; live_variable() returns the user's own object.
 _LIVE = weakref.WeakValueDictionary()

@@ -90,6 +90,20 @@ def test_iteration_and_len():
         iter(tf.constant(1))
 
 
+def test_iterating_a_variable_iterates_its_value():
+    # TensorFlow: "When executing eagerly, iterates over the value of the variable."
+    v = tf.Variable([1.0, 2.0, 3.0])
+    a, b, c = v
+    assert [a.numpy(), b.numpy(), c.numpy()] == [1.0, 2.0, 3.0]
+    assert [r.numpy().tolist() for r in tf.Variable([[1, 2], [3, 4]])] == [[1, 2], [3, 4]]
+    with tf.GradientTape() as tape:
+        first, _, last = v
+        y = first * 2.0 + last * last
+    np.testing.assert_array_equal(tape.gradient(y, v).numpy(), [2.0, 0.0, 6.0])
+    with pytest.raises(TypeError, match="scalar"):
+        iter(tf.Variable(1.0))
+
+
 def test_variable_api():
     v = tf.Variable(1.0, name="v")
     assert v.name == "v:0" and v.dtype == tf.float32 and v.shape == []
