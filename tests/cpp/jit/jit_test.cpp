@@ -287,12 +287,7 @@ TEST(Jit, NoCompilerWarnsAndStillRunsCorrectly) {
 }
 
 TEST(Jit, OptimizeKernelMergesAndDropsInstructions) {
-  Kernel k;
-  k.name = "t";
-  k.rank = 1;
-  k.dims = {4};
-  k.inputs = {DType::kFloat32};
-  k.input_dims = {{4}};
+  Kernel k = testing::one_input_kernel("t", DType::kFloat32, 4);
   const Instr e = testing::instr(Instr::kApply, DType::kFloat32, 0, OpId::Exp);
   k.body = {testing::instr(Instr::kLoad, DType::kFloat32, 0), e, e,
             testing::instr(Instr::kApply, DType::kFloat32, 1, OpId::Add, 2),
@@ -443,12 +438,7 @@ TEST(Jit, HalfChainsRoundOncePerOpLikeGraphMode) {
 
 TEST(Jit, ArithmeticOnHalfValuesIsMalformedIr) {
   // A kernel may only load, cast and store 16-bit floats.
-  Kernel k;
-  k.name = "h";
-  k.rank = 1;
-  k.dims = {4};
-  k.inputs = {DType::kFloat16};
-  k.input_dims = {{4}};
+  Kernel k = testing::one_input_kernel("h", DType::kFloat16, 4);
   k.body = {testing::instr(Instr::kLoad, DType::kFloat16, 0),
             testing::instr(Instr::kCast, DType::kFloat32, 0)};
   k.outputs = {1};

@@ -122,6 +122,18 @@ inline void check_all_modes(const std::function<Value(const std::vector<Value>&)
   EXPECT_GE(j.get_concrete_function(args)->jit_kernels(), min_kernels);
 }
 
+/// A rank-1 kernel over n points with one input of dtype dt and no body yet
+/// (tests build small kernels by hand).
+inline Kernel one_input_kernel(const std::string& name, DType dt, int64_t n) {
+  Kernel k;
+  k.name = name;
+  k.rank = 1;
+  k.dims = {n};
+  k.inputs = {dt};
+  k.input_dims = {{n}};
+  return k;
+}
+
 /// One IR instruction (tests build small kernels by hand).
 inline Instr instr(Instr::Kind kind, DType dt, int32_t a, OpId op = OpId::kNumOps, int32_t b = -1) {
   Instr in;
