@@ -360,6 +360,8 @@ class InferContext : public OpCall {
   const Tensor* value(size_t i) const;
   /// The input's value as int64s (int32/int64 inputs), if known.
   bool int_values(size_t i, std::vector<int64_t>& out) const;
+  /// The same into inline storage (no allocation for up to 8 values).
+  bool int_values(size_t i, SmallVec<int64_t, 8>& out) const;
 
   void set_output(size_t i, DType dtype, Shape shape);
   size_t num_outputs() const { return n_; }

@@ -7,22 +7,30 @@ const Tensor* InferContext::value(size_t i) const {
   return t.is_symbolic() ? t.symbol()->constant_value(t.output_index()) : &t;
 }
 
-bool InferContext::int_values(size_t i, std::vector<int64_t>& out) const {
-  const Tensor* v = value(i);
+namespace {
+// Input i's value as int64s into `out` (an int64 vector type), if known.
+template <typename Out>
+bool known_ints(const InferContext& c, size_t i, Out& out) {
+  const Tensor* v = c.value(i);
   if (!v) return false;
-  out.clear();
   const int64_t n = v->num_elements();
-  out.reserve(static_cast<size_t>(n));
-  if (v->dtype() == DType::kInt32) {
-    const int32_t* p = v->data<int32_t>();
-    out.assign(p, p + n);
-  } else if (v->dtype() == DType::kInt64) {
-    const int64_t* p = v->data<int64_t>();
-    out.assign(p, p + n);
-  } else {
-    fail(input_name(i), " must be int32 or int64, got ", dtype_name(v->dtype()));
-  }
+  out.resize(static_cast<size_t>(n));
+  if (v->dtype() == DType::kInt32)
+    std::copy_n(v->data<int32_t>(), n, out.data());
+  else if (v->dtype() == DType::kInt64)
+    std::copy_n(v->data<int64_t>(), n, out.data());
+  else
+    c.fail(c.input_name(i), " must be int32 or int64, got ", dtype_name(v->dtype()));
   return true;
+}
+}  // namespace
+
+bool InferContext::int_values(size_t i, std::vector<int64_t>& out) const {
+  return known_ints(*this, i, out);
+}
+
+bool InferContext::int_values(size_t i, SmallVec<int64_t, 8>& out) const {
+  return known_ints(*this, i, out);
 }
 
 void InferContext::set_output(size_t i, DType dtype, Shape shape) {

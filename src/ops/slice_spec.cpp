@@ -35,10 +35,8 @@ int64_t slice_length(int64_t begin, int64_t end, int64_t stride) {
 
 }  // namespace
 
-StridedSliceSpec canonicalize_strided_slice(const Shape& input, int64_t n,
-                                            const std::vector<int64_t>* begin,
-                                            const std::vector<int64_t>* end,
-                                            const std::vector<int64_t>* strides,
+StridedSliceSpec canonicalize_strided_slice(const Shape& input, int64_t n, const int64_t* begin,
+                                            const int64_t* end, const int64_t* strides,
                                             const StridedSliceMasks& masks, const char* op) {
   if (n > 64) fail(op, "the slice spec has ", n, " entries; at most 64 are supported");
   const uint64_t valid = n >= 64 ? ~uint64_t{0} : (uint64_t{1} << n) - 1;
@@ -57,7 +55,7 @@ StridedSliceSpec canonicalize_strided_slice(const Shape& input, int64_t n,
   if (known)
     for (int64_t i = 0; i < n; ++i) {
       if (bit(ellipsis_mask, i) || bit(new_axis_mask, i)) continue;
-      const int64_t s = (*strides)[static_cast<size_t>(i)];
+      const int64_t s = strides[i];
       if (s == 0) fail(op, "strides[", i, "] must be non-zero");
       if (bit(shrink_mask, i) && s < 0)
         fail(op, "strides[", i, "] = ", s,
@@ -87,8 +85,8 @@ StridedSliceSpec canonicalize_strided_slice(const Shape& input, int64_t n,
     }
   }
 
-  std::vector<DenseEntry> dense(static_cast<size_t>(rank));
-  std::vector<int64_t> gather;  // output dims: dense index, kNewAxisDim or kShrinkDim
+  SmallVec<DenseEntry, 8> dense(static_cast<size_t>(rank), DenseEntry{});
+  SliceInts gather;  // output dims: dense index, kNewAxisDim or kShrinkDim
   int64_t full = 0;
   for (int64_t i = 0; i < sparse_n; ++i) {
     if (is_ellipsis(i)) {
@@ -104,9 +102,9 @@ StridedSliceSpec canonicalize_strided_slice(const Shape& input, int64_t n,
       e.sparse_index = i;
       e.values_known = known;
       if (known) {
-        e.begin = (*begin)[static_cast<size_t>(i)];
-        e.end = (*end)[static_cast<size_t>(i)];
-        e.stride = (*strides)[static_cast<size_t>(i)];
+        e.begin = begin[i];
+        e.end = end[i];
+        e.stride = strides[i];
       }
       e.begin_masked = bit(begin_mask, i);
       e.end_masked = bit(end_mask, i);

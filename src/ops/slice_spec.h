@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "kiln/shape.h"
+#include "kiln/small_vector.h"
 
 namespace kiln {
 
@@ -15,20 +16,21 @@ struct StridedSliceMasks {
 /// Per input dimension: the first index read, the step, and the number of
 /// elements taken (-1 when unknown). `shape` is the output shape (new axes
 /// inserted, shrunk axes removed).
+/// begin/end/strides values, inline for the usual few entries.
+using SliceInts = SmallVec<int64_t, 8>;
+
 struct StridedSliceSpec {
-  std::vector<int64_t> begin, stride, size;
+  SliceInts begin, stride, size;
   Shape shape;
 };
 
-/// Resolves begin/end/strides (nullptr when the values are unknown; then
-/// `spec_len` gives their length) against `input` (rank known) with Python
+/// Resolves begin/end/strides (`spec_len` values each; nullptr when the
+/// values are unknown) against `input` (rank known) with Python
 /// slicing semantics. Throws InvalidArgumentError prefixed "<op>: "
 /// (StridedSliceGrad passes its own name).
 StridedSliceSpec canonicalize_strided_slice(const Shape& input, int64_t spec_len,
-                                            const std::vector<int64_t>* begin,
-                                            const std::vector<int64_t>* end,
-                                            const std::vector<int64_t>* strides,
-                                            const StridedSliceMasks& masks,
+                                            const int64_t* begin, const int64_t* end,
+                                            const int64_t* strides, const StridedSliceMasks& masks,
                                             const char* op = "StridedSlice");
 
 }  // namespace kiln

@@ -76,12 +76,12 @@ void infer_strided_slice(InferContext& c) {
       c.fail("begin, end and strides must have the same length, got ", nb, ", ", ne, " and ", ns);
     n = v;
   }
-  std::vector<int64_t> begin, end, strides;
+  SliceInts begin, end, strides;
   const bool known = c.int_values(1, begin) && c.int_values(2, end) && c.int_values(3, strides);
   if (n < 0) return c.set_output(0, c.dtype(0), Shape::unknown_rank());
-  StridedSliceSpec spec =
-      canonicalize_strided_slice(c.shape(0), n, known ? &begin : nullptr, known ? &end : nullptr,
-                                 known ? &strides : nullptr, masks_of(c));
+  StridedSliceSpec spec = canonicalize_strided_slice(c.shape(0), n, known ? begin.data() : nullptr,
+                                                     known ? end.data() : nullptr,
+                                                     known ? strides.data() : nullptr, masks_of(c));
   c.set_output(0, c.dtype(0), std::move(spec.shape));
 }
 
@@ -116,11 +116,11 @@ void infer_strided_slice_grad(InferContext& c) {
   // dy must have the shape StridedSlice gives for an input of shape xs
   // (checked as far as it is known; the kernel checks it in full).
   if (n >= 0 && xs.rank_known()) {
-    std::vector<int64_t> b, e, st;
+    SliceInts b, e, st;
     const bool known = c.int_values(1, b) && c.int_values(2, e) && c.int_values(3, st);
     const Shape want =
-        canonicalize_strided_slice(xs, n, known ? &b : nullptr, known ? &e : nullptr,
-                                   known ? &st : nullptr, masks_of(c), "StridedSliceGrad")
+        canonicalize_strided_slice(xs, n, known ? b.data() : nullptr, known ? e.data() : nullptr,
+                                   known ? st.data() : nullptr, masks_of(c), "StridedSliceGrad")
             .shape;
     if (!c.shape(4).is_compatible_with(want))
       c.fail("dy has shape ", c.shape(4).debug_string(), " but the slice of an input of shape ",

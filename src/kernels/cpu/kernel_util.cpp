@@ -1,15 +1,28 @@
 #include "kernel_util.h"
 
+#include <algorithm>
+
 namespace kiln::cpu {
 
-std::vector<int64_t> int_values(const Tensor& t) {
+namespace {
+template <typename Out>
+Out ints_of(const Tensor& t) {
   const int64_t n = t.num_elements();
-  if (t.dtype() == DType::kInt32) {
-    const int32_t* p = t.data<int32_t>();
-    return std::vector<int64_t>(p, p + n);
-  }
-  const int64_t* p = t.data<int64_t>();
-  return std::vector<int64_t>(p, p + n);
+  Out out(static_cast<size_t>(n));
+  if (t.dtype() == DType::kInt32)
+    std::copy_n(t.data<int32_t>(), n, out.data());
+  else
+    std::copy_n(t.data<int64_t>(), n, out.data());
+  return out;
+}
+}  // namespace
+
+std::vector<int64_t> int_values(const Tensor& t) {
+  return ints_of<std::vector<int64_t>>(t);
+}
+
+SmallVec<int64_t, 8> int_list(const Tensor& t) {
+  return ints_of<SmallVec<int64_t, 8>>(t);
 }
 
 SmallVec<int64_t, 6> broadcast_strides(const Shape& in, const Shape& out) {

@@ -30,6 +30,8 @@ void visit_numeric(DType dt, const char* op, F&& f) {
 
 /// The elements of an int32 or int64 tensor as int64 (shape arguments).
 std::vector<int64_t> int_values(const Tensor& t);
+/// The same, stored inline for up to 8 values (slice specs, permutations).
+SmallVec<int64_t, 8> int_list(const Tensor& t);
 
 /// Strides of `in` broadcast to `out` (0 on broadcast dims), right-aligned.
 SmallVec<int64_t, 6> broadcast_strides(const Shape& in, const Shape& out);

@@ -46,15 +46,24 @@ void slice_kernel(KernelContext& c) {
   emit_box(c, 0, in, base, plan);
 }
 
-void strided_slice_kernel(KernelContext& c) {
-  const Tensor& in = c.input(0);
-  const std::vector<int64_t> b = int_values(c.input(1)), e = int_values(c.input(2)),
-                             s = int_values(c.input(3));
+// The spec of a StridedSlice(Grad) call from inputs 1-3 (begin, end,
+// strides) against `input`. Inference may not have seen the lengths: an
+// output spec that is static (constant shape) is not re-inferred per call.
+StridedSliceSpec kernel_spec(KernelContext& c, const Shape& input, const char* op) {
+  const SliceInts b = int_list(c.input(1)), e = int_list(c.input(2)), s = int_list(c.input(3));
+  if (e.size() != b.size() || s.size() != b.size())
+    c.fail("begin, end and strides must have the same length, got ", b.size(), ", ", e.size(),
+           " and ", s.size());
   const StridedSliceMasks masks{c.attr_int("begin_mask"), c.attr_int("end_mask"),
                                 c.attr_int("ellipsis_mask"), c.attr_int("new_axis_mask"),
                                 c.attr_int("shrink_axis_mask")};
-  const StridedSliceSpec spec =
-      canonicalize_strided_slice(in.shape(), static_cast<int64_t>(b.size()), &b, &e, &s, masks);
+  return canonicalize_strided_slice(input, static_cast<int64_t>(b.size()), b.data(), e.data(),
+                                    s.data(), masks, op);
+}
+
+void strided_slice_kernel(KernelContext& c) {
+  const Tensor& in = c.input(0);
+  const StridedSliceSpec spec = kernel_spec(c, in.shape(), "StridedSlice");
   // The output, in the input's dimension order (processing shape), is
   // contiguous: new and shrunk axes have size 1.
   const Dims is = strides_of(in.shape());
@@ -84,18 +93,7 @@ void strided_slice_kernel(KernelContext& c) {
 // canonicalized and dy checked here even when the output spec is static.
 void strided_slice_grad_kernel(KernelContext& c) {
   const Shape& xs = c.output_spec(0).shape;
-  const std::vector<int64_t> b = int_values(c.input(1)), e = int_values(c.input(2)),
-                             s = int_values(c.input(3));
-  // Inference may not have seen the lengths: an output spec that is static
-  // (constant shape) is not re-inferred per call.
-  if (e.size() != b.size() || s.size() != b.size())
-    c.fail("begin, end and strides must have the same length, got ", b.size(), ", ", e.size(),
-           " and ", s.size());
-  const StridedSliceMasks masks{c.attr_int("begin_mask"), c.attr_int("end_mask"),
-                                c.attr_int("ellipsis_mask"), c.attr_int("new_axis_mask"),
-                                c.attr_int("shrink_axis_mask")};
-  const StridedSliceSpec spec = canonicalize_strided_slice(xs, static_cast<int64_t>(b.size()), &b,
-                                                           &e, &s, masks, "StridedSliceGrad");
+  const StridedSliceSpec spec = kernel_spec(c, xs, "StridedSliceGrad");
   const Tensor& dy = c.input(4);
   if (dy.shape() != spec.shape)
     c.fail("dy has shape ", dy.shape().debug_string(), " but the slice of an input of shape ",

@@ -126,7 +126,9 @@ TEST(JitRows, SoftmaxAndLogSoftmaxAreOneKernelWithTheirNeighbours) {
       Function j = make(body, true);
       const Value got = j(args);
       for (size_t i = 0; i < 2; ++i) expect_same(got.items()[i].tensor(), want.items()[i].tensor());
-      if (s.num_elements() > 0) EXPECT_EQ(concrete(j, args)->jit_kernels(), 2u);
+      if (s.num_elements() > 0) {
+        EXPECT_EQ(concrete(j, args)->jit_kernels(), 2u);
+      }
     }
 }
 
