@@ -411,6 +411,27 @@ TEST(StridedSlice, Errors) {
         strided_slice(x, {0, 0}, {1}, {1, 1});
       },
       Code::kInvalidArgument, {"StridedSlice", "same length"});
+  {
+    // Spec vectors of unknown length in a function: the lengths are checked per call.
+    FunctionOptions o;
+    const ArgSpec vec{DType::kInt32, Shape{-1}, ""};
+    o.input_signature = std::vector<ArgSpec>{vec, vec, vec};
+    Function f(
+        [&](const std::vector<Value>& a) {
+          return Value(strided_slice(x, a[0].tensor(), a[1].tensor(), a[2].tensor()));
+        },
+        o);
+    expect_error(
+        [&] {
+          f({Tensor({0, 0}), Tensor({1}), Tensor({1, 1})});
+        },
+        Code::kInvalidArgument, {"StridedSlice", "same length"});
+    expect_error(
+        [&] {
+          f({Tensor({0}), Tensor({1}), Tensor({1, 1})});
+        },
+        Code::kInvalidArgument, {"StridedSlice", "same length"});
+  }
   expect_error([&] { strided_slice(x, Tensor({0}), Tensor({1}), Tensor({1.f})); },
                Code::kInvalidArgument, {"StridedSlice", "strides", "int32 or int64"});
   expect_error([&] { strided_slice(x, Tensor({{0}}), Tensor({1}), Tensor({1})); },
