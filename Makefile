@@ -7,7 +7,7 @@ FUZZ_TIME ?= 600
 CMAKE_FLAGS ?=
 JOBS ?= $(shell nproc)
 
-.PHONY: all setup build py demo tour bench-peers bench-peers-busy test-peers test test-cpp test-py check-deps test-asan test-tsan fuzz fuzz-build fuzz-saved-model fuzz-onnx onnx-node-tests bench format format-check clean
+.PHONY: all setup build py demo tour bench-peers bench-peers-busy bench-eager-pair test-peers test test-cpp test-py check-deps test-asan test-tsan fuzz fuzz-build fuzz-saved-model fuzz-onnx onnx-node-tests bench format format-check clean
 
 all: build
 
@@ -41,6 +41,12 @@ demo: build
 	@echo; echo "== serving the exports from C++, no Python (examples/serve.cpp, kiln-run)"
 	$(BUILD)/serve $(BUILD)/export
 	$(BUILD)/kiln-run $(BUILD)/export/digits
+
+# Eager kiln and PyTorch alternated round by round in one process (microsecond workloads,
+# where separate runs on a shared machine differ more than the frameworks do).
+bench-eager-pair: build
+	@scripts/setup_peers.sh
+	.venv-peers/bin/python bench/peers/eager_pair.py --only dynamic_rnn while_tanh chain100 eager_add_overhead
 
 # Peers side by side: CPU TensorFlow, JAX and PyTorch in .venv-peers (scripts/setup_peers.sh),
 # the same workloads through each, then ratios kiln/peer (bench/results/compare.json).
