@@ -187,6 +187,63 @@ TEST(Functors, DoubleRoundingMatchesLibm) {
   }
 }
 
+// Every (a, b) byte pair through each vector flavour's binary loop: the shifts
+// of 8-bit types run in 32-bit lanes; the results must be the plain ones.
+template <typename T, typename F, typename Ref>
+void expect_all_byte_pairs(F f, Ref ref, const char* what) {
+  std::vector<T> a, b;
+  for (int x = 0; x < 256; ++x)
+    for (int y = 0; y < 256; ++y) {
+      a.push_back(static_cast<T>(x));
+      b.push_back(static_cast<T>(y));
+    }
+  const int64_t n = static_cast<int64_t>(a.size());
+  std::vector<std::pair<const char*, std::vector<T>>> outs;
+  outs.emplace_back("baseline", std::vector<T>(a.size()));
+  cpu::detail::binary_run<true, true>(a.data(), b.data(), outs.back().second.data(), n, f);
+#ifdef KILN_X86_CLONES
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
+    outs.emplace_back("avx2", std::vector<T>(a.size()));
+    cpu::detail::binary_run_avx2<true, true>(a.data(), b.data(), outs.back().second.data(), n, f);
+  }
+  if (cpu::detail::simd_level() == cpu::detail::SimdLevel::kAvx512) {
+    outs.emplace_back("avx512", std::vector<T>(a.size()));
+    cpu::detail::binary_run_avx512<true, true>(a.data(), b.data(), outs.back().second.data(), n, f);
+  }
+#endif
+  for (const auto& [flavour, o] : outs)
+    for (size_t i = 0; i < a.size(); ++i)
+      ASSERT_EQ(o[i], ref(a[i], b[i]))
+          << what << " " << flavour << " a=" << int(a[i]) << " b=" << int(b[i]);
+}
+
+TEST(Functors, ByteShiftsMatchPlainShiftsInEveryFlavour) {
+  // TensorFlow's rule: counts clamp to [0, 7]; left shifts wrap, right shifts
+  // fill with the sign (signed) or zeros (unsigned).
+  auto count = [](int b) { return b < 0 ? 0 : (b > 7 ? 7 : b); };
+  expect_all_byte_pairs<uint8_t>(
+      fn::LeftShift{},
+      [&](uint8_t a, uint8_t b) { return static_cast<uint8_t>((a << count(b)) & 0xff); },
+      "uint8 <<");
+  expect_all_byte_pairs<int8_t>(
+      fn::LeftShift{},
+      [&](int8_t a, int8_t b) {
+        return static_cast<int8_t>(
+            static_cast<uint8_t>((static_cast<uint8_t>(a) << count(b)) & 0xff));
+      },
+      "int8 <<");
+  expect_all_byte_pairs<uint8_t>(
+      fn::RightShift{}, [&](uint8_t a, uint8_t b) { return static_cast<uint8_t>(a >> count(b)); },
+      "uint8 >>");
+  expect_all_byte_pairs<int8_t>(
+      fn::RightShift{},
+      [&](int8_t a, int8_t b) {
+        const int v = a, s = count(b);
+        return static_cast<int8_t>(v < 0 ? -((-v - 1) >> s) - 1 : v >> s);  // floor(v / 2^s)
+      },
+      "int8 >>");
+}
+
 TEST(Functors, IntegerEdgeCasesAreDefined) {
   EXPECT_EQ(fn::Neg{}(INT32_MIN), INT32_MIN);
   EXPECT_EQ(fn::Abs{}(int8_t{-128}), int8_t{-128});
