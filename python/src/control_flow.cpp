@@ -172,7 +172,11 @@ bool truthy(nb::handle h) {
 // `name` so calls need no Python frame.
 void bind_tensor_array(nb::module_& m) {
   auto ta_of = [](nb::handle self) -> const TensorArray& {
-    return nb::cast<const TensorArray&>(self);
+    const TensorArray* ta = nullptr;
+    if (!nb::try_cast<const TensorArray*>(self, ta, false) || !ta)
+      throw nb::type_error(
+          str_cat("expected a kiln.TensorArray, got ", Py_TYPE(self.ptr())->tp_name).c_str());
+    return *ta;
   };
   m.def("_set_tensor_array_class", [](nb::handle cls) {
     if (!PyType_Check(cls.ptr()) ||

@@ -198,3 +198,15 @@ def test_writes_are_differentiable_eagerly_and_traced():
             tape.watch(x)
             y = fn(x)
         np.testing.assert_allclose(tape.gradient(y, x).numpy(), [10.0, 20.0])
+
+
+def test_methods_called_on_another_object_raise_type_error():
+    # The C++ base class's methods, called unbound on something else: a TypeError naming the
+    # type (it was RuntimeError: std::bad_cast).
+    base = tf.TensorArray.__mro__[1]
+    for call in (lambda: base.write(object(), 0, 1.0), lambda: base.unstack(3, [1.0]),
+                 lambda: base._with_handle("x", 1)):
+        with pytest.raises(TypeError, match="expected a kiln.TensorArray, got (object|int|str)"):
+            call()
+    ta = tf.TensorArray(tf.float32, size=1)
+    assert base.write(ta, 0, 2.0).read(0).numpy() == 2.0
