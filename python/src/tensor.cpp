@@ -218,32 +218,13 @@ nb::object iterate_scalars(const Tensor& t) {
   return nb::steal(PyObject_GetIter(items.ptr()));
 }
 
-// A 1-element int64 tensor [v]; small values are made once per thread
-// (tensors are immutable) since x[i] in a loop asks for the same few.
-Tensor int64_scalar_vector(int64_t v) {
-  constexpr int64_t kLow = -64, kHigh = 4096;
-  auto make = [](int64_t x) { return Tensor::from_span<int64_t>({&x, 1}, Shape{1}); };
-  if (v < kLow || v >= kHigh) return make(v);
-  thread_local std::vector<Tensor> cache(static_cast<size_t>(kHigh - kLow));
-  Tensor& t = cache[static_cast<size_t>(v - kLow)];
-  if (!t.defined()) t = make(v);
-  return t;
-}
-
-// t[i]: the StridedSlice that index() builds for one int, from cached
-// begin/end/strides tensors.
-Tensor index_one(const Tensor& t, int64_t i) {
-  return strided_slice(t, int64_scalar_vector(i), int64_scalar_vector(i == -1 ? 0 : i + 1),
-                       int64_scalar_vector(1), 0, 0, 0, 0, 1);
-}
-
 nb::object getitem(nb::handle self, nb::handle key) {
   Tensor t = to_tensor(self);
-  if (std::optional<int64_t> i = eager_int_key(key)) return wrap(index_one(t, *i));
+  if (std::optional<int64_t> i = eager_int_key(key)) return wrap(index(t, {IndexItem(*i)}));
   if (PyLong_CheckExact(key.ptr())) {
     int overflow = 0;
     const long long i = PyLong_AsLongLongAndOverflow(key.ptr(), &overflow);
-    if (!overflow) return wrap(index_one(t, i));
+    if (!overflow) return wrap(index(t, {IndexItem(static_cast<int64_t>(i))}));
   }
   std::vector<IndexItem> items;
   if (basic_index(key, items)) return wrap(index(t, items));

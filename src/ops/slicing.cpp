@@ -421,11 +421,24 @@ Tensor strided_slice(const Tensor& input, std::initializer_list<int64_t> begin,
                        new_axis_mask, shrink_axis_mask);
 }
 
-Tensor index(const Tensor& input, const std::vector<IndexItem>& items) {
+namespace {
+
+// begin/end/strides as an int64 tensor. One-entry specs (x[i] in a loop) of
+// small values are made once per thread: tensors are immutable.
+Tensor spec_vector(std::span<const int64_t> v) {
+  constexpr int64_t kLow = -64, kHigh = 4096;
+  if (v.size() != 1 || v[0] < kLow || v[0] >= kHigh) return int64_vector(v);
+  thread_local std::vector<Tensor> cache(static_cast<size_t>(kHigh - kLow));
+  Tensor& t = cache[static_cast<size_t>(v[0] - kLow)];
+  if (!t.defined()) t = int64_vector(v);
+  return t;
+}
+
+Tensor index_items(const Tensor& input, std::span<const IndexItem> items) {
   if (items.size() > 64)
     throw InvalidArgumentError(
         str_cat("index: ", items.size(), " index entries given; at most 64 are supported"));
-  std::vector<int64_t> begin, end, strides;
+  SmallVec<int64_t, 8> begin, end, strides;
   int64_t begin_mask = 0, end_mask = 0, ellipsis_mask = 0, new_axis_mask = 0, shrink_mask = 0;
   for (size_t i = 0; i < items.size(); ++i) {
     const IndexItem& it = items[i];
@@ -461,11 +474,17 @@ Tensor index(const Tensor& input, const std::vector<IndexItem>& items) {
     end.push_back(e);
     strides.push_back(s);
   }
-  return strided_slice(input, begin, end, strides, begin_mask, end_mask, ellipsis_mask,
-                       new_axis_mask, shrink_mask);
+  return strided_slice(input, spec_vector(begin), spec_vector(end), spec_vector(strides),
+                       begin_mask, end_mask, ellipsis_mask, new_axis_mask, shrink_mask);
+}
+
+}  // namespace
+
+Tensor index(const Tensor& input, const std::vector<IndexItem>& items) {
+  return index_items(input, items);
 }
 Tensor index(const Tensor& input, std::initializer_list<IndexItem> items) {
-  return index(input, std::vector<IndexItem>(items));
+  return index_items(input, std::span<const IndexItem>(items.begin(), items.size()));
 }
 
 Tensor gather(const Tensor& params, const Tensor& indices, int64_t axis) {

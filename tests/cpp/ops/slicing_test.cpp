@@ -294,6 +294,23 @@ TEST(StridedSlice, PythonIndexingCases) {
   expect_tensor<int32_t>(index(m, {-1, Slice(None, None, -1)}), {3}, {9, 8, 7});
 }
 
+TEST(StridedSlice, OneEntryIndexesOnEitherSideOfTheCachedRange) {
+  // index() reuses per-thread spec tensors for one-entry specs in [-64, 4096).
+  std::vector<int32_t> v(5000);
+  for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<int32_t>(i);
+  const Tensor x = Tensor::from_vector(v, {5000});
+  for (int64_t i : {-5000, -65, -64, -63, -2, -1, 0, 1, 4094, 4095, 4096, 4097, 4999}) {
+    SCOPED_TRACE(i);
+    const int32_t at = static_cast<int32_t>(i < 0 ? i + 5000 : i);
+    expect_tensor<int32_t>(index(x, {i}), {}, {at});
+    expect_tensor<int32_t>(index(index(x, {Slice(i, None)}), {0}), {}, {at});  // x[i:][0]
+    // Traced: the cached tensors become the graph's constants.
+    Function f([i](const std::vector<Value>& a) { return Value(index(a[0].tensor(), {i})); });
+    expect_tensor<int32_t>(f({Value(x)}).tensor(), {}, {at});
+  }
+  expect_error([&] { index(x, {int64_t{5000}}); }, Code::kInvalidArgument, {"out of bounds"});
+}
+
 // A random shape (rank 0-4, dims 0-6) and a random index into it.
 struct RandomIndexer {
   std::mt19937 rng;
