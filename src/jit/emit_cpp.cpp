@@ -170,7 +170,13 @@ std::string loads(const Kernel& k, const std::vector<uint8_t>& pattern, bool fas
   return s;
 }
 
-Layout predicted_layout(const Kernel& k, bool* unknown_inner);
+// What static dims predict of a kernel's layout (unknown dims taken as 2).
+struct Prediction {
+  Layout layout;
+  std::vector<uint8_t> pattern;  ///< per input: inner stride 1 (else 0)
+  int64_t cols = -1;             ///< the inner loop's length; -1 when a dim is unknown
+};
+Prediction predict(const Kernel& k);
 
 // Loads of the short-rows loop: row j of a block, point c of the row.
 std::string block_loads(const Kernel& k, const std::vector<uint8_t>& pattern,
@@ -194,8 +200,10 @@ std::string block_loads(const Kernel& k, const std::vector<uint8_t>& pattern,
 // row scalar. When every input's row stride is the static prediction, the
 // rows of each slab run in one loop over rows, which vectorizes across them
 // (each row's points unrolled, stores interleaved).
-std::string short_rows_text(const Kernel& k, const std::vector<uint8_t>& pattern, int64_t cols) {
-  const Layout l = predicted_layout(k, nullptr);
+std::string short_rows_text(const Kernel& k, const Prediction& pr) {
+  const Layout& l = pr.layout;
+  const std::vector<uint8_t>& pattern = pr.pattern;
+  const int64_t cols = pr.cols;
   if (l.rank < 2 || cols > kMaxShortRow) return "";
   const size_t n_in = k.inputs.size();
   std::vector<int64_t> rs(n_in);
@@ -237,12 +245,13 @@ std::string short_rows_text(const Kernel& k, const std::vector<uint8_t>& pattern
 
 std::string kernel_text(const Kernel& k) {
   if (k.reduced > 0) return row_kernel_text(k);
-  const std::vector<uint8_t> pattern = predicted_pattern(k);
+  const Prediction pr = predict(k);
+  const std::vector<uint8_t>& pattern = pr.pattern;
   const size_t n_in = k.inputs.size();
   std::string s = str_cat("// ", k.name, ": ", k.body.size(), " instructions over rank ", k.rank,
                           "\n", signature_text(k), "  const int64_t cols = sh[R - 1];\n");
-  const int64_t short_cols = predicted_cols(k);
-  if (short_cols > 0) s += short_rows_text(k, pattern, short_cols);
+  const int64_t short_cols = pr.cols;
+  if (short_cols > 0) s += short_rows_text(k, pr);
   s += row_start_text(n_in);
   s += "  for (int64_t r = r0; r < r1; ++r) {\n"
        "    const int64_t ob = r * cols;\n    if (a->fast) {\n";
@@ -275,8 +284,7 @@ std::string kernel_text(const Kernel& k) {
 }  // namespace
 
 namespace {
-// The layout static dims predict; unknown dims are taken as large (-1 -> 2).
-Layout predicted_layout(const Kernel& k, bool* unknown_inner) {
+Prediction predict(const Kernel& k) {
   bool unknown = false;
   auto known = [&](std::vector<int64_t> d) {
     for (int64_t& x : d)
@@ -289,19 +297,20 @@ Layout predicted_layout(const Kernel& k, bool* unknown_inner) {
   std::vector<std::vector<int64_t>> ins;
   for (const auto& d : k.input_dims) ins.push_back(known(d));
   const std::vector<int64_t> dims = known(k.dims);
-  if (unknown_inner) *unknown_inner = unknown;
-  return collapse(dims, ins, k.reduced);
+  Prediction p;
+  p.layout = collapse(dims, ins, k.reduced);
+  p.pattern = p.layout.inner_pattern();
+  p.cols = unknown ? -1 : p.layout.cols();
+  return p;
 }
 }  // namespace
 
 std::vector<uint8_t> predicted_pattern(const Kernel& k) {
-  return predicted_layout(k, nullptr).inner_pattern();
+  return predict(k).pattern;
 }
 
 int64_t predicted_cols(const Kernel& k) {
-  bool unknown = false;
-  const Layout l = predicted_layout(k, &unknown);
-  return unknown ? -1 : l.cols();
+  return predict(k).cols;
 }
 
 // Row kernels stream large outputs: a row computed into an aligned buffer is
