@@ -301,6 +301,33 @@ BENCHMARK(BM_HalfChainFunction4096x1024)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 
+// relu(transpose(x, perm) * 2 + 1) over [64, 256, 256] float32: graph mode
+// (arg 0: perm [1, 0, 2]; arg 2: [0, 2, 1]) copies the transpose out first;
+// jit_compile (args 1, 3) reads x through the permutation when it keeps the
+// last dim (perm [1, 0, 2]) and leaves the other transpose a kernel call.
+void BM_TransposeChainFunction64x256x256(benchmark::State& state) {
+  FunctionOptions o;
+  o.jit_compile = state.range(0) % 2 == 1;
+  const std::vector<int64_t> perm =
+      state.range(0) < 2 ? std::vector<int64_t>{1, 0, 2} : std::vector<int64_t>{0, 2, 1};
+  Function f(
+      [perm](const std::vector<Value>& a) {
+        return Value(relu(transpose(a[0].tensor(), perm) * 2.f + 1.f));
+      },
+      o);
+  const std::vector<Value> args{Value(wave<float>({64, 256, 256}, 0.01))};
+  f(args);  // trace and compile outside the timing
+  for (auto _ : state) {
+    Value y = f(args);
+    benchmark::DoNotOptimize(y);
+  }
+  state.SetBytesProcessed(state.iterations() * 64 * 256 * 256 * 8);
+}
+BENCHMARK(BM_TransposeChainFunction64x256x256)
+    ->DenseRange(0, 3)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+
 // ---- conv block epilogue: eager vs function vs fused function ----
 
 constexpr int64_t kBlkH = 96, kBlkW = 96, kBlkC = 64;

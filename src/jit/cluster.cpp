@@ -42,7 +42,16 @@ struct Space {
   Shape shape;
   int reduced = 0;
   bool relabelled = false;
+  bool mapped = false;  ///< a member reads an outside value through a transpose
 };
+
+// A Transpose's permutation (empty attr: the dims reversed).
+std::vector<int64_t> perm_of(const Node* n) {
+  std::vector<int64_t> p = attr_value<std::vector<int64_t>>(n->op(), n->attrs(), "perm");
+  if (p.empty())
+    for (int64_t d = spec_of(n->inputs()[0]).shape.rank(); d-- > 0;) p.push_back(d);
+  return p;
+}
 
 // Whether `s` (right-aligned to the space) has all of the space's reduced
 // dims or none of them (1s), so a row kernel can walk it.
@@ -183,7 +192,7 @@ class Former {
 
   // Whether reducing `p` can join a cluster in `sp` (and set its reduced dims).
   bool reduction_joins(Node* p, int k, const Space& sp, const std::vector<Node*>& list) {
-    if (sp.relabelled || (sp.reduced != 0 && sp.reduced != k) ||
+    if (sp.relabelled || sp.mapped || (sp.reduced != 0 && sp.reduced != k) ||
         !(spec_of(p->inputs()[0]).shape == sp.shape) ||
         p->outputs()[0].shape.rank() != sp.shape.rank())
       return false;
@@ -220,7 +229,7 @@ class Former {
 
   std::vector<Node*> grow(Node* root, Space& sp, bool tentative_ok, bool& tentative) {
     Shape& shape = sp.shape;
-    std::unordered_set<const Node*> members{root};
+    std::unordered_set<const Node*> members{root}, mapped_src;
     std::vector<Node*> list{root};
     auto later = [&](Node* a, Node* b) { return order_[a] < order_[b]; };
     std::priority_queue<Node*, std::vector<Node*>, decltype(later)> work(later);
@@ -229,7 +238,7 @@ class Former {
       Node* p = work.top();
       work.pop();
       if (members.count(p) || cluster_of_.count(p)) continue;
-      if (sp.reduced == 0 && relabels(p, members, shape)) {
+      if (sp.reduced == 0 && !sp.mapped && relabels(p, members, shape)) {
         // The cluster now iterates in the reshape's input shape: the same
         // points in the same (row-major) order, relabelled.
         shape = spec_of(p->inputs()[0]).shape;
@@ -237,6 +246,15 @@ class Former {
         members.insert(p);
         list.push_back(p);
         work.push(p->inputs()[0].node);
+        continue;
+      }
+      if (mapped_src.count(p)) continue;  // a transposed read needs its value as a tensor
+      if (sp.reduced == 0 && !sp.relabelled && transposes_outside_value(p, members, shape)) {
+        // Its input stays outside: the kernel reads it through the permutation.
+        sp.mapped = true;
+        mapped_src.insert(p->inputs()[0].node);
+        members.insert(p);
+        list.push_back(p);
         continue;
       }
       if (!lowerable(p)) continue;
@@ -282,6 +300,28 @@ class Former {
         if (!s.is_fully_defined() || s.num_elements() != 1) return false;
       }
     return true;
+  }
+
+  // Whether Transpose `p` can join as a strided read of its input: its
+  // output is the space, only members read it, its input is a value the
+  // cluster does not compute (a member's transpose would need the member's
+  // value at another point), and it keeps the last dim last, so rows stay
+  // contiguous. A transposed inner dim would be read with a stride per
+  // element: 2x slower than graph mode's blocked transpose copy on
+  // [2048, 2048] (docs/BENCHMARKS.md), so that transpose stays a kernel call.
+  bool transposes_outside_value(Node* p, const std::unordered_set<const Node*>& members,
+                                const Shape& shape) {
+    if (p->op().id != OpId::Transpose || outs_.count(p) || !p->control_inputs().empty() ||
+        control_targets_.count(p) || !only_members(p, members))
+      return false;
+    const TensorSpec& in = spec_of(p->inputs()[0]);
+    return !members.count(p->inputs()[0].node) && p->outputs()[0].shape == shape &&
+           in.shape.rank_known() && in.shape.rank() <= 16 && supported_dtype(in.dtype) &&
+           perm_of(p).size() == static_cast<size_t>(in.shape.rank()) && keeps_last_dim(perm_of(p));
+  }
+
+  static bool keeps_last_dim(const std::vector<int64_t>& perm) {
+    return !perm.empty() && perm.back() == static_cast<int64_t>(perm.size()) - 1;
   }
 
   static bool recompute_ok(const Shape& small, const Shape& big) {
@@ -477,10 +517,30 @@ Clusters form_clusters(Graph& g, const std::string& prefix, size_t min_ops) {
     k.reduced = sp.reduced;
     k.dims = aligned_dims(sp.shape, k.rank);
     std::vector<Edge> ext;
+    std::vector<std::vector<int64_t>> perms;  // per input: its transpose, if any
     std::unordered_map<Edge, int32_t, passes::EdgeHash> load_of;
     std::unordered_map<const Node*, int32_t> value_of;
     std::string what;
+    auto add_load = [&](const Edge& e, const Shape& as, std::vector<int64_t> perm) {
+      const TensorSpec& s = spec_of(e);
+      Instr load;
+      load.kind = Instr::kLoad;
+      load.dtype = s.dtype;
+      load.a = static_cast<int32_t>(ext.size());
+      k.body.push_back(load);
+      k.origin.push_back(str_cat("input ", e.node->tensor_name(e.index),
+                                 perm.empty() ? "" : str_cat(" transposed ", Shape(perm))));
+      k.inputs.push_back(s.dtype);
+      k.input_dims.push_back(aligned_dims(as, k.rank));
+      ext.push_back(e);
+      perms.push_back(std::move(perm));
+      return static_cast<int32_t>(k.body.size() - 1);
+    };
     for (Node* m : group) {
+      if (m->op().id == OpId::Transpose) {  // a read of an outside value (transposes_outside_value)
+        value_of[m] = add_load(m->inputs()[0], m->outputs()[0].shape, perm_of(m));
+        continue;
+      }
       std::vector<int32_t> in;
       // A relabelling reshape passes its input's value on (its shape operand
       // is not read).
@@ -490,19 +550,8 @@ Clusters form_clusters(Graph& g, const std::string& prefix, size_t min_ops) {
           in.push_back(value_of.at(e.node));
           continue;
         }
-        auto [it, fresh] = load_of.emplace(e, static_cast<int32_t>(k.body.size()));
-        if (fresh) {
-          const TensorSpec& s = spec_of(e);
-          Instr load;
-          load.kind = Instr::kLoad;
-          load.dtype = s.dtype;
-          load.a = static_cast<int32_t>(ext.size());
-          k.body.push_back(load);
-          k.origin.push_back(str_cat("input ", e.node->tensor_name(e.index)));
-          k.inputs.push_back(s.dtype);
-          k.input_dims.push_back(aligned_dims(s.shape, k.rank));
-          ext.push_back(e);
-        }
+        auto it = load_of.find(e);
+        if (it == load_of.end()) it = load_of.emplace(e, add_load(e, spec_of(e).shape, {})).first;
         in.push_back(it->second);
       }
       if (is_relabel(m)) {
@@ -527,7 +576,11 @@ Clusters form_clusters(Graph& g, const std::string& prefix, size_t min_ops) {
     std::vector<TensorSpec> specs;
     for (Node* m : out_nodes) specs.push_back(m->outputs()[0]);
     std::vector<int64_t> sig = signature(opt, sp, specs);
-    root->reset(op_def(OpId::JitKernel), ext, Attrs{opt.encode(), std::move(sig), opt.name}, specs);
+    const bool mapped = std::any_of(perms.begin(), perms.end(), [](auto& p) { return !p.empty(); });
+    root->reset(op_def(OpId::JitKernel), ext,
+                Attrs{opt.encode(), std::move(sig), opt.name,
+                      mapped ? encode_input_maps(perms) : std::vector<int64_t>{}},
+                specs);
     for (size_t o = 1; o < out_nodes.size(); ++o)
       out_nodes[o]->reset(op_def(OpId::Identity), {Edge{root, static_cast<int32_t>(o)}}, Attrs{},
                           {specs[o]});

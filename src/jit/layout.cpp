@@ -16,7 +16,7 @@ std::vector<uint8_t> Layout::inner_pattern() const {
 }
 
 void collapse(std::span<const int64_t> dims, size_t n_in, const int64_t* in_dims, Layout& l,
-              bool keep_last) {
+              bool keep_last, const int64_t* in_strides) {
   const size_t rank = dims.size();
   // Full strides per input over the iteration dims (0 where broadcast).
   int64_t full[kMaxDims];
@@ -32,7 +32,7 @@ void collapse(std::span<const int64_t> dims, size_t n_in, const int64_t* in_dims
     const int64_t* in = in_dims + k * rank;
     int64_t stride = 1;
     for (size_t d = rank; d-- > 0;) {
-      full[d] = in[d] == 1 ? 0 : stride;
+      full[d] = in[d] == 1 ? 0 : in_strides ? in_strides[k * rank + d] : stride;
       stride *= in[d];
     }
     for (size_t j = 1; j < n_kept; ++j) {

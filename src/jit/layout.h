@@ -31,8 +31,10 @@ struct Layout {
 /// The layout for `n_in` inputs over the iteration dims `dims` (rank <=
 /// kMaxDims). `in_dims` holds input k's dims right-aligned to rank (1 =
 /// broadcast) at [k * rank, (k + 1) * rank). `strides` is reused storage.
+/// `in_strides` (same layout as in_dims; nullptr: each input contiguous in
+/// its dims' order) gives inputs read through an index map (a transpose).
 void collapse(std::span<const int64_t> dims, size_t n_in, const int64_t* in_dims, Layout& out,
-              bool keep_last = false);
+              bool keep_last = false, const int64_t* in_strides = nullptr);
 /// The layout of a reduction kernel: the last `reduced` dims become one last
 /// dim (their product; each input has all of them or none), never merged
 /// with the row dims before it. `scratch` holds n_in * (kMaxDims + 1) dims.

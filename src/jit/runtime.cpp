@@ -8,6 +8,7 @@
 #include "kiln/small_vector.h"
 #include "kiln/thread_pool.h"
 #include "layout.h"
+#include "ops/jit_ir.h"
 
 namespace kiln::jit {
 namespace {
@@ -142,12 +143,37 @@ void jit_kernel(KernelContext& c) {
   int64_t dims[kMaxDims];
   std::fill_n(dims, rank, 1);
   SmallVec<int64_t, 8 * kMaxDims> in_dims(n_in * rank);
+  // Inputs read through a transpose: their dims permuted, and their strides.
+  std::vector<std::vector<int64_t>> perms;
+  const auto& maps = c.attr_ints("maps");
+  if (!maps.empty()) {
+    if (!parse_input_maps(maps, n_in, perms)) c.fail("maps is malformed");
+    if (reduced > 0) c.fail("a row kernel reads no transposed input");
+  }
+  static const std::vector<int64_t> kAsIs;
+  SmallVec<int64_t, 8 * kMaxDims> in_strides(maps.empty() ? 0 : n_in * rank);
   for (size_t k = 0; k < n_in; ++k) {
     const Shape& s = c.input(k).shape();
     int64_t* d = in_dims.data() + k * rank;
     const size_t off = rank - static_cast<size_t>(s.rank());
     std::fill_n(d, off, 1);
-    for (int j = 0; j < s.rank(); ++j) d[off + static_cast<size_t>(j)] = s.dim(j);
+    const std::vector<int64_t>& perm = maps.empty() ? kAsIs : perms[k];
+    if (!perm.empty() && perm.size() != static_cast<size_t>(s.rank()))
+      c.fail("input ", k, " has rank ", s.rank(), " but its map has ", perm.size(), " dims");
+    for (int j = 0; j < s.rank(); ++j)
+      d[off + static_cast<size_t>(j)] =
+          perm.empty() ? s.dim(j) : s.dim(static_cast<int>(perm[static_cast<size_t>(j)]));
+    if (!maps.empty()) {
+      int64_t* st = in_strides.data() + k * rank;
+      int64_t src[kMaxDims], acc = 1;
+      for (int j = s.rank(); j-- > 0;) {
+        src[j] = acc;
+        acc *= s.dim(j);
+      }
+      std::fill_n(st, off, 0);
+      for (size_t j = 0; j < static_cast<size_t>(s.rank()); ++j)
+        st[off + j] = src[perm.empty() ? j : static_cast<size_t>(perm[j])];
+    }
     for (size_t j = 0; j < rank; ++j) {
       if (d[j] == 1 || d[j] == dims[j]) continue;
       if (dims[j] != 1) c.fail("Incompatible shapes in fused kernel: input ", k, " has ", s);
@@ -163,14 +189,15 @@ void jit_kernel(KernelContext& c) {
                   scratch.data(), l);
     if (l.cols() != sig[2]) c.fail("reduced dims hold ", l.cols(), " values, not ", sig[2]);
   } else {
-    collapse(std::span<const int64_t>(dims, rank), n_in, in_dims.data(), l);
+    collapse(std::span<const int64_t>(dims, rank), n_in, in_dims.data(), l, false,
+             maps.empty() ? nullptr : in_strides.data());
   }
   const int64_t rows = l.rows();
   Outputs outs(c, std::span<const int64_t>(dims, rank), reduced, total, rows);
   if (rows == 0 || (reduced == 0 && total == 0)) return;
   bool fast = true;
   const size_t pat = sig.size() - n_in;  // the kernel's pattern ends the signature
-  for (size_t k = 0; k < n_in; ++k) fast &= sig[pat + k] == (l.inner(k) != 0);
+  for (size_t k = 0; k < n_in; ++k) fast &= sig[pat + k] == l.inner(k);
   if (reduced > 0 && !fast) c.fail("inputs do not have the layout the kernel was built for");
   SmallVec<const void*, 16> in(n_in);
   for (size_t k = 0; k < n_in; ++k) in[k] = c.input(k).raw_data();

@@ -6,6 +6,7 @@
 // the output is the last register. Inputs are float32 and either all of the
 // output's shape or scalars (one element, broadcast).
 #include "families.h"
+#include "jit_ir.h"
 
 namespace kiln {
 namespace {
@@ -59,8 +60,22 @@ static OpCost fused_cost(const CostQuery& q) {
 // relabelled through a reshape, or -2, keepdims and the inputs for a
 // per-row output;
 // then per input the inner stride 0/1 the code is specialized for), kernel
-// ("module/symbol"). Output i has the broadcast shape of the inputs it
-// depends on (for a per-row output with the reduced dims 1 or removed).
+// ("module/symbol"), maps (per input: r, then r source dims -- input k is
+// read through a transpose, its dim d being the source's dim perm[d]; r = 0:
+// as it is; empty: no input mapped). Output i has the broadcast shape of the
+// inputs it depends on (for a per-row output with the reduced dims 1 or removed).
+
+// Input i's shape as the kernel reads it: through its transpose, if any.
+Shape mapped_shape(const InferContext& c, size_t i, const std::vector<int64_t>& perm) {
+  const Shape& s = c.shape(i);
+  if (perm.empty()) return s;
+  if (static_cast<size_t>(s.rank()) != perm.size())
+    c.fail("input ", i, " has rank ", s.rank(), " but its map has ", perm.size(), " dims");
+  std::vector<int64_t> dims;
+  for (int64_t p : perm) dims.push_back(s.dim(static_cast<int>(p)));
+  return Shape(dims);
+}
+
 void infer_jit_kernel(InferContext& c) {
   const auto& sig = c.attr_ints("signature");
   size_t pos = 0;
@@ -73,14 +88,20 @@ void infer_jit_kernel(InferContext& c) {
   if (reduced > 0 && next() < 0) c.fail("bad signature");
   const int64_t n_out = next();
   if (n_out < 1 || n_out > 1 << 16) c.fail("bad signature");
-  for (size_t i = 0; i < c.num_inputs(); ++i)
+  std::vector<std::vector<int64_t>> perms;
+  if (!jit::parse_input_maps(c.attr_ints("maps"), c.num_inputs(), perms))
+    c.fail("maps is malformed");
+  std::vector<Shape> in;
+  for (size_t i = 0; i < c.num_inputs(); ++i) {
     if (!c.shape(i).rank_known() || c.shape(i).rank() > rank)
       c.fail("input ", i, " must have a known rank <= ", rank);
+    in.push_back(mapped_shape(c, i, perms[i]));
+  }
   const auto broadcast = [&](auto&& inputs) {
     Shape s(std::vector<int64_t>(static_cast<size_t>(rank), 1));
     for (int64_t k : inputs) {
       if (k < 0 || k >= static_cast<int64_t>(c.num_inputs())) c.fail("bad signature");
-      s = broadcast_shapes(s, c.shape(static_cast<size_t>(k)), "JitKernel");
+      s = broadcast_shapes(s, in[static_cast<size_t>(k)], "JitKernel");
     }
     return s;
   };
@@ -134,6 +155,7 @@ void define_fused_ops(OpTableBuilder& t) {
       .attr("ir", AttrType::kInts)
       .attr("signature", AttrType::kInts)
       .attr("kernel", AttrType::kString, std::string())
+      .attr("maps", AttrType::kInts, std::vector<int64_t>{})
       .traits(kVariadicInput | kVariadicOutput | kGraphOnly | kNoGradient)
       .cost([](const CostQuery& q) {
         return OpCost{q.elements(), q.out_elements() > q.grain};

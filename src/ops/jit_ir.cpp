@@ -345,4 +345,33 @@ int trailing_axes(const Shape& shape, std::span<const int64_t> axes) {
   return static_cast<int>(k);
 }
 
+bool parse_input_maps(std::span<const int64_t> maps, size_t n_in,
+                      std::vector<std::vector<int64_t>>& perms) {
+  perms.assign(n_in, {});
+  if (maps.empty()) return true;
+  size_t pos = 0;
+  for (size_t i = 0; i < n_in; ++i) {
+    if (pos >= maps.size()) return false;
+    const int64_t r = maps[pos++];
+    if (r < 0 || r > 16 || maps.size() - pos < static_cast<size_t>(r)) return false;
+    uint32_t seen = 0;
+    for (int64_t d = 0; d < r; ++d) {
+      const int64_t p = maps[pos++];
+      if (p < 0 || p >= r || (seen >> p & 1)) return false;
+      seen |= uint32_t{1} << p;
+      perms[i].push_back(p);
+    }
+  }
+  return pos == maps.size();
+}
+
+std::vector<int64_t> encode_input_maps(const std::vector<std::vector<int64_t>>& perms) {
+  std::vector<int64_t> out;
+  for (const auto& p : perms) {
+    out.push_back(static_cast<int64_t>(p.size()));
+    out.insert(out.end(), p.begin(), p.end());
+  }
+  return out;
+}
+
 }  // namespace kiln::jit

@@ -129,6 +129,16 @@ bool lower_functor(LowerContext& c);
 /// Output 0 = input 0 (Identity, StopGradient).
 bool lower_identity(LowerContext& c);
 
+/// The JitKernel node's `maps` attribute, per input: r, then a permutation of
+/// the source's r dims (the kernel reads dim d of the input as the source's
+/// dim perm[d]); r = 0: the input as it is. Fills `perms` (n_in entries, empty
+/// for unmapped inputs); false when `maps` is malformed or lists another
+/// number of inputs. Empty `maps`: no input mapped.
+bool parse_input_maps(std::span<const int64_t> maps, size_t n_in,
+                      std::vector<std::vector<int64_t>>& perms);
+/// Encodes `perms` (one per input, empty = unmapped) as a `maps` attribute.
+std::vector<int64_t> encode_input_maps(const std::vector<std::vector<int64_t>>& perms);
+
 /// The bit pattern of v converted to `dt` (as a constant of that dtype).
 uint64_t bits_of(double v, DType dt);
 /// The bit patterns of a reduction's starting value for `dt`: the lowest

@@ -386,3 +386,19 @@ def test_cache_size_bound_evicts(tmp_path):
     out, err = run_program(env, program).communicate()
     assert "ok" in out, err
     assert len(list(cache.glob("*.kjit"))) == 1  # the newest entry only
+
+
+@pytest.mark.parametrize("perm", [[1, 0, 2], [2, 0, 1], [0, 2, 1]])
+def test_transposes_of_inputs_fuse_when_they_keep_the_last_dim(perm):
+    # x[t, b, :] read as [b, t, :] in place: an LSTM-style time-major swap.
+    def fn(x, w):
+        return tf.tanh(tf.transpose(x, perm) * w + 0.5)
+
+    j, g = both(fn)
+    x = tf.constant(np.random.RandomState(3).randn(5, 6, 7).astype(np.float32))
+    w = tf.constant(np.random.RandomState(4).randn(np.array(x.shape)[perm][-1]).astype(np.float32))
+    want = np.tanh(np.transpose(x.numpy(), perm) * w.numpy() + 0.5)
+    np.testing.assert_allclose(j(x, w).numpy(), want, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(g(x, w).numpy(), want, rtol=1e-5, atol=1e-6)
+    ir = j.experimental_get_compiler_ir(x, w)("hlo")
+    assert ("transposed" in ir) == (perm[-1] == 2), ir
