@@ -129,6 +129,11 @@ class LowerContext;
 /// a kernel call. A row with a lowering promises broadcast semantics: each
 /// output has the broadcast shape of the inputs, point by point.
 using JitLowerFn = bool (*)(jit::LowerContext&);
+/// How jit_compile reads a row that only moves values (src/jit/cluster.cpp):
+/// kRelabel, the same points in the same order under another shape (Reshape,
+/// ExpandDims, Squeeze); kPermute, its input's dims permuted by the "perm"
+/// attribute, empty meaning reversed (Transpose).
+enum class JitIndexMap : uint8_t { kNone, kRelabel, kPermute };
 namespace onnx {
 class ExportContext;
 }
@@ -182,6 +187,7 @@ struct OpDef {
   /// Loop lowering for jit_compile (src/jit/); rows without one run as kernel
   /// calls inside compiled functions (MatMul, Conv2D) unless kNoJit.
   JitLowerFn jit = nullptr;
+  JitIndexMap jit_index_map = JitIndexMap::kNone;
   /// ONNX export: a rule, or the ONNX op type this row is one-to-one.
   OnnxExportFn onnx = nullptr;
   const char* onnx_type = nullptr;
@@ -260,6 +266,10 @@ class OpDefBuilder {
   }
   OpDefBuilder& jit(JitLowerFn f) {
     d_.jit = f;
+    return *this;
+  }
+  OpDefBuilder& jit(JitIndexMap m) {
+    d_.jit_index_map = m;
     return *this;
   }
   OpDefBuilder& onnx(OnnxExportFn f) {

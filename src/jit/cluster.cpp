@@ -32,8 +32,10 @@ bool lower_node(const Node* n, std::span<const int32_t> in, std::vector<Instr>& 
 }
 
 bool is_relabel(const Node* n) {
-  const OpId id = n->op().id;
-  return id == OpId::Reshape || id == OpId::ExpandDims || id == OpId::Squeeze;
+  return n->op().jit_index_map == JitIndexMap::kRelabel;
+}
+bool is_permute(const Node* n) {
+  return n->op().jit_index_map == JitIndexMap::kPermute;
 }
 
 // A cluster's iteration space: its shape, the trailing dims its reductions
@@ -45,7 +47,7 @@ struct Space {
   bool mapped = false;  ///< a member reads an outside value through a transpose
 };
 
-// A Transpose's permutation (empty attr: the dims reversed).
+// A kPermute row's permutation (empty attr: the dims reversed).
 std::vector<int64_t> perm_of(const Node* n) {
   std::vector<int64_t> p = attr_value<std::vector<int64_t>>(n->op(), n->attrs(), "perm");
   if (p.empty())
@@ -281,8 +283,7 @@ class Former {
   // same element count, and every member so far reads only members and
   // single values (so relabelling their points changes nothing).
   bool relabels(Node* p, const std::unordered_set<const Node*>& members, const Shape& shape) {
-    const OpId id = p->op().id;
-    if (id != OpId::Reshape && id != OpId::ExpandDims && id != OpId::Squeeze) return false;
+    if (!is_relabel(p)) return false;
     if (outs_.count(p) || !p->control_inputs().empty() || control_targets_.count(p) ||
         !only_members(p, members))
       return false;
@@ -302,7 +303,7 @@ class Former {
     return true;
   }
 
-  // Whether Transpose `p` can join as a strided read of its input: its
+  // Whether permuting `p` (Transpose) can join as a strided read of its input: its
   // output is the space, only members read it, its input is a value the
   // cluster does not compute (a member's transpose would need the member's
   // value at another point), and it keeps the last dim last, so rows stay
@@ -311,7 +312,7 @@ class Former {
   // [2048, 2048] (docs/BENCHMARKS.md), so that transpose stays a kernel call.
   bool transposes_outside_value(Node* p, const std::unordered_set<const Node*>& members,
                                 const Shape& shape) {
-    if (p->op().id != OpId::Transpose || outs_.count(p) || !p->control_inputs().empty() ||
+    if (!is_permute(p) || outs_.count(p) || !p->control_inputs().empty() ||
         control_targets_.count(p) || !only_members(p, members))
       return false;
     const TensorSpec& in = spec_of(p->inputs()[0]);
@@ -537,7 +538,7 @@ Clusters form_clusters(Graph& g, const std::string& prefix, size_t min_ops) {
       return static_cast<int32_t>(k.body.size() - 1);
     };
     for (Node* m : group) {
-      if (m->op().id == OpId::Transpose) {  // a read of an outside value (transposes_outside_value)
+      if (is_permute(m)) {  // a read of an outside value (transposes_outside_value)
         value_of[m] = add_load(m->inputs()[0], m->outputs()[0].shape, perm_of(m));
         continue;
       }

@@ -353,10 +353,10 @@ void onnx_one_hot(onnx::ExportContext& c) {
 }  // namespace
 
 void define_shape_ops(OpTableBuilder& t) {
-  t.def(OpId::Reshape).onnx(onnx_reshape);
-  t.def(OpId::ExpandDims).onnx(onnx_expand_dims);
-  t.def(OpId::Squeeze).onnx(onnx_squeeze);
-  t.def(OpId::Transpose).onnx(onnx_transpose);
+  t.def(OpId::Reshape).onnx(onnx_reshape).jit(JitIndexMap::kRelabel);
+  t.def(OpId::ExpandDims).onnx(onnx_expand_dims).jit(JitIndexMap::kRelabel);
+  t.def(OpId::Squeeze).onnx(onnx_squeeze).jit(JitIndexMap::kRelabel);
+  t.def(OpId::Transpose).onnx(onnx_transpose).jit(JitIndexMap::kPermute);
   t.def(OpId::ShapeOf).onnx(onnx_shape_of);
   t.def(OpId::Size).onnx(onnx_size);
   t.def(OpId::Rank).onnx(onnx_rank);
