@@ -315,13 +315,12 @@ class Former {
     if (!is_permute(p) || outs_.count(p) || !p->control_inputs().empty() ||
         control_targets_.count(p) || !only_members(p, members))
       return false;
+    // Inference has checked the permutation against the input's rank.
     const TensorSpec& in = spec_of(p->inputs()[0]);
-    return !members.count(p->inputs()[0].node) && p->outputs()[0].shape == shape &&
-           in.shape.rank_known() && in.shape.rank() <= 16 && supported_dtype(in.dtype) &&
-           perm_of(p).size() == static_cast<size_t>(in.shape.rank()) && keeps_last_dim(perm_of(p));
-  }
-
-  static bool keeps_last_dim(const std::vector<int64_t>& perm) {
+    if (members.count(p->inputs()[0].node) || !(p->outputs()[0].shape == shape) ||
+        !in.shape.rank_known() || in.shape.rank() > 16 || !supported_dtype(in.dtype))
+      return false;
+    const std::vector<int64_t> perm = perm_of(p);
     return !perm.empty() && perm.back() == static_cast<int64_t>(perm.size()) - 1;
   }
 
