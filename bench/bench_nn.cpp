@@ -209,6 +209,15 @@ void BM_Copy4096x1024_Floor(benchmark::State& state) {
 }
 BENCHMARK(BM_Copy4096x1024_Floor)->Unit(benchmark::kMillisecond)->UseRealTime();
 
+// Times calls of `f`, traced (and compiled) outside the timing.
+void time_calls(benchmark::State& state, Function& f, const std::vector<Value>& args) {
+  f(args);
+  for (auto _ : state) {
+    Value y = f(args);
+    benchmark::DoNotOptimize(y);
+  }
+}
+
 // Softmax and layer norm as functions: graph mode (arg 0) vs jit_compile (arg 1).
 void row_function_bench(benchmark::State& state,
                         const std::function<Value(const std::vector<Value>&)>& body) {
@@ -218,11 +227,7 @@ void row_function_bench(benchmark::State& state,
   const Tensor x = wave<float>({kSmRows, kSmCols}, 0.01);
   const Tensor gamma = wave<float>({kSmCols}, 0.3) + 1.f, beta = wave<float>({kSmCols}, 0.7);
   const std::vector<Value> args{Value(x), Value(gamma), Value(beta)};
-  f(args);  // trace and compile outside the timing
-  for (auto _ : state) {
-    Value y = f(args);
-    benchmark::DoNotOptimize(y);
-  }
+  time_calls(state, f, args);
   state.SetBytesProcessed(state.iterations() * kSmRows * kSmCols * 8);
 }
 void BM_SoftmaxFunction4096x1024(benchmark::State& state) {
@@ -288,11 +293,7 @@ void BM_HalfChainFunction4096x1024(benchmark::State& state) {
   const std::vector<Value> args{Value(cast(wave<float>({kSmRows, kSmCols}, 0.01), h)),
                                 Value(cast(wave<float>({kSmCols}, 0.3), h)),
                                 Value(cast(wave<float>({kSmCols}, 0.7), h))};
-  f(args);  // trace and compile outside the timing
-  for (auto _ : state) {
-    Value y = f(args);
-    benchmark::DoNotOptimize(y);
-  }
+  time_calls(state, f, args);
   state.SetBytesProcessed(state.iterations() * kSmRows * kSmCols * 4);
 }
 BENCHMARK(BM_HalfChainFunction4096x1024)
@@ -316,16 +317,35 @@ void BM_TransposeChainFunction64x256x256(benchmark::State& state) {
       },
       o);
   const std::vector<Value> args{Value(wave<float>({64, 256, 256}, 0.01))};
-  f(args);  // trace and compile outside the timing
-  for (auto _ : state) {
-    Value y = f(args);
-    benchmark::DoNotOptimize(y);
-  }
+  time_calls(state, f, args);
   state.SetBytesProcessed(state.iterations() * 64 * 256 * 256 * 8);
 }
 BENCHMARK(BM_TransposeChainFunction64x256x256)
     ->DenseRange(0, 3)
     ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+
+// An LSTM cell's gates from pre-activations [512, 4 x 512] (split in four,
+// sigmoid/tanh, the new state and output): graph mode (0) runs a split and
+// separate kernels; jit (1) reads the four parts in place in one kernel.
+void BM_LstmGatesFunction512x512(benchmark::State& state) {
+  FunctionOptions o;
+  o.jit_compile = state.range(0) == 1;
+  Function f(
+      [](const std::vector<Value>& a) {
+        const std::vector<Tensor> g = split(a[0].tensor(), 4, 1);
+        const Tensor c = sigmoid(g[1]) * a[1].tensor() + sigmoid(g[0]) * tanh(g[2]);
+        return Value::list({Value(sigmoid(g[3]) * tanh(c)), Value(c)});
+      },
+      o);
+  const std::vector<Value> args{Value(wave<float>({512, 4 * 512}, 0.01)),
+                                Value(wave<float>({512, 512}, 0.02))};
+  time_calls(state, f, args);
+  state.SetBytesProcessed(state.iterations() * 512 * 512 * 4 * 8);
+}
+BENCHMARK(BM_LstmGatesFunction512x512)
+    ->DenseRange(0, 1)
+    ->Unit(benchmark::kMicrosecond)
     ->UseRealTime();
 
 // ---- conv block epilogue: eager vs function vs fused function ----

@@ -123,7 +123,9 @@ using GradFn = void (*)(const OpDef&, std::span<const Tensor> inputs,
 using BlockFnF32 = void (*)(const float* a, const float* b, float* out, int64_t n);
 namespace jit {
 class LowerContext;
-}
+struct View;
+struct ViewQuery;
+}  // namespace jit
 /// A JIT lowering: emits the row's scalar instructions into the fused-kernel
 /// IR (src/ops/jit_ir.h); false when this call cannot be lowered, so it stays
 /// a kernel call. A row with a lowering promises broadcast semantics: each
@@ -131,9 +133,13 @@ class LowerContext;
 using JitLowerFn = bool (*)(jit::LowerContext&);
 /// How jit_compile reads a row that only moves values (src/jit/cluster.cpp):
 /// kRelabel, the same points in the same order under another shape (Reshape,
-/// ExpandDims, Squeeze); kPermute, its input's dims permuted by the "perm"
-/// attribute, empty meaning reversed (Transpose).
-enum class JitIndexMap : uint8_t { kNone, kRelabel, kPermute };
+/// ExpandDims, Squeeze).
+enum class JitIndexMap : uint8_t { kNone, kRelabel };
+/// How jit_compile reads an output of a row that picks values of its input 0
+/// in place (Transpose, slices, Split, Unstack): fills the strided view
+/// (src/ops/jit_ir.h) of output `q.output`; false when it has none (the row
+/// stays a kernel call).
+using JitViewFn = bool (*)(const jit::ViewQuery& q, jit::View& v);
 namespace onnx {
 class ExportContext;
 }
@@ -188,6 +194,7 @@ struct OpDef {
   /// calls inside compiled functions (MatMul, Conv2D) unless kNoJit.
   JitLowerFn jit = nullptr;
   JitIndexMap jit_index_map = JitIndexMap::kNone;
+  JitViewFn jit_view = nullptr;
   /// ONNX export: a rule, or the ONNX op type this row is one-to-one.
   OnnxExportFn onnx = nullptr;
   const char* onnx_type = nullptr;
@@ -270,6 +277,10 @@ class OpDefBuilder {
   }
   OpDefBuilder& jit(JitIndexMap m) {
     d_.jit_index_map = m;
+    return *this;
+  }
+  OpDefBuilder& jit(JitViewFn f) {
+    d_.jit_view = f;
     return *this;
   }
   OpDefBuilder& onnx(OnnxExportFn f) {

@@ -34,8 +34,49 @@ bool lower_node(const Node* n, std::span<const int32_t> in, std::vector<Instr>& 
 bool is_relabel(const Node* n) {
   return n->op().jit_index_map == JitIndexMap::kRelabel;
 }
-bool is_permute(const Node* n) {
-  return n->op().jit_index_map == JitIndexMap::kPermute;
+bool reads_in_place(const Node* n) {
+  return n->op().jit_view != nullptr;
+}
+
+// A view as Python indexing of its source ("[1, :, 2:8]"), then the order the
+// value walks the source's dims when it is not theirs ("(1, 0, 2)").
+std::string describe(const View& v) {
+  std::string s = "[", order;
+  bool sorted = true;
+  int64_t last = -1;
+  for (size_t d = 0; d < v.start.size(); ++d) {
+    const auto j = std::find_if(v.dims.begin(), v.dims.end(),
+                                [&](const ViewDim& x) { return x.src == static_cast<int64_t>(d); });
+    s += d ? ", " : "";
+    if (j == v.dims.end()) {
+      s += str_cat(v.start[d]);
+    } else if (j->size < 0) {
+      s += ":";
+    } else {
+      const int64_t end = v.start[d] + j->size * j->step;  // -1 (before 0) needs no end
+      s += end < 0 ? str_cat(v.start[d], ":") : str_cat(v.start[d], ":", end);
+      if (j->step != 1) s += str_cat(":", j->step);
+    }
+  }
+  for (const ViewDim& x : v.dims) {
+    if (x.src < 0) continue;
+    order += str_cat(order.empty() ? "" : ", ", x.src);
+    sorted &= x.src > last;
+    last = x.src;
+  }
+  return s + "]" + (sorted ? "" : str_cat(" (", order, ")"));
+}
+
+// The view output `i` of a view row (OpDef::jit_view) reads its input 0 through.
+bool view_of(const Node* n, size_t i, View& v) {
+  std::vector<TensorSpec> ins;
+  std::vector<const Tensor*> values;
+  for (const Edge& e : n->inputs()) {
+    ins.push_back(spec_of(e));
+    values.push_back(passes::const_of(e));
+  }
+  const ViewQuery q{n->op(), n->attrs(), ins, n->outputs(), values, i};
+  return !n->inputs().empty() && n->op().jit_view(q, v);
 }
 
 // A cluster's iteration space: its shape, the trailing dims its reductions
@@ -44,16 +85,8 @@ struct Space {
   Shape shape;
   int reduced = 0;
   bool relabelled = false;
-  bool mapped = false;  ///< a member reads an outside value through a transpose
+  bool mapped = false;  ///< a member reads an outside value through a view
 };
-
-// A kPermute row's permutation (empty attr: the dims reversed).
-std::vector<int64_t> perm_of(const Node* n) {
-  std::vector<int64_t> p = attr_value<std::vector<int64_t>>(n->op(), n->attrs(), "perm");
-  if (p.empty())
-    for (int64_t d = spec_of(n->inputs()[0]).shape.rank(); d-- > 0;) p.push_back(d);
-  return p;
-}
 
 // Whether `s` (right-aligned to the space) has all of the space's reduced
 // dims or none of them (1s), so a row kernel can walk it.
@@ -108,8 +141,15 @@ class Former {
     std::vector<std::vector<Node*>> clusters;
     spaces.clear();
     clusters_ = &clusters;
-    for (auto it = nodes_.rbegin(); it != nodes_.rend(); ++it) {
-      Node* root = *it;
+    // Pass-throughs (Identity: a returned intermediate value) root no cluster
+    // before the ops after them do: the value then joins their cluster as an
+    // extra output, instead of ending it.
+    std::vector<Node*> roots;
+    for (auto it = nodes_.rbegin(); it != nodes_.rend(); ++it)
+      if ((*it)->op().jit != lower_identity) roots.push_back(*it);
+    for (auto it = nodes_.rbegin(); it != nodes_.rend(); ++it)
+      if ((*it)->op().jit == lower_identity) roots.push_back(*it);
+    for (Node* root : roots) {
       if (cluster_of_.count(root) || !lowerable(root)) continue;
       Space start;
       start.shape = root->outputs()[0].shape;
@@ -250,9 +290,9 @@ class Former {
         work.push(p->inputs()[0].node);
         continue;
       }
-      if (mapped_src.count(p)) continue;  // a transposed read needs its value as a tensor
-      if (sp.reduced == 0 && !sp.relabelled && transposes_outside_value(p, members, shape)) {
-        // Its input stays outside: the kernel reads it through the permutation.
+      if (mapped_src.count(p)) continue;  // a read in place needs its value as a tensor
+      if (sp.reduced == 0 && !sp.relabelled && views_outside_value(p, members, shape)) {
+        // Its input stays outside: the kernel reads it through the view.
         sp.mapped = true;
         mapped_src.insert(p->inputs()[0].node);
         members.insert(p);
@@ -303,25 +343,44 @@ class Former {
     return true;
   }
 
-  // Whether permuting `p` (Transpose) can join as a strided read of its input: its
-  // output is the space, only members read it, its input is a value the
-  // cluster does not compute (a member's transpose would need the member's
-  // value at another point), and it keeps the last dim last, so rows stay
-  // contiguous. A transposed inner dim would be read with a stride per
-  // element: 2x slower than graph mode's blocked transpose copy on
+  // Whether `p` (a view row: Transpose, a slice, Split) can join as strided
+  // reads of its input: only members read it, its input is a value the
+  // cluster does not compute (a member's value would be needed at other
+  // points), and each output read keeps the source's last dim last with step
+  // 1, so rows stay contiguous. A transposed inner dim would be read with a
+  // stride per element: 2x slower than graph mode's blocked transpose copy on
   // [2048, 2048] (docs/BENCHMARKS.md), so that transpose stays a kernel call.
-  bool transposes_outside_value(Node* p, const std::unordered_set<const Node*>& members,
-                                const Shape& shape) {
-    if (!is_permute(p) || outs_.count(p) || !p->control_inputs().empty() ||
-        control_targets_.count(p) || !only_members(p, members))
+  bool views_outside_value(Node* p, const std::unordered_set<const Node*>& members,
+                           const Shape& shape) {
+    if (!reads_in_place(p) || outs_.count(p) || !p->control_inputs().empty() ||
+        control_targets_.count(p) || !only_members(p, members) || p->inputs().empty())
       return false;
-    // Inference has checked the permutation against the input's rank.
     const TensorSpec& in = spec_of(p->inputs()[0]);
-    if (members.count(p->inputs()[0].node) || !(p->outputs()[0].shape == shape) ||
-        !in.shape.rank_known() || in.shape.rank() > 16 || !supported_dtype(in.dtype))
+    if (members.count(p->inputs()[0].node) || !in.shape.rank_known() || in.shape.rank() > 16 ||
+        !supported_dtype(in.dtype))
       return false;
-    const std::vector<int64_t> perm = perm_of(p);
-    return !perm.empty() && perm.back() == static_cast<int64_t>(perm.size()) - 1;
+    std::vector<bool> read(p->outputs().size());
+    for (Node* u : users_[p])
+      for (const Edge& e : u->inputs())
+        if (e.node == p) read[static_cast<size_t>(e.index)] = true;
+    for (size_t i = 0; i < read.size(); ++i) {
+      if (!read[i]) continue;
+      View v;
+      const Shape& out = p->outputs()[i].shape;
+      if (!view_of(p, i, v) || !out.rank_known() || out.rank() > shape.rank() ||
+          static_cast<size_t>(out.rank()) != v.dims.size() || !keeps_rows(v, in.shape.rank()))
+        return false;
+    }
+    return true;
+  }
+
+  // Whether the innermost dim a view walks is the source's last, in steps of 1.
+  static bool keeps_rows(const View& v, int64_t src_rank) {
+    for (size_t j = v.dims.size(); j-- > 0;) {
+      if (v.dims[j].src < 0) continue;  // a new dim of size 1
+      return v.dims[j].src == src_rank - 1 && v.dims[j].step == 1;
+    }
+    return true;  // one value, read at every point
   }
 
   static bool recompute_ok(const Shape& small, const Shape& big) {
@@ -517,41 +576,46 @@ Clusters form_clusters(Graph& g, const std::string& prefix, size_t min_ops) {
     k.reduced = sp.reduced;
     k.dims = aligned_dims(sp.shape, k.rank);
     std::vector<Edge> ext;
-    std::vector<std::vector<int64_t>> perms;  // per input: its transpose, if any
+    std::vector<View> views;  // per input: the view it is read through, if any
     std::unordered_map<Edge, int32_t, passes::EdgeHash> load_of;
     std::unordered_map<const Node*, int32_t> value_of;
     std::string what;
-    auto add_load = [&](const Edge& e, const Shape& as, std::vector<int64_t> perm) {
-      const TensorSpec& s = spec_of(e);
+    // Input `e` (or, for an output of a member view row, that row's input
+    // read through the view).
+    auto add_load = [&](const Edge& e) {
+      const bool viewed = members.count(e.node) != 0;
+      const Edge src = viewed ? e.node->inputs()[0] : e;
+      View view;
+      if (viewed && !view_of(e.node, static_cast<size_t>(e.index), view))
+        throw InternalError(str_cat("jit: the view of '", e.node->name(), "' changed"));
       Instr load;
       load.kind = Instr::kLoad;
-      load.dtype = s.dtype;
+      load.dtype = spec_of(src).dtype;
       load.a = static_cast<int32_t>(ext.size());
       k.body.push_back(load);
-      k.origin.push_back(str_cat("input ", e.node->tensor_name(e.index),
-                                 perm.empty() ? "" : str_cat(" transposed ", Shape(perm))));
-      k.inputs.push_back(s.dtype);
-      k.input_dims.push_back(aligned_dims(as, k.rank));
-      ext.push_back(e);
-      perms.push_back(std::move(perm));
+      k.origin.push_back(str_cat("input ", src.node->tensor_name(src.index),
+                                 viewed ? str_cat(" read through ", e.node->op().type_name, " '",
+                                                  e.node->name(), "' as ", describe(view))
+                                        : ""));
+      k.inputs.push_back(load.dtype);
+      k.input_dims.push_back(aligned_dims(spec_of(e).shape, k.rank));
+      ext.push_back(src);
+      views.push_back(std::move(view));
       return static_cast<int32_t>(k.body.size() - 1);
     };
     for (Node* m : group) {
-      if (is_permute(m)) {  // a read of an outside value (transposes_outside_value)
-        value_of[m] = add_load(m->inputs()[0], m->outputs()[0].shape, perm_of(m));
-        continue;
-      }
+      if (reads_in_place(m)) continue;  // its outputs load where members read them
       std::vector<int32_t> in;
       // A relabelling reshape passes its input's value on (its shape operand
       // is not read).
       const std::span<const Edge> reads = is_relabel(m) ? m->inputs().subspan(0, 1) : m->inputs();
       for (const Edge& e : reads) {
-        if (members.count(e.node)) {
+        if (members.count(e.node) && !reads_in_place(e.node)) {
           in.push_back(value_of.at(e.node));
           continue;
         }
         auto it = load_of.find(e);
-        if (it == load_of.end()) it = load_of.emplace(e, add_load(e, spec_of(e).shape, {})).first;
+        if (it == load_of.end()) it = load_of.emplace(e, add_load(e)).first;
         in.push_back(it->second);
       }
       if (is_relabel(m)) {
@@ -576,10 +640,12 @@ Clusters form_clusters(Graph& g, const std::string& prefix, size_t min_ops) {
     std::vector<TensorSpec> specs;
     for (Node* m : out_nodes) specs.push_back(m->outputs()[0]);
     std::vector<int64_t> sig = signature(opt, sp, specs);
-    const bool mapped = std::any_of(perms.begin(), perms.end(), [](auto& p) { return !p.empty(); });
+    const bool mapped = std::any_of(views.begin(), views.end(), [](const View& v) {
+      return !v.dims.empty() || !v.start.empty();
+    });
     root->reset(op_def(OpId::JitKernel), ext,
                 Attrs{opt.encode(), std::move(sig), opt.name,
-                      mapped ? encode_input_maps(perms) : std::vector<int64_t>{}},
+                      mapped ? encode_input_maps(views) : std::vector<int64_t>{}},
                 specs);
     for (size_t o = 1; o < out_nodes.size(); ++o)
       out_nodes[o]->reset(op_def(OpId::Identity), {Edge{root, static_cast<int32_t>(o)}}, Attrs{},

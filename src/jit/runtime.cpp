@@ -143,36 +143,38 @@ void jit_kernel(KernelContext& c) {
   int64_t dims[kMaxDims];
   std::fill_n(dims, rank, 1);
   SmallVec<int64_t, 8 * kMaxDims> in_dims(n_in * rank);
-  // Inputs read through a transpose: their dims permuted, and their strides.
-  std::vector<std::vector<int64_t>> perms;
+  // Inputs read through a view: its dims and strides, and their first value.
+  ViewRefs views;
   const auto& maps = c.attr_ints("maps");
   if (!maps.empty()) {
-    if (!parse_input_maps(maps, n_in, perms)) c.fail("maps is malformed");
-    if (reduced > 0) c.fail("a row kernel reads no transposed input");
+    if (!parse_input_maps(maps, n_in, views)) c.fail("maps is malformed");
+    if (reduced > 0) c.fail("a row kernel reads no input through a view");
   }
-  static const std::vector<int64_t> kAsIs;
   SmallVec<int64_t, 8 * kMaxDims> in_strides(maps.empty() ? 0 : n_in * rank);
+  SmallVec<int64_t, 8> offset(n_in, 0);
   for (size_t k = 0; k < n_in; ++k) {
     const Shape& s = c.input(k).shape();
     int64_t* d = in_dims.data() + k * rank;
-    const size_t off = rank - static_cast<size_t>(s.rank());
+    const ViewRef v = maps.empty() ? ViewRef{} : views[k];
+    const size_t r = v.mapped() ? static_cast<size_t>(v.rank) : static_cast<size_t>(s.rank());
+    if (r > rank) c.fail("input ", k, " has rank ", r, ", over the kernel's ", rank);
+    const size_t off = rank - r;
     std::fill_n(d, off, 1);
-    const std::vector<int64_t>& perm = maps.empty() ? kAsIs : perms[k];
-    if (!perm.empty() && perm.size() != static_cast<size_t>(s.rank()))
-      c.fail("input ", k, " has rank ", s.rank(), " but its map has ", perm.size(), " dims");
-    for (int j = 0; j < s.rank(); ++j)
-      d[off + static_cast<size_t>(j)] =
-          perm.empty() ? s.dim(j) : s.dim(static_cast<int>(perm[static_cast<size_t>(j)]));
+    if (v.mapped()) {
+      if (const std::string why = view_dims(v, s, d + off); !why.empty())
+        c.fail("input ", k, ": ", why);
+    } else {
+      for (size_t j = 0; j < r; ++j) d[off + j] = s.dim(static_cast<int>(j));
+    }
     if (!maps.empty()) {
       int64_t* st = in_strides.data() + k * rank;
-      int64_t src[kMaxDims], acc = 1;
-      for (int j = s.rank(); j-- > 0;) {
-        src[j] = acc;
-        acc *= s.dim(j);
-      }
       std::fill_n(st, off, 0);
-      for (size_t j = 0; j < static_cast<size_t>(s.rank()); ++j)
-        st[off + j] = src[perm.empty() ? j : static_cast<size_t>(perm[j])];
+      if (v.mapped()) {
+        offset[k] = view_strides(v, s, st + off);
+      } else {
+        for (size_t j = r, acc = 1; j-- > 0; acc *= static_cast<size_t>(s.dim(static_cast<int>(j))))
+          st[off + j] = static_cast<int64_t>(acc);
+      }
     }
     for (size_t j = 0; j < rank; ++j) {
       if (d[j] == 1 || d[j] == dims[j]) continue;
@@ -200,7 +202,9 @@ void jit_kernel(KernelContext& c) {
   for (size_t k = 0; k < n_in; ++k) fast &= sig[pat + k] == l.inner(k);
   if (reduced > 0 && !fast) c.fail("inputs do not have the layout the kernel was built for");
   SmallVec<const void*, 16> in(n_in);
-  for (size_t k = 0; k < n_in; ++k) in[k] = c.input(k).raw_data();
+  for (size_t k = 0; k < n_in; ++k)
+    in[k] = static_cast<const char*>(c.input(k).raw_data()) +
+            offset[k] * static_cast<int64_t>(dtype_size(c.input(k).dtype()));
   // Row kernels stream outputs too large to stay in cache (no read for
   // ownership of each line).
   size_t out_bytes = 0;

@@ -3,6 +3,7 @@
 
 #include "front_util.h"
 #include "grad_util.h"
+#include "jit_ir.h"
 #include "kiln/context.h"
 #include "kiln/ops/array.h"
 #include "kiln/ops/binary.h"
@@ -316,14 +317,51 @@ void onnx_split_op(onnx::ExportContext& c) {
   onnx_split(c, sizes, axis, std::move(outs));
 }
 
+// ---- jit views ----
+// Split and Unstack outputs read in place under jit_compile: the parts before
+// output i along the axis must have known sizes.
+
+int64_t view_axis(const jit::ViewQuery& q, int64_t rank) {
+  const int64_t a = attr_value<int64_t>(q.op, q.attrs, "axis");
+  return a < 0 ? a + rank : a;
+}
+
+bool split_view(const jit::ViewQuery& q, jit::View& v) {
+  const Shape& in = q.inputs[0].shape;
+  if (!in.rank_known() || in.rank() == 0) return false;
+  const int64_t axis = view_axis(q, in.rank());
+  int64_t start = 0;
+  for (size_t j = 0; j <= q.output; ++j) {
+    const Shape& s = q.outputs[j].shape;
+    if (!s.rank_known() || s.rank() != in.rank() || s.dim(static_cast<int>(axis)) < 0) return false;
+    if (j < q.output) start += s.dim(static_cast<int>(axis));
+  }
+  v = jit::whole_view(in.rank());
+  const int64_t size = q.outputs[q.output].shape.dim(static_cast<int>(axis));
+  if (size == in.dim(static_cast<int>(axis))) return true;  // one part: all of it
+  v.start[static_cast<size_t>(axis)] = start;
+  v.dims[static_cast<size_t>(axis)].size = size;
+  return true;
+}
+
+bool unstack_view(const jit::ViewQuery& q, jit::View& v) {
+  const Shape& in = q.inputs[0].shape;
+  if (!in.rank_known() || in.rank() == 0) return false;
+  const int64_t axis = view_axis(q, in.rank());
+  v = jit::whole_view(in.rank());
+  v.start[static_cast<size_t>(axis)] = static_cast<int64_t>(q.output);
+  v.dims.erase(v.dims.begin() + axis);
+  return true;
+}
+
 }  // namespace
 
 namespace shape_ops {
 void define_concat_split_ops(OpTableBuilder& t) {
   t.def(OpId::Concat).onnx(onnx_concat);
   t.def(OpId::Stack).onnx(onnx_stack);
-  t.def(OpId::Unstack).onnx(onnx_unstack);
-  t.def(OpId::Split).onnx(onnx_split_op);
+  t.def(OpId::Unstack).onnx(onnx_unstack).jit(unstack_view);
+  t.def(OpId::Split).onnx(onnx_split_op).jit(split_view);
   t.def(OpId::Concat)
       .inputs({"values"})
       .outputs({"output"})

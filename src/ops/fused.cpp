@@ -60,21 +60,10 @@ static OpCost fused_cost(const CostQuery& q) {
 // relabelled through a reshape, or -2, keepdims and the inputs for a
 // per-row output;
 // then per input the inner stride 0/1 the code is specialized for), kernel
-// ("module/symbol"), maps (per input: r, then r source dims -- input k is
-// read through a transpose, its dim d being the source's dim perm[d]; r = 0:
-// as it is; empty: no input mapped). Output i has the broadcast shape of the
-// inputs it depends on (for a per-row output with the reduced dims 1 or removed).
-
-// Input i's shape as the kernel reads it: through its transpose, if any.
-Shape mapped_shape(const InferContext& c, size_t i, const std::vector<int64_t>& perm) {
-  const Shape& s = c.shape(i);
-  if (perm.empty()) return s;
-  if (static_cast<size_t>(s.rank()) != perm.size())
-    c.fail("input ", i, " has rank ", s.rank(), " but its map has ", perm.size(), " dims");
-  std::vector<int64_t> dims;
-  for (int64_t p : perm) dims.push_back(s.dim(static_cast<int>(p)));
-  return Shape(dims);
-}
+// ("module/symbol"), maps (per input, the view it is read through, if any:
+// jit::parse_input_maps; empty: no input mapped). Output i has the broadcast
+// shape of the inputs it depends on (for a per-row output with the reduced
+// dims 1 or removed).
 
 void infer_jit_kernel(InferContext& c) {
   const auto& sig = c.attr_ints("signature");
@@ -88,20 +77,33 @@ void infer_jit_kernel(InferContext& c) {
   if (reduced > 0 && next() < 0) c.fail("bad signature");
   const int64_t n_out = next();
   if (n_out < 1 || n_out > 1 << 16) c.fail("bad signature");
-  std::vector<std::vector<int64_t>> perms;
-  if (!jit::parse_input_maps(c.attr_ints("maps"), c.num_inputs(), perms))
+  jit::ViewRefs views;
+  if (!jit::parse_input_maps(c.attr_ints("maps"), c.num_inputs(), views))
     c.fail("maps is malformed");
-  std::vector<Shape> in;
+  std::vector<Shape> mapped;  // inputs read through a view, as the kernel reads them
   for (size_t i = 0; i < c.num_inputs(); ++i) {
-    if (!c.shape(i).rank_known() || c.shape(i).rank() > rank)
-      c.fail("input ", i, " must have a known rank <= ", rank);
-    in.push_back(mapped_shape(c, i, perms[i]));
+    const Shape& s = c.shape(i);
+    if (!views[i].mapped()) {
+      if (!s.rank_known() || s.rank() > rank)
+        c.fail("input ", i, " must have a known rank <= ", rank);
+      continue;
+    }
+    if (views[i].rank > rank)
+      c.fail("input ", i, "'s view has rank ", views[i].rank, ", over the kernel's ", rank);
+    int64_t dims[16];
+    if (const std::string why = jit::view_dims(views[i], s, dims); !why.empty())
+      c.fail("input ", i, ": ", why);
+    mapped.resize(c.num_inputs());
+    mapped[i] = Shape(std::vector<int64_t>(dims, dims + views[i].rank));
   }
+  const auto in = [&](size_t i) -> const Shape& {
+    return views[i].mapped() ? mapped[i] : c.shape(i);
+  };
   const auto broadcast = [&](auto&& inputs) {
     Shape s(std::vector<int64_t>(static_cast<size_t>(rank), 1));
     for (int64_t k : inputs) {
       if (k < 0 || k >= static_cast<int64_t>(c.num_inputs())) c.fail("bad signature");
-      s = broadcast_shapes(s, in[static_cast<size_t>(k)], "JitKernel");
+      s = broadcast_shapes(s, in(static_cast<size_t>(k)), "JitKernel");
     }
     return s;
   };

@@ -345,33 +345,112 @@ int trailing_axes(const Shape& shape, std::span<const int64_t> axes) {
   return static_cast<int>(k);
 }
 
-bool parse_input_maps(std::span<const int64_t> maps, size_t n_in,
-                      std::vector<std::vector<int64_t>>& perms) {
-  perms.assign(n_in, {});
+View whole_view(int64_t rank) {
+  View v;
+  v.start.assign(static_cast<size_t>(rank), 0);
+  for (int64_t d = 0; d < rank; ++d) v.dims.push_back({d, 1, -1});
+  return v;
+}
+
+bool ViewQuery::ints(size_t i, SmallVec<int64_t, 8>& out) const {
+  const Tensor* v = i < values.size() ? values[i] : nullptr;
+  if (!v || (v->dtype() != DType::kInt32 && v->dtype() != DType::kInt64)) return false;
+  const int64_t n = v->num_elements();
+  out.resize(static_cast<size_t>(n));
+  if (v->dtype() == DType::kInt32)
+    std::copy_n(v->data<int32_t>(), n, out.data());
+  else
+    std::copy_n(v->data<int64_t>(), n, out.data());
+  return true;
+}
+
+bool parse_input_maps(std::span<const int64_t> maps, size_t n_in, ViewRefs& views) {
+  views = ViewRefs(n_in);
   if (maps.empty()) return true;
+  constexpr int64_t kBig = int64_t{1} << 40;  // keeps offsets far from overflow
   size_t pos = 0;
-  for (size_t i = 0; i < n_in; ++i) {
-    if (pos >= maps.size()) return false;
-    const int64_t r = maps[pos++];
-    if (r < 0 || r > 16 || maps.size() - pos < static_cast<size_t>(r)) return false;
+  for (ViewRef& v : views) {
+    if (maps.size() - pos < 2) return false;
+    const int64_t rs = maps[pos], rv = maps[pos + 1];
+    pos += 2;
+    if (rs < 0 || rs > 16 || rv < 0 || rv > 16 ||
+        maps.size() - pos < static_cast<size_t>(rs + 3 * rv))
+      return false;
+    v.src_rank = static_cast<int>(rs);
+    v.rank = static_cast<int>(rv);
+    v.start = maps.data() + pos;
+    v.dims = maps.data() + pos + rs;
+    pos += static_cast<size_t>(rs + 3 * rv);
+    for (int64_t d = 0; d < rs; ++d)
+      if (v.start[d] < 0 || v.start[d] > kBig) return false;
     uint32_t seen = 0;
-    for (int64_t d = 0; d < r; ++d) {
-      const int64_t p = maps[pos++];
-      if (p < 0 || p >= r || (seen >> p & 1)) return false;
-      seen |= uint32_t{1} << p;
-      perms[i].push_back(p);
+    for (int64_t j = 0; j < rv; ++j) {
+      const int64_t src = v.dims[3 * j], step = v.dims[3 * j + 1], size = v.dims[3 * j + 2];
+      if (src < -1 || src >= rs || step == 0 || step < -kBig || step > kBig || size < -1 ||
+          size > kBig)
+        return false;
+      if (src < 0) {
+        if (size != 1) return false;  // a new dim
+        continue;
+      }
+      if (seen >> src & 1) return false;
+      seen |= uint32_t{1} << src;
+      if (size < 0 && (step != 1 || v.start[src] != 0)) return false;
     }
   }
   return pos == maps.size();
 }
 
-std::vector<int64_t> encode_input_maps(const std::vector<std::vector<int64_t>>& perms) {
+std::vector<int64_t> encode_input_maps(const std::vector<View>& views) {
   std::vector<int64_t> out;
-  for (const auto& p : perms) {
-    out.push_back(static_cast<int64_t>(p.size()));
-    out.insert(out.end(), p.begin(), p.end());
+  for (const View& v : views) {
+    out.push_back(static_cast<int64_t>(v.start.size()));
+    out.push_back(static_cast<int64_t>(v.dims.size()));
+    out.insert(out.end(), v.start.begin(), v.start.end());
+    for (const ViewDim& d : v.dims) out.insert(out.end(), {d.src, d.step, d.size});
   }
   return out;
+}
+
+std::string view_dims(const ViewRef& v, const Shape& src, int64_t* dims) {
+  if (!src.rank_known() || src.rank() != v.src_rank)
+    return str_cat("the source has shape ", src, " but its view reads ", v.src_rank, " dims");
+  // Every index read must lie inside its dim (known dims only).
+  for (int d = 0; d < v.src_rank; ++d) {
+    const int64_t n = src.dim(d);
+    int64_t first = v.start[d], last = first;
+    for (int j = 0; j < v.rank; ++j)
+      if (v.dims[3 * j] == d) {
+        const int64_t size = v.dims[3 * j + 2];
+        if (size <= 0)
+          first = last = -1;  // nothing read, or all of it
+        else
+          last = first + (size - 1) * v.dims[3 * j + 1];
+      }
+    if (n < 0 || first < 0) continue;
+    if (first >= n || last < 0 || last >= n)
+      return str_cat("its view reads index ", first >= n ? first : last, " of dim ", d,
+                     " of a source of shape ", src);
+  }
+  for (int j = 0; j < v.rank; ++j) {
+    const int64_t s = v.dims[3 * j], size = v.dims[3 * j + 2];
+    dims[j] = size >= 0 ? size : src.dim(static_cast<int>(s));
+  }
+  return {};
+}
+
+int64_t view_strides(const ViewRef& v, const Shape& src, int64_t* strides) {
+  int64_t contiguous[16], acc = 1, offset = 0;
+  for (int d = v.src_rank; d-- > 0;) {
+    contiguous[d] = acc;
+    acc *= src.dim(d);
+    offset += v.start[d] * contiguous[d];
+  }
+  for (int j = 0; j < v.rank; ++j) {
+    const int64_t s = v.dims[3 * j];
+    strides[j] = s < 0 ? 0 : contiguous[s] * v.dims[3 * j + 1];
+  }
+  return offset;
 }
 
 }  // namespace kiln::jit

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "kiln/op.h"
+#include "kiln/small_vector.h"
 
 namespace kiln::jit {
 
@@ -129,15 +130,59 @@ bool lower_functor(LowerContext& c);
 /// Output 0 = input 0 (Identity, StopGradient).
 bool lower_identity(LowerContext& c);
 
-/// The JitKernel node's `maps` attribute, per input: r, then a permutation of
-/// the source's r dims (the kernel reads dim d of the input as the source's
-/// dim perm[d]); r = 0: the input as it is. Fills `perms` (n_in entries, empty
-/// for unmapped inputs); false when `maps` is malformed or lists another
-/// number of inputs. Empty `maps`: no input mapped.
-bool parse_input_maps(std::span<const int64_t> maps, size_t n_in,
-                      std::vector<std::vector<int64_t>>& perms);
-/// Encodes `perms` (one per input, empty = unmapped) as a `maps` attribute.
-std::vector<int64_t> encode_input_maps(const std::vector<std::vector<int64_t>>& perms);
+/// A value read in place from a source tensor (a transpose, a slice, a split
+/// part): value dim j walks the source's dim dims[j].src from start[src] in
+/// steps of dims[j].step, dims[j].size times. Source dims no value dim walks
+/// are fixed at their start (an index, as x[2]).
+struct ViewDim {
+  int64_t src = -1;   ///< the source dim walked; -1: a new dim of size 1
+  int64_t step = 1;   ///< non-zero
+  int64_t size = -1;  ///< the count; -1: all of the source dim (start 0, step 1)
+};
+struct View {
+  std::vector<int64_t> start;  ///< per source dim: the first index read
+  std::vector<ViewDim> dims;   ///< per value dim
+};
+/// The view reading every dim of a rank-`rank` source as it is; rules edit it.
+View whole_view(int64_t rank);
+/// What a row's view rule (OpDef::jit_view) sees of its node.
+struct ViewQuery {
+  const OpDef& op;
+  const Attrs& attrs;
+  std::span<const TensorSpec> inputs, outputs;
+  std::span<const Tensor* const> values;  ///< per input: its constant value, or nullptr
+  size_t output;                          ///< the output whose view is asked for
+
+  /// Input i's constant value as int64s (int32/int64), if known.
+  bool ints(size_t i, SmallVec<int64_t, 8>& out) const;
+};
+
+/// A view inside a `maps` attribute (see parse_input_maps), not owning.
+struct ViewRef {
+  int src_rank = 0, rank = 0;
+  const int64_t* start = nullptr;  ///< src_rank entries
+  const int64_t* dims = nullptr;   ///< rank triples: src, step, size
+  bool mapped() const { return src_rank != 0 || rank != 0; }
+};
+using ViewRefs = SmallVec<ViewRef, 8>;
+
+/// The JitKernel node's `maps` attribute, per input: the source's rank, the
+/// value's rank, the starts, then (src, step, size) per value dim; 0, 0: the
+/// input as it is. Fills `views` (one per input); false when `maps` is
+/// malformed (an index out of range, a source dim walked twice, a zero step,
+/// a whole dim not starting at 0) or lists another number of inputs. Empty
+/// `maps`: no input mapped.
+bool parse_input_maps(std::span<const int64_t> maps, size_t n_in, ViewRefs& views);
+/// Encodes one view per input (empty View: unmapped) as a `maps` attribute.
+std::vector<int64_t> encode_input_maps(const std::vector<View>& views);
+/// The value's dims read through `v` from a source of shape `src` (unknown
+/// source dims give unknown whole dims), into dims[0, v.rank); an empty
+/// string, or why `src` does not fit the view (its rank, an index past a dim).
+std::string view_dims(const ViewRef& v, const Shape& src, int64_t* dims);
+/// For a contiguous source of `src`'s (known, checked) dims: each value dim's
+/// stride in elements, into strides[0, v.rank), and the offset of the first
+/// value read.
+int64_t view_strides(const ViewRef& v, const Shape& src, int64_t* strides);
 
 /// The bit pattern of v converted to `dt` (as a constant of that dtype).
 uint64_t bits_of(double v, DType dt);

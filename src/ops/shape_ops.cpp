@@ -6,10 +6,12 @@
 #include "families.h"
 #include "front_util.h"
 #include "grad_util.h"
+#include "jit_ir.h"
 #include "kiln/context.h"
 #include "kiln/ops/array.h"
 #include "onnx_export.h"
 #include "shape_ops_util.h"
+#include "transpose_perm.h"
 
 namespace kiln {
 namespace shape_ops {
@@ -187,11 +189,9 @@ void infer_squeeze(InferContext& c) {
 void infer_transpose(InferContext& c) {
   expect_data_dtype(c, 0);
   const Shape& in = c.shape(0);
-  std::vector<int64_t> perm = c.attr_ints("perm");
-  if (perm.empty()) {
-    if (!in.rank_known()) return c.set_output(0, c.dtype(0), Shape::unknown_rank());
-    for (int64_t i = in.rank() - 1; i >= 0; --i) perm.push_back(i);
-  }
+  if (c.attr_ints("perm").empty() && !in.rank_known())
+    return c.set_output(0, c.dtype(0), Shape::unknown_rank());
+  const std::vector<int64_t> perm = transpose_perm(c.attr_ints("perm"), in.rank());
   const int64_t n = static_cast<int64_t>(perm.size());
   if (in.rank_known() && in.rank() != n)
     c.fail("perm ", ints_str(perm), " has ", n, " entries but the input has rank ", in.rank(),
@@ -350,13 +350,25 @@ void onnx_one_hot(onnx::ExportContext& c) {
   c.emit("OneHot", {c.in(0), c.in(1), values}, {{"axis", c.attr_int("axis")}});
 }
 
+// Transpose under jit_compile: a strided read of its input.
+bool transpose_view(const jit::ViewQuery& q, jit::View& v) {
+  const Shape& in = q.inputs[0].shape;
+  if (!in.rank_known()) return false;
+  const auto perm =
+      transpose_perm(attr_value<std::vector<int64_t>>(q.op, q.attrs, "perm"), in.rank());
+  v.start.assign(perm.size(), 0);
+  v.dims.clear();
+  for (int64_t p : perm) v.dims.push_back({p, 1, -1});
+  return true;
+}
+
 }  // namespace
 
 void define_shape_ops(OpTableBuilder& t) {
   t.def(OpId::Reshape).onnx(onnx_reshape).jit(JitIndexMap::kRelabel);
   t.def(OpId::ExpandDims).onnx(onnx_expand_dims).jit(JitIndexMap::kRelabel);
   t.def(OpId::Squeeze).onnx(onnx_squeeze).jit(JitIndexMap::kRelabel);
-  t.def(OpId::Transpose).onnx(onnx_transpose).jit(JitIndexMap::kPermute);
+  t.def(OpId::Transpose).onnx(onnx_transpose).jit(transpose_view);
   t.def(OpId::ShapeOf).onnx(onnx_shape_of);
   t.def(OpId::Size).onnx(onnx_size);
   t.def(OpId::Rank).onnx(onnx_rank);

@@ -11,8 +11,8 @@
 namespace kiln {
 namespace {
 
-constexpr int64_t kNewAxisDim = -1;
-constexpr int64_t kShrinkDim = -2;
+constexpr int64_t kNewAxisDim = kSliceNewAxis;
+constexpr int64_t kShrinkDim = kSliceShrunk;
 
 struct DenseEntry {
   int64_t begin = 0, end = 0, stride = 1;
@@ -86,7 +86,7 @@ StridedSliceSpec canonicalize_strided_slice(const Shape& input, int64_t n, const
   }
 
   SmallVec<DenseEntry, 8> dense(static_cast<size_t>(rank), DenseEntry{});
-  SliceInts gather;  // output dims: dense index, kNewAxisDim or kShrinkDim
+  SliceInts& gather = out.gather;  // output dims: dense index, kNewAxisDim or kShrinkDim
   int64_t full = 0;
   for (int64_t i = 0; i < sparse_n; ++i) {
     if (is_ellipsis(i)) {
@@ -138,6 +138,9 @@ StridedSliceSpec canonicalize_strided_slice(const Shape& input, int64_t n, const
     }
     if (!e.values_known || d < 0) {
       sz = d == 0 ? 0 : -1;  // any slice of an empty dimension is empty
+      if (e.values_known && e.stride == 1 && (e.begin_masked || e.begin == 0) && e.end_masked &&
+          k < 64)
+        out.whole |= uint64_t{1} << k;
       continue;
     }
     s = e.stride;
@@ -150,6 +153,7 @@ StridedSliceSpec canonicalize_strided_slice(const Shape& input, int64_t n, const
     b = canonical(e.begin, true, e.begin_masked);
     const int64_t en = canonical(e.end, false, e.end_masked);
     sz = slice_length(b, en, s);
+    if (b == 0 && s == 1 && sz == d && k < 64) out.whole |= uint64_t{1} << k;
   }
 
   for (int64_t g : gather) {

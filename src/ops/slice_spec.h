@@ -21,8 +21,16 @@ using SliceInts = SmallVec<int64_t, 8>;
 
 struct StridedSliceSpec {
   SliceInts begin, stride, size;
+  /// Per output dim (shrunk dims included, in order): the input dim it
+  /// reads, kSliceNewAxis, or kSliceShrunk for an input dim indexed away.
+  SliceInts gather;
+  /// Bit k (k < 64): input dim k is read whole, start to end in steps of 1
+  /// (also when its size is unknown).
+  uint64_t whole = 0;
   Shape shape;
 };
+inline constexpr int64_t kSliceNewAxis = -1;
+inline constexpr int64_t kSliceShrunk = -2;
 
 /// Resolves begin/end/strides (`spec_len` values each; nullptr when the
 /// values are unknown) against `input` (rank known) with Python

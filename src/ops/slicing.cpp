@@ -5,6 +5,7 @@
 
 #include "front_util.h"
 #include "grad_util.h"
+#include "jit_ir.h"
 #include "kiln/context.h"
 #include "kiln/ops.h"
 #include "kiln/ops/array.h"
@@ -150,6 +151,65 @@ void infer_gather(InferContext& c) {
   for (int64_t i = axis + 1; i < p.rank(); ++i) out.push_back(p.dim(i));
   check_element_count(c, out);
   c.set_output(0, c.dtype(0), std::move(out));
+}
+
+// ---- jit views ----
+// A slice read in place under jit_compile: constant begin/size (or spec), and
+// every dim that is not read whole statically known.
+
+bool slice_view(const jit::ViewQuery& q, jit::View& v) {
+  const Shape& in = q.inputs[0].shape;
+  SmallVec<int64_t, 8> begin, size;
+  if (!in.rank_known() || !q.ints(1, begin) || !q.ints(2, size) ||
+      begin.size() != static_cast<size_t>(in.rank()) || size.size() != begin.size())
+    return false;
+  v = jit::whole_view(in.rank());
+  for (size_t d = 0; d < begin.size(); ++d) {
+    const int64_t n = in.dim(static_cast<int>(d)), b = begin[d];
+    const int64_t z = size[d] == -1 && n >= 0 ? n - b : size[d];
+    if (b == 0 && (size[d] == -1 || z == n)) continue;  // whole
+    if (z < 0) return false;
+    v.start[d] = b;
+    v.dims[d].size = z;
+  }
+  return true;
+}
+
+bool strided_slice_view(const jit::ViewQuery& q, jit::View& v) {
+  const Shape& in = q.inputs[0].shape;
+  SliceInts begin, end, strides;
+  if (!in.rank_known() || in.rank() > 16 || !q.ints(1, begin) || !q.ints(2, end) ||
+      !q.ints(3, strides) || end.size() != begin.size() || strides.size() != begin.size())
+    return false;
+  auto mask = [&](const char* m) { return attr_value<int64_t>(q.op, q.attrs, m); };
+  const StridedSliceSpec spec = canonicalize_strided_slice(
+      in, static_cast<int64_t>(begin.size()), begin.data(), end.data(), strides.data(),
+      {mask("begin_mask"), mask("end_mask"), mask("ellipsis_mask"), mask("new_axis_mask"),
+       mask("shrink_axis_mask")});
+  v.start.assign(static_cast<size_t>(in.rank()), 0);
+  v.dims.clear();
+  for (int64_t g : spec.gather) {
+    const auto k = static_cast<size_t>(g);
+    if (g == kSliceShrunk) continue;  // below
+    if (g == kSliceNewAxis) {
+      v.dims.push_back({-1, 1, 1});
+    } else if (spec.whole >> k & 1) {
+      v.dims.push_back({g, 1, -1});
+    } else {  // a part: its start and size must be known
+      if (in.dim(static_cast<int>(k)) < 0) return false;
+      v.start[k] = spec.begin[k];
+      v.dims.push_back({g, spec.stride[k], spec.size[k]});
+    }
+  }
+  // Shrunk dims are read at their index.
+  for (size_t k = 0; k < v.start.size(); ++k) {
+    bool walked = false;
+    for (const jit::ViewDim& d : v.dims) walked |= d.src == static_cast<int64_t>(k);
+    if (walked) continue;
+    if (in.dim(static_cast<int>(k)) < 0) return false;
+    v.start[k] = spec.begin[k];
+  }
+  return true;
 }
 
 // ---- gradient rules ----
@@ -348,8 +408,8 @@ void onnx_gather(onnx::ExportContext& c) {
 
 namespace shape_ops {
 void define_slicing_ops(OpTableBuilder& t) {
-  t.def(OpId::Slice).onnx(onnx_slice);
-  t.def(OpId::StridedSlice).onnx(onnx_strided_slice);
+  t.def(OpId::Slice).onnx(onnx_slice).jit(slice_view);
+  t.def(OpId::StridedSlice).onnx(onnx_strided_slice).jit(strided_slice_view);
   t.def(OpId::Gather).onnx(onnx_gather);
   t.def(OpId::Slice)
       .inputs({"input", "begin", "size"})

@@ -6,6 +6,7 @@
 #include "bind.h"
 #include "copy_util.h"
 #include "kernel_util.h"
+#include "ops/transpose_perm.h"
 
 namespace kiln::cpu {
 namespace {
@@ -19,9 +20,7 @@ void transpose_kernel(KernelContext& c) {
   const Tensor& in = c.input(0);
   const Shape& os = c.output_spec(0).shape;
   const int64_t r = in.rank();
-  std::vector<int64_t> perm = c.attr_ints("perm");
-  if (perm.empty())
-    for (int64_t i = r - 1; i >= 0; --i) perm.push_back(i);
+  const std::vector<int64_t> perm = transpose_perm(c.attr_ints("perm"), r);
   // Order of the non-trivial dims unchanged: the same bytes, a view.
   int64_t prev = -1;
   bool same_order = true;

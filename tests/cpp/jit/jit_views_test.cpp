@@ -21,9 +21,8 @@ using testing::random_tensor;
 size_t transposed_reads(Function& f, const std::vector<Value>& args) {
   const std::string hlo = f.get_concrete_function(args)->compiler_ir("hlo");
   size_t n = 0;
-  for (size_t at = hlo.find("transposed"); at != std::string::npos;
-       at = hlo.find("transposed", at + 1))
-    ++n;
+  const std::string key = "read through Transpose '";
+  for (size_t at = hlo.find(key); at != std::string::npos; at = hlo.find(key, at + 1)) ++n;
   return n;
 }
 
@@ -98,6 +97,8 @@ TEST(JitViews, SameValueReadDirectlyAndTransposedAndMembersNeverTransposed) {
   check_all_modes(both, {Value(x)});
   Function j = make(both, true);
   EXPECT_EQ(transposed_reads(j, {Value(x)}), 1u);
+  EXPECT_NE(j.get_concrete_function({Value(x)})->compiler_ir("hlo").find("as [:, :, :] (1, 0, 2)"),
+            std::string::npos);
   // The transposed value is computed by an op the cluster could take: that
   // op stays outside (its value is read at other points), the rest fuses.
   auto inner = [](const std::vector<Value>& a) {
@@ -115,35 +116,40 @@ TEST(JitViews, SameValueReadDirectlyAndTransposedAndMembersNeverTransposed) {
     testing::expect_same(got.items()[i].tensor(), want.items()[i].tensor());
 }
 
-TEST(JitViews, InputMapsAreValidated) {
-  std::vector<std::vector<int64_t>> p;
-  EXPECT_TRUE(parse_input_maps({}, 3, p));
-  EXPECT_EQ(p, (std::vector<std::vector<int64_t>>(3)));
-  const std::vector<std::vector<int64_t>> maps = {{}, {1, 0, 2}, {0}};
-  EXPECT_TRUE(parse_input_maps(encode_input_maps(maps), 3, p));
-  EXPECT_EQ(p, maps);
-  for (const std::vector<int64_t>& bad :
-       std::vector<std::vector<int64_t>>{{0, 3, 1, 0, 1},     // input 1 repeats dim 0
-                                         {0, 2, 1, 2, 0},     // dim 2 of a rank-2 map
-                                         {0, 2, 1, 0, 0, 0},  // a value left over
-                                         {0, 2, 1},           // truncated
-                                         {0, -1, 0},          // negative rank
-                                         {0, 17, 0},          // over 16 dims
-                                         {0, 0}}) {           // two inputs listed
-    SCOPED_TRACE(Shape(bad));
-    EXPECT_FALSE(parse_input_maps(bad, 3, p));
-  }
+TEST(JitViews, TransposeMapsRoundTrip) {
+  ViewRefs v;
+  EXPECT_TRUE(parse_input_maps({}, 3, v));
+  EXPECT_EQ(v.size(), 3u);
+  std::vector<View> views(3);
+  views[1] = whole_view(3);
+  views[1].dims = {{1, 1, -1}, {0, 1, -1}, {2, 1, -1}};
+  views[2] = whole_view(1);
+  const std::vector<int64_t> maps = encode_input_maps(views);
+  ASSERT_TRUE(parse_input_maps(maps, 3, v));
+  EXPECT_FALSE(v[0].mapped());
+  ASSERT_TRUE(v[1].mapped());
+  int64_t dims[3], strides[3];
+  EXPECT_EQ(view_dims(v[1], Shape({2, 3, 4}), dims), "");
+  EXPECT_EQ(std::vector<int64_t>(dims, dims + 3), (std::vector<int64_t>{3, 2, 4}));
+  EXPECT_EQ(view_strides(v[1], Shape({2, 3, 4}), strides), 0);
+  EXPECT_EQ(std::vector<int64_t>(strides, strides + 3), (std::vector<int64_t>{4, 12, 1}));
+  EXPECT_EQ(v[2].rank, 1);
   // The node rejects a malformed attribute before it looks for its kernel.
   Attrs attrs{std::vector<int64_t>{},
               std::vector<int64_t>{2, 0, 1, static_cast<int64_t>(DType::kFloat32), 1, 0, 1},
-              std::string("nowhere/k"), std::vector<int64_t>{2, 0, 0}};
+              std::string("nowhere/k"), std::vector<int64_t>{2, 2, 0, 0, 0, 1, -1, 0, 1, -1}};
   std::vector<Tensor> out;
   const std::vector<Tensor> x = {random_tensor(DType::kFloat32, Shape({2, 2}), 3)};
   expect_error([&] { run_kernel(op_def(OpId::JitKernel), x, attrs, out); }, Code::kInvalidArgument,
                {"maps is malformed"});
-  attrs[3] = std::vector<int64_t>{3, 0, 1, 2};
+  View three = whole_view(3);  // x[:, 0, :] of a rank-3 source
+  three.dims.erase(three.dims.begin() + 1);
+  attrs[3] = encode_input_maps({three});
   expect_error([&] { run_kernel(op_def(OpId::JitKernel), x, attrs, out); }, Code::kInvalidArgument,
-               {"rank 2", "3 dims"});
+               {"shape [2,2]", "reads 3 dims"});
+  attrs[3] = encode_input_maps({whole_view(3)});
+  expect_error([&] { run_kernel(op_def(OpId::JitKernel), x, attrs, out); }, Code::kInvalidArgument,
+               {"view has rank 3, over the kernel's 2"});
 }
 
 }  // namespace

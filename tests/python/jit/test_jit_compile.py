@@ -401,4 +401,30 @@ def test_transposes_of_inputs_fuse_when_they_keep_the_last_dim(perm):
     np.testing.assert_allclose(j(x, w).numpy(), want, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(g(x, w).numpy(), want, rtol=1e-5, atol=1e-6)
     ir = j.experimental_get_compiler_ir(x, w)("hlo")
-    assert ("transposed" in ir) == (perm[-1] == 2), ir
+    assert ("read through Transpose" in ir) == (perm[-1] == 2), ir
+
+
+def test_slices_and_split_parts_are_read_in_place():
+    # Python slicing (StridedSlice) and tf.split (SplitV) on a [None, 4u]
+    # input: the LSTM gates read their parts in place, one kernel, one trace.
+    units = 8
+    spec = [tf.TensorSpec([None, 4 * units], tf.float32), tf.TensorSpec([None, units], tf.float32)]
+
+    def cell(z, c):
+        i, f, g, o = tf.split(z, 4, axis=1)
+        c = tf.sigmoid(f) * c + tf.sigmoid(i) * tf.tanh(g)
+        return tf.sigmoid(o) * tf.tanh(c) + z[:, :units] * 0.0, c
+
+    j = tf.function(cell, jit_compile=True, input_signature=spec)
+    g = tf.function(cell, input_signature=spec)
+    rng = np.random.RandomState(5)
+    for b in (3, 1, 6):
+        z = tf.constant(rng.randn(b, 4 * units).astype(np.float32))
+        c = tf.constant(rng.randn(b, units).astype(np.float32))
+        for got, want in zip(j(z, c), g(z, c)):
+            np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-5, atol=1e-6)
+    ir = j.experimental_get_compiler_ir(z, c)("hlo")
+    assert ir.count("read through SplitV") == 4, ir
+    assert ir.count("read through StridedSlice") == 1, ir
+    assert kernels(j, z, c) == 1
+    assert j.experimental_get_tracing_count() == 1

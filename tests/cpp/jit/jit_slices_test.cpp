@@ -1,0 +1,234 @@
+// Slices as index maps: StridedSlice, Slice, Split and Unstack outputs of a
+// value the cluster does not compute join it as strided reads (the JitKernel
+// node's `maps`) when they keep the source's last dim whole-stepped; results
+// match graph mode and eager, and hostile maps are refused.
+#include <array>
+
+#include "jit_test_util.h"
+#include "kiln/context.h"
+#include "kiln/ops.h"
+#include "test_util.h"
+
+namespace kiln::jit {
+namespace {
+using kiln::testing::expect_error;
+using testing::check_all_modes;
+using testing::make;
+using testing::random_tensor;
+
+// How many inputs of the function's compiled kernels `op` reads in place.
+size_t reads_through(Function& f, const std::vector<Value>& args, const std::string& op) {
+  const std::string hlo = f.get_concrete_function(args)->compiler_ir("hlo");
+  const std::string key = "read through " + op + " '";
+  size_t n = 0;
+  for (size_t at = hlo.find(key); at != std::string::npos; at = hlo.find(key, at + 1)) ++n;
+  return n;
+}
+
+struct IndexCase {
+  const char* name;
+  Shape shape;
+  std::vector<IndexItem> items;
+  bool in_place;      // false: the slice moves the inner dim (a kernel call)
+  const char* shown;  // how the IR describes the view
+};
+
+TEST(JitSlices, StridedSlicesKeepingRowsAreReadInPlace) {
+  const std::vector<IndexCase> cases = {
+      {"x[1:4]", Shape({6, 10}), {Slice(1, 4)}, true, "[1:4, :]"},
+      {"x[:, 2:7]", Shape({6, 10}), {Slice(), Slice(2, 7)}, true, "[:, 2:7]"},
+      {"x[::2, 3:]", Shape({6, 10}), {Slice().step(2), Slice(3, None)}, true, "[0:6:2, 3:10]"},
+      {"x[::-1]", Shape({6, 10}), {Slice().step(-1)}, true, "[5::-1, :]"},
+      {"x[-3:]", Shape({6, 10}), {Slice(-3, None)}, true, "[3:6, :]"},
+      {"x[2]", Shape({4, 5, 12}), {2}, true, "[2, :, :]"},
+      {"x[:, -1]", Shape({4, 5, 12}), {Slice(), -1}, true, "[:, 4, :]"},
+      {"x[1, :, None, 4:9]",
+       Shape({4, 5, 12}),
+       {1, Slice(), kNewAxis, Slice(4, 9)},
+       true,
+       "[1, :, 4:9]"},
+      {"x[..., 2:5]", Shape({4, 5, 12}), {kEllipsis, Slice(2, 5)}, true, "[:, :, 2:5]"},
+      {"x[1:3, ::-2, :, None]",
+       Shape({4, 5, 12}),
+       {Slice(1, 3), Slice().step(-2), Slice(), kNewAxis},
+       true,
+       "[1:3, 4::-2, :]"},
+      {"x[:0]", Shape({6, 10}), {Slice(None, 0)}, true, "[0:0, :]"},
+      {"x[..., 0]", Shape({4, 5, 12}), {kEllipsis, 0}, false, ""},
+      {"x[:, ::2]", Shape({6, 10}), {Slice(), Slice().step(2)}, false, ""},
+  };
+  uint32_t seed = 1;
+  for (const IndexCase& ic : cases) {
+    const DType dt =
+        std::array{DType::kFloat32, DType::kInt32, DType::kUInt8, DType::kFloat16}[seed / 2 % 4];
+    SCOPED_TRACE(str_cat(ic.name, " of ", ic.shape, " ", dtype_name(dt)));
+    const std::vector<IndexItem> items = ic.items;
+    auto body = [items, dt](const std::vector<Value>& a) {
+      const Tensor t = index(a[0].tensor(), items) * a[1].tensor();
+      return Value(dt == DType::kFloat32 ? tanh(t) + 1.f : t + a[1].tensor());
+    };
+    const Tensor x = random_tensor(DType::kFloat32, ic.shape, seed++) * 10.f;
+    const Tensor y = random_tensor(DType::kFloat32, Shape({}), seed++);
+    const std::vector<Value> args = {Value(cast(x, dt)), Value(cast(y, dt))};
+    const bool any = index(x, items).num_elements() > 0;
+    check_all_modes(body, args, any ? 1 : 0);
+    Function j = make(body, true);
+    if (any) EXPECT_EQ(reads_through(j, args, "StridedSlice"), ic.in_place ? 1u : 0u);
+    if (any && ic.in_place)
+      EXPECT_NE(j.get_concrete_function(args)->compiler_ir("hlo").find(str_cat("as ", ic.shown)),
+                std::string::npos);
+  }
+}
+
+TEST(JitSlices, SliceOpsAndUnknownBatchDims) {
+  const Tensor x = random_tensor(DType::kFloat32, Shape({5, 9}), 3);
+  auto body = [](const std::vector<Value>& a) {
+    const Tensor& v = a[0].tensor();
+    return Value(exp(slice(v, {1, 2}, {3, -1})) - slice(v, {0, 0}, {3, 7}) * 0.5f);
+  };
+  check_all_modes(body, {Value(x)});
+  Function j = make(body, true);
+  EXPECT_EQ(reads_through(j, {Value(x)}, "Slice"), 2u);
+
+  // A None batch dim read whole: one trace and one kernel for every size.
+  const std::vector<ArgSpec> sig = {ArgSpec{DType::kFloat32, Shape({-1, 12}), ""}};
+  auto cols = [](const std::vector<Value>& a) {
+    const Tensor& v = a[0].tensor();
+    return Value(relu(index(v, {Slice(), Slice(4, 8)}) - index(v, {Slice(), Slice(None, 4)})));
+  };
+  Function g = make(cols, false, sig), jj = make(cols, true, sig);
+  uint32_t seed = 9;
+  for (int64_t n : {3, 1, 7, 0}) {
+    SCOPED_TRACE(n);
+    const std::vector<Value> args = {Value(random_tensor(DType::kFloat32, Shape({n, 12}), seed++))};
+    testing::expect_same(jj(args).tensor(), g(args).tensor());
+  }
+  EXPECT_EQ(jj.tracing_count(), 1);
+  EXPECT_EQ(
+      reads_through(jj, {Value(random_tensor(DType::kFloat32, Shape({2, 12}), 1))}, "StridedSlice"),
+      2u);
+}
+
+// An LSTM cell's gates: the pre-activations split in four, each part read in
+// place by one kernel computing the new state and output.
+TEST(JitSlices, SplitGatesOfAnLstmCellFuseIntoOneKernel) {
+  const int64_t units = 16;
+  const std::vector<ArgSpec> sig = {ArgSpec{DType::kFloat32, Shape({-1, 4 * units}), ""},
+                                    ArgSpec{DType::kFloat32, Shape({-1, units}), ""}};
+  auto cell = [](const std::vector<Value>& a) {
+    const std::vector<Tensor> g = split(a[0].tensor(), 4, 1);
+    const Tensor c = sigmoid(g[1]) * a[1].tensor() + sigmoid(g[0]) * tanh(g[2]);
+    return Value::list({Value(sigmoid(g[3]) * tanh(c)), Value(c)});
+  };
+  Function gr = make(cell, false, sig), j = make(cell, true, sig);
+  uint32_t seed = 20;
+  for (int64_t b : {5, 1, 8}) {
+    SCOPED_TRACE(b);
+    const std::vector<Value> args = {
+        Value(random_tensor(DType::kFloat32, Shape({b, 4 * units}), seed++)),
+        Value(random_tensor(DType::kFloat32, Shape({b, units}), seed++))};
+    const Value want = cell(args), got = j(args), graph = gr(args);
+    for (size_t i = 0; i < 2; ++i) {
+      testing::expect_same(got.items()[i].tensor(), want.items()[i].tensor());
+      testing::expect_same(graph.items()[i].tensor(), want.items()[i].tensor());
+    }
+    EXPECT_EQ(j.get_concrete_function(args)->jit_kernels(), 1u);
+    EXPECT_EQ(reads_through(j, args, "SplitV"), 4u);
+  }
+  EXPECT_EQ(j.tracing_count(), 1);
+}
+
+TEST(JitSlices, UnevenSplitsAndUnstackedParts) {
+  const Tensor x = random_tensor(DType::kInt32, Shape({3, 4, 10}), 5) * 7;
+  auto uneven = [](const std::vector<Value>& a) {
+    const std::vector<Tensor> p = split(a[0].tensor(), {1, -1, 1}, 0);
+    return Value((p[0] + p[2]) * p[0] - p[2]);  // the middle part unread
+  };
+  check_all_modes(uneven, {Value(x)});
+  Function j = make(uneven, true);
+  EXPECT_EQ(reads_through(j, {Value(x)}, "SplitV"), 2u);
+  auto parts = [](const std::vector<Value>& a) {
+    const std::vector<Tensor> p = unstack(a[0].tensor(), 1);
+    return Value(p[0] * p[1] + p[3] - p[2] * 3);
+  };
+  check_all_modes(parts, {Value(x)});
+  Function u = make(parts, true);
+  EXPECT_EQ(reads_through(u, {Value(x)}, "Unpack"), 4u);
+}
+
+TEST(JitSlices, PartsReadElsewhereOrComputedInTheClusterStayKernelCalls) {
+  const Tensor x = random_tensor(DType::kFloat32, Shape({4, 8}), 11);
+  // A part also returned: the split stays a kernel call.
+  auto returned = [](const std::vector<Value>& a) {
+    const std::vector<Tensor> p = split(a[0].tensor(), 2, 1);
+    return Value::list({Value(tanh(p[0]) * p[1] + 1.f), Value(p[1])});
+  };
+  const Value got = make(returned, true)({Value(x)}), want = returned({Value(x)});
+  for (size_t i = 0; i < 2; ++i)
+    testing::expect_same(got.items()[i].tensor(), want.items()[i].tensor());
+  Function r = make(returned, true);
+  EXPECT_EQ(reads_through(r, {Value(x)}, "SplitV"), 0u);
+  // A slice of a value a member computes: that member stays outside.
+  auto inner = [](const std::vector<Value>& a) {
+    const Tensor m = a[0].tensor() * 3.f + 1.f;
+    return Value(exp(index(m, {Slice(1, 3)})) - 2.f);
+  };
+  check_all_modes(inner, {Value(x)});
+}
+
+TEST(JitSlices, HostileMapsAreRefused) {
+  ViewRefs v;
+  // Per input: source rank, value rank, starts, then (src, step, size) per value dim.
+  const std::vector<int64_t> good = {0, 0, 2, 3, 1, 0, 0, 1, 3, -1, 1, 1, 1, 1, -1};
+  ASSERT_TRUE(parse_input_maps(good, 2, v));
+  EXPECT_FALSE(v[0].mapped());
+  EXPECT_EQ(v[1].src_rank, 2);
+  EXPECT_EQ(v[1].rank, 3);
+  for (const std::vector<int64_t>& bad : std::vector<std::vector<int64_t>>{
+           {0, 0, 2, 1, 0, 0, 2, 1, 3},              // source dim 2 of 2
+           {0, 0, 2, 2, 0, 0, 0, 1, 3, 0, 1, 3},     // source dim 0 walked twice
+           {0, 0, 2, 1, 0, 0, 0, 0, 3},              // step 0
+           {0, 0, 2, 1, 1, 0, 0, 1, -1},             // a whole dim starting at 1
+           {0, 0, 2, 1, 0, 0, 0, 2, -1},             // a whole dim stepping by 2
+           {0, 0, 2, 1, -4, 0, 0, 1, 3},             // a negative start
+           {0, 0, 1, 1, 0, -1, 1, 2},                // a new dim of size 2
+           {0, 0, 1, 1, 0, 0, 1, -2},                // size -2
+           {0, 0, 1, 1, 0, 0, int64_t{1} << 50, 1},  // a step past 2^40
+           {0, 0, 17, 0},                            // over 16 dims
+           {0, 0, 1, 1, 0, 0, 1},                    // truncated
+           {0, 0, 1, 0, 0, 5},                       // a value left over
+           {0, 0}}) {                                // one input listed
+    SCOPED_TRACE(Shape(bad));
+    EXPECT_FALSE(parse_input_maps(bad, 2, v));
+  }
+  // A view past its source's dims fails the node with a clear message
+  // (inference and the kernel share the check).
+  const std::vector<int64_t> past = {1, 1, 3, 0, 1, 4};  // x[3:7] of a [5]
+  ASSERT_TRUE(parse_input_maps(past, 1, v));
+  int64_t dims[1];
+  EXPECT_NE(view_dims(v[0], Shape({5}), dims).find("reads index 6 of dim 0"), std::string::npos);
+  EXPECT_EQ(view_dims(v[0], Shape({7}), dims), "");
+  EXPECT_EQ(dims[0], 4);
+  EXPECT_NE(view_dims(v[0], Shape({7, 1}), dims).find("reads 1 dims"), std::string::npos);
+  const std::vector<int64_t> backwards = {1, 1, 2, 0, -1, 4};  // x[2::-1] reads 4
+  ASSERT_TRUE(parse_input_maps(backwards, 1, v));
+  EXPECT_NE(view_dims(v[0], Shape({5}), dims).find("reads index -1"), std::string::npos);
+  const std::vector<int64_t> index = {2, 0, 1, 5};  // x[1, 5] of a [2, 5]
+  ASSERT_TRUE(parse_input_maps(index, 1, v));
+  EXPECT_NE(view_dims(v[0], Shape({2, 5}), dims).find("index 5 of dim 1"), std::string::npos);
+  int64_t strides[1];
+  ASSERT_TRUE(parse_input_maps(past, 1, v));
+  EXPECT_EQ(view_strides(v[0], Shape({7}), strides), 3);
+  EXPECT_EQ(strides[0], 1);
+
+  Attrs attrs{std::vector<int64_t>{},
+              std::vector<int64_t>{1, 0, 1, static_cast<int64_t>(DType::kFloat32), 1, 0, 1},
+              std::string("nowhere/k"), past};
+  std::vector<Tensor> out;
+  const std::vector<Tensor> x = {random_tensor(DType::kFloat32, Shape({5}), 3)};
+  expect_error([&] { run_kernel(op_def(OpId::JitKernel), x, attrs, out); }, Code::kInvalidArgument,
+               {"input 0", "reads index 6"});
+}
+
+}  // namespace
+}  // namespace kiln::jit
