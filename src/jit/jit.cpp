@@ -6,6 +6,7 @@
 #include "cache.h"
 #include "cluster.h"
 #include "emit_cpp.h"
+#include "kiln/passes.h"
 #include "loader.h"
 #include "runtime.h"
 #include "toolchain.h"
@@ -80,6 +81,7 @@ JitResult compile_jit(std::unique_ptr<Graph>& graph) {
   std::unique_ptr<Graph> g = graph->clone();
   Clusters cl = form_clusters(*g, "kiln_jit");
   if (cl.kernels.empty()) return r;
+  prune(*g);  // the constant operands of slices read in place
   for (const Kernel& k : cl.kernels) r.hlo += k.to_string();
   for (const Kernel& k : cl.optimized) r.optimized_hlo += k.to_string();
   r.source = emit_module(cl.optimized);

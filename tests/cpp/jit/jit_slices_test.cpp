@@ -6,6 +6,7 @@
 
 #include "jit_test_util.h"
 #include "kiln/context.h"
+#include "kiln/graph.h"
 #include "kiln/ops.h"
 #include "test_util.h"
 
@@ -89,6 +90,11 @@ TEST(JitSlices, SliceOpsAndUnknownBatchDims) {
   check_all_modes(body, {Value(x)});
   Function j = make(body, true);
   EXPECT_EQ(reads_through(j, {Value(x)}, "Slice"), 2u);
+  // The slices' begin and size constants leave the graph with them; 0.5 stays.
+  size_t consts = 0;
+  for (const auto& n : j.get_concrete_function({Value(x)})->optimized_graph().nodes())
+    consts += n->op().id == OpId::Const;
+  EXPECT_EQ(consts, 1u);
 
   // A None batch dim read whole: one trace and one kernel for every size.
   const std::vector<ArgSpec> sig = {ArgSpec{DType::kFloat32, Shape({-1, 12}), ""}};
