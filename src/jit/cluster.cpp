@@ -86,6 +86,9 @@ struct Space {
   int reduced = 0;
   bool relabelled = false;
   bool mapped = false;  ///< a member reads an outside value through a view
+  /// The most trailing dims every view read reads as one run of values (a
+  /// row kernel's rows must be contiguous).
+  int view_rows = 16;
 };
 
 // Whether `s` (right-aligned to the space) has all of the space's reduced
@@ -234,7 +237,7 @@ class Former {
 
   // Whether reducing `p` can join a cluster in `sp` (and set its reduced dims).
   bool reduction_joins(Node* p, int k, const Space& sp, const std::vector<Node*>& list) {
-    if (sp.relabelled || sp.mapped || (sp.reduced != 0 && sp.reduced != k) ||
+    if (sp.relabelled || k > sp.view_rows || (sp.reduced != 0 && sp.reduced != k) ||
         !(spec_of(p->inputs()[0]).shape == sp.shape) ||
         p->outputs()[0].shape.rank() != sp.shape.rank())
       return false;
@@ -291,7 +294,7 @@ class Former {
         continue;
       }
       if (mapped_src.count(p)) continue;  // a read in place needs its value as a tensor
-      if (sp.reduced == 0 && !sp.relabelled && views_outside_value(p, members, shape)) {
+      if (!sp.relabelled && views_outside_value(p, members, sp)) {
         // Its input stays outside: the kernel reads it through the view.
         sp.mapped = true;
         mapped_src.insert(p->inputs()[0].node);
@@ -350,8 +353,9 @@ class Former {
   // 1, so rows stay contiguous. A transposed inner dim would be read with a
   // stride per element: 2x slower than graph mode's blocked transpose copy on
   // [2048, 2048] (docs/BENCHMARKS.md), so that transpose stays a kernel call.
-  bool views_outside_value(Node* p, const std::unordered_set<const Node*>& members,
-                           const Shape& shape) {
+  // In a row space, each also reads the reduced dims as one run of values
+  // (sets sp.view_rows).
+  bool views_outside_value(Node* p, const std::unordered_set<const Node*>& members, Space& sp) {
     if (!reads_in_place(p) || outs_.count(p) || !p->control_inputs().empty() ||
         control_targets_.count(p) || !only_members(p, members) || p->inputs().empty())
       return false;
@@ -363,24 +367,36 @@ class Former {
     for (Node* u : users_[p])
       for (const Edge& e : u->inputs())
         if (e.node == p) read[static_cast<size_t>(e.index)] = true;
+    int run = sp.view_rows;
     for (size_t i = 0; i < read.size(); ++i) {
       if (!read[i]) continue;
       View v;
       const Shape& out = p->outputs()[i].shape;
-      if (!view_of(p, i, v) || !out.rank_known() || out.rank() > shape.rank() ||
-          static_cast<size_t>(out.rank()) != v.dims.size() || !keeps_rows(v, in.shape.rank()))
+      if (!view_of(p, i, v) || !out.rank_known() || out.rank() > sp.shape.rank() ||
+          static_cast<size_t>(out.rank()) != v.dims.size() || !fits(out, sp))
         return false;
+      run = std::min(run, contiguous_tail(v, in.shape.rank()));
     }
+    if (run < std::max(sp.reduced, 1)) return false;
+    sp.view_rows = run;
     return true;
   }
 
-  // Whether the innermost dim a view walks is the source's last, in steps of 1.
-  static bool keeps_rows(const View& v, int64_t src_rank) {
-    for (size_t j = v.dims.size(); j-- > 0;) {
-      if (v.dims[j].src < 0) continue;  // a new dim of size 1
-      return v.dims[j].src == src_rank - 1 && v.dims[j].step == 1;
+  // How many trailing dims of the view read one run of its source's values:
+  // they walk the source's last dims in order, in steps of 1, all of each
+  // but the outermost. At least 1 when the innermost dim walked is the
+  // source's last in steps of 1 (rows stay contiguous).
+  static int contiguous_tail(const View& v, int64_t src_rank) {
+    int t = 0;
+    int64_t next = src_rank - 1;  // the source dim the next value dim must walk
+    for (size_t j = v.dims.size(); j-- > 0; ++t) {
+      const ViewDim& d = v.dims[j];
+      if (d.src < 0 || d.size == 1) continue;  // one value: any stride
+      if (d.src != next || d.step != 1) break;
+      --next;
+      if (d.size >= 0) return t + 1;  // part of a dim: nothing outside it joins the run
     }
-    return true;  // one value, read at every point
+    return v.dims.empty() ? 16 : t;
   }
 
   static bool recompute_ok(const Shape& small, const Shape& big) {

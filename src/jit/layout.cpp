@@ -70,8 +70,8 @@ void collapse(std::span<const int64_t> dims, size_t n_in, const int64_t* in_dims
   l.rank = r;
 }
 
-void collapse_rows(std::span<const int64_t> dims, int reduced, size_t n_in, const int64_t* in_dims,
-                   int64_t* scratch, Layout& l) {
+bool collapse_rows(std::span<const int64_t> dims, int reduced, size_t n_in, const int64_t* in_dims,
+                   int64_t* scratch, Layout& l, const int64_t* in_strides) {
   const size_t rank = dims.size(), outer = rank - static_cast<size_t>(reduced);
   const size_t r = outer + 1;
   // Row dims as they are, then the product of the reduced ones.
@@ -86,8 +86,30 @@ void collapse_rows(std::span<const int64_t> dims, int reduced, size_t n_in, cons
   };
   int64_t d[kMaxDims + 1];
   fold(dims.data(), d);
-  for (size_t k = 0; k < n_in; ++k) fold(in_dims + k * rank, scratch + k * r);
-  collapse(std::span<const int64_t>(d, r), n_in, scratch, l, true);
+  int64_t* folded_dims = scratch;
+  int64_t* folded_strides = scratch + n_in * r;
+  for (size_t k = 0; k < n_in; ++k) {
+    const int64_t* in = in_dims + k * rank;
+    fold(in, folded_dims + k * r);
+    if (!in_strides) continue;
+    // The reduced dims read as one run: each stride the next one's times its size.
+    const int64_t* st = in_strides + k * rank;
+    int64_t* fs = folded_strides + k * r;
+    std::copy(st, st + outer, fs);
+    int64_t run = -1;  // the stride the next outer reduced dim must have
+    fs[outer] = 0;
+    for (size_t j = rank; j-- > outer;) {
+      if (in[j] == 1) continue;
+      if (run < 0)
+        fs[outer] = st[j];
+      else if (st[j] != run)
+        return false;
+      run = st[j] * in[j];
+    }
+  }
+  collapse(std::span<const int64_t>(d, r), n_in, folded_dims, l, true,
+           in_strides ? folded_strides : nullptr);
+  return true;
 }
 
 Layout collapse(std::span<const int64_t> dims, std::span<const std::vector<int64_t>> inputs,
@@ -101,7 +123,7 @@ Layout collapse(std::span<const int64_t> dims, std::span<const std::vector<int64
   }
   Layout l;
   if (reduced > 0) {
-    std::vector<int64_t> scratch(inputs.size() * (kMaxDims + 1));
+    std::vector<int64_t> scratch(2 * inputs.size() * (kMaxDims + 1));
     collapse_rows(dims, reduced, inputs.size(), in.data(), scratch.data(), l);
   } else {
     collapse(dims, inputs.size(), in.data(), l);

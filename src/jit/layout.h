@@ -37,9 +37,11 @@ void collapse(std::span<const int64_t> dims, size_t n_in, const int64_t* in_dims
               bool keep_last = false, const int64_t* in_strides = nullptr);
 /// The layout of a reduction kernel: the last `reduced` dims become one last
 /// dim (their product; each input has all of them or none), never merged
-/// with the row dims before it. `scratch` holds n_in * (kMaxDims + 1) dims.
-void collapse_rows(std::span<const int64_t> dims, int reduced, size_t n_in, const int64_t* in_dims,
-                   int64_t* scratch, Layout& out);
+/// with the row dims before it. `scratch` holds n_in * 2 * (kMaxDims + 1)
+/// values. `in_strides` as for collapse(). False when an input's reduced
+/// dims are not one contiguous run of values (a view of part of each row).
+bool collapse_rows(std::span<const int64_t> dims, int reduced, size_t n_in, const int64_t* in_dims,
+                   int64_t* scratch, Layout& out, const int64_t* in_strides = nullptr);
 /// The same over per-input dim vectors (each right-aligned; missing leading
 /// dims are broadcast), for the emitter's static prediction.
 Layout collapse(std::span<const int64_t> dims, std::span<const std::vector<int64_t>> inputs,

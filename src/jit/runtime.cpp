@@ -132,9 +132,6 @@ void split(KernelFn fn, const KernelArgs& args, int64_t rows, int64_t cols, bool
 }
 
 void jit_kernel(KernelContext& c) {
-  const std::string& key = c.attr_string("kernel");
-  const KernelFn fn = lookup(key);
-  if (!fn) c.fail("kernel '", key, "' is not loaded in this process");
   const auto& sig = c.attr_ints("signature");
   const size_t rank = static_cast<size_t>(sig[0]), n_in = c.num_inputs();
   const int reduced = static_cast<int>(sig[1]);
@@ -148,7 +145,6 @@ void jit_kernel(KernelContext& c) {
   const auto& maps = c.attr_ints("maps");
   if (!maps.empty()) {
     if (!parse_input_maps(maps, n_in, views)) c.fail("maps is malformed");
-    if (reduced > 0) c.fail("a row kernel reads no input through a view");
   }
   SmallVec<int64_t, 8 * kMaxDims> in_strides(maps.empty() ? 0 : n_in * rank);
   SmallVec<int64_t, 8> offset(n_in, 0);
@@ -186,9 +182,10 @@ void jit_kernel(KernelContext& c) {
   for (size_t d = 0; d < rank; ++d) total *= dims[d];
   Layout l;
   if (reduced > 0) {
-    SmallVec<int64_t, 8 * (kMaxDims + 1)> scratch(n_in * (kMaxDims + 1));
-    collapse_rows(std::span<const int64_t>(dims, rank), reduced, n_in, in_dims.data(),
-                  scratch.data(), l);
+    SmallVec<int64_t, 16 * (kMaxDims + 1)> scratch(2 * n_in * (kMaxDims + 1));
+    if (!collapse_rows(std::span<const int64_t>(dims, rank), reduced, n_in, in_dims.data(),
+                       scratch.data(), l, maps.empty() ? nullptr : in_strides.data()))
+      c.fail("an input's view does not read whole rows of its source");
     if (l.cols() != sig[2]) c.fail("reduced dims hold ", l.cols(), " values, not ", sig[2]);
   } else {
     collapse(std::span<const int64_t>(dims, rank), n_in, in_dims.data(), l, false,
@@ -210,6 +207,9 @@ void jit_kernel(KernelContext& c) {
   size_t out_bytes = 0;
   for (size_t o = 0; o < c.num_outputs(); ++o) out_bytes += c.output(o).nbytes();
   const bool stream = reduced > 0 && out_bytes >= kStreamBytes;
+  const std::string& key = c.attr_string("kernel");
+  const KernelFn fn = lookup(key);
+  if (!fn) c.fail("kernel '", key, "' is not loaded in this process");
   const KernelArgs args{in.data(), outs.ptrs.data(), l.rank, l.shape, l.strides.data(), fast,
                         stream};
   split(fn, args, rows, l.cols(), reduced == 0);

@@ -182,6 +182,39 @@ TEST(JitSlices, PartsReadElsewhereOrComputedInTheClusterStayKernelCalls) {
   check_all_modes(inner, {Value(x)});
 }
 
+// Row kernels (softmax, reductions) read views whose reduced dims are one
+// run of values: x[:, 2:] for a last-dim reduction, x[1:3] for two dims.
+TEST(JitSlices, RowKernelsReadWholeRowsInPlace) {
+  const Tensor x = random_tensor(DType::kFloat32, Shape({6, 40}), 31);
+  auto soft = [](const std::vector<Value>& a) {
+    return Value(softmax(index(a[0].tensor(), {Slice(), Slice(2, None)}) * 2.f + 1.f));
+  };
+  check_all_modes(soft, {Value(x)});
+  Function s = make(soft, true);
+  EXPECT_EQ(reads_through(s, {Value(x)}, "StridedSlice"), 1u);
+  auto halves = [](const std::vector<Value>& a) {
+    const std::vector<Tensor> p = split(a[0].tensor(), 2, 1);
+    return Value((p[0] - reduce_mean(p[0], -1, true)) * p[1]);
+  };
+  check_all_modes(halves, {Value(x)});
+  Function h = make(halves, true);
+  EXPECT_EQ(reads_through(h, {Value(x)}, "SplitV"), 2u);
+
+  const Tensor y = random_tensor(DType::kFloat32, Shape({4, 5, 12}), 32);
+  auto sum_of = [](std::vector<IndexItem> items) {
+    return [items](const std::vector<Value>& a) {
+      return Value(reduce_sum(tanh(index(a[0].tensor(), items)), {1, 2}));
+    };
+  };
+  // x[1:3] reads whole [5, 12] blocks; x[:, :, 1:] reads 11 of each 12.
+  const auto blocks = sum_of({Slice(1, 3)}), parts = sum_of({Slice(), Slice(), Slice(1, None)});
+  check_all_modes(blocks, {Value(y)});
+  check_all_modes(parts, {Value(y)});
+  Function b = make(blocks, true), p = make(parts, true);
+  EXPECT_EQ(reads_through(b, {Value(y)}, "StridedSlice"), 1u);
+  EXPECT_EQ(reads_through(p, {Value(y)}, "StridedSlice"), 0u);
+}
+
 TEST(JitSlices, HostileMapsAreRefused) {
   ViewRefs v;
   // Per input: source rank, value rank, starts, then (src, step, size) per value dim.
@@ -234,6 +267,15 @@ TEST(JitSlices, HostileMapsAreRefused) {
   const std::vector<Tensor> x = {random_tensor(DType::kFloat32, Shape({5}), 3)};
   expect_error([&] { run_kernel(op_def(OpId::JitKernel), x, attrs, out); }, Code::kInvalidArgument,
                {"input 0", "reads index 6"});
+  // A row kernel over [2, 3, 4] reducing two dims, reading x[:, :, 1:5] of
+  // a [2, 3, 6]: its rows are not one run of values.
+  const auto f32 = static_cast<int64_t>(DType::kFloat32);
+  Attrs rows{std::vector<int64_t>{}, std::vector<int64_t>{3, 2, 12, 1, f32, -2, 0, 1, 0, 1},
+             std::string("nowhere/k"),
+             std::vector<int64_t>{3, 3, 0, 0, 1, 0, 1, -1, 1, 1, -1, 2, 1, 4}};
+  const std::vector<Tensor> z = {random_tensor(DType::kFloat32, Shape({2, 3, 6}), 4)};
+  expect_error([&] { run_kernel(op_def(OpId::JitKernel), z, rows, out); }, Code::kInvalidArgument,
+               {"does not read whole rows"});
 }
 
 }  // namespace
