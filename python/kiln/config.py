@@ -20,6 +20,35 @@ experimental = _Experimental()
 experimental_run_functions_eagerly = run_functions_eagerly
 
 
+class _Optimizer:
+    """tf.config.optimizer: whether functions with jit_compile=None compile.
+    kiln reads the setting when a kiln.function is created (decorated), so set
+    it before defining the functions it should apply to; jit_compile=True or
+    False on a function always wins."""
+
+    _jit = ""
+
+    @staticmethod
+    def set_jit(enabled):
+        """"autoclustering" (True is TensorFlow's deprecated alias): functions
+        with jit_compile=None compile their fusible clusters, as with
+        jit_compile=True. False (or ""): they run in graph mode (the default)."""
+        if enabled is True or enabled == "autoclustering":
+            _Optimizer._jit = "autoclustering"
+        elif enabled is False or enabled == "":
+            _Optimizer._jit = ""
+        else:
+            raise ValueError(f"set_jit expects 'autoclustering', True or False, got {enabled!r}")
+
+    @staticmethod
+    def get_jit():
+        """"autoclustering" when set_jit enabled it, else ""."""
+        return _Optimizer._jit
+
+
+optimizer = _Optimizer()
+
+
 class _Threading:
     """tf.config.threading: kiln's intra-op threads are the kernel thread pool
     (fixed once the first large kernel ran); inter-op parallelism is whether a

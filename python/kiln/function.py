@@ -12,6 +12,7 @@ import weakref
 import numpy as np
 
 from kiln import _kiln, nest
+from kiln import config as _config
 from kiln._composite import CompositeTensor
 from kiln.autograph import convert_for_trace
 from kiln.errors import InvalidArgumentError
@@ -121,7 +122,9 @@ class Function(_kiln._Function):
         self._python_function = python_function
         self._self_ref = _self_ref
         self._autograph = autograph
-        self._jit_compile = jit_compile
+        if jit_compile is None:  # tf.config.optimizer.set_jit decides
+            jit_compile = _config.optimizer.get_jit() == "autoclustering"
+        self._jit_compile = bool(jit_compile)
         self._reduce_retracing = reduce_retracing
         self._input_signature = None
         self._attr_name = None

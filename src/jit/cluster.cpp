@@ -144,14 +144,18 @@ class Former {
     std::vector<std::vector<Node*>> clusters;
     spaces.clear();
     clusters_ = &clusters;
-    // Pass-throughs (Identity: a returned intermediate value) root no cluster
-    // before the ops after them do: the value then joins their cluster as an
-    // extra output, instead of ending it.
+    // A pass-through (Identity) of a value other ops read too (a returned
+    // intermediate) roots no cluster before those ops do: the value then
+    // joins their cluster as an extra output instead of ending it.
+    auto deferred = [&](const Node* n) {
+      return n->op().jit == lower_identity && n->inputs().size() == 1 &&
+             users_[n->inputs()[0].node].size() > 1;
+    };
     std::vector<Node*> roots;
     for (auto it = nodes_.rbegin(); it != nodes_.rend(); ++it)
-      if ((*it)->op().jit != lower_identity) roots.push_back(*it);
+      if (!deferred(*it)) roots.push_back(*it);
     for (auto it = nodes_.rbegin(); it != nodes_.rend(); ++it)
-      if ((*it)->op().jit == lower_identity) roots.push_back(*it);
+      if (deferred(*it)) roots.push_back(*it);
     for (Node* root : roots) {
       if (cluster_of_.count(root) || !lowerable(root)) continue;
       Space start;

@@ -428,3 +428,34 @@ def test_slices_and_split_parts_are_read_in_place():
     assert ir.count("read through StridedSlice") == 1, ir
     assert kernels(j, z, c) == 1
     assert j.experimental_get_tracing_count() == 1
+
+
+def test_set_jit_autoclustering_compiles_functions_left_at_none():
+    # tf.config.optimizer.set_jit: jit_compile=None follows it (read when the
+    # function is created); an explicit True or False always wins.
+    assert tf.config.optimizer.get_jit() == ""
+
+    def fn(x):
+        return tf.tanh(x * 2.0 + 1.0) - x
+
+    x = tf.constant(np.linspace(-2, 2, 12, dtype=np.float32).reshape(3, 4))
+    try:
+        tf.config.optimizer.set_jit("autoclustering")
+        assert tf.config.optimizer.get_jit() == "autoclustering"
+        auto, off = tf.function(fn), tf.function(fn, jit_compile=False)
+        tf.config.optimizer.set_jit(False)
+        later = tf.function(fn)
+        tf.config.optimizer.set_jit(True)  # TensorFlow's deprecated alias
+        assert tf.config.optimizer.get_jit() == "autoclustering"
+        with pytest.raises(ValueError, match="autoclustering"):
+            tf.config.optimizer.set_jit("always")
+    finally:
+        tf.config.optimizer.set_jit(False)
+    assert tf.config.optimizer.get_jit() == ""
+    want = np.tanh(x.numpy() * 2 + 1) - x.numpy()
+    for f in (auto, off, later):
+        np.testing.assert_allclose(f(x).numpy(), want, rtol=1e-5, atol=1e-6)
+    assert kernels(auto, x) == 1
+    assert kernels(off, x) == 0
+    assert kernels(later, x) == 0
+    assert "Tanh" in auto.experimental_get_compiler_ir(x)("hlo")
