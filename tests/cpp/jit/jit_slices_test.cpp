@@ -55,6 +55,9 @@ TEST(JitSlices, StridedSlicesKeepingRowsAreReadInPlace) {
        true,
        "[1:3, 4::-2, :]"},
       {"x[:0]", Shape({6, 10}), {Slice(None, 0)}, true, "[0:0, :]"},
+      {"x[:, 1:] of one row", Shape({1, 10}), {Slice(), Slice(1, None)}, true, "[:, 1:10]"},
+      {"x[1:2, :, 3:4]", Shape({4, 1, 12}), {Slice(1, 2), Slice(), Slice(3, 4)}, true,
+       "[1:2, :, 3:4]"},
       {"x[..., 0]", Shape({4, 5, 12}), {kEllipsis, 0}, false, ""},
       {"x[:, ::2]", Shape({6, 10}), {Slice(), Slice().step(2)}, false, ""},
   };
