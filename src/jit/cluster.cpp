@@ -79,6 +79,24 @@ bool view_of(const Node* n, size_t i, View& v) {
   return !n->inputs().empty() && n->op().jit_view(q, v);
 }
 
+// The view output `i` of view row `n` reads `n`'s input through, composed
+// through the view rows before it that `through` accepts (a slice of a
+// transpose); `src` is the value read.
+template <typename Through>
+bool chained_view(const Node* n, size_t i, View& v, Edge& src, Through through) {
+  if (!view_of(n, i, v)) return false;
+  src = n->inputs()[0];
+  while (reads_in_place(src.node) && through(src.node)) {
+    View inner;
+    if (!view_of(src.node, static_cast<size_t>(src.index), inner) ||
+        inner.dims.size() != v.start.size())
+      break;
+    v = compose(inner, v);
+    src = src.node->inputs()[0];
+  }
+  return true;
+}
+
 // A cluster's iteration space: its shape, the trailing dims its reductions
 // fold (0: none), and whether a reshape relabelled it.
 struct Space {
@@ -298,10 +316,15 @@ class Former {
         continue;
       }
       if (mapped_src.count(p)) continue;  // a read in place needs its value as a tensor
-      if (!sp.relabelled && views_outside_value(p, members, sp)) {
-        // Its input stays outside: the kernel reads it through the view.
+      std::vector<Node*> chain;           // view rows p reads through
+      if (!sp.relabelled && views_outside_value(p, members, sp, chain)) {
+        // Its source stays outside: the kernel reads it through the view.
         sp.mapped = true;
-        mapped_src.insert(p->inputs()[0].node);
+        for (Node* q : chain) {
+          members.insert(q);
+          list.push_back(q);
+        }
+        mapped_src.insert(chain.empty() ? p->inputs()[0].node : chain.back()->inputs()[0].node);
         members.insert(p);
         list.push_back(p);
         continue;
@@ -359,31 +382,50 @@ class Former {
   // [2048, 2048] (docs/BENCHMARKS.md), so that transpose stays a kernel call.
   // In a row space, each also reads the reduced dims as one run of values
   // (sets sp.view_rows).
-  bool views_outside_value(Node* p, const std::unordered_set<const Node*>& members, Space& sp) {
-    if (!reads_in_place(p) || outs_.count(p) || !p->control_inputs().empty() ||
-        control_targets_.count(p) || !only_members(p, members) || p->inputs().empty())
-      return false;
-    const TensorSpec& in = spec_of(p->inputs()[0]);
-    if (members.count(p->inputs()[0].node) || !in.shape.rank_known() || in.shape.rank() > 16 ||
-        !supported_dtype(in.dtype))
+  // A view row only `p` reads (a transpose before a slice) is read through:
+  // it joins too (`chain`), and its source is the value read.
+  bool views_outside_value(Node* p, const std::unordered_set<const Node*>& members, Space& sp,
+                           std::vector<Node*>& chain) {
+    if (!reads_in_place(p) || !only_members(p, members) || p->inputs().empty() || !plain_view(p))
       return false;
     std::vector<bool> read(p->outputs().size());
     for (Node* u : users_[p])
       for (const Edge& e : u->inputs())
         if (e.node == p) read[static_cast<size_t>(e.index)] = true;
     int run = sp.view_rows;
+    Edge src{};
     for (size_t i = 0; i < read.size(); ++i) {
       if (!read[i]) continue;
       View v;
       const Shape& out = p->outputs()[i].shape;
-      if (!view_of(p, i, v) || !out.rank_known() || out.rank() > sp.shape.rank() ||
-          static_cast<size_t>(out.rank()) != v.dims.size() || !fits(out, sp))
+      const Node* last = p;
+      auto through = [&](const Node* q) {
+        const bool ok = plain_view(q) && users_[q].size() == 1 && users_[q][0] == last;
+        if (ok) last = q;
+        return ok;
+      };
+      if (!chained_view(p, i, v, src, through) || !out.rank_known() ||
+          out.rank() > sp.shape.rank() || static_cast<size_t>(out.rank()) != v.dims.size() ||
+          !fits(out, sp))
+        return false;
+      const TensorSpec& in = spec_of(src);
+      if (members.count(src.node) || !in.shape.rank_known() || in.shape.rank() > 16 ||
+          !supported_dtype(in.dtype) || static_cast<size_t>(in.shape.rank()) != v.start.size())
         return false;
       run = std::min(run, contiguous_tail(v, in.shape.rank()));
+      chain.clear();
+      for (Node* q = p->inputs()[0].node; q != src.node; q = q->inputs()[0].node)
+        chain.push_back(q);
     }
     if (run < std::max(sp.reduced, 1)) return false;
     sp.view_rows = run;
     return true;
+  }
+
+  // A view row that is no graph output and has no control edges.
+  bool plain_view(const Node* q) {
+    return reads_in_place(q) && !outs_.count(q) && q->control_inputs().empty() &&
+           !control_targets_.count(q) && !q->inputs().empty();
   }
 
   // How many trailing dims of the view read one run of its source's values:
@@ -604,9 +646,10 @@ Clusters form_clusters(Graph& g, const std::string& prefix, size_t min_ops) {
     // read through the view).
     auto add_load = [&](const Edge& e) {
       const bool viewed = members.count(e.node) != 0;
-      const Edge src = viewed ? e.node->inputs()[0] : e;
+      Edge src = e;
       View view;
-      if (viewed && !view_of(e.node, static_cast<size_t>(e.index), view))
+      auto member = [&](const Node* q) { return members.count(q) != 0; };
+      if (viewed && !chained_view(e.node, static_cast<size_t>(e.index), view, src, member))
         throw InternalError(str_cat("jit: the view of '", e.node->name(), "' changed"));
       Instr load;
       load.kind = Instr::kLoad;

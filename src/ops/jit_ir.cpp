@@ -352,6 +352,28 @@ View whole_view(int64_t rank) {
   return v;
 }
 
+View compose(const View& inner, const View& outer) {
+  View r;
+  r.start = inner.start;
+  // Inner value dims the outer view starts into (or fixes) move the start.
+  for (size_t k = 0; k < outer.start.size() && k < inner.dims.size(); ++k) {
+    const ViewDim& d = inner.dims[k];
+    if (d.src >= 0) r.start[static_cast<size_t>(d.src)] += d.step * outer.start[k];
+  }
+  for (const ViewDim& o : outer.dims) {
+    const ViewDim* d = o.src >= 0 ? &inner.dims[static_cast<size_t>(o.src)] : nullptr;
+    if (!d || d->src < 0) {
+      r.dims.push_back({-1, 1, 1});  // a new dim, or one walking a new dim (size 1)
+      continue;
+    }
+    if (o.size < 0)
+      r.dims.push_back(*d);  // all of the inner dim
+    else
+      r.dims.push_back({d->src, d->step * o.step, o.size});
+  }
+  return r;
+}
+
 bool ViewQuery::ints(size_t i, SmallVec<int64_t, 8>& out) const {
   const Tensor* v = i < values.size() ? values[i] : nullptr;
   if (!v || (v->dtype() != DType::kInt32 && v->dtype() != DType::kInt64)) return false;

@@ -145,6 +145,9 @@ struct View {
 };
 /// The view reading every dim of a rank-`rank` source as it is; rules edit it.
 View whole_view(int64_t rank);
+/// The view reading through `inner` what `outer` reads of inner's value (a
+/// slice of a transpose, say): one view of inner's source.
+View compose(const View& inner, const View& outer);
 /// What a row's view rule (OpDef::jit_view) sees of its node.
 struct ViewQuery {
   const OpDef& op;

@@ -3,6 +3,7 @@
 // node's `maps`) when they keep the source's last dim whole-stepped; results
 // match graph mode and eager, and hostile maps are refused.
 #include <array>
+#include <functional>
 
 #include "jit_test_util.h"
 #include "kiln/context.h"
@@ -56,7 +57,10 @@ TEST(JitSlices, StridedSlicesKeepingRowsAreReadInPlace) {
        "[1:3, 4::-2, :]"},
       {"x[:0]", Shape({6, 10}), {Slice(None, 0)}, true, "[0:0, :]"},
       {"x[:, 1:] of one row", Shape({1, 10}), {Slice(), Slice(1, None)}, true, "[:, 1:10]"},
-      {"x[1:2, :, 3:4]", Shape({4, 1, 12}), {Slice(1, 2), Slice(), Slice(3, 4)}, true,
+      {"x[1:2, :, 3:4]",
+       Shape({4, 1, 12}),
+       {Slice(1, 2), Slice(), Slice(3, 4)},
+       true,
        "[1:2, :, 3:4]"},
       {"x[..., 0]", Shape({4, 5, 12}), {kEllipsis, 0}, false, ""},
       {"x[:, ::2]", Shape({6, 10}), {Slice(), Slice().step(2)}, false, ""},
@@ -216,6 +220,59 @@ TEST(JitSlices, RowKernelsReadWholeRowsInPlace) {
   Function b = make(blocks, true), p = make(parts, true);
   EXPECT_EQ(reads_through(b, {Value(y)}, "StridedSlice"), 1u);
   EXPECT_EQ(reads_through(p, {Value(y)}, "StridedSlice"), 0u);
+}
+
+// A view row read only by another (a slice of a transpose) is read through:
+// one view of the first one's source.
+TEST(JitSlices, ViewsOfViewsComposeIntoOneRead) {
+  const Tensor x = random_tensor(DType::kFloat32, Shape({4, 5, 6}), 41);
+  struct Case {
+    const char* name;
+    std::function<Tensor(const Tensor&)> view;
+    const char* op;     // the outermost view row
+    const char* shown;  // the composed view
+  };
+  const std::vector<Case> cases = {
+      {"transpose(x)[1:3]",
+       [](const Tensor& v) {
+         return index(transpose(v, {1, 0, 2}), {Slice(1, 3)});
+       },
+       "StridedSlice", "[:, 1:3, :] (1, 0, 2)"},
+      {"transpose(x[:, 1:4])",
+       [](const Tensor& v) {
+         return transpose(index(v, {Slice(), Slice(1, 4)}), {1, 0, 2});
+       },
+       "Transpose", "[:, 1:4, :] (1, 0, 2)"},
+      {"x[::-1][1:3, 2]",
+       [](const Tensor& v) {
+         return index(index(v, {Slice().step(-1)}), {Slice(1, 3), 2});
+       },
+       "StridedSlice", "[2:0:-1, 2, :]"},
+      {"split(transpose(x))[1]",
+       [](const Tensor& v) {
+         return split(transpose(v, {1, 0, 2}), {2, 3}, 0)[1];
+       },
+       "SplitV", "[:, 2:5, :] (1, 0, 2)"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    auto view = c.view;
+    auto body = [view](const std::vector<Value>& a) {
+      return Value(tanh(view(a[0].tensor())) * 2.f + 1.f);
+    };
+    check_all_modes(body, {Value(x)});
+    Function j = make(body, true);
+    EXPECT_EQ(reads_through(j, {Value(x)}, c.op), 1u);
+    const std::string hlo = j.get_concrete_function({Value(x)})->compiler_ir("hlo");
+    EXPECT_NE(hlo.find(str_cat("as ", c.shown)), std::string::npos) << hlo;
+  }
+  // The inner view also read directly: it stays a kernel call, the slice of
+  // it is read in place.
+  auto shared = [](const std::vector<Value>& a) {
+    const Tensor t = transpose(a[0].tensor(), {1, 0, 2});
+    return Value(index(t, {Slice(1, 3)}) * 2.f + reduce_sum(t, {0}, true));
+  };
+  check_all_modes(shared, {Value(x)});
 }
 
 TEST(JitSlices, HostileMapsAreRefused) {
