@@ -374,16 +374,16 @@ class Former {
   }
 
   // Whether `p` (a view row: Transpose, a slice, Split) can join as strided
-  // reads of its input: only members read it, its input is a value the
-  // cluster does not compute (a member's value would be needed at other
-  // points), and each output read keeps the source's last dim last with step
-  // 1, so rows stay contiguous. A transposed inner dim would be read with a
-  // stride per element: 2x slower than graph mode's blocked transpose copy on
-  // [2048, 2048] (docs/BENCHMARKS.md), so that transpose stays a kernel call.
-  // In a row space, each also reads the reduced dims as one run of values
-  // (sets sp.view_rows).
-  // A view row only `p` reads (a transpose before a slice) is read through:
-  // it joins too (`chain`), and its source is the value read.
+  // reads of its source: only members read it, the cluster does not compute
+  // the source (a member's value would be needed at other points), and each
+  // output read walks the source's last dim innermost in steps of 1, so rows
+  // stay contiguous. A transposed inner dim would be read with a stride per
+  // element: 2x slower than graph mode's blocked transpose copy on [2048,
+  // 2048] (docs/BENCHMARKS.md), so that transpose stays a kernel call. In a
+  // row space each view also reads the reduced dims as one run of values
+  // (sets sp.view_rows). View rows that only `p` reads (a transpose before a
+  // slice) are read through: they join too (`chain`), and the source is
+  // their input.
   bool views_outside_value(Node* p, const std::unordered_set<const Node*>& members, Space& sp,
                            std::vector<Node*>& chain) {
     if (!reads_in_place(p) || !only_members(p, members) || p->inputs().empty() || !plain_view(p))
