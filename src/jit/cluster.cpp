@@ -97,6 +97,19 @@ bool chained_view(const Node* n, size_t i, View& v, Edge& src, Through through) 
   return true;
 }
 
+// A view's strides per dim aligned to `rank`, over `src` with unknown dims
+// taken as 2 (the emitter's layout prediction).
+std::vector<int64_t> predicted_strides(const View& v, const Shape& src, int rank) {
+  std::vector<int64_t> d;
+  for (int i = 0; i < src.rank(); ++i) d.push_back(src.dim(i) < 0 ? 2 : src.dim(i));
+  ViewRefs refs;
+  const std::vector<int64_t> maps = encode_input_maps({v});
+  std::vector<int64_t> st(static_cast<size_t>(rank), 0);
+  if (!parse_input_maps(maps, 1, refs) || refs[0].rank > rank) return {};
+  view_strides(refs[0], Shape(d), st.data() + (rank - refs[0].rank));
+  return st;
+}
+
 // A cluster's iteration space: its shape, the trailing dims its reductions
 // fold (0: none), and whether a reshape relabelled it.
 struct Space {
@@ -662,6 +675,8 @@ Clusters form_clusters(Graph& g, const std::string& prefix, size_t min_ops) {
                                         : ""));
       k.inputs.push_back(load.dtype);
       k.input_dims.push_back(aligned_dims(spec_of(e).shape, k.rank));
+      k.input_strides.push_back(viewed ? predicted_strides(view, spec_of(src).shape, k.rank)
+                                       : std::vector<int64_t>{});
       ext.push_back(src);
       views.push_back(std::move(view));
       return static_cast<int32_t>(k.body.size() - 1);

@@ -284,33 +284,39 @@ std::string kernel_text(const Kernel& k) {
 }  // namespace
 
 namespace {
+// Unknown dims are taken as 2, and as 3 to check the inner loop's length:
+// when views keep rows apart ([None, 16] of a [None, 400]), it is static
+// even though the row count is not. The runtime checks what it relies on.
 Prediction predict(const Kernel& k) {
   bool unknown = false;
-  auto known = [&](std::vector<int64_t> d) {
-    for (int64_t& x : d)
-      if (x < 0) {
-        x = 2;
-        unknown = true;
-      }
-    return d;
+  auto layout = [&](int64_t guess) {
+    auto known = [&](std::vector<int64_t> d) {
+      for (int64_t& x : d)
+        if (x < 0) {
+          x = guess;
+          unknown = true;
+        }
+      return d;
+    };
+    std::vector<std::vector<int64_t>> ins;
+    for (const auto& d : k.input_dims) ins.push_back(known(d));
+    return collapse(known(k.dims), ins, k.reduced, k.input_strides);
   };
-  std::vector<std::vector<int64_t>> ins;
-  for (const auto& d : k.input_dims) ins.push_back(known(d));
-  const std::vector<int64_t> dims = known(k.dims);
   Prediction p;
-  p.layout = collapse(dims, ins, k.reduced);
+  p.layout = layout(2);
   p.pattern = p.layout.inner_pattern();
-  p.cols = unknown ? -1 : p.layout.cols();
+  p.cols = p.layout.cols();
+  if (unknown) {
+    const Layout other = layout(3);
+    if (other.rank != p.layout.rank || other.cols() != p.cols || other.strides != p.layout.strides)
+      p.cols = -1;
+  }
   return p;
 }
 }  // namespace
 
 std::vector<uint8_t> predicted_pattern(const Kernel& k) {
   return predict(k).pattern;
-}
-
-int64_t predicted_cols(const Kernel& k) {
-  return predict(k).cols;
 }
 
 // Row kernels stream large outputs: a row computed into an aligned buffer is

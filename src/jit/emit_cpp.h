@@ -30,8 +30,6 @@ using KernelFn = void (*)(const KernelArgs*, int64_t r0, int64_t r1, int64_t c0,
 /// The inner-loop pattern (per input: 1 contiguous, 0 broadcast) the kernel
 /// is specialized for, predicted from its static dims.
 std::vector<uint8_t> predicted_pattern(const Kernel& k);
-/// The inner loop's length predicted from static dims; -1 when a dim is unknown.
-int64_t predicted_cols(const Kernel& k);
 
 /// The translation unit for `kernels` (symbols are their names).
 std::string emit_module(const std::vector<Kernel>& kernels);

@@ -113,20 +113,36 @@ bool collapse_rows(std::span<const int64_t> dims, int reduced, size_t n_in, cons
 }
 
 Layout collapse(std::span<const int64_t> dims, std::span<const std::vector<int64_t>> inputs,
-                int reduced) {
+                int reduced, std::span<const std::vector<int64_t>> strides) {
   const size_t rank = dims.size();
-  std::vector<int64_t> in(inputs.size() * rank, 1);
+  std::vector<int64_t> in(inputs.size() * rank, 1), st;
+  bool viewed = false;
   for (size_t k = 0; k < inputs.size(); ++k) {
     const auto& d = inputs[k];
     const size_t off = rank - d.size();
     for (size_t j = 0; j < d.size(); ++j) in[k * rank + off + j] = d[j];
+    viewed |= k < strides.size() && !strides[k].empty();
   }
+  if (viewed) {  // every input's strides: its view's, or contiguous
+    st.assign(inputs.size() * rank, 0);
+    for (size_t k = 0; k < inputs.size(); ++k) {
+      int64_t* s = st.data() + k * rank;
+      if (k < strides.size() && strides[k].size() == rank) {
+        std::copy(strides[k].begin(), strides[k].end(), s);
+        continue;
+      }
+      for (size_t j = rank, acc = 1; j-- > 0; acc *= static_cast<size_t>(in[k * rank + j]))
+        s[j] = static_cast<int64_t>(acc);
+    }
+  }
+  const int64_t* in_strides = viewed ? st.data() : nullptr;
   Layout l;
   if (reduced > 0) {
     std::vector<int64_t> scratch(2 * inputs.size() * (kMaxDims + 1));
-    collapse_rows(dims, reduced, inputs.size(), in.data(), scratch.data(), l);
+    if (!collapse_rows(dims, reduced, inputs.size(), in.data(), scratch.data(), l, in_strides))
+      collapse_rows(dims, reduced, inputs.size(), in.data(), scratch.data(), l);
   } else {
-    collapse(dims, inputs.size(), in.data(), l);
+    collapse(dims, inputs.size(), in.data(), l, false, in_strides);
   }
   return l;
 }

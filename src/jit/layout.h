@@ -43,8 +43,9 @@ void collapse(std::span<const int64_t> dims, size_t n_in, const int64_t* in_dims
 bool collapse_rows(std::span<const int64_t> dims, int reduced, size_t n_in, const int64_t* in_dims,
                    int64_t* scratch, Layout& out, const int64_t* in_strides = nullptr);
 /// The same over per-input dim vectors (each right-aligned; missing leading
-/// dims are broadcast), for the emitter's static prediction.
+/// dims are broadcast), for the emitter's static prediction. `strides` (per
+/// input, aligned to the dims; empty: contiguous) give inputs read through views.
 Layout collapse(std::span<const int64_t> dims, std::span<const std::vector<int64_t>> inputs,
-                int reduced = 0);
+                int reduced = 0, std::span<const std::vector<int64_t>> strides = {});
 
 }  // namespace kiln::jit

@@ -52,6 +52,10 @@ struct Kernel {
   /// Each input's static dims aligned right to `rank` (1 = broadcast, -1 =
   /// unknown): what the emitter specializes the inner loop for.
   std::vector<std::vector<int64_t>> input_dims;
+  /// Per input read through a view: its strides per aligned dim as static
+  /// dims predict them (unknown source dims taken as 2); empty for an input
+  /// read as it is. The emitter's layout prediction only, not encoded.
+  std::vector<std::vector<int64_t>> input_strides;
   std::vector<int64_t> dims;  ///< the iteration space's static dims (-1 unknown)
   std::vector<Instr> body;
   std::vector<int32_t> outputs;  ///< value numbers written out

@@ -122,6 +122,26 @@ TEST(JitSlices, SliceOpsAndUnknownBatchDims) {
       2u);
 }
 
+// Short rows of a view (16 of each 400): the kernel is specialized for them
+// even when the row count is unknown, as it is for contiguous short rows.
+TEST(JitSlices, ShortRowsOfAViewGetTheShortRowLoop) {
+  const std::vector<ArgSpec> sig = {ArgSpec{DType::kFloat32, Shape({-1, 400}), ""}};
+  auto body = [](const std::vector<Value>& a) {
+    return Value(tanh(index(a[0].tensor(), {Slice(), Slice(100, 116)})) * 2.f + 1.f);
+  };
+  Function g = make(body, false, sig), j = make(body, true, sig);
+  uint32_t seed = 50;
+  for (int64_t n : {37, 1, 0, 5}) {
+    SCOPED_TRACE(n);
+    const std::vector<Value> args = {
+        Value(random_tensor(DType::kFloat32, Shape({n, 400}), seed++))};
+    testing::expect_same(j(args).tensor(), g(args).tensor());
+  }
+  const std::vector<Value> args = {Value(random_tensor(DType::kFloat32, Shape({3, 400}), 1))};
+  EXPECT_NE(j.get_concrete_function(args)->compiler_ir("source").find("sh[R - 1] == 16"),
+            std::string::npos);
+}
+
 // An LSTM cell's gates: the pre-activations split in four, each part read in
 // place by one kernel computing the new state and output.
 TEST(JitSlices, SplitGatesOfAnLstmCellFuseIntoOneKernel) {
