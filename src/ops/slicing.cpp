@@ -167,6 +167,7 @@ bool slice_view(const jit::ViewQuery& q, jit::View& v) {
   for (size_t d = 0; d < begin.size(); ++d) {
     const int64_t n = in.dim(static_cast<int>(d)), b = begin[d];
     const int64_t z = size[d] == -1 && n >= 0 ? n - b : size[d];
+    if (b < 0) return false;                            // the kernel's error
     if (b == 0 && (size[d] == -1 || z == n)) continue;  // whole
     if (z < 0) return false;
     v.start[d] = b;
@@ -182,10 +183,15 @@ bool strided_slice_view(const jit::ViewQuery& q, jit::View& v) {
       !q.ints(3, strides) || end.size() != begin.size() || strides.size() != begin.size())
     return false;
   auto mask = [&](const char* m) { return attr_value<int64_t>(q.op, q.attrs, m); };
-  const StridedSliceSpec spec = canonicalize_strided_slice(
-      in, static_cast<int64_t>(begin.size()), begin.data(), end.data(), strides.data(),
-      {mask("begin_mask"), mask("end_mask"), mask("ellipsis_mask"), mask("new_axis_mask"),
-       mask("shrink_axis_mask")});
+  StridedSliceSpec spec;
+  try {  // a spec the kernel would reject stays a kernel call (and fails there)
+    spec = canonicalize_strided_slice(in, static_cast<int64_t>(begin.size()), begin.data(),
+                                      end.data(), strides.data(),
+                                      {mask("begin_mask"), mask("end_mask"), mask("ellipsis_mask"),
+                                       mask("new_axis_mask"), mask("shrink_axis_mask")});
+  } catch (const Error&) {
+    return false;
+  }
   v.start.assign(static_cast<size_t>(in.rank()), 0);
   v.dims.clear();
   for (int64_t g : spec.gather) {

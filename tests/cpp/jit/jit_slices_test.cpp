@@ -295,6 +295,39 @@ TEST(JitSlices, ViewsOfViewsComposeIntoOneRead) {
   check_all_modes(shared, {Value(x)});
 }
 
+// The view rules refuse (never throw on) what inference or the kernel would
+// reject, and parts whose place depends on an unknown dim.
+TEST(JitSlices, ViewRulesRefuseWhatTheyCannotPlace) {
+  auto ask = [](OpId id, std::vector<TensorSpec> ins, std::vector<const Tensor*> values,
+                std::vector<TensorSpec> outs, Attrs attrs) {
+    const OpDef& op = op_def(id);
+    View v;
+    const ViewQuery q{op, attrs, ins, outs, values, 0};
+    return op.jit_view(q, v);
+  };
+  const TensorSpec x{DType::kFloat32, Shape({4, 6})}, unknown{DType::kFloat32, Shape({-1, 6})};
+  const Tensor zero = Tensor::from_vector(std::vector<int64_t>{0, 0}, Shape({2}));
+  const Tensor one = Tensor::from_vector(std::vector<int64_t>{1, 1}, Shape({2}));
+  const Tensor neg = Tensor::from_vector(std::vector<int64_t>{-1, 0}, Shape({2}));
+  const Tensor all = Tensor::from_vector(std::vector<int64_t>{-1, -1}, Shape({2}));
+  const TensorSpec spec2{DType::kInt64, Shape({2})};
+  const Attrs masks{int64_t{0}, int64_t{0}, int64_t{0}, int64_t{0}, int64_t{0}};
+  // StridedSlice with a zero stride: canonicalization throws; the rule says no.
+  EXPECT_FALSE(
+      ask(OpId::StridedSlice, {x, spec2, spec2, spec2}, {nullptr, &one, &one, &zero}, {x}, masks));
+  // Slice with a negative begin, and x[1:] of an unknown dim (its size unknown).
+  EXPECT_FALSE(ask(OpId::Slice, {x, spec2, spec2}, {nullptr, &neg, &all}, {x}, Attrs{}));
+  EXPECT_FALSE(
+      ask(OpId::Slice, {unknown, spec2, spec2}, {nullptr, &one, &all}, {unknown}, Attrs{}));
+  EXPECT_TRUE(
+      ask(OpId::Slice, {unknown, spec2, spec2}, {nullptr, &zero, &all}, {unknown}, Attrs{}));
+  // Begin and size not constant.
+  EXPECT_FALSE(ask(OpId::Slice, {x, spec2, spec2}, {nullptr, nullptr, &all}, {x}, Attrs{}));
+  // A split along an unknown dim.
+  EXPECT_FALSE(ask(OpId::Split, {unknown}, {nullptr}, {TensorSpec{DType::kFloat32, Shape({-1, 6})}},
+                   Attrs{std::vector<int64_t>{}, int64_t{0}, int64_t{2}}));
+}
+
 TEST(JitSlices, HostileMapsAreRefused) {
   ViewRefs v;
   // Per input: source rank, value rank, starts, then (src, step, size) per value dim.
