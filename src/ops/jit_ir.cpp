@@ -440,19 +440,24 @@ std::string view_dims(const ViewRef& v, const Shape& src, int64_t* dims) {
   // Every index read must lie inside its dim (known dims only).
   for (int d = 0; d < v.src_rank; ++d) {
     const int64_t n = src.dim(d);
-    int64_t first = v.start[d], last = first;
+    // 128-bit: hostile starts, steps and sizes (each up to 2^40) cannot overflow.
+    __int128 first = v.start[d], last = first;
     for (int j = 0; j < v.rank; ++j)
       if (v.dims[3 * j] == d) {
         const int64_t size = v.dims[3 * j + 2];
         if (size <= 0)
           first = last = -1;  // nothing read, or all of it
         else
-          last = first + (size - 1) * v.dims[3 * j + 1];
+          last = first + static_cast<__int128>(size - 1) * v.dims[3 * j + 1];
       }
     if (n < 0 || first < 0) continue;
-    if (first >= n || last < 0 || last >= n)
-      return str_cat("its view reads index ", first >= n ? first : last, " of dim ", d,
-                     " of a source of shape ", src);
+    if (first >= n || last < 0 || last >= n) {
+      const __int128 bad = first >= n ? first : last;
+      const bool huge = bad > std::numeric_limits<int64_t>::max();
+      return str_cat("its view reads index ",
+                     huge ? std::string("past 2^63") : str_cat(static_cast<int64_t>(bad)),
+                     " of dim ", d, " of a source of shape ", src);
+    }
   }
   for (int j = 0; j < v.rank; ++j) {
     const int64_t s = v.dims[3 * j], size = v.dims[3 * j + 2];
@@ -468,9 +473,9 @@ int64_t view_strides(const ViewRef& v, const Shape& src, int64_t* strides) {
     acc *= src.dim(d);
     offset += v.start[d] * contiguous[d];
   }
-  for (int j = 0; j < v.rank; ++j) {
-    const int64_t s = v.dims[3 * j];
-    strides[j] = s < 0 ? 0 : contiguous[s] * v.dims[3 * j + 1];
+  for (int j = 0; j < v.rank; ++j) {  // a dim of one value or none has no stride
+    const int64_t s = v.dims[3 * j], size = v.dims[3 * j + 2];
+    strides[j] = s < 0 || size == 0 || size == 1 ? 0 : contiguous[s] * v.dims[3 * j + 1];
   }
   return offset;
 }

@@ -368,6 +368,12 @@ TEST(JitSlices, HostileMapsAreRefused) {
   const std::vector<int64_t> index = {2, 0, 1, 5};  // x[1, 5] of a [2, 5]
   ASSERT_TRUE(parse_input_maps(index, 1, v));
   EXPECT_NE(view_dims(v[0], Shape({2, 5}), dims).find("index 5 of dim 1"), std::string::npos);
+  // Steps and sizes at the 2^40 limit: the last index is computed without
+  // overflowing.
+  const int64_t big = int64_t{1} << 40;
+  const std::vector<int64_t> huge = {1, 1, 0, 0, big, big};
+  ASSERT_TRUE(parse_input_maps(huge, 1, v));
+  EXPECT_NE(view_dims(v[0], Shape({5}), dims).find("reads index past 2^63"), std::string::npos);
   int64_t strides[1];
   ASSERT_TRUE(parse_input_maps(past, 1, v));
   EXPECT_EQ(view_strides(v[0], Shape({7}), strides), 3);
