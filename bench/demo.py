@@ -26,7 +26,8 @@ import workloads as wl  # noqa: E402
 
 RESULTS = os.path.join(HERE, "results")
 JIT_NOTE = ("jit rows: kiln.function(jit_compile=True) — fused elementwise clusters compiled "
-            "to C++, with reductions over the last dims and cond/while bodies (index ops and "
+            "to C++, with reductions over the last dims, slices and transposes read in place "
+            "and cond/while bodies (reductions over leading dims, inner-dim transposes and "
             "epilogues not fused yet; docs/JIT.md)")
 
 

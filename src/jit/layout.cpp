@@ -127,12 +127,10 @@ Layout collapse(std::span<const int64_t> dims, std::span<const std::vector<int64
     st.assign(inputs.size() * rank, 0);
     for (size_t k = 0; k < inputs.size(); ++k) {
       int64_t* s = st.data() + k * rank;
-      if (k < strides.size() && strides[k].size() == rank) {
+      if (k < strides.size() && strides[k].size() == rank)
         std::copy(strides[k].begin(), strides[k].end(), s);
-        continue;
-      }
-      for (size_t j = rank, acc = 1; j-- > 0; acc *= static_cast<size_t>(in[k * rank + j]))
-        s[j] = static_cast<int64_t>(acc);
+      else
+        contiguous_strides(in.data() + k * rank, rank, s);
     }
   }
   const int64_t* in_strides = viewed ? st.data() : nullptr;

@@ -28,6 +28,12 @@ struct Layout {
   std::vector<uint8_t> inner_pattern() const;
 };
 
+/// Row-major strides of `rank` dims into `out` (an input read as it is).
+inline void contiguous_strides(const int64_t* dims, size_t rank, int64_t* out) {
+  int64_t acc = 1;
+  for (size_t j = rank; j-- > 0; acc *= dims[j]) out[j] = acc;
+}
+
 /// The layout for `n_in` inputs over the iteration dims `dims` (rank <=
 /// kMaxDims). `in_dims` holds input k's dims right-aligned to rank (1 =
 /// broadcast) at [k * rank, (k + 1) * rank). `strides` is reused storage.

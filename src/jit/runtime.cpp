@@ -143,9 +143,7 @@ void jit_kernel(KernelContext& c) {
   // Inputs read through a view: its dims and strides, and their first value.
   ViewRefs views;
   const auto& maps = c.attr_ints("maps");
-  if (!maps.empty()) {
-    if (!parse_input_maps(maps, n_in, views)) c.fail("maps is malformed");
-  }
+  if (!maps.empty() && !parse_input_maps(maps, n_in, views)) c.fail("maps is malformed");
   SmallVec<int64_t, 8 * kMaxDims> in_strides(maps.empty() ? 0 : n_in * rank);
   SmallVec<int64_t, 8> offset(n_in, 0);
   for (size_t k = 0; k < n_in; ++k) {
@@ -165,12 +163,10 @@ void jit_kernel(KernelContext& c) {
     if (!maps.empty()) {
       int64_t* st = in_strides.data() + k * rank;
       std::fill_n(st, off, 0);
-      if (v.mapped()) {
+      if (v.mapped())
         offset[k] = view_strides(v, s, st + off);
-      } else {
-        for (size_t j = r, acc = 1; j-- > 0; acc *= static_cast<size_t>(s.dim(static_cast<int>(j))))
-          st[off + j] = static_cast<int64_t>(acc);
-      }
+      else
+        contiguous_strides(d + off, r, st + off);
     }
     for (size_t j = 0; j < rank; ++j) {
       if (d[j] == 1 || d[j] == dims[j]) continue;
