@@ -1,9 +1,10 @@
 // The eager context: inference, then the kernel, now (dispatch itself is
 // src/ops/dispatch.cpp).
+#include "kiln/context.h"
+
 #include <cmath>
 
 #include "kiln/config.h"
-#include "kiln/context.h"
 
 namespace kiln {
 namespace {
@@ -19,8 +20,10 @@ void infer_and_run(const OpDef& op, std::span<const Tensor> inputs, const Attrs&
   op.infer(ic);
   if (!op.cpu_kernel) throw UnimplementedError(str_cat(op.type_name, ": no CPU kernel"));
   const auto specs = ic.outputs();
+  // A call's outputs are its body's (its specs may keep a signature's None
+  // dims: the backward of a function traced for [None, n] inputs).
   for (const TensorSpec& s : specs)
-    if (!s.shape.is_fully_defined())
+    if (!s.shape.is_fully_defined() && !op.has(kCall))
       throw InternalError(str_cat(op.type_name, ": inference left shape ", s.shape,
                                   " partially unknown for concrete inputs"));
   std::span<Tensor> outs = make_outputs(specs.size());

@@ -367,3 +367,27 @@ def test_jacobian_of_an_empty_target_is_empty():
         tape.watch(x)
         y = x[:0] * 2.0
     assert tape.jacobian(y, x).numpy().shape == (0, 2)
+
+
+@pytest.mark.parametrize("jit", [False, True])
+def test_gradients_through_a_function_traced_for_none_dims(jit):
+    # The backward of a function whose input_signature has a None dim keeps
+    # that dim in its specs; called eagerly under a tape, it runs on the
+    # concrete shapes (this raised InternalError "partially unknown").
+    w = tf.Variable(np.linspace(-1, 1, 48, dtype=np.float32).reshape(6, 8))
+
+    @tf.function(jit_compile=jit, input_signature=[tf.TensorSpec([None, 6], tf.float32)])
+    def f(x):
+        return tf.nn.relu(tf.matmul(x, w) + 0.1)
+
+    for rows in (4, 1, 9):
+        x = tf.constant(np.linspace(-2, 2, rows * 6, dtype=np.float32).reshape(rows, 6))
+        with tf.GradientTape() as tape:
+            tape.watch(x)
+            y = f(x)
+            loss = y * y
+        dx, dw = tape.gradient(loss, [x, w])
+        z = np.maximum(x.numpy() @ w.numpy() + 0.1, 0)
+        np.testing.assert_allclose(dw.numpy(), x.numpy().T @ (2 * z), rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(dx.numpy(), (2 * z) @ w.numpy().T, rtol=1e-5, atol=1e-5)
+    assert f.experimental_get_tracing_count() == 1
