@@ -348,6 +348,31 @@ BENCHMARK(BM_LstmGatesFunction512x512)
     ->Unit(benchmark::kMicrosecond)
     ->UseRealTime();
 
+// A dense layer's epilogue, gelu-like (x * sigmoid(1.702 x)) after the bias:
+// graph mode (0) runs MatMul, then the bias and activation; jit (1) computes
+// the product by blocks of rows inside the epilogue's kernel. Sizes: rows x
+// k inputs x 1024 units (args 1 and 2: rows, k).
+void BM_DenseEpilogueFunction(benchmark::State& state) {
+  FunctionOptions o;
+  o.jit_compile = state.range(0) == 1;
+  Function f(
+      [](const std::vector<Value>& a) {
+        const Tensor y = bias_add(matmul(a[0].tensor(), a[1].tensor()), a[2].tensor());
+        return Value(y * sigmoid(y * 1.702f));
+      },
+      o);
+  const int64_t rows = state.range(1), k = state.range(2);
+  const std::vector<Value> args{Value(wave<float>({rows, k}, 0.01)),
+                                Value(wave<float>({k, 1024}, 0.02)),
+                                Value(wave<float>({1024}, 0.03))};
+  time_calls(state, f, args);
+  state.SetItemsProcessed(state.iterations() * rows * k * 1024);
+}
+BENCHMARK(BM_DenseEpilogueFunction)
+    ->ArgsProduct({{0, 1}, {32, 4096}, {32, 256}})
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();
+
 // ---- conv block epilogue: eager vs function vs fused function ----
 
 constexpr int64_t kBlkH = 96, kBlkW = 96, kBlkC = 64;

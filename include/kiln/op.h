@@ -125,6 +125,7 @@ namespace jit {
 class LowerContext;
 struct View;
 struct ViewQuery;
+struct Product;
 }  // namespace jit
 /// A JIT lowering: emits the row's scalar instructions into the fused-kernel
 /// IR (src/ops/jit_ir.h); false when this call cannot be lowered, so it stays
@@ -140,6 +141,11 @@ enum class JitIndexMap : uint8_t { kNone, kRelabel };
 /// (src/ops/jit_ir.h) of output `q.output`; false when it has none (the row
 /// stays a kernel call).
 using JitViewFn = bool (*)(const jit::ViewQuery& q, jit::View& v);
+/// How jit_compile computes a row's output inside the kernel that reads it,
+/// block by block of rows, as a matrix product of its inputs 0 and 1
+/// (MatMul): fills the transposes (src/ops/jit_ir.h); false when this call
+/// is no such product (it stays a kernel call).
+using JitProductFn = bool (*)(const jit::ViewQuery& q, jit::Product& p);
 namespace onnx {
 class ExportContext;
 }
@@ -195,6 +201,7 @@ struct OpDef {
   JitLowerFn jit = nullptr;
   JitIndexMap jit_index_map = JitIndexMap::kNone;
   JitViewFn jit_view = nullptr;
+  JitProductFn jit_product = nullptr;
   /// ONNX export: a rule, or the ONNX op type this row is one-to-one.
   OnnxExportFn onnx = nullptr;
   const char* onnx_type = nullptr;
@@ -281,6 +288,10 @@ class OpDefBuilder {
   }
   OpDefBuilder& jit(JitViewFn f) {
     d_.jit_view = f;
+    return *this;
+  }
+  OpDefBuilder& jit(JitProductFn f) {
+    d_.jit_product = f;
     return *this;
   }
   OpDefBuilder& onnx(OnnxExportFn f) {

@@ -1,9 +1,7 @@
 #include "cluster.h"
 
 #include <algorithm>
-#include <map>
 #include <queue>
-#include <tuple>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -65,6 +63,19 @@ std::string describe(const View& v) {
     last = x.src;
   }
   return s + "]" + (sorted ? "" : str_cat(" (", order, ")"));
+}
+
+// Whether `n` is a matrix product a kernel can compute (OpDef::jit_product).
+bool product_of(const Node* n, Product& p) {
+  if (!n->op().jit_product || n->inputs().size() != 2 || n->outputs().size() != 1) return false;
+  std::vector<TensorSpec> ins;
+  std::vector<const Tensor*> values;
+  for (const Edge& e : n->inputs()) {
+    ins.push_back(spec_of(e));
+    values.push_back(passes::const_of(e));
+  }
+  const ViewQuery q{n->op(), n->attrs(), ins, n->outputs(), values, 0};
+  return n->op().jit_product(q, p);
 }
 
 // The view output `i` of a view row (OpDef::jit_view) reads its input 0 through.
@@ -174,6 +185,7 @@ class Former {
   std::vector<std::vector<Node*>> run(size_t min_ops) {
     std::vector<std::vector<Node*>> clusters;
     spaces.clear();
+    products.clear();
     clusters_ = &clusters;
     // A pass-through (Identity) of a value other ops read too (a returned
     // intermediate) roots no cluster before those ops do: the value then
@@ -209,15 +221,37 @@ class Former {
       // Pass-throughs (Identity) cost nothing: a lone op stays a kernel call.
       size_t work = 0;
       for (const Node* m : members) work += m->op().jit && m->op().jit != lower_identity;
-      if (work < min_ops) continue;
+      Node* product = work > 0 ? product_for(members, space) : nullptr;
+      if (work + (product != nullptr) < min_ops) continue;
       for (Node* m : members) cluster_of_[m] = clusters.size();
       std::sort(members.begin(), members.end(),
                 [&](Node* a, Node* b) { return order_[a] < order_[b]; });
       clusters.push_back(std::move(members));
       spaces.push_back(space);
+      products.push_back(product);
     }
     clusters_ = nullptr;
     return clusters;
+  }
+
+  // A product (OpDef::jit_product) the cluster can compute itself: only
+  // members read it, each as it is, and it has the space's shape (its rows
+  // are the kernel's rows; at most the last dim reduced).
+  Node* product_for(const std::vector<Node*>& members, const Space& space) {
+    if (space.reduced > 1) return nullptr;
+    const std::unordered_set<const Node*> set(members.begin(), members.end());
+    for (const Node* m : members)
+      for (const Edge& e : m->inputs()) {
+        Node* p = e.node;
+        Product how;
+        if (set.count(p) || outs_.count(p) || control_targets_.count(p) ||
+            !p->control_inputs().empty() || !product_of(p, how))
+          continue;
+        bool ok = p->outputs()[0].shape == space.shape;
+        for (const Node* u : users_[p]) ok &= set.count(u) && !reads_in_place(u) && !is_relabel(u);
+        if (ok) return p;
+      }
+    return nullptr;
   }
 
   bool lowerable(const Node* n) {
@@ -511,7 +545,8 @@ class Former {
   const std::vector<std::vector<Node*>>* clusters_ = nullptr;
 
  public:
-  std::vector<Space> spaces;  ///< per cluster from run(): its iteration space
+  std::vector<Space> spaces;    ///< per cluster from run(): its iteration space
+  std::vector<Node*> products;  ///< per cluster: the product it computes, or nullptr
 
   bool used_outside(const Node* m, const std::unordered_set<const Node*>& members) {
     if (outs_.count(m)) return true;
@@ -586,54 +621,36 @@ std::vector<int64_t> signature(const Kernel& k, const Space& sp, std::span<const
   return sig;
 }
 
-}  // namespace
-
-Kernel optimize_kernel(const Kernel& k) {
-  // CSE: identical instructions over identical (renumbered) arguments.
-  std::vector<int32_t> map(k.body.size());
-  std::vector<Instr> cse;
-  std::vector<std::string> origin;
-  std::map<std::tuple<int, int, int, int32_t, int32_t, int32_t, uint64_t>, int32_t> seen;
-  for (size_t i = 0; i < k.body.size(); ++i) {
-    Instr in = k.body[i];
-    if (in.kind != Instr::kLoad)
-      for (int32_t* a : {&in.a, &in.b, &in.c})
-        if (*a >= 0) *a = map[static_cast<size_t>(*a)];
-    const auto key =
-        std::make_tuple(int(in.kind), int(in.dtype), int(in.op), in.a, in.b, in.c, in.bits);
-    auto [it, fresh] = seen.emplace(key, static_cast<int32_t>(cse.size()));
-    if (fresh) {
-      cse.push_back(in);
-      origin.push_back(i < k.origin.size() ? k.origin[i] : std::string());
-    }
-    map[i] = it->second;
-  }
-  // DCE: keep what the outputs need (and every load, in input order).
-  std::vector<bool> live(cse.size());
-  for (int32_t o : k.outputs) live[static_cast<size_t>(map[static_cast<size_t>(o)])] = true;
-  for (size_t i = cse.size(); i-- > 0;) {
-    if (cse[i].kind == Instr::kLoad) live[i] = true;
-    if (!live[i] || cse[i].kind == Instr::kLoad) continue;
-    for (int32_t a : {cse[i].a, cse[i].b, cse[i].c})
-      if (a >= 0) live[static_cast<size_t>(a)] = true;
-  }
-  Kernel r = k;
-  r.body.clear();
-  r.origin.clear();
-  std::vector<int32_t> renum(cse.size(), -1);
-  for (size_t i = 0; i < cse.size(); ++i) {
-    if (!live[i]) continue;
-    Instr in = cse[i];
-    if (in.kind != Instr::kLoad)
-      for (int32_t* a : {&in.a, &in.b, &in.c})
-        if (*a >= 0) *a = renum[static_cast<size_t>(*a)];
-    renum[i] = static_cast<int32_t>(r.body.size());
-    r.body.push_back(in);
-    r.origin.push_back(origin[i]);
-  }
-  for (int32_t& o : r.outputs) o = renum[static_cast<size_t>(map[static_cast<size_t>(o)])];
-  return r;
+// The instructions that compute at each point (not loads or constants).
+int64_t work_per_point(const Kernel& k) {
+  int64_t n = 0;
+  for (const Instr& in : k.body) n += in.kind != Instr::kLoad && in.kind != Instr::kConst;
+  return std::max<int64_t>(1, n);
 }
+
+// Makes the kernel compute product `p` (an input it loads) itself: the node
+// reads p's operands instead (the first in p's place, the second last) and
+// the loads say so. Returns the `product` attribute.
+std::vector<int64_t> take_product(const Node* p, std::vector<Edge>& ext, Kernel& k, Kernel& opt) {
+  Product how;
+  const auto it = std::find(ext.begin(), ext.end(), Edge{const_cast<Node*>(p), 0});
+  if (!product_of(p, how) || it == ext.end())
+    throw InternalError(str_cat("jit: the product '", p->name(), "' changed"));
+  const auto slot = static_cast<int32_t>(it - ext.begin());
+  const Edge a = p->inputs()[0], b = p->inputs()[1];
+  const std::string note =
+      str_cat(" = ", p->op().type_name, " '", p->name(), "' of ", a.node->tensor_name(a.index),
+              how.transpose_a ? " (transposed)" : "", " and ", b.node->tensor_name(b.index),
+              how.transpose_b ? " (transposed)" : "", ", computed here by blocks of rows");
+  for (Kernel* kk : {&k, &opt})
+    for (size_t i = 0; i < kk->body.size(); ++i)
+      if (kk->body[i].kind == Instr::kLoad && kk->body[i].a == slot) kk->origin[i] += note;
+  *it = a;
+  ext.push_back(b);
+  return {slot, how.transpose_a, how.transpose_b};
+}
+
+}  // namespace
 
 Clusters form_clusters(Graph& g, const std::string& prefix, size_t min_ops) {
   Former former(g);
@@ -721,16 +738,24 @@ Clusters form_clusters(Graph& g, const std::string& prefix, size_t min_ops) {
     const bool mapped = std::any_of(views.begin(), views.end(), [](const View& v) {
       return !v.dims.empty() || !v.start.empty();
     });
+    std::vector<int64_t> product;
+    if (Node* p = former.products[ci]) {
+      product = take_product(p, ext, k, opt);
+      dropped.insert(p);
+      what = str_cat(p->op().type_name, ", ", what);
+    }
     root->reset(op_def(OpId::JitKernel), ext,
                 Attrs{opt.encode(), std::move(sig), opt.name,
-                      mapped ? encode_input_maps(views) : std::vector<int64_t>{}},
+                      mapped ? encode_input_maps(views) : std::vector<int64_t>{},
+                      std::move(product), work_per_point(opt)},
                 specs);
     for (size_t o = 1; o < out_nodes.size(); ++o)
       out_nodes[o]->reset(op_def(OpId::Identity), {Edge{root, static_cast<int32_t>(o)}}, Attrs{},
                           {specs[o]});
     for (Node* m : group)
       if (std::find(out_nodes.begin(), out_nodes.end(), m) == out_nodes.end()) dropped.insert(m);
-    result.fused.push_back(str_cat(group.size(), " ops: ", what));
+    result.fused.push_back(
+        str_cat(group.size() + (former.products[ci] != nullptr), " ops: ", what));
     result.kernels.push_back(std::move(k));
     result.optimized.push_back(std::move(opt));
     result.kernel_nodes.push_back(root);

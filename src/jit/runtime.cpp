@@ -3,8 +3,10 @@
 #include <algorithm>
 #include <cstring>
 #include <mutex>
+#include <optional>
 #include <unordered_map>
 
+#include "kernels/cpu/gemm.h"
 #include "kiln/small_vector.h"
 #include "kiln/thread_pool.h"
 #include "layout.h"
@@ -118,9 +120,14 @@ struct Outputs {
 constexpr size_t kStreamBytes = 8 << 20;
 
 // Splits rows [0, rows) x cols over the pool above one grain (columns when
-// there is one row and the kernel allows it).
-void split(KernelFn fn, const KernelArgs& args, int64_t rows, int64_t cols, bool by_cols) {
-  const int64_t total = rows * cols, grain = default_parallel_grain();
+// there is one row and the kernel allows it). The grain, in points, shrinks
+// with the kernel's work per point (up to 16x): y * sigmoid(y) over
+// [32, 1024] splits, as graph mode's interpreter does.
+void split(KernelContext& c, KernelFn fn, const KernelArgs& args, int64_t rows, int64_t cols,
+           bool by_cols) {
+  const int64_t total = rows * cols;
+  int64_t grain = default_parallel_grain();
+  if (total > grain / 16) grain /= std::clamp<int64_t>(c.attr_int("work"), 1, 16);
   if (total <= grain || (rows == 1 && !by_cols)) {
     fn(&args, 0, rows, 0, cols);
   } else if (rows == 1) {
@@ -131,9 +138,104 @@ void split(KernelFn fn, const KernelArgs& args, int64_t rows, int64_t cols, bool
   }
 }
 
+// A product the kernel computes itself (the `product` attribute, see
+// jit::Product): kernel input `slot` is op(A) x op(B), A the node's input
+// `slot` and B its last input; A's leading dims fold into the rows.
+struct ProductCall {
+  size_t slot = 0;
+  DType dtype = DType::kInvalid;
+  struct {
+    bool ta = false, tb = false;
+    int64_t m = 0, n = 0, k = 0;
+  } g;                               // the product's flags and sizes
+  SmallVec<int64_t, kMaxDims> dims;  // the product's shape
+
+  // Validates the attribute against the node's inputs (it is read from a
+  // graph, which may be hostile).
+  ProductCall(KernelContext& c, std::span<const int64_t> attr) {
+    const size_t n = c.num_inputs();
+    Product how;
+    if (!parse_product(attr, n, slot, how)) c.fail("product is malformed");
+    g.ta = how.transpose_a;
+    g.tb = how.transpose_b;
+    const Tensor &a = c.input(slot), &b = c.input(n - 1);
+    dtype = a.dtype();
+    if ((dtype != DType::kFloat32 && dtype != DType::kFloat64) || b.dtype() != dtype)
+      c.fail("a product needs two float32 or float64 operands, not ", dtype_name(a.dtype()),
+             " and ", dtype_name(b.dtype()));
+    int64_t d[kMaxDims];
+    if (const std::string why = product_dims(how, a.shape(), b.shape(), d); !why.empty())
+      c.fail(why);
+    dims = SmallVec<int64_t, kMaxDims>(d, static_cast<size_t>(a.shape().rank()));
+    const Shape& bs = b.shape();
+    g.k = g.tb ? bs.dim(1) : bs.dim(0);
+    g.n = g.tb ? bs.dim(0) : bs.dim(1);
+    g.m = 1;
+    for (size_t j = 0; j + 1 < dims.size(); ++j) g.m *= dims[j];
+    if (!cpu::gemm_fits(g.m, g.n, g.k))
+      c.fail("a matrix dimension of the product is above the BLAS backend's limit");
+  }
+
+  template <typename T>
+  cpu::GemmArgs<T> typed(KernelContext& c) const {
+    return {
+        g.ta, g.tb, g.m, g.n, g.k, c.input(slot).data<T>(), c.input(c.num_inputs() - 1).data<T>()};
+  }
+  // Rows [r0, r1) into `out` (row r0's storage): one OpenBLAS call, or
+  // with `all`, the whole product split on the pool as MatMul splits it.
+  void rows(KernelContext& c, int64_t r0, int64_t r1, void* out, bool all) const {
+    auto run = [&](auto zero) {
+      using T = decltype(zero);
+      if (all)
+        cpu::gemm_product(typed<T>(c), static_cast<T*>(out));
+      else
+        cpu::gemm_product_rows(typed<T>(c), r0, r1, static_cast<T*>(out));
+    };
+    dtype == DType::kFloat32 ? run(0.f) : run(0.0);
+  }
+};
+
+// Runs `fn` with a product computed first. When the product fills the
+// iteration space and MatMul would split it by rows, each thread computes its
+// block of rows (as MatMul's block) and runs the kernel over it at once,
+// while the rows are in cache; otherwise the whole product comes first.
+// (Computing a few rows at a time into a scratch block was no faster on a
+// [4096, 32] x [32, 1024] dense layer, and OpenBLAS rounds small calls
+// differently: docs/BENCHMARKS.md.)
+void run_with_product(KernelContext& c, const ProductCall& pc, KernelFn fn, const KernelArgs& args,
+                      std::span<const void*> in, std::span<const int64_t> dims, const Layout& l,
+                      int reduced) {
+  bool fills = dims.size() == pc.dims.size() && l.rows() == pc.g.m && reduced <= 1;
+  for (size_t d = 0; fills && d < dims.size(); ++d) fills = dims[d] == pc.dims[d];
+  const int64_t blocks = fills ? cpu::gemm_row_blocks(pc.g.m, pc.g.n, pc.g.k) : 0;
+  Tensor prod =
+      Tensor::empty(pc.dtype, Shape(std::span<const int64_t>(pc.dims.data(), pc.dims.size())));
+  char* base = static_cast<char*>(prod.mutable_raw_data());
+  in[pc.slot] = base;  // args.in is `in`
+  if (blocks < 2) {
+    pc.rows(c, 0, pc.g.m, base, true);
+    split(c, fn, args, l.rows(), l.cols(), reduced == 0);
+    return;
+  }
+  const int64_t step = (pc.g.m + blocks - 1) / blocks;
+  const int64_t row_bytes = pc.g.n * static_cast<int64_t>(dtype_size(pc.dtype));
+  parallel_for(blocks, 1, [&](int64_t b0, int64_t b1) {
+    for (int64_t i = b0; i < b1; ++i) {
+      const int64_t lo = i * step, hi = std::min(pc.g.m, lo + step);
+      if (hi <= lo) continue;
+      pc.rows(c, lo, hi, base + lo * row_bytes, false);
+      fn(&args, lo, hi, 0, l.cols());
+    }
+  });
+}
+
 void jit_kernel(KernelContext& c) {
   const auto& sig = c.attr_ints("signature");
-  const size_t rank = static_cast<size_t>(sig[0]), n_in = c.num_inputs();
+  const auto& product_attr = c.attr_ints("product");
+  std::optional<ProductCall> product;
+  if (!product_attr.empty()) product.emplace(c, product_attr);
+  // The kernel's inputs: the node's, less the product's second operand.
+  const size_t rank = static_cast<size_t>(sig[0]), n_in = c.num_inputs() - (product ? 1 : 0);
   const int reduced = static_cast<int>(sig[1]);
   if (rank > static_cast<size_t>(kMaxDims)) c.fail("rank ", rank, " is over ", kMaxDims);
   // The iteration space: the inputs broadcast together.
@@ -146,8 +248,11 @@ void jit_kernel(KernelContext& c) {
   if (!maps.empty() && !parse_input_maps(maps, n_in, views)) c.fail("maps is malformed");
   SmallVec<int64_t, 8 * kMaxDims> in_strides(maps.empty() ? 0 : n_in * rank);
   SmallVec<int64_t, 8> offset(n_in, 0);
+  const Shape product_shape =
+      product ? Shape(std::span<const int64_t>(product->dims.data(), product->dims.size()))
+              : Shape();
   for (size_t k = 0; k < n_in; ++k) {
-    const Shape& s = c.input(k).shape();
+    const Shape& s = product && k == product->slot ? product_shape : c.input(k).shape();
     int64_t* d = in_dims.data() + k * rank;
     const ViewRef v = maps.empty() ? ViewRef{} : views[k];
     const size_t r = v.mapped() ? static_cast<size_t>(v.rank) : static_cast<size_t>(s.rank());
@@ -184,7 +289,8 @@ void jit_kernel(KernelContext& c) {
       c.fail("an input's view does not read whole rows of its source");
     if (l.cols() != sig[2]) c.fail("reduced dims hold ", l.cols(), " values, not ", sig[2]);
   } else {
-    collapse(std::span<const int64_t>(dims, rank), n_in, in_dims.data(), l, false,
+    // A product keeps its rows (the blocks it is computed in).
+    collapse(std::span<const int64_t>(dims, rank), n_in, in_dims.data(), l, product.has_value(),
              maps.empty() ? nullptr : in_strides.data());
   }
   const int64_t rows = l.rows();
@@ -196,8 +302,10 @@ void jit_kernel(KernelContext& c) {
   if (reduced > 0 && !fast) c.fail("inputs do not have the layout the kernel was built for");
   SmallVec<const void*, 16> in(n_in);
   for (size_t k = 0; k < n_in; ++k)
-    in[k] = static_cast<const char*>(c.input(k).raw_data()) +
-            offset[k] * static_cast<int64_t>(dtype_size(c.input(k).dtype()));
+    in[k] = product && k == product->slot
+                ? nullptr  // set by run_with_product
+                : static_cast<const char*>(c.input(k).raw_data()) +
+                      offset[k] * static_cast<int64_t>(dtype_size(c.input(k).dtype()));
   // Row kernels stream outputs too large to stay in cache (no read for
   // ownership of each line).
   size_t out_bytes = 0;
@@ -208,7 +316,11 @@ void jit_kernel(KernelContext& c) {
   if (!fn) c.fail("kernel '", key, "' is not loaded in this process");
   const KernelArgs args{in.data(), outs.ptrs.data(), l.rank, l.shape, l.strides.data(), fast,
                         stream};
-  split(fn, args, rows, l.cols(), reduced == 0);
+  if (product)
+    run_with_product(c, *product, fn, args, std::span<const void*>(in.data(), in.size()),
+                     std::span<const int64_t>(dims, rank), l, reduced);
+  else
+    split(c, fn, args, rows, l.cols(), reduced == 0);
   outs.finish(c);
 }
 

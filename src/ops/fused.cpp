@@ -61,9 +61,26 @@ static OpCost fused_cost(const CostQuery& q) {
 // per-row output;
 // then per input the inner stride 0/1 the code is specialized for), kernel
 // ("module/symbol"), maps (per input, the view it is read through, if any:
-// jit::parse_input_maps; empty: no input mapped). Output i has the broadcast
+// jit::parse_input_maps; empty: no input mapped), product (empty, or the
+// kernel input p that is a matrix product -- then the node's input p is its
+// first operand and its last input the second -- and the two transposes: see
+// jit::Product), work (the computing instructions per point, which scale the
+// pool's grain). Output i has the broadcast
 // shape of the inputs it depends on (for a per-row output with the reduced
 // dims 1 or removed).
+
+// The shape of op(input a) x op(last input) (jit::Product), both float32 or
+// float64.
+Shape product_result(InferContext& c, size_t a, const jit::Product& how) {
+  const size_t b = c.num_inputs() - 1;
+  const DType dt = c.dtype(a);
+  if ((dt != DType::kFloat32 && dt != DType::kFloat64) || c.dtype(b) != dt)
+    c.fail("a product needs two float32 or float64 operands");
+  int64_t dims[16];
+  if (const std::string why = jit::product_dims(how, c.shape(a), c.shape(b), dims); !why.empty())
+    c.fail(why);
+  return Shape(std::span<const int64_t>(dims, static_cast<size_t>(c.shape(a).rank())));
+}
 
 void infer_jit_kernel(InferContext& c) {
   const auto& sig = c.attr_ints("signature");
@@ -77,11 +94,24 @@ void infer_jit_kernel(InferContext& c) {
   if (reduced > 0 && next() < 0) c.fail("bad signature");
   const int64_t n_out = next();
   if (n_out < 1 || n_out > 1 << 16) c.fail("bad signature");
+  // A product: kernel input p is op(input p) x op(last input).
+  const auto& product = c.attr_ints("product");
+  Shape product_shape;
+  size_t slot = 0, n_in = c.num_inputs();
+  if (!product.empty()) {
+    jit::Product how;
+    if (!jit::parse_product(product, n_in, slot, how)) c.fail("product is malformed");
+    --n_in;
+    product_shape = product_result(c, slot, how);
+  }
   jit::ViewRefs views;
-  if (!jit::parse_input_maps(c.attr_ints("maps"), c.num_inputs(), views))
-    c.fail("maps is malformed");
+  if (!jit::parse_input_maps(c.attr_ints("maps"), n_in, views)) c.fail("maps is malformed");
   std::vector<Shape> mapped;  // inputs read through a view, as the kernel reads them
-  for (size_t i = 0; i < c.num_inputs(); ++i) {
+  for (size_t i = 0; i < n_in; ++i) {
+    if (!product.empty() && i == slot) {
+      if (product_shape.rank() > rank) c.fail("the product has rank over the kernel's ", rank);
+      continue;
+    }
     const Shape& s = c.shape(i);
     if (!views[i].mapped()) {
       if (!s.rank_known() || s.rank() > rank)
@@ -97,12 +127,13 @@ void infer_jit_kernel(InferContext& c) {
     mapped[i] = Shape(std::vector<int64_t>(dims, dims + views[i].rank));
   }
   const auto in = [&](size_t i) -> const Shape& {
+    if (!product.empty() && i == slot) return product_shape;
     return views[i].mapped() ? mapped[i] : c.shape(i);
   };
   const auto broadcast = [&](auto&& inputs) {
     Shape s(std::vector<int64_t>(static_cast<size_t>(rank), 1));
     for (int64_t k : inputs) {
-      if (k < 0 || k >= static_cast<int64_t>(c.num_inputs())) c.fail("bad signature");
+      if (k < 0 || k >= static_cast<int64_t>(n_in)) c.fail("bad signature");
       s = broadcast_shapes(s, in(static_cast<size_t>(k)), "JitKernel");
     }
     return s;
@@ -123,7 +154,7 @@ void infer_jit_kernel(InferContext& c) {
     if (n == -2) {  // per row: keepdims, then the inputs it depends on
       const int64_t keep = next(), n_deps = next();
       if (reduced == 0 || (keep != 0 && keep != 1) || n_deps < 0 ||
-          n_deps > static_cast<int64_t>(c.num_inputs()))
+          n_deps > static_cast<int64_t>(n_in))
         c.fail("bad signature");
       std::vector<int64_t> deps;
       for (int64_t j = 0; j < n_deps; ++j) deps.push_back(next());
@@ -137,13 +168,13 @@ void infer_jit_kernel(InferContext& c) {
       c.set_output(static_cast<size_t>(o), dt, Shape(dims));
       continue;
     }
-    if (n < 0 || n > static_cast<int64_t>(c.num_inputs())) c.fail("bad signature");
+    if (n < 0 || n > static_cast<int64_t>(n_in)) c.fail("bad signature");
     std::vector<int64_t> deps;
     for (int64_t j = 0; j < n; ++j) deps.push_back(next());
     c.set_output(static_cast<size_t>(o), dt, broadcast(deps));
   }
   // Then the inner-loop pattern the kernel was built for: one 0/1 per input.
-  if (sig.size() - pos != c.num_inputs()) c.fail("signature does not match the inputs");
+  if (sig.size() - pos != n_in) c.fail("signature does not match the inputs");
   for (; pos < sig.size(); ++pos)
     if (sig[pos] != 0 && sig[pos] != 1) c.fail("bad signature");
 }
@@ -158,6 +189,8 @@ void define_fused_ops(OpTableBuilder& t) {
       .attr("signature", AttrType::kInts)
       .attr("kernel", AttrType::kString, std::string())
       .attr("maps", AttrType::kInts, std::vector<int64_t>{})
+      .attr("product", AttrType::kInts, std::vector<int64_t>{})
+      .attr("work", AttrType::kInt, int64_t{1})
       .traits(kVariadicInput | kVariadicOutput | kGraphOnly | kNoGradient)
       .cost([](const CostQuery& q) {
         return OpCost{q.elements(), q.out_elements() > q.grain};

@@ -374,6 +374,32 @@ View compose(const View& inner, const View& outer) {
   return r;
 }
 
+bool parse_product(std::span<const int64_t> attr, size_t n_inputs, size_t& slot, Product& p) {
+  if (attr.size() != 3 || n_inputs < 2 || attr[0] < 0 ||
+      attr[0] >= static_cast<int64_t>(n_inputs) - 1 || (attr[1] & ~int64_t{1}) ||
+      (attr[2] & ~int64_t{1}))
+    return false;
+  slot = static_cast<size_t>(attr[0]);
+  p.transpose_a = attr[1] != 0;
+  p.transpose_b = attr[2] != 0;
+  return true;
+}
+
+std::string product_dims(const Product& p, const Shape& a, const Shape& b, int64_t* dims) {
+  if (!a.rank_known() || !b.rank_known() || a.rank() < 2 || a.rank() > 16 || b.rank() != 2 ||
+      (a.rank() > 2 && p.transpose_a))
+    return str_cat("a product of shapes ", a, " and ", b, " is not computed in a kernel");
+  const int r = a.rank();
+  const int64_t ar = a.dim(r - 2), ac = a.dim(r - 1);
+  const int64_t ka = p.transpose_a ? ar : ac, kb = p.transpose_b ? b.dim(1) : b.dim(0);
+  if (ka >= 0 && kb >= 0 && ka != kb)
+    return str_cat("the product's operands ", a, " and ", b, " do not match");
+  for (int d = 0; d + 2 < r; ++d) dims[d] = a.dim(d);
+  dims[r - 2] = p.transpose_a ? ac : ar;
+  dims[r - 1] = p.transpose_b ? b.dim(0) : b.dim(1);
+  return "";
+}
+
 bool ViewQuery::ints(size_t i, SmallVec<int64_t, 8>& out) const {
   const Tensor* v = i < values.size() ? values[i] : nullptr;
   if (!v || (v->dtype() != DType::kInt32 && v->dtype() != DType::kInt64)) return false;

@@ -164,6 +164,24 @@ struct ViewQuery {
   bool ints(size_t i, SmallVec<int64_t, 8>& out) const;
 };
 
+/// A row's output computed by the kernel that reads it (OpDef::jit_product):
+/// op(input 0) x op(input 1), op transposing the last two dims when set.
+/// Input 0 has rank >= 2, its leading dims folding into the product's rows;
+/// input 1 has rank 2. The kernel computes the product's rows block by block
+/// and runs its instructions over each block while it is in cache.
+struct Product {
+  bool transpose_a = false, transpose_b = false;
+};
+/// The JitKernel node's `product` attribute: the kernel input that is the
+/// product (the node's input there is its first operand, its last input the
+/// second), then the two transposes as 0/1. Fills `slot` and `p`; false when
+/// it is malformed for a node of `n_inputs` inputs. Empty: no product.
+bool parse_product(std::span<const int64_t> attr, size_t n_inputs, size_t& slot, Product& p);
+/// The dims of product `p` of operands shaped `a` and `b` (unknown dims stay
+/// unknown) into dims[0, a.rank()) (at most 16); an empty string, or why the
+/// operands do not fit (ranks, inner dims).
+std::string product_dims(const Product& p, const Shape& a, const Shape& b, int64_t* dims);
+
 /// A view inside a `maps` attribute (see parse_input_maps), not owning.
 struct ViewRef {
   int src_rank = 0, rank = 0;

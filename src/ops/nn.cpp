@@ -178,6 +178,19 @@ void onnx_softmax(onnx::ExportContext& c) {
   c.emit(kLog ? "LogSoftmax" : "Softmax", {c.in(0)}, {{"axis", axis}});
 }
 
+// MatMul as a product a compiled kernel computes itself: float32/64, y of
+// rank 2, x of rank 2 or with leading dims that fold into its rows (not
+// transposed then).
+bool matmul_product(const jit::ViewQuery& q, jit::Product& p) {
+  const DType dt = q.inputs[0].dtype;
+  if (dt != DType::kFloat32 && dt != DType::kFloat64) return false;
+  const Shape &x = q.inputs[0].shape, &y = q.inputs[1].shape;
+  if (!x.rank_known() || !y.rank_known() || x.rank() < 2 || y.rank() != 2) return false;
+  p.transpose_a = attr_value<bool>(q.op, q.attrs, "adj_x");
+  p.transpose_b = attr_value<bool>(q.op, q.attrs, "adj_y");
+  return x.rank() == 2 || !p.transpose_a;
+}
+
 void define_nn_ops(OpTableBuilder& t) {
   t.def(OpId::MatMul).onnx(onnx_matmul);
   t.def(OpId::BiasAdd).onnx("Add");  // the bias broadcasts over the last (NHWC channel) dim
@@ -193,7 +206,7 @@ void define_nn_ops(OpTableBuilder& t) {
   t.def(OpId::BiasAdd).inputs({"value", "bias"}).outputs({"output"}).infer(infer_bias_add);
   t.def(OpId::Softmax).inputs({"logits"}).outputs({"softmax"}).infer(infer_softmax);
   t.def(OpId::LogSoftmax).inputs({"logits"}).outputs({"logsoftmax"}).infer(infer_softmax);
-  t.def(OpId::MatMul).grad(matmul_grad);
+  t.def(OpId::MatMul).grad(matmul_grad).jit(matmul_product);
   t.def(OpId::BiasAdd).grad(bias_add_grad).epilogue(Epilogue::kBiasAdd);
   // value + bias broadcast over the last dim (NHWC): the JIT's Add.
   t.def(OpId::BiasAdd).jit([](jit::LowerContext& c) {

@@ -9,6 +9,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "gemm.h"
 #include "kernel_util.h"
 #include "threading.h"
 
@@ -98,6 +99,29 @@ void gemm_call(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, in
                 i(ldc));
 }
 
+// How many blocks of C a product splits into on the pool, and whether they are
+// blocks of rows (else of columns): small products never start the pool (its
+// size stays settable until large work).
+struct Split {
+  int64_t blocks = 1;
+  bool by_rows = true;
+};
+Split split_of(int64_t m, int64_t n, int64_t macs) {
+  Split s;
+  s.by_rows = m >= n;
+  const int64_t extent = s.by_rows ? m : n;
+  const bool large = macs >= 2 * kSmallGemm && extent >= 2 * kMinBlockRows;
+  const int threads = large ? ThreadPool::global().num_threads() : 1;
+  s.blocks = std::min<int64_t>({threads * 2, extent / kMinBlockRows, macs / kSmallGemm});
+  return s;
+}
+
+int64_t macs_of(int64_t m, int64_t n, int64_t k) {
+  int64_t macs;
+  if (__builtin_mul_overflow(m * n, k, &macs)) macs = std::numeric_limits<int64_t>::max();
+  return macs;
+}
+
 // One product of the plan. A large one runs as blocks of C's rows (or of its columns,
 // when C has few rows) on kiln's pool, each a single-threaded OpenBLAS call: the one
 // thread budget, and a descheduled thread delays only its own block.
@@ -105,23 +129,18 @@ template <typename T>
 void gemm(const MatMulPlan& p, const T* a, const T* b, T* c, int64_t macs) {
   const int64_t lda = std::max<int64_t>(1, p.a_cols), ldb = std::max<int64_t>(1, p.b_cols);
   const int64_t ldc = std::max<int64_t>(1, p.n);
-  const bool by_rows = p.m >= p.n;
-  const int64_t extent = by_rows ? p.m : p.n;
-  // Small products never start the pool (its size stays settable until large work).
-  const bool large = macs >= 2 * kSmallGemm && extent >= 2 * kMinBlockRows;
-  const int threads = large ? ThreadPool::global().num_threads() : 1;
-  const int64_t blocks =
-      std::min<int64_t>({threads * 2, extent / kMinBlockRows, macs / kSmallGemm});
-  if (blocks < 2) {
+  const Split s = split_of(p.m, p.n, macs);
+  const int64_t extent = s.by_rows ? p.m : p.n;
+  if (s.blocks < 2) {
     gemm_call(p.ta, p.tb, p.m, p.n, p.k, a, lda, b, ldb, c, ldc);
     return;
   }
-  const int64_t step = (extent + blocks - 1) / blocks;
-  parallel_for(blocks, 1, [&](int64_t b0, int64_t b1) {
+  const int64_t step = (extent + s.blocks - 1) / s.blocks;
+  parallel_for(s.blocks, 1, [&](int64_t b0, int64_t b1) {
     for (int64_t i = b0; i < b1; ++i) {
       const int64_t lo = i * step, len = std::min(extent, lo + step) - lo;
       if (len <= 0) continue;
-      if (by_rows)  // rows lo.. of op(A) and of C
+      if (s.by_rows)  // rows lo.. of op(A) and of C
         gemm_call(p.ta, p.tb, len, p.n, p.k, a + (p.ta ? lo : lo * lda), lda, b, ldb, c + lo * ldc,
                   ldc);
       else  // columns lo.. of op(B) and of C
@@ -130,12 +149,27 @@ void gemm(const MatMulPlan& p, const T* a, const T* b, T* c, int64_t macs) {
   });
 }
 
+// The plan of a single product (no batch dims).
+template <typename T>
+MatMulPlan plan_of(const GemmArgs<T>& g) {
+  MatMulPlan p;
+  p.ta = g.ta;
+  p.tb = g.tb;
+  p.m = g.m;
+  p.n = g.n;
+  p.k = g.k;
+  p.a_rows = g.ta ? g.k : g.m;
+  p.a_cols = g.ta ? g.m : g.k;
+  p.b_rows = g.tb ? g.n : g.k;
+  p.b_cols = g.tb ? g.k : g.n;
+  return p;
+}
+
 template <typename T>
 void blas_matmul(const MatMulPlan& p, const T* a, const T* b, T* c) {
   const int64_t batches = static_cast<int64_t>(p.a_off.size());
   const int64_t mat_c = p.m * p.n;
-  int64_t macs;
-  if (__builtin_mul_overflow(p.m * p.n, p.k, &macs)) macs = std::numeric_limits<int64_t>::max();
+  const int64_t macs = macs_of(p.m, p.n, p.k);
   auto one = [&](int64_t i) {
     gemm<T>(p, a + p.a_off[static_cast<size_t>(i)], b + p.b_off[static_cast<size_t>(i)],
             c + i * mat_c, macs);
@@ -241,6 +275,44 @@ void matmul_kernel(KernelContext& c) {
 }
 
 }  // namespace
+
+template <typename T>
+void gemm_product(const GemmArgs<T>& g, T* c) {
+  if (g.m == 0 || g.n == 0) return;
+  if (g.k == 0) {
+    std::fill(c, c + g.m * g.n, T(0));
+    return;
+  }
+  gemm<T>(plan_of(g), g.a, g.b, c, macs_of(g.m, g.n, g.k));
+}
+
+template <typename T>
+void gemm_product_rows(const GemmArgs<T>& g, int64_t r0, int64_t r1, T* c) {
+  if (r1 <= r0 || g.n == 0) return;
+  if (g.k == 0) {
+    std::fill(c, c + (r1 - r0) * g.n, T(0));
+    return;
+  }
+  const MatMulPlan p = plan_of(g);
+  const int64_t lda = std::max<int64_t>(1, p.a_cols), ldb = std::max<int64_t>(1, p.b_cols);
+  gemm_call(g.ta, g.tb, r1 - r0, g.n, g.k, g.a + (g.ta ? r0 : r0 * lda), lda, g.b, ldb, c,
+            std::max<int64_t>(1, g.n));
+}
+
+template void gemm_product<float>(const GemmArgs<float>&, float*);
+template void gemm_product<double>(const GemmArgs<double>&, double*);
+template void gemm_product_rows<float>(const GemmArgs<float>&, int64_t, int64_t, float*);
+template void gemm_product_rows<double>(const GemmArgs<double>&, int64_t, int64_t, double*);
+
+int64_t gemm_row_blocks(int64_t m, int64_t n, int64_t k) {
+  const Split s = split_of(m, n, macs_of(m, n, k));
+  return s.blocks >= 2 && s.by_rows ? s.blocks : 0;
+}
+
+bool gemm_fits(int64_t m, int64_t n, int64_t k) {
+  constexpr int64_t kBlasMax = std::numeric_limits<blasint>::max();
+  return std::max({m, n, k}) <= kBlasMax;
+}
 
 void bind_matmul_kernels(OpTableBuilder& t) {
   t.kernel(OpId::MatMul, matmul_kernel);

@@ -381,7 +381,10 @@ TEST(JitSlices, HostileMapsAreRefused) {
 
   Attrs attrs{std::vector<int64_t>{},
               std::vector<int64_t>{1, 0, 1, static_cast<int64_t>(DType::kFloat32), 1, 0, 1},
-              std::string("nowhere/k"), past};
+              std::string("nowhere/k"),
+              past,
+              std::vector<int64_t>{},
+              int64_t{1}};
   std::vector<Tensor> out;
   const std::vector<Tensor> x = {random_tensor(DType::kFloat32, Shape({5}), 3)};
   expect_error([&] { run_kernel(op_def(OpId::JitKernel), x, attrs, out); }, Code::kInvalidArgument,
@@ -389,9 +392,10 @@ TEST(JitSlices, HostileMapsAreRefused) {
   // A row kernel over [2, 3, 4] reducing two dims, reading x[:, :, 1:5] of
   // a [2, 3, 6]: its rows are not one run of values.
   const auto f32 = static_cast<int64_t>(DType::kFloat32);
-  Attrs rows{std::vector<int64_t>{}, std::vector<int64_t>{3, 2, 12, 1, f32, -2, 0, 1, 0, 1},
-             std::string("nowhere/k"),
-             std::vector<int64_t>{3, 3, 0, 0, 1, 0, 1, -1, 1, 1, -1, 2, 1, 4}};
+  Attrs rows{
+      std::vector<int64_t>{},   std::vector<int64_t>{3, 2, 12, 1, f32, -2, 0, 1, 0, 1},
+      std::string("nowhere/k"), std::vector<int64_t>{3, 3, 0, 0, 1, 0, 1, -1, 1, 1, -1, 2, 1, 4},
+      std::vector<int64_t>{},   int64_t{1}};
   const std::vector<Tensor> z = {random_tensor(DType::kFloat32, Shape({2, 3, 6}), 4)};
   expect_error([&] { run_kernel(op_def(OpId::JitKernel), z, rows, out); }, Code::kInvalidArgument,
                {"does not read whole rows"});

@@ -137,7 +137,10 @@ TEST(JitViews, TransposeMapsRoundTrip) {
   // The node rejects a malformed attribute before it looks for its kernel.
   Attrs attrs{std::vector<int64_t>{},
               std::vector<int64_t>{2, 0, 1, static_cast<int64_t>(DType::kFloat32), 1, 0, 1},
-              std::string("nowhere/k"), std::vector<int64_t>{2, 2, 0, 0, 0, 1, -1, 0, 1, -1}};
+              std::string("nowhere/k"),
+              std::vector<int64_t>{2, 2, 0, 0, 0, 1, -1, 0, 1, -1},
+              std::vector<int64_t>{},
+              int64_t{1}};
   std::vector<Tensor> out;
   const std::vector<Tensor> x = {random_tensor(DType::kFloat32, Shape({2, 2}), 3)};
   expect_error([&] { run_kernel(op_def(OpId::JitKernel), x, attrs, out); }, Code::kInvalidArgument,

@@ -430,6 +430,28 @@ def test_slices_and_split_parts_are_read_in_place():
     assert j.experimental_get_tracing_count() == 1
 
 
+def test_dense_layers_compute_their_product_in_the_epilogue_kernel():
+    # A Keras Dense layer's MatMul is computed inside the kernel of its bias
+    # and activation (by blocks of rows), for any batch size, one trace.
+    dense = tf.keras.layers.Dense(24, activation="relu")
+    out = tf.keras.layers.Dense(10)
+    spec = [tf.TensorSpec([None, 12], tf.float32)]
+
+    def model(x):
+        return tf.nn.softmax(out(dense(x)))
+
+    j = tf.function(model, jit_compile=True, input_signature=spec)
+    g = tf.function(model, input_signature=spec)
+    rng = np.random.RandomState(7)
+    for b in (5, 1, 300):
+        x = tf.constant(rng.randn(b, 12).astype(np.float32))
+        np.testing.assert_allclose(j(x).numpy(), g(x).numpy(), rtol=1e-5, atol=1e-6)
+    ir = j.experimental_get_compiler_ir(x)("hlo")
+    assert ir.count("computed here by blocks of rows") == 2, ir
+    assert kernels(j, x) == 2
+    assert j.experimental_get_tracing_count() == 1
+
+
 def test_set_jit_autoclustering_compiles_functions_left_at_none():
     # tf.config.optimizer.set_jit: jit_compile=None follows it (read when the
     # function is created); an explicit True or False always wins.

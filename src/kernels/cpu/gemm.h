@@ -1,0 +1,32 @@
+// Internal: the float products MatMul runs (OpenBLAS), for the JIT runtime,
+// which computes a product inside the kernel that reads it (jit::Product).
+// Row-major, op(A) [m, k] x op(B) [k, n] -> C [m, n], op transposing when set.
+#pragma once
+#include <cstdint>
+
+namespace kiln::cpu {
+
+/// A product's sizes and operands: A stored [m, k] ([k, m] when ta), B
+/// stored [k, n] ([n, k] when tb).
+template <typename T>
+struct GemmArgs {
+  bool ta = false, tb = false;
+  int64_t m = 0, n = 0, k = 0;
+  const T* a = nullptr;
+  const T* b = nullptr;
+};
+
+/// All of C, split on kiln's pool as MatMul splits it.
+template <typename T>
+void gemm_product(const GemmArgs<T>& g, T* c);
+/// Rows [r0, r1) of C, one single-threaded call, into `c` (row r0's storage;
+/// rows n apart).
+template <typename T>
+void gemm_product_rows(const GemmArgs<T>& g, int64_t r0, int64_t r1, T* c);
+/// The number of blocks of C's rows MatMul would split this product into on
+/// the pool; 0 when it would run one call or split C's columns.
+int64_t gemm_row_blocks(int64_t m, int64_t n, int64_t k);
+/// Whether the BLAS backend takes these sizes (each fits its index type).
+bool gemm_fits(int64_t m, int64_t n, int64_t k);
+
+}  // namespace kiln::cpu

@@ -1,0 +1,219 @@
+// MatMul epilogues: a matrix product (OpDef::jit_product) that only a
+// kernel reads, whole, is computed by that kernel (the JitKernel node's
+// `product`), by blocks of rows that its instructions then run over; results
+// match graph mode and eager, and a hostile `product` attribute is refused.
+#include <functional>
+
+#include "jit_test_util.h"
+#include "kiln/context.h"
+#include "kiln/gradient_tape.h"
+#include "kiln/graph.h"
+#include "kiln/ops.h"
+#include "test_util.h"
+
+namespace kiln::jit {
+namespace {
+using kiln::testing::expect_error;
+using testing::expect_same;
+using testing::make;
+using testing::random_tensor;
+
+using Body = std::function<Value(const std::vector<Value>&)>;
+
+// How many nodes of the compiled function run `op`.
+size_t nodes_of(Function& f, const std::vector<Value>& args, OpId op) {
+  size_t n = 0;
+  for (const auto& node : f.get_concrete_function(args)->optimized_graph().nodes())
+    n += node->op().id == op;
+  return n;
+}
+
+// How many of the compiled kernels' inputs are products computed in place.
+size_t products_in(Function& f, const std::vector<Value>& args) {
+  const std::string hlo = f.get_concrete_function(args)->compiler_ir("hlo");
+  const std::string key = "computed here by blocks of rows";
+  size_t n = 0;
+  for (size_t at = hlo.find(key); at != std::string::npos; at = hlo.find(key, at + 1)) ++n;
+  return n;
+}
+
+struct ProductCase {
+  const char* name;
+  Shape x, w;  // the operands as stored
+  bool ta, tb;
+  DType dt;
+  bool fused;  // whether the kernel computes the product
+  int epilogue;
+};
+
+// The epilogues: dense + relu, one op alone, swish (the product read twice),
+// softmax rows, a layer norm's rows, the product also returned (not fused),
+// and a product broadcast against a bigger operand (not fused).
+Tensor epilogue(int kind, const Tensor& p, const Tensor& b) {
+  switch (kind) {
+    case 0: return relu(bias_add(p, b));
+    case 1: return tanh(p);
+    case 2: return p * sigmoid(p);
+    case 3: return softmax(p + b);
+    case 4: {
+      const Tensor mean = reduce_mean(p, -1, true);
+      const Tensor c = p - mean;
+      return c * rsqrt(reduce_mean(c * c, -1, true) + 1e-3) * b;
+    }
+    default: return p * 2 + 1;
+  }
+}
+
+TEST(JitProducts, DenseEpiloguesComputeTheProductInTheirKernel) {
+  const auto f32 = DType::kFloat32, f64 = DType::kFloat64;
+  const std::vector<ProductCase> cases = {
+      {"relu(x @ w + b)", Shape({37, 20}), Shape({20, 24}), false, false, f32, true, 0},
+      {"tanh(x @ w)", Shape({37, 20}), Shape({20, 24}), false, false, f32, true, 1},
+      {"x^T @ w", Shape({20, 37}), Shape({20, 24}), true, false, f32, true, 0},
+      {"x @ w^T", Shape({37, 20}), Shape({24, 20}), false, true, f32, true, 2},
+      {"x^T @ w^T", Shape({20, 37}), Shape({24, 20}), true, true, f64, true, 0},
+      {"float64 swish", Shape({37, 20}), Shape({20, 24}), false, false, f64, true, 2},
+      {"rank 3 @ rank 2", Shape({3, 13, 20}), Shape({20, 24}), false, false, f32, true, 0},
+      {"softmax rows", Shape({37, 20}), Shape({20, 24}), false, false, f32, true, 3},
+      {"layer norm rows", Shape({37, 20}), Shape({20, 24}), false, false, f64, true, 4},
+      // Large enough that MatMul splits rows on the pool: blocks of rows are
+      // computed and run through the kernel one after the other.
+      {"row blocks", Shape({1030, 96}), Shape({96, 200}), false, false, f32, true, 0},
+      {"row blocks, softmax", Shape({1030, 96}), Shape({96, 200}), false, false, f32, true, 3},
+      {"row blocks, x^T", Shape({96, 1030}), Shape({96, 200}), true, false, f64, true, 2},
+      // Few rows, many columns: MatMul splits columns, so the whole product
+      // comes first.
+      {"column split", Shape({70, 96}), Shape({96, 3000}), false, false, f32, true, 0},
+      {"k = 0", Shape({5, 0}), Shape({0, 7}), false, false, f32, true, 0},
+      {"m = 0", Shape({0, 4}), Shape({4, 7}), false, false, f32, true, 0},
+      {"one row", Shape({1, 4}), Shape({4, 7}), false, false, f32, true, 0},
+  };
+  uint32_t seed = 1;
+  for (const ProductCase& pc : cases) {
+    SCOPED_TRACE(pc.name);
+    const int kind = pc.epilogue;
+    const bool ta = pc.ta, tb = pc.tb;
+    Body body = [kind, ta, tb](const std::vector<Value>& a) {
+      return Value(epilogue(kind, matmul(a[0].tensor(), a[1].tensor(), ta, tb), a[2].tensor()));
+    };
+    const int64_t n = tb ? pc.w.dim(0) : pc.w.dim(1);
+    const std::vector<Value> args = {Value(random_tensor(pc.dt, pc.x, seed++)),
+                                     Value(random_tensor(pc.dt, pc.w, seed++)),
+                                     Value(random_tensor(pc.dt, Shape({n}), seed++))};
+    const Tensor eager = body(args).tensor();
+    Function g = make(body, false), j = make(body, true);
+    expect_same(g(args).tensor(), eager);
+    expect_same(j(args).tensor(), eager);
+    EXPECT_EQ(products_in(j, args), pc.fused ? 1u : 0u);
+    EXPECT_EQ(nodes_of(j, args, OpId::MatMul), pc.fused ? 0u : 1u);
+    EXPECT_EQ(nodes_of(j, args, OpId::JitKernel), 1u);
+  }
+}
+
+TEST(JitProducts, ProductsOthersReadStayKernelCalls) {
+  const Tensor x = random_tensor(DType::kFloat32, Shape({9, 6}), 1);
+  const Tensor w = random_tensor(DType::kFloat32, Shape({6, 5}), 2);
+  const Tensor row = random_tensor(DType::kFloat32, Shape({1, 6}), 3);
+  const Tensor b = random_tensor(DType::kFloat32, Shape({9, 5}), 4);
+  const std::vector<Body> bodies = {
+      // Returned as well: the product stays a MatMul node.
+      [](const std::vector<Value>& a) {
+        const Tensor p = matmul(a[0].tensor(), a[1].tensor());
+        return Value::list({Value(tanh(p) * 2.f), Value(p)});
+      },
+      // A [1, 5] product broadcast over [9, 5]: not the kernel's rows.
+      [row](const std::vector<Value>& a) {
+        return Value(tanh(matmul(row, a[1].tensor()) + a[2].tensor()) * 2.f);
+      },
+      // Reshaped before its epilogue: the kernel reads it relabelled.
+      [](const std::vector<Value>& a) {
+        const Tensor p = reshape(matmul(a[0].tensor(), a[1].tensor()), Shape({5, 9}));
+        return Value(tanh(p) * 2.f);
+      },
+  };
+  const std::vector<Value> args = {Value(x), Value(w), Value(b)};
+  for (size_t i = 0; i < bodies.size(); ++i) {
+    SCOPED_TRACE(i);
+    Function g = make(bodies[i], false), j = make(bodies[i], true);
+    const Value want = g(args), got = j(args);
+    const auto parts = [](const Value& v) {
+      return v.kind() == Value::Kind::kList ? v.items() : std::vector<Value>{v};
+    };
+    const std::vector<Value> ws = parts(want), gs = parts(got);
+    ASSERT_EQ(ws.size(), gs.size());
+    for (size_t o = 0; o < ws.size(); ++o) expect_same(gs[o].tensor(), ws[o].tensor());
+    EXPECT_EQ(products_in(j, args), 0u);
+    EXPECT_EQ(nodes_of(j, args, OpId::MatMul), 1u);
+  }
+}
+
+// A None batch dim: the product is computed in the kernel for every batch
+// size, with no retrace; gradients through the jit function match graph mode.
+TEST(JitProducts, NoneBatchDimsAndGradients) {
+  const ArgSpec xs{DType::kFloat32, Shape({-1, 16}), "x"};
+  const ArgSpec ws{DType::kFloat32, Shape({16, 8}), "w"};
+  const ArgSpec bs{DType::kFloat32, Shape({8}), "b"};
+  Body body = [](const std::vector<Value>& a) {
+    return Value(relu(bias_add(matmul(a[0].tensor(), a[1].tensor()), a[2].tensor())));
+  };
+  Function j = make(body, true, std::vector<ArgSpec>{xs, ws, bs});
+  Function g = make(body, false, std::vector<ArgSpec>{xs, ws, bs});
+  const Tensor w = random_tensor(DType::kFloat32, Shape({16, 8}), 7);
+  const Tensor b = random_tensor(DType::kFloat32, Shape({8}), 8);
+  for (int64_t m : {1, 3, 700, 0}) {
+    SCOPED_TRACE(m);
+    const Tensor x = random_tensor(DType::kFloat32, Shape({m, 16}), 9);
+    const std::vector<Value> args = {Value(x), Value(w), Value(b)};
+    expect_same(j(args).tensor(), g(args).tensor());
+    EXPECT_EQ(products_in(j, args), 1u);
+  }
+  EXPECT_EQ(j.tracing_count(), 1);
+  const Tensor x = random_tensor(DType::kFloat32, Shape({40, 16}), 10);
+  auto grads = [&](Function& f) {
+    GradientTape tape;
+    tape.watch(w);
+    tape.watch(b);
+    const Tensor y = f({Value(x), Value(w), Value(b)}).tensor();
+    return tape.gradient(reduce_sum(y * y), std::vector<GradSource>{w, b});
+  };
+  const std::vector<Tensor> gg = grads(g);
+  const std::vector<Tensor> gj = grads(j);
+  ASSERT_EQ(gj.size(), 2u);
+  for (size_t i = 0; i < gj.size(); ++i) expect_same(gj[i], gg[i]);
+}
+
+// The node checks its `product` attribute and operands before it looks up
+// its kernel: what a hostile graph could hold is a clear error.
+TEST(JitProducts, MalformedProductsAreRefused) {
+  const auto f32 = static_cast<int64_t>(DType::kFloat32);
+  // One output of the product's shape that depends on input 0.
+  const std::vector<int64_t> sig = {2, 0, 1, f32, 1, 0, 1};
+  auto attrs = [&](std::vector<int64_t> product) {
+    return Attrs{std::vector<int64_t>{},   sig,
+                 std::string("nowhere/k"), std::vector<int64_t>{},
+                 std::move(product),       int64_t{1}};
+  };
+  const Tensor a = random_tensor(DType::kFloat32, Shape({3, 4}), 1);
+  const Tensor b = random_tensor(DType::kFloat32, Shape({4, 5}), 2);
+  std::vector<Tensor> out;
+  auto fails = [&](std::vector<Tensor> in, std::vector<int64_t> product, const char* why) {
+    SCOPED_TRACE(why);
+    expect_error([&] { run_kernel(op_def(OpId::JitKernel), in, attrs(product), out); },
+                 Code::kInvalidArgument, {why});
+  };
+  fails({a, b}, {1, 0, 0}, "product is malformed");   // slot is the second operand
+  fails({a, b}, {-1, 0, 0}, "product is malformed");  // negative slot
+  fails({a, b}, {0, 2, 0}, "product is malformed");   // not a flag
+  fails({a, b}, {0, 0}, "product is malformed");      // truncated
+  fails({a}, {0, 0, 0}, "product is malformed");      // no second operand
+  fails({a, b}, {0, 0, 1}, "do not match");           // [3, 4] x [5, 4]^T
+  fails({a, cast(b, DType::kFloat64)}, {0, 0, 0}, "float32 or float64");
+  fails({cast(a, DType::kInt32), cast(b, DType::kInt32)}, {0, 0, 0}, "float32 or float64");
+  fails({random_tensor(DType::kFloat32, Shape({2, 3, 4}), 3), b}, {0, 1, 0}, "not computed");
+  fails({random_tensor(DType::kFloat32, Shape({4}), 3), b}, {0, 0, 0}, "not computed");
+  // A valid product reaches the kernel lookup.
+  fails({a, b}, {0, 0, 0}, "is not loaded");
+}
+
+}  // namespace
+}  // namespace kiln::jit
