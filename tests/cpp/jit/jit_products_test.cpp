@@ -182,6 +182,26 @@ TEST(JitProducts, NoneBatchDimsAndGradients) {
   for (size_t i = 0; i < gj.size(); ++i) expect_same(gj[i], gg[i]);
 }
 
+// Each kernel says how many instructions compute per point (its `work`,
+// which shrinks the pool's grain for costly points): loads and constants
+// are not counted.
+TEST(JitProducts, KernelsCountTheirWorkPerPoint) {
+  Body body = [](const std::vector<Value>& a) {
+    const Tensor& x = a[0].tensor();
+    return Value(tanh(x * 2.f + 1.f) * x);
+  };
+  const std::vector<Value> args = {Value(random_tensor(DType::kFloat32, Shape({3, 5}), 1))};
+  Function j = make(body, true);
+  j(args);
+  size_t kernels = 0;
+  for (const auto& node : j.get_concrete_function(args)->optimized_graph().nodes()) {
+    if (node->op().id != OpId::JitKernel) continue;
+    ++kernels;
+    EXPECT_EQ(attr_value<int64_t>(node->op(), node->attrs(), "work"), 4);  // *, +, tanh, *
+  }
+  EXPECT_EQ(kernels, 1u);
+}
+
 // The node checks its `product` attribute and operands before it looks up
 // its kernel: what a hostile graph could hold is a clear error.
 TEST(JitProducts, MalformedProductsAreRefused) {
