@@ -34,19 +34,15 @@ namespace {
 // graph mode within a few ulp, not bit for bit. -fopenmp-simd honours the
 // row kernels' `#pragma omp simd` on their lane loops (no OpenMP runtime). No
 // -fvisibility=hidden: entry points are plain extern "C" functions.
+// -mprefer-vector-width=512: GCC keeps to 256-bit vectors on AVX-512 hosts
+// unless told; 512 took softmax rows 1.2 -> 1.1 ms and a float16 chain 10 ->
+// 7 ms on an AVX-512 Xeon (docs/BENCHMARKS.md). No effect without AVX-512.
 const std::vector<std::string>& default_flags() {
-  static const std::vector<std::string> flags = {"-std=c++20",
-                                                 "-O3",
-                                                 "-march=native",
-                                                 "-fPIC",
-                                                 "-shared",
-                                                 "-fno-math-errno",
-                                                 "-ffp-contract=fast",
-                                                 "-fopenmp-simd",
-                                                 "-fno-plt",
-                                                 "-DNDEBUG",
-                                                 "-fno-semantic-interposition",
-                                                 "-pipe"};
+  static const std::vector<std::string> flags = {
+      "-std=c++20",    "-O3",      "-march=native",   "-mprefer-vector-width=512",
+      "-fPIC",         "-shared",  "-fno-math-errno", "-ffp-contract=fast",
+      "-fopenmp-simd", "-fno-plt", "-DNDEBUG",        "-fno-semantic-interposition",
+      "-pipe"};
   return flags;
 }
 

@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "jit/cluster.h"
+#include "jit/runtime.h"
 #include "jit_test_util.h"
 #include "kiln/context.h"
 #include "test_util.h"
@@ -163,8 +164,11 @@ TEST(JitRows, LayerNormIsOneKernelInThreePassesWithUnknownRows) {
 }
 
 TEST(JitRows, LargeOutputsAreStreamedAndStillExact) {
-  // Outputs of 8 MB or more are written with non-temporal stores: rows of
-  // 1 KB (aligned) and of 257 floats (unaligned rows: plain copies).
+  // Outputs of 8 MB or more (here; by default also at least half the L3)
+  // are written with non-temporal stores: rows of 1 KB (aligned) and of 257
+  // floats (unaligned rows: plain copies).
+  EXPECT_GE(stream_bytes(), size_t{8} << 20);
+  set_stream_bytes_for_tests(size_t{8} << 20);
   auto body = [](const std::vector<Value>& a) {
     const Tensor& x = a[0].tensor();
     const Tensor centered = x - reduce_mean(x, {-1}, true);
@@ -178,6 +182,7 @@ TEST(JitRows, LargeOutputsAreStreamedAndStillExact) {
     for (size_t i = 0; i < 2; ++i) expect_same(got.items()[i].tensor(), want.items()[i].tensor());
     EXPECT_EQ(concrete(j, {Value(x)})->jit_kernels(), 1u);
   }
+  set_stream_bytes_for_tests(0);
 }
 
 TEST(JitRows, PerRowValuesUsedOutsideBecomeOutputs) {
