@@ -258,6 +258,8 @@ void jit_kernel(KernelContext& c) {
   ViewRefs views;
   const auto& maps = c.attr_ints("maps");
   if (!maps.empty() && !parse_input_maps(maps, n_in, views)) c.fail("maps is malformed");
+  if (product && !maps.empty() && views[product->slot].mapped())
+    c.fail("the product is read through a view");
   SmallVec<int64_t, 8 * kMaxDims> in_strides(maps.empty() ? 0 : n_in * rank);
   SmallVec<int64_t, 8> offset(n_in, 0);
   const Shape product_shape =

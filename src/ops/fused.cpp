@@ -106,6 +106,7 @@ void infer_jit_kernel(InferContext& c) {
   }
   jit::ViewRefs views;
   if (!jit::parse_input_maps(c.attr_ints("maps"), n_in, views)) c.fail("maps is malformed");
+  if (!product.empty() && views[slot].mapped()) c.fail("the product is read through a view");
   std::vector<Shape> mapped;  // inputs read through a view, as the kernel reads them
   for (size_t i = 0; i < n_in; ++i) {
     if (!product.empty() && i == slot) {

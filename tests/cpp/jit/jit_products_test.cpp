@@ -231,6 +231,12 @@ TEST(JitProducts, MalformedProductsAreRefused) {
   fails({cast(a, DType::kInt32), cast(b, DType::kInt32)}, {0, 0, 0}, "float32 or float64");
   fails({random_tensor(DType::kFloat32, Shape({2, 3, 4}), 3), b}, {0, 1, 0}, "not computed");
   fails({random_tensor(DType::kFloat32, Shape({4}), 3), b}, {0, 0, 0}, "not computed");
+  // The product read through a view (x[1:3] of it).
+  Attrs viewed = attrs({0, 0, 0});
+  viewed[3] = std::vector<int64_t>{2, 2, 1, 0, 0, 1, 2, 1, 1, -1};
+  const std::vector<Tensor> ab = {a, b};
+  expect_error([&] { run_kernel(op_def(OpId::JitKernel), ab, viewed, out); },
+               Code::kInvalidArgument, {"product is read through a view"});
   // A valid product reaches the kernel lookup.
   fails({a, b}, {0, 0, 0}, "is not loaded");
 }
