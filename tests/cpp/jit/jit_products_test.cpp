@@ -4,6 +4,7 @@
 // match graph mode and eager, and a hostile `product` attribute is refused.
 #include <functional>
 
+#include "jit/runtime.h"
 #include "jit_test_util.h"
 #include "kiln/context.h"
 #include "kiln/gradient_tape.h"
@@ -108,6 +109,24 @@ TEST(JitProducts, DenseEpiloguesComputeTheProductInTheirKernel) {
     EXPECT_EQ(nodes_of(j, args, OpId::MatMul), pc.fused ? 0u : 1u);
     EXPECT_EQ(nodes_of(j, args, OpId::JitKernel), 1u);
   }
+}
+
+// Row kernels over a product stream their rows (non-temporal stores) when the
+// outputs are large; forced here on a small one, by blocks of rows and not.
+TEST(JitProducts, StreamedRowsOfAProduct) {
+  set_stream_bytes_for_tests(1);
+  Body body = [](const std::vector<Value>& a) {
+    return Value(softmax(matmul(a[0].tensor(), a[1].tensor()) * 0.5f));
+  };
+  for (const Shape& x : {Shape({1030, 96}), Shape({30, 96})}) {
+    SCOPED_TRACE(str_cat(x));
+    const std::vector<Value> args = {Value(random_tensor(DType::kFloat32, x, 1)),
+                                     Value(random_tensor(DType::kFloat32, Shape({96, 256}), 2))};
+    Function j = make(body, true);
+    expect_same(j(args).tensor(), body(args).tensor());
+    EXPECT_EQ(products_in(j, args), 1u);
+  }
+  set_stream_bytes_for_tests(0);
 }
 
 TEST(JitProducts, ProductsOthersReadStayKernelCalls) {
