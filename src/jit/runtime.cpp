@@ -152,15 +152,17 @@ void split(KernelContext& c, KernelFn fn, const KernelArgs& args, int64_t rows, 
 
 // A product the kernel computes itself (the `product` attribute, see
 // jit::Product): kernel input `slot` is op(A) x op(B), A the node's input
-// `slot` and B its last input; A's leading dims fold into the rows.
+// `slot` and B its last input. With B of rank 2, A's leading dims fold into
+// the rows; else there is one product per batch, stacked.
 struct ProductCall {
   size_t slot = 0;
   DType dtype = DType::kInvalid;
   struct {
     bool ta = false, tb = false;
-    int64_t m = 0, n = 0, k = 0;
-  } g;                               // the product's flags and sizes
-  SmallVec<int64_t, kMaxDims> dims;  // the product's shape
+    int64_t m = 0, n = 0, k = 0;  // m: every row of every batch
+  } g;
+  int64_t batches = 1, batch_rows = 0;  // rows per batch (g.m when one)
+  SmallVec<int64_t, kMaxDims> dims;     // the product's shape
 
   // Validates the attribute against the node's inputs (it is read from a
   // graph, which may be hostile).
@@ -178,30 +180,47 @@ struct ProductCall {
     int64_t d[kMaxDims];
     if (const std::string why = product_dims(how, a.shape(), b.shape(), d); !why.empty())
       c.fail(why);
-    dims = SmallVec<int64_t, kMaxDims>(d, static_cast<size_t>(a.shape().rank()));
+    const int r = a.shape().rank();
+    dims = SmallVec<int64_t, kMaxDims>(d, static_cast<size_t>(r));
     const Shape& bs = b.shape();
-    g.k = g.tb ? bs.dim(1) : bs.dim(0);
-    g.n = g.tb ? bs.dim(0) : bs.dim(1);
+    g.k = g.tb ? bs.dim(bs.rank() - 1) : bs.dim(bs.rank() - 2);
+    g.n = d[r - 1];
     g.m = 1;
-    for (size_t j = 0; j + 1 < dims.size(); ++j) g.m *= dims[j];
-    if (!cpu::gemm_fits(g.m, g.n, g.k))
+    for (int j = 0; j + 1 < r; ++j) g.m *= d[j];
+    batch_rows = bs.rank() > 2 ? d[r - 2] : g.m;
+    batches = bs.rank() > 2 ? g.m / std::max<int64_t>(1, batch_rows) : 1;
+    if (!cpu::gemm_fits(batch_rows, g.n, g.k))
       c.fail("a matrix dimension of the product is above the BLAS backend's limit");
   }
 
+  // Batch i's operands.
   template <typename T>
-  cpu::GemmArgs<T> typed(KernelContext& c) const {
-    return {
-        g.ta, g.tb, g.m, g.n, g.k, c.input(slot).data<T>(), c.input(c.num_inputs() - 1).data<T>()};
+  cpu::GemmArgs<T> typed(KernelContext& c, int64_t i) const {
+    const T* a = c.input(slot).data<T>() + i * batch_rows * g.k;
+    const T* b = c.input(c.num_inputs() - 1).data<T>() + (batches > 1 ? i * g.k * g.n : 0);
+    return {g.ta, g.tb, batch_rows, g.n, g.k, a, b};
   }
-  // Rows [r0, r1) into `out` (row r0's storage): one OpenBLAS call, or
-  // with `all`, the whole product split on the pool as MatMul splits it.
+  // Rows [r0, r1) into `out` (row r0's storage), one OpenBLAS call per batch
+  // they cross; or with `all`, every batch as MatMul runs them.
   void rows(KernelContext& c, int64_t r0, int64_t r1, void* out, bool all) const {
     auto run = [&](auto zero) {
       using T = decltype(zero);
-      if (all)
-        cpu::gemm_product(typed<T>(c), static_cast<T*>(out));
-      else
-        cpu::gemm_product_rows(typed<T>(c), r0, r1, static_cast<T*>(out));
+      T* dst = static_cast<T*>(out);
+      if (all) {
+        const int64_t macs = std::max<int64_t>(1, batch_rows * g.n * g.k);
+        parallel_for(batches, std::max<int64_t>(1, (int64_t{1} << 18) / macs),
+                     [&](int64_t b0, int64_t b1) {
+                       for (int64_t i = b0; i < b1; ++i)
+                         cpu::gemm_product(typed<T>(c, i), dst + i * batch_rows * g.n);
+                     });
+        return;
+      }
+      for (int64_t i = r0 / std::max<int64_t>(1, batch_rows); i < batches; ++i) {
+        const int64_t lo = std::max(r0, i * batch_rows), hi = std::min(r1, (i + 1) * batch_rows);
+        if (hi <= lo) break;
+        cpu::gemm_product_rows(typed<T>(c, i), lo - i * batch_rows, hi - i * batch_rows,
+                               dst + (lo - r0) * g.n);
+      }
     };
     dtype == DType::kFloat32 ? run(0.f) : run(0.0);
   }

@@ -386,17 +386,21 @@ bool parse_product(std::span<const int64_t> attr, size_t n_inputs, size_t& slot,
 }
 
 std::string product_dims(const Product& p, const Shape& a, const Shape& b, int64_t* dims) {
-  if (!a.rank_known() || !b.rank_known() || a.rank() < 2 || a.rank() > 16 || b.rank() != 2 ||
-      (a.rank() > 2 && p.transpose_a))
+  const bool batched = b.rank_known() && b.rank() > 2;
+  if (!a.rank_known() || !b.rank_known() || a.rank() < 2 || a.rank() > 16 || b.rank() < 2 ||
+      (batched ? b.rank() != a.rank() : a.rank() > 2 && p.transpose_a))
     return str_cat("a product of shapes ", a, " and ", b, " is not computed in a kernel");
   const int r = a.rank();
   const int64_t ar = a.dim(r - 2), ac = a.dim(r - 1);
-  const int64_t ka = p.transpose_a ? ar : ac, kb = p.transpose_b ? b.dim(1) : b.dim(0);
-  if (ka >= 0 && kb >= 0 && ka != kb)
-    return str_cat("the product's operands ", a, " and ", b, " do not match");
+  const int64_t br = b.dim(b.rank() - 2), bc = b.dim(b.rank() - 1);
+  const int64_t ka = p.transpose_a ? ar : ac, kb = p.transpose_b ? bc : br;
+  bool match = ka < 0 || kb < 0 || ka == kb;
+  for (int d = 0; batched && d + 2 < r; ++d)
+    match &= a.dim(d) < 0 || b.dim(d) < 0 || a.dim(d) == b.dim(d);
+  if (!match) return str_cat("the product's operands ", a, " and ", b, " do not match");
   for (int d = 0; d + 2 < r; ++d) dims[d] = a.dim(d);
   dims[r - 2] = p.transpose_a ? ac : ar;
-  dims[r - 1] = p.transpose_b ? b.dim(0) : b.dim(1);
+  dims[r - 1] = p.transpose_b ? br : bc;
   return "";
 }
 

@@ -166,9 +166,11 @@ struct ViewQuery {
 
 /// A row's output computed by the kernel that reads it (OpDef::jit_product):
 /// op(input 0) x op(input 1), op transposing the last two dims when set.
-/// Input 0 has rank >= 2, its leading dims folding into the product's rows;
-/// input 1 has rank 2. The kernel computes the product's rows block by block
-/// and runs its instructions over each block while it is in cache.
+/// Input 1 has rank 2 (input 0's leading dims then fold into the product's
+/// rows; input 0 is not transposed when it has more than 2) or input 0's
+/// rank and batch dims (one product per batch). The kernel computes the
+/// product's rows block by block and runs its instructions over each block
+/// while it is in cache.
 struct Product {
   bool transpose_a = false, transpose_b = false;
 };

@@ -179,16 +179,20 @@ void onnx_softmax(onnx::ExportContext& c) {
 }
 
 // MatMul as a product a compiled kernel computes itself: float32/64, y of
-// rank 2, x of rank 2 or with leading dims that fold into its rows (not
-// transposed then).
+// rank 2 (x's leading dims fold into its rows; x not transposed then), or
+// batched with the same, statically known batch dims (no broadcasting).
 bool matmul_product(const jit::ViewQuery& q, jit::Product& p) {
   const DType dt = q.inputs[0].dtype;
   if (dt != DType::kFloat32 && dt != DType::kFloat64) return false;
   const Shape &x = q.inputs[0].shape, &y = q.inputs[1].shape;
-  if (!x.rank_known() || !y.rank_known() || x.rank() < 2 || y.rank() != 2) return false;
+  if (!x.rank_known() || !y.rank_known() || x.rank() < 2 || y.rank() < 2) return false;
   p.transpose_a = attr_value<bool>(q.op, q.attrs, "adj_x");
   p.transpose_b = attr_value<bool>(q.op, q.attrs, "adj_y");
-  return x.rank() == 2 || !p.transpose_a;
+  if (y.rank() == 2) return x.rank() == 2 || !p.transpose_a;
+  if (x.rank() != y.rank()) return false;
+  for (int d = 0; d + 2 < x.rank(); ++d)
+    if (x.dim(d) < 0 || x.dim(d) != y.dim(d)) return false;
+  return true;
 }
 
 void define_nn_ops(OpTableBuilder& t) {

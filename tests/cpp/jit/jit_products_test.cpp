@@ -88,6 +88,11 @@ TEST(JitProducts, DenseEpiloguesComputeTheProductInTheirKernel) {
       {"k = 0", Shape({5, 0}), Shape({0, 7}), false, false, f32, true, 0},
       {"m = 0", Shape({0, 4}), Shape({4, 7}), false, false, f32, true, 0},
       {"one row", Shape({1, 4}), Shape({4, 7}), false, false, f32, true, 0},
+      // One product per batch (attention's q @ k^T), blocks crossing batches.
+      {"batched", Shape({2, 9, 8}), Shape({2, 8, 6}), false, false, f32, true, 0},
+      {"batched x^T @ w^T", Shape({2, 3, 8, 9}), Shape({2, 3, 6, 8}), true, true, f64, true, 3},
+      {"batched row blocks", Shape({3, 300, 32}), Shape({3, 32, 90}), false, false, f32, true, 3},
+      {"batched, k = 0", Shape({2, 4, 0}), Shape({2, 0, 5}), false, false, f32, true, 0},
   };
   uint32_t seed = 1;
   for (const ProductCase& pc : cases) {
@@ -97,7 +102,7 @@ TEST(JitProducts, DenseEpiloguesComputeTheProductInTheirKernel) {
     Body body = [kind, ta, tb](const std::vector<Value>& a) {
       return Value(epilogue(kind, matmul(a[0].tensor(), a[1].tensor(), ta, tb), a[2].tensor()));
     };
-    const int64_t n = tb ? pc.w.dim(0) : pc.w.dim(1);
+    const int64_t n = pc.w.dim(pc.w.rank() - (tb ? 2 : 1));
     const std::vector<Value> args = {Value(random_tensor(pc.dt, pc.x, seed++)),
                                      Value(random_tensor(pc.dt, pc.w, seed++)),
                                      Value(random_tensor(pc.dt, Shape({n}), seed++))};
@@ -143,6 +148,12 @@ TEST(JitProducts, ProductsOthersReadStayKernelCalls) {
       // A [1, 5] product broadcast over [9, 5]: not the kernel's rows.
       [row](const std::vector<Value>& a) {
         return Value(tanh(matmul(row, a[1].tensor()) + a[2].tensor()) * 2.f);
+      },
+      // Batch dims that broadcast ([2, 9, 6] x [1, 6, 5]): MatMul's.
+      [](const std::vector<Value>& a) {
+        const Tensor x3 = reshape(a[0].tensor(), Shape({1, 9, 6}));
+        const Tensor p = matmul(concat({x3, x3}, 0), reshape(a[1].tensor(), Shape({1, 6, 5})));
+        return Value(tanh(p) * 2.f);
       },
       // Reshaped before its epilogue: the kernel reads it relabelled.
       [](const std::vector<Value>& a) {
