@@ -452,6 +452,26 @@ def test_dense_layers_compute_their_product_in_the_epilogue_kernel():
     assert j.experimental_get_tracing_count() == 1
 
 
+def test_attention_scores_compute_their_batched_product_in_the_softmax_kernel():
+    # softmax(q @ k^T / sqrt(d) + mask): the batched product is computed in
+    # the kernel of its scale, mask and softmax rows.
+    b, h, t, d = 2, 3, 5, 8
+    rng = np.random.RandomState(11)
+    q, k, v = (tf.constant(rng.randn(b, h, t, d).astype(np.float32)) for _ in range(3))
+    mask = tf.constant(np.triu(np.full((t, t), -1e9, np.float32), 1))
+
+    def attend(q, k, v):
+        w = tf.nn.softmax(tf.matmul(q, k, transpose_b=True) / np.sqrt(d).astype(np.float32) + mask)
+        return tf.matmul(w, v)
+
+    j = tf.function(attend, jit_compile=True)
+    np.testing.assert_allclose(j(q, k, v).numpy(), tf.function(attend)(q, k, v).numpy(),
+                               rtol=1e-5, atol=1e-6)
+    ir = j.experimental_get_compiler_ir(q, k, v)("hlo")
+    assert ir.count("computed here by blocks of rows") == 1, ir
+    assert "(transposed)" in ir, ir
+
+
 def test_set_jit_autoclustering_compiles_functions_left_at_none():
     # tf.config.optimizer.set_jit: jit_compile=None follows it (read when the
     # function is created); an explicit True or False always wins.
