@@ -373,6 +373,33 @@ BENCHMARK(BM_DenseEpilogueFunction)
     ->Unit(benchmark::kMicrosecond)
     ->UseRealTime();
 
+// A batch norm in training over x [32, 28, 28, 128]: the statistics over N,
+// H, W, then the normalized output. Graph mode (0) runs each op as a kernel;
+// jit (1) folds the variance's reduction into the kernel of (x - mean)^2 and
+// fuses the normalization.
+void BM_BatchNormTrainingFunction(benchmark::State& state) {
+  FunctionOptions o;
+  o.jit_compile = state.range(0) == 1;
+  Function f(
+      [](const std::vector<Value>& a) {
+        const Tensor& x = a[0].tensor();
+        const Tensor mean = reduce_mean(x, {0, 1, 2});
+        const Tensor d = x - mean;
+        const Tensor var = reduce_mean(d * d, {0, 1, 2});
+        return Value::list({Value(d * rsqrt(var + 1e-3f) * a[1].tensor() + a[2].tensor()),
+                            Value(mean), Value(var)});
+      },
+      o);
+  const std::vector<Value> args{Value(wave<float>({32, 28, 28, 128}, 0.01)),
+                                Value(wave<float>({128}, 0.02)), Value(wave<float>({128}, 0.03))};
+  time_calls(state, f, args);
+  state.SetBytesProcessed(state.iterations() * 32 * 28 * 28 * 128 * 4 * 2);
+}
+BENCHMARK(BM_BatchNormTrainingFunction)
+    ->DenseRange(0, 1)
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();
+
 // ---- conv block epilogue: eager vs function vs fused function ----
 
 constexpr int64_t kBlkH = 96, kBlkW = 96, kBlkC = 64;

@@ -6,6 +6,7 @@
 #include <unordered_set>
 
 #include "emit_cpp.h"
+#include "fold.h"
 #include "passes/pass_util.h"
 
 namespace kiln::jit {
@@ -222,7 +223,12 @@ class Former {
       size_t work = 0;
       for (const Node* m : members) work += m->op().jit && m->op().jit != lower_identity;
       Node* product = work > 0 ? product_for(members, space) : nullptr;
-      if (work + (product != nullptr) < min_ops) continue;
+      // A reduction over the root's leading dims will fold into the kernel
+      // (fold.h): it counts as an op, as a product does.
+      Fold fold;
+      const bool folds = work > 0 && space.reduced == 0 && users_[root].size() == 1 &&
+                         !outs_.count(root) && leading_fold(users_[root][0], fold);
+      if (work + (product != nullptr) + folds < min_ops) continue;
       for (Node* m : members) cluster_of_[m] = clusters.size();
       std::sort(members.begin(), members.end(),
                 [&](Node* a, Node* b) { return order_[a] < order_[b]; });
@@ -747,7 +753,7 @@ Clusters form_clusters(Graph& g, const std::string& prefix, size_t min_ops) {
     root->reset(op_def(OpId::JitKernel), ext,
                 Attrs{opt.encode(), std::move(sig), opt.name,
                       mapped ? encode_input_maps(views) : std::vector<int64_t>{},
-                      std::move(product), work_per_point(opt)},
+                      std::move(product), work_per_point(opt), std::vector<int64_t>{}},
                 specs);
     for (size_t o = 1; o < out_nodes.size(); ++o)
       out_nodes[o]->reset(op_def(OpId::Identity), {Edge{root, static_cast<int32_t>(o)}}, Attrs{},

@@ -6,6 +6,7 @@
 #include "cache.h"
 #include "cluster.h"
 #include "emit_cpp.h"
+#include "fold.h"
 #include "kiln/passes.h"
 #include "loader.h"
 #include "runtime.h"
@@ -81,9 +82,14 @@ JitResult compile_jit(std::unique_ptr<Graph>& graph) {
   std::unique_ptr<Graph> g = graph->clone();
   Clusters cl = form_clusters(*g, "kiln_jit");
   if (cl.kernels.empty()) return r;
-  prune(*g);  // the constant operands of slices read in place
+  const std::vector<std::string> folded = fold_reductions(*g, cl.kernel_nodes);
+  prune(*g);  // the constant operands of slices read in place, folds' Identities
   for (const Kernel& k : cl.kernels) r.hlo += k.to_string();
   for (const Kernel& k : cl.optimized) r.optimized_hlo += k.to_string();
+  for (const std::string& line : folded) {
+    r.hlo += line;
+    r.optimized_hlo += line;
+  }
   r.source = emit_module(cl.optimized);
   std::string why;
   const std::optional<Toolchain> tc = find_toolchain(&why);

@@ -16,7 +16,7 @@ std::vector<uint8_t> Layout::inner_pattern() const {
 }
 
 void collapse(std::span<const int64_t> dims, size_t n_in, const int64_t* in_dims, Layout& l,
-              bool keep_last, const int64_t* in_strides) {
+              bool keep_last, const int64_t* in_strides, int split_at) {
   const size_t rank = dims.size();
   // Full strides per input over the iteration dims (0 where broadcast).
   int64_t full[kMaxDims];
@@ -26,7 +26,8 @@ void collapse(std::span<const int64_t> dims, size_t n_in, const int64_t* in_dims
     if (dims[d] != 1 || (keep_last && d + 1 == rank)) kept[n_kept++] = static_cast<int64_t>(d);
   // First pass: which kept dims merge with the previous one (for all inputs).
   bool merge[kMaxDims] = {};
-  for (size_t j = 1; j < n_kept; ++j) merge[j] = true;
+  for (size_t j = 1; j < n_kept; ++j)
+    merge[j] = split_at <= 0 || kept[j - 1] >= split_at || kept[j] < split_at;
   l.strides.assign(n_in * kMaxDims, 0);
   for (size_t k = 0; k < n_in; ++k) {
     const int64_t* in = in_dims + k * rank;

@@ -39,8 +39,9 @@ inline void contiguous_strides(const int64_t* dims, size_t rank, int64_t* out) {
 /// broadcast) at [k * rank, (k + 1) * rank). `strides` is reused storage.
 /// `in_strides` (same layout as in_dims; nullptr: each input contiguous in
 /// its dims' order) gives inputs read through an index map (a transpose).
+/// `split_at` (> 0): dims before it never merge with dims from it on.
 void collapse(std::span<const int64_t> dims, size_t n_in, const int64_t* in_dims, Layout& out,
-              bool keep_last = false, const int64_t* in_strides = nullptr);
+              bool keep_last = false, const int64_t* in_strides = nullptr, int split_at = -1);
 /// The layout of a reduction kernel: the last `reduced` dims become one last
 /// dim (their product; each input has all of them or none), never merged
 /// with the row dims before it. `scratch` holds n_in * 2 * (kMaxDims + 1)

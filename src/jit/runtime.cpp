@@ -9,6 +9,7 @@
 #include <optional>
 #include <unordered_map>
 
+#include "fold.h"
 #include "kernels/cpu/gemm.h"
 #include "kiln/small_vector.h"
 #include "kiln/thread_pool.h"
@@ -79,11 +80,15 @@ struct Outputs {
   std::vector<Tensor> full;  // only for smaller outputs (rare)
   std::vector<std::vector<int64_t>> full_dims, keep_dims;
 
-  Outputs(KernelContext& c, std::span<const int64_t> dims, int reduced, int64_t total, int64_t rows)
+  Outputs(KernelContext& c, std::span<const int64_t> dims, int reduced, int64_t total, int64_t rows,
+          std::span<const Fold> folds)
       : ptrs(c.num_outputs()) {
     const size_t rank = dims.size(), n_out = c.num_outputs();
     for (size_t o = 0; o < n_out; ++o) {
       Tensor& t = c.allocate_output(o);
+      if (std::any_of(folds.begin(), folds.end(),
+                      [&](const Fold& f) { return f.output == static_cast<int64_t>(o); }))
+        continue;  // written by run_folded
       if (t.num_elements() == total || (reduced > 0 && t.num_elements() == rows)) {
         ptrs[o] = t.mutable_raw_data();
         continue;
@@ -269,6 +274,13 @@ void jit_kernel(KernelContext& c) {
   const size_t rank = static_cast<size_t>(sig[0]), n_in = c.num_inputs() - (product ? 1 : 0);
   const int reduced = static_cast<int>(sig[1]);
   if (rank > static_cast<size_t>(kMaxDims)) c.fail("rank ", rank, " is over ", kMaxDims);
+  // Outputs folded over their leading dims (fold.h).
+  const auto& fold_attr = c.attr_ints("fold");
+  std::vector<Fold> folds;
+  if (!fold_attr.empty() &&
+      (!parse_folds(fold_attr, c.num_outputs(), static_cast<int64_t>(rank), folds) || product ||
+       reduced > 0))
+    c.fail("fold is malformed");
   // The iteration space: the inputs broadcast together.
   int64_t dims[kMaxDims];
   std::fill_n(dims, rank, 1);
@@ -322,13 +334,19 @@ void jit_kernel(KernelContext& c) {
       c.fail("an input's view does not read whole rows of its source");
     if (l.cols() != sig[2]) c.fail("reduced dims hold ", l.cols(), " values, not ", sig[2]);
   } else {
-    // A product keeps its rows (the blocks it is computed in).
-    collapse(std::span<const int64_t>(dims, rank), n_in, in_dims.data(), l, product.has_value(),
-             maps.empty() ? nullptr : in_strides.data());
+    // A product keeps its rows (the blocks it is computed in), a fold its
+    // folded dims apart from the others.
+    collapse(std::span<const int64_t>(dims, rank), n_in, in_dims.data(), l,
+             product.has_value() || !folds.empty(), maps.empty() ? nullptr : in_strides.data(),
+             folds.empty() ? -1 : static_cast<int>(folds[0].dims));
   }
   const int64_t rows = l.rows();
-  Outputs outs(c, std::span<const int64_t>(dims, rank), reduced, total, rows);
-  if (rows == 0 || (reduced == 0 && total == 0)) return;
+  Outputs outs(c, std::span<const int64_t>(dims, rank), reduced, total, rows, folds);
+  if (rows == 0 || (reduced == 0 && total == 0)) {
+    if (!folds.empty())  // the folds of nothing: their starting values
+      run_folded(c, folds, nullptr, KernelArgs{}, {}, std::span<const int64_t>(dims, rank), l);
+    return;
+  }
   bool fast = true;
   const size_t pat = sig.size() - n_in;  // the kernel's pattern ends the signature
   for (size_t k = 0; k < n_in; ++k) fast &= sig[pat + k] == l.inner(k);
@@ -352,6 +370,9 @@ void jit_kernel(KernelContext& c) {
   if (product)
     run_with_product(c, *product, fn, args, std::span<const void*>(in.data(), in.size()),
                      std::span<const int64_t>(dims, rank), l, reduced);
+  else if (!folds.empty())
+    run_folded(c, folds, fn, args, std::span<void*>(outs.ptrs.data(), outs.ptrs.size()),
+               std::span<const int64_t>(dims, rank), l);
   else
     split(c, fn, args, rows, l.cols(), reduced == 0);
   outs.finish(c);

@@ -65,9 +65,9 @@ static OpCost fused_cost(const CostQuery& q) {
 // kernel input p that is a matrix product -- then the node's input p is its
 // first operand and its last input the second -- and the two transposes: see
 // jit::Product), work (the computing instructions per point, which scale the
-// pool's grain). Output i has the broadcast
-// shape of the inputs it depends on (for a per-row output with the reduced
-// dims 1 or removed).
+// pool's grain), fold (outputs folded over their leading dims: jit::Fold). Output i has the
+// broadcast shape of the inputs it depends on (for a per-row output with the reduced dims 1 or
+// removed).
 
 // The shape of op(input a) x op(last input) (jit::Product), both float32 or
 // float64.
@@ -94,6 +94,24 @@ void infer_jit_kernel(InferContext& c) {
   if (reduced > 0 && next() < 0) c.fail("bad signature");
   const int64_t n_out = next();
   if (n_out < 1 || n_out > 1 << 16) c.fail("bad signature");
+  std::vector<jit::Fold> folds;
+  if (!jit::parse_folds(c.attr_ints("fold"), static_cast<size_t>(n_out), rank, folds) ||
+      (!folds.empty() && (reduced > 0 || !c.attr_ints("product").empty())))
+    c.fail("fold is malformed");
+  // A folded output loses its leading dims (or keeps them as 1s).
+  const auto set = [&](int64_t o, DType dt, const Shape& s) {
+    for (const jit::Fold& f : folds) {
+      if (f.output != o) continue;
+      std::vector<int64_t> dims;
+      for (int d = 0; d < s.rank(); ++d)
+        if (d >= f.dims)
+          dims.push_back(s.dim(d));
+        else if (f.keepdims)
+          dims.push_back(1);
+      return c.set_output(static_cast<size_t>(o), dt, Shape(dims));
+    }
+    c.set_output(static_cast<size_t>(o), dt, s);
+  };
   // A product: kernel input p is op(input p) x op(last input).
   const auto& product = c.attr_ints("product");
   Shape product_shape;
@@ -172,7 +190,7 @@ void infer_jit_kernel(InferContext& c) {
     if (n < 0 || n > static_cast<int64_t>(n_in)) c.fail("bad signature");
     std::vector<int64_t> deps;
     for (int64_t j = 0; j < n; ++j) deps.push_back(next());
-    c.set_output(static_cast<size_t>(o), dt, broadcast(deps));
+    set(o, dt, broadcast(deps));
   }
   // Then the inner-loop pattern the kernel was built for: one 0/1 per input.
   if (sig.size() - pos != n_in) c.fail("signature does not match the inputs");
@@ -192,6 +210,7 @@ void define_fused_ops(OpTableBuilder& t) {
       .attr("maps", AttrType::kInts, std::vector<int64_t>{})
       .attr("product", AttrType::kInts, std::vector<int64_t>{})
       .attr("work", AttrType::kInt, int64_t{1})
+      .attr("fold", AttrType::kInts, std::vector<int64_t>{})
       .traits(kVariadicInput | kVariadicOutput | kGraphOnly | kNoGradient)
       .cost([](const CostQuery& q) {
         return OpCost{q.elements(), q.out_elements() > q.grain};

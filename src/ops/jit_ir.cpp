@@ -404,6 +404,40 @@ std::string product_dims(const Product& p, const Shape& a, const Shape& b, int64
   return "";
 }
 
+namespace {
+bool fold_combine(int64_t op) {
+  return op == static_cast<int64_t>(OpId::Add) || op == static_cast<int64_t>(OpId::Mul) ||
+         op == static_cast<int64_t>(OpId::Maximum) || op == static_cast<int64_t>(OpId::Minimum);
+}
+}  // namespace
+
+bool parse_folds(std::span<const int64_t> attr, size_t n_out, int64_t rank,
+                 std::vector<Fold>& out) {
+  out.clear();
+  if (attr.size() % kFoldFields != 0) return false;
+  std::vector<bool> seen(n_out);
+  for (size_t i = 0; i < attr.size(); i += kFoldFields) {
+    const int64_t* a = attr.data() + i;
+    if (a[0] < 0 || a[0] >= static_cast<int64_t>(n_out) || seen[static_cast<size_t>(a[0])] ||
+        !fold_combine(a[1]) || a[2] < 1 || a[2] >= rank || (a[3] & ~int64_t{1}) ||
+        (a[4] & ~int64_t{1}))
+      return false;
+    if (!out.empty() && a[2] != out[0].dims) return false;
+    seen[static_cast<size_t>(a[0])] = true;
+    out.push_back(
+        {a[0], static_cast<OpId>(a[1]), a[2], a[3] != 0, a[4] != 0, static_cast<uint64_t>(a[5])});
+  }
+  return true;
+}
+
+std::vector<int64_t> encode_folds(const std::vector<Fold>& folds) {
+  std::vector<int64_t> v;
+  for (const Fold& f : folds)
+    v.insert(v.end(), {f.output, static_cast<int64_t>(f.combine), f.dims, f.mean, f.keepdims,
+                       static_cast<int64_t>(f.init)});
+  return v;
+}
+
 bool ViewQuery::ints(size_t i, SmallVec<int64_t, 8>& out) const {
   const Tensor* v = i < values.size() ? values[i] : nullptr;
   if (!v || (v->dtype() != DType::kInt32 && v->dtype() != DType::kInt64)) return false;

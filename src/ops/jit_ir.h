@@ -184,6 +184,24 @@ bool parse_product(std::span<const int64_t> attr, size_t n_inputs, size_t& slot,
 /// operands do not fit (ranks, inner dims).
 std::string product_dims(const Product& p, const Shape& a, const Shape& b, int64_t* dims);
 
+/// One folded output of a JitKernel node (its `fold` attribute holds
+/// kFoldFields ints per entry, in this order).
+struct Fold {
+  int64_t output = 0;        ///< the kernel output folded
+  OpId combine = OpId::Add;  ///< Add, Mul, Maximum or Minimum
+  int64_t dims = 1;          ///< the leading dims folded (>= 1, < the space's rank)
+  bool mean = false;         ///< divided by the count afterwards
+  bool keepdims = false;     ///< the folded dims stay as 1s
+  uint64_t init = 0;         ///< the starting value's bit pattern (of the output's dtype)
+};
+inline constexpr size_t kFoldFields = 6;
+
+/// Parses a `fold` attribute for a node of `n_out` outputs and a space of
+/// `rank` dims; false when it is malformed (a field out of range, an output
+/// folded twice, folds over different dims).
+bool parse_folds(std::span<const int64_t> attr, size_t n_out, int64_t rank, std::vector<Fold>& out);
+std::vector<int64_t> encode_folds(const std::vector<Fold>& folds);
+
 /// A view inside a `maps` attribute (see parse_input_maps), not owning.
 struct ViewRef {
   int src_rank = 0, rank = 0;

@@ -17,25 +17,14 @@ namespace {
 using kiln::testing::expect_error;
 using testing::expect_same;
 using testing::make;
+using testing::nodes_of;
 using testing::random_tensor;
 
 using Body = std::function<Value(const std::vector<Value>&)>;
 
-// How many nodes of the compiled function run `op`.
-size_t nodes_of(Function& f, const std::vector<Value>& args, OpId op) {
-  size_t n = 0;
-  for (const auto& node : f.get_concrete_function(args)->optimized_graph().nodes())
-    n += node->op().id == op;
-  return n;
-}
-
 // How many of the compiled kernels' inputs are products computed in place.
 size_t products_in(Function& f, const std::vector<Value>& args) {
-  const std::string hlo = f.get_concrete_function(args)->compiler_ir("hlo");
-  const std::string key = "computed here by blocks of rows";
-  size_t n = 0;
-  for (size_t at = hlo.find(key); at != std::string::npos; at = hlo.find(key, at + 1)) ++n;
-  return n;
+  return testing::ir_count(f, args, "computed here by blocks of rows");
 }
 
 struct ProductCase {
@@ -239,9 +228,9 @@ TEST(JitProducts, MalformedProductsAreRefused) {
   // One output of the product's shape that depends on input 0.
   const std::vector<int64_t> sig = {2, 0, 1, f32, 1, 0, 1};
   auto attrs = [&](std::vector<int64_t> product) {
-    return Attrs{std::vector<int64_t>{},   sig,
-                 std::string("nowhere/k"), std::vector<int64_t>{},
-                 std::move(product),       int64_t{1}};
+    return testing::jit_kernel_attrs({{"signature", sig},
+                                      {"kernel", std::string("nowhere/k")},
+                                      {"product", std::move(product)}});
   };
   const Tensor a = random_tensor(DType::kFloat32, Shape({3, 4}), 1);
   const Tensor b = random_tensor(DType::kFloat32, Shape({4, 5}), 2);
@@ -263,7 +252,8 @@ TEST(JitProducts, MalformedProductsAreRefused) {
   fails({random_tensor(DType::kFloat32, Shape({4}), 3), b}, {0, 0, 0}, "not computed");
   // The product read through a view (x[1:3] of it).
   Attrs viewed = attrs({0, 0, 0});
-  viewed[3] = std::vector<int64_t>{2, 2, 1, 0, 0, 1, 2, 1, 1, -1};
+  viewed[op_def(OpId::JitKernel).attr_at("maps")] =
+      std::vector<int64_t>{2, 2, 1, 0, 0, 1, 2, 1, 1, -1};
   const std::vector<Tensor> ab = {a, b};
   expect_error([&] { run_kernel(op_def(OpId::JitKernel), ab, viewed, out); },
                Code::kInvalidArgument, {"product is read through a view"});

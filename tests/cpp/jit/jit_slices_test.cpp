@@ -379,12 +379,10 @@ TEST(JitSlices, HostileMapsAreRefused) {
   EXPECT_EQ(view_strides(v[0], Shape({7}), strides), 3);
   EXPECT_EQ(strides[0], 1);
 
-  Attrs attrs{std::vector<int64_t>{},
-              std::vector<int64_t>{1, 0, 1, static_cast<int64_t>(DType::kFloat32), 1, 0, 1},
-              std::string("nowhere/k"),
-              past,
-              std::vector<int64_t>{},
-              int64_t{1}};
+  const Attrs attrs = testing::jit_kernel_attrs(
+      {{"signature", std::vector<int64_t>{1, 0, 1, static_cast<int64_t>(DType::kFloat32), 1, 0, 1}},
+       {"kernel", std::string("nowhere/k")},
+       {"maps", past}});
   std::vector<Tensor> out;
   const std::vector<Tensor> x = {random_tensor(DType::kFloat32, Shape({5}), 3)};
   expect_error([&] { run_kernel(op_def(OpId::JitKernel), x, attrs, out); }, Code::kInvalidArgument,
@@ -392,10 +390,10 @@ TEST(JitSlices, HostileMapsAreRefused) {
   // A row kernel over [2, 3, 4] reducing two dims, reading x[:, :, 1:5] of
   // a [2, 3, 6]: its rows are not one run of values.
   const auto f32 = static_cast<int64_t>(DType::kFloat32);
-  Attrs rows{
-      std::vector<int64_t>{},   std::vector<int64_t>{3, 2, 12, 1, f32, -2, 0, 1, 0, 1},
-      std::string("nowhere/k"), std::vector<int64_t>{3, 3, 0, 0, 1, 0, 1, -1, 1, 1, -1, 2, 1, 4},
-      std::vector<int64_t>{},   int64_t{1}};
+  const Attrs rows = testing::jit_kernel_attrs(
+      {{"signature", std::vector<int64_t>{3, 2, 12, 1, f32, -2, 0, 1, 0, 1}},
+       {"kernel", std::string("nowhere/k")},
+       {"maps", std::vector<int64_t>{3, 3, 0, 0, 1, 0, 1, -1, 1, 1, -1, 2, 1, 4}}});
   const std::vector<Tensor> z = {random_tensor(DType::kFloat32, Shape({2, 3, 6}), 4)};
   expect_error([&] { run_kernel(op_def(OpId::JitKernel), z, rows, out); }, Code::kInvalidArgument,
                {"does not read whole rows"});

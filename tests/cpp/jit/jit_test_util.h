@@ -122,6 +122,32 @@ inline void check_all_modes(const std::function<Value(const std::vector<Value>&)
   EXPECT_GE(j.get_concrete_function(args)->jit_kernels(), min_kernels);
 }
 
+/// How many nodes of `f`'s compiled graph for `args` run `op`.
+inline size_t nodes_of(Function& f, const std::vector<Value>& args, OpId op) {
+  size_t n = 0;
+  for (const auto& node : f.get_concrete_function(args)->optimized_graph().nodes())
+    n += node->op().id == op;
+  return n;
+}
+
+/// How many times `key` occurs in `f`'s "hlo" listing for `args`.
+inline size_t ir_count(Function& f, const std::vector<Value>& args, const std::string& key) {
+  const std::string hlo = f.get_concrete_function(args)->compiler_ir("hlo");
+  size_t n = 0;
+  for (size_t at = hlo.find(key); at != std::string::npos; at = hlo.find(key, at + 1)) ++n;
+  return n;
+}
+
+/// A JitKernel node's attributes: `set` by name, the rest at their defaults
+/// (tests build hostile nodes by hand).
+inline Attrs jit_kernel_attrs(const std::vector<std::pair<std::string, AttrValue>>& set) {
+  const OpDef& op = op_def(OpId::JitKernel);
+  Attrs a;
+  for (const AttrDef& d : op.attrs) a.push_back(d.default_value);
+  for (const auto& [name, v] : set) a[op.attr_at(name)] = v;
+  return a;
+}
+
 /// A rank-1 kernel over n points with one input of dtype dt and no body yet
 /// (tests build small kernels by hand).
 inline Kernel one_input_kernel(const std::string& name, DType dt, int64_t n) {

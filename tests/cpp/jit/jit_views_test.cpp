@@ -135,12 +135,10 @@ TEST(JitViews, TransposeMapsRoundTrip) {
   EXPECT_EQ(std::vector<int64_t>(strides, strides + 3), (std::vector<int64_t>{4, 12, 1}));
   EXPECT_EQ(v[2].rank, 1);
   // The node rejects a malformed attribute before it looks for its kernel.
-  Attrs attrs{std::vector<int64_t>{},
-              std::vector<int64_t>{2, 0, 1, static_cast<int64_t>(DType::kFloat32), 1, 0, 1},
-              std::string("nowhere/k"),
-              std::vector<int64_t>{2, 2, 0, 0, 0, 1, -1, 0, 1, -1},
-              std::vector<int64_t>{},
-              int64_t{1}};
+  Attrs attrs = testing::jit_kernel_attrs(
+      {{"signature", std::vector<int64_t>{2, 0, 1, static_cast<int64_t>(DType::kFloat32), 1, 0, 1}},
+       {"kernel", std::string("nowhere/k")},
+       {"maps", std::vector<int64_t>{2, 2, 0, 0, 0, 1, -1, 0, 1, -1}}});
   std::vector<Tensor> out;
   const std::vector<Tensor> x = {random_tensor(DType::kFloat32, Shape({2, 2}), 3)};
   expect_error([&] { run_kernel(op_def(OpId::JitKernel), x, attrs, out); }, Code::kInvalidArgument,

@@ -472,6 +472,27 @@ def test_attention_scores_compute_their_batched_product_in_the_softmax_kernel():
     assert "(transposed)" in ir, ir
 
 
+def test_batch_norm_statistics_fold_into_their_kernel():
+    # tf.nn.moments over N, H, W: the variance's reduction folds into the
+    # kernel of (x - mean)^2; outputs match graph mode for any batch size.
+    spec = [tf.TensorSpec([None, 5, 5, 16], tf.float32)]
+
+    def stats(x):
+        mean, var = tf.nn.moments(x, axes=[0, 1, 2])
+        return (x - mean) * tf.math.rsqrt(var + 1e-3), mean, var
+
+    j = tf.function(stats, jit_compile=True, input_signature=spec)
+    g = tf.function(stats, input_signature=spec)
+    rng = np.random.RandomState(3)
+    for b in (8, 1, 33):
+        x = tf.constant(rng.randn(b, 5, 5, 16).astype(np.float32) * 3 + 1)
+        for got, want in zip(j(x), g(x)):
+            np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=2e-5, atol=1e-5)
+    ir = j.experimental_get_compiler_ir(x)("hlo")
+    assert "folded by" in ir, ir
+    assert j.experimental_get_tracing_count() == 1
+
+
 def test_set_jit_autoclustering_compiles_functions_left_at_none():
     # tf.config.optimizer.set_jit: jit_compile=None follows it (read when the
     # function is created); an explicit True or False always wins.

@@ -1,0 +1,163 @@
+#include "fold.h"
+
+#include <unordered_map>
+#include <unordered_set>
+
+#include "ops/jit_ir.h"
+#include "passes/pass_util.h"
+
+namespace kiln::jit {
+namespace {
+
+using passes::spec_of;
+
+bool combine_ok(OpId op) {
+  return op == OpId::Add || op == OpId::Mul || op == OpId::Maximum || op == OpId::Minimum;
+}
+
+}  // namespace
+
+// The fold is read from the row's own lowering (OpDef::jit) applied with the
+// folded dims moved last.
+bool leading_fold(const Node* r, Fold& f) {
+  const OpDef& op = r->op();
+  if (!op.jit || r->inputs().size() != 1 || r->outputs().size() != 1 || op.attr_index("axis") < 0 ||
+      op.attr_index("keepdims") < 0)
+    return false;
+  const TensorSpec in = spec_of(r->inputs()[0]);
+  const DType dt = in.dtype;
+  if ((dt != DType::kFloat32 && dt != DType::kFloat64 && dt != DType::kInt32 &&
+       dt != DType::kInt64) ||
+      !in.shape.rank_known() || in.shape.rank() < 2)
+    return false;
+  const int64_t rank = in.shape.rank();
+  const auto& axes = attr_value<std::vector<int64_t>>(op, r->attrs(), "axis");
+  std::vector<bool> folded(static_cast<size_t>(rank));
+  for (int64_t a : axes) {
+    const int64_t n = a < 0 ? a + rank : a;
+    if (n < 0 || n >= rank || folded[static_cast<size_t>(n)]) return false;
+    folded[static_cast<size_t>(n)] = true;
+  }
+  const auto k = static_cast<int64_t>(axes.size());
+  for (int64_t d = 0; d < rank; ++d)
+    if (folded[static_cast<size_t>(d)] != (d < k)) return false;  // leading dims only
+  if (k < 1 || k >= rank) return false;
+  // The same reduction with the folded dims last: a row fold to lower.
+  // (Unknown dims are given a size: only the fold's form is read, and the
+  // runtime counts the values.)
+  std::vector<int64_t> dims;
+  for (int64_t d = k; d < rank; ++d) dims.push_back(in.shape.dim(static_cast<int>(d)));
+  for (int64_t d = 0; d < k; ++d) dims.push_back(in.shape.dim(static_cast<int>(d)));
+  for (int64_t& d : dims) d = d < 0 ? 2 : d;
+  std::vector<int64_t> last;
+  for (int64_t d = rank - k; d < rank; ++d) last.push_back(d);
+  Attrs attrs = r->attrs();
+  attrs[op.attr_at("axis")] = last;
+  const std::vector<TensorSpec> ins = {TensorSpec{dt, Shape(dims)}};
+  std::vector<Instr> body(1);
+  body[0].kind = Instr::kLoad;
+  body[0].dtype = dt;
+  body[0].a = 0;
+  const int32_t loaded = 0;
+  LowerContext c(op, attrs, ins, r->outputs(), std::span<const int32_t>(&loaded, 1), body);
+  if (!op.jit(c) || body.size() < 2 || body[1].kind != Instr::kReduce || body[1].a != 0 ||
+      !combine_ok(body[1].op) || c.results().size() != 1)
+    return false;
+  f.combine = body[1].op;
+  f.init = body[1].bits;
+  f.dims = k;
+  f.keepdims = attr_value<bool>(op, r->attrs(), "keepdims");
+  const int32_t res = c.results()[0];
+  if (res == 1 && body.size() == 2) {
+    f.mean = false;
+    return true;
+  }
+  // A mean: the fold divided by a constant (the count, which the runtime
+  // takes from the shapes).
+  const Instr& last_in = body.back();
+  f.mean = res == static_cast<int32_t>(body.size() - 1) && body.size() == 4 &&
+           body[2].kind == Instr::kConst && last_in.kind == Instr::kApply &&
+           last_in.op == OpId::Div && last_in.a == 1 && last_in.b == 2;
+  return f.mean;
+}
+
+namespace {
+
+// Per output, whether the signature gives it the space's full shape (not a
+// relabelled or per-row output).
+std::vector<bool> full_outputs(std::span<const int64_t> sig) {
+  std::vector<bool> full;
+  if (sig.size() < 3 || sig[1] != 0) return full;
+  size_t pos = 2;
+  const int64_t n_out = sig[pos++];
+  for (int64_t o = 0; o < n_out && pos + 1 < sig.size(); ++o) {
+    ++pos;  // dtype
+    const int64_t n = sig[pos++];
+    if (n == -1 && pos < sig.size()) {
+      full.push_back(false);
+      pos += 1 + static_cast<size_t>(sig[pos]);
+    } else if (n >= 0) {
+      full.push_back(true);
+      pos += static_cast<size_t>(n);
+    } else {
+      return {};
+    }
+  }
+  return full;
+}
+
+}  // namespace
+
+std::vector<std::string> fold_reductions(Graph& g, const std::vector<Node*>& kernels) {
+  std::unordered_map<const Node*, std::vector<std::pair<Node*, int32_t>>> users;
+  for (Node* n : passes::node_list(g))
+    for (const Edge& e : n->inputs()) users[e.node].push_back({n, e.index});
+  const std::unordered_set<const Node*> outs = passes::output_nodes(g);
+  // The only reader of `n`'s output `i`, if it has one and no other.
+  auto sole_reader = [&](const Node* n, int32_t i) -> Node* {
+    Node* only = nullptr;
+    for (const auto& [u, idx] : users[n]) {
+      if (idx != i) continue;
+      if (only) return nullptr;
+      only = u;
+    }
+    return outs.count(n) || !n->control_inputs().empty() ? nullptr : only;
+  };
+  std::vector<std::string> notes;
+  for (Node* k : kernels) {
+    const OpDef& op = k->op();
+    if (!attr_value<std::vector<int64_t>>(op, k->attrs(), "product").empty()) continue;
+    const auto& sig = attr_value<std::vector<int64_t>>(op, k->attrs(), "signature");
+    const std::vector<bool> full = full_outputs(sig);
+    std::vector<Fold> folds;
+    std::vector<TensorSpec> specs(k->outputs().begin(), k->outputs().end());
+    for (size_t o = 0; o < full.size() && o < specs.size(); ++o) {
+      if (!full[o] || outs.count(k)) continue;
+      const auto oi = static_cast<int32_t>(o);
+      // Outputs past the first are read through the Identity that kept the
+      // member's name.
+      Node* via = o == 0 ? k : sole_reader(k, oi);
+      if (!via || (o > 0 && via->op().id != OpId::Identity)) continue;
+      Node* r = sole_reader(via, 0);
+      Fold f;
+      if (!r || !leading_fold(r, f) || spec_of(r->inputs()[0]).shape.rank() != sig[0] ||
+          (!folds.empty() && f.dims != folds[0].dims))
+        continue;
+      f.output = static_cast<int64_t>(o);
+      folds.push_back(f);
+      specs[o] = r->outputs()[0];
+      notes.push_back(str_cat("// ", attr_value<std::string>(op, k->attrs(), "kernel"), " output ",
+                              o, " folded by ", r->op().type_name, " '", r->name(),
+                              "' over its first ", f.dims, " dims (in blocks, in the runtime)\n"));
+      r->reset(op_def(OpId::Identity), {Edge{k, oi}}, Attrs{}, {r->outputs()[0]});
+    }
+    if (folds.empty()) continue;
+    Attrs attrs = k->attrs();
+    attrs[op.attr_at("fold")] = encode_folds(folds);
+    std::vector<Edge> ins(k->inputs().begin(), k->inputs().end());
+    k->reset(op, std::move(ins), std::move(attrs), std::move(specs));
+  }
+  return notes;
+}
+
+}  // namespace kiln::jit

@@ -1,0 +1,174 @@
+// The runtime side of folded reductions (fold.h): blocks of rows computed
+// into scratch, folded into per-chunk column accumulators (float64 for
+// floats, 64-bit integers otherwise), chunks combined in a fixed order so the
+// result does not depend on which thread ran what.
+#include <algorithm>
+#include <cstdint>
+
+#include "fold.h"
+#include "kernels/cpu/elementwise_util.h"
+#include "kernels/cpu/functors.h"
+#include "kiln/small_vector.h"
+#include "kiln/thread_pool.h"
+#include "ops/jit_ir.h"
+
+namespace kiln::jit {
+namespace {
+
+// Points of scratch per folded output and block (64 KB of float32).
+constexpr int64_t kBlockPoints = 16384;
+
+// One fold's accumulators: double for floats, int64 for integers (sums and
+// products wrap as unsigned, as the eager kernels' do mod 2^bits).
+template <typename A>
+A combine(OpId op, A a, A b) {
+  if constexpr (std::is_integral_v<A>) {
+    using U = std::make_unsigned_t<A>;
+    if (op == OpId::Add) return static_cast<A>(static_cast<U>(a) + static_cast<U>(b));
+    if (op == OpId::Mul) return static_cast<A>(static_cast<U>(a) * static_cast<U>(b));
+  } else {
+    if (op == OpId::Add) return a + b;
+    if (op == OpId::Mul) return a * b;
+  }
+  return op == OpId::Maximum ? fn::Maximum{}(a, b) : fn::Minimum{}(a, b);
+}
+
+template <typename T, typename A>
+A init_of(const Fold& f) {
+  T v;
+  std::memcpy(&v, &f.init, sizeof(T));
+  return static_cast<A>(v);
+}
+
+// Folds rows [0, rows) of `src` ([rows, cols]) into acc[cols], the op fixed
+// at compile time so the column loop vectorizes.
+template <OpId kOp, typename T, typename A>
+inline void fold_rows_as(const T* src, int64_t rows, int64_t cols, A* acc) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const T* row = src + r * cols;
+    for (int64_t j = 0; j < cols; ++j) acc[j] = combine<A>(kOp, acc[j], static_cast<A>(row[j]));
+  }
+}
+#if defined(__GNUC__) && defined(__x86_64__)
+// The batch norm case (float32 sums in float64) with AVX2 where the CPU has it.
+KILN_AVX2_TARGET void add_rows_f32_avx2(const float* src, int64_t rows, int64_t cols, double* acc) {
+  fold_rows_as<OpId::Add>(src, rows, cols, acc);
+}
+#endif
+
+template <typename T, typename A>
+void fold_rows(OpId op, const T* src, int64_t rows, int64_t cols, A* acc) {
+#if defined(__GNUC__) && defined(__x86_64__)
+  if constexpr (std::is_same_v<T, float>)
+    if (op == OpId::Add && cpu::detail::simd_level() != cpu::detail::SimdLevel::kBase)
+      return add_rows_f32_avx2(src, rows, cols, acc);
+#endif
+  switch (op) {
+    case OpId::Add: return fold_rows_as<OpId::Add>(src, rows, cols, acc);
+    case OpId::Mul: return fold_rows_as<OpId::Mul>(src, rows, cols, acc);
+    case OpId::Maximum: return fold_rows_as<OpId::Maximum>(src, rows, cols, acc);
+    default: return fold_rows_as<OpId::Minimum>(src, rows, cols, acc);
+  }
+}
+
+// The chunks' accumulators combined in order, divided by `count` for a
+// mean, into `dst` (C values).
+template <typename T, typename A>
+void finish(const Fold& f, const A* acc, int64_t chunks, int64_t cols, int64_t count, T* dst) {
+  for (int64_t j = 0; j < cols; ++j) {
+    A v = init_of<T, A>(f);
+    for (int64_t i = 0; i < chunks; ++i) v = combine<A>(f.combine, v, acc[i * cols + j]);
+    if constexpr (std::is_integral_v<T>) {
+      const T s = static_cast<T>(v);
+      dst[j] = f.mean ? (count == 0 ? T(0) : static_cast<T>(s / static_cast<T>(count))) : s;
+    } else {
+      const T s = static_cast<T>(v);
+      dst[j] = f.mean ? s / static_cast<T>(count) : s;
+    }
+  }
+}
+
+// Calls `body` with T (the stored type) and A (the accumulator) for `dt`.
+template <typename F>
+void with_types(DType dt, F&& body) {
+  switch (dt) {
+    case DType::kFloat32: return body(float{}, double{});
+    case DType::kFloat64: return body(double{}, double{});
+    case DType::kInt32: return body(int32_t{}, int64_t{});
+    default: return body(int64_t{}, int64_t{});
+  }
+}
+
+}  // namespace
+
+void run_folded(KernelContext& c, const std::vector<Fold>& folds, KernelFn fn,
+                const KernelArgs& args, std::span<void*> out, std::span<const int64_t> dims,
+                const Layout& l) {
+  const auto k = static_cast<size_t>(folds[0].dims);
+  int64_t rows = 1, cols = 1;
+  for (size_t d = 0; d < dims.size(); ++d) (d < k ? rows : cols) *= dims[d];
+  const int64_t lcols = l.cols();
+  if (cols > 0 && (lcols <= 0 || cols % lcols != 0))
+    c.fail("the layout does not keep the folded dims apart");
+  const int64_t per_row = cols > 0 ? cols / lcols : 0;  // layout rows per folded row
+  const int64_t block = std::max<int64_t>(1, kBlockPoints / std::max<int64_t>(cols, 1));
+  const int64_t blocks = cols > 0 ? (rows + block - 1) / block : 0;
+  const int64_t chunks =
+      std::max<int64_t>(1, std::min<int64_t>(2 * ThreadPool::global().num_threads(), blocks));
+  // Per fold: chunks x cols accumulators, as raw 8-byte slots.
+  std::vector<std::vector<int64_t>> acc(folds.size(),
+                                        std::vector<int64_t>(static_cast<size_t>(chunks * cols)));
+  for (size_t f = 0; f < folds.size(); ++f)
+    with_types(c.output(static_cast<size_t>(folds[f].output)).dtype(), [&](auto t, auto a) {
+      using T = decltype(t);
+      using A = decltype(a);
+      A* p = reinterpret_cast<A*>(acc[f].data());
+      std::fill(p, p + chunks * cols, init_of<T, A>(folds[f]));
+    });
+  if (blocks > 0) {
+    const int64_t step = (rows + chunks - 1) / chunks;
+    parallel_for(chunks, 1, [&](int64_t c0, int64_t c1) {
+      SmallVec<void*, 8> mine(out.data(), out.size());
+      KernelArgs a = args;
+      a.out = mine.data();
+      std::vector<Tensor> scratch;
+      for (const Fold& f : folds)
+        scratch.push_back(
+            Tensor::empty(c.output(static_cast<size_t>(f.output)).dtype(), Shape({block * cols})));
+      for (int64_t ch = c0; ch < c1; ++ch) {
+        const int64_t lo = ch * step, hi = std::min(rows, lo + step);
+        for (int64_t r = lo; r < hi; r += block) {
+          const int64_t r1 = std::min(hi, r + block);
+          // The kernel writes output o at o's base + point index: shift the
+          // scratch so this block's first point lands at its start.
+          for (size_t f = 0; f < folds.size(); ++f) {
+            const auto es = static_cast<uintptr_t>(dtype_size(scratch[f].dtype()));
+            mine[static_cast<size_t>(folds[f].output)] =
+                reinterpret_cast<void*>(reinterpret_cast<uintptr_t>(scratch[f].mutable_raw_data()) -
+                                        static_cast<uintptr_t>(r * cols) * es);
+          }
+          fn(&a, r * per_row, r1 * per_row, 0, lcols);
+          for (size_t f = 0; f < folds.size(); ++f)
+            with_types(scratch[f].dtype(), [&](auto t, auto ac) {
+              using T = decltype(t);
+              using A = decltype(ac);
+              fold_rows<T, A>(folds[f].combine, scratch[f].data<T>(), r1 - r, cols,
+                              reinterpret_cast<A*>(acc[f].data()) + ch * cols);
+            });
+        }
+      }
+    });
+  }
+  for (size_t f = 0; f < folds.size(); ++f) {
+    Tensor& o = c.output(static_cast<size_t>(folds[f].output));
+    if (o.num_elements() != cols) c.fail("a folded output has ", o.num_elements(), " values");
+    with_types(o.dtype(), [&](auto t, auto a) {
+      using T = decltype(t);
+      using A = decltype(a);
+      finish<T, A>(folds[f], reinterpret_cast<const A*>(acc[f].data()), chunks, cols, rows,
+                   o.mutable_data<T>());
+    });
+  }
+}
+
+}  // namespace kiln::jit

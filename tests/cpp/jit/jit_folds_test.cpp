@@ -1,0 +1,186 @@
+// Reductions over leading dims folded into the kernel that computes their
+// input (a batch norm's statistics over N, H, W): the JitKernel node's
+// `fold`. Results match eager and graph mode; a hostile `fold` is refused.
+#include <cmath>
+#include <functional>
+#include <limits>
+
+#include "jit_test_util.h"
+#include "kiln/context.h"
+#include "kiln/graph.h"
+#include "kiln/ops.h"
+#include "test_util.h"
+
+namespace kiln::jit {
+namespace {
+using kiln::testing::expect_error;
+using testing::expect_same;
+using testing::make;
+using testing::nodes_of;
+using testing::random_tensor;
+
+using Body = std::function<Value(const std::vector<Value>&)>;
+
+size_t folds_in(Function& f, const std::vector<Value>& args) {
+  return testing::ir_count(f, args, " folded by ");
+}
+
+std::vector<Tensor> parts(const Value& v) {
+  std::vector<Tensor> t;
+  if (v.kind() == Value::Kind::kList)
+    for (const Value& x : v.items()) t.push_back(x.tensor());
+  else
+    t.push_back(v.tensor());
+  return t;
+}
+
+struct FoldCase {
+  const char* name;
+  Body body;
+  std::vector<Value> args;
+  size_t folds;  // reductions folded into kernels
+};
+
+TEST(JitFolds, ReductionsOverLeadingDimsFoldIntoTheirKernel) {
+  const Tensor x4 = random_tensor(DType::kFloat32, Shape({4, 5, 6, 8}), 1);
+  const Tensor m8 = random_tensor(DType::kFloat32, Shape({8}), 2);
+  const Tensor big = random_tensor(DType::kFloat32, Shape({300, 64, 3}), 3);
+  const Tensor i32 = cast(random_tensor(DType::kFloat32, Shape({37, 11}), 4) * 1e4f, DType::kInt32);
+  const Tensor i64 = cast(random_tensor(DType::kFloat32, Shape({9, 7}), 5) * 1e6f, DType::kInt64);
+  const Tensor f64 = random_tensor(DType::kFloat64, Shape({12, 5}), 6);
+  const Tensor empty = random_tensor(DType::kFloat32, Shape({0, 5}), 7);
+  const std::vector<FoldCase> cases = {
+      {"batch norm variance: mean over N, H, W of (x - m)^2",
+       [](const std::vector<Value>& a) {
+         const Tensor d = a[0].tensor() - a[1].tensor();
+         return Value(reduce_mean(d * d, {0, 1, 2}));
+       },
+       {Value(x4), Value(m8)},
+       1},
+      {"sum over the first dim, keepdims",
+       [](const std::vector<Value>& a) {
+         return Value(reduce_sum(a[0].tensor() * 2.f + 1.f, {0}, true));
+       },
+       {Value(x4)},
+       1},
+      {"max and min of tanh over two dims",
+       [](const std::vector<Value>& a) {
+         const Tensor t = tanh(a[0].tensor()) * 3.f;
+         return Value::list({Value(reduce_max(t, {0, 1})), Value(reduce_min(t + 1.f, {0, 1}))});
+       },
+       {Value(x4)},
+       2},
+      {"many blocks and chunks",
+       [](const std::vector<Value>& a) { return Value(reduce_sum(exp(a[0].tensor()) - 1.f, {0})); },
+       {Value(big)},
+       1},
+      {"int32 sums wrap, int32 mean truncates",
+       [](const std::vector<Value>& a) {
+         const Tensor p = a[0].tensor() * a[0].tensor();
+         return Value::list({Value(reduce_sum(p, {0})), Value(reduce_mean(p - 7, {0}))});
+       },
+       {Value(i32)},
+       2},
+      {"int64 max and product",
+       [](const std::vector<Value>& a) {
+         const Tensor t = a[0].tensor() - 3;
+         return Value::list({Value(reduce_max(t * 2, {0})), Value(reduce_prod(t + 1, {0}))});
+       },
+       {Value(i64)},
+       2},
+      {"float64 product",
+       [](const std::vector<Value>& a) {
+         return Value(reduce_prod(a[0].tensor() * 0.5 + 1.0, {0}));
+       },
+       {Value(f64)},
+       1},
+      {"no rows: starting values (sum 0, max -inf, mean NaN)",
+       [](const std::vector<Value>& a) {
+         const Tensor t = a[0].tensor() * 2.f + 1.f;
+         return Value::list({Value(reduce_sum(t, {0})), Value(reduce_max(t - 1.f, {0})),
+                             Value(reduce_mean(t * t, {0}))});
+       },
+       {Value(empty)},
+       2},  // the sum reads t, which sub reads too: a reduce-kernel call
+      {"the value is returned too: not folded",
+       [](const std::vector<Value>& a) {
+         const Tensor t = a[0].tensor() * 2.f + 1.f;
+         return Value::list({Value(t), Value(reduce_sum(t, {0}))});
+       },
+       {Value(x4)},
+       0},
+      {"trailing dims: a row kernel, not a fold",
+       [](const std::vector<Value>& a) {
+         return Value(reduce_sum(a[0].tensor() * 2.f + 1.f, {-1}));
+       },
+       {Value(x4)},
+       0},
+      {"leading and trailing dims: not folded",
+       [](const std::vector<Value>& a) {
+         return Value(reduce_sum(a[0].tensor() * 2.f + 1.f, {0, 3}));
+       },
+       {Value(x4)},
+       0},
+  };
+  for (const FoldCase& fc : cases) {
+    SCOPED_TRACE(fc.name);
+    const std::vector<Tensor> eager = parts(fc.body(fc.args));
+    Function g = make(fc.body, false), j = make(fc.body, true);
+    const std::vector<Tensor> graph = parts(g(fc.args)), jit = parts(j(fc.args));
+    ASSERT_EQ(jit.size(), eager.size());
+    for (size_t i = 0; i < eager.size(); ++i) {
+      expect_same(graph[i], eager[i]);
+      expect_same(jit[i], eager[i]);
+    }
+    EXPECT_EQ(folds_in(j, fc.args), fc.folds);
+  }
+}
+
+// A None batch dim: each call folds over the rows it has, no retrace.
+TEST(JitFolds, NoneLeadingDimsFoldAtRunTime) {
+  const ArgSpec xs{DType::kFloat32, Shape({-1, 6, 4}), "x"};
+  Body body = [](const std::vector<Value>& a) {
+    const Tensor& x = a[0].tensor();
+    return Value::list({Value(reduce_mean(x * x, {0, 1})), Value(reduce_max(x + 1.f, {0, 1}))});
+  };
+  Function j = make(body, true, std::vector<ArgSpec>{xs});
+  for (int64_t n : {3, 1, 200, 0}) {
+    SCOPED_TRACE(n);
+    const std::vector<Value> args = {
+        Value(random_tensor(DType::kFloat32, Shape({n, 6, 4}), static_cast<uint32_t>(n)))};
+    const std::vector<Tensor> got = parts(j(args)), want = parts(body(args));
+    for (size_t i = 0; i < want.size(); ++i) expect_same(got[i], want[i]);
+    EXPECT_EQ(folds_in(j, args), 2u);
+    EXPECT_EQ(nodes_of(j, args, OpId::ReduceMean), 0u);
+  }
+  EXPECT_EQ(j.tracing_count(), 1);
+}
+
+// The node checks its `fold` attribute before it looks up its kernel.
+TEST(JitFolds, MalformedFoldsAreRefused) {
+  const auto f32 = static_cast<int64_t>(DType::kFloat32);
+  const auto add = static_cast<int64_t>(OpId::Add);
+  const std::vector<int64_t> sig = {2, 0, 1, f32, 1, 0, 1};
+  auto attrs = [&](std::vector<int64_t> fold) {
+    return testing::jit_kernel_attrs(
+        {{"signature", sig}, {"kernel", std::string("nowhere/k")}, {"fold", std::move(fold)}});
+  };
+  const std::vector<Tensor> x = {random_tensor(DType::kFloat32, Shape({3, 4}), 1)};
+  std::vector<Tensor> out;
+  auto fails = [&](std::vector<int64_t> fold, const char* why) {
+    SCOPED_TRACE(::testing::PrintToString(fold));
+    expect_error([&] { run_kernel(op_def(OpId::JitKernel), x, attrs(fold), out); },
+                 Code::kInvalidArgument, {why});
+  };
+  fails({0, add, 1, 0, 0}, "fold is malformed");                                 // truncated
+  fails({1, add, 1, 0, 0, 0}, "fold is malformed");                              // no output 1
+  fails({0, static_cast<int64_t>(OpId::Sub), 1, 0, 0, 0}, "fold is malformed");  // not a fold
+  fails({0, add, 2, 0, 0, 0}, "fold is malformed");                              // every dim
+  fails({0, add, 0, 0, 0, 0}, "fold is malformed");                              // no dim
+  fails({0, add, 1, 2, 0, 0}, "fold is malformed");                              // mean not a flag
+  fails({0, add, 1, 0, 0, 0, 0, add, 1, 0, 0, 0}, "fold is malformed");          // folded twice
+  fails({0, add, 1, 0, 0, 0}, "is not loaded");  // valid: reaches the kernel lookup
+}
+
+}  // namespace
+}  // namespace kiln::jit
