@@ -26,10 +26,10 @@ import workloads as wl  # noqa: E402
 
 RESULTS = os.path.join(HERE, "results")
 JIT_NOTE = ("jit rows: kiln.function(jit_compile=True) — fused elementwise clusters compiled "
-            "to C++, with reductions over the last dims, slices and transposes read in place, "
-            "MatMul products computed inside their epilogue's kernel, and cond/while bodies "
-            "(reductions over leading dims, inner-dim transposes and convolution epilogues "
-            "not fused yet; docs/JIT.md)")
+            "to C++, with reductions over the last dims, reductions over leading dims folded "
+            "in, slices and transposes read in place, MatMul products computed inside their "
+            "epilogue's kernel, and cond/while bodies (inner-dim transposes and convolution "
+            "epilogues not fused yet; docs/JIT.md)")
 
 
 def with_jit(modes):
