@@ -31,6 +31,16 @@ const Tensor* Node::constant_value(int32_t index) const {
   return std::get_if<Tensor>(&attr("value"));
 }
 
+namespace {
+// Attributes are read by position (attr_of): a node holding fewer than its op
+// declares would be read past their end.
+void check_attr_count(const OpDef& op, const Attrs& attrs) {
+  if (attrs.size() != op.attrs.size())
+    throw InternalError(str_cat("a ", op.type_name, " node gets ", attrs.size(),
+                                " attributes; the op has ", op.attrs.size()));
+}
+}  // namespace
+
 void Node::add_control_input(Node* n) {
   if (std::find(control_inputs_.begin(), control_inputs_.end(), n) == control_inputs_.end())
     control_inputs_.push_back(n);
@@ -38,6 +48,7 @@ void Node::add_control_input(Node* n) {
 
 void Node::reset(const OpDef& op, std::vector<Edge> inputs, Attrs attrs,
                  std::vector<TensorSpec> outputs) {
+  check_attr_count(op, attrs);
   op_ = &op;
   inputs_ = std::move(inputs);
   attrs_ = std::move(attrs);
@@ -73,6 +84,7 @@ std::string Graph::unique_name(std::string_view base) {
 
 Node* Graph::add_node(const OpDef& op, std::vector<Edge> inputs, Attrs attrs,
                       std::vector<TensorSpec> outputs, std::string_view name) {
+  check_attr_count(op, attrs);
   Node* n = new Node();
   n->graph_ = this;
   n->function_name_ = function_name_;

@@ -181,5 +181,18 @@ TEST(GraphHelpers, ResetRewritesANodeInPlace) {
   EXPECT_EQ(g.listing(), "[] -> a\n[] -> Const\n['^a'] -> add\n");
 }
 
+// A node holds one attribute per attribute its op declares (they are read by
+// position): fewer or more is an internal error, at add_node and at reset.
+TEST(GraphHelpers, NodesHoldEveryAttributeOfTheirOp) {
+  Graph g("f");
+  const TensorSpec spec{DType::kFloat32, Shape({2})};
+  expect_error([&] { g.add_node(op_def(OpId::Const), {}, Attrs{}, {spec}); }, Code::kInternal,
+               {"a Const node gets 0 attributes; the op has 1"});
+  Node* n = g.add_node(op_def(OpId::Const), {}, Attrs{Tensor({1.f, 2.f})}, {spec});
+  expect_error([&] { n->reset(op_def(OpId::JitKernel), {}, Attrs{}, {spec}); }, Code::kInternal,
+               {"JitKernel node gets 0 attributes"});
+  EXPECT_EQ(n->op().id, OpId::Const);  // unchanged
+}
+
 }  // namespace
 }  // namespace kiln
