@@ -115,6 +115,12 @@ void run_folded(KernelContext& c, const std::vector<Fold>& folds, KernelFn fn,
   const int64_t blocks = cols > 0 ? (rows + block - 1) / block : 0;
   const int64_t chunks =
       std::max<int64_t>(1, std::min<int64_t>(2 * ThreadPool::global().num_threads(), blocks));
+  for (const Fold& f : folds) {
+    const DType dt = c.output(static_cast<size_t>(f.output)).dtype();
+    if (dt != DType::kFloat32 && dt != DType::kFloat64 && dt != DType::kInt32 &&
+        dt != DType::kInt64)
+      c.fail("a folded output must be float32, float64, int32 or int64, not ", dtype_name(dt));
+  }
   // Per fold: chunks x cols accumulators, as raw 8-byte slots.
   std::vector<std::vector<int64_t>> acc(folds.size(),
                                         std::vector<int64_t>(static_cast<size_t>(chunks * cols)));

@@ -179,11 +179,10 @@ struct ProductCall {
     g.tb = how.transpose_b;
     const Tensor &a = c.input(slot), &b = c.input(n - 1);
     dtype = a.dtype();
-    if ((dtype != DType::kFloat32 && dtype != DType::kFloat64) || b.dtype() != dtype)
-      c.fail("a product needs two float32 or float64 operands, not ", dtype_name(a.dtype()),
-             " and ", dtype_name(b.dtype()));
     int64_t d[kMaxDims];
-    if (const std::string why = product_dims(how, a.shape(), b.shape(), d); !why.empty())
+    if (const std::string why =
+            product_dims(how, {a.dtype(), a.shape()}, {b.dtype(), b.shape()}, d);
+        !why.empty())
       c.fail(why);
     const int r = a.shape().rank();
     dims = SmallVec<int64_t, kMaxDims>(d, static_cast<size_t>(r));
@@ -212,12 +211,8 @@ struct ProductCall {
       using T = decltype(zero);
       T* dst = static_cast<T*>(out);
       if (all) {
-        const int64_t macs = std::max<int64_t>(1, batch_rows * g.n * g.k);
-        parallel_for(batches, std::max<int64_t>(1, (int64_t{1} << 18) / macs),
-                     [&](int64_t b0, int64_t b1) {
-                       for (int64_t i = b0; i < b1; ++i)
-                         cpu::gemm_product(typed<T>(c, i), dst + i * batch_rows * g.n);
-                     });
+        cpu::gemm_batches(typed<T>(c, 0), batches, batch_rows * g.k, batches > 1 ? g.k * g.n : 0,
+                          dst);
         return;
       }
       for (int64_t i = r0 / std::max<int64_t>(1, batch_rows); i < batches; ++i) {

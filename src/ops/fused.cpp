@@ -69,15 +69,13 @@ static OpCost fused_cost(const CostQuery& q) {
 // broadcast shape of the inputs it depends on (for a per-row output with the reduced dims 1 or
 // removed).
 
-// The shape of op(input a) x op(last input) (jit::Product), both float32 or
-// float64.
+// The shape of op(input a) x op(last input) (jit::Product).
 Shape product_result(InferContext& c, size_t a, const jit::Product& how) {
   const size_t b = c.num_inputs() - 1;
-  const DType dt = c.dtype(a);
-  if ((dt != DType::kFloat32 && dt != DType::kFloat64) || c.dtype(b) != dt)
-    c.fail("a product needs two float32 or float64 operands");
   int64_t dims[16];
-  if (const std::string why = jit::product_dims(how, c.shape(a), c.shape(b), dims); !why.empty())
+  if (const std::string why =
+          jit::product_dims(how, {c.dtype(a), c.shape(a)}, {c.dtype(b), c.shape(b)}, dims);
+      !why.empty())
     c.fail(why);
   return Shape(std::span<const int64_t>(dims, static_cast<size_t>(c.shape(a).rank())));
 }
@@ -102,6 +100,9 @@ void infer_jit_kernel(InferContext& c) {
   const auto set = [&](int64_t o, DType dt, const Shape& s) {
     for (const jit::Fold& f : folds) {
       if (f.output != o) continue;
+      if (dt != DType::kFloat32 && dt != DType::kFloat64 && dt != DType::kInt32 &&
+          dt != DType::kInt64)
+        c.fail("a folded output must be float32, float64, int32 or int64, not ", dtype_name(dt));
       std::vector<int64_t> dims;
       for (int d = 0; d < s.rank(); ++d)
         if (d >= f.dims)

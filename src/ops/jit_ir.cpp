@@ -385,7 +385,12 @@ bool parse_product(std::span<const int64_t> attr, size_t n_inputs, size_t& slot,
   return true;
 }
 
-std::string product_dims(const Product& p, const Shape& a, const Shape& b, int64_t* dims) {
+std::string product_dims(const Product& p, const TensorSpec& as, const TensorSpec& bs,
+                         int64_t* dims) {
+  if ((as.dtype != DType::kFloat32 && as.dtype != DType::kFloat64) || bs.dtype != as.dtype)
+    return str_cat("a product needs two float32 or float64 operands, not ", dtype_name(as.dtype),
+                   " and ", dtype_name(bs.dtype));
+  const Shape &a = as.shape, &b = bs.shape;
   const bool batched = b.rank_known() && b.rank() > 2;
   if (!a.rank_known() || !b.rank_known() || a.rank() < 2 || a.rank() > 16 || b.rank() < 2 ||
       (batched ? b.rank() != a.rank() : a.rank() > 2 && p.transpose_a))

@@ -179,10 +179,11 @@ struct Product {
 /// second), then the two transposes as 0/1. Fills `slot` and `p`; false when
 /// it is malformed for a node of `n_inputs` inputs. Empty: no product.
 bool parse_product(std::span<const int64_t> attr, size_t n_inputs, size_t& slot, Product& p);
-/// The dims of product `p` of operands shaped `a` and `b` (unknown dims stay
-/// unknown) into dims[0, a.rank()) (at most 16); an empty string, or why the
-/// operands do not fit (ranks, inner dims).
-std::string product_dims(const Product& p, const Shape& a, const Shape& b, int64_t* dims);
+/// The dims of product `p` of operands `a` and `b` (unknown dims stay
+/// unknown) into dims[0, a.shape.rank()) (at most 16); an empty string, or why
+/// the operands do not fit (dtypes other than one of float32/64, ranks, inner
+/// or batch dims).
+std::string product_dims(const Product& p, const TensorSpec& a, const TensorSpec& b, int64_t* dims);
 
 /// One folded output of a JitKernel node (its `fold` attribute holds
 /// kFoldFields ints per entry, in this order).

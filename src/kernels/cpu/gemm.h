@@ -19,6 +19,10 @@ struct GemmArgs {
 /// All of C, split on kiln's pool as MatMul splits it.
 template <typename T>
 void gemm_product(const GemmArgs<T>& g, T* c);
+/// `batches` products stacked: product i reads g.a + i * a_step and
+/// g.b + i * b_step and writes c + i * m * n; run as MatMul runs a batch.
+template <typename T>
+void gemm_batches(const GemmArgs<T>& g, int64_t batches, int64_t a_step, int64_t b_step, T* c);
 /// Rows [r0, r1) of C, one single-threaded call, into `c` (row r0's storage;
 /// rows n apart).
 template <typename T>

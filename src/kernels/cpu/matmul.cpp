@@ -165,15 +165,10 @@ MatMulPlan plan_of(const GemmArgs<T>& g) {
   return p;
 }
 
-template <typename T>
-void blas_matmul(const MatMulPlan& p, const T* a, const T* b, T* c) {
-  const int64_t batches = static_cast<int64_t>(p.a_off.size());
-  const int64_t mat_c = p.m * p.n;
-  const int64_t macs = macs_of(p.m, p.n, p.k);
-  auto one = [&](int64_t i) {
-    gemm<T>(p, a + p.a_off[static_cast<size_t>(i)], b + p.b_off[static_cast<size_t>(i)],
-            c + i * mat_c, macs);
-  };
+// Runs one(i) for each of `batches` products of `macs` multiply-adds: small
+// ones spread over the pool, large ones in turn (each splits itself).
+template <typename F>
+void for_batches(int64_t batches, int64_t macs, F&& one) {
   if (batches > 1 && macs < kSmallGemm) {
     parallel_for(batches, std::max<int64_t>(1, kSmallGemm / std::max<int64_t>(1, macs)),
                  [&](int64_t b0, int64_t b1) {
@@ -182,6 +177,16 @@ void blas_matmul(const MatMulPlan& p, const T* a, const T* b, T* c) {
   } else {
     for (int64_t i = 0; i < batches; ++i) one(i);
   }
+}
+
+template <typename T>
+void blas_matmul(const MatMulPlan& p, const T* a, const T* b, T* c) {
+  const int64_t mat_c = p.m * p.n;
+  const int64_t macs = macs_of(p.m, p.n, p.k);
+  for_batches(static_cast<int64_t>(p.a_off.size()), macs, [&](int64_t i) {
+    gemm<T>(p, a + p.a_off[static_cast<size_t>(i)], b + p.b_off[static_cast<size_t>(i)],
+            c + i * mat_c, macs);
+  });
 }
 
 // Copies the stored [rows, cols] matrix as [cols, rows].
@@ -287,6 +292,16 @@ void gemm_product(const GemmArgs<T>& g, T* c) {
 }
 
 template <typename T>
+void gemm_batches(const GemmArgs<T>& g, int64_t batches, int64_t a_step, int64_t b_step, T* c) {
+  for_batches(batches, macs_of(g.m, g.n, g.k), [&](int64_t i) {
+    GemmArgs<T> one = g;
+    one.a += i * a_step;
+    one.b += i * b_step;
+    gemm_product(one, c + i * g.m * g.n);
+  });
+}
+
+template <typename T>
 void gemm_product_rows(const GemmArgs<T>& g, int64_t r0, int64_t r1, T* c) {
   if (r1 <= r0 || g.n == 0) return;
   if (g.k == 0) {
@@ -301,6 +316,8 @@ void gemm_product_rows(const GemmArgs<T>& g, int64_t r0, int64_t r1, T* c) {
 
 template void gemm_product<float>(const GemmArgs<float>&, float*);
 template void gemm_product<double>(const GemmArgs<double>&, double*);
+template void gemm_batches<float>(const GemmArgs<float>&, int64_t, int64_t, int64_t, float*);
+template void gemm_batches<double>(const GemmArgs<double>&, int64_t, int64_t, int64_t, double*);
 template void gemm_product_rows<float>(const GemmArgs<float>&, int64_t, int64_t, float*);
 template void gemm_product_rows<double>(const GemmArgs<double>&, int64_t, int64_t, double*);
 

@@ -180,6 +180,15 @@ TEST(JitFolds, MalformedFoldsAreRefused) {
   fails({0, add, 1, 2, 0, 0}, "fold is malformed");                              // mean not a flag
   fails({0, add, 1, 0, 0, 0, 0, add, 1, 0, 0, 0}, "fold is malformed");          // folded twice
   fails({0, add, 1, 0, 0, 0}, "is not loaded");  // valid: reaches the kernel lookup
+  // A folded output of a dtype the runtime does not fold (uint8).
+  const auto u8 = static_cast<int64_t>(DType::kUInt8);
+  const Attrs bytes =
+      testing::jit_kernel_attrs({{"signature", std::vector<int64_t>{2, 0, 1, u8, 1, 0, 1}},
+                                 {"kernel", std::string("nowhere/k")},
+                                 {"fold", std::vector<int64_t>{0, add, 1, 0, 0, 0}}});
+  const std::vector<Tensor> xb = {cast(x[0], DType::kUInt8)};
+  expect_error([&] { run_kernel(op_def(OpId::JitKernel), xb, bytes, out); }, Code::kInvalidArgument,
+               {"a folded output must be float32, float64, int32 or int64, not uint8"});
 }
 
 }  // namespace
