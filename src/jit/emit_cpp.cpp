@@ -43,8 +43,8 @@ const char* ctype(DType dt) {
   }
 }
 
-std::string v(int32_t x) {
-  return str_cat("v", x);
+std::string v(int32_t x, const char* prefix) {
+  return str_cat(prefix, x);
 }
 
 std::string literal(DType dt, uint64_t bits) {
@@ -76,22 +76,24 @@ std::string cast_text(DType to, DType from, const std::string& x) {
   return str_cat("kiln::fn::Cast<", ctype(to), ">{}(", f, ")");
 }
 
-std::string statement(const Kernel& k, size_t i) {
+std::string statement(const Kernel& k, size_t i, const char* prefix) {
   const Instr& in = k.body[i];
-  std::string s = str_cat("const ", ctype(in.dtype), " ", v(static_cast<int32_t>(i)), " = ");
+  std::string s =
+      str_cat("const ", ctype(in.dtype), " ", v(static_cast<int32_t>(i), prefix), " = ");
   switch (in.kind) {
     case Instr::kConst: s += literal(in.dtype, in.bits); break;
     case Instr::kApply:
-      s += str_cat(functor(in.op), "(", v(in.a));
-      if (in.b >= 0) s += str_cat(", ", v(in.b));
-      if (in.c >= 0) s += str_cat(", ", v(in.c));
+      s += str_cat(functor(in.op), "(", v(in.a, prefix));
+      if (in.b >= 0) s += str_cat(", ", v(in.b, prefix));
+      if (in.c >= 0) s += str_cat(", ", v(in.c, prefix));
       s += ")";
       break;
     case Instr::kCast:
-      s += cast_text(in.dtype, k.body[static_cast<size_t>(in.a)].dtype, v(in.a));
+      s += cast_text(in.dtype, k.body[static_cast<size_t>(in.a)].dtype, v(in.a, prefix));
       break;
     case Instr::kSelect:
-      s += str_cat("kiln::fn::Select{}(", v(in.a), ", ", v(in.b), ", ", v(in.c), ")");
+      s += str_cat("kiln::fn::Select{}(", v(in.a, prefix), ", ", v(in.b, prefix), ", ",
+                   v(in.c, prefix), ")");
       break;
     case Instr::kLoad:
     case Instr::kReduce: throw InternalError("jit: no statement for a load or a reduction");

@@ -6,11 +6,15 @@
 // memory traffic is one read of the inputs and one write of the outputs.
 // Reductions keep 16 independent accumulators (the order the eager reduce
 // kernel uses for rows); `omp simd` on the lane loop keeps GCC from unrolling
-// it before vectorizing (a max fold stayed scalar otherwise). A costly per-point value that a
-// later pass needs again (softmax's exp) is kept in a row-sized stack buffer
-// instead of being recomputed. With `stream` set (large outputs), each row is
+// it before vectorizing (a max fold stayed scalar otherwise). A costly
+// per-point value that a later pass needs again (softmax's exp) is kept in a
+// row buffer instead of being recomputed: the row of the output that pass
+// writes over it when there is one, else a stack buffer. Rows pipeline:
+// pass 0 of the next row (its first read from memory) runs inside pass 1 of
+// this one (NextRow). With `stream` set (large outputs), each row is
 // computed into a stack buffer and written with non-temporal stores.
 #include <algorithm>
+#include <functional>
 #include <set>
 
 #include "emit_util.h"
@@ -28,15 +32,17 @@ struct Plan {
   std::vector<uint8_t> row;     // per value: per-row
   std::vector<int> stage;       // per value: reductions it waits on, in sequence
   std::vector<uint8_t> spill;   // per value: kept in a row buffer
+  std::vector<int32_t> home;    // per kept value: the output whose row holds it, or -1
   std::vector<uint8_t> staged;  // per output: a row buffer to stream from
+  bool pipe = false;            // rows pipelined (NextRow)
   int passes = 0;
   int64_t n = 1;  // points per row
 };
 
-// Whether point value i is costly enough to keep rather than recompute: two
-// or more per-point instructions (softmax's exp(x - max)); one is cheaper to
-// recompute than to store and load.
-bool costly(const Kernel& k, const Plan& p, size_t i) {
+// Whether point value i is costly enough to keep rather than recompute: at
+// least `least` per-point instructions (softmax's exp(x - max) is two; one
+// is cheaper to recompute than to store and load).
+bool costly(const Kernel& k, const Plan& p, size_t i, int least) {
   int count = 0;
   std::vector<size_t> stack{i};
   std::set<size_t> seen;
@@ -45,26 +51,43 @@ bool costly(const Kernel& k, const Plan& p, size_t i) {
     stack.pop_back();
     const Instr& in = k.body[j];
     if (!seen.insert(j).second || p.row[j] || in.kind == Instr::kLoad) continue;
-    if (++count >= 2) return true;
+    if (++count >= least) return true;
     for (int32_t a : {in.a, in.b, in.c})
       if (a >= 0) stack.push_back(static_cast<size_t>(a));
   }
   return false;
 }
 
-// Whether point value i is read by an instruction of a later pass.
-bool read_later(const Kernel& k, const Plan& p, size_t i) {
+// The passes after value i's own that read it.
+std::set<int> later_readers(const Kernel& k, const Plan& p, size_t i) {
+  std::set<int> passes;
   for (size_t j = i + 1; j < k.body.size(); ++j) {
     const Instr& u = k.body[j];
     if (u.kind == Instr::kReduce || p.row[j] || p.stage[j] <= p.stage[i]) continue;
     const auto x = static_cast<int32_t>(i);
-    if (u.a == x || u.b == x || u.c == x) return true;
+    if (u.a == x || u.b == x || u.c == x) passes.insert(p.stage[j]);
   }
-  return false;
+  return passes;
+}
+
+// An output row that can hold kept value i until the one later pass that
+// reads it, which writes that output over it point by point (softmax's exps,
+// scaled in place): same dtype, not taken. -1 if none.
+int32_t home_of(const Kernel& k, const Plan& p, size_t i, const std::set<int>& readers,
+                const std::vector<uint8_t>& taken) {
+  if (readers.size() != 1) return -1;
+  for (size_t o = 0; o < k.outputs.size(); ++o) {
+    const auto out = static_cast<size_t>(k.outputs[o]);
+    if (!taken[o] && !p.row[out] && out != i && p.stage[out] == *readers.begin() &&
+        k.body[out].dtype == k.body[i].dtype)
+      return static_cast<int32_t>(o);
+  }
+  return -1;
 }
 
 // Row buffers on the stack, while it allows: costly point values a later
-// pass reads (spill), then per-point outputs to stream from (staged).
+// pass reads (spill; in an output's row where home_of finds one), then
+// per-point outputs to stream from (staged).
 void choose_buffers(const Kernel& k, Plan& p) {
   int64_t stack = 0;
   auto fits = [&](DType dt) {
@@ -74,11 +97,21 @@ void choose_buffers(const Kernel& k, Plan& p) {
     return true;
   };
   p.spill.assign(k.body.size(), 0);
+  p.home.assign(k.body.size(), -1);
+  std::vector<uint8_t> taken(k.outputs.size(), 0);
   for (size_t i = 0; i < k.body.size(); ++i) {
     const Instr& in = k.body[i];
     const bool value = in.kind != Instr::kLoad && in.kind != Instr::kConst &&
                        in.kind != Instr::kReduce && !p.row[i];
-    p.spill[i] = value && read_later(k, p, i) && costly(k, p, i) && fits(in.dtype);
+    if (!value) continue;
+    // Pass 0 keeps only values of 4+ instructions when rows could pipeline
+    // (which a value kept by pass 0 rules out): recomputing x * 2 + b in pass
+    // 1 costs less than the lost overlap.
+    const std::set<int> readers = later_readers(k, p, i);
+    if (readers.empty() || !costly(k, p, i, p.pipe && p.stage[i] == 0 ? 4 : 2)) continue;
+    p.home[i] = home_of(k, p, i, readers, taken);
+    if (p.home[i] >= 0) taken[static_cast<size_t>(p.home[i])] = 1;
+    p.spill[i] = p.home[i] >= 0 || fits(in.dtype);
   }
   for (int32_t o : k.outputs)
     p.staged.push_back(!p.row[static_cast<size_t>(o)] &&
@@ -105,7 +138,12 @@ Plan plan(const Kernel& k) {
   for (int32_t o : k.outputs)
     if (!p.row[static_cast<size_t>(o)]) last = std::max(last, p.stage[static_cast<size_t>(o)]);
   p.passes = last + 1;
+  p.pipe = p.passes >= 2;
+  for (int32_t o : k.outputs)
+    if (!p.row[static_cast<size_t>(o)] && p.stage[static_cast<size_t>(o)] == 0) p.pipe = false;
   choose_buffers(k, p);
+  for (size_t i = 0; i < k.body.size(); ++i)
+    if (p.spill[i] && p.stage[i] == 0) p.pipe = false;
   return p;
 }
 
@@ -193,29 +231,38 @@ std::vector<uint8_t> cone(const Kernel& k, const Plan& p, int pass,
   return need;
 }
 
-// One point's statements (index j) and the writes of this pass.
+// The row buffer of kept value i: its own s<i>, or its home output's d<o>.
+std::string buffer(const Plan& p, size_t i) {
+  return p.home[i] >= 0 ? str_cat("d", p.home[i]) : str_cat("s", i);
+}
+
+// One point's statements (index j) and the writes of this pass; values are
+// named with `val` and inputs read through pointers named with `ptr` (the
+// next row's pass 0 uses "n" and "q").
 std::string point_body(const Kernel& k, const Plan& p, int pass, const std::vector<uint8_t>& need,
-                       const std::vector<uint8_t>& fast, const std::string& ind) {
+                       const std::vector<uint8_t>& fast, const std::string& ind,
+                       const char* val = "v", const char* ptr = "p") {
   std::string s;
   for (size_t i = 0; i < k.body.size(); ++i) {
     if (!need[i]) continue;
     const Instr& in = k.body[i];
     const auto x = static_cast<int32_t>(i);
     if (in.kind == Instr::kLoad)
-      s += str_cat(ind, "const ", ctype(in.dtype), " ", v(x), " = p", in.a, "[j];\n");
+      s += str_cat(ind, "const ", ctype(in.dtype), " ", v(x, val), " = ", ptr, in.a, "[j];\n");
     else if (p.spill[i] && p.stage[i] < pass)
-      s += str_cat(ind, "const ", ctype(in.dtype), " ", v(x), " = s", i, "[j];\n");
+      s += str_cat(ind, "const ", ctype(in.dtype), " ", v(x, val), " = ", buffer(p, i), "[j];\n");
     else if (fast[i])
-      s += str_cat(ind, "const float ", v(x), " = kiln::fn::detail::exp_f32_normal(", v(in.a),
-                   ");  // ", k.origin[i], ", normal range\n");
+      s += str_cat(ind, "const float ", v(x, val), " = kiln::fn::detail::exp_f32_normal(",
+                   v(in.a, val), ");  // ", k.origin[i], ", normal range\n");
     else
-      s += ind + statement(k, i);
-    if (p.spill[i] && p.stage[i] == pass) s += str_cat(ind, "s", i, "[j] = ", v(x), ";\n");
+      s += ind + statement(k, i, val);
+    if (p.spill[i] && p.stage[i] == pass)
+      s += str_cat(ind, buffer(p, i), "[j] = ", v(x, val), ";\n");
   }
   for (size_t o = 0; o < k.outputs.size(); ++o) {
-    const auto val = static_cast<size_t>(k.outputs[o]);
-    if (!p.row[val] && p.stage[val] == pass)
-      s += str_cat(ind, "d", o, "[j] = ", v(k.outputs[o]), ";\n");
+    const auto out = static_cast<size_t>(k.outputs[o]);
+    if (!p.row[out] && p.stage[out] == pass)
+      s += str_cat(ind, "d", o, "[j] = ", v(k.outputs[o], val), ";\n");
   }
   return s;
 }
@@ -232,70 +279,155 @@ std::string stream_text(const Kernel& k, const Plan& p, int pass) {
   return s;
 }
 
-std::string pass_text(const Kernel& k, const Plan& p, int pass, const std::vector<uint8_t>& fast) {
-  std::vector<int32_t> roots, folds;
+// The reductions pass `pass` folds.
+std::vector<int32_t> folds_of(const Kernel& k, const Plan& p, int pass) {
+  std::vector<int32_t> folds;
   for (size_t i = 0; i < k.body.size(); ++i) {
     const Instr& in = k.body[i];
-    if (in.kind == Instr::kReduce && p.stage[static_cast<size_t>(in.a)] == pass) {
+    if (in.kind == Instr::kReduce && p.stage[static_cast<size_t>(in.a)] == pass)
       folds.push_back(static_cast<int32_t>(i));
-      roots.push_back(in.a);
-    }
-    if (p.spill[i] && p.stage[i] == pass) roots.push_back(static_cast<int32_t>(i));
   }
+  return folds;
+}
+
+// Pipelined rows: pass 0 of row r + 1 (its reductions only) runs inside pass
+// 1 of row r, so the next row's first read from memory overlaps this row's
+// work on L1-resident data (softmax's exps). Its values are named n<i>, its
+// lanes b<f>/u<f>, and its results are carried to the next row in k<f>.
+struct NextRow {
+  std::vector<int32_t> folds;
+  std::vector<uint8_t> need;    // point values
+  std::vector<uint8_t> rows;    // per-row values they read
+  std::vector<uint8_t> inputs;  // inputs they load
+};
+
+NextRow next_row(const Kernel& k, const Plan& p) {
+  NextRow next;
+  next.folds = folds_of(k, p, 0);
+  std::vector<int32_t> roots;
+  for (int32_t f : next.folds) roots.push_back(k.body[static_cast<size_t>(f)].a);
+  next.need = cone(k, p, 0, roots);
+  next.rows.assign(k.body.size(), 0);
+  next.inputs.assign(k.inputs.size(), 0);
+  std::vector<int32_t> stack;
+  for (int32_t r : roots)
+    if (p.row[static_cast<size_t>(r)]) stack.push_back(r);  // a fold of a per-row value
+  for (size_t i = 0; i < k.body.size(); ++i) {
+    const Instr& in = k.body[i];
+    if (!next.need[i]) continue;
+    if (in.kind == Instr::kLoad) next.inputs[static_cast<size_t>(in.a)] = 1;
+    for (int32_t a : {in.a, in.b, in.c})
+      if (in.kind != Instr::kLoad && a >= 0 && p.row[static_cast<size_t>(a)]) stack.push_back(a);
+  }
+  while (!stack.empty()) {
+    const auto j = static_cast<size_t>(stack.back());
+    stack.pop_back();
+    if (next.rows[j]) continue;
+    next.rows[j] = 1;
+    const Instr& in = k.body[j];
+    if (in.kind != Instr::kLoad)
+      for (int32_t a : {in.a, in.b, in.c})
+        if (a >= 0) stack.push_back(a);
+  }
+  return next;
+}
+
+std::string lanes_text(const Kernel& k, const std::vector<int32_t>& folds, const char* lane,
+                       const char* tail) {
+  std::string s;
+  for (int32_t f : folds) {
+    const Instr& in = k.body[static_cast<size_t>(f)];
+    s += str_cat("    ", ctype(in.dtype), " ", lane, f, "[", kLanes, "];\n    for (int l = 0; l < ",
+                 kLanes, "; ++l) ", lane, f, "[l] = ", literal(in.dtype, in.bits), ";\n    ",
+                 ctype(in.dtype), " ", tail, f, " = ", literal(in.dtype, in.bits), ";\n");
+  }
+  return s;
+}
+
+// Each fold's step: into lane `lane`<f>[l], or the tail's own `tail`<f>.
+std::string folds_text(const Kernel& k, const std::vector<int32_t>& folds, bool in_lane,
+                       const char* lane, const char* tail, const char* val,
+                       const std::string& ind) {
+  std::string t;
+  for (int32_t f : folds) {
+    const Instr& in = k.body[static_cast<size_t>(f)];
+    const std::string acc = in_lane ? str_cat(lane, f, "[l]") : str_cat(tail, f);
+    t += str_cat(ind, acc, " = ", functor(in.op), "(", acc, ", ", v(in.a, val), ");\n");
+  }
+  return t;
+}
+
+// The lanes combined, then the tail: "<result><f> = ...".
+std::string combine_text(const Kernel& k, const std::vector<int32_t>& folds, const char* lane,
+                         const char* tail, const std::function<std::string(int32_t)>& result) {
+  std::string s;
+  for (int32_t f : folds) {
+    const Instr& in = k.body[static_cast<size_t>(f)];
+    s += str_cat("    for (int w = ", kLanes / 2,
+                 "; w > 0; w /= 2)\n      for (int l = 0; l < w; ++l) ", lane, f,
+                 "[l] = ", functor(in.op), "(", lane, f, "[l], ", lane, f, "[l + w]);\n    ",
+                 result(f), " = ", functor(in.op), "(", lane, f, "[0], ", tail, f, ");\n");
+  }
+  return s;
+}
+
+std::string pass_text(const Kernel& k, const Plan& p, int pass, const std::vector<uint8_t>& fast,
+                      const NextRow* next) {
+  const std::vector<int32_t> folds = folds_of(k, p, pass);
+  std::vector<int32_t> roots;
+  for (int32_t f : folds) roots.push_back(k.body[static_cast<size_t>(f)].a);
+  for (size_t i = 0; i < k.body.size(); ++i)
+    if (p.spill[i] && p.stage[i] == pass) roots.push_back(static_cast<int32_t>(i));
   for (int32_t o : k.outputs)
     if (!p.row[static_cast<size_t>(o)] && p.stage[static_cast<size_t>(o)] == pass)
       roots.push_back(o);
-  if (roots.empty()) return "";
+  if (roots.empty() && next == nullptr) return "";
   const std::vector<uint8_t> need = cone(k, p, pass, roots);
-  std::string s = str_cat("    // pass ", pass, "\n");
-  if (folds.empty())
+  std::string s = str_cat("    // pass ", pass, next ? ", and pass 0 of the next row" : "", "\n");
+  if (folds.empty() && next == nullptr)
     return s + "#pragma omp simd\n    for (int64_t j = 0; j < N; ++j) {\n" +
            point_body(k, p, pass, need, fast, "      ") + "    }\n" + stream_text(k, p, pass);
-  for (int32_t f : folds) {
-    const Instr& in = k.body[static_cast<size_t>(f)];
-    s += str_cat("    ", ctype(in.dtype), " a", f, "[", kLanes, "];\n    for (int l = 0; l < ",
-                 kLanes, "; ++l) a", f, "[l] = ", literal(in.dtype, in.bits), ";\n    ",
-                 ctype(in.dtype), " t", f, " = ", literal(in.dtype, in.bits), ";\n");
-  }
-  // acc is "a<f>[l]" (a lane) or "t<f>" (the tail's own accumulator).
-  auto fold = [&](bool lane, const std::string& ind) {
-    std::string t;
-    for (int32_t f : folds) {
-      const Instr& in = k.body[static_cast<size_t>(f)];
-      const std::string acc = lane ? str_cat("a", f, "[l]") : str_cat("t", f);
-      t += str_cat(ind, acc, " = ", functor(in.op), "(", acc, ", ", v(in.a), ");\n");
-    }
+  s += lanes_text(k, folds, "a", "t");
+  const std::vector<uint8_t> general(k.body.size(), 0);
+  auto body = [&](bool lane, const std::string& ind) {
+    std::string t =
+        point_body(k, p, pass, need, fast, ind) + folds_text(k, folds, lane, "a", "t", "v", ind);
+    if (next)
+      t += point_body(k, p, 0, next->need, general, ind, "n", "q") +
+           folds_text(k, next->folds, lane, "b", "u", "n", ind);
     return t;
   };
+  if (next) s += lanes_text(k, next->folds, "b", "u");
   const std::string c = str_cat("c", pass);
   s += str_cat("    int64_t ", c, " = 0;\n    for (; ", c, " + ", kLanes, " <= N; ", c,
                " += ", kLanes, ") {\n#pragma omp simd\n      for (int64_t l = 0; l < ", kLanes,
                "; ++l) {\n        const int64_t j = ", c, " + l;\n") +
-       point_body(k, p, pass, need, fast, "        ") + fold(true, "        ") +
+       body(true, "        ") +
        str_cat("      }\n    }\n    for (; ", c, " < N; ++", c, ") {\n      const int64_t j = ", c,
                ";\n") +
-       point_body(k, p, pass, need, fast, "      ") + fold(false, "      ") + "    }\n";
-  for (int32_t f : folds) {
-    const Instr& in = k.body[static_cast<size_t>(f)];
-    s += str_cat("    for (int w = ", kLanes / 2,
-                 "; w > 0; w /= 2)\n      for (int l = 0; l < w; ++l) a", f,
-                 "[l] = ", functor(in.op), "(a", f, "[l], a", f, "[l + w]);\n    const ",
-                 ctype(in.dtype), " ", v(f), " = ", functor(in.op), "(a", f, "[0], t", f, ");\n");
-  }
+       body(false, "      ") + "    }\n";
+  s += combine_text(k, folds, "a", "t", [&](int32_t f) {
+    return str_cat("const ", ctype(k.body[static_cast<size_t>(f)].dtype), " ", v(f));
+  });
+  if (next) s += combine_text(k, next->folds, "b", "u", [](int32_t f) { return str_cat("k", f); });
   return s + stream_text(k, p, pass);
 }
 
-// Per-row values that become available after `stage` reductions in sequence.
-std::string row_values(const Kernel& k, const Plan& p, int stage) {
+// Per-row values that become available after `stage` reductions in sequence
+// (those in `only` when given), named with `val`; per-row loads read at
+// offsets o<k>.
+std::string row_values(const Kernel& k, const Plan& p, int stage, const char* val = "v",
+                       const std::vector<uint8_t>* only = nullptr) {
   std::string s;
   for (size_t i = 0; i < k.body.size(); ++i) {
     const Instr& in = k.body[i];
     if (!p.row[i] || p.stage[i] != stage || in.kind == Instr::kReduce) continue;
+    if (only && !(*only)[i]) continue;
     if (in.kind == Instr::kLoad)
-      s += str_cat("    const ", ctype(in.dtype), " ", v(static_cast<int32_t>(i)), " = in", in.a,
-                   "[o", in.a, "];\n");
+      s += str_cat("    const ", ctype(in.dtype), " ", v(static_cast<int32_t>(i), val), " = in",
+                   in.a, "[o", in.a, "];\n");
     else
-      s += "    " + statement(k, i);
+      s += "    " + statement(k, i, val);
   }
   return s;
 }
@@ -316,10 +448,11 @@ std::string indent(const std::string& text) {
 
 // Passes `from` to the end, the per-row values between them and the per-row
 // outputs, with the exps in `fast` shortened.
-std::string tail_text(const Kernel& k, const Plan& p, int from, const std::vector<uint8_t>& fast) {
+std::string tail_text(const Kernel& k, const Plan& p, int from, const std::vector<uint8_t>& fast,
+                      const NextRow* next) {
   std::string s;
   for (int pass = from; pass < p.passes; ++pass)
-    s += pass_text(k, p, pass, fast) + row_values(k, p, pass + 1);
+    s += pass_text(k, p, pass, fast, pass == 1 ? next : nullptr) + row_values(k, p, pass + 1);
   for (size_t o = 0; o < k.outputs.size(); ++o)
     if (p.row[static_cast<size_t>(k.outputs[o])])
       s += str_cat("    out", o, "[r] = ", v(k.outputs[o]), ";\n");
@@ -328,23 +461,13 @@ std::string tail_text(const Kernel& k, const Plan& p, int from, const std::vecto
 
 }  // namespace
 
-std::string row_kernel_text(const Kernel& kernel) {
-  Kernel k = kernel;
-  const NormalExp ne = add_normal_exp_check(k);
-  const Plan p = plan(k);
-  const size_t n_in = k.inputs.size();
-  std::string s =
-      str_cat("// ", k.name, ": ", k.body.size(), " instructions, rows of ", p.n, " points in ",
-              p.passes, " passes\n", signature_text(k), "  constexpr int64_t N = ", p.n, ";\n");
-  for (size_t i = 0; i < k.body.size(); ++i)
-    if (p.spill[i]) s += str_cat("  alignas(64) ", ctype(k.body[i].dtype), " s", i, "[N];\n");
-  for (size_t o = 0; o < k.outputs.size(); ++o)
-    if (p.staged[o])
-      s += str_cat("  alignas(64) ", ctype(k.body[static_cast<size_t>(k.outputs[o])].dtype), " w",
-                   o, "[N];\n");
-  s += row_start_text(n_in) +
-       "  for (int64_t r = r0; r < r1; ++r) {\n    const int64_t ob = r * N;\n";
-  for (size_t i = 0; i < n_in; ++i) {
+namespace {
+
+// Row r's input pointers p<k> (inputs that vary along the row) and output
+// pointers d<o>.
+std::string row_pointers_text(const Kernel& k, const Plan& p) {
+  std::string s;
+  for (size_t i = 0; i < k.inputs.size(); ++i) {
     const auto& d = k.input_dims[i];
     if (std::any_of(d.end() - k.reduced, d.end(), [](int64_t x) { return x != 1; }))
       s += str_cat("    const ", ctype(k.inputs[i]), "* __restrict p", i, " = in", i, " + o", i,
@@ -358,17 +481,69 @@ std::string row_kernel_text(const Kernel& kernel) {
                                " + ob;\n")
                      : str_cat("    ", t, "* __restrict d", o, " = out", o, " + ob;\n");
   }
-  s += row_values(k, p, 0);
+  return s;
+}
+
+// Pipelined rows, once row r's pointers and per-row loads are taken: the
+// offsets step to row r + 1 (q<k> is row r again on a block's last row, which
+// is in L1), the next row's per-row values, and pass 0, run here for the
+// block's first row only.
+std::string pipeline_text(const Kernel& k, const Plan& p, const NextRow& next) {
+  std::string s = row_step_text(k.inputs.size());
+  for (size_t i = 0; i < k.inputs.size(); ++i)
+    if (next.inputs[i])
+      s += str_cat("    const ", ctype(k.inputs[i]), "* __restrict q", i, " = r + 1 < r1 ? in", i,
+                   " + o", i, " : p", i, ";\n");
+  s += row_values(k, p, 0, "n", &next.rows) + "    if (r == r0) {\n" +
+       indent(pass_text(k, p, 0, std::vector<uint8_t>(k.body.size(), 0), nullptr));
+  for (int32_t f : next.folds) s += str_cat("      k", f, " = ", v(f), ";\n");
+  s += "    }\n";
+  for (int32_t f : next.folds)
+    s += str_cat("    const ", ctype(k.body[static_cast<size_t>(f)].dtype), " ", v(f), " = k", f,
+                 ";\n");
+  return s;
+}
+
+}  // namespace
+
+std::string row_kernel_text(const Kernel& kernel) {
+  Kernel k = kernel;
+  const NormalExp ne = add_normal_exp_check(k);
+  const Plan p = plan(k);
+  const size_t n_in = k.inputs.size();
+  const bool pipe = p.pipe;
+  const NextRow next = pipe ? next_row(k, p) : NextRow{};
+  std::string s = str_cat("// ", k.name, ": ", k.body.size(), " instructions, rows of ", p.n,
+                          " points in ", p.passes, " passes", pipe ? ", pipelined" : "", "\n",
+                          signature_text(k), "  constexpr int64_t N = ", p.n, ";\n");
+  for (size_t i = 0; i < k.body.size(); ++i)
+    if (p.spill[i] && p.home[i] < 0)
+      s += str_cat("  alignas(64) ", ctype(k.body[i].dtype), " s", i, "[N];\n");
+  for (size_t o = 0; o < k.outputs.size(); ++o)
+    if (p.staged[o])
+      s += str_cat("  alignas(64) ", ctype(k.body[static_cast<size_t>(k.outputs[o])].dtype), " w",
+                   o, "[N];\n");
+  for (int32_t f : next.folds)
+    s += str_cat("  ", ctype(k.body[static_cast<size_t>(f)].dtype), " k", f, " = ",
+                 literal(k.body[static_cast<size_t>(f)].dtype, k.body[static_cast<size_t>(f)].bits),
+                 ";\n");
+  s += row_start_text(n_in) +
+       "  for (int64_t r = r0; r < r1; ++r) {\n    const int64_t ob = r * N;\n" +
+       row_pointers_text(k, p) + row_values(k, p, 0);
+  const NextRow* nx = pipe ? &next : nullptr;
   const std::vector<uint8_t> general(k.body.size(), 0);
   const int split = ne.flag < 0 ? p.passes : ne.stage;
-  for (int pass = 0; pass < split; ++pass)
-    s += pass_text(k, p, pass, general) + row_values(k, p, pass + 1);
+  int pass = 0;
+  if (pipe) s += pipeline_text(k, p, next) + row_values(k, p, ++pass);
+  for (; pass < split; ++pass)
+    s += pass_text(k, p, pass, general, pass == 1 ? nx : nullptr) + row_values(k, p, pass + 1);
   if (ne.flag >= 0)
-    s += str_cat("    if (", v(ne.flag), ") {\n") + indent(tail_text(k, p, split, ne.exps)) +
-         "    } else {\n" + indent(tail_text(k, p, split, general)) + "    }\n";
+    s += str_cat("    if (", v(ne.flag), ") {\n") + indent(tail_text(k, p, split, ne.exps, nx)) +
+         "    } else {\n" + indent(tail_text(k, p, split, general, nx)) + "    }\n";
   else
-    s += tail_text(k, p, split, general);
-  return s + row_step_text(n_in) + "  }\n  if (a->stream) kiln_stream_fence();\n}\n\n";
+    s += tail_text(k, p, split, general, nx);
+  if (!pipe) s += row_step_text(n_in);
+  return s + "  }\n  if (a->stream) kiln_stream_fence();\n}\n\n";
 }
 
 }  // namespace kiln::jit::detail

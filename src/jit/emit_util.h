@@ -8,14 +8,15 @@
 namespace kiln::jit::detail {
 
 const char* ctype(DType dt);
-/// The C++ name of value x ("v12").
-std::string v(int32_t x);
+/// The C++ name of value x ("v12"; "n12" with prefix "n").
+std::string v(int32_t x, const char* prefix = "v");
 /// The constant of `dt` whose bit pattern is `bits`, as a C++ expression.
 std::string literal(DType dt, uint64_t bits);
 /// The scalar functor of an op row ("kiln::fn::Exp{}").
 std::string functor(OpId op);
-/// "const T vI = ...;" for instruction i (not a load or a reduction).
-std::string statement(const Kernel& k, size_t i);
+/// "const T vI = ...;" for instruction i (not a load or a reduction), its
+/// value and operands named with `prefix`.
+std::string statement(const Kernel& k, size_t i, const char* prefix = "v");
 /// The kernel function's opening: its signature, input and output pointers.
 std::string signature_text(const Kernel& k);
 /// Row r0's index and input offsets o<k>, and the step to the next row.

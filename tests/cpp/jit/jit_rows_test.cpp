@@ -163,6 +163,80 @@ TEST(JitRows, LayerNormIsOneKernelInThreePassesWithUnknownRows) {
   EXPECT_NE(cf->compiler_ir("hlo").find("reduce Add"), std::string::npos);
 }
 
+// Counts of `what` in `text`.
+size_t count_of(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+TEST(JitRows, RowsPipelineTheNextRowsFirstPassAcrossBlocks) {
+  // Pass 0 of row r + 1 runs inside pass 1 of row r. A small grain makes
+  // many blocks of rows (each block's first row runs pass 0 on its own, its
+  // last reads nothing past it); per-row values differ row to row (b), one
+  // input is broadcast over rows (w), rows are not multiples of the 16 lanes.
+  const int64_t saved = config().parallel_grain;
+  config().parallel_grain = 512;
+  auto body = [](const std::vector<Value>& a) {
+    const Tensor &x = a[0].tensor(), &b = a[1].tensor(), &w = a[2].tensor();
+    const Tensor y = x + w;
+    const Tensor mean = reduce_mean(y, {-1}, true);
+    const Tensor var = reduce_mean(squared_difference(y, mean), {-1}, true);
+    return Value::list({Value(softmax(x * 2.f + b)), Value(log_softmax(x - b)),
+                        Value((y - mean) * rsqrt(var + 1e-3f))});
+  };
+  for (const Shape& s : {Shape({300, 40}), Shape({7, 9, 24}), Shape({1, 33}), Shape({2, 16})}) {
+    SCOPED_TRACE(str_cat(s));
+    std::vector<int64_t> row_dims(s.dims().begin(), s.dims().end());
+    row_dims.back() = 1;
+    const Shape bs(row_dims);
+    const std::vector<Value> args = {
+        Value(random_tensor(DType::kFloat32, s, 50) * 2.f),
+        Value(random_tensor(DType::kFloat32, bs, 51)),
+        Value(random_tensor(DType::kFloat32, Shape({s.dim(s.rank() - 1)}), 52))};
+    Function j = make(body, true), g = make(body, false);
+    const Value got = j(args), want = g(args);
+    for (size_t i = 0; i < 3; ++i) {
+      SCOPED_TRACE(i);
+      expect_same(got.items()[i].tensor(), want.items()[i].tensor());
+    }
+    const auto cf = concrete(j, args);
+    EXPECT_EQ(cf->jit_kernels(), 3u) << cf->compiler_ir("optimized_hlo");
+    EXPECT_EQ(count_of(cf->compiler_ir("source"), "passes, pipelined"), 3u)
+        << cf->compiler_ir("source");
+  }
+  config().parallel_grain = saved;
+}
+
+TEST(JitRows, KeptValuesLiveInTheOutputRowThatOverwritesThem) {
+  // Kept values live in the row of the output that the one later pass
+  // reading them writes (softmax's exps, scaled in place; f, read by pass 2
+  // which writes q). h's output has another dtype, so h keeps a buffer of its
+  // own, and so does (x + 1) * 0.5 in the kernel whose pass 0 writes z: such
+  // a kernel does not pipeline, and keeps what its pass 0 computes.
+  auto body = [](const std::vector<Value>& a) {
+    const Tensor& x = a[0].tensor();
+    const Tensor e = exp(x - reduce_max(x, {-1}, true));
+    const Tensor p = e / reduce_sum(e, {-1}, true);  // pass 2 reads e and writes p
+    const Tensor z = x + 1.f;
+    const Tensor f = exp(z * 0.5f - reduce_max(z, {-1}, true));
+    const Tensor q = f * reduce_max(f * 2.f, {-1}, true);
+    const Tensor h = exp(x * 0.25f - reduce_max(x * 0.25f, {-1}, true));
+    return Value::list({Value(p), Value(q),
+                        Value(cast(h / reduce_sum(h, {-1}, true), DType::kFloat64)), Value(z)});
+  };
+  const Tensor x = random_tensor(DType::kFloat32, Shape({37, 100}), 53) * 5.f;
+  Function j = make(body, true), g = make(body, false);
+  const Value got = j({Value(x)}), want = g({Value(x)});
+  for (size_t i = 0; i < 4; ++i) expect_same(got.items()[i].tensor(), want.items()[i].tensor());
+  const auto cf = concrete(j, {Value(x)});
+  const std::string src = cf->compiler_ir("source");
+  EXPECT_EQ(count_of(src, "alignas(64) float s"), 2u) << cf->compiler_ir("optimized_hlo");
+  EXPECT_EQ(count_of(src, "d0[j];"), 3u) << src;  // e (both copies of its last pass), f
+  EXPECT_EQ(count_of(src, "passes, pipelined"), 2u) << src;
+  EXPECT_EQ(cf->jit_kernels(), 3u);
+}
+
 TEST(JitRows, LargeOutputsAreStreamedAndStillExact) {
   // Outputs of 8 MB or more (here; by default also at least half the L3)
   // are written with non-temporal stores: rows of 1 KB (aligned) and of 257
