@@ -228,6 +228,10 @@ class Former {
       Fold fold;
       const bool folds = work > 0 && space.reduced == 0 && users_[root].size() == 1 &&
                          !outs_.count(root) && leading_fold(users_[root][0], fold);
+      // A lone op that reduces rows and then writes every point (softmax,
+      // log-softmax) runs in several passes: compiled, its rows pipeline, and
+      // it beats its hand kernel (BENCHMARKS.md), so it counts as two.
+      if (work == 1 && row_op_.count(root)) work = 2;
       if (work + (product != nullptr) + folds < min_ops) continue;
       for (Node* m : members) cluster_of_[m] = clusters.size();
       std::sort(members.begin(), members.end(),
@@ -288,6 +292,8 @@ class Former {
     int k = 0;
     if (!lower_node(n, in, body, results, &k)) return false;
     reduces_[n] = k;
+    if (k > 0 && !results.empty() && body[static_cast<size_t>(results[0])].kind != Instr::kReduce)
+      row_op_.insert(n);
     // The node's space: its output's, or for a reduction its input's.
     // Generated code keeps a fixed index array of 16 dims.
     const int64_t space = k > 0 ? spec_of(n->inputs()[0]).shape.rank() : out.shape.rank();
@@ -547,6 +553,7 @@ class Former {
   std::unordered_set<const Node*> control_targets_;
   std::unordered_map<const Node*, bool> lowerable_;
   std::unordered_map<const Node*, int> reduces_;  // lowerable nodes' reduced dims
+  std::unordered_set<const Node*> row_op_;        // reduce rows, then write every point
   std::unordered_map<const Node*, size_t> cluster_of_;
   const std::vector<std::vector<Node*>>* clusters_ = nullptr;
 

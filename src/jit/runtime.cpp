@@ -1,9 +1,6 @@
 #include "runtime.h"
 
-#include <unistd.h>
-
 #include <algorithm>
-#include <atomic>
 #include <cstring>
 #include <mutex>
 #include <optional>
@@ -11,6 +8,7 @@
 
 #include "fold.h"
 #include "kernels/cpu/gemm.h"
+#include "kernels/cpu/kernel_util.h"
 #include "kiln/small_vector.h"
 #include "kiln/thread_pool.h"
 #include "layout.h"
@@ -124,17 +122,6 @@ struct Outputs {
       }
   }
 };
-
-constexpr size_t kStreamBytes = 8 << 20;
-std::atomic<size_t> g_stream_bytes{0};  // 0: the default
-
-// 8 MB, or half the last-level cache when the system reports a larger one: a
-// host whose L3 holds the rows (a VM reporting 480 MB) lost time streaming
-// them (layer norm [4096, 1024]: 1.01 ms streamed, 0.73 ms not).
-size_t default_stream_bytes() {
-  const long llc = ::sysconf(_SC_LEVEL3_CACHE_SIZE);
-  return std::max<size_t>(kStreamBytes, llc > 0 ? static_cast<size_t>(llc) / 2 : 0);
-}
 
 // Splits rows [0, rows) x cols over the pool above one grain (columns when
 // there is one row and the kernel allows it). The grain, in points, shrinks
@@ -356,7 +343,7 @@ void jit_kernel(KernelContext& c) {
   // ownership of each line).
   size_t out_bytes = 0;
   for (size_t o = 0; o < c.num_outputs(); ++o) out_bytes += c.output(o).nbytes();
-  const bool stream = reduced > 0 && out_bytes >= stream_bytes();
+  const bool stream = reduced > 0 && out_bytes >= cpu::stream_bytes();
   const std::string& key = c.attr_string("kernel");
   const KernelFn fn = lookup(key);
   if (!fn) c.fail("kernel '", key, "' is not loaded in this process");
@@ -391,16 +378,6 @@ KernelFn find_kernel(const std::string& key) {
   std::lock_guard<std::mutex> lock(r.mu);
   auto it = r.kernels.find(key);
   return it == r.kernels.end() ? nullptr : it->second;
-}
-
-size_t stream_bytes() {
-  static const size_t fallback = default_stream_bytes();
-  const size_t set = g_stream_bytes.load(std::memory_order_relaxed);
-  return set ? set : fallback;
-}
-
-void set_stream_bytes_for_tests(size_t bytes) {
-  g_stream_bytes.store(bytes, std::memory_order_relaxed);
 }
 
 void bind_jit_kernels(OpTableBuilder& t) {

@@ -17,13 +17,6 @@ void register_module(const std::string& module, std::shared_ptr<LoadedModule> so
 /// The kernel registered under `key`, or nullptr.
 KernelFn find_kernel(const std::string& key);
 
-/// Row kernels write outputs of at least this many bytes in all with
-/// non-temporal stores (no read for ownership, nothing left in cache): 8 MB,
-/// or half the last-level cache when that is larger.
-size_t stream_bytes();
-/// Sets stream_bytes() (0: back to the default); for tests.
-void set_stream_bytes_for_tests(size_t bytes);
-
 /// Binds OpId::JitKernel's CPU kernel (called while the op table is built).
 void bind_jit_kernels(OpTableBuilder& t);
 

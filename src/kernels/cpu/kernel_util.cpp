@@ -1,10 +1,23 @@
 #include "kernel_util.h"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <atomic>
 
 namespace kiln::cpu {
 
 namespace {
+constexpr size_t kStreamBytes = 8 << 20;
+std::atomic<size_t> g_stream_bytes{0};  // 0: the default
+
+// A host whose L3 holds the rows (a VM reporting 480 MB) lost time streaming
+// them (layer norm [4096, 1024] under jit: 1.01 ms streamed, 0.73 ms not).
+size_t default_stream_bytes() {
+  const long llc = ::sysconf(_SC_LEVEL3_CACHE_SIZE);
+  return std::max<size_t>(kStreamBytes, llc > 0 ? static_cast<size_t>(llc) / 2 : 0);
+}
+
 template <typename Out>
 Out ints_of(const Tensor& t) {
   const int64_t n = t.num_elements();
@@ -35,6 +48,16 @@ SmallVec<int64_t, 6> broadcast_strides(const Shape& in, const Shape& out) {
     acc *= in.dim(d);
   }
   return st;
+}
+
+size_t stream_bytes() {
+  static const size_t fallback = default_stream_bytes();
+  const size_t set = g_stream_bytes.load(std::memory_order_relaxed);
+  return set ? set : fallback;
+}
+
+void set_stream_bytes_for_tests(size_t bytes) {
+  g_stream_bytes.store(bytes, std::memory_order_relaxed);
 }
 
 }  // namespace kiln::cpu

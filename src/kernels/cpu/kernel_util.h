@@ -36,4 +36,12 @@ SmallVec<int64_t, 8> int_list(const Tensor& t);
 /// Strides of `in` broadcast to `out` (0 on broadcast dims), right-aligned.
 SmallVec<int64_t, 6> broadcast_strides(const Shape& in, const Shape& out);
 
+/// Kernels that write whole rows (softmax, the JIT's row kernels) write
+/// outputs of at least this many bytes in all with non-temporal stores (no
+/// read for ownership, nothing left in cache): 8 MB, or half the last-level
+/// cache when the system reports a larger one.
+size_t stream_bytes();
+/// Sets stream_bytes() (0: back to the default); for tests.
+void set_stream_bytes_for_tests(size_t bytes);
+
 }  // namespace kiln::cpu

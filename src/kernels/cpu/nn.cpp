@@ -62,9 +62,8 @@ void bias_add_kernel(KernelContext& c) {
 // row stays in L1 between its passes; `o` may be `x` (the executor reuses a dead
 // input's buffer). NaN in -> NaN row.
 constexpr int64_t kLanes = 16;
-constexpr int64_t kChunk = 256;            // a multiple of kLanes
-constexpr int64_t kStreamRow = 4096;       // longest row streamed from a stack row buffer
-constexpr int64_t kStreamBytes = 8 << 20;  // outputs this large are streamed
+constexpr int64_t kChunk = 256;       // a multiple of kLanes
+constexpr int64_t kStreamRow = 4096;  // longest row streamed from a stack row buffer
 
 // o[i] = a[i] * s (kScale) or a[i] - s, with non-temporal stores (no read for
 // ownership of o's lines): for outputs too large to stay in cache. n % 8 == 0,
@@ -200,8 +199,8 @@ void softmax_rows(const T* in, T* out, int64_t rows, int64_t n) {
   // Outputs too large for the cache are streamed (rows from a row buffer).
   bool stream = false;
 #ifdef KILN_X86_CLONES
-  stream = std::is_same_v<T, float> && rows * n * 4 >= kStreamBytes && n <= kStreamRow &&
-           n % 8 == 0 && reinterpret_cast<uintptr_t>(out) % 32 == 0;
+  stream = std::is_same_v<T, float> && static_cast<size_t>(rows * n * 4) >= stream_bytes() &&
+           n <= kStreamRow && n % 8 == 0 && reinterpret_cast<uintptr_t>(out) % 32 == 0;
 #endif
   parallel_for(rows, std::max<int64_t>(1, config().parallel_grain / (8 * n)),
                [&](int64_t r0, int64_t r1) {

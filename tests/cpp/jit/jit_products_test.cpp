@@ -6,6 +6,7 @@
 
 #include "jit/runtime.h"
 #include "jit_test_util.h"
+#include "kernels/cpu/kernel_util.h"
 #include "kiln/context.h"
 #include "kiln/gradient_tape.h"
 #include "kiln/graph.h"
@@ -108,7 +109,7 @@ TEST(JitProducts, DenseEpiloguesComputeTheProductInTheirKernel) {
 // Row kernels over a product stream their rows (non-temporal stores) when the
 // outputs are large; forced here on a small one, by blocks of rows and not.
 TEST(JitProducts, StreamedRowsOfAProduct) {
-  set_stream_bytes_for_tests(1);
+  cpu::set_stream_bytes_for_tests(1);
   Body body = [](const std::vector<Value>& a) {
     return Value(softmax(matmul(a[0].tensor(), a[1].tensor()) * 0.5f));
   };
@@ -120,7 +121,7 @@ TEST(JitProducts, StreamedRowsOfAProduct) {
     expect_same(j(args).tensor(), body(args).tensor());
     EXPECT_EQ(products_in(j, args), 1u);
   }
-  set_stream_bytes_for_tests(0);
+  cpu::set_stream_bytes_for_tests(0);
 }
 
 TEST(JitProducts, ProductsOthersReadStayKernelCalls) {

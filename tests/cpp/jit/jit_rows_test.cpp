@@ -8,6 +8,7 @@
 #include "jit/cluster.h"
 #include "jit/runtime.h"
 #include "jit_test_util.h"
+#include "kernels/cpu/kernel_util.h"
 #include "kiln/context.h"
 #include "test_util.h"
 
@@ -133,6 +134,22 @@ TEST(JitRows, SoftmaxAndLogSoftmaxAreOneKernelWithTheirNeighbours) {
     }
 }
 
+TEST(JitRows, ALoneSoftmaxCompilesAndALoneSumStaysAKernelCall) {
+  // Softmax and log-softmax alone run in several passes: compiled, they beat
+  // their hand kernels, so they count as two ops. A lone reduction does not.
+  for (int which = 0; which < 3; ++which) {
+    SCOPED_TRACE(which);
+    auto body = [which](const std::vector<Value>& a) {
+      const Tensor& x = a[0].tensor();
+      return Value(which == 0 ? softmax(x) : which == 1 ? log_softmax(x) : reduce_sum(x, {-1}));
+    };
+    const Tensor x = random_tensor(DType::kFloat32, Shape({65, 300}), 60) * 4.f;
+    Function j = make(body, true), g = make(body, false);
+    expect_same(j({Value(x)}).tensor(), g({Value(x)}).tensor());
+    EXPECT_EQ(concrete(j, {Value(x)})->jit_kernels(), which < 2 ? 1u : 0u);
+  }
+}
+
 TEST(JitRows, LayerNormIsOneKernelInThreePassesWithUnknownRows) {
   // moments + batch_normalization over the last dim, as Keras computes it.
   auto body = [](const std::vector<Value>& a) {
@@ -241,8 +258,8 @@ TEST(JitRows, LargeOutputsAreStreamedAndStillExact) {
   // Outputs of 8 MB or more (here; by default also at least half the L3)
   // are written with non-temporal stores: rows of 1 KB (aligned) and of 257
   // floats (unaligned rows: plain copies).
-  EXPECT_GE(stream_bytes(), size_t{8} << 20);
-  set_stream_bytes_for_tests(size_t{8} << 20);
+  EXPECT_GE(cpu::stream_bytes(), size_t{8} << 20);
+  cpu::set_stream_bytes_for_tests(size_t{8} << 20);
   auto body = [](const std::vector<Value>& a) {
     const Tensor& x = a[0].tensor();
     const Tensor centered = x - reduce_mean(x, {-1}, true);
@@ -256,7 +273,7 @@ TEST(JitRows, LargeOutputsAreStreamedAndStillExact) {
     for (size_t i = 0; i < 2; ++i) expect_same(got.items()[i].tensor(), want.items()[i].tensor());
     EXPECT_EQ(concrete(j, {Value(x)})->jit_kernels(), 1u);
   }
-  set_stream_bytes_for_tests(0);
+  cpu::set_stream_bytes_for_tests(0);
 }
 
 TEST(JitRows, PerRowValuesUsedOutsideBecomeOutputs) {

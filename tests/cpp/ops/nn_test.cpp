@@ -7,6 +7,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "kernels/cpu/kernel_util.h"
 #include "test_util.h"
 
 namespace kiln {
@@ -133,13 +134,16 @@ TEST(Softmax, SpecialValuesAndEmpty) {
   expect_tensor<double>(softmax(Tensor({{1.0, 1.0}, {2.0, 2.0}})), {2, 2}, {0.5, 0.5, 0.5, 0.5});
 }
 
-// Rows of every kind in an output large enough to be streamed (>= 8 MB): each
+// Rows of every kind in an output large enough to be streamed (8 MB here): each
 // row gives, bit for bit, what it gives alone (a small, unstreamed call);
 // normal rows take the shorter exp, rows with masks or a spread past -86.9 the
 // general one (subnormal results kept), NaN rows stay NaN.
 TEST(Softmax, StreamedRowsMatchRowsAloneBitForBit) {
   const float inf = std::numeric_limits<float>::infinity();
   const float nan = std::numeric_limits<float>::quiet_NaN();
+  // Streamed from 8 MB here (by default also at least half the L3).
+  EXPECT_GE(cpu::stream_bytes(), size_t{8} << 20);
+  cpu::set_stream_bytes_for_tests(size_t{8} << 20);
   const int64_t rows = 2100, c = 1024;  // 8.2 MB of float32
   std::vector<float> x(static_cast<size_t>(rows * c));
   for (int64_t r = 0; r < rows; ++r) {
@@ -174,6 +178,55 @@ TEST(Softmax, StreamedRowsMatchRowsAloneBitForBit) {
       }
     }
   }
+  cpu::set_stream_bytes_for_tests(0);
+}
+
+// Rows of every kind next to each other (the next row's lines are
+// prefetched during this row's exps), many blocks of rows (a small grain),
+// rows with a tail past the 16 lanes, and the output in the input's own
+// buffer (graph mode reuses a dead input): each row gives, bit for bit, what
+// it gives alone.
+TEST(Softmax, BlocksOfRowsOfEveryKindMatchRowsAloneBitForBit) {
+  const float inf = std::numeric_limits<float>::infinity();
+  const int64_t saved = config().parallel_grain;
+  config().parallel_grain = 2048;
+  for (int64_t c : {300, 40, 7}) {
+    SCOPED_TRACE(::testing::Message() << "row of " << c);
+    const int64_t rows = 203;
+    std::vector<float> x(static_cast<size_t>(rows * c));
+    for (int64_t r = 0; r < rows; ++r) {
+      float* p = x.data() + r * c;
+      for (int64_t i = 0; i < c; ++i) p[i] = 3.f * std::sin(0.41f * static_cast<float>(i + 3 * r));
+      if (r % 4 == 1) p[r % c] = -inf;           // a masked row
+      if (r % 4 == 2) p[c - 1] = p[0] - 95.f;    // subnormal results
+      if (r % 9 == 3) p[c / 2] = std::nanf("");  // a NaN row
+    }
+    for (float& v : x) v *= 2.f;  // what the function computes (exactly)
+    const Tensor t = Tensor::from_vector(x, Shape{rows, c});
+    Function in_place([](const std::vector<Value>& a) {
+      const Tensor& h = a[0].tensor();
+      return Value::list({Value(softmax(h * 2.f)), Value(log_softmax(h + h))});
+    });
+    const Value g = in_place({Value(t * 0.5f)});
+    for (int k = 0; k < 4; ++k) {
+      const bool log = k % 2 == 1;
+      SCOPED_TRACE(::testing::Message()
+                   << (log ? "log_softmax" : "softmax") << (k >= 2 ? " in a function" : ""));
+      const Tensor all = k >= 2 ? g.items()[static_cast<size_t>(k - 2)].tensor()
+                                : (log ? log_softmax(t) : softmax(t));
+      const std::vector<float> got = all.to_vector<float>();
+      for (int64_t r = 0; r < rows; ++r) {
+        const std::vector<float> row(x.begin() + r * c, x.begin() + (r + 1) * c);
+        const Tensor one = Tensor::from_vector(row, Shape{1, c});
+        const std::vector<float> alone = (log ? log_softmax(one) : softmax(one)).to_vector<float>();
+        for (int64_t i = 0; i < c; ++i)
+          ASSERT_EQ(std::bit_cast<uint32_t>(got[static_cast<size_t>(r * c + i)]),
+                    std::bit_cast<uint32_t>(alone[static_cast<size_t>(i)]))
+              << "row " << r << " col " << i;
+      }
+    }
+  }
+  config().parallel_grain = saved;
 }
 
 // Both sides of the shorter exp's range: results match the reference to a few
