@@ -28,10 +28,12 @@ bool leading_fold(const Node* r, Fold& f) {
   const DType dt = in.dtype;
   if ((dt != DType::kFloat32 && dt != DType::kFloat64 && dt != DType::kInt32 &&
        dt != DType::kInt64) ||
-      !in.shape.rank_known() || in.shape.rank() < 2)
+      !in.shape.rank_known() || in.shape.rank() < 1)
     return false;
   const int64_t rank = in.shape.rank();
-  const auto& axes = attr_value<std::vector<int64_t>>(op, r->attrs(), "axis");
+  std::vector<int64_t> axes = attr_value<std::vector<int64_t>>(op, r->attrs(), "axis");
+  if (axes.empty())  // no axes: every dim (a loss's mean)
+    for (int64_t d = 0; d < rank; ++d) axes.push_back(d);
   std::vector<bool> folded(static_cast<size_t>(rank));
   for (int64_t a : axes) {
     const int64_t n = a < 0 ? a + rank : a;
@@ -41,7 +43,7 @@ bool leading_fold(const Node* r, Fold& f) {
   const auto k = static_cast<int64_t>(axes.size());
   for (int64_t d = 0; d < rank; ++d)
     if (folded[static_cast<size_t>(d)] != (d < k)) return false;  // leading dims only
-  if (k < 1 || k >= rank) return false;
+  if (k < 1) return false;
   // The same reduction with the folded dims last: a row fold to lower.
   // (Unknown dims are given a size: only the fold's form is read, and the
   // runtime counts the values.)
@@ -147,8 +149,9 @@ std::vector<std::string> fold_reductions(Graph& g, const std::vector<Node*>& ker
       folds.push_back(f);
       specs[o] = r->outputs()[0];
       notes.push_back(str_cat("// ", attr_value<std::string>(op, k->attrs(), "kernel"), " output ",
-                              o, " folded by ", r->op().type_name, " '", r->name(),
-                              "' over its first ", f.dims, " dims (in blocks, in the runtime)\n"));
+                              o, " folded by ", r->op().type_name, " '", r->name(), "' over ",
+                              f.dims == sig[0] ? "all its " : "its first ", f.dims,
+                              " dims (in blocks, in the runtime)\n"));
       r->reset(op_def(OpId::Identity), {Edge{k, oi}}, Attrs{}, {r->outputs()[0]});
     }
     if (folds.empty()) continue;

@@ -1,7 +1,8 @@
-// Reductions over leading dims (a batch norm's statistics over N, H, W)
-// folded into the kernel that computes their input: the kernel's output goes
-// to a small block in cache, and the runtime folds each block into per-column
-// accumulators, so the full value never reaches memory.
+// Reductions over leading dims (a batch norm's statistics over N, H, W), or
+// over every dim (a loss's mean), folded into the kernel that computes their
+// input: the kernel's output goes to a small block in cache, and the runtime
+// folds each block into per-column accumulators (16 lanes for a fold over
+// every dim), so the full value never reaches memory.
 #pragma once
 #include <cstdint>
 #include <span>
@@ -17,7 +18,8 @@ namespace kiln::jit {
 
 /// Whether `r` is a reduction over the leading dims of its input that a
 /// kernel can fold (float32/64, int32/64; Sum, Mean, Max, Min, Prod: read
-/// from the row's own lowering), and how.
+/// from the row's own lowering), and how. No axes, or all of them, fold
+/// every dim.
 bool leading_fold(const Node* r, Fold& f);
 
 /// Folds into `kernels` (JitKernel nodes of `g`, elementwise) each reduction
@@ -28,8 +30,9 @@ std::vector<std::string> fold_reductions(Graph& g, const std::vector<Node*>& ker
 
 /// Runs kernel `fn` over layout `l` of the space `dims` (collapsed without
 /// merging across the folded dims), writing each folded output a block of
-/// rows at a time into a scratch block and folding it into per-column
-/// accumulators, then into the node's (small) outputs. `out` holds the other
+/// rows (of points, for a fold over every dim) at a time into a scratch block
+/// and folding it into per-column accumulators (per-lane ones), then into the
+/// node's (small) outputs. `out` holds the other
 /// outputs' pointers (args.out is it).
 void run_folded(KernelContext& c, const std::vector<Fold>& folds, KernelFn fn,
                 const KernelArgs& args, std::span<void*> out, std::span<const int64_t> dims,

@@ -17,6 +17,8 @@ namespace {
 
 // Points of scratch per folded output and block (64 KB of float32).
 constexpr int64_t kBlockPoints = 16384;
+// A full fold's accumulators per chunk (kBlockPoints is a multiple).
+constexpr int64_t kLanes = 16;
 
 // One fold's accumulators: double for floats, int64 for integers (sums and
 // products wrap as unsigned, as the eager kernels' do mod 2^bits).
@@ -71,21 +73,32 @@ void fold_rows(OpId op, const T* src, int64_t rows, int64_t cols, A* acc) {
   }
 }
 
-// The chunks' accumulators combined in order, divided by `count` for a
-// mean, into `dst` (C values).
+// The folded value v, divided by `count` for a mean, as a T.
 template <typename T, typename A>
-void finish(const Fold& f, const A* acc, int64_t chunks, int64_t cols, int64_t count, T* dst) {
+T result(const Fold& f, A v, int64_t count) {
+  const T s = static_cast<T>(v);
+  if constexpr (std::is_integral_v<T>)
+    return f.mean ? (count == 0 ? T(0) : static_cast<T>(s / static_cast<T>(count))) : s;
+  else
+    return f.mean ? s / static_cast<T>(count) : s;
+}
+
+// The chunks' accumulators combined in order, divided by `count` for a
+// mean, into `dst` (C values); for a full fold, the C lanes combined in
+// order too, into dst[0].
+template <typename T, typename A>
+void finish(const Fold& f, const A* acc, int64_t chunks, int64_t cols, int64_t count, T* dst,
+            bool full) {
+  A all = init_of<T, A>(f);
   for (int64_t j = 0; j < cols; ++j) {
     A v = init_of<T, A>(f);
     for (int64_t i = 0; i < chunks; ++i) v = combine<A>(f.combine, v, acc[i * cols + j]);
-    if constexpr (std::is_integral_v<T>) {
-      const T s = static_cast<T>(v);
-      dst[j] = f.mean ? (count == 0 ? T(0) : static_cast<T>(s / static_cast<T>(count))) : s;
-    } else {
-      const T s = static_cast<T>(v);
-      dst[j] = f.mean ? s / static_cast<T>(count) : s;
-    }
+    if (full)
+      all = combine<A>(f.combine, all, v);
+    else
+      dst[j] = result<T, A>(f, v, count);
   }
+  if (full) dst[0] = result<T, A>(f, all, count);
 }
 
 // Calls `body` with T (the stored type) and A (the accumulator) for `dt`.
@@ -99,20 +112,44 @@ void with_types(DType dt, F&& body) {
   }
 }
 
+// Runs fn over points [p0, p1) of a [rows, lc] layout, in order: a partial
+// row, whole rows, a partial row (a point's index is row * lc + column).
+void run_points(KernelFn fn, const KernelArgs* a, int64_t p0, int64_t p1, int64_t lc) {
+  int64_t r = p0 / lc;
+  if (const int64_t c = p0 % lc; c != 0) {
+    const int64_t e = std::min(lc, c + (p1 - p0));
+    fn(a, r, r + 1, c, e);
+    p0 += e - c;
+    ++r;
+  }
+  if (const int64_t whole = (p1 - p0) / lc; whole > 0) {
+    fn(a, r, r + whole, 0, lc);
+    p0 += whole * lc;
+    r += whole;
+  }
+  if (p0 < p1) fn(a, r, r + 1, 0, p1 - p0);
+}
+
 }  // namespace
 
 void run_folded(KernelContext& c, const std::vector<Fold>& folds, KernelFn fn,
                 const KernelArgs& args, std::span<void*> out, std::span<const int64_t> dims,
                 const Layout& l) {
   const auto k = static_cast<size_t>(folds[0].dims);
+  // A leading fold walks folded rows of `cols` points into `cols`
+  // accumulators per chunk; a full fold walks points into kLanes of them
+  // (lane = the point's index in its chunk mod kLanes).
+  const bool full = k == dims.size();
   int64_t rows = 1, cols = 1;
   for (size_t d = 0; d < dims.size(); ++d) (d < k ? rows : cols) *= dims[d];
   const int64_t lcols = l.cols();
-  if (cols > 0 && (lcols <= 0 || cols % lcols != 0))
+  if (!full && cols > 0 && (lcols <= 0 || cols % lcols != 0))
     c.fail("the layout does not keep the folded dims apart");
-  const int64_t per_row = cols > 0 ? cols / lcols : 0;  // layout rows per folded row
-  const int64_t block = std::max<int64_t>(1, kBlockPoints / std::max<int64_t>(cols, 1));
-  const int64_t blocks = cols > 0 ? (rows + block - 1) / block : 0;
+  const int64_t per_row = !full && cols > 0 ? cols / lcols : 0;  // layout rows per folded row
+  const int64_t units = rows, width = full ? kLanes : cols;
+  const int64_t block =
+      full ? kBlockPoints : std::max<int64_t>(1, kBlockPoints / std::max<int64_t>(cols, 1));
+  const int64_t blocks = cols > 0 ? (units + block - 1) / block : 0;
   const int64_t chunks =
       std::max<int64_t>(1, std::min<int64_t>(2 * ThreadPool::global().num_threads(), blocks));
   for (const Fold& f : folds) {
@@ -121,18 +158,18 @@ void run_folded(KernelContext& c, const std::vector<Fold>& folds, KernelFn fn,
         dt != DType::kInt64)
       c.fail("a folded output must be float32, float64, int32 or int64, not ", dtype_name(dt));
   }
-  // Per fold: chunks x cols accumulators, as raw 8-byte slots.
+  // Per fold: chunks x width accumulators, as raw 8-byte slots.
   std::vector<std::vector<int64_t>> acc(folds.size(),
-                                        std::vector<int64_t>(static_cast<size_t>(chunks * cols)));
+                                        std::vector<int64_t>(static_cast<size_t>(chunks * width)));
   for (size_t f = 0; f < folds.size(); ++f)
     with_types(c.output(static_cast<size_t>(folds[f].output)).dtype(), [&](auto t, auto a) {
       using T = decltype(t);
       using A = decltype(a);
       A* p = reinterpret_cast<A*>(acc[f].data());
-      std::fill(p, p + chunks * cols, init_of<T, A>(folds[f]));
+      std::fill(p, p + chunks * width, init_of<T, A>(folds[f]));
     });
   if (blocks > 0) {
-    const int64_t step = (rows + chunks - 1) / chunks;
+    const int64_t step = (units + chunks - 1) / chunks;
     parallel_for(chunks, 1, [&](int64_t c0, int64_t c1) {
       SmallVec<void*, 8> mine(out.data(), out.size());
       KernelArgs a = args;
@@ -142,7 +179,7 @@ void run_folded(KernelContext& c, const std::vector<Fold>& folds, KernelFn fn,
         scratch.push_back(
             Tensor::empty(c.output(static_cast<size_t>(f.output)).dtype(), Shape({block * cols})));
       for (int64_t ch = c0; ch < c1; ++ch) {
-        const int64_t lo = ch * step, hi = std::min(rows, lo + step);
+        const int64_t lo = ch * step, hi = std::min(units, lo + step);
         for (int64_t r = lo; r < hi; r += block) {
           const int64_t r1 = std::min(hi, r + block);
           // The kernel writes output o at o's base + point index: shift the
@@ -153,13 +190,20 @@ void run_folded(KernelContext& c, const std::vector<Fold>& folds, KernelFn fn,
                 reinterpret_cast<void*>(reinterpret_cast<uintptr_t>(scratch[f].mutable_raw_data()) -
                                         static_cast<uintptr_t>(r * cols) * es);
           }
-          fn(&a, r * per_row, r1 * per_row, 0, lcols);
+          if (full)
+            run_points(fn, &a, r, r1, std::max<int64_t>(lcols, 1));
+          else
+            fn(&a, r * per_row, r1 * per_row, 0, lcols);
           for (size_t f = 0; f < folds.size(); ++f)
             with_types(scratch[f].dtype(), [&](auto t, auto ac) {
               using T = decltype(t);
               using A = decltype(ac);
-              fold_rows<T, A>(folds[f].combine, scratch[f].data<T>(), r1 - r, cols,
-                              reinterpret_cast<A*>(acc[f].data()) + ch * cols);
+              const T* src = scratch[f].data<T>();
+              A* mine_acc = reinterpret_cast<A*>(acc[f].data()) + ch * width;
+              const int64_t n = r1 - r, whole = full ? n - n % kLanes : n;
+              fold_rows<T, A>(folds[f].combine, src, full ? whole / kLanes : n, width, mine_acc);
+              if (whole < n)  // a full fold's last points, into the first lanes
+                fold_rows<T, A>(folds[f].combine, src + whole, 1, n - whole, mine_acc);
             });
         }
       }
@@ -171,8 +215,8 @@ void run_folded(KernelContext& c, const std::vector<Fold>& folds, KernelFn fn,
     with_types(o.dtype(), [&](auto t, auto a) {
       using T = decltype(t);
       using A = decltype(a);
-      finish<T, A>(folds[f], reinterpret_cast<const A*>(acc[f].data()), chunks, cols, rows,
-                   o.mutable_data<T>());
+      finish<T, A>(folds[f], reinterpret_cast<const A*>(acc[f].data()), chunks, width, rows,
+                   o.mutable_data<T>(), full);
     });
   }
 }

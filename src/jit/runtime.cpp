@@ -317,10 +317,11 @@ void jit_kernel(KernelContext& c) {
     if (l.cols() != sig[2]) c.fail("reduced dims hold ", l.cols(), " values, not ", sig[2]);
   } else {
     // A product keeps its rows (the blocks it is computed in), a fold its
-    // folded dims apart from the others.
+    // folded dims apart from the others (a full fold walks points in order).
+    const bool split = !folds.empty() && folds[0].dims < static_cast<int64_t>(rank);
     collapse(std::span<const int64_t>(dims, rank), n_in, in_dims.data(), l,
-             product.has_value() || !folds.empty(), maps.empty() ? nullptr : in_strides.data(),
-             folds.empty() ? -1 : static_cast<int>(folds[0].dims));
+             product.has_value() || split, maps.empty() ? nullptr : in_strides.data(),
+             split ? static_cast<int>(folds[0].dims) : -1);
   }
   const int64_t rows = l.rows();
   Outputs outs(c, std::span<const int64_t>(dims, rank), reduced, total, rows, folds);

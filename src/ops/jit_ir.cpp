@@ -424,7 +424,7 @@ bool parse_folds(std::span<const int64_t> attr, size_t n_out, int64_t rank,
   for (size_t i = 0; i < attr.size(); i += kFoldFields) {
     const int64_t* a = attr.data() + i;
     if (a[0] < 0 || a[0] >= static_cast<int64_t>(n_out) || seen[static_cast<size_t>(a[0])] ||
-        !fold_combine(a[1]) || a[2] < 1 || a[2] >= rank || (a[3] & ~int64_t{1}) ||
+        !fold_combine(a[1]) || a[2] < 1 || a[2] > rank || (a[3] & ~int64_t{1}) ||
         (a[4] & ~int64_t{1}))
       return false;
     if (!out.empty() && a[2] != out[0].dims) return false;

@@ -190,10 +190,10 @@ std::string product_dims(const Product& p, const TensorSpec& a, const TensorSpec
 struct Fold {
   int64_t output = 0;        ///< the kernel output folded
   OpId combine = OpId::Add;  ///< Add, Mul, Maximum or Minimum
-  int64_t dims = 1;          ///< the leading dims folded (>= 1, < the space's rank)
-  bool mean = false;         ///< divided by the count afterwards
-  bool keepdims = false;     ///< the folded dims stay as 1s
-  uint64_t init = 0;         ///< the starting value's bit pattern (of the output's dtype)
+  int64_t dims = 1;       ///< the leading dims folded (>= 1, <= the space's rank: all, a full fold)
+  bool mean = false;      ///< divided by the count afterwards
+  bool keepdims = false;  ///< the folded dims stay as 1s
+  uint64_t init = 0;      ///< the starting value's bit pattern (of the output's dtype)
 };
 inline constexpr size_t kFoldFields = 6;
 

@@ -136,6 +136,104 @@ TEST(JitFolds, ReductionsOverLeadingDimsFoldIntoTheirKernel) {
   }
 }
 
+// Reductions over every dim (a loss's mean): the kernel's points in blocks,
+// folded into 16 lanes per chunk. No axes and all axes alike; blocks that
+// start and end inside layout rows (a broadcast operand keeps rows apart).
+TEST(JitFolds, ReductionsOverEveryDimFoldIntoTheirKernel) {
+  const Tensor y = random_tensor(DType::kFloat32, Shape({333, 1001}), 11);
+  const Tensor t = random_tensor(DType::kFloat32, Shape({333, 1001}), 12);
+  const Tensor row = random_tensor(DType::kFloat32, Shape({1001}), 13);
+  const Tensor v = random_tensor(DType::kFloat32, Shape({100003}), 14);
+  const Tensor x4 = random_tensor(DType::kFloat32, Shape({4, 5, 6, 8}), 15);
+  const Tensor i32 =
+      cast(random_tensor(DType::kFloat32, Shape({37, 11}), 16) * 1e4f, DType::kInt32);
+  const Tensor i64 = cast(random_tensor(DType::kFloat32, Shape({9, 7}), 17) * 3.f, DType::kInt64);
+  const Tensor f64 = random_tensor(DType::kFloat64, Shape({120, 50}), 18);
+  const Tensor empty = random_tensor(DType::kFloat32, Shape({0, 5}), 19);
+  const std::vector<FoldCase> cases = {
+      {"mean squared error (no axes), many blocks and chunks",
+       [](const std::vector<Value>& a) {
+         const Tensor d = a[0].tensor() - a[1].tensor();
+         return Value(reduce_mean(d * d));
+       },
+       {Value(y), Value(t)},
+       1},
+      {"sum over all axes, keepdims, of a broadcast product",
+       [](const std::vector<Value>& a) {
+         return Value(reduce_sum(a[0].tensor() * a[1].tensor() + 1.f, {0, 1}, true));
+       },
+       {Value(y), Value(row)},
+       1},
+      {"max and min of tanh over a vector",
+       [](const std::vector<Value>& a) {
+         const Tensor th = tanh(a[0].tensor()) * 3.f;
+         return Value::list({Value(reduce_max(th)), Value(reduce_min(th + 1.f, {0}, true))});
+       },
+       {Value(v)},
+       2},
+      {"a small space (a tail of lanes)",
+       [](const std::vector<Value>& a) { return Value(reduce_sum(exp(a[0].tensor()) - 1.f)); },
+       {Value(x4)},
+       1},
+      {"int32 sums wrap, int32 mean truncates",
+       [](const std::vector<Value>& a) {
+         const Tensor p = a[0].tensor() * a[0].tensor();
+         return Value::list({Value(reduce_sum(p)), Value(reduce_mean(p - 7))});
+       },
+       {Value(i32)},
+       2},
+      {"int64 max and product",
+       [](const std::vector<Value>& a) {
+         const Tensor q = a[0].tensor() - 1;
+         return Value::list({Value(reduce_max(q * 2)), Value(reduce_prod(q + 1))});
+       },
+       {Value(i64)},
+       2},
+      {"float64 sum",
+       [](const std::vector<Value>& a) { return Value(reduce_sum(a[0].tensor() * 0.5 + 1.0)); },
+       {Value(f64)},
+       1},
+      {"no points: starting values (max -inf, mean NaN)",
+       [](const std::vector<Value>& a) {
+         const Tensor e = a[0].tensor() * 2.f + 1.f;
+         return Value::list({Value(reduce_max(e - 1.f)), Value(reduce_mean(e * e))});
+       },
+       {Value(empty)},
+       2},
+  };
+  for (const FoldCase& fc : cases) {
+    SCOPED_TRACE(fc.name);
+    const std::vector<Tensor> eager = parts(fc.body(fc.args));
+    Function g = make(fc.body, false), j = make(fc.body, true);
+    const std::vector<Tensor> graph = parts(g(fc.args)), jit = parts(j(fc.args));
+    ASSERT_EQ(jit.size(), eager.size());
+    for (size_t i = 0; i < eager.size(); ++i) {
+      expect_same(graph[i], eager[i]);
+      expect_same(jit[i], eager[i]);
+    }
+    EXPECT_EQ(folds_in(j, fc.args), fc.folds);
+  }
+}
+
+// A loss over a None batch: each call folds the points it has.
+TEST(JitFolds, FullFoldsOverNoneBatchesFoldAtRunTime) {
+  const ArgSpec ys{DType::kFloat32, Shape({-1, 10}), "y"};
+  Body body = [](const std::vector<Value>& a) {
+    const Tensor d = a[0].tensor() - a[1].tensor();
+    return Value(reduce_mean(d * d));
+  };
+  Function j = make(body, true, std::vector<ArgSpec>{ys, ys});
+  for (int64_t n : {3, 1, 20000, 0}) {
+    SCOPED_TRACE(n);
+    const std::vector<Value> args = {
+        Value(random_tensor(DType::kFloat32, Shape({n, 10}), static_cast<uint32_t>(n))),
+        Value(random_tensor(DType::kFloat32, Shape({n, 10}), static_cast<uint32_t>(n + 1)))};
+    expect_same(j(args).tensor(), body(args).tensor());
+    EXPECT_EQ(folds_in(j, args), 1u);
+  }
+  EXPECT_EQ(j.tracing_count(), 1);
+}
+
 // A None batch dim: each call folds over the rows it has, no retrace.
 TEST(JitFolds, NoneLeadingDimsFoldAtRunTime) {
   const ArgSpec xs{DType::kFloat32, Shape({-1, 6, 4}), "x"};
@@ -175,7 +273,7 @@ TEST(JitFolds, MalformedFoldsAreRefused) {
   fails({0, add, 1, 0, 0}, "fold is malformed");                                 // truncated
   fails({1, add, 1, 0, 0, 0}, "fold is malformed");                              // no output 1
   fails({0, static_cast<int64_t>(OpId::Sub), 1, 0, 0, 0}, "fold is malformed");  // not a fold
-  fails({0, add, 2, 0, 0, 0}, "fold is malformed");                              // every dim
+  fails({0, add, 3, 0, 0, 0}, "fold is malformed");                              // past the rank
   fails({0, add, 0, 0, 0, 0}, "fold is malformed");                              // no dim
   fails({0, add, 1, 2, 0, 0}, "fold is malformed");                              // mean not a flag
   fails({0, add, 1, 0, 0, 0, 0, add, 1, 0, 0, 0}, "fold is malformed");          // folded twice

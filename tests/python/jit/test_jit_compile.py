@@ -493,6 +493,37 @@ def test_batch_norm_statistics_fold_into_their_kernel():
     assert j.experimental_get_tracing_count() == 1
 
 
+def test_a_loss_mean_folds_into_the_kernel_of_its_values():
+    # A mean over every dim (tf.keras.losses' reduction): the kernel of
+    # (y - t)^2 folds it, and the gradient through it matches graph mode.
+    spec = [tf.TensorSpec([None, 7], tf.float32)] * 2
+
+    def loss(y, t):
+        return tf.reduce_mean(tf.square(y - t)), tf.reduce_sum(tf.abs(y - t), keepdims=True)
+
+    j = tf.function(loss, jit_compile=True, input_signature=spec)
+    g = tf.function(loss, input_signature=spec)
+    rng = np.random.RandomState(4)
+    for b in (3000, 1, 0):
+        y = tf.constant(rng.randn(b, 7).astype(np.float32))
+        t = tf.constant(rng.randn(b, 7).astype(np.float32))
+        for got, want in zip(j(y, t), g(y, t)):
+            np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=2e-5, atol=1e-6)
+    ir = j.experimental_get_compiler_ir(y, t)("hlo")
+    assert ir.count("over all its 2 dims") == 2, ir
+    assert j.experimental_get_tracing_count() == 1
+    y = tf.constant(rng.randn(50, 7).astype(np.float32))
+    t = tf.constant(rng.randn(50, 7).astype(np.float32))
+
+    def grad(f):
+        with tf.GradientTape() as tape:
+            tape.watch(y)
+            value = f(y, t)[0]
+        return tape.gradient(value, y)
+
+    np.testing.assert_allclose(grad(j).numpy(), grad(g).numpy(), rtol=1e-5, atol=1e-7)
+
+
 def test_set_jit_autoclustering_compiles_functions_left_at_none():
     # tf.config.optimizer.set_jit: jit_compile=None follows it (read when the
     # function is created); an explicit True or False always wins.
