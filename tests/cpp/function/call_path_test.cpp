@@ -130,6 +130,26 @@ TEST(CallPath, InputSignatureShortcutChecksStructureAndSpecs) {
   EXPECT_EQ(f.tracing_count(), 1);
 }
 
+// A variable bound to an input_signature spec is read, as TensorFlow converts
+// the argument to a tensor (no retrace; a tape sees the read); one of another
+// dtype is refused like a tensor.
+TEST(CallPath, VariablesBoundToInputSignatureSpecsAreRead) {
+  FunctionOptions o;
+  o.name = "sig";
+  o.input_signature = std::vector<ArgSpec>{{DType::kFloat32, Shape({-1}), "x"}};
+  Function f([](const std::vector<Value>& a) { return Value(a[0].tensor() * 2.f); }, o);
+  Variable v(Tensor({1.f, 2.f, 3.f}));
+  expect_tensor<float>(f({Value(v)}).tensor(), {3}, {2.f, 4.f, 6.f});
+  expect_tensor<float>(f({Value(Tensor({1.f}))}).tensor(), {1}, {2.f});
+  EXPECT_EQ(f.tracing_count(), 1);
+  GradientTape tape;
+  const Tensor y = reduce_sum(f({Value(v)}).tensor());
+  expect_tensor<float>(tape.gradient(y, v), {3}, {2.f, 2.f, 2.f});
+  Variable ints(Tensor({1, 2}));
+  expect_error([&] { f({Value(ints)}); }, Code::kInvalidArgument,
+               {"incompatible with input_signature", "int32"});
+}
+
 TEST(CallPath, PlansReadInputsAndConstantsInPlaceWithoutChangingThem) {
   FunctionOptions o;
   o.name = "mixed";

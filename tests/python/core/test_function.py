@@ -63,6 +63,21 @@ def test_input_signature_and_errors():
         next_collatz(tf.constant([[1, 2], [3, 4]]))
 
 
+def test_variables_bound_to_input_signature_specs_are_read():
+    # TensorFlow converts a variable passed for a TensorSpec to a tensor: the
+    # call reads it (no retrace; a tape sees the read).
+    f = tf.function(lambda x: x * 2, input_signature=[tf.TensorSpec([None], tf.float32)])
+    v = tf.Variable([1.0, 2.0, 3.0])
+    np.testing.assert_array_equal(f(v).numpy(), [2, 4, 6])
+    np.testing.assert_array_equal(f(tf.constant([1.0])).numpy(), [2])
+    assert f.experimental_get_tracing_count() == 1
+    with tf.GradientTape() as tape:
+        y = tf.reduce_sum(f(v))
+    np.testing.assert_array_equal(tape.gradient(y, v).numpy(), [2, 2, 2])
+    with pytest.raises(ValueError, match="input_signature"):
+        f(tf.Variable([1, 2]))
+
+
 def test_input_signature_with_var_positional_arguments():
     # TensorFlow binds the specs to the *args elements.
     @tf.function(input_signature=[tf.TensorSpec([2], tf.float32), tf.TensorSpec([], tf.int32)])
