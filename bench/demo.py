@@ -26,8 +26,8 @@ import workloads as wl  # noqa: E402
 
 RESULTS = os.path.join(HERE, "results")
 JIT_NOTE = ("jit rows: kiln.function(jit_compile=True) — fused elementwise clusters compiled "
-            "to C++, with reductions over the last dims, reductions over leading dims folded "
-            "in, slices and transposes read in place, MatMul products computed inside their "
+            "to C++, with reductions over the last dims, reductions over leading or all dims "
+            "folded in, slices and transposes read in place, MatMul products computed inside their "
             "epilogue's kernel, and cond/while bodies (inner-dim transposes and convolution "
             "epilogues not fused yet; docs/JIT.md)")
 
