@@ -603,9 +603,10 @@ std::vector<std::vector<int64_t>> output_deps(const Kernel& k) {
 // reduced dims (then their product when > 0), outputs, inner pattern.
 std::vector<int64_t> signature(const Kernel& k, const Space& sp, std::span<const TensorSpec> outs) {
   std::vector<int64_t> sig{k.rank, k.reduced};
-  if (k.reduced > 0) {
+  if (k.reduced > 0) {  // the points per row, or -1 when a reduced dim is unknown
     int64_t n = 1;
-    for (int d = k.rank - k.reduced; d < k.rank; ++d) n *= sp.shape.dim(d);
+    for (int d = k.rank - k.reduced; d < k.rank; ++d)
+      n = n < 0 || sp.shape.dim(d) < 0 ? -1 : n * sp.shape.dim(d);
     sig.push_back(n);
   }
   sig.push_back(static_cast<int64_t>(k.outputs.size()));

@@ -91,6 +91,7 @@ int32_t home_of(const Kernel& k, const Plan& p, size_t i, const std::set<int>& r
 void choose_buffers(const Kernel& k, Plan& p) {
   int64_t stack = 0;
   auto fits = [&](DType dt) {
+    if (p.n < 0) return false;  // N known at run time: no stack row buffers
     const int64_t bytes = p.n * static_cast<int64_t>(dtype_size(dt));
     if (bytes > kMaxSpillBytes || stack + bytes > kMaxStackBytes) return false;
     stack += bytes;
@@ -122,7 +123,8 @@ Plan plan(const Kernel& k) {
   Plan p;
   p.row = k.per_row();
   p.stage.assign(k.body.size(), 0);
-  for (int d = k.rank - k.reduced; d < k.rank; ++d) p.n *= k.dims[static_cast<size_t>(d)];
+  for (int d = k.rank - k.reduced; d < k.rank; ++d)
+    p.n = p.n < 0 || k.dims[static_cast<size_t>(d)] < 0 ? -1 : p.n * k.dims[static_cast<size_t>(d)];
   int last = -1;
   for (size_t i = 0; i < k.body.size(); ++i) {
     const Instr& in = k.body[i];
@@ -513,9 +515,13 @@ std::string row_kernel_text(const Kernel& kernel) {
   const size_t n_in = k.inputs.size();
   const bool pipe = p.pipe;
   const NextRow next = pipe ? next_row(k, p) : NextRow{};
-  std::string s = str_cat("// ", k.name, ": ", k.body.size(), " instructions, rows of ", p.n,
+  // N static, or the layout's last dim (the reduced dims as one run).
+  const std::string n = p.n >= 0 ? str_cat(p.n) : "N (known at run time)";
+  std::string s = str_cat("// ", k.name, ": ", k.body.size(), " instructions, rows of ", n,
                           " points in ", p.passes, " passes", pipe ? ", pipelined" : "", "\n",
-                          signature_text(k), "  constexpr int64_t N = ", p.n, ";\n");
+                          signature_text(k),
+                          p.n >= 0 ? str_cat("  constexpr int64_t N = ", p.n, ";\n")
+                                   : std::string("  const int64_t N = sh[R - 1];\n"));
   for (size_t i = 0; i < k.body.size(); ++i)
     if (p.spill[i] && p.home[i] < 0)
       s += str_cat("  alignas(64) ", ctype(k.body[i].dtype), " s", i, "[N];\n");

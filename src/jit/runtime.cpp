@@ -7,6 +7,7 @@
 #include <unordered_map>
 
 #include "fold.h"
+#include "kernels/cpu/copy_util.h"
 #include "kernels/cpu/gemm.h"
 #include "kernels/cpu/kernel_util.h"
 #include "kiln/small_vector.h"
@@ -247,6 +248,32 @@ void run_with_product(KernelContext& c, const ProductCall& pc, KernelFn fn, cons
   });
 }
 
+// Input t of a row kernel whose N is known at run time, built for full rows
+// of it, but broadcast along its row at run time (a reduced dim 1 where the
+// space's is not; its dims `d`, right-aligned to the space's rank): copied to
+// full rows, since a row kernel reads rows with unit stride. Rare: a tensor
+// that broadcasts along a softmax's axis. Updates `d`.
+Tensor full_rows(const Tensor& t, int64_t* d, std::span<const int64_t> dims, int reduced) {
+  const size_t rank = dims.size();
+  cpu::CopyPlan plan;
+  std::vector<int64_t> res(d, d + rank);
+  for (size_t j = rank - static_cast<size_t>(reduced); j < rank; ++j) res[j] = dims[j];
+  int64_t src = 1, dst = 1;
+  std::vector<int64_t> src_st(rank), dst_st(rank);
+  for (size_t j = rank; j-- > 0;) {
+    src_st[j] = d[j] == 1 ? 0 : src;
+    dst_st[j] = dst;
+    src *= d[j];
+    dst *= res[j];
+  }
+  for (size_t j = 0; j < rank; ++j) plan.add(res[j], src_st[j], dst_st[j]);
+  Tensor out = Tensor::empty(t.dtype(), Shape(res));
+  if (out.num_elements() > 0)
+    cpu::strided_copy(t.dtype(), t.raw_data(), out.mutable_raw_data(), plan);
+  std::copy(res.begin(), res.end(), d);
+  return out;
+}
+
 void jit_kernel(KernelContext& c) {
   const auto& sig = c.attr_ints("signature");
   const auto& product_attr = c.attr_ints("product");
@@ -308,13 +335,28 @@ void jit_kernel(KernelContext& c) {
   }
   int64_t total = 1;
   for (size_t d = 0; d < rank; ++d) total *= dims[d];
+  const size_t pat = sig.size() - n_in;  // the kernel's pattern ends the signature
+  // N known at run time: inputs built for full rows but broadcast along them.
+  std::vector<Tensor> expanded(n_in);
+  if (reduced > 0 && sig[2] < 0 && maps.empty())
+    for (size_t k = 0; k < n_in; ++k) {
+      int64_t* d = in_dims.data() + k * rank;
+      bool broadcast = false;
+      for (size_t j = rank - static_cast<size_t>(reduced); j < rank; ++j)
+        broadcast |= d[j] != dims[j];
+      if (broadcast && sig[pat + k] == 1 && !(product && k == product->slot))
+        expanded[k] = full_rows(c.input(k), d, std::span<const int64_t>(dims, rank), reduced);
+    }
   Layout l;
   if (reduced > 0) {
     SmallVec<int64_t, 16 * (kMaxDims + 1)> scratch(2 * n_in * (kMaxDims + 1));
     if (!collapse_rows(std::span<const int64_t>(dims, rank), reduced, n_in, in_dims.data(),
                        scratch.data(), l, maps.empty() ? nullptr : in_strides.data()))
       c.fail("an input's view does not read whole rows of its source");
-    if (l.cols() != sig[2]) c.fail("reduced dims hold ", l.cols(), " values, not ", sig[2]);
+    int64_t n = 1;
+    for (size_t d = rank - static_cast<size_t>(reduced); d < rank; ++d) n *= dims[d];
+    if (l.cols() != n || (sig[2] >= 0 && n != sig[2]))
+      c.fail("reduced dims hold ", n, " values, not ", sig[2] >= 0 ? sig[2] : l.cols());
   } else {
     // A product keeps its rows (the blocks it is computed in), a fold its
     // folded dims apart from the others (a full fold walks points in order).
@@ -330,14 +372,16 @@ void jit_kernel(KernelContext& c) {
       run_folded(c, folds, nullptr, KernelArgs{}, {}, std::span<const int64_t>(dims, rank), l);
     return;
   }
+  // (Rows of one point read any inner stride alike: a run-time N of 1.)
   bool fast = true;
-  const size_t pat = sig.size() - n_in;  // the kernel's pattern ends the signature
-  for (size_t k = 0; k < n_in; ++k) fast &= sig[pat + k] == l.inner(k);
+  for (size_t k = 0; k < n_in; ++k)
+    fast &= sig[pat + k] == l.inner(k) || (reduced > 0 && l.cols() == 1);
   if (reduced > 0 && !fast) c.fail("inputs do not have the layout the kernel was built for");
   SmallVec<const void*, 16> in(n_in);
   for (size_t k = 0; k < n_in; ++k)
-    in[k] = product && k == product->slot
-                ? nullptr  // set by run_with_product
+    in[k] = product && k == product->slot ? nullptr  // set by run_with_product
+            : expanded[k].defined()
+                ? expanded[k].raw_data()
                 : static_cast<const char*>(c.input(k).raw_data()) +
                       offset[k] * static_cast<int64_t>(dtype_size(c.input(k).dtype()));
   // Row kernels stream outputs too large to stay in cache (no read for

@@ -55,7 +55,7 @@ static OpCost fused_cost(const CostQuery& q) {
 }
 
 // JitKernel: attrs ir (jit::Kernel::encode), signature (rank, reduced dims
-// (then their product when > 0), n_out, then per output: dtype, count, the
+// (then their product when > 0, -1 when unknown), n_out, then per output: dtype, count, the
 // inputs it depends on -- or -1, rank and static dims for a cluster
 // relabelled through a reshape, or -2, keepdims and the inputs for a
 // per-row output;
@@ -89,7 +89,7 @@ void infer_jit_kernel(InferContext& c) {
   };
   const int64_t rank = next(), reduced = next();
   if (rank < 0 || rank > 16 || reduced < 0 || reduced > rank) c.fail("bad signature");
-  if (reduced > 0 && next() < 0) c.fail("bad signature");
+  if (reduced > 0 && next() < -1) c.fail("bad signature");  // -1: known at run time
   const int64_t n_out = next();
   if (n_out < 1 || n_out > 1 << 16) c.fail("bad signature");
   std::vector<jit::Fold> folds;

@@ -175,9 +175,8 @@ Kernel Kernel::decode(std::span<const int64_t> code, std::string name) {
     if (!supported_dtype(k.inputs[i])) bad(k.name, "input dtype");
     dims(k.input_dims[i]);
   }
-  // Reduced dims: static, and each input has all of them or none.
-  for (int d = k.rank - k.reduced; d < k.rank; ++d)
-    if (k.dims[static_cast<size_t>(d)] < 0) bad(k.name, "reduced dim of unknown size");
+  // Each input has all of the reduced dims or none (unknown sizes are the
+  // space's: the runtime checks them).
   for (const auto& in : k.input_dims) {
     const auto tail = std::span<const int64_t>(in).last(static_cast<size_t>(k.reduced));
     const auto space = std::span<const int64_t>(k.dims).last(static_cast<size_t>(k.reduced));

@@ -130,8 +130,8 @@ template <bool kLog>
 bool lower_softmax(jit::LowerContext& c) {
   const DType dt = c.dtype(0);
   const Shape& s = c.spec(0).shape;
-  if ((dt != DType::kFloat32 && dt != DType::kFloat64) || !s.rank_known() || s.rank() == 0 ||
-      s.dim(s.rank() - 1) < 0)
+  // The last dim may be of unknown size: its row kernel takes N at run time.
+  if ((dt != DType::kFloat32 && dt != DType::kFloat64) || !s.rank_known() || s.rank() == 0)
     return false;
   const int32_t x = c.input(0);
   const int32_t m = c.reduce(OpId::Maximum, x, jit::lowest_bits(dt), 1);

@@ -43,6 +43,13 @@ std::vector<const OpDef*> reduction_rows() {
   return rows;
 }
 
+// Counts of `what` in `text`.
+size_t count_of(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
 TEST(JitRows, EveryReductionRowOnEveryDtypeAndLayoutMatchesEager) {
   const std::vector<const OpDef*> rows = reduction_rows();
   ASSERT_GE(rows.size(), 7u);
@@ -150,6 +157,55 @@ TEST(JitRows, ALoneSoftmaxCompilesAndALoneSumStaysAKernelCall) {
   }
 }
 
+TEST(JitRows, SoftmaxOverADimOfUnknownSizeTakesNAtRunTime) {
+  // A softmax (attention's scores over a None sequence) and a log-softmax
+  // over a dim of unknown size: one row kernel each, N read at run time, no
+  // retrace. A mask that broadcasts along the rows at run time ([r, 1]) is
+  // copied to full rows; N of 1 and 0, rows not multiples of 16, a mask
+  // broadcast over the rows.
+  auto body = [](const std::vector<Value>& a) {
+    const Tensor &x = a[0].tensor(), &m = a[1].tensor();
+    return Value::list({Value(softmax(x * 0.125f + m)), Value(log_softmax(x - 1.f))});
+  };
+  const std::vector<ArgSpec> sig = {{DType::kFloat32, Shape({-1, -1}), "x"},
+                                    {DType::kFloat32, Shape({-1, -1}), "m"}};
+  Function j = make(body, true, sig), g = make(body, false, sig);
+  struct Case {
+    Shape x, m;
+  };
+  const std::vector<Case> cases = {
+      {Shape({33, 1000}), Shape({33, 1000})}, {Shape({4, 37}), Shape({1, 37})},
+      {Shape({5, 17}), Shape({5, 1})},        {Shape({3, 1}), Shape({3, 1})},
+      {Shape({6, 0}), Shape({6, 0})},         {Shape({0, 4}), Shape({0, 4})},
+      {Shape({2, 5000}), Shape({2, 5000})}};
+  uint32_t seed = 70;
+  for (const Case& c : cases) {
+    SCOPED_TRACE(str_cat(c.x, " + ", c.m));
+    const std::vector<Value> args = {Value(random_tensor(DType::kFloat32, c.x, seed++) * 8.f),
+                                     Value(random_tensor(DType::kFloat32, c.m, seed++))};
+    const Value got = j(args), want = g(args);
+    for (size_t i = 0; i < 2; ++i) expect_same(got.items()[i].tensor(), want.items()[i].tensor());
+  }
+  EXPECT_EQ(j.tracing_count(), 1);
+  const auto cf = concrete(j, {Value(random_tensor(DType::kFloat32, Shape({2, 3}), 1)),
+                               Value(random_tensor(DType::kFloat32, Shape({2, 3}), 2))});
+  EXPECT_EQ(cf->jit_kernels(), 2u);
+  EXPECT_EQ(count_of(cf->compiler_ir("source"), "rows of N (known at run time) points"), 2u);
+  // The signature's points per row: -1 for unknown, nothing below it.
+  const auto f32 = static_cast<int64_t>(DType::kFloat32);
+  const std::vector<Tensor> x = {random_tensor(DType::kFloat32, Shape({3, 4}), 1)};
+  std::vector<Tensor> out;
+  kiln::testing::expect_error(
+      [&] {
+        run_kernel(op_def(OpId::JitKernel), x,
+                   testing::jit_kernel_attrs(
+                       {{"signature", std::vector<int64_t>{2, 1, -2, 1, f32, 1, 0, 1}},
+                        {"kernel", std::string("nowhere/k")}}),
+                   out);
+      },
+      Code::kInvalidArgument, {"bad signature"});
+}
+
 TEST(JitRows, LayerNormIsOneKernelInThreePassesWithUnknownRows) {
   // moments + batch_normalization over the last dim, as Keras computes it.
   auto body = [](const std::vector<Value>& a) {
@@ -178,13 +234,6 @@ TEST(JitRows, LayerNormIsOneKernelInThreePassesWithUnknownRows) {
   const std::string src = cf->compiler_ir("source");
   EXPECT_NE(src.find("in 3 passes"), std::string::npos) << src;
   EXPECT_NE(cf->compiler_ir("hlo").find("reduce Add"), std::string::npos);
-}
-
-// Counts of `what` in `text`.
-size_t count_of(const std::string& text, const std::string& what) {
-  size_t n = 0;
-  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
-  return n;
 }
 
 TEST(JitRows, RowsPipelineTheNextRowsFirstPassAcrossBlocks) {
@@ -415,7 +464,7 @@ TEST(JitRows, MalformedRowKernelIrIsRejected) {
                                 {"malformed IR"});
   };
   broken([](Kernel& b) { b.body[1].op = OpId::Sub; });  // not a fold
-  broken([](Kernel& b) { b.dims = {3, -1}; });          // reduced dim unknown
+  broken([](Kernel& b) { b.dims = {3, -2}; });          // a negative dim
   broken([](Kernel& b) { b.input_dims = {{3, 2}}; });   // part of the reduced dims
   broken([](Kernel& b) { b.reduced = 0; });             // a reduction in a point kernel
 }

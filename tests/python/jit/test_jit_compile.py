@@ -524,6 +524,27 @@ def test_a_loss_mean_folds_into_the_kernel_of_its_values():
     np.testing.assert_allclose(grad(j).numpy(), grad(g).numpy(), rtol=1e-5, atol=1e-7)
 
 
+def test_attention_over_a_none_sequence_fuses_its_softmax():
+    # Scores scaled and masked, then softmax over a sequence of unknown
+    # length: one row kernel that reads N at run time; no retrace.
+    spec = [tf.TensorSpec([2, None, 8], tf.float32), tf.TensorSpec([2, 1, None], tf.float32)]
+
+    def attend(q, mask):
+        scores = tf.matmul(q, q, transpose_b=True) * 0.35 + mask
+        return tf.matmul(tf.nn.softmax(scores), q)
+
+    j = tf.function(attend, jit_compile=True, input_signature=spec)
+    g = tf.function(attend, input_signature=spec)
+    rng = np.random.RandomState(5)
+    for n in (7, 1, 40):
+        q = tf.constant(rng.randn(2, n, 8).astype(np.float32))
+        mask = tf.constant(np.where(rng.rand(2, 1, n) < 0.2, -1e9, 0).astype(np.float32))
+        np.testing.assert_allclose(j(q, mask).numpy(), g(q, mask).numpy(), rtol=1e-5, atol=1e-6)
+    assert j.experimental_get_tracing_count() == 1
+    src = j.experimental_get_compiler_ir(q, mask)("source")
+    assert "rows of N (known at run time) points" in src, src
+
+
 def test_set_jit_autoclustering_compiles_functions_left_at_none():
     # tf.config.optimizer.set_jit: jit_compile=None follows it (read when the
     # function is created); an explicit True or False always wins.
