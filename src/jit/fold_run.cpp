@@ -58,6 +58,39 @@ KILN_AVX2_TARGET void add_rows_f32_avx2(const float* src, int64_t rows, int64_t 
 }
 #endif
 
+// Folds groups [0, n) of kLanes values of `src` into acc[kLanes] (a full
+// fold's lanes), the lanes held in registers across the groups.
+template <OpId kOp, typename T, typename A>
+inline void fold_lanes_as(const T* src, int64_t n, A* acc) {
+  A a[kLanes];
+  std::copy(acc, acc + kLanes, a);
+  for (int64_t g = 0; g < n; ++g) {
+    const T* row = src + g * kLanes;
+    for (int64_t j = 0; j < kLanes; ++j) a[j] = combine<A>(kOp, a[j], static_cast<A>(row[j]));
+  }
+  std::copy(a, a + kLanes, acc);
+}
+#if defined(__GNUC__) && defined(__x86_64__)
+KILN_AVX2_TARGET void add_lanes_f32_avx2(const float* src, int64_t n, double* acc) {
+  fold_lanes_as<OpId::Add>(src, n, acc);
+}
+#endif
+
+template <typename T, typename A>
+void fold_lanes(OpId op, const T* src, int64_t n, A* acc) {
+#if defined(__GNUC__) && defined(__x86_64__)
+  if constexpr (std::is_same_v<T, float>)
+    if (op == OpId::Add && cpu::detail::simd_level() != cpu::detail::SimdLevel::kBase)
+      return add_lanes_f32_avx2(src, n, acc);
+#endif
+  switch (op) {
+    case OpId::Add: return fold_lanes_as<OpId::Add>(src, n, acc);
+    case OpId::Mul: return fold_lanes_as<OpId::Mul>(src, n, acc);
+    case OpId::Maximum: return fold_lanes_as<OpId::Maximum>(src, n, acc);
+    default: return fold_lanes_as<OpId::Minimum>(src, n, acc);
+  }
+}
+
 template <typename T, typename A>
 void fold_rows(OpId op, const T* src, int64_t rows, int64_t cols, A* acc) {
 #if defined(__GNUC__) && defined(__x86_64__)
@@ -200,9 +233,11 @@ void run_folded(KernelContext& c, const std::vector<Fold>& folds, KernelFn fn,
               using A = decltype(ac);
               const T* src = scratch[f].data<T>();
               A* mine_acc = reinterpret_cast<A*>(acc[f].data()) + ch * width;
-              const int64_t n = r1 - r, whole = full ? n - n % kLanes : n;
-              fold_rows<T, A>(folds[f].combine, src, full ? whole / kLanes : n, width, mine_acc);
-              if (whole < n)  // a full fold's last points, into the first lanes
+              const int64_t n = r1 - r;
+              if (!full) return fold_rows<T, A>(folds[f].combine, src, n, width, mine_acc);
+              const int64_t whole = n - n % kLanes;
+              fold_lanes<T, A>(folds[f].combine, src, whole / kLanes, mine_acc);
+              if (whole < n)  // the chunk's last points, into the first lanes
                 fold_rows<T, A>(folds[f].combine, src + whole, 1, n - whole, mine_acc);
             });
         }
