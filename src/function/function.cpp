@@ -67,45 +67,6 @@ Value map_leaves(const Value& v, size_t& i, F&& leaf) {
   }
 }
 
-// Whether v holds a variable (at any depth).
-bool has_variable(const Value& v) {
-  if (v.kind() == Value::Kind::kVariable) return true;
-  if (v.kind() != Value::Kind::kList && v.kind() != Value::Kind::kTuple &&
-      v.kind() != Value::Kind::kDict)
-    return false;
-  return std::any_of(v.items().begin(), v.items().end(), has_variable);
-}
-
-// v with each variable read (a recorded read: a tape sees it).
-Value read_variables(const Value& v) {
-  switch (v.kind()) {
-    case Value::Kind::kVariable: return Value(v.variable().read_value());
-    case Value::Kind::kList:
-    case Value::Kind::kTuple: {
-      std::vector<Value> items;
-      for (const Value& x : v.items()) items.push_back(read_variables(x));
-      return v.kind() == Value::Kind::kList ? Value::list(std::move(items))
-                                            : Value::tuple(std::move(items));
-    }
-    case Value::Kind::kDict: {
-      std::vector<std::pair<std::string, Value>> items;
-      for (size_t k = 0; k < v.items().size(); ++k)
-        items.emplace_back(v.keys()[k], read_variables(v.items()[k]));
-      return Value::dict(std::move(items));
-    }
-    default: return v;
-  }
-}
-
-// With an input_signature, variables among the arguments are read, as
-// TensorFlow converts arguments bound to TensorSpecs to tensors.
-std::vector<Value> read_signature_variables(const std::vector<Value>& args) {
-  if (!std::any_of(args.begin(), args.end(), has_variable)) return args;
-  std::vector<Value> out;
-  for (const Value& a : args) out.push_back(read_variables(a));
-  return out;
-}
-
 // Output leaves: tensors (and variables, read) become graph outputs.
 Value map_outputs(const Value& v, TracingContext& tc) {
   switch (v.kind()) {
@@ -461,7 +422,7 @@ std::shared_ptr<const ConcreteFunction> Function::get_concrete_function(
 std::vector<Value> Function::bind_input_signature(const std::vector<Value>& given) const {
   if (!options_.input_signature) return given;
   const auto& sig = *options_.input_signature;
-  const std::vector<Value> args = read_signature_variables(given);
+  const std::vector<Value> args = detail::read_signature_variables(given);
   detail::Flat f = detail::flatten_args(args, options_.arg_names);
   if (f.specs.size() != sig.size() || f.leaves.size() != sig.size())
     throw InvalidArgumentError(str_cat("function '", options_.name, "': expected ", sig.size(),
@@ -760,8 +721,8 @@ void Function::note_call(bool traced) {
 }
 
 Value Function::operator()(const std::vector<Value>& given) {
-  if (options_.input_signature && std::any_of(given.begin(), given.end(), has_variable))
-    return (*this)(read_signature_variables(given));
+  if (options_.input_signature && std::any_of(given.begin(), given.end(), detail::has_variable))
+    return (*this)(detail::read_signature_variables(given));
   const std::vector<Value>& args = given;
   if (TracingContext::current() || op_observer()) {
     // Called while tracing another function: recorded as one call node

@@ -1,5 +1,6 @@
 #include "signature.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cstring>
 
@@ -188,6 +189,45 @@ std::string placeholder_name(const std::string& path) {
   }
   while (!out.empty() && out.back() == '_') out.pop_back();
   return out.empty() ? "arg" : out;
+}
+
+bool has_variable(const Value& v) {
+  if (v.kind() == Value::Kind::kVariable) return true;
+  if (v.kind() != Value::Kind::kList && v.kind() != Value::Kind::kTuple &&
+      v.kind() != Value::Kind::kDict)
+    return false;
+  return std::any_of(v.items().begin(), v.items().end(), has_variable);
+}
+
+namespace {
+// v with each variable read.
+Value read_variables(const Value& v) {
+  switch (v.kind()) {
+    case Value::Kind::kVariable: return Value(v.variable().read_value());
+    case Value::Kind::kList:
+    case Value::Kind::kTuple: {
+      std::vector<Value> items;
+      for (const Value& x : v.items()) items.push_back(read_variables(x));
+      return v.kind() == Value::Kind::kList ? Value::list(std::move(items))
+                                            : Value::tuple(std::move(items));
+    }
+    case Value::Kind::kDict: {
+      std::vector<std::pair<std::string, Value>> items;
+      for (size_t k = 0; k < v.items().size(); ++k)
+        items.emplace_back(v.keys()[k], read_variables(v.items()[k]));
+      return Value::dict(std::move(items));
+    }
+    default: return v;
+  }
+}
+
+}  // namespace
+
+std::vector<Value> read_signature_variables(const std::vector<Value>& args) {
+  if (!std::any_of(args.begin(), args.end(), has_variable)) return args;
+  std::vector<Value> out;
+  for (const Value& a : args) out.push_back(read_variables(a));
+  return out;
 }
 
 }  // namespace kiln::detail

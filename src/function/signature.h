@@ -98,4 +98,11 @@ struct KeyEq {
   }
 };
 
+/// Whether v holds a variable (at any depth).
+bool has_variable(const Value& v);
+/// With an input_signature: `args` with each variable read (a recorded read,
+/// so a tape sees it), as TensorFlow converts arguments bound to TensorSpecs
+/// to tensors. `args` itself when none holds a variable.
+std::vector<Value> read_signature_variables(const std::vector<Value>& args);
+
 }  // namespace kiln::detail
