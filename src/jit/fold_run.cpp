@@ -191,26 +191,42 @@ void run_folded(KernelContext& c, const std::vector<Fold>& folds, KernelFn fn,
         dt != DType::kInt64)
       c.fail("a folded output must be float32, float64, int32 or int64, not ", dtype_name(dt));
   }
-  // Per fold: chunks x width accumulators, as raw 8-byte slots.
-  std::vector<std::vector<int64_t>> acc(folds.size(),
-                                        std::vector<int64_t>(static_cast<size_t>(chunks * width)));
+  // Per fold: chunks x width accumulators, as raw 8-byte slots (inline for
+  // small folds: a loss over a few values costs no allocation).
+  const auto slots = static_cast<size_t>(chunks * width);
+  SmallVec<int64_t, 64> acc_slots(folds.size() * slots);
+  auto acc_of = [&](size_t f) { return acc_slots.data() + f * slots; };
   for (size_t f = 0; f < folds.size(); ++f)
     with_types(c.output(static_cast<size_t>(folds[f].output)).dtype(), [&](auto t, auto a) {
       using T = decltype(t);
       using A = decltype(a);
-      A* p = reinterpret_cast<A*>(acc[f].data());
+      A* p = reinterpret_cast<A*>(acc_of(f));
       std::fill(p, p + chunks * width, init_of<T, A>(folds[f]));
     });
   if (blocks > 0) {
     const int64_t step = (units + chunks - 1) / chunks;
+    // Scratch per fold for the largest block, in 8-byte slots (inline when
+    // small; 64 KB of float32 for a full block).
+    size_t es = 1;
+    for (const Fold& f : folds)
+      es = std::max(es, dtype_size(c.output(static_cast<size_t>(f.output)).dtype()));
+    const auto per_fold =
+        (static_cast<size_t>(std::min(block, step) * cols) * es + 7) / sizeof(int64_t);
     parallel_for(chunks, 1, [&](int64_t c0, int64_t c1) {
       SmallVec<void*, 8> mine(out.data(), out.size());
       KernelArgs a = args;
       a.out = mine.data();
-      std::vector<Tensor> scratch;
-      for (const Fold& f : folds)
-        scratch.push_back(
-            Tensor::empty(c.output(static_cast<size_t>(f.output)).dtype(), Shape({block * cols})));
+      // 64-byte aligned, not zeroed (the kernel writes it): on the stack when
+      // small, else from kiln's allocator.
+      const size_t total = folds.size() * per_fold;
+      alignas(64) int64_t small[256];
+      Tensor large;
+      if (total > 256) large = Tensor::empty(DType::kInt64, Shape({static_cast<int64_t>(total)}));
+      int64_t* scratch = total > 256 ? large.mutable_data<int64_t>() : small;
+      auto scratch_of = [&](size_t f) { return scratch + f * per_fold; };
+      auto dtype_of = [&](size_t f) {
+        return c.output(static_cast<size_t>(folds[f].output)).dtype();
+      };
       for (int64_t ch = c0; ch < c1; ++ch) {
         const int64_t lo = ch * step, hi = std::min(units, lo + step);
         for (int64_t r = lo; r < hi; r += block) {
@@ -218,21 +234,20 @@ void run_folded(KernelContext& c, const std::vector<Fold>& folds, KernelFn fn,
           // The kernel writes output o at o's base + point index: shift the
           // scratch so this block's first point lands at its start.
           for (size_t f = 0; f < folds.size(); ++f) {
-            const auto es = static_cast<uintptr_t>(dtype_size(scratch[f].dtype()));
-            mine[static_cast<size_t>(folds[f].output)] =
-                reinterpret_cast<void*>(reinterpret_cast<uintptr_t>(scratch[f].mutable_raw_data()) -
-                                        static_cast<uintptr_t>(r * cols) * es);
+            const auto es = static_cast<uintptr_t>(dtype_size(dtype_of(f)));
+            mine[static_cast<size_t>(folds[f].output)] = reinterpret_cast<void*>(
+                reinterpret_cast<uintptr_t>(scratch_of(f)) - static_cast<uintptr_t>(r * cols) * es);
           }
           if (full)
             run_points(fn, &a, r, r1, std::max<int64_t>(lcols, 1));
           else
             fn(&a, r * per_row, r1 * per_row, 0, lcols);
           for (size_t f = 0; f < folds.size(); ++f)
-            with_types(scratch[f].dtype(), [&](auto t, auto ac) {
+            with_types(dtype_of(f), [&](auto t, auto ac) {
               using T = decltype(t);
               using A = decltype(ac);
-              const T* src = scratch[f].data<T>();
-              A* mine_acc = reinterpret_cast<A*>(acc[f].data()) + ch * width;
+              const T* src = reinterpret_cast<const T*>(scratch_of(f));
+              A* mine_acc = reinterpret_cast<A*>(acc_of(f)) + ch * width;
               const int64_t n = r1 - r;
               if (!full) return fold_rows<T, A>(folds[f].combine, src, n, width, mine_acc);
               const int64_t whole = n - n % kLanes;
@@ -250,7 +265,7 @@ void run_folded(KernelContext& c, const std::vector<Fold>& folds, KernelFn fn,
     with_types(o.dtype(), [&](auto t, auto a) {
       using T = decltype(t);
       using A = decltype(a);
-      finish<T, A>(folds[f], reinterpret_cast<const A*>(acc[f].data()), chunks, width, rows,
+      finish<T, A>(folds[f], reinterpret_cast<const A*>(acc_of(f)), chunks, width, rows,
                    o.mutable_data<T>(), full);
     });
   }
