@@ -28,7 +28,8 @@ void collapse(std::span<const int64_t> dims, size_t n_in, const int64_t* in_dims
   bool merge[kMaxDims] = {};
   for (size_t j = 1; j < n_kept; ++j)
     merge[j] = split_at <= 0 || kept[j - 1] >= split_at || kept[j] < split_at;
-  l.strides.assign(n_in * kMaxDims, 0);
+  l.strides.clear();
+  l.strides.resize(n_in * kMaxDims);  // zeros
   for (size_t k = 0; k < n_in; ++k) {
     const int64_t* in = in_dims + k * rank;
     int64_t stride = 1;
@@ -60,7 +61,8 @@ void collapse(std::span<const int64_t> dims, size_t n_in, const int64_t* in_dims
   if (r == 0) {
     l.rank = 1;
     l.shape[0] = 1;
-    l.strides.assign(n_in, 0);
+    l.strides.clear();
+    l.strides.resize(n_in);  // zeros
     return;
   }
   for (size_t k = 0; k < n_in; ++k)

@@ -7,6 +7,8 @@
 #include <span>
 #include <vector>
 
+#include "kiln/small_vector.h"
+
 namespace kiln::jit {
 
 /// Generated code and layouts handle at most this many dims.
@@ -18,7 +20,7 @@ inline constexpr int kMaxDims = 16;
 struct Layout {
   int rank = 0;
   int64_t shape[kMaxDims];
-  std::vector<int64_t> strides;
+  SmallVec<int64_t, 8 * kMaxDims> strides;  ///< per input, per dim (inline: no allocation)
 
   int64_t rows() const;  ///< product of all dims but the last
   int64_t cols() const { return shape[rank - 1]; }

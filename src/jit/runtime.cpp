@@ -337,15 +337,17 @@ void jit_kernel(KernelContext& c) {
   for (size_t d = 0; d < rank; ++d) total *= dims[d];
   const size_t pat = sig.size() - n_in;  // the kernel's pattern ends the signature
   // N known at run time: inputs built for full rows but broadcast along them.
-  std::vector<Tensor> expanded(n_in);
+  std::vector<Tensor> expanded;  // sized only when an input is expanded
   if (reduced > 0 && sig[2] < 0 && maps.empty())
     for (size_t k = 0; k < n_in; ++k) {
       int64_t* d = in_dims.data() + k * rank;
       bool broadcast = false;
       for (size_t j = rank - static_cast<size_t>(reduced); j < rank; ++j)
         broadcast |= d[j] != dims[j];
-      if (broadcast && sig[pat + k] == 1 && !(product && k == product->slot))
+      if (broadcast && sig[pat + k] == 1 && !(product && k == product->slot)) {
+        expanded.resize(n_in);
         expanded[k] = full_rows(c.input(k), d, std::span<const int64_t>(dims, rank), reduced);
+      }
     }
   Layout l;
   if (reduced > 0) {
@@ -380,7 +382,7 @@ void jit_kernel(KernelContext& c) {
   SmallVec<const void*, 16> in(n_in);
   for (size_t k = 0; k < n_in; ++k)
     in[k] = product && k == product->slot ? nullptr  // set by run_with_product
-            : expanded[k].defined()
+            : k < expanded.size() && expanded[k].defined()
                 ? expanded[k].raw_data()
                 : static_cast<const char*>(c.input(k).raw_data()) +
                       offset[k] * static_cast<int64_t>(dtype_size(c.input(k).dtype()));
