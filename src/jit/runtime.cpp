@@ -57,17 +57,22 @@ void extract(const char* full, std::span<const int64_t> dims, const Shape& out_s
 
 // The last kernels this thread looked up, by their key attribute (compared
 // by value, so a plan freed and another built at the same address is safe).
+// A thread's cache of kernels by the address of a node's `kernel` attribute
+// (stable while its graph lives), checked against the name it held (an
+// address reused by another graph's node): a step of a train loop calls a
+// few dozen kernels, which a short list would keep missing.
 KernelFn lookup(const std::string& key) {
   struct Entry {
+    const std::string* at = nullptr;
     std::string key;
     KernelFn fn = nullptr;
   };
-  thread_local Entry recent[4];
-  thread_local unsigned next = 0;
-  for (const Entry& e : recent)
-    if (e.fn && e.key == key) return e.fn;
+  constexpr size_t kEntries = 64;
+  thread_local Entry cache[kEntries];
+  Entry& e = cache[(reinterpret_cast<uintptr_t>(&key) >> 4) % kEntries];
+  if (e.at == &key && e.fn && e.key == key) return e.fn;
   const KernelFn fn = find_kernel(key);
-  if (fn) recent[next++ % 4] = {key, fn};
+  if (fn) e = {&key, key, fn};
   return fn;
 }
 
