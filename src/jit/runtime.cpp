@@ -6,6 +6,7 @@
 #include <optional>
 #include <unordered_map>
 
+#include "core/tls.h"
 #include "fold.h"
 #include "kernels/cpu/copy_util.h"
 #include "kernels/cpu/gemm.h"
@@ -60,16 +61,24 @@ void extract(const char* full, std::span<const int64_t> dims, const Shape& out_s
 // A thread's cache of kernels by the address of a node's `kernel` attribute
 // (stable while its graph lives), checked against the name it held (an
 // address reused by another graph's node): a step of a train loop calls a
-// few dozen kernels, which a short list would keep missing.
-KernelFn lookup(const std::string& key) {
+// few dozen kernels, which a short list would keep missing. On the heap
+// (ThreadCache): libkiln's static TLS must stay small for dlopen.
+struct KernelCache {
   struct Entry {
     const std::string* at = nullptr;
     std::string key;
     KernelFn fn = nullptr;
   };
-  constexpr size_t kEntries = 64;
-  thread_local Entry cache[kEntries];
-  Entry& e = cache[(reinterpret_cast<uintptr_t>(&key) >> 4) % kEntries];
+  static constexpr size_t kEntries = 64;
+  Entry entries[kEntries];
+};
+struct KernelCacheTag {};
+
+KernelFn lookup(const std::string& key) {
+  KernelCache* kc = detail::ThreadCache<KernelCache, KernelCacheTag>::get();
+  if (!kc) return find_kernel(key);  // the thread is exiting
+  KernelCache::Entry& e =
+      kc->entries[(reinterpret_cast<uintptr_t>(&key) >> 4) % KernelCache::kEntries];
   if (e.at == &key && e.fn && e.key == key) return e.fn;
   const KernelFn fn = find_kernel(key);
   if (fn) e = {&key, key, fn};
