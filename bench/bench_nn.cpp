@@ -209,8 +209,15 @@ void BM_Copy4096x1024_Floor(benchmark::State& state) {
 }
 BENCHMARK(BM_Copy4096x1024_Floor)->Unit(benchmark::kMillisecond)->UseRealTime();
 
-// Times calls of `f`, traced (and compiled) outside the timing.
-void time_calls(benchmark::State& state, Function& f, const std::vector<Value>& args) {
+using Body = std::function<Value(const std::vector<Value>&)>;
+
+// Times calls of `body` as a function, graph mode or jit_compile (`jit`),
+// traced (and compiled) outside the timing.
+void time_function(benchmark::State& state, bool jit, const Body& body,
+                   const std::vector<Value>& args) {
+  FunctionOptions o;
+  o.jit_compile = jit;
+  Function f(body, o);
   f(args);
   for (auto _ : state) {
     Value y = f(args);
@@ -219,15 +226,10 @@ void time_calls(benchmark::State& state, Function& f, const std::vector<Value>& 
 }
 
 // Softmax and layer norm as functions: graph mode (arg 0) vs jit_compile (arg 1).
-void row_function_bench(benchmark::State& state,
-                        const std::function<Value(const std::vector<Value>&)>& body) {
-  FunctionOptions o;
-  o.jit_compile = state.range(0) == 1;
-  Function f(body, o);
+void row_function_bench(benchmark::State& state, const Body& body) {
   const Tensor x = wave<float>({kSmRows, kSmCols}, 0.01);
   const Tensor gamma = wave<float>({kSmCols}, 0.3) + 1.f, beta = wave<float>({kSmCols}, 0.7);
-  const std::vector<Value> args{Value(x), Value(gamma), Value(beta)};
-  time_calls(state, f, args);
+  time_function(state, state.range(0) == 1, body, {Value(x), Value(gamma), Value(beta)});
   state.SetBytesProcessed(state.iterations() * kSmRows * kSmCols * 8);
 }
 void BM_SoftmaxFunction4096x1024(benchmark::State& state) {
@@ -281,19 +283,16 @@ BENCHMARK(BM_HalfCastRoundTrip4096x1024)->Unit(benchmark::kMillisecond)->UseReal
 // tanh(x * w + b) * x in float16 (each op computes in float32 and rounds):
 // graph mode (arg 0) runs the casts as kernels, jit_compile (arg 1) fuses them.
 void BM_HalfChainFunction4096x1024(benchmark::State& state) {
-  FunctionOptions o;
-  o.jit_compile = state.range(0) == 1;
-  Function f(
-      [](const std::vector<Value>& a) {
-        const Tensor &x = a[0].tensor(), &w = a[1].tensor(), &b = a[2].tensor();
-        return Value(tanh(x * w + b) * x);
-      },
-      o);
+  const bool jit = state.range(0) == 1;
+  const Body body = [](const std::vector<Value>& a) {
+    const Tensor &x = a[0].tensor(), &w = a[1].tensor(), &b = a[2].tensor();
+    return Value(tanh(x * w + b) * x);
+  };
   const auto h = DType::kFloat16;
   const std::vector<Value> args{Value(cast(wave<float>({kSmRows, kSmCols}, 0.01), h)),
                                 Value(cast(wave<float>({kSmCols}, 0.3), h)),
                                 Value(cast(wave<float>({kSmCols}, 0.7), h))};
-  time_calls(state, f, args);
+  time_function(state, jit, body, args);
   state.SetBytesProcessed(state.iterations() * kSmRows * kSmCols * 4);
 }
 BENCHMARK(BM_HalfChainFunction4096x1024)
@@ -307,17 +306,13 @@ BENCHMARK(BM_HalfChainFunction4096x1024)
 // jit_compile (args 1, 3) reads x through the permutation when it keeps the
 // last dim (perm [1, 0, 2]) and leaves the other transpose a kernel call.
 void BM_TransposeChainFunction64x256x256(benchmark::State& state) {
-  FunctionOptions o;
-  o.jit_compile = state.range(0) % 2 == 1;
   const std::vector<int64_t> perm =
       state.range(0) < 2 ? std::vector<int64_t>{1, 0, 2} : std::vector<int64_t>{0, 2, 1};
-  Function f(
-      [perm](const std::vector<Value>& a) {
-        return Value(relu(transpose(a[0].tensor(), perm) * 2.f + 1.f));
-      },
-      o);
-  const std::vector<Value> args{Value(wave<float>({64, 256, 256}, 0.01))};
-  time_calls(state, f, args);
+  time_function(state, state.range(0) % 2 == 1,
+                [perm](const std::vector<Value>& a) {
+                  return Value(relu(transpose(a[0].tensor(), perm) * 2.f + 1.f));
+                },
+                {Value(wave<float>({64, 256, 256}, 0.01))});
   state.SetBytesProcessed(state.iterations() * 64 * 256 * 256 * 8);
 }
 BENCHMARK(BM_TransposeChainFunction64x256x256)
@@ -329,18 +324,15 @@ BENCHMARK(BM_TransposeChainFunction64x256x256)
 // sigmoid/tanh, the new state and output): graph mode (0) runs a split and
 // separate kernels; jit (1) reads the four parts in place in one kernel.
 void BM_LstmGatesFunction512x512(benchmark::State& state) {
-  FunctionOptions o;
-  o.jit_compile = state.range(0) == 1;
-  Function f(
-      [](const std::vector<Value>& a) {
-        const std::vector<Tensor> g = split(a[0].tensor(), 4, 1);
-        const Tensor c = sigmoid(g[1]) * a[1].tensor() + sigmoid(g[0]) * tanh(g[2]);
-        return Value::list({Value(sigmoid(g[3]) * tanh(c)), Value(c)});
-      },
-      o);
+  const bool jit = state.range(0) == 1;
+  const Body body = [](const std::vector<Value>& a) {
+    const std::vector<Tensor> g = split(a[0].tensor(), 4, 1);
+    const Tensor c = sigmoid(g[1]) * a[1].tensor() + sigmoid(g[0]) * tanh(g[2]);
+    return Value::list({Value(sigmoid(g[3]) * tanh(c)), Value(c)});
+  };
   const std::vector<Value> args{Value(wave<float>({512, 4 * 512}, 0.01)),
                                 Value(wave<float>({512, 512}, 0.02))};
-  time_calls(state, f, args);
+  time_function(state, jit, body, args);
   state.SetBytesProcessed(state.iterations() * 512 * 512 * 4 * 8);
 }
 BENCHMARK(BM_LstmGatesFunction512x512)
@@ -353,19 +345,16 @@ BENCHMARK(BM_LstmGatesFunction512x512)
 // the product by blocks of rows inside the epilogue's kernel. Sizes: rows x
 // k inputs x 1024 units (args 1 and 2: rows, k).
 void BM_DenseEpilogueFunction(benchmark::State& state) {
-  FunctionOptions o;
-  o.jit_compile = state.range(0) == 1;
-  Function f(
-      [](const std::vector<Value>& a) {
-        const Tensor y = bias_add(matmul(a[0].tensor(), a[1].tensor()), a[2].tensor());
-        return Value(y * sigmoid(y * 1.702f));
-      },
-      o);
+  const bool jit = state.range(0) == 1;
+  const Body body = [](const std::vector<Value>& a) {
+    const Tensor y = bias_add(matmul(a[0].tensor(), a[1].tensor()), a[2].tensor());
+    return Value(y * sigmoid(y * 1.702f));
+  };
   const int64_t rows = state.range(1), k = state.range(2);
   const std::vector<Value> args{Value(wave<float>({rows, k}, 0.01)),
                                 Value(wave<float>({k, 1024}, 0.02)),
                                 Value(wave<float>({1024}, 0.03))};
-  time_calls(state, f, args);
+  time_function(state, jit, body, args);
   state.SetItemsProcessed(state.iterations() * rows * k * 1024);
 }
 BENCHMARK(BM_DenseEpilogueFunction)
@@ -378,21 +367,18 @@ BENCHMARK(BM_DenseEpilogueFunction)
 // jit (1) folds the variance's reduction into the kernel of (x - mean)^2 and
 // fuses the normalization.
 void BM_BatchNormTrainingFunction(benchmark::State& state) {
-  FunctionOptions o;
-  o.jit_compile = state.range(0) == 1;
-  Function f(
-      [](const std::vector<Value>& a) {
-        const Tensor& x = a[0].tensor();
-        const Tensor mean = reduce_mean(x, {0, 1, 2});
-        const Tensor d = x - mean;
-        const Tensor var = reduce_mean(d * d, {0, 1, 2});
-        return Value::list({Value(d * rsqrt(var + 1e-3f) * a[1].tensor() + a[2].tensor()),
-                            Value(mean), Value(var)});
-      },
-      o);
+  const bool jit = state.range(0) == 1;
+  const Body body = [](const std::vector<Value>& a) {
+    const Tensor& x = a[0].tensor();
+    const Tensor mean = reduce_mean(x, {0, 1, 2});
+    const Tensor d = x - mean;
+    const Tensor var = reduce_mean(d * d, {0, 1, 2});
+    return Value::list(
+        {Value(d * rsqrt(var + 1e-3f) * a[1].tensor() + a[2].tensor()), Value(mean), Value(var)});
+  };
   const std::vector<Value> args{Value(wave<float>({32, 28, 28, 128}, 0.01)),
                                 Value(wave<float>({128}, 0.02)), Value(wave<float>({128}, 0.03))};
-  time_calls(state, f, args);
+  time_function(state, jit, body, args);
   state.SetBytesProcessed(state.iterations() * 32 * 28 * 28 * 128 * 4 * 2);
 }
 BENCHMARK(BM_BatchNormTrainingFunction)
@@ -404,17 +390,14 @@ BENCHMARK(BM_BatchNormTrainingFunction)
 // (y - t)^2 and reduces it; jit (1) folds the mean into the kernel that
 // computes it, so (y - t)^2 never reaches memory.
 void BM_MeanSquaredErrorFunction(benchmark::State& state) {
-  FunctionOptions o;
-  o.jit_compile = state.range(0) == 1;
-  Function f(
-      [](const std::vector<Value>& a) {
-        const Tensor d = a[0].tensor() - a[1].tensor();
-        return Value(reduce_mean(d * d));
-      },
-      o);
+  const bool jit = state.range(0) == 1;
+  const Body body = [](const std::vector<Value>& a) {
+    const Tensor d = a[0].tensor() - a[1].tensor();
+    return Value(reduce_mean(d * d));
+  };
   const std::vector<Value> args{Value(wave<float>({kSmRows, kSmCols}, 0.01)),
                                 Value(wave<float>({kSmRows, kSmCols}, 0.02))};
-  time_calls(state, f, args);
+  time_function(state, jit, body, args);
   state.SetBytesProcessed(state.iterations() * kSmRows * kSmCols * 8);
 }
 BENCHMARK(BM_MeanSquaredErrorFunction)

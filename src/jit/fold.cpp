@@ -26,10 +26,7 @@ bool leading_fold(const Node* r, Fold& f) {
     return false;
   const TensorSpec in = spec_of(r->inputs()[0]);
   const DType dt = in.dtype;
-  if ((dt != DType::kFloat32 && dt != DType::kFloat64 && dt != DType::kInt32 &&
-       dt != DType::kInt64) ||
-      !in.shape.rank_known() || in.shape.rank() < 1)
-    return false;
+  if (!foldable(dt) || !in.shape.rank_known() || in.shape.rank() < 1) return false;
   const int64_t rank = in.shape.rank();
   std::vector<int64_t> axes = attr_value<std::vector<int64_t>>(op, r->attrs(), "axis");
   if (axes.empty())  // no axes: every dim (a loss's mean)

@@ -43,66 +43,44 @@ A init_of(const Fold& f) {
 }
 
 // Folds rows [0, rows) of `src` ([rows, cols]) into acc[cols], the op fixed
-// at compile time so the column loop vectorizes.
-template <OpId kOp, typename T, typename A>
-inline void fold_rows_as(const T* src, int64_t rows, int64_t cols, A* acc) {
-  for (int64_t r = 0; r < rows; ++r) {
-    const T* row = src + r * cols;
-    for (int64_t j = 0; j < cols; ++j) acc[j] = combine<A>(kOp, acc[j], static_cast<A>(row[j]));
+// at compile time so the column loop vectorizes. kInLanes: cols is kLanes (a
+// full fold's lanes), held in registers across the rows.
+template <OpId kOp, bool kInLanes, typename T, typename A>
+inline void fold_as(const T* src, int64_t rows, int64_t cols, A* acc) {
+  if constexpr (kInLanes) {
+    A a[kLanes];
+    std::copy(acc, acc + kLanes, a);
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t j = 0; j < kLanes; ++j)
+        a[j] = combine<A>(kOp, a[j], static_cast<A>(src[r * kLanes + j]));
+    std::copy(a, a + kLanes, acc);
+  } else {
+    for (int64_t r = 0; r < rows; ++r) {
+      const T* row = src + r * cols;
+      for (int64_t j = 0; j < cols; ++j) acc[j] = combine<A>(kOp, acc[j], static_cast<A>(row[j]));
+    }
   }
 }
 #if defined(__GNUC__) && defined(__x86_64__)
-// The batch norm case (float32 sums in float64) with AVX2 where the CPU has it.
-KILN_AVX2_TARGET void add_rows_f32_avx2(const float* src, int64_t rows, int64_t cols, double* acc) {
-  fold_rows_as<OpId::Add>(src, rows, cols, acc);
+// Float32 sums in float64 (batch norm, a loss's mean) with AVX2 where the CPU has it.
+template <bool kInLanes>
+KILN_AVX2_TARGET void add_f32_avx2(const float* src, int64_t rows, int64_t cols, double* acc) {
+  fold_as<OpId::Add, kInLanes>(src, rows, cols, acc);
 }
 #endif
 
-// Folds groups [0, n) of kLanes values of `src` into acc[kLanes] (a full
-// fold's lanes), the lanes held in registers across the groups.
-template <OpId kOp, typename T, typename A>
-inline void fold_lanes_as(const T* src, int64_t n, A* acc) {
-  A a[kLanes];
-  std::copy(acc, acc + kLanes, a);
-  for (int64_t g = 0; g < n; ++g) {
-    const T* row = src + g * kLanes;
-    for (int64_t j = 0; j < kLanes; ++j) a[j] = combine<A>(kOp, a[j], static_cast<A>(row[j]));
-  }
-  std::copy(a, a + kLanes, acc);
-}
-#if defined(__GNUC__) && defined(__x86_64__)
-KILN_AVX2_TARGET void add_lanes_f32_avx2(const float* src, int64_t n, double* acc) {
-  fold_lanes_as<OpId::Add>(src, n, acc);
-}
-#endif
-
-template <typename T, typename A>
-void fold_lanes(OpId op, const T* src, int64_t n, A* acc) {
-#if defined(__GNUC__) && defined(__x86_64__)
-  if constexpr (std::is_same_v<T, float>)
-    if (op == OpId::Add && cpu::detail::simd_level() != cpu::detail::SimdLevel::kBase)
-      return add_lanes_f32_avx2(src, n, acc);
-#endif
-  switch (op) {
-    case OpId::Add: return fold_lanes_as<OpId::Add>(src, n, acc);
-    case OpId::Mul: return fold_lanes_as<OpId::Mul>(src, n, acc);
-    case OpId::Maximum: return fold_lanes_as<OpId::Maximum>(src, n, acc);
-    default: return fold_lanes_as<OpId::Minimum>(src, n, acc);
-  }
-}
-
-template <typename T, typename A>
+template <bool kInLanes, typename T, typename A>
 void fold_rows(OpId op, const T* src, int64_t rows, int64_t cols, A* acc) {
 #if defined(__GNUC__) && defined(__x86_64__)
   if constexpr (std::is_same_v<T, float>)
     if (op == OpId::Add && cpu::detail::simd_level() != cpu::detail::SimdLevel::kBase)
-      return add_rows_f32_avx2(src, rows, cols, acc);
+      return add_f32_avx2<kInLanes>(src, rows, cols, acc);
 #endif
   switch (op) {
-    case OpId::Add: return fold_rows_as<OpId::Add>(src, rows, cols, acc);
-    case OpId::Mul: return fold_rows_as<OpId::Mul>(src, rows, cols, acc);
-    case OpId::Maximum: return fold_rows_as<OpId::Maximum>(src, rows, cols, acc);
-    default: return fold_rows_as<OpId::Minimum>(src, rows, cols, acc);
+    case OpId::Add: return fold_as<OpId::Add, kInLanes>(src, rows, cols, acc);
+    case OpId::Mul: return fold_as<OpId::Mul, kInLanes>(src, rows, cols, acc);
+    case OpId::Maximum: return fold_as<OpId::Maximum, kInLanes>(src, rows, cols, acc);
+    default: return fold_as<OpId::Minimum, kInLanes>(src, rows, cols, acc);
   }
 }
 
@@ -187,8 +165,7 @@ void run_folded(KernelContext& c, const std::vector<Fold>& folds, KernelFn fn,
       std::max<int64_t>(1, std::min<int64_t>(2 * ThreadPool::global().num_threads(), blocks));
   for (const Fold& f : folds) {
     const DType dt = c.output(static_cast<size_t>(f.output)).dtype();
-    if (dt != DType::kFloat32 && dt != DType::kFloat64 && dt != DType::kInt32 &&
-        dt != DType::kInt64)
+    if (!foldable(dt))
       c.fail("a folded output must be float32, float64, int32 or int64, not ", dtype_name(dt));
   }
   // Per fold: chunks x width accumulators, as raw 8-byte slots (inline for
@@ -249,11 +226,11 @@ void run_folded(KernelContext& c, const std::vector<Fold>& folds, KernelFn fn,
               const T* src = reinterpret_cast<const T*>(scratch_of(f));
               A* mine_acc = reinterpret_cast<A*>(acc_of(f)) + ch * width;
               const int64_t n = r1 - r;
-              if (!full) return fold_rows<T, A>(folds[f].combine, src, n, width, mine_acc);
+              if (!full) return fold_rows<false, T, A>(folds[f].combine, src, n, width, mine_acc);
               const int64_t whole = n - n % kLanes;
-              fold_lanes<T, A>(folds[f].combine, src, whole / kLanes, mine_acc);
+              fold_rows<true, T, A>(folds[f].combine, src, whole / kLanes, kLanes, mine_acc);
               if (whole < n)  // the chunk's last points, into the first lanes
-                fold_rows<T, A>(folds[f].combine, src + whole, 1, n - whole, mine_acc);
+                fold_rows<false, T, A>(folds[f].combine, src + whole, 1, n - whole, mine_acc);
             });
         }
       }

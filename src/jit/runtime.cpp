@@ -56,8 +56,6 @@ void extract(const char* full, std::span<const int64_t> dims, const Shape& out_s
   }
 }
 
-// The last kernels this thread looked up, by their key attribute (compared
-// by value, so a plan freed and another built at the same address is safe).
 // A thread's cache of kernels by the address of a node's `kernel` attribute
 // (stable while its graph lives), checked against the name it held (an
 // address reused by another graph's node): a step of a train loop calls a
@@ -269,18 +267,13 @@ void run_with_product(KernelContext& c, const ProductCall& pc, KernelFn fn, cons
 // that broadcasts along a softmax's axis. Updates `d`.
 Tensor full_rows(const Tensor& t, int64_t* d, std::span<const int64_t> dims, int reduced) {
   const size_t rank = dims.size();
-  cpu::CopyPlan plan;
   std::vector<int64_t> res(d, d + rank);
   for (size_t j = rank - static_cast<size_t>(reduced); j < rank; ++j) res[j] = dims[j];
-  int64_t src = 1, dst = 1;
-  std::vector<int64_t> src_st(rank), dst_st(rank);
-  for (size_t j = rank; j-- > 0;) {
-    src_st[j] = d[j] == 1 ? 0 : src;
-    dst_st[j] = dst;
-    src *= d[j];
-    dst *= res[j];
-  }
-  for (size_t j = 0; j < rank; ++j) plan.add(res[j], src_st[j], dst_st[j]);
+  int64_t src_st[kMaxDims], dst_st[kMaxDims];
+  contiguous_strides(d, rank, src_st);
+  contiguous_strides(res.data(), rank, dst_st);
+  cpu::CopyPlan plan;
+  for (size_t j = 0; j < rank; ++j) plan.add(res[j], d[j] == 1 ? 0 : src_st[j], dst_st[j]);
   Tensor out = Tensor::empty(t.dtype(), Shape(res));
   if (out.num_elements() > 0)
     cpu::strided_copy(t.dtype(), t.raw_data(), out.mutable_raw_data(), plan);

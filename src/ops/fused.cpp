@@ -100,8 +100,7 @@ void infer_jit_kernel(InferContext& c) {
   const auto set = [&](int64_t o, DType dt, const Shape& s) {
     for (const jit::Fold& f : folds) {
       if (f.output != o) continue;
-      if (dt != DType::kFloat32 && dt != DType::kFloat64 && dt != DType::kInt32 &&
-          dt != DType::kInt64)
+      if (!jit::foldable(dt))
         c.fail("a folded output must be float32, float64, int32 or int64, not ", dtype_name(dt));
       std::vector<int64_t> dims;
       for (int d = 0; d < s.rank(); ++d)

@@ -196,6 +196,12 @@ struct Fold {
   uint64_t init = 0;      ///< the starting value's bit pattern (of the output's dtype)
 };
 inline constexpr size_t kFoldFields = 6;
+/// Whether an output of dtype `dt` can be folded (floats accumulate in
+/// float64, int32/int64 in 64-bit integers).
+inline bool foldable(DType dt) {
+  return dt == DType::kFloat32 || dt == DType::kFloat64 || dt == DType::kInt32 ||
+         dt == DType::kInt64;
+}
 
 /// Parses a `fold` attribute for a node of `n_out` outputs and a space of
 /// `rank` dims; false when it is malformed (a field out of range, an output

@@ -41,6 +41,20 @@ struct FoldCase {
   size_t folds;  // reductions folded into kernels
 };
 
+// Graph mode and jit match eager, with the expected number of folds.
+void check_case(const FoldCase& fc) {
+  SCOPED_TRACE(fc.name);
+  const std::vector<Tensor> eager = parts(fc.body(fc.args));
+  Function g = make(fc.body, false), j = make(fc.body, true);
+  const std::vector<Tensor> graph = parts(g(fc.args)), jit = parts(j(fc.args));
+  ASSERT_EQ(jit.size(), eager.size());
+  for (size_t i = 0; i < eager.size(); ++i) {
+    expect_same(graph[i], eager[i]);
+    expect_same(jit[i], eager[i]);
+  }
+  EXPECT_EQ(folds_in(j, fc.args), fc.folds);
+}
+
 TEST(JitFolds, ReductionsOverLeadingDimsFoldIntoTheirKernel) {
   const Tensor x4 = random_tensor(DType::kFloat32, Shape({4, 5, 6, 8}), 1);
   const Tensor m8 = random_tensor(DType::kFloat32, Shape({8}), 2);
@@ -122,18 +136,7 @@ TEST(JitFolds, ReductionsOverLeadingDimsFoldIntoTheirKernel) {
        {Value(x4)},
        0},
   };
-  for (const FoldCase& fc : cases) {
-    SCOPED_TRACE(fc.name);
-    const std::vector<Tensor> eager = parts(fc.body(fc.args));
-    Function g = make(fc.body, false), j = make(fc.body, true);
-    const std::vector<Tensor> graph = parts(g(fc.args)), jit = parts(j(fc.args));
-    ASSERT_EQ(jit.size(), eager.size());
-    for (size_t i = 0; i < eager.size(); ++i) {
-      expect_same(graph[i], eager[i]);
-      expect_same(jit[i], eager[i]);
-    }
-    EXPECT_EQ(folds_in(j, fc.args), fc.folds);
-  }
+  for (const FoldCase& fc : cases) check_case(fc);
 }
 
 // Reductions over every dim (a loss's mean): the kernel's points in blocks,
@@ -201,18 +204,7 @@ TEST(JitFolds, ReductionsOverEveryDimFoldIntoTheirKernel) {
        {Value(empty)},
        2},
   };
-  for (const FoldCase& fc : cases) {
-    SCOPED_TRACE(fc.name);
-    const std::vector<Tensor> eager = parts(fc.body(fc.args));
-    Function g = make(fc.body, false), j = make(fc.body, true);
-    const std::vector<Tensor> graph = parts(g(fc.args)), jit = parts(j(fc.args));
-    ASSERT_EQ(jit.size(), eager.size());
-    for (size_t i = 0; i < eager.size(); ++i) {
-      expect_same(graph[i], eager[i]);
-      expect_same(jit[i], eager[i]);
-    }
-    EXPECT_EQ(folds_in(j, fc.args), fc.folds);
-  }
+  for (const FoldCase& fc : cases) check_case(fc);
 }
 
 // A loss over a None batch: each call folds the points it has.
