@@ -56,33 +56,6 @@ void extract(const char* full, std::span<const int64_t> dims, const Shape& out_s
   }
 }
 
-// A thread's cache of kernels by the address of a node's `kernel` attribute
-// (stable while its graph lives), checked against the name it held (an
-// address reused by another graph's node): a step of a train loop calls a
-// few dozen kernels, which a short list would keep missing. On the heap
-// (ThreadCache): libkiln's static TLS must stay small for dlopen.
-struct KernelCache {
-  struct Entry {
-    const std::string* at = nullptr;
-    std::string key;
-    KernelFn fn = nullptr;
-  };
-  static constexpr size_t kEntries = 64;
-  Entry entries[kEntries];
-};
-struct KernelCacheTag {};
-
-KernelFn lookup(const std::string& key) {
-  KernelCache* kc = detail::ThreadCache<KernelCache, KernelCacheTag>::get();
-  if (!kc) return find_kernel(key);  // the thread is exiting
-  KernelCache::Entry& e =
-      kc->entries[(reinterpret_cast<uintptr_t>(&key) >> 4) % KernelCache::kEntries];
-  if (e.at == &key && e.fn && e.key == key) return e.fn;
-  const KernelFn fn = find_kernel(key);
-  if (fn) e = {&key, key, fn};
-  return fn;
-}
-
 // The kernel's output buffers. An output smaller than what the kernel
 // writes (its inputs broadcast over fewer dims at run time) gets a full-size
 // temporary -- the space, or one value per row -- copied out afterwards.
@@ -281,24 +254,51 @@ Tensor full_rows(const Tensor& t, int64_t* d, std::span<const int64_t> dims, int
   return out;
 }
 
-void jit_kernel(KernelContext& c) {
+// What a call derives from its node's attributes and its inputs' shapes:
+// the iteration space, its collapsed layout and where each input starts.
+struct Prepared {
+  size_t rank = 0, n_in = 0;
+  int reduced = 0;
+  int64_t dims[kMaxDims];
+  int64_t total = 0;
+  Layout l;
+  SmallVec<int64_t, 8> offset;  // per input: its first value, in bytes
+  bool fast = true;             // every input has the inner stride the kernel was built for
+  bool direct = false;          // an elementwise call whose outputs all fill the space
+  std::span<const int64_t> space() const { return {dims, rank}; }
+};
+
+// The per-call work beside the layout: a product computed first, outputs
+// folded over their leading dims, inputs expanded to full rows. A call with
+// none of them depends on its shapes alone, so its Prepared is reused.
+struct Extras {
+  std::optional<ProductCall> product;
+  std::vector<Fold> folds;
+  std::vector<Tensor> expanded;  // sized only when an input is expanded
+  bool none() const { return !product && folds.empty() && expanded.empty(); }
+};
+
+// Fills `p` (and `x`) from the node's attributes and its inputs.
+void prepare(KernelContext& c, Prepared& p, Extras& x) {
   const auto& sig = c.attr_ints("signature");
   const auto& product_attr = c.attr_ints("product");
-  std::optional<ProductCall> product;
-  if (!product_attr.empty()) product.emplace(c, product_attr);
+  if (!product_attr.empty()) x.product.emplace(c, product_attr);
+  const std::optional<ProductCall>& product = x.product;
   // The kernel's inputs: the node's, less the product's second operand.
   const size_t rank = static_cast<size_t>(sig[0]), n_in = c.num_inputs() - (product ? 1 : 0);
   const int reduced = static_cast<int>(sig[1]);
   if (rank > static_cast<size_t>(kMaxDims)) c.fail("rank ", rank, " is over ", kMaxDims);
+  p.rank = rank;
+  p.n_in = n_in;
+  p.reduced = reduced;
   // Outputs folded over their leading dims (fold.h).
   const auto& fold_attr = c.attr_ints("fold");
-  std::vector<Fold> folds;
   if (!fold_attr.empty() &&
-      (!parse_folds(fold_attr, c.num_outputs(), static_cast<int64_t>(rank), folds) || product ||
+      (!parse_folds(fold_attr, c.num_outputs(), static_cast<int64_t>(rank), x.folds) || product ||
        reduced > 0))
     c.fail("fold is malformed");
   // The iteration space: the inputs broadcast together.
-  int64_t dims[kMaxDims];
+  int64_t* dims = p.dims;
   std::fill_n(dims, rank, 1);
   SmallVec<int64_t, 8 * kMaxDims> in_dims(n_in * rank);
   // Inputs read through a view: its dims and strides, and their first value.
@@ -308,7 +308,7 @@ void jit_kernel(KernelContext& c) {
   if (product && !maps.empty() && views[product->slot].mapped())
     c.fail("the product is read through a view");
   SmallVec<int64_t, 8 * kMaxDims> in_strides(maps.empty() ? 0 : n_in * rank);
-  SmallVec<int64_t, 8> offset(n_in, 0);
+  p.offset = SmallVec<int64_t, 8>(n_in, 0);
   const Shape product_shape =
       product ? Shape(std::span<const int64_t>(product->dims.data(), product->dims.size()))
               : Shape();
@@ -330,7 +330,8 @@ void jit_kernel(KernelContext& c) {
       int64_t* st = in_strides.data() + k * rank;
       std::fill_n(st, off, 0);
       if (v.mapped())
-        offset[k] = view_strides(v, s, st + off);
+        p.offset[k] =
+            view_strides(v, s, st + off) * static_cast<int64_t>(dtype_size(c.input(k).dtype()));
       else
         contiguous_strides(d + off, r, st + off);
     }
@@ -340,11 +341,10 @@ void jit_kernel(KernelContext& c) {
       dims[j] = d[j];
     }
   }
-  int64_t total = 1;
-  for (size_t d = 0; d < rank; ++d) total *= dims[d];
+  p.total = 1;
+  for (size_t d = 0; d < rank; ++d) p.total *= dims[d];
   const size_t pat = sig.size() - n_in;  // the kernel's pattern ends the signature
   // N known at run time: inputs built for full rows but broadcast along them.
-  std::vector<Tensor> expanded;  // sized only when an input is expanded
   if (reduced > 0 && sig[2] < 0 && maps.empty())
     for (size_t k = 0; k < n_in; ++k) {
       int64_t* d = in_dims.data() + k * rank;
@@ -352,15 +352,15 @@ void jit_kernel(KernelContext& c) {
       for (size_t j = rank - static_cast<size_t>(reduced); j < rank; ++j)
         broadcast |= d[j] != dims[j];
       if (broadcast && sig[pat + k] == 1 && !(product && k == product->slot)) {
-        expanded.resize(n_in);
-        expanded[k] = full_rows(c.input(k), d, std::span<const int64_t>(dims, rank), reduced);
+        x.expanded.resize(n_in);
+        x.expanded[k] = full_rows(c.input(k), d, p.space(), reduced);
       }
     }
-  Layout l;
+  Layout& l = p.l;
   if (reduced > 0) {
     SmallVec<int64_t, 16 * (kMaxDims + 1)> scratch(2 * n_in * (kMaxDims + 1));
-    if (!collapse_rows(std::span<const int64_t>(dims, rank), reduced, n_in, in_dims.data(),
-                       scratch.data(), l, maps.empty() ? nullptr : in_strides.data()))
+    if (!collapse_rows(p.space(), reduced, n_in, in_dims.data(), scratch.data(), l,
+                       maps.empty() ? nullptr : in_strides.data()))
       c.fail("an input's view does not read whole rows of its source");
     int64_t n = 1;
     for (size_t d = rank - static_cast<size_t>(reduced); d < rank; ++d) n *= dims[d];
@@ -369,49 +369,164 @@ void jit_kernel(KernelContext& c) {
   } else {
     // A product keeps its rows (the blocks it is computed in), a fold its
     // folded dims apart from the others (a full fold walks points in order).
-    const bool split = !folds.empty() && folds[0].dims < static_cast<int64_t>(rank);
-    collapse(std::span<const int64_t>(dims, rank), n_in, in_dims.data(), l,
-             product.has_value() || split, maps.empty() ? nullptr : in_strides.data(),
-             split ? static_cast<int>(folds[0].dims) : -1);
-  }
-  const int64_t rows = l.rows();
-  Outputs outs(c, std::span<const int64_t>(dims, rank), reduced, total, rows, folds);
-  if (rows == 0 || (reduced == 0 && total == 0)) {
-    if (!folds.empty())  // the folds of nothing: their starting values
-      run_folded(c, folds, nullptr, KernelArgs{}, {}, std::span<const int64_t>(dims, rank), l);
-    return;
+    const bool split = !x.folds.empty() && x.folds[0].dims < static_cast<int64_t>(rank);
+    collapse(p.space(), n_in, in_dims.data(), l, product.has_value() || split,
+             maps.empty() ? nullptr : in_strides.data(),
+             split ? static_cast<int>(x.folds[0].dims) : -1);
   }
   // (Rows of one point read any inner stride alike: a run-time N of 1.)
-  bool fast = true;
+  p.fast = true;
   for (size_t k = 0; k < n_in; ++k)
-    fast &= sig[pat + k] == l.inner(k) || (reduced > 0 && l.cols() == 1);
-  if (reduced > 0 && !fast) c.fail("inputs do not have the layout the kernel was built for");
-  SmallVec<const void*, 16> in(n_in);
-  for (size_t k = 0; k < n_in; ++k)
-    in[k] = product && k == product->slot ? nullptr  // set by run_with_product
-            : k < expanded.size() && expanded[k].defined()
-                ? expanded[k].raw_data()
-                : static_cast<const char*>(c.input(k).raw_data()) +
-                      offset[k] * static_cast<int64_t>(dtype_size(c.input(k).dtype()));
+    p.fast &= sig[pat + k] == l.inner(k) || (reduced > 0 && l.cols() == 1);
+  const bool empty = l.rows() == 0 || (reduced == 0 && p.total == 0);
+  if (reduced > 0 && !p.fast && !empty)
+    c.fail("inputs do not have the layout the kernel was built for");
+  p.direct = reduced == 0 && !empty && x.none() && c.num_outputs() <= 8;
+  for (size_t o = 0; o < c.num_outputs(); ++o)
+    p.direct &= c.output_spec(o).shape.num_elements() == p.total;
+}
+
+// execute() for a direct call: no temporaries, nothing to copy out.
+void execute_direct(KernelContext& c, KernelFn fn, const Prepared& p) {
+  void* out[8];
+  for (size_t o = 0; o < c.num_outputs(); ++o) out[o] = c.allocate_output(o).mutable_raw_data();
+  const void* in[16];
+  SmallVec<const void*, 16> many(p.n_in > 16 ? p.n_in : 0);
+  const void** ins = p.n_in > 16 ? many.data() : in;
+  for (size_t k = 0; k < p.n_in; ++k)
+    ins[k] = static_cast<const char*>(c.input(k).raw_data()) + p.offset[k];
+  const Layout& l = p.l;
+  const KernelArgs args{ins, out, l.rank, l.shape, l.strides.data(), p.fast, false};
+  split(c, fn, args, l.rows(), l.cols(), true);
+}
+
+// Runs kernel `fn` as `p` and `x` say.
+void execute(KernelContext& c, KernelFn fn, const Prepared& p, Extras& x) {
+  const Layout& l = p.l;
+  const int64_t rows = l.rows();
+  Outputs outs(c, p.space(), p.reduced, p.total, rows, x.folds);
+  if (rows == 0 || (p.reduced == 0 && p.total == 0)) {
+    if (!x.folds.empty())  // the folds of nothing: their starting values
+      run_folded(c, x.folds, nullptr, KernelArgs{}, {}, p.space(), l);
+    return;
+  }
+  SmallVec<const void*, 16> in(p.n_in);
+  for (size_t k = 0; k < p.n_in; ++k)
+    in[k] = x.product && k == x.product->slot ? nullptr  // set by run_with_product
+            : k < x.expanded.size() && x.expanded[k].defined()
+                ? x.expanded[k].raw_data()
+                : static_cast<const char*>(c.input(k).raw_data()) + p.offset[k];
   // Row kernels stream outputs too large to stay in cache (no read for
   // ownership of each line).
-  size_t out_bytes = 0;
-  for (size_t o = 0; o < c.num_outputs(); ++o) out_bytes += c.output(o).nbytes();
-  const bool stream = reduced > 0 && out_bytes >= cpu::stream_bytes();
-  const std::string& key = c.attr_string("kernel");
-  const KernelFn fn = lookup(key);
-  if (!fn) c.fail("kernel '", key, "' is not loaded in this process");
-  const KernelArgs args{in.data(), outs.ptrs.data(), l.rank, l.shape, l.strides.data(), fast,
-                        stream};
-  if (product)
-    run_with_product(c, *product, fn, args, std::span<const void*>(in.data(), in.size()),
-                     std::span<const int64_t>(dims, rank), l, reduced);
-  else if (!folds.empty())
-    run_folded(c, folds, fn, args, std::span<void*>(outs.ptrs.data(), outs.ptrs.size()),
-               std::span<const int64_t>(dims, rank), l);
+  bool stream = false;
+  if (p.reduced > 0) {
+    size_t out_bytes = 0;
+    for (size_t o = 0; o < c.num_outputs(); ++o) out_bytes += c.output(o).nbytes();
+    stream = out_bytes >= cpu::stream_bytes();
+  }
+  const KernelArgs args{in.data(),        outs.ptrs.data(), l.rank, l.shape,
+                        l.strides.data(), p.fast,           stream};
+  if (x.product)
+    run_with_product(c, *x.product, fn, args, std::span<const void*>(in.data(), in.size()),
+                     p.space(), l, p.reduced);
+  else if (!x.folds.empty())
+    run_folded(c, x.folds, fn, args, std::span<void*>(outs.ptrs.data(), outs.ptrs.size()),
+               p.space(), l);
   else
-    split(c, fn, args, rows, l.cols(), reduced == 0);
+    split(c, fn, args, rows, l.cols(), p.reduced == 0);
   outs.finish(c);
+}
+
+// A thread's cache, per node, of its kernel and of the last call's Prepared
+// with the input shapes it was made for: a step of a train loop calls a few
+// dozen kernels with the same shapes each time. Keyed by the address of the
+// node's `kernel` attribute (stable while its graph lives) and checked
+// against the name it held (an address reused by another graph's node; the
+// name, a hash of the kernel's source, fixes the other attributes). On the
+// heap (ThreadCache): libkiln's static TLS must stay small for dlopen.
+struct KernelCache {
+  struct Reuse {
+    SmallVec<int64_t, 4 * (kMaxDims + 1)> shapes;  // per input: rank, dims
+    Prepared p;
+  };
+  struct Entry {
+    const std::string* at = nullptr;
+    std::string key;
+    KernelFn fn = nullptr;
+    std::unique_ptr<Reuse> reuse;  // set when the last call had no Extras
+    bool reusable = false;
+  };
+  static constexpr size_t kEntries = 64;
+  Entry entries[kEntries];
+};
+struct KernelCacheTag {};
+
+// The cache entry of node `key` with its kernel; nullptr while the thread is
+// exiting or when no such kernel is loaded.
+KernelCache::Entry* entry_of(const std::string& key) {
+  KernelCache* kc = detail::ThreadCache<KernelCache, KernelCacheTag>::get();
+  if (!kc) return nullptr;
+  KernelCache::Entry& e =
+      kc->entries[(reinterpret_cast<uintptr_t>(&key) >> 4) % KernelCache::kEntries];
+  if (e.at == &key && e.fn && e.key == key) return &e;
+  const KernelFn fn = find_kernel(key);
+  if (!fn) return nullptr;  // the caller fails after checking the attributes
+  e.at = &key;
+  e.key = key;
+  e.fn = fn;
+  e.reusable = false;
+  return &e;
+}
+
+bool same_shapes(const KernelContext& c, const SmallVec<int64_t, 4 * (kMaxDims + 1)>& shapes) {
+  size_t i = 0;
+  for (size_t k = 0; k < c.num_inputs(); ++k) {
+    const Shape& s = c.input(k).shape();
+    const size_t r = static_cast<size_t>(s.rank());
+    if (i + 1 + r > shapes.size() || shapes[i] != static_cast<int64_t>(r)) return false;
+    for (size_t j = 0; j < r; ++j)
+      if (shapes[i + 1 + j] != s.dim(static_cast<int>(j))) return false;
+    i += 1 + r;
+  }
+  return i == shapes.size();
+}
+
+void keep(const KernelContext& c, KernelCache::Entry& e, const Prepared& p) {
+  if (!e.reuse) e.reuse = std::make_unique<KernelCache::Reuse>();
+  auto& shapes = e.reuse->shapes;
+  shapes.clear();
+  for (size_t k = 0; k < c.num_inputs(); ++k) {
+    const Shape& s = c.input(k).shape();
+    shapes.push_back(s.rank());
+    for (int64_t j = 0; j < s.rank(); ++j) shapes.push_back(s.dim(j));
+  }
+  e.reuse->p = p;
+  e.reusable = true;
+}
+
+void jit_kernel(KernelContext& c) {
+  const std::string& key = c.attr_string("kernel");
+  KernelCache::Entry* e = entry_of(key);
+  Extras x;
+  if (e && e->reusable && same_shapes(c, e->reuse->shapes)) {
+    const Prepared& p = e->reuse->p;
+    if (p.direct)
+      execute_direct(c, e->fn, p);
+    else
+      execute(c, e->fn, p, x);
+    return;
+  }
+  Prepared p;
+  prepare(c, p, x);
+  KernelFn fn = e ? e->fn : find_kernel(key);
+  if (!fn) c.fail("kernel '", key, "' is not loaded in this process");
+  if (e) {
+    if (x.none())
+      keep(c, *e, p);
+    else
+      e->reusable = false;
+  }
+  execute(c, fn, p, x);
 }
 
 }  // namespace

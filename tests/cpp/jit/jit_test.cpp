@@ -140,6 +140,41 @@ TEST(Jit, UnknownDimsNeverRecompileAndHandleSizeOneAtRunTime) {
   EXPECT_EQ(j.tracing_count(), 1);
 }
 
+// A node keeps the layout of its last call while its input shapes repeat
+// (the runtime's per-thread cache); every new shape, a shape seen before,
+// an output smaller than the space and a view's start are rebuilt from the
+// shapes of the call at hand.
+TEST(Jit, RepeatedShapesReuseTheLayoutAndNewShapesRebuildIt) {
+  auto body = [](const std::vector<Value>& a) {
+    const Tensor &x = a[0].tensor(), &y = a[1].tensor();
+    const Tensor e = exp(x) * 0.5f;
+    return Value::list({Value(e * y + 1.f), Value(e), Value(slice(y, {1, 0}, {-1, -1}) * 3.f)});
+  };
+  const std::vector<ArgSpec> sig = {{DType::kFloat32, Shape({-1, -1}), "x"},
+                                    {DType::kFloat32, Shape({-1, -1}), "y"}};
+  Function j = make(body, true, sig);
+  using Dims = std::vector<int64_t>;
+  uint32_t seed = 90;
+  for (auto [xd, yd] : std::vector<std::pair<Dims, Dims>>{{{4, 5}, {4, 5}},
+                                                          {{4, 5}, {4, 5}},
+                                                          {{1, 5}, {4, 5}},
+                                                          {{1, 5}, {4, 5}},
+                                                          {{4, 1}, {4, 5}},
+                                                          {{4, 5}, {4, 5}},
+                                                          {{7, 3}, {7, 3}},
+                                                          {{7, 3}, {7, 3}},
+                                                          {{0, 3}, {1, 3}},
+                                                          {{4, 5}, {4, 5}}}) {
+    SCOPED_TRACE(Shape(xd));
+    SCOPED_TRACE(Shape(yd));
+    const std::vector<Value> args = {Value(random_tensor(DType::kFloat32, Shape(xd), seed++)),
+                                     Value(random_tensor(DType::kFloat32, Shape(yd), seed++))};
+    const Value got = j(args), want = body(args);
+    for (size_t i = 0; i < 3; ++i) expect_same(got.items()[i].tensor(), want.items()[i].tensor());
+  }
+  EXPECT_EQ(j.tracing_count(), 1);
+}
+
 TEST(Jit, SeveralOutputsAndAnOutputSmallerThanTheKernel) {
   // exp(x) is used inside the cluster and returned; with x [?] and y [?],
   // x of size 1 makes exp(x) smaller than the kernel's iteration space.
