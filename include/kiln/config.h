@@ -35,6 +35,12 @@ struct Config {
   /// Check every float output of every op for NaN/Inf and raise
   /// InvalidArgumentError naming the op (tf.debugging.enable_check_numerics).
   bool check_numerics = false;
+  /// Flush denormal float results to zero inside kiln's ops, eager and in
+  /// functions (FTZ on x86, FZ on Arm), as TensorFlow's CPU ops do: values
+  /// below 1.2e-38 (float32) take a slow path in the CPU, and a long
+  /// training run's gradients reach them. The caller's floating-point mode
+  /// is restored when each op or call returns. Checked per op and call.
+  bool flush_denormals = true;
 
 #ifdef NDEBUG
   static constexpr bool kDebugBuild = false;

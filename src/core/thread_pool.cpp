@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/denormal.h"
 #include "core/tls.h"
 #include "kiln/config.h"
 
@@ -36,7 +37,7 @@ void spin_until(F ready) {
   while (!ready() && std::chrono::steady_clock::now() < until)
     for (int i = 0; i < 16; ++i) cpu_relax();
 }
-}
+}  // namespace
 
 struct ThreadPool::Impl {
   std::mutex mu;
@@ -48,6 +49,7 @@ struct ThreadPool::Impl {
   std::atomic<uint64_t> posted{0};    // generation, readable without the lock
   std::atomic<uint64_t> finished{0};  // the last generation whose chunks all ran
   bool stop = false;
+  uint64_t fp_mode = 0;  // the caller's floating-point mode (denormal.h), per job
   std::exception_ptr error;
   std::mutex call_mu;  // one parallel_for at a time
 
@@ -56,7 +58,9 @@ struct ThreadPool::Impl {
     while (next < n) {
       int64_t b = next, e = std::min(n, next + chunk);
       next = e;
+      const uint64_t mode = fp_mode;
       lock.unlock();
+      if (detail::fp_mode() != mode) detail::set_fp_mode(mode);  // run as the caller would
       try {
         t_in_pool_task = true;
         (*fn)(b, e);
@@ -127,6 +131,7 @@ void ThreadPool::parallel_for(int64_t n, int64_t grain,
   impl_->chunk = (n + chunks - 1) / chunks;
   impl_->next = 0;
   impl_->remaining = n;
+  impl_->fp_mode = detail::fp_mode();
   impl_->error = nullptr;
   ++impl_->generation;
   impl_->posted.store(impl_->generation, std::memory_order_release);
@@ -155,7 +160,8 @@ int default_num_threads() {
   if (const char* env = std::getenv("OMP_NUM_THREADS")) {
     char* end = nullptr;
     const long v = std::strtol(env, &end, 10);  // "4" or the first of a list "4,2"
-    if (end != env && v > 0 && (*end == 0 || *end == ',')) return static_cast<int>(std::min(v, 1024L));
+    if (end != env && v > 0 && (*end == 0 || *end == ','))
+      return static_cast<int>(std::min(v, 1024L));
   }
   // The CPUs this process may run on (taskset, cgroup cpusets), not all the machine has.
   cpu_set_t set;

@@ -1,5 +1,6 @@
 #include <unordered_map>
 
+#include "core/denormal.h"
 #include "kiln/config.h"
 #include "kiln/context.h"
 #include "kiln/executor.h"
@@ -295,6 +296,7 @@ std::vector<Tensor> Plan::run(std::span<const Tensor> inputs) const {
     throw InvalidArgumentError(str_cat("function '", function_name_, "' expects ",
                                        input_slots_.size(), " inputs, got ", inputs.size()));
   Slots slots(static_cast<size_t>(num_slots_));
+  detail::ScopedFlushDenormals flush;
   const int state = state_.load(std::memory_order_acquire);
   int expected = kPending;
   if (state == kNone || !config().parallel_branches) {

@@ -4,6 +4,7 @@
 
 #include <cmath>
 
+#include "core/denormal.h"
 #include "kiln/config.h"
 
 namespace kiln {
@@ -25,6 +26,7 @@ void infer_and_run(const OpDef& op, std::span<const Tensor> inputs, const Attrs&
   const auto specs = ic.outputs();
   std::span<Tensor> outs = make_outputs(specs.size());
   KernelContext kc(op, inputs, attrs, specs, outs);
+  detail::ScopedFlushDenormals flush;
   op.cpu_kernel(kc);
   if (config().check_numerics) check_numerics(op, outs);
 }

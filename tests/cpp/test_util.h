@@ -24,6 +24,21 @@ inline void write_bytes(const std::string& path, const std::string& bytes) {
 
 inline const bool kVerifyGraphsInTests = (config().verify_graphs = true);
 
+/// Sets config().flush_denormals for a scope (false: IEEE denormal results,
+/// for tests of the subnormal range itself).
+class ScopedFlushDenormals {
+ public:
+  explicit ScopedFlushDenormals(bool on) : old_(config().flush_denormals) {
+    config().flush_denormals = on;
+  }
+  ~ScopedFlushDenormals() { config().flush_denormals = old_; }
+  ScopedFlushDenormals(const ScopedFlushDenormals&) = delete;
+  ScopedFlushDenormals& operator=(const ScopedFlushDenormals&) = delete;
+
+ private:
+  bool old_;
+};
+
 /// Checks dtype, shape and exact values.
 /// Nodes of op `id` in `g`.
 inline int count_nodes(const Graph& g, OpId id) {

@@ -74,6 +74,29 @@ bool same_value(T got, T want) {
   }
 }
 
+/// `x`, or the zero of its sign when it is a denormal kiln may flush
+/// (config().flush_denormals): a reference for results whose intermediate
+/// value was a denormal (floor(denorm_min / -1.5) is -0 once flushed).
+template <typename T>
+T flushed(T x) {
+  if constexpr (std::is_floating_point_v<T>)
+    if (config().flush_denormals && std::fpclassify(x) == FP_SUBNORMAL)
+      return std::signbit(x) ? T(-0.0) : T(0);
+  return x;
+}
+
+/// same_value, or `want` a denormal that kiln flushed to zero of its sign
+/// (config().flush_denormals, the default: kiln/config.h). Ops that only move
+/// bits (neg, abs, copies) keep a denormal; arithmetic flushes it.
+template <typename T>
+bool same_or_flushed(T got, T want) {
+  if (same_value(got, want)) return true;
+  if constexpr (std::is_floating_point_v<T>)
+    return config().flush_denormals && std::fpclassify(want) == FP_SUBNORMAL && got == T(0) &&
+           std::signbit(got) == std::signbit(want);
+  return false;
+}
+
 /// Distance in float32 ulps between `got` and the exact value `want`.
 inline double ulp_error(float got, double want) {
   if (std::isnan(want)) return std::isnan(got) ? 0 : 1e9;
@@ -82,6 +105,14 @@ inline double ulp_error(float got, double want) {
   const float ulp =
       std::nextafter(std::fabs(w), std::numeric_limits<float>::infinity()) - std::fabs(w);
   return std::fabs(static_cast<double>(got) - want) / static_cast<double>(ulp);
+}
+
+/// ulp_error, where a result below float32's normal range may also be 0
+/// (flushed: config().flush_denormals).
+inline double ulp_error_or_flushed(float got, double want) {
+  const bool tiny = std::fabs(want) < static_cast<double>(std::numeric_limits<float>::min());
+  if (config().flush_denormals && tiny && got == 0.f) return 0;
+  return ulp_error(got, want);
 }
 
 /// Flat index into an input of shape `in` for output flat index `flat`

@@ -236,20 +236,28 @@ TEST(Softmax, BlocksOfRowsOfEveryKindMatchRowsAloneBitForBit) {
 }
 
 // Both sides of the shorter exp's range: results match the reference to a few
-// ulp, the subnormal e^-95 / sum included (e^-103.6 / sum rounds to 0).
+// ulp, the subnormal e^-95 / sum included (e^-103.6 / sum rounds to 0) when
+// denormals are kept; flushed (the default), a denormal result is 0.
 TEST(Softmax, EitherSideOfTheNormalExpRange) {
-  for (float low : {-86.5f, -86.95f, -95.f, -103.f}) {
-    SCOPED_TRACE(::testing::Message() << "low " << low);
-    std::vector<float> x(40);
-    for (size_t i = 0; i < x.size(); ++i) x[i] = 0.1f * static_cast<float>(i % 7);
-    x[3] = low;
-    const std::vector<float> want = ref_softmax(x, 40, false);
-    const std::vector<float> got = softmax(Tensor::from_vector(x, Shape{1, 40})).to_vector<float>();
-    for (size_t i = 0; i < x.size(); ++i)
-      EXPECT_NEAR(got[i], want[i], 4 * std::numeric_limits<float>::epsilon() * want[i] + 3e-45f)
-          << "at " << i;
-    if (low > -100.f) {
-      EXPECT_GT(got[3], 0.f);  // e^-95 / sum: a subnormal, not flushed
+  for (bool flush : {false, true}) {
+    testing::ScopedFlushDenormals mode(flush);
+    for (float low : {-86.5f, -86.95f, -95.f, -103.f}) {
+      SCOPED_TRACE(::testing::Message() << "low " << low << (flush ? " flushed" : ""));
+      std::vector<float> x(40);
+      for (size_t i = 0; i < x.size(); ++i) x[i] = 0.1f * static_cast<float>(i % 7);
+      x[3] = low;
+      const std::vector<float> want = ref_softmax(x, 40, false);
+      const std::vector<float> got =
+          softmax(Tensor::from_vector(x, Shape{1, 40})).to_vector<float>();
+      for (size_t i = 0; i < x.size(); ++i) {
+        const bool tiny = std::fpclassify(want[i]) == FP_SUBNORMAL;
+        EXPECT_NEAR(got[i], flush && tiny ? 0.f : want[i],
+                    4 * std::numeric_limits<float>::epsilon() * want[i] + 3e-45f)
+            << "at " << i;
+      }
+      if (low > -100.f) {
+        EXPECT_EQ(got[3] > 0.f, !flush);  // e^-95 / sum: a subnormal, kept or flushed
+      }
     }
   }
 }
