@@ -35,6 +35,11 @@ class Plan {
   /// shape are the caller's responsibility: ConcreteFunction checks them and
   /// names the argument). Thread-safe: each call has its own slots.
   std::vector<Tensor> run(std::span<const Tensor> inputs) const;
+  /// The same, where the caller gives `inputs` up: an input is moved into
+  /// the step that reads it last, so that step may write in place (a loop
+  /// body's `x = tanh(x)`). `inputs` are left unspecified.
+  /// Outputs go into `out` (its storage reused across calls of a loop).
+  void run_owned(std::span<Tensor> inputs, std::vector<Tensor>& out) const;
 
   size_t num_steps() const { return steps_.size(); }
   size_t num_inputs() const { return input_slots_.size(); }
@@ -52,8 +57,10 @@ class Plan {
     std::string name;
     Attrs attrs;
     std::vector<int32_t> in_slots;
-    std::vector<uint8_t> in_last_use;  // 1 = move the value in (enables in-place reuse)
-    int32_t out_begin = 0;             // outputs occupy slots [out_begin, out_begin + n)
+    // 1 = move the value in (enables in-place reuse); 2 = a caller's input
+    // read here last, moved in when the caller gave its inputs up (run_owned).
+    std::vector<uint8_t> in_last_use;
+    int32_t out_begin = 0;  // outputs occupy slots [out_begin, out_begin + n)
     int32_t num_out = 0;
     std::vector<TensorSpec> specs;  // static output specs, when fully known
     bool static_specs = false;
@@ -81,7 +88,8 @@ class Plan {
 
   const Tensor& read(int32_t slot, Slots& slots, std::span<const Tensor> inputs) const;
   void run_step(const Step& s, const uint8_t* moves, Slots& slots, Args& args,
-                std::span<const Tensor> inputs) const;
+                std::span<const Tensor> inputs, Tensor* owned = nullptr) const;
+  void run_impl(std::span<const Tensor> inputs, Tensor* owned, std::vector<Tensor>& out) const;
   void run_region(const Region& r, Slots& slots, std::span<const Tensor> inputs) const;
   void run_recording(Slots& slots, std::span<const Tensor> inputs) const;
   /// Finds the regions from per-step element counts (plan_parallel.cpp).

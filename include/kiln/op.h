@@ -79,6 +79,11 @@ class Subgraph : public RefCounted {
   virtual std::span<const TensorSpec> output_specs() const = 0;
   /// Runs the body on concrete inputs (thread-safe).
   virtual std::vector<Tensor> run(std::span<const Tensor> inputs) const = 0;
+  /// The same, where the caller gives `inputs` up (left unspecified): the
+  /// body may then reuse their buffers in place. Outputs go into `out`.
+  virtual void run_owned(std::span<Tensor> inputs, std::vector<Tensor>& out) const {
+    out = run(inputs);
+  }
 };
 
 /// Attribute values. Int lists double as shapes (dims, -1 = unknown); tensors

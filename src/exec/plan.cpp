@@ -162,9 +162,31 @@ std::unique_ptr<Plan> Plan::compile(const Graph& graph) {
       throw InternalError(
           str_cat("graph '", graph.function_name(), "': input ", i, " was removed from the graph"));
 
+  // The last step reading each caller input (-1: none; outputs never move).
+  const size_t n_inputs = graph.inputs().size();
+  std::vector<int32_t> input_last(n_inputs, -1);
+  for (size_t k = 0; k < plan->steps_.size(); ++k)
+    for (int32_t slot : plan->steps_[k].in_slots)
+      if (slot < 0 && static_cast<size_t>(-1 - slot) < n_inputs)
+        input_last[static_cast<size_t>(-1 - slot)] = static_cast<int32_t>(k);
+  for (const Edge& e : graph.outputs()) {
+    const int32_t slot = slot_of(e);
+    if (slot < 0 && static_cast<size_t>(-1 - slot) < n_inputs)
+      input_last[static_cast<size_t>(-1 - slot)] = kForever;
+  }
+
   for (size_t k = 0; k < plan->steps_.size(); ++k) {
     Step& s = plan->steps_[k];
     s.in_last_use.assign(s.in_slots.size(), 0);
+    for (size_t i = 0; i < s.in_slots.size(); ++i) {
+      const int32_t slot = s.in_slots[i];
+      if (slot >= 0 || static_cast<size_t>(-1 - slot) >= n_inputs ||
+          input_last[static_cast<size_t>(-1 - slot)] != static_cast<int32_t>(k))
+        continue;
+      bool later = false;
+      for (size_t j = i + 1; j < s.in_slots.size(); ++j) later |= s.in_slots[j] == slot;
+      if (!later) s.in_last_use[i] = 2;
+    }
     for (size_t i = 0; i < s.in_slots.size(); ++i) {
       const int32_t slot = s.in_slots[i];
       // Inputs (the caller's) and constants are never moved.
@@ -207,13 +229,16 @@ inline __attribute__((always_inline)) const Tensor& Plan::read(
 // shapes when not static, run the kernel, drop dead slots.
 inline __attribute__((always_inline)) void Plan::run_step(const Step& s, const uint8_t* moves,
                                                           Slots& slots, Args& args,
-                                                          std::span<const Tensor> inputs) const {
+                                                          std::span<const Tensor> inputs,
+                                                          Tensor* owned) const {
   const size_t n = s.in_slots.size();
   args.reserve(n);
   for (size_t i = 0; i < n; ++i) {
     const int32_t slot = s.in_slots[i];
-    if (moves[i])
+    if (moves[i] == 1)
       args[i] = std::move(slots[static_cast<size_t>(slot)]);
+    else if (moves[i] == 2 && owned)
+      args[i] = std::move(owned[-1 - slot]);
     else
       args[i] = read(slot, slots, inputs);
   }
@@ -292,6 +317,17 @@ void Plan::run_recording(Slots& slots, std::span<const Tensor> inputs) const {
 }
 
 std::vector<Tensor> Plan::run(std::span<const Tensor> inputs) const {
+  std::vector<Tensor> out;
+  run_impl(inputs, nullptr, out);
+  return out;
+}
+
+void Plan::run_owned(std::span<Tensor> inputs, std::vector<Tensor>& out) const {
+  run_impl(inputs, inputs.data(), out);
+}
+
+// Steps in parallel regions and a first (recording) run never move inputs.
+void Plan::run_impl(std::span<const Tensor> inputs, Tensor* owned, std::vector<Tensor>& out) const {
   if (inputs.size() != input_slots_.size())
     throw InvalidArgumentError(str_cat("function '", function_name_, "' expects ",
                                        input_slots_.size(), " inputs, got ", inputs.size()));
@@ -301,7 +337,7 @@ std::vector<Tensor> Plan::run(std::span<const Tensor> inputs) const {
   int expected = kPending;
   if (state == kNone || !config().parallel_branches) {
     Args args;
-    for (const Step& s : steps_) run_step(s, s.in_last_use.data(), slots, args, inputs);
+    for (const Step& s : steps_) run_step(s, s.in_last_use.data(), slots, args, inputs, owned);
   } else if (state == kReady) {
     Args args;
     size_t r = 0;
@@ -310,7 +346,7 @@ std::vector<Tensor> Plan::run(std::span<const Tensor> inputs) const {
         run_region(regions_[r], slots, inputs);
         k = static_cast<size_t>(regions_[r++].end);
       } else {
-        run_step(steps_[k], steps_[k].in_last_use.data(), slots, args, inputs);
+        run_step(steps_[k], steps_[k].in_last_use.data(), slots, args, inputs, owned);
         ++k;
       }
     }
@@ -321,7 +357,7 @@ std::vector<Tensor> Plan::run(std::span<const Tensor> inputs) const {
     Args args;
     for (const Step& s : steps_) run_step(s, s.in_last_use.data(), slots, args, inputs);
   }
-  std::vector<Tensor> out;
+  out.clear();
   out.reserve(output_slots_.size());
   for (size_t i = 0; i < output_slots_.size(); ++i) {
     const int32_t slot = output_slots_[i];
@@ -334,7 +370,6 @@ std::vector<Tensor> Plan::run(std::span<const Tensor> inputs) const {
     else
       out.push_back(std::move(slots[static_cast<size_t>(slot)]));
   }
-  return out;
 }
 
 size_t Plan::num_parallel_regions() const {
@@ -352,7 +387,7 @@ std::string Plan::debug_string() const {
     const Step& st = steps_[k];
     s += str_cat(k, ": ", st.op->type_name, " ", st.name, " (");
     for (size_t i = 0; i < st.in_slots.size(); ++i)
-      s += str_cat(i ? ", " : "", slot_name(st.in_slots[i]), st.in_last_use[i] ? "*" : "");
+      s += str_cat(i ? ", " : "", slot_name(st.in_slots[i]), st.in_last_use[i] == 1 ? "*" : "");
     s += ") -> ";
     for (int32_t o = 0; o < st.num_out; ++o) s += str_cat(o ? ", " : "", "s", st.out_begin + o);
     if (!st.static_specs) s += " [infer]";

@@ -194,6 +194,7 @@ std::vector<Plan::Region> Plan::analyse(const std::vector<StepInfo>& info) const
           std::vector<uint8_t> moves = steps_[k].in_last_use;
           for (size_t i = 0; i < moves.size(); ++i) {
             const int32_t slot = steps_[k].in_slots[i];
+            if (moves[i] == 2) moves[i] = 0;  // a caller's input: never moved in a region
             if (!moves[i] || reader.at(slot) != -1) continue;
             moves[i] = 0;
             r.release.push_back(slot);

@@ -71,6 +71,11 @@ std::vector<Tensor> GraphSubgraph::run(std::span<const Tensor> inputs) const {
   return plan_->run(inputs);
 }
 
+void GraphSubgraph::run_owned(std::span<Tensor> inputs, std::vector<Tensor>& out) const {
+  check_inputs(inputs, inputs_, *graph_, name());
+  plan_->run_owned(inputs, out);
+}
+
 const Backward& GraphSubgraph::backward() const {
   return backward_.get([&] { return backward_of(*this); });
 }

@@ -47,6 +47,7 @@ class GraphSubgraph final : public TracedSubgraph {
   /// Checks the inputs against input_specs (count, dtype, shape), then runs
   /// the plan.
   std::vector<Tensor> run(std::span<const Tensor> inputs) const override;
+  void run_owned(std::span<Tensor> inputs, std::vector<Tensor>& out) const override;
 
   /// The optimized body (what runs).
   const Graph& graph() const { return *graph_; }

@@ -1,4 +1,6 @@
 // CPU kernels of the control-flow ops: they run their subgraph bodies.
+#include <algorithm>
+
 #include "bind.h"
 
 namespace kiln::cpu {
@@ -33,11 +35,22 @@ void while_kernel(KernelContext& c) {
   const int64_t max_iter = c.attr_int("maximum_iterations");
   const size_t n_vars = c.num_outputs();
   std::vector<Tensor> state(&c.input(0), &c.input(0) + c.num_inputs());
+  // Each body owns its inputs: the body its loop variables (x = tanh(x)
+  // writes in place), copies of the captured values after them; the cond
+  // copies. The vectors are reused across iterations.
+  std::vector<Tensor> cond_in(state.size()), body_in(state.size()), p, next;
   const auto invariants = bg.input_specs();
   for (int64_t it = 0; max_iter < 0 || it < max_iter; ++it) {
-    std::vector<Tensor> p = cg.run(state);
+    std::copy(state.begin(), state.end(), cond_in.begin());
+    cg.run_owned(cond_in, p);
+    std::fill(cond_in.begin(), cond_in.end(), Tensor());  // what the cond left unread
     if (!truth(c, p.at(0), "the result of cond", &cg)) break;
-    std::vector<Tensor> next = bg.run(state);
+    for (size_t i = 0; i < state.size(); ++i)
+      body_in[i] = i < n_vars ? std::move(state[i]) : state[i];
+    bg.run_owned(body_in, next);
+    if (next.size() < n_vars)
+      throw InternalError(
+          str_cat("While: body returned ", next.size(), " values for ", n_vars, " loop variables"));
     for (size_t i = 0; i < n_vars; ++i) {
       // Inference checked the body's specs; a shape can still only be
       // known per call when the invariant has unknown dims.

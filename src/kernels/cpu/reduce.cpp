@@ -19,6 +19,7 @@
 
 #include "bind.h"
 #include "kernel_util.h"
+#include "kiln/small_vector.h"
 
 namespace kiln::cpu {
 void bind_scan_kernels(OpTableBuilder& t);  // argmax, argmin, cumsum (scan.cpp)
@@ -209,26 +210,28 @@ struct Group {
   bool reduced;
 };
 
+using Groups = SmallVec<Group, 8>;  // no allocation for the usual ranks
+
 // Collapses `shape` into alternating kept/reduced groups, dropping length-1 dims.
-std::vector<Group> plan_groups(const Shape& shape, const std::vector<int64_t>& axes) {
+Groups plan_groups(const Shape& shape, const std::vector<int64_t>& axes) {
   const int64_t rank = shape.rank();
-  std::vector<bool> red(static_cast<size_t>(rank), axes.empty());
+  SmallVec<uint8_t, 16> red(static_cast<size_t>(rank), axes.empty());
   for (int64_t a : axes) red[static_cast<size_t>(a < 0 ? a + rank : a)] = true;
-  std::vector<Group> g;
+  Groups g;
   for (int64_t d = 0; d < rank; ++d) {
     const int64_t n = shape.dim(d);
     if (n == 1) continue;
-    if (!g.empty() && g.back().reduced == red[static_cast<size_t>(d)])
-      g.back().size *= n;
+    if (!g.empty() && g[g.size() - 1].reduced == static_cast<bool>(red[static_cast<size_t>(d)]))
+      g[g.size() - 1].size *= n;
     else
-      g.push_back({n, red[static_cast<size_t>(d)]});
+      g.push_back({n, red[static_cast<size_t>(d)] != 0});
   }
   return g;
 }
 
 // Runs the passes; `out` receives the reduced values (count = prod of kept).
 template <typename T, typename Op>
-void run_reduce(const T* in, T* out, std::vector<Group> g) {
+void run_reduce(const T* in, T* out, Groups g) {
   Scratch<T> cur, next;
   const T* src = in;
   for (;;) {
@@ -238,12 +241,13 @@ void run_reduce(const T* in, T* out, std::vector<Group> g) {
     for (int64_t k = 0; k < i; ++k) A *= g[static_cast<size_t>(k)].size;
     for (size_t k = static_cast<size_t>(i) + 1; k < g.size(); ++k) B *= g[k].size;
     const int64_t R = g[static_cast<size_t>(i)].size;
-    g.erase(g.begin() + i);
+    g.erase(static_cast<size_t>(i));
     if (i > 0 && static_cast<size_t>(i) < g.size()) {  // merge the kept neighbours
       g[static_cast<size_t>(i - 1)].size *= g[static_cast<size_t>(i)].size;
-      g.erase(g.begin() + i);
+      g.erase(static_cast<size_t>(i));
     }
-    const bool last = std::none_of(g.begin(), g.end(), [](const Group& x) { return x.reduced; });
+    const bool last =
+        std::none_of(g.data(), g.data() + g.size(), [](const Group& x) { return x.reduced; });
     T* dst = out;
     if (!last) {
       next.resize(A * B);
@@ -279,9 +283,9 @@ void reduce_kernel(KernelContext& c) {
   const Tensor& x = c.input(0);
   const std::vector<int64_t>& axes = c.attr_ints("axis");
   const Shape& out_shape = c.output_spec(0).shape;
-  std::vector<Group> g = plan_groups(x.shape(), axes);
+  Groups g = plan_groups(x.shape(), axes);
   const bool any_reduced =
-      std::any_of(g.begin(), g.end(), [](const Group& x) { return x.reduced; });
+      std::any_of(g.data(), g.data() + g.size(), [](const Group& x) { return x.reduced; });
   const int64_t n = x.num_elements();
   if (n > 0 && !any_reduced) {  // only length-1 dims reduced: same values
     c.set_output(0, x.view(out_shape));

@@ -68,6 +68,38 @@ TEST(Plan, IntermediatesAreUpdatedInPlaceButInputsNever) {
   EXPECT_EQ(x.at<float>({0}), 1.f);  // the caller's tensor is untouched
 }
 
+// run_owned: a caller's input moves into the step that reads it last, which
+// may then write in place; an input read again later or returned as it is
+// stays. run() never writes a caller's tensor.
+TEST(Plan, OwnedInputsMoveIntoTheirLastReader) {
+  Graph g("f");
+  const TensorSpec spec{DType::kFloat32, Shape({1000})};
+  trace(g, {{"x", spec}, {"y", spec}}, [](std::vector<Tensor> a) {
+    Tensor u = a[0] + 1.f;  // x's only reader
+    Tensor v = a[1] * 2.f;  // y is read again below and returned
+    return std::vector<Tensor>{u, v + a[1], a[1]};
+  });
+  auto plan = Plan::compile(g);
+  EXPECT_EQ(plan->num_parallel_regions(), 0u);
+  auto ones = [] { return Tensor::from_vector(std::vector<float>(1000, 1.f), {1000}); };
+  const Tensor y = ones();
+  Tensor x = ones();
+  const void* x_data = x.raw_data();
+  std::vector<Tensor> in{std::move(x), y}, out;
+  plan->run_owned(in, out);
+  ASSERT_EQ(out.size(), 3u);
+  EXPECT_EQ(out[0].raw_data(), x_data);  // x + 1 written over x
+  EXPECT_EQ(out[0].at<float>({999}), 2.f);
+  EXPECT_EQ(out[1].at<float>({0}), 3.f);
+  EXPECT_EQ(out[2].raw_data(), y.raw_data());
+  EXPECT_EQ(y.at<float>({0}), 1.f);
+  // The same plan through run(): the caller's x is left as it was.
+  const Tensor x2 = ones();
+  const std::vector<Tensor> out2 = plan->run(std::vector<Tensor>{x2, y});
+  EXPECT_NE(out2[0].raw_data(), x2.raw_data());
+  EXPECT_EQ(x2.at<float>({0}), 1.f);
+}
+
 TEST(Plan, StatefulOpsRunInProgramOrderEveryCall) {
   Variable v(Tensor(0));
   Graph g("f");

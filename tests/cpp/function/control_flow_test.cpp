@@ -3,18 +3,18 @@
 
 #include <sstream>
 
+#include "function/tensor_fn_util.h"
 #include "kiln/function.h"
 #include "kiln/trace.h"
-#include "function/tensor_fn_util.h"
 #include "test_util.h"
 
 namespace kiln {
 namespace {
+using testing::call;
 using testing::count_nodes;
 using testing::expect_error;
 using testing::expect_tensor;
 using testing::expect_tensor_near;
-using testing::call;
 using testing::make_fn;
 using testing::Vars;
 
@@ -231,6 +231,28 @@ void check_tanh_loop(const Vars& r, const std::string& printed) {
     ASSERT_TRUE(line >> got) << printed.substr(last);
     EXPECT_NEAR(got, w, 1e-6);
   }
+}
+
+// The body owns its loop variables: x = tanh(x) writes over x (and i + 1
+// over i), so an iteration allocates only the condition's bool, not a new x.
+TEST(WhileLoop, TheBodyUpdatesItsLoopVariablesInPlace) {
+  const Tensor x = Tensor::from_vector(std::vector<float>(4096, 0.5f), {4096});
+  // Allocations of a first call (trace, then run) of a loop of n iterations.
+  auto allocations = [&](int32_t n) {
+    Function g = make_fn([n](const Vars& a) {
+      return while_loop([n](const Vars& v) { return v[1] < n; },
+                        [](const Vars& v) {
+                          return Vars{tanh(v[0]), v[1] + 1};
+                        },
+                        {a[0], Tensor(0)});
+    });
+    const int64_t before = allocator_stats().allocations;
+    const Vars r = call(g, {x});
+    EXPECT_EQ(r[1].item<int32_t>(), n);
+    return allocator_stats().allocations - before;
+  };
+  const int64_t per_200 = allocations(300) - allocations(100);
+  EXPECT_LE(per_200, 200) << "the body allocated new loop variables per iteration";
 }
 
 TEST(WhileLoop, SeedTanhLoopEager) {
