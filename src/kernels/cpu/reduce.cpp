@@ -283,10 +283,12 @@ void reduce_kernel(KernelContext& c) {
   const Tensor& x = c.input(0);
   const std::vector<int64_t>& axes = c.attr_ints("axis");
   const Shape& out_shape = c.output_spec(0).shape;
-  Groups g = plan_groups(x.shape(), axes);
+  const int64_t n = x.num_elements();
+  // A small whole reduction (a loop's condition) needs no groups.
+  const bool small_whole = n > 1 && n <= kBlock && out_shape.num_elements() == 1;
+  Groups g = small_whole ? Groups{{n, true}} : plan_groups(x.shape(), axes);
   const bool any_reduced =
       std::any_of(g.data(), g.data() + g.size(), [](const Group& x) { return x.reduced; });
-  const int64_t n = x.num_elements();
   if (n > 0 && !any_reduced) {  // only length-1 dims reduced: same values
     c.set_output(0, x.view(out_shape));
     return;
@@ -305,7 +307,10 @@ void reduce_kernel(KernelContext& c) {
       std::fill(o, o + n_out, v);
       return;
     }
-    run_reduce<T, Op>(x.data<T>(), o, std::move(g));
+    if (small_whole)
+      o[0] = reduce_contig<T, Op>(x.data<T>(), n);
+    else
+      run_reduce<T, Op>(x.data<T>(), o, std::move(g));
     if constexpr (K == Kind::kMean) {
       if (count == 1) return;
       if constexpr (std::is_floating_point_v<T>) {
