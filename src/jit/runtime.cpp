@@ -269,13 +269,15 @@ struct Prepared {
 };
 
 // The per-call work beside the layout: a product computed first, outputs
-// folded over their leading dims, inputs expanded to full rows. A call with
-// none of them depends on its shapes alone, so its Prepared is reused.
+// folded over their leading dims, inputs expanded to full rows. All but the
+// expanded inputs (copies of this call's values) follow from the attributes
+// and shapes, so a call without them is reused whole.
 struct Extras {
   std::optional<ProductCall> product;
   std::vector<Fold> folds;
   std::vector<Tensor> expanded;  // sized only when an input is expanded
   bool none() const { return !product && folds.empty() && expanded.empty(); }
+  bool reusable() const { return expanded.empty(); }
 };
 
 // Fills `p` (and `x`) from the node's attributes and its inputs.
@@ -401,7 +403,7 @@ void execute_direct(KernelContext& c, KernelFn fn, const Prepared& p) {
 }
 
 // Runs kernel `fn` as `p` and `x` say.
-void execute(KernelContext& c, KernelFn fn, const Prepared& p, Extras& x) {
+void execute(KernelContext& c, KernelFn fn, const Prepared& p, const Extras& x) {
   const Layout& l = p.l;
   const int64_t rows = l.rows();
   Outputs outs(c, p.space(), p.reduced, p.total, rows, x.folds);
@@ -438,26 +440,38 @@ void execute(KernelContext& c, KernelFn fn, const Prepared& p, Extras& x) {
 }
 
 // A thread's cache, per node, of its kernel and of the last call's Prepared
-// with the input shapes it was made for: a step of a train loop calls a few
-// dozen kernels with the same shapes each time. Keyed by the address of the
-// node's `kernel` attribute (stable while its graph lives) and checked
-// against the name it held (an address reused by another graph's node; the
-// name, a hash of the kernel's source, fixes the other attributes). On the
-// heap (ThreadCache): libkiln's static TLS must stay small for dlopen.
+// and Extras with the input shapes and int-list attributes they were made
+// for: a step of a train loop calls a few dozen kernels with the same shapes
+// each time. Keyed by the address of the node's `kernel` attribute (stable
+// while its graph lives) and checked against the name it held (an address
+// reused by another graph's node). The name, a hash of the kernel's source,
+// fixes the kernel but not the attributes read at run time (a view's start
+// in `maps`), so those are compared too. On the heap (ThreadCache):
+// libkiln's static TLS must stay small for dlopen.
 struct KernelCache {
   struct Reuse {
     SmallVec<int64_t, 4 * (kMaxDims + 1)> shapes;  // per input: rank, dims
+    SmallVec<int64_t, 64> lists;                   // per int-list attribute: size, values
     Prepared p;
+    Extras x;
   };
   struct Entry {
     const std::string* at = nullptr;
     std::string key;
     KernelFn fn = nullptr;
-    std::unique_ptr<Reuse> reuse;  // set when the last call had no Extras
+    std::unique_ptr<Reuse> reuse;  // set when the last call was reusable
     bool reusable = false;
   };
-  static constexpr size_t kEntries = 64;
-  Entry entries[kEntries];
+  // 128 sets of two entries, a node's set chosen by a multiplicative hash
+  // of its attribute's address (allocations a fixed stride apart would
+  // share a set under the plain address bits), the less recently used
+  // entry of the set replaced on a miss.
+  static constexpr int kSetBits = 7;
+  struct Set {
+    Entry way[2];
+    uint8_t victim = 0;
+  };
+  Set sets[size_t{1} << kSetBits];
 };
 struct KernelCacheTag {};
 
@@ -466,11 +480,19 @@ struct KernelCacheTag {};
 KernelCache::Entry* entry_of(const std::string& key) {
   KernelCache* kc = detail::ThreadCache<KernelCache, KernelCacheTag>::get();
   if (!kc) return nullptr;
-  KernelCache::Entry& e =
-      kc->entries[(reinterpret_cast<uintptr_t>(&key) >> 4) % KernelCache::kEntries];
-  if (e.at == &key && e.fn && e.key == key) return &e;
+  const uint64_t h = static_cast<uint64_t>(reinterpret_cast<uintptr_t>(&key)) * 0x9E3779B97F4A7C15u;
+  KernelCache::Set& set = kc->sets[h >> (64 - KernelCache::kSetBits)];
+  for (uint8_t w = 0; w < 2; ++w) {
+    KernelCache::Entry& e = set.way[w];
+    if (e.at == &key && e.fn && e.key == key) {
+      set.victim = w ^ 1;
+      return &e;
+    }
+  }
   const KernelFn fn = find_kernel(key);
   if (!fn) return nullptr;  // the caller fails after checking the attributes
+  KernelCache::Entry& e = set.way[set.victim];
+  set.victim ^= 1;
   e.at = &key;
   e.key = key;
   e.fn = fn;
@@ -491,8 +513,29 @@ bool same_shapes(const KernelContext& c, const SmallVec<int64_t, 4 * (kMaxDims +
   return i == shapes.size();
 }
 
-void keep(const KernelContext& c, KernelCache::Entry& e, const Prepared& p) {
+// Whether the int-list attributes of `a` are those `lists` holds.
+bool same_lists(const Attrs& a, const SmallVec<int64_t, 64>& lists) {
+  size_t i = 0;
+  for (const AttrValue& v : a) {
+    const auto* l = std::get_if<std::vector<int64_t>>(&v);
+    if (!l) continue;
+    if (i + 1 + l->size() > lists.size() || lists[i] != static_cast<int64_t>(l->size()) ||
+        !std::equal(l->begin(), l->end(), lists.data() + i + 1))
+      return false;
+    i += 1 + l->size();
+  }
+  return i == lists.size();
+}
+
+void keep(const KernelContext& c, KernelCache::Entry& e, const Prepared& p, const Extras& x) {
   if (!e.reuse) e.reuse = std::make_unique<KernelCache::Reuse>();
+  auto& lists = e.reuse->lists;
+  lists.clear();
+  for (const AttrValue& v : c.attrs())
+    if (const auto* l = std::get_if<std::vector<int64_t>>(&v)) {
+      lists.push_back(static_cast<int64_t>(l->size()));
+      for (int64_t n : *l) lists.push_back(n);
+    }
   auto& shapes = e.reuse->shapes;
   shapes.clear();
   for (size_t k = 0; k < c.num_inputs(); ++k) {
@@ -501,28 +544,30 @@ void keep(const KernelContext& c, KernelCache::Entry& e, const Prepared& p) {
     for (int64_t j = 0; j < s.rank(); ++j) shapes.push_back(s.dim(j));
   }
   e.reuse->p = p;
+  e.reuse->x = x;
   e.reusable = true;
 }
 
 void jit_kernel(KernelContext& c) {
   const std::string& key = c.attr_string("kernel");
   KernelCache::Entry* e = entry_of(key);
-  Extras x;
-  if (e && e->reusable && same_shapes(c, e->reuse->shapes)) {
-    const Prepared& p = e->reuse->p;
-    if (p.direct)
-      execute_direct(c, e->fn, p);
+  if (e && e->reusable && same_shapes(c, e->reuse->shapes) &&
+      same_lists(c.attrs(), e->reuse->lists)) {
+    const KernelCache::Reuse& r = *e->reuse;
+    if (r.p.direct)
+      execute_direct(c, e->fn, r.p);
     else
-      execute(c, e->fn, p, x);
+      execute(c, e->fn, r.p, r.x);
     return;
   }
+  Extras x;
   Prepared p;
   prepare(c, p, x);
   KernelFn fn = e ? e->fn : find_kernel(key);
   if (!fn) c.fail("kernel '", key, "' is not loaded in this process");
   if (e) {
-    if (x.none())
-      keep(c, *e, p);
+    if (x.reusable())
+      keep(c, *e, p, x);
     else
       e->reusable = false;
   }

@@ -328,6 +328,39 @@ TEST(JitSlices, ViewRulesRefuseWhatTheyCannotPlace) {
                    Attrs{std::vector<int64_t>{}, int64_t{0}, int64_t{2}}));
 }
 
+// The runtime keeps a node's layout and input offsets per thread while its
+// shapes repeat, keyed by its `kernel` attribute. A view's start lives in
+// `maps`, not in the kernel's source: the same node attributes with another
+// start (as a later graph's node at the same address would have) read the
+// new rows, never the cached offset.
+TEST(JitSlices, AViewsStartIsReadPerCallNotFromTheCache) {
+  auto body = [](const std::vector<Value>& a) {
+    return Value(tanh(index(a[0].tensor(), {Slice(1, 3)})) * 2.f + 1.f);
+  };
+  const Tensor x = random_tensor(DType::kFloat32, Shape({5, 8}), 21);
+  Function j = make(body, true);
+  const auto cf = j.get_concrete_function({Value(x)});
+  const Node* kernel = nullptr;
+  for (const auto& n : cf->optimized_graph().nodes())
+    if (n->op().id == OpId::JitKernel) kernel = n.get();
+  ASSERT_NE(kernel, nullptr);
+  Attrs attrs = kernel->attrs();
+  auto& maps = std::get<std::vector<int64_t>>(attrs[op_def(OpId::JitKernel).attr_at("maps")]);
+  // One input read as x[1:3]: source rank 2, value rank 2, starts {1, 0}, ...
+  ASSERT_GE(maps.size(), 4u);
+  ASSERT_EQ(maps[2], 1);
+  std::vector<Tensor> in;
+  for (const Edge& e : kernel->inputs())
+    in.push_back(e.node->op().id == OpId::Const ? std::get<Tensor>(e.node->attr("value")) : x);
+  for (int64_t start : {1, 2, 1, 3}) {
+    SCOPED_TRACE(start);
+    maps[2] = start;  // the same attribute vector, the same `kernel` string
+    std::vector<Tensor> out(1);
+    run_kernel(op_def(OpId::JitKernel), in, attrs, out);
+    testing::expect_same(out[0], tanh(index(x, {Slice(start, start + 2)})) * 2.f + 1.f);
+  }
+}
+
 TEST(JitSlices, HostileMapsAreRefused) {
   ViewRefs v;
   // Per input: source rank, value rank, starts, then (src, step, size) per value dim.
