@@ -392,13 +392,11 @@ void prepare(KernelContext& c, Prepared& p, Extras& x) {
 void execute_direct(KernelContext& c, KernelFn fn, const Prepared& p) {
   void* out[8];
   for (size_t o = 0; o < c.num_outputs(); ++o) out[o] = c.allocate_output(o).mutable_raw_data();
-  const void* in[16];
-  SmallVec<const void*, 16> many(p.n_in > 16 ? p.n_in : 0);
-  const void** ins = p.n_in > 16 ? many.data() : in;
+  SmallVec<const void*, 16> in(p.n_in);
   for (size_t k = 0; k < p.n_in; ++k)
-    ins[k] = static_cast<const char*>(c.input(k).raw_data()) + p.offset[k];
+    in[k] = static_cast<const char*>(c.input(k).raw_data()) + p.offset[k];
   const Layout& l = p.l;
-  const KernelArgs args{ins, out, l.rank, l.shape, l.strides.data(), p.fast, false};
+  const KernelArgs args{in.data(), out, l.rank, l.shape, l.strides.data(), p.fast, false};
   split(c, fn, args, l.rows(), l.cols(), true);
 }
 
