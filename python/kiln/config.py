@@ -12,8 +12,24 @@ def functions_run_eagerly():
     return _kiln._run_eagerly()
 
 
+def set_flush_denormals(enabled):
+    """Whether kiln's ops flush denormal float results to zero (True, the
+    default, as TensorFlow's CPU ops do: arithmetic on them is slow on x86).
+    False keeps IEEE denormals. Python's and NumPy's own arithmetic keeps them
+    either way. Returns the previous setting."""
+    old = _kiln._flush_denormals()
+    _kiln._set_flush_denormals(bool(enabled))
+    return old
+
+
+def get_flush_denormals():
+    return _kiln._flush_denormals()
+
+
 class _Experimental:
     run_functions_eagerly = staticmethod(run_functions_eagerly)
+    set_flush_denormals = staticmethod(set_flush_denormals)
+    get_flush_denormals = staticmethod(get_flush_denormals)
 
 
 experimental = _Experimental()

@@ -37,3 +37,17 @@ def test_denormal_inputs_are_read_as_themselves():
     x = tf.constant([d, -d], dtype=tf.float32)
     np.testing.assert_array_equal(tf.sign(x).numpy(), [1, -1])
     assert (x * 1e30).numpy()[0] > 0
+
+
+def test_flushing_can_be_switched_off():
+    tiny = np.finfo(np.float32).tiny
+    x = tf.constant(tiny, dtype=tf.float32)
+    assert tf.config.experimental.get_flush_denormals()
+    old = tf.config.experimental.set_flush_denormals(False)
+    try:
+        assert old is True
+        kept = (0.1 * x).numpy()
+        assert 0 < kept < tiny
+    finally:
+        tf.config.experimental.set_flush_denormals(True)
+    assert (0.1 * x).numpy() == 0
