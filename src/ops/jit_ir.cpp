@@ -339,9 +339,12 @@ int trailing_axes(const Shape& shape, std::span<const int64_t> axes) {
     hit[static_cast<size_t>(x)] = true;
   }
   const int64_t k = static_cast<int64_t>(axes.size());
-  for (int64_t d = r - k; d < r; ++d)
-    if (!hit[static_cast<size_t>(d)] || shape.dim(static_cast<int>(d)) < 0) return 0;
-  return static_cast<int>(k);
+  bool unknown = false;
+  for (int64_t d = r - k; d < r; ++d) {
+    if (!hit[static_cast<size_t>(d)]) return 0;
+    unknown |= shape.dim(static_cast<int>(d)) < 0;
+  }
+  return unknown && k == r ? 0 : static_cast<int>(k);
 }
 
 View whole_view(int64_t rank) {

@@ -243,8 +243,10 @@ uint64_t bits_of(double v, DType dt);
 uint64_t lowest_bits(DType dt);
 uint64_t highest_bits(DType dt);
 /// The number of trailing dims `axes` (an op's attribute, negative from the
-/// end) name in a value of `shape`, when they are exactly its last dims, all
-/// statically known; 0 otherwise (the reduction cannot be compiled).
+/// end) name in a value of `shape`, when they are exactly its last dims; 0
+/// otherwise (the reduction cannot be compiled). Reduced dims of unknown size
+/// need a dim kept before them (rows to split over threads; a row kernel then
+/// takes N at run time); a reduction of every dim folds instead (fold.h).
 int trailing_axes(const Shape& shape, std::span<const int64_t> axes);
 
 }  // namespace kiln::jit

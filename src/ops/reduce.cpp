@@ -186,15 +186,18 @@ bool lower_fold(jit::LowerContext& c) {
   return true;
 }
 // The sum divided by the count (float division; C truncation for integers,
-// as the kernel does).
+// as the kernel does). A count unknown until run time is counted in the
+// same pass: a sum of ones (exact in float32 up to 2^24 values per lane).
 bool lower_mean(jit::LowerContext& c) {
   if (!lower_fold<OpId::Add>(c)) return false;
   const Shape& s = c.spec(0).shape;
+  const DType dt = c.dtype(0);
   int64_t n = 1;
-  for (int d = s.rank() - c.reduced(); d < s.rank(); ++d) n *= s.dim(d);
-  if (n != 1)
-    c.set_output(0, c.apply(OpId::Div, c.dtype(0), c.results()[0],
-                            c.constant(static_cast<double>(n), c.dtype(0))));
+  for (int d = s.rank() - c.reduced(); d < s.rank(); ++d) n = s.dim(d) < 0 ? -1 : n * s.dim(d);
+  const int32_t count =
+      n >= 0 ? c.constant(static_cast<double>(n), dt)
+             : c.reduce(OpId::Add, c.constant(1, dt), jit::bits_of(0, dt), c.reduced());
+  if (n != 1) c.set_output(0, c.apply(OpId::Div, dt, c.results()[0], count));
   return true;
 }
 
