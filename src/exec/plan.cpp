@@ -189,7 +189,7 @@ std::unique_ptr<Plan> Plan::compile(const Graph& graph) {
     }
     for (size_t i = 0; i < s.in_slots.size(); ++i) {
       const int32_t slot = s.in_slots[i];
-      // Inputs (the caller's) and constants are never moved.
+      // Constants never move; caller inputs only under run_owned (2 above).
       if (slot < 0 || last_use[static_cast<size_t>(slot)] != static_cast<int32_t>(k)) continue;
       // Move only the last occurrence of a slot within the step.
       bool later = false;
