@@ -21,6 +21,7 @@
 #include <cstring>
 #include <functional>
 #include <oneapi/dnnl/dnnl.hpp>
+#include <optional>
 #include <vector>
 
 #include "kiln/function.h"
@@ -214,9 +215,11 @@ using Body = std::function<Value(const std::vector<Value>&)>;
 // Times calls of `body` as a function, graph mode or jit_compile (`jit`),
 // traced (and compiled) outside the timing.
 void time_function(benchmark::State& state, bool jit, const Body& body,
-                   const std::vector<Value>& args) {
+                   const std::vector<Value>& args,
+                   std::optional<std::vector<ArgSpec>> signature = std::nullopt) {
   FunctionOptions o;
   o.jit_compile = jit;
+  o.input_signature = std::move(signature);
   Function f(body, o);
   f(args);
   for (auto _ : state) {
@@ -382,6 +385,22 @@ void BM_BatchNormTrainingFunction(benchmark::State& state) {
   state.SetBytesProcessed(state.iterations() * 32 * 28 * 28 * 128 * 4 * 2);
 }
 BENCHMARK(BM_BatchNormTrainingFunction)
+    ->DenseRange(0, 1)
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();
+
+// A row mean behind a [None, None] signature: graph mode (0) writes x * 2 + 1
+// and reduces it; jit (1) runs one row kernel that reads N at run time and
+// counts the values in the same pass.
+void BM_RowMeanUnknownDimsFunction4096x1024(benchmark::State& state) {
+  const Body body = [](const std::vector<Value>& a) {
+    return Value(reduce_mean(a[0].tensor() * 2.f + 1.f, {-1}));
+  };
+  time_function(state, state.range(0) == 1, body, {Value(wave<float>({kSmRows, kSmCols}, 0.01))},
+                std::vector<ArgSpec>{{DType::kFloat32, Shape({-1, -1}), "x"}});
+  state.SetBytesProcessed(state.iterations() * kSmRows * kSmCols * 4);
+}
+BENCHMARK(BM_RowMeanUnknownDimsFunction4096x1024)
     ->DenseRange(0, 1)
     ->Unit(benchmark::kMicrosecond)
     ->UseRealTime();
