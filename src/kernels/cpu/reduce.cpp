@@ -221,8 +221,8 @@ Groups plan_groups(const Shape& shape, const std::vector<int64_t>& axes) {
   for (int64_t d = 0; d < rank; ++d) {
     const int64_t n = shape.dim(d);
     if (n == 1) continue;
-    if (!g.empty() && g[g.size() - 1].reduced == static_cast<bool>(red[static_cast<size_t>(d)]))
-      g[g.size() - 1].size *= n;
+    if (!g.empty() && g.back().reduced == static_cast<bool>(red[static_cast<size_t>(d)]))
+      g.back().size *= n;
     else
       g.push_back({n, red[static_cast<size_t>(d)] != 0});
   }
@@ -232,6 +232,10 @@ Groups plan_groups(const Shape& shape, const std::vector<int64_t>& axes) {
 // Runs the passes; `out` receives the reduced values (count = prod of kept).
 template <typename T, typename Op>
 void run_reduce(const T* in, T* out, Groups g) {
+  if (g.size() == 1 && g[0].reduced && g[0].size <= kBlock) {  // one short run (a loop's condition)
+    out[0] = reduce_contig<T, Op>(in, g[0].size);
+    return;
+  }
   Scratch<T> cur, next;
   const T* src = in;
   for (;;) {
@@ -307,10 +311,7 @@ void reduce_kernel(KernelContext& c) {
       std::fill(o, o + n_out, v);
       return;
     }
-    if (small_whole)
-      o[0] = reduce_contig<T, Op>(x.data<T>(), n);
-    else
-      run_reduce<T, Op>(x.data<T>(), o, std::move(g));
+    run_reduce<T, Op>(x.data<T>(), o, std::move(g));
     if constexpr (K == Kind::kMean) {
       if (count == 1) return;
       if constexpr (std::is_floating_point_v<T>) {

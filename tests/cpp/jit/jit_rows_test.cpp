@@ -168,36 +168,13 @@ TEST(JitRows, ReductionsOverDimsOfUnknownSizeTakeNAtRunTime) {
     const char* name;
     Reduce reduce;
     DType dtype;
+    std::optional<float> above;  // any/all: reduce x > above
   };
   const std::vector<Case> cases = {
-      {"sum",
-       [](const Tensor& x, const std::vector<int64_t>& a, bool k) { return reduce_sum(x, a, k); },
-       DType::kFloat32},
-      {"max",
-       [](const Tensor& x, const std::vector<int64_t>& a, bool k) { return reduce_max(x, a, k); },
-       DType::kFloat32},
-      {"min",
-       [](const Tensor& x, const std::vector<int64_t>& a, bool k) { return reduce_min(x, a, k); },
-       DType::kInt32},
-      {"prod",
-       [](const Tensor& x, const std::vector<int64_t>& a, bool k) { return reduce_prod(x, a, k); },
-       DType::kFloat64},
-      {"mean",
-       [](const Tensor& x, const std::vector<int64_t>& a, bool k) { return reduce_mean(x, a, k); },
-       DType::kFloat32},
-      {"mean int",
-       [](const Tensor& x, const std::vector<int64_t>& a, bool k) { return reduce_mean(x, a, k); },
-       DType::kInt32},
-      {"any",
-       [](const Tensor& x, const std::vector<int64_t>& a, bool k) {
-         return reduce_any(x > cast(Tensor(0.5f), x.dtype()), a, k);
-       },
-       DType::kFloat32},
-      {"all",
-       [](const Tensor& x, const std::vector<int64_t>& a, bool k) {
-         return reduce_all(x > cast(Tensor(-2.5f), x.dtype()), a, k);
-       },
-       DType::kFloat32},
+      {"sum", reduce_sum, DType::kFloat32, {}},   {"max", reduce_max, DType::kFloat32, {}},
+      {"min", reduce_min, DType::kInt32, {}},     {"prod", reduce_prod, DType::kFloat64, {}},
+      {"mean", reduce_mean, DType::kFloat32, {}}, {"mean int", reduce_mean, DType::kInt32, {}},
+      {"any", reduce_any, DType::kFloat32, 0.5f}, {"all", reduce_all, DType::kFloat32, -2.5f},
   };
   uint32_t seed = 120;
   for (const Case& c : cases) {
@@ -205,8 +182,10 @@ TEST(JitRows, ReductionsOverDimsOfUnknownSizeTakeNAtRunTime) {
       SCOPED_TRACE(::testing::Message() << c.name << " over the last " << reduced);
       const Reduce r = c.reduce;
       const DType dt = c.dtype;
-      auto body = [r, dt, reduced](const std::vector<Value>& a) {
-        const Tensor y = a[0].tensor() * cast(Tensor(2.f), dt) + cast(Tensor(1.f), dt);
+      const std::optional<float> above = c.above;
+      auto body = [r, dt, above, reduced](const std::vector<Value>& a) {
+        Tensor y = a[0].tensor() * cast(Tensor(2.f), dt) + cast(Tensor(1.f), dt);
+        if (above) y = y > cast(Tensor(*above), dt);
         const std::vector<int64_t> axes =
             reduced == 1 ? std::vector<int64_t>{-1} : std::vector<int64_t>{-2, -1};
         return Value::list({Value(r(y, axes, false)), Value(r(y, axes, true))});
