@@ -306,8 +306,8 @@ BENCHMARK(BM_HalfChainFunction4096x1024)
 
 // relu(transpose(x, perm) * 2 + 1) over [64, 256, 256] float32: graph mode
 // (arg 0: perm [1, 0, 2]; arg 2: [0, 2, 1]) copies the transpose out first;
-// jit_compile (args 1, 3) reads x through the permutation when it keeps the
-// last dim (perm [1, 0, 2]) and leaves the other transpose a kernel call.
+// jit_compile (args 1, 3) reads x through the permutation: in place when it
+// keeps the last dim (perm [1, 0, 2]), in tiles when it swaps the inner two.
 void BM_TransposeChainFunction64x256x256(benchmark::State& state) {
   const std::vector<int64_t> perm =
       state.range(0) < 2 ? std::vector<int64_t>{1, 0, 2} : std::vector<int64_t>{0, 2, 1};
@@ -320,6 +320,23 @@ void BM_TransposeChainFunction64x256x256(benchmark::State& state) {
 }
 BENCHMARK(BM_TransposeChainFunction64x256x256)
     ->DenseRange(0, 3)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+
+// relu(transpose(x) * 2 + 1) over a [2048, 2048] float32 matrix: graph mode
+// (0) copies the transpose out; jit (1) reads x in tiles of 32 rows (the
+// source's rows are 8 KB apart: a strided read per value was 2x slower than
+// graph mode).
+void BM_TransposeSwapFunction2048x2048(benchmark::State& state) {
+  time_function(state, state.range(0) == 1,
+                [](const std::vector<Value>& a) {
+                  return Value(relu(transpose(a[0].tensor(), {1, 0}) * 2.f + 1.f));
+                },
+                {Value(wave<float>({2048, 2048}, 0.01))});
+  state.SetBytesProcessed(state.iterations() * 2048 * 2048 * 8);
+}
+BENCHMARK(BM_TransposeSwapFunction2048x2048)
+    ->DenseRange(0, 1)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 

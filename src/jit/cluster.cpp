@@ -436,13 +436,12 @@ class Former {
   // reads of its source: only members read it, the cluster does not compute
   // the source (a member's value would be needed at other points), and each
   // output read walks the source's last dim innermost in steps of 1, so rows
-  // stay contiguous. A transposed inner dim would be read with a stride per
-  // element: 2x slower than graph mode's blocked transpose copy on [2048,
-  // 2048] (docs/BENCHMARKS.md), so that transpose stays a kernel call. In a
-  // row space each view also reads the reduced dims as one run of values
-  // (sets sp.view_rows). View rows that only `p` reads (a transpose before a
-  // slice) are read through: they join too (`chain`), and the source is
-  // their input.
+  // stay contiguous. Outside row spaces a transpose of the inner two dims
+  // joins too (`swaps_inner`): the runtime reads it in tiles. In a row space
+  // each view also reads the reduced dims as one run of values (sets
+  // sp.view_rows; 0 after a tiled read, so no reduction joins later). View
+  // rows that only `p` reads (a transpose before a slice) are read through:
+  // they join too (`chain`), and the source is their input.
   bool views_outside_value(Node* p, const std::unordered_set<const Node*>& members, Space& sp,
                            std::vector<Node*>& chain) {
     if (!reads_in_place(p) || !only_members(p, members) || p->inputs().empty() || !plain_view(p))
@@ -471,12 +470,14 @@ class Former {
       if (members.count(src.node) || !in.shape.rank_known() || in.shape.rank() > 16 ||
           !supported_dtype(in.dtype) || static_cast<size_t>(in.shape.rank()) != v.start.size())
         return false;
-      run = std::min(run, contiguous_tail(v, in.shape.rank()));
+      const int tail = contiguous_tail(v, in.shape.rank());
+      if (tail == 0 && (sp.reduced > 0 || !swaps_inner(v, in.shape))) return false;
+      run = std::min(run, tail);
       chain.clear();
       for (Node* q = p->inputs()[0].node; q != src.node; q = q->inputs()[0].node)
         chain.push_back(q);
     }
-    if (run < std::max(sp.reduced, 1)) return false;
+    if (run < sp.reduced) return false;
     sp.view_rows = run;
     return true;
   }
@@ -502,6 +503,23 @@ class Former {
       if (d.size >= 0) return t + 1;  // part of a dim: nothing outside it joins the run
     }
     return v.dims.empty() ? 16 : t;
+  }
+
+  // Whether, of the view's dims of more than one value, the last or the one
+  // before it walks the source's last dim in steps of 1: rows of one run
+  // (once dims of size 1 drop), or a transpose of the inner dims, read in
+  // tiles of rows. (x[..., 0] or x[:, ::2] would read a value per cache line
+  // with nothing to tile: they stay kernel calls.)
+  static bool swaps_inner(const View& v, const Shape& src) {
+    int seen = 0;
+    for (size_t j = v.dims.size(); j-- > 0 && seen < 2;) {
+      const ViewDim& d = v.dims[j];
+      const int64_t n = d.src < 0 ? 1 : d.size >= 0 ? d.size : src.dim(static_cast<int>(d.src));
+      if (n == 1) continue;
+      if (d.src == src.rank() - 1 && d.step == 1) return true;
+      ++seen;
+    }
+    return false;
   }
 
   static bool recompute_ok(const Shape& small, const Shape& big) {

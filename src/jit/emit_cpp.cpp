@@ -1,5 +1,6 @@
 #include "emit_cpp.h"
 
+#include <algorithm>
 #include <bit>
 
 #include "emit_util.h"
@@ -163,9 +164,11 @@ std::string loads(const Kernel& k, const std::vector<uint8_t>& pattern, bool fas
     const Instr& in = k.body[i];
     if (in.kind != Instr::kLoad) continue;
     const int32_t x = in.a;
-    std::string src = !fast        ? str_cat("in", x, "[o", x, " + c * s", x, "]")
-                      : pattern[x] ? str_cat("p", x, "[c]")
-                                   : str_cat("b", x);
+    std::string src = !fast             ? str_cat("in", x, "[o", x, " + c * s", x, "]")
+                      : pattern[x] == 3 ? str_cat("p", x, "[c - c0]")
+                      : pattern[x] == 2 ? str_cat("p", x, "[c * s", x, "]")
+                      : pattern[x]      ? str_cat("p", x, "[c]")
+                                        : str_cat("b", x);
     s += str_cat(indent, "const ", ctype(in.dtype), " ", v(static_cast<int32_t>(i)), " = ", src,
                  ";\n");
   }
@@ -175,7 +178,7 @@ std::string loads(const Kernel& k, const std::vector<uint8_t>& pattern, bool fas
 // What static dims predict of a kernel's layout (unknown dims taken as 2).
 struct Prediction {
   Layout layout;
-  std::vector<uint8_t> pattern;  ///< per input: inner stride 1 (else 0)
+  std::vector<uint8_t> pattern;  ///< per input: inner stride 0, 1, or 2 (any other)
   int64_t cols = -1;             ///< the inner loop's length; -1 when a dim is unknown
 };
 Prediction predict(const Kernel& k);
@@ -206,7 +209,9 @@ std::string short_rows_text(const Kernel& k, const Prediction& pr) {
   const Layout& l = pr.layout;
   const std::vector<uint8_t>& pattern = pr.pattern;
   const int64_t cols = pr.cols;
-  if (l.rank < 2 || cols > kMaxShortRow) return "";
+  if (l.rank < 2 || cols > kMaxShortRow ||
+      std::find(pattern.begin(), pattern.end(), 2) != pattern.end())
+    return "";
   const size_t n_in = k.inputs.size();
   std::vector<int64_t> rs(n_in);
   std::string s =
@@ -245,6 +250,40 @@ std::string short_rows_text(const Kernel& k, const Prediction& pr) {
   return s;
 }
 
+// The fast path's row (every input has the predicted inner stride):
+// pointers, then a constant-trip loop for a short static row, then the
+// loop over [c0, c1). Pattern 3 marks an input read from its transposed
+// tile (a->tile, a row of a->tile_pitch values per kernel row).
+std::string fast_row_text(const Kernel& k, const std::vector<uint8_t>& pattern, int64_t short_cols,
+                          const std::string& indent) {
+  std::string s;
+  for (size_t i = 0; i < k.inputs.size(); ++i) {
+    const char* t = ctype(k.inputs[i]);
+    if (pattern[i] == 3)
+      s += str_cat(indent, "const ", t, "* __restrict p", i, " = static_cast<const ", t,
+                   "*>(a->tile[", i, "]) + (r - r0) * a->tile_pitch;\n");
+    else if (pattern[i])
+      s += str_cat(indent, "const ", t, "* __restrict p", i, " = in", i, " + o", i, ";\n");
+    else
+      s += str_cat(indent, "const ", t, " b", i, " = in", i, "[o", i, "];\n");
+    if (pattern[i] == 2)
+      s += str_cat(indent, "const int64_t s", i, " = st[", i, " * R + R - 1];\n");
+  }
+  const std::string in2 = indent + "  ", in4 = indent + "    ";
+  // A short inner dim known statically gets a constant trip count, which
+  // the compiler unrolls and vectorizes across the row (CharUnpack's 8).
+  // `ivdep` on every column loop: the pointers are __restrict already, but
+  // GCC still versions the loop for aliasing and gives up past 10 pointer
+  // pairs (a kernel with 4+ outputs ran scalar, ~7x slower).
+  if (short_cols > 0 && short_cols <= 64)
+    s += str_cat(indent, "if (c0 == 0 && c1 == ", short_cols, ") {\n#pragma GCC ivdep\n", in2,
+                 "for (int64_t c = 0; c < ", short_cols, "; ++c) {\n") +
+         loads(k, pattern, true, in4) + body_text(k, in4) + in2 + "}\n" + in2 + "goto next_row;\n" +
+         indent + "}\n";
+  return s + "#pragma GCC ivdep\n" + indent + "for (int64_t c = c0; c < c1; ++c) {\n" +
+         loads(k, pattern, true, in2) + body_text(k, in2) + indent + "}\n";
+}
+
 std::string kernel_text(const Kernel& k) {
   if (k.reduced > 0) return row_kernel_text(k);
   const Prediction pr = predict(k);
@@ -257,24 +296,18 @@ std::string kernel_text(const Kernel& k) {
   s += row_start_text(n_in);
   s += "  for (int64_t r = r0; r < r1; ++r) {\n"
        "    const int64_t ob = r * cols;\n    if (a->fast) {\n";
-  for (size_t i = 0; i < n_in; ++i) {
-    const char* t = ctype(k.inputs[i]);
-    s += pattern[i] ? str_cat("      const ", t, "* __restrict p", i, " = in", i, " + o", i, ";\n")
-                    : str_cat("      const ", t, " b", i, " = in", i, "[o", i, "];\n");
+  // Inputs read transposed (pattern 2) come as tiles when the runtime
+  // copied them out (split() in runtime.cpp); else each value is read with
+  // its stride.
+  if (std::find(pattern.begin(), pattern.end(), 2) != pattern.end()) {
+    std::vector<uint8_t> tiled = pattern;
+    for (uint8_t& b : tiled) b = b == 2 ? 3 : b;
+    s += "      if (a->tile) {\n" + fast_row_text(k, tiled, short_cols, "        ") +
+         "      } else {\n" + fast_row_text(k, pattern, short_cols, "        ") + "      }\n";
+  } else {
+    s += fast_row_text(k, pattern, short_cols, "      ");
   }
-  // A short inner dim known statically gets a constant trip count, which
-  // the compiler unrolls and vectorizes across the row (CharUnpack's 8).
-  // `ivdep` on every column loop: the pointers are __restrict already, but
-  // GCC still versions the loop for aliasing and gives up past 10 pointer
-  // pairs (a kernel with 4+ outputs ran scalar, ~7x slower).
-  if (short_cols > 0 && short_cols <= 64)
-    s += str_cat("      if (c0 == 0 && c1 == ", short_cols,
-                 ") {\n#pragma GCC ivdep\n        for (int64_t c = 0; c < ", short_cols,
-                 "; ++c) {\n") +
-         loads(k, pattern, true, "          ") + body_text(k, "          ") +
-         "        }\n        goto next_row;\n      }\n";
-  s += "#pragma GCC ivdep\n      for (int64_t c = c0; c < c1; ++c) {\n" +
-       loads(k, pattern, true, "        ") + body_text(k, "        ") + "      }\n    } else {\n";
+  s += "    } else {\n";
   for (size_t i = 0; i < n_in; ++i)
     s += str_cat("      const int64_t s", i, " = st[", i, " * R + R - 1];\n");
   s += "#pragma GCC ivdep\n      for (int64_t c = c0; c < c1; ++c) {\n" +
@@ -351,7 +384,8 @@ std::string emit_module(const std::vector<Kernel>& kernels) {
                           "\n#define KILN_JIT_EXPORT __attribute__((visibility(\"default\")))\n"
                           "struct kiln_jit_args {\n  const void* const* in;\n  void* const* out;\n"
                           "  int64_t rank;\n  const int64_t* shape;\n  const int64_t* strides;\n"
-                          "  int64_t fast;\n  int64_t stream;\n};\n\n") +
+                          "  int64_t fast;\n  int64_t stream;\n  const void* const* tile;\n"
+                          "  int64_t tile_pitch;\n};\n\n") +
                   kStreamHelpers;
   for (const Kernel& k : kernels) s += kernel_text(k);
   return s;

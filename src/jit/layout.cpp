@@ -11,7 +11,7 @@ int64_t Layout::rows() const {
 std::vector<uint8_t> Layout::inner_pattern() const {
   std::vector<uint8_t> p;
   for (size_t k = 0; k * static_cast<size_t>(rank) < strides.size(); ++k)
-    p.push_back(inner(k) != 0);
+    p.push_back(inner(k) == 0 ? 0 : inner(k) == 1 ? 1 : 2);
   return p;
 }
 

@@ -24,9 +24,9 @@ struct Layout {
 
   int64_t rows() const;  ///< product of all dims but the last
   int64_t cols() const { return shape[rank - 1]; }
-  /// Input k's stride along the last dim (0 or 1).
+  /// Input k's stride along the last dim (0, 1, or another for a transposed read).
   int64_t inner(size_t k) const { return strides[k * static_cast<size_t>(rank) + rank - 1]; }
-  /// Per input: its stride along the last dim (0 or 1).
+  /// Per input: its stride along the last dim as 0, 1, or 2 (any other).
   std::vector<uint8_t> inner_pattern() const;
 };
 

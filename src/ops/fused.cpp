@@ -192,10 +192,10 @@ void infer_jit_kernel(InferContext& c) {
     for (int64_t j = 0; j < n; ++j) deps.push_back(next());
     set(o, dt, broadcast(deps));
   }
-  // Then the inner-loop pattern the kernel was built for: one 0/1 per input.
+  // Then the inner-loop pattern the kernel was built for: one 0/1/2 per input.
   if (sig.size() - pos != n_in) c.fail("signature does not match the inputs");
   for (; pos < sig.size(); ++pos)
-    if (sig[pos] != 0 && sig[pos] != 1) c.fail("bad signature");
+    if (sig[pos] < 0 || sig[pos] > 2 || (sig[pos] == 2 && reduced > 0)) c.fail("bad signature");
 }
 
 }  // namespace

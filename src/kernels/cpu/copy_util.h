@@ -72,6 +72,12 @@ struct CopyPlan {
   }
 };
 
+/// One tile of a transpose on the calling thread: d[i * dk + j] = s[i + j *
+/// ss] for i < m, j < n, over values of `bytes` bytes (1, 2, 4 or 8; 4x4 and
+/// 2x2 blocks go through registers).
+void transpose_block(size_t bytes, const void* s, void* d, int64_t m, int64_t n, int64_t ss,
+                     int64_t dk);
+
 /// Runs `plan` for dtype `dt` (src/dst point at the box's first element).
 /// Splits large copies over the thread pool.
 void strided_copy(DType dt, const void* src, void* dst, CopyPlan plan);

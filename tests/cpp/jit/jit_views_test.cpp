@@ -1,6 +1,7 @@
 // Transposes as index maps: a Transpose of a value the cluster does not
 // compute joins it as a strided read (the JitKernel node's `maps`), when it
-// keeps the last dim last; results match graph mode and eager.
+// keeps the last dim last or swaps the inner two (read in tiles); results
+// match graph mode and eager.
 #include <algorithm>
 #include <array>
 #include <numeric>
@@ -35,7 +36,19 @@ std::vector<std::vector<int64_t>> permutations(int rank) {
   return all;
 }
 
-TEST(JitViews, TransposesKeepingTheLastDimAreReadInPlace) {
+// Whether a transpose joins a cluster: of its dims of more than one value,
+// the last reads the source's last (in place) or the one before it does (a
+// swap of the inner dims, read in tiles).
+bool joins(const Shape& s, const std::vector<int64_t>& perm) {
+  std::vector<int64_t> walked;
+  for (int64_t p : perm)
+    if (s.dim(static_cast<int>(p)) != 1) walked.push_back(p);
+  const int64_t last = s.rank() - 1;
+  const size_t n = walked.size();
+  return n == 0 || walked[n - 1] == last || (n >= 2 && walked[n - 2] == last);
+}
+
+TEST(JitViews, TransposesReadInPlaceOrInTiles) {
   const std::vector<Shape> shapes = {Shape({5, 7}), Shape({3, 4, 6}), Shape({2, 3, 4, 5}),
                                      Shape({3, 1, 4}), Shape({0, 2, 3})};
   uint32_t seed = 1;
@@ -59,11 +72,90 @@ TEST(JitViews, TransposesKeepingTheLastDimAreReadInPlace) {
         const Tensor y = random_tensor(DType::kFloat32, Shape({out.back()}), seed++);
         const std::vector<Value> args = {Value(cast(x, dt)), Value(cast(y, dt))};
         check_all_modes(body, args, s.num_elements() > 0 ? 1 : 0);
-        const bool moves_last = perm.back() != s.rank() - 1;
         Function j = make(body, true);
-        if (s.num_elements() > 0) EXPECT_EQ(transposed_reads(j, args), moves_last ? 0u : 1u);
+        if (s.num_elements() > 0) EXPECT_EQ(transposed_reads(j, args), joins(s, perm) ? 1u : 0u);
       }
     }
+}
+
+// Swaps of the inner dims run in tiles (runtime.cpp's TilePlan): shapes
+// that end tiles part way, values of 1, 2, 4 and 8 bytes, two transposed
+// inputs of different sizes in one kernel (tiles sized for both).
+TEST(JitViews, InnerDimSwapsAreReadInTiles) {
+  struct Case {
+    Shape shape;
+    std::vector<int64_t> perm;
+    DType dt;
+  };
+  const std::vector<Case> cases = {
+      {Shape({3, 70, 300}), {0, 2, 1}, DType::kFloat32},
+      {Shape({3, 70, 300}), {0, 2, 1}, DType::kFloat64},
+      {Shape({513, 257}), {1, 0}, DType::kInt64},
+      {Shape({513, 257}), {1, 0}, DType::kUInt8},
+      {Shape({130, 2, 67}), {1, 2, 0}, DType::kFloat16},
+      {Shape({2, 3, 40, 33}), {0, 1, 3, 2}, DType::kInt32},
+      {Shape({2, 3, 40, 33}), {2, 0, 3, 1}, DType::kInt8},
+  };
+  uint32_t seed = 60;
+  for (const Case& tc : cases) {
+    SCOPED_TRACE(str_cat(tc.shape, " perm ", Shape(tc.perm), " ", dtype_name(tc.dt)));
+    std::vector<int64_t> out;
+    for (int64_t p : tc.perm) out.push_back(tc.shape.dim(static_cast<int>(p)));
+    const std::vector<int64_t> perm = tc.perm;
+    const DType dt = tc.dt;
+    auto body = [perm, dt](const std::vector<Value>& a) {
+      const Tensor t = transpose(a[0].tensor(), perm) * a[1].tensor();
+      return Value(dt == DType::kFloat32 || dt == DType::kFloat64 ? tanh(t) - 0.5f
+                                                                  : t + a[1].tensor());
+    };
+    const Tensor x = random_tensor(DType::kFloat32, tc.shape, seed++) * 10.f;
+    const Tensor y = random_tensor(DType::kFloat32, Shape({out.back()}), seed++);
+    const std::vector<Value> args = {Value(cast(x, dt)), Value(cast(y, dt))};
+    check_all_modes(body, args);
+    Function j = make(body, true);
+    EXPECT_EQ(transposed_reads(j, args), 1u);
+  }
+  // uint8 and float64 read transposed by one kernel, beside a plain input.
+  auto mixed = [](const std::vector<Value>& a) {
+    const Tensor b = cast(transpose(a[0].tensor(), {1, 0}), DType::kFloat64);
+    return Value(b * transpose(a[1].tensor(), {1, 0}) + a[2].tensor());
+  };
+  const std::vector<Value> args = {
+      Value(cast(random_tensor(DType::kFloat32, Shape({300, 150}), 70) * 100.f, DType::kUInt8)),
+      Value(random_tensor(DType::kFloat64, Shape({300, 150}), 71)),
+      Value(random_tensor(DType::kFloat64, Shape({150, 300}), 72))};
+  check_all_modes(mixed, args);
+  Function j = make(mixed, true);
+  EXPECT_EQ(transposed_reads(j, args), 2u);
+  EXPECT_EQ(j.get_concrete_function(args)->jit_kernels(), 1u);
+}
+
+// Built for [None, None] inputs read transposed, a call where one of them
+// broadcasts (inner stride 0) is tiled without copies: each value is read
+// with its stride. Sizes of 0 and 1 and tall or wide shapes, one trace.
+TEST(JitViews, InnerDimSwapsOfUnknownSizes) {
+  const std::vector<ArgSpec> sig = {ArgSpec{DType::kFloat32, Shape({-1, -1}), ""},
+                                    ArgSpec{DType::kFloat32, Shape({-1, -1}), ""}};
+  auto body = [](const std::vector<Value>& a) {
+    return Value(transpose(a[0].tensor(), {1, 0}) * 3.f - transpose(a[1].tensor(), {1, 0}));
+  };
+  Function g = make(body, false, sig), j = make(body, true, sig);
+  uint32_t seed = 80;
+  const std::vector<std::pair<Shape, Shape>> shapes = {
+      {Shape({70, 90}), Shape({70, 90})}, {Shape({70, 90}), Shape({1, 90})},
+      {Shape({70, 90}), Shape({70, 1})},  {Shape({1, 90}), Shape({1, 90})},
+      {Shape({90, 1}), Shape({90, 1})},   {Shape({0, 5}), Shape({0, 5})},
+      {Shape({3, 600}), Shape({1, 600})}, {Shape({600, 3}), Shape({600, 3})}};
+  for (const auto& [xs, ys] : shapes) {
+    SCOPED_TRACE(str_cat(xs, " and ", ys));
+    const std::vector<Value> args = {Value(random_tensor(DType::kFloat32, xs, seed++)),
+                                     Value(random_tensor(DType::kFloat32, ys, seed++))};
+    testing::expect_same(j(args).tensor(), g(args).tensor());
+  }
+  EXPECT_EQ(j.tracing_count(), 1);
+  const std::vector<Value> args = {Value(random_tensor(DType::kFloat32, Shape({4, 5}), 1)),
+                                   Value(random_tensor(DType::kFloat32, Shape({4, 5}), 2))};
+  EXPECT_EQ(transposed_reads(j, args), 2u);
 }
 
 TEST(JitViews, UnknownDimsAndSizesChangingAtRunTime) {
