@@ -340,6 +340,29 @@ BENCHMARK(BM_TransposeSwapFunction2048x2048)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 
+// |z * w + conj(z) * 2 - w| over [1024, 1024] complex values, w a broadcast
+// row: graph mode runs five kernels (0: complex64, 2: complex128); jit (1, 3)
+// runs one over GCC's complex types.
+void BM_ComplexChainFunction1024x1024(benchmark::State& state) {
+  const DType dt = state.range(0) < 2 ? DType::kComplex64 : DType::kComplex128;
+  const DType part = dt == DType::kComplex64 ? DType::kFloat32 : DType::kFloat64;
+  auto values = [&](const Shape& s, double f) {
+    return complex(cast(wave<float>(s, f), part), cast(wave<float>(s, f * 1.7), part) + 2.f);
+  };
+  time_function(state, state.range(0) % 2 == 1,
+                [](const std::vector<Value>& a) {
+                  const Tensor &z = a[0].tensor(), &w = a[1].tensor();
+                  return Value(complex_abs(z * w + conj(z) * cast(Tensor(2.f), z.dtype()) - w));
+                },
+                {Value(values({1024, 1024}, 0.01)), Value(values({1024}, 0.03))});
+  state.SetBytesProcessed(state.iterations() * 1024 * 1024 *
+                          static_cast<int64_t>(dtype_size(dt) + dtype_size(part)));
+}
+BENCHMARK(BM_ComplexChainFunction1024x1024)
+    ->DenseRange(0, 3)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+
 // An LSTM cell's gates from pre-activations [512, 4 x 512] (split in four,
 // sigmoid/tanh, the new state and output): graph mode (0) runs a split and
 // separate kernels; jit (1) reads the four parts in place in one kernel.

@@ -40,6 +40,8 @@ const char* ctype(DType dt) {
     case DType::kFloat64: return "double";
     case DType::kFloat16:
     case DType::kBFloat16: return "uint16_t";  // the bits; arithmetic is in float32
+    case DType::kComplex64: return "__complex__ float";
+    case DType::kComplex128: return "__complex__ double";
     default: throw InternalError(str_cat("jit: no C type for ", dtype_name(dt)));
   }
 }
@@ -64,8 +66,21 @@ std::string functor(OpId op) {
 }
 
 // x of dtype `from` as a `to`; 16-bit floats go through float32, as the
-// eager Cast does.
+// eager Cast does. A cast with a complex side goes through double parts as
+// the eager one does: real -> (x, 0), complex -> its real part.
 std::string cast_text(DType to, DType from, const std::string& x) {
+  if (is_complex(to) || is_complex(from)) {
+    std::string re = is_complex(from) ? str_cat("static_cast<double>(__real__ ", x, ")")
+                     : is_half(from)  ? str_cat("kiln::fn::Cast<double>{}(",
+                                                cast_text(DType::kFloat32, from, x), ")")
+                                      : str_cat("kiln::fn::Cast<double>{}(", x, ")");
+    if (!is_complex(to)) return cast_text(to, DType::kFloat64, re);
+    const char* part = to == DType::kComplex64 ? "float" : "double";
+    const std::string im =
+        is_complex(from) ? str_cat("static_cast<double>(__imag__ ", x, ")") : std::string("0.0");
+    return str_cat("kiln::fn::Complex{}(static_cast<", part, ">(", re, "), static_cast<", part,
+                   ">(", im, "))");
+  }
   std::string f = x;
   if (from == DType::kFloat16) f = str_cat("kiln::fn::detail::f16_to_f32(", x, ")");
   if (from == DType::kBFloat16) f = str_cat("kiln::fn::detail::bf16_to_f32(", x, ")");

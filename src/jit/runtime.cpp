@@ -357,7 +357,7 @@ void plan_tiles(KernelContext& c, std::span<const int64_t> pattern, Prepared& p)
   TilePlan& t = p.tiles;
   t = TilePlan{};
   if (p.reduced > 0 || l.rank < 2 || l.rows() <= 1) return;
-  int64_t small = 8, large = 1;
+  int64_t small = 16, large = 1;
   t.buffered = true;
   for (size_t k = 0; k < p.n_in; ++k) {
     const int64_t ss = l.inner(k);
@@ -366,6 +366,7 @@ void plan_tiles(KernelContext& c, std::span<const int64_t> pattern, Prepared& p)
       t.buffered &= strided && l.strides[k * static_cast<size_t>(l.rank) + l.rank - 2] == 1;
     if (!strided) continue;
     const auto bytes = static_cast<int64_t>(dtype_size(c.input(k).dtype()));
+    t.buffered &= bytes <= 8;  // transpose_block moves 1 to 8 bytes (not complex128)
     t.inputs.push_back(static_cast<int32_t>(k));
     t.bytes.push_back(static_cast<int32_t>(bytes));
     small = std::min(small, bytes);

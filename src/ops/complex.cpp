@@ -5,6 +5,7 @@
 #include "elementwise_infer.h"
 #include "families.h"
 #include "front_util.h"
+#include "jit_ir.h"
 #include "kiln/context.h"
 #include "kiln/ops.h"
 
@@ -56,6 +57,9 @@ void define_complex_ops(OpTableBuilder& t) {
       .outputs({"output"})
       .traits(kElementwise | kNoGradient)
       .infer(infer_conj);
+  // Each is its scalar function fn::<Op> (functors.h) under jit_compile.
+  for (OpId id : {OpId::Complex, OpId::Real, OpId::Imag, OpId::ComplexAbs, OpId::Conj})
+    t.def(id).jit(jit::lower_functor);
 }
 
 Tensor complex(const Tensor& real, const Tensor& imag) {

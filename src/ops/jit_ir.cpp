@@ -70,7 +70,9 @@ bool supported_dtype(DType dt) {
     case DType::kFloat32:
     case DType::kFloat64:
     case DType::kFloat16:
-    case DType::kBFloat16: return true;
+    case DType::kBFloat16:
+    case DType::kComplex64:  // elementwise only: no constants or reductions
+    case DType::kComplex128: return true;
     default: return false;
   }
 }
@@ -85,6 +87,14 @@ bool halves_only_move(std::span<const Instr> body, size_t from) {
           is_half(body[static_cast<size_t>(a)].dtype))
         return false;
   }
+  return true;
+}
+
+bool no_complex_constants(std::span<const Instr> body, size_t from) {
+  for (size_t i = from; i < body.size(); ++i)
+    if (is_complex(body[i].dtype) &&
+        (body[i].kind == Instr::kConst || body[i].kind == Instr::kReduce))
+      return false;
   return true;
 }
 
@@ -216,6 +226,7 @@ Kernel Kernel::decode(std::span<const int64_t> code, std::string name) {
     if (!ok) bad(k.name, str_cat("instruction ", i, " arguments"));
   }
   if (!halves_only_move(k.body, 0)) bad(k.name, "arithmetic on a 16-bit float");
+  if (!no_complex_constants(k.body, 0)) bad(k.name, "a complex constant or reduction");
   const size_t n_out = count("outputs", 1 << 16);
   for (size_t i = 0; i < n_out; ++i) {
     const int64_t v = next("output");

@@ -82,6 +82,10 @@ bool supported_dtype(DType dt);
 /// loaded, constant, cast and stored: ops compute them in float32 (their rows
 /// are kHalfInFloat, so graphs hold the casts), and kernels do the same.
 bool halves_only_move(std::span<const Instr> body, size_t from);
+/// Whether no instruction from `from` on is a complex constant or reduction:
+/// complex values are computed point by point only (an instruction's 64
+/// bits hold no complex128 starting value; complex sums stay kernel calls).
+bool no_complex_constants(std::span<const Instr> body, size_t from);
 
 /// What a row's lowering sees: the call's attrs, its inputs as values, and
 /// where its outputs go.

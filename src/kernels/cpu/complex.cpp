@@ -1,64 +1,45 @@
-// CPU kernels for Complex, Real, Imag, ComplexAbs and Conj.
+// CPU kernels for Complex, Real, Imag, ComplexAbs and Conj: the scalar
+// functions are kiln::fn::<Op> (functors.h), over GCC's builtin complex types,
+// shared with the JIT's generated code.
 #include <complex>
 
 #include "bind.h"
 #include "elementwise_util.h"
+#include "functors.h"
 
 namespace kiln::cpu {
 namespace {
+
+// A std::complex<T> tensor's values as GCC's complex type (the same layout).
+template <typename T>
+const kiln::fn::complex_t<T>* builtin(const std::complex<T>* z) {
+  return reinterpret_cast<const kiln::fn::complex_t<T>*>(z);
+}
 
 void complex_kernel(KernelContext& c) {
   Tensor& out = c.allocate_output(0);
   visit_types(FloatTypes{}, c.input(0).dtype(), c.op().type_name, [&](auto tag) {
     using T = decltype(tag);
-    binary_map<T, std::complex<T>>(c.input(0), c.input(1), out,
-                                   [](T re, T im) { return std::complex<T>(re, im); });
-  });
-}
-
-// complex -> real: f(z) for each element.
-template <typename F>
-void part_kernel(KernelContext& c) {
-  const Tensor& x = c.input(0);
-  Tensor& out = c.allocate_output(0);
-  visit_types(FloatTypes{}, out.dtype(), c.op().type_name, [&](auto tag) {
-    using T = decltype(tag);
-    const auto* in = x.data<std::complex<T>>();
-    T* o = out.mutable_data<T>();
-    parallel_for(x.num_elements(), 0, [&](int64_t b, int64_t e) {
-      for (int64_t i = b; i < e; ++i) o[i] = F{}(in[i]);
+    binary_map<T, std::complex<T>>(c.input(0), c.input(1), out, [](T re, T im) {
+      return std::complex<T>(kiln::fn::Complex{}(re, im));  // from GCC's type
     });
   });
 }
 
-struct RealPart {
-  template <typename T>
-  T operator()(const std::complex<T>& z) const {
-    return z.real();
-  }
-};
-struct ImagPart {
-  template <typename T>
-  T operator()(const std::complex<T>& z) const {
-    return z.imag();
-  }
-};
-struct Modulus {  // hypot: no overflow for large parts
-  template <typename T>
-  T operator()(const std::complex<T>& z) const {
-    return std::abs(z);
-  }
-};
-
-void conj_kernel(KernelContext& c) {
+// complex -> real (Real, Imag, ComplexAbs) or complex (Conj): F(z) for each
+// value; the output's dtype picks the type.
+template <typename F, bool kToComplex>
+void part_kernel(KernelContext& c) {
   const Tensor& x = c.input(0);
-  Tensor& out = c.allocate_output(0, 0);
-  visit_types(ComplexTypes{}, x.dtype(), c.op().type_name, [&](auto tag) {
-    using C = decltype(tag);
-    const C* in = x.data<C>();
-    C* o = out.mutable_data<C>();
+  Tensor& out = kToComplex ? c.allocate_output(0, 0) : c.allocate_output(0);  // Conj may reuse x
+  const DType real = x.dtype() == DType::kComplex128 ? DType::kFloat64 : DType::kFloat32;
+  visit_types(FloatTypes{}, real, c.op().type_name, [&](auto tag) {
+    using T = decltype(tag);
+    using Out = std::conditional_t<kToComplex, kiln::fn::complex_t<T>, T>;
+    const kiln::fn::complex_t<T>* in = builtin(x.data<std::complex<T>>());
+    Out* o = reinterpret_cast<Out*>(out.mutable_raw_data());
     parallel_for(x.num_elements(), 0, [&](int64_t b, int64_t e) {
-      for (int64_t i = b; i < e; ++i) o[i] = std::conj(in[i]);
+      for (int64_t i = b; i < e; ++i) o[i] = F{}(in[i]);
     });
   });
 }
@@ -67,10 +48,10 @@ void conj_kernel(KernelContext& c) {
 
 void bind_complex_kernels(OpTableBuilder& t) {
   t.kernel(OpId::Complex, complex_kernel);
-  t.kernel(OpId::Real, part_kernel<RealPart>);
-  t.kernel(OpId::Imag, part_kernel<ImagPart>);
-  t.kernel(OpId::ComplexAbs, part_kernel<Modulus>);
-  t.kernel(OpId::Conj, conj_kernel);
+  t.kernel(OpId::Real, part_kernel<kiln::fn::Real, false>);
+  t.kernel(OpId::Imag, part_kernel<kiln::fn::Imag, false>);
+  t.kernel(OpId::ComplexAbs, part_kernel<kiln::fn::ComplexAbs, false>);
+  t.kernel(OpId::Conj, part_kernel<kiln::fn::Conj, true>);
 }
 
 }  // namespace kiln::cpu

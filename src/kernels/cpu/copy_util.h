@@ -26,6 +26,9 @@ struct __attribute__((__may_alias__)) ElemU32 {
 struct __attribute__((__may_alias__)) ElemU64 {
   uint64_t v;
 };
+struct __attribute__((__may_alias__)) ElemU128 {  // complex128
+  uint64_t v[2];
+};
 
 template <typename T>
 struct ElemTag {
@@ -43,6 +46,7 @@ void visit_elem(DType dt, const char* op, F&& f) {
       case 2: return f(ElemTag<ElemU16>{});
       case 4: return f(ElemTag<ElemU32>{});
       case 8: return f(ElemTag<ElemU64>{});
+      case 16: return f(ElemTag<ElemU128>{});
       default: break;
     }
   }

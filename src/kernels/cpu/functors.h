@@ -639,6 +639,78 @@ struct RightShift {
   }
 };
 
+// ---- complex values ----
+// As GCC's builtin complex types (__complex__ float/double), which
+// std::complex<T> wraps with the same layout: the generated code includes
+// no <complex>, and the eager kernels read their tensors as these too.
+
+namespace detail {
+template <typename R>
+struct ComplexOf;
+template <>
+struct ComplexOf<float> {
+  using type = __complex__ float;
+};
+template <>
+struct ComplexOf<double> {
+  using type = __complex__ double;
+};
+}  // namespace detail
+/// GCC's complex type of parts R (float or double).
+template <typename R>
+using complex_t = typename detail::ComplexOf<R>::type;
+
+/// re + im i.
+struct Complex {
+  template <typename R>
+  complex_t<R> operator()(R re, R im) const {
+    complex_t<R> z;
+    __real__ z = re;
+    __imag__ z = im;
+    return z;
+  }
+};
+struct Real {
+  template <typename Z>
+  auto operator()(Z z) const {
+    return __real__ z;
+  }
+};
+struct Imag {
+  template <typename Z>
+  auto operator()(Z z) const {
+    return __imag__ z;
+  }
+};
+struct Conj {
+  template <typename Z>
+  Z operator()(Z z) const {
+    return Complex{}(__real__ z, -__imag__ z);
+  }
+};
+/// |z| with no overflow for large parts. float parts: glibc's hypotf
+/// written out (the squares are exact in double, so the sum rounds once
+/// with or without FMA; inf beats a quiet NaN), which inlines and vectorizes where
+/// the libm call ran at a third of the speed in generated code. double parts:
+/// libm's cabs, as std::abs.
+struct ComplexAbs {
+  template <typename Z>
+  auto operator()(Z z) const {
+    if constexpr (sizeof(Z) == 2 * sizeof(float)) {
+      const float ax = fast::fabs(__real__ z), ay = fast::fabs(__imag__ z);
+      const double dx = ax, dy = ay;
+      const float r = static_cast<float>(__builtin_sqrt(dx * dx + dy * dy));
+      const float inf = __builtin_inff();
+      const uint32_t bx = std::bit_cast<uint32_t>(ax), by = std::bit_cast<uint32_t>(ay);
+      const bool snan =
+          (bx > 0x7f800000u && !(bx & 0x400000u)) || (by > 0x7f800000u && !(by & 0x400000u));
+      return (ax == inf || ay == inf) && !snan ? inf : ax != ax || ay != ay ? ax * ay : r;
+    } else {
+      return __builtin_cabs(z);
+    }
+  }
+};
+
 // ---- select, clip, cast ----
 
 /// c ? x : y. `c` may be bool or a 0/1 byte (kernels read bool conditions

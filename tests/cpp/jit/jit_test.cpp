@@ -343,6 +343,10 @@ TEST(Jit, OptimizeKernelMergesAndDropsInstructions) {
 // holds every op (one compile per dtype).
 Tensor values(DType dt, const Shape& s, uint32_t seed, bool positive) {
   if (dt == DType::kBool) return random_tensor(DType::kFloat32, s, seed) > 0.f;
+  if (is_complex(dt)) {  // a real part >= 1 when positive (a divisor)
+    const DType part = dt == DType::kComplex64 ? DType::kFloat32 : DType::kFloat64;
+    return complex(values(part, s, seed, positive), values(part, s, seed + 7, false));
+  }
   Tensor f = random_tensor(DType::kFloat32, s, seed);
   if (!is_floating(dt)) f = round(f);
   if (positive) f = abs(f) + 1.f;  // integer divisors and exponents stay valid
@@ -366,7 +370,8 @@ std::vector<Tensor> apply_ops_once(const std::vector<const OpDef*>& ops, const T
   for (const OpDef* op : ops) {
     if (op->id == OpId::Cast) {
       for (DType to : {DType::kBool, DType::kUInt8, DType::kInt32, DType::kInt64, DType::kFloat32,
-                       DType::kFloat64, DType::kFloat16, DType::kBFloat16})
+                       DType::kFloat64, DType::kFloat16, DType::kBFloat16, DType::kComplex64,
+                       DType::kComplex128})
         out.push_back(cast(x, to));
     } else if (op->id == OpId::Select) {
       out.push_back(where(c, x, y));
@@ -385,7 +390,8 @@ TEST(Jit, EveryLoweredOpOnEveryDtypeMatchesEager) {
                                                        {Shape({0, 3}), Shape({1, 3})},
                                                        {Shape({1, 1}), Shape({1, 1})}};
   for (DType dt : {DType::kBool, DType::kInt8, DType::kUInt8, DType::kInt32, DType::kInt64,
-                   DType::kFloat32, DType::kFloat64, DType::kFloat16, DType::kBFloat16}) {
+                   DType::kFloat32, DType::kFloat64, DType::kFloat16, DType::kBFloat16,
+                   DType::kComplex64, DType::kComplex128}) {
     SCOPED_TRACE(dtype_name(dt));
     // The rows that accept this dtype (their eager call succeeds).
     std::vector<const OpDef*> ops;
@@ -487,14 +493,73 @@ TEST(Jit, ArithmeticOnHalfValuesIsMalformedIr) {
                {"malformed IR", "16-bit float"});
 }
 
-// Every elementwise row brings its own lowering (complex-number rows run as
-// kernel calls: the JIT has no complex type yet).
+// Complex values are GCC's __complex__ float/double in generated code: a
+// chain of arithmetic, parts, casts and a broadcast is one kernel, with inf
+// and NaN parts (the multiply's and divide's slow paths), and complex inputs
+// read transposed in tiles (complex64, 8 bytes: copied out; complex128,
+// 16 bytes: read with their stride).
+TEST(Jit, ComplexChainsAreOneKernel) {
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::nanf("");
+  Tensor re = random_tensor(DType::kFloat32, Shape({33, 70}), 91) * 4.f;
+  Tensor im = random_tensor(DType::kFloat32, Shape({33, 70}), 92);
+  re.mutable_data<float>()[3] = inf;
+  im.mutable_data<float>()[4] = nan;
+  re.mutable_data<float>()[5] = -inf;
+  im.mutable_data<float>()[5] = inf;
+  for (DType dt : {DType::kComplex64, DType::kComplex128}) {
+    SCOPED_TRACE(dtype_name(dt));
+    const DType part = dt == DType::kComplex64 ? DType::kFloat32 : DType::kFloat64;
+    auto body = [dt, part](const std::vector<Value>& a) {
+      const Tensor &x = a[0].tensor(), &y = a[1].tensor();
+      const Tensor z = x * y - x / (y + cast(Tensor(1.5f), dt)) + cast(a[2].tensor(), dt);
+      const Tensor w = complex(real(z) * cast(Tensor(2.f), part), imag(z));
+      // One root (sibling readers of w would be clusters of their own).
+      return Value(complex_abs(conj(w) * -w) + cast(w, part) +
+                   cast(cast(w, DType::kInt32), part) * cast(cast(w, DType::kFloat16), part));
+    };
+    const std::vector<Value> args = {Value(complex(cast(re, part), cast(im, part))),
+                                     Value(values(dt, Shape({70}), 93, true)),
+                                     Value(random_tensor(DType::kFloat32, Shape({33, 70}), 94))};
+    Function j = make(body, true), g = make(body, false);
+    expect_same(j(args).tensor(), g(args).tensor());
+    const auto cf = j.get_concrete_function(args);
+    EXPECT_EQ(cf->jit_kernels(), 1u) << cf->compiler_ir("optimized_hlo");
+    EXPECT_NE(cf->compiler_ir("source").find(dt == DType::kComplex64 ? "__complex__ float"
+                                                                     : "__complex__ double"),
+              std::string::npos);
+    // Transposed reads of complex values, across several tiles.
+    auto swap = [](const std::vector<Value>& a) {
+      return Value(conj(transpose(a[0].tensor(), {1, 0})) * a[1].tensor());
+    };
+    const std::vector<Value> big = {Value(values(dt, Shape({300, 130}), 95, false)),
+                                    Value(values(dt, Shape({300}), 96, false))};
+    check_all_modes(swap, big);
+    EXPECT_NE(make(swap, true)
+                  .get_concrete_function(big)
+                  ->compiler_ir("hlo")
+                  .find("read through Transpose"),
+              std::string::npos);
+  }
+}
+
+TEST(Jit, ComplexConstantsAndReductionsAreMalformedIr) {
+  // 64 bits hold no complex128 starting value: complex values are computed
+  // point by point only.
+  Kernel k = testing::one_input_kernel("z", DType::kComplex64, 4);
+  k.body = {testing::instr(Instr::kLoad, DType::kComplex64, 0),
+            testing::instr(Instr::kApply, DType::kComplex64, 0, OpId::Neg)};
+  k.outputs = {1};
+  EXPECT_EQ(Kernel::decode(k.encode(), "z").to_string(), k.to_string());
+  k.body[1] = testing::instr(Instr::kConst, DType::kComplex64, -1);
+  expect_error([&] { Kernel::decode(k.encode(), "z"); }, Code::kInvalidArgument,
+               {"malformed IR", "complex constant"});
+}
+
+// Every elementwise row brings its own lowering.
 TEST(Jit, EveryElementwiseRowHasALowering) {
   for (const OpDef& op : op_table()) {
     if (!op.has(kElementwise) || op.has(kGraphOnly)) continue;
-    const bool complex_row = op.id == OpId::Complex || op.id == OpId::Real || op.id == OpId::Imag ||
-                             op.id == OpId::ComplexAbs || op.id == OpId::Conj;
-    EXPECT_TRUE(op.jit != nullptr || complex_row) << op.type_name << " has no JIT lowering";
+    EXPECT_TRUE(op.jit != nullptr) << op.type_name << " has no JIT lowering";
   }
 }
 

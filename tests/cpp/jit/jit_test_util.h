@@ -83,10 +83,25 @@ inline Function make(std::function<Value(const std::vector<Value>&)> body, bool 
 }
 
 // Integers and bools bit for bit; floats within 1e-6 relative (FMA
-// contraction in generated code moves the last bit or two).
+// contraction in generated code moves the last bit or two); complex values
+// part by part within 1e-6 of 1 + |b| (a part may cancel: re(a * b) is
+// re(a) re(b) - im(a) im(b), contracted into one FMA).
 inline void expect_same(const Tensor& a, const Tensor& b) {
   ASSERT_EQ(a.dtype(), b.dtype());
   ASSERT_EQ(a.shape(), b.shape());
+  if (is_complex(a.dtype())) {
+    const Tensor m = cast(complex_abs(b), DType::kFloat64);
+    for (Tensor (*part)(const Tensor&) : {&real, &imag}) {
+      const Tensor x = cast(part(a), DType::kFloat64), y = cast(part(b), DType::kFloat64);
+      for (int64_t i = 0; i < a.num_elements(); ++i) {
+        const double p = x.data<double>()[i], q = y.data<double>()[i];
+        if (p == q || (p != p && q != q)) continue;
+        ASSERT_LE(std::abs(p - q), 1e-6 * (1 + m.data<double>()[i]))
+            << "element " << i << ": " << p << " vs " << q;
+      }
+    }
+    return;
+  }
   if (a.dtype() == DType::kFloat32 || a.dtype() == DType::kFloat64) {
     const Tensor x = cast(a, DType::kFloat64), y = cast(b, DType::kFloat64);
     const double* p = x.data<double>();

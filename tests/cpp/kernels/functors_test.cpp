@@ -6,6 +6,7 @@
 
 #include <bit>
 #include <cmath>
+#include <complex>
 #include <functional>
 #include <vector>
 
@@ -215,6 +216,45 @@ void expect_all_byte_pairs(F f, Ref ref, const char* what) {
     for (size_t i = 0; i < a.size(); ++i)
       ASSERT_EQ(o[i], ref(a[i], b[i]))
           << what << " " << flavour << " a=" << int(a[i]) << " b=" << int(b[i]);
+}
+
+// The modulus of float-part complex values is glibc's hypotf written out:
+// bit for bit what std::abs (libm's cabsf) gives, over parts of every
+// magnitude (squares that overflow or underflow float), zeros, subnormals,
+// inf and NaN in every combination.
+TEST(Functors, ComplexAbsMatchesLibmBitForBit) {
+  const std::vector<float> xs = sweep_inputs();
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::nanf("");
+  const std::vector<float> edge = {0.f,
+                                   -0.f,
+                                   inf,
+                                   -inf,
+                                   nan,
+                                   1e-45f,
+                                   3e-39f,
+                                   1e-20f,
+                                   1e20f,
+                                   3e38f,
+                                   std::numeric_limits<float>::max(),
+                                   -1.5f};
+  size_t n = 0;
+  auto check = [&](float re, float im) {
+    const float want = std::abs(std::complex<float>(re, im));
+    const float got = fn::ComplexAbs{}(fn::Complex{}(re, im));
+    if (std::isnan(want)) {
+      EXPECT_TRUE(std::isnan(got))
+          << std::bit_cast<uint32_t>(re) << " " << std::bit_cast<uint32_t>(im);
+    } else {
+      EXPECT_EQ(std::bit_cast<uint32_t>(got), std::bit_cast<uint32_t>(want)) << re << " " << im;
+    }
+    ++n;
+  };
+  for (size_t i = 0; i + 1 < xs.size(); i += 7) check(xs[i], xs[i + 1]);
+  for (float a : edge)
+    for (float b : edge) check(a, b);
+  for (size_t i = 0; i < xs.size(); i += 997)
+    for (float b : edge) check(xs[i], b);
+  EXPECT_GT(n, 100000u);
 }
 
 TEST(Functors, ByteShiftsMatchPlainShiftsInEveryFlavour) {

@@ -2,6 +2,7 @@
 // checker for "output element j is input element src[j]", and symbolic
 // tensors to exercise inference with unknown dims.
 #pragma once
+#include <complex>
 #include <string>
 #include <vector>
 
@@ -9,9 +10,9 @@
 
 namespace kiln::testing {
 
-inline const std::vector<DType> kAllDTypes = {DType::kBool,    DType::kInt8,  DType::kUInt8,
-                                              DType::kInt32,   DType::kInt64, DType::kFloat32,
-                                              DType::kFloat64, DType::kString};
+inline const std::vector<DType> kAllDTypes = {
+    DType::kBool,    DType::kInt8,    DType::kUInt8,     DType::kInt32,      DType::kInt64,
+    DType::kFloat32, DType::kFloat64, DType::kComplex64, DType::kComplex128, DType::kString};
 
 /// A test tensor whose element i is distinguishable: i (numeric; modulo the
 /// range for 8-bit types), i % 3 != 0 (bool), "s<i>" (string).
@@ -27,6 +28,14 @@ inline Tensor iota(DType dt, const Shape& shape) {
       case DType::kInt64: t.mutable_data<int64_t>()[i] = i * 1000003; break;
       case DType::kFloat32: t.mutable_data<float>()[i] = static_cast<float>(i) + 0.5f; break;
       case DType::kFloat64: t.mutable_data<double>()[i] = static_cast<double>(i) - 0.25; break;
+      case DType::kComplex64:
+        t.mutable_data<std::complex<float>>()[i] = {static_cast<float>(i),
+                                                    -0.5f * static_cast<float>(i)};
+        break;
+      case DType::kComplex128:
+        t.mutable_data<std::complex<double>>()[i] = {0.25 - static_cast<double>(i),
+                                                     static_cast<double>(i)};
+        break;
       case DType::kString: {
         std::string& e = t.mutable_data<std::string>()[i];
         e.push_back('s');  // (not `= "s"`: GCC 12 gives a bogus -Wrestrict)
@@ -49,6 +58,14 @@ inline std::string elem_str(const Tensor& t, int64_t i) {
     case DType::kInt64: return std::to_string(t.data<int64_t>()[i]);
     case DType::kFloat32: return std::to_string(t.data<float>()[i]);
     case DType::kFloat64: return std::to_string(t.data<double>()[i]);
+    case DType::kComplex64: {
+      const std::complex<float> z = t.data<std::complex<float>>()[i];
+      return std::to_string(z.real()) + "+" + std::to_string(z.imag()) + "i";
+    }
+    case DType::kComplex128: {
+      const std::complex<double> z = t.data<std::complex<double>>()[i];
+      return std::to_string(z.real()) + "+" + std::to_string(z.imag()) + "i";
+    }
     case DType::kString: {
       std::string s = "'";
       s += t.data<std::string>()[i];
