@@ -340,6 +340,21 @@ BENCHMARK(BM_TransposeSwapFunction2048x2048)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 
+// tanh(x[:, ::2]) * 2 + 1 over x [4096, 2048] float32: graph mode (0) copies
+// the slice out first; jit (1) reads every other value of each row in place.
+void BM_StridedSliceFunction4096x2048(benchmark::State& state) {
+  time_function(state, state.range(0) == 1,
+                [](const std::vector<Value>& a) {
+                  return Value(tanh(index(a[0].tensor(), {Slice(), Slice().step(2)})) * 2.f + 1.f);
+                },
+                {Value(wave<float>({4096, 2048}, 0.01))});
+  state.SetBytesProcessed(state.iterations() * 4096 * 2048 * 6);
+}
+BENCHMARK(BM_StridedSliceFunction4096x2048)
+    ->DenseRange(0, 1)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+
 // |z * w + conj(z) * 2 - w| over [1024, 1024] complex values, w a broadcast
 // row: graph mode runs five kernels (0: complex64, 2: complex128); jit (1, 3)
 // runs one over GCC's complex types.

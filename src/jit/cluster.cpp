@@ -439,7 +439,8 @@ class Former {
   // the source (a member's value would be needed at other points), and each
   // output read walks the source's last dim innermost in steps of 1, so rows
   // stay contiguous. Outside row spaces a transpose of the inner two dims
-  // joins too (`swaps_inner`): the runtime reads it in tiles. In a row space
+  // (read in tiles) and views whose rows move forward through the source
+  // join too (`strided_ok`). In a row space
   // each view also reads the reduced dims as one run of values (sets
   // sp.view_rows; 0 after a tiled read, so no reduction joins later). View
   // rows that only `p` reads (a transpose before a slice) are read through:
@@ -473,7 +474,7 @@ class Former {
           !supported_dtype(in.dtype) || static_cast<size_t>(in.shape.rank()) != v.start.size())
         return false;
       const int tail = contiguous_tail(v, in.shape.rank());
-      if (tail == 0 && (sp.reduced > 0 || !swaps_inner(v, in.shape))) return false;
+      if (tail == 0 && (sp.reduced > 0 || !strided_ok(v, in.shape))) return false;
       run = std::min(run, tail);
       chain.clear();
       for (Node* q = p->inputs()[0].node; q != src.node; q = q->inputs()[0].node)
@@ -507,21 +508,30 @@ class Former {
     return v.dims.empty() ? 16 : t;
   }
 
-  // Whether, of the view's dims of more than one value, the last or the one
-  // before it walks the source's last dim in steps of 1: rows of one run
-  // (once dims of size 1 drop), or a transpose of the inner dims, read in
-  // tiles of rows. (x[..., 0] or x[:, ::2] would read a value per cache line
-  // with nothing to tile: they stay kernel calls.)
-  static bool swaps_inner(const View& v, const Shape& src) {
-    int seen = 0;
-    for (size_t j = v.dims.size(); j-- > 0 && seen < 2;) {
+  // Whether a view whose rows are not one run of values can still be read
+  // well. Of its dims of more than one value: the one before the last walks
+  // the source's last dim in steps of 1 (a swap of the inner dims, read in
+  // tiles of rows), or the dims walk ever later source dims from outermost
+  // to innermost (x[:, ::2], x[..., 0]): each row then reads past the
+  // lines the last one read, as graph mode's strided copy does. ([2, 1, 0]
+  // would come back to each line once per row with nothing to tile: it
+  // stays a kernel call.)
+  static bool strided_ok(const View& v, const Shape& src) {
+    std::vector<int64_t> walked;  // source dims, innermost value dim first
+    for (size_t j = v.dims.size(); j-- > 0;) {
       const ViewDim& d = v.dims[j];
       const int64_t n = d.src < 0 ? 1 : d.size >= 0 ? d.size : src.dim(static_cast<int>(d.src));
-      if (n == 1) continue;
-      if (d.src == src.rank() - 1 && d.step == 1) return true;
-      ++seen;
+      if (n != 1) walked.push_back(j);
     }
-    return false;
+    if (walked.size() >= 2) {
+      const ViewDim& outer = v.dims[static_cast<size_t>(walked[1])];
+      if (outer.src == src.rank() - 1 && outer.step == 1) return true;
+    }
+    for (size_t i = 1; i < walked.size(); ++i)
+      if (v.dims[static_cast<size_t>(walked[i])].src >=
+          v.dims[static_cast<size_t>(walked[i - 1])].src)
+        return false;
+    return true;
   }
 
   static bool recompute_ok(const Shape& small, const Shape& big) {

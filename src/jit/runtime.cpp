@@ -360,10 +360,11 @@ void plan_tiles(KernelContext& c, std::span<const int64_t> pattern, Prepared& p)
   int64_t small = 16, large = 1;
   t.buffered = true;
   for (size_t k = 0; k < p.n_in; ++k) {
-    const int64_t ss = l.inner(k);
-    const bool strided = ss > 1 || ss < -1;
-    if (pattern[k] == 2)
-      t.buffered &= strided && l.strides[k * static_cast<size_t>(l.rank) + l.rank - 2] == 1;
+    // Tiled: an inner stride that the row stride interleaves (a transpose;
+    // x[:, ::2] reads its rows one after another).
+    const int64_t ss = l.inner(k), rs = l.strides[k * static_cast<size_t>(l.rank) + l.rank - 2];
+    const bool strided = (ss > 1 || ss < -1) && std::abs(rs) < std::abs(ss);
+    if (pattern[k] == 2) t.buffered &= strided && rs == 1;
     if (!strided) continue;
     const auto bytes = static_cast<int64_t>(dtype_size(c.input(k).dtype()));
     t.buffered &= bytes <= 8;  // transpose_block moves 1 to 8 bytes (not complex128)

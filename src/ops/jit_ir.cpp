@@ -510,7 +510,11 @@ std::vector<int64_t> encode_input_maps(const std::vector<View>& views) {
   for (const View& v : views) {
     out.push_back(static_cast<int64_t>(v.start.size()));
     out.push_back(static_cast<int64_t>(v.dims.size()));
-    out.insert(out.end(), v.start.begin(), v.start.end());
+    // A view of no values reads nothing: its starts are 0 (a reversed
+    // slice of an empty dim starts at -1, which parse_input_maps rejects).
+    const bool empty =
+        std::any_of(v.dims.begin(), v.dims.end(), [](const ViewDim& d) { return d.size == 0; });
+    for (int64_t x : v.start) out.push_back(empty ? 0 : x);
     for (const ViewDim& d : v.dims) out.insert(out.end(), {d.src, d.step, d.size});
   }
   return out;
@@ -519,8 +523,11 @@ std::vector<int64_t> encode_input_maps(const std::vector<View>& views) {
 std::string view_dims(const ViewRef& v, const Shape& src, int64_t* dims) {
   if (!src.rank_known() || src.rank() != v.src_rank)
     return str_cat("the source has shape ", src, " but its view reads ", v.src_rank, " dims");
-  // Every index read must lie inside its dim (known dims only).
-  for (int d = 0; d < v.src_rank; ++d) {
+  // Every index read must lie inside its dim (known dims only); a view of
+  // no values reads none.
+  bool empty = false;
+  for (int j = 0; j < v.rank; ++j) empty |= v.dims[3 * j + 2] == 0;
+  for (int d = 0; d < v.src_rank && !empty; ++d) {
     const int64_t n = src.dim(d);
     // 128-bit: hostile starts, steps and sizes (each up to 2^40) cannot overflow.
     __int128 first = v.start[d], last = first;

@@ -31,11 +31,11 @@ struct IndexCase {
   const char* name;
   Shape shape;
   std::vector<IndexItem> items;
-  bool in_place;      // false: the slice moves the inner dim (a kernel call)
+  bool in_place;      // false: a kernel call
   const char* shown;  // how the IR describes the view
 };
 
-TEST(JitSlices, StridedSlicesKeepingRowsAreReadInPlace) {
+TEST(JitSlices, StridedSlicesAreReadInPlace) {
   const std::vector<IndexCase> cases = {
       {"x[1:4]", Shape({6, 10}), {Slice(1, 4)}, true, "[1:4, :]"},
       {"x[:, 2:7]", Shape({6, 10}), {Slice(), Slice(2, 7)}, true, "[:, 2:7]"},
@@ -62,8 +62,16 @@ TEST(JitSlices, StridedSlicesKeepingRowsAreReadInPlace) {
        {Slice(1, 2), Slice(), Slice(3, 4)},
        true,
        "[1:2, :, 3:4]"},
-      {"x[..., 0]", Shape({4, 5, 12}), {kEllipsis, 0}, false, ""},
-      {"x[:, ::2]", Shape({6, 10}), {Slice(), Slice().step(2)}, false, ""},
+      // Rows that are not one run of values but move forward through x:
+      // strided reads (a kernel call before).
+      {"x[..., 0]", Shape({4, 5, 12}), {kEllipsis, 0}, true, "[:, :, 0]"},
+      {"x[:, ::2]", Shape({6, 10}), {Slice(), Slice().step(2)}, true, "[:, 0:10:2]"},
+      {"x[::-1, ::-3]",
+       Shape({6, 10}),
+       {Slice().step(-1), Slice().step(-3)},
+       true,
+       "[5::-1, 9::-3]"},
+      {"x[:, 1]", Shape({70, 3}), {Slice(), 1}, true, "[:, 1]"},
   };
   uint32_t seed = 1;
   for (const IndexCase& ic : cases) {
@@ -85,6 +93,29 @@ TEST(JitSlices, StridedSlicesKeepingRowsAreReadInPlace) {
     if (any && ic.in_place)
       EXPECT_NE(j.get_concrete_function(args)->compiler_ir("hlo").find(str_cat("as ", ic.shown)),
                 std::string::npos);
+  }
+}
+
+// Strided reads of rows that are not one run (a step through the inner dim,
+// an index into it, reversed steps): sizes of 0 and 1, and large enough to
+// split over threads. (Their sizes and starts must be static: a part that
+// depends on a None dim stays a kernel call.)
+TEST(JitSlices, StridedRowsOfEverySize) {
+  auto body = [](const std::vector<Value>& a) {
+    const Tensor& x = a[0].tensor();
+    const Tensor s = index(x, {Slice(), Slice().step(2)});
+    const Tensor r = index(x, {Slice().step(-1), Slice(None, None, -2)});
+    return Value(tanh(s) * 2.f + r + index(x, {Slice(), Slice(None, 1)}));
+  };
+  uint32_t seed = 30;
+  for (const Shape& s : {Shape({300, 2570}), Shape({5, 9}), Shape({1, 7}), Shape({6, 1}),
+                         Shape({0, 4}), Shape({4, 0})}) {
+    SCOPED_TRACE(s);
+    const std::vector<Value> args = {Value(random_tensor(DType::kFloat32, s, seed++))};
+    const bool any = s.num_elements() > 0;
+    check_all_modes(body, args, any ? 1 : 0);
+    Function j = make(body, true);
+    if (any) EXPECT_EQ(reads_through(j, args, "StridedSlice"), 3u);
   }
 }
 
