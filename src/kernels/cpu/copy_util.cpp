@@ -183,7 +183,7 @@ void copy_typed(const T* src, T* dst, const CopyPlan& p) {
     for_each_row(size, s_st, d_st, row_grain,
                  [&](int64_t, int64_t so, int64_t dof) { copy_run(src + so, dst + dof, n); });
   } else if (ss == 0) {
-    for_each_row(size, s_st, d_st, row_grain, [&](int64_t, int64_t so, int64_t dof) {
+    for_each_row(size, s_st, d_st, row_grain, [&, n, ds](int64_t, int64_t so, int64_t dof) {
       const T v = src[so];
       T* d = dst + dof;
       if (ds == 1)
@@ -192,7 +192,10 @@ void copy_typed(const T* src, T* dst, const CopyPlan& p) {
         for (int64_t i = 0; i < n; ++i) d[i * ds] = v;
     });
   } else {
-    for_each_row(size, s_st, d_st, row_grain, [&](int64_t, int64_t so, int64_t dof) {
+    // n, ss and ds by value (above too): the may_alias stores could otherwise
+    // write over them, so each step reloaded them (x[:, ::2] of [4096, 2048]
+    // took 6.2 ms, now 3.0).
+    for_each_row(size, s_st, d_st, row_grain, [&, n, ss, ds](int64_t, int64_t so, int64_t dof) {
       const T* s = src + so;
       T* d = dst + dof;
       if (ds == 1)
