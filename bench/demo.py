@@ -27,9 +27,9 @@ import workloads as wl  # noqa: E402
 RESULTS = os.path.join(HERE, "results")
 JIT_NOTE = ("jit rows: kiln.function(jit_compile=True) — fused elementwise clusters compiled "
             "to C++, with reductions over the last dims, reductions over leading or all dims "
-            "folded in, slices and transposes read in place, MatMul products computed inside their "
-            "epilogue's kernel, and cond/while bodies (inner-dim transposes and convolution "
-            "epilogues not fused yet; docs/JIT.md)")
+            "folded in, slices and transposes read in place (inner-dim swaps in tiles), complex "
+            "values, MatMul products computed inside their epilogue's kernel, and cond/while "
+            "bodies (convolution epilogues not fused yet; docs/JIT.md)")
 
 
 def with_jit(modes):
