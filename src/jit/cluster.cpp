@@ -411,8 +411,9 @@ class Former {
 
   // Whether reshape-like `p` (Reshape, ExpandDims, Squeeze) can join: its
   // output is the cluster's space, only members read it, its input has the
-  // same element count, and every member so far reads only members and
-  // single values (so relabelling their points changes nothing).
+  // same element count, and every member so far reads only members, single
+  // values and values of the space's full size (read at the same flat index:
+  // the kernel reads them reshaped to its space, a free view).
   bool relabels(Node* p, const std::unordered_set<const Node*>& members, const Shape& shape) {
     if (!is_relabel(p)) return false;
     if (outs_.count(p) || !p->control_inputs().empty() || control_targets_.count(p) ||
@@ -429,7 +430,9 @@ class Former {
         if (members.count(e.node) || e.node == p) continue;
         if (is_relabel(m) && i > 0) continue;  // a shape operand
         const Shape& s = spec_of(e).shape;
-        if (!s.is_fully_defined() || s.num_elements() != 1) return false;
+        if (!s.is_fully_defined() ||
+            (s.num_elements() != 1 && s.num_elements() != shape.num_elements()))
+          return false;
       }
     return true;
   }
@@ -696,6 +699,24 @@ std::vector<int64_t> take_product(const Node* p, std::vector<Edge>& ext, Kernel&
 
 }  // namespace
 
+// A value of the full size of a relabelled space but not of its shape (an
+// operand read before a reshape joined) as a Reshape to the space: the same
+// flat index, a view of its buffer. Other edges as they are.
+Edge relabelled(Graph& g, const Edge& e, const Space& sp, const std::vector<int64_t>& dims) {
+  const TensorSpec& spec = spec_of(e);
+  const auto rank = static_cast<int>(dims.size());
+  if (!sp.relabelled || !spec.shape.is_fully_defined() ||
+      spec.shape.num_elements() != sp.shape.num_elements() ||
+      (spec.shape.rank() <= rank && aligned_dims(spec.shape, rank) == dims))
+    return e;  // (a value of higher rank than the space is reshaped too)
+  const Tensor target = Tensor::from_vector(dims, Shape({static_cast<int64_t>(dims.size())}));
+  Node* c = g.add_node(op_def(OpId::Const), {}, Attrs{target}, {{DType::kInt64, target.shape()}},
+                       str_cat(e.node->name(), "/jit_shape"));
+  Node* r = g.add_node(op_def(OpId::Reshape), {e, Edge{c, 0}}, Attrs{}, {{spec.dtype, Shape(dims)}},
+                       str_cat(e.node->name(), "/jit_reshape"));
+  return Edge{r, 0};
+}
+
 Clusters form_clusters(Graph& g, const std::string& prefix, size_t min_ops) {
   Former former(g);
   const std::vector<std::vector<Node*>> groups = former.run(min_ops);
@@ -717,9 +738,11 @@ Clusters form_clusters(Graph& g, const std::string& prefix, size_t min_ops) {
     std::unordered_map<const Node*, int32_t> value_of;
     std::string what;
     // Input `e` (or, for an output of a member view row, that row's input
-    // read through the view).
-    auto add_load = [&](const Edge& e) {
-      const bool viewed = members.count(e.node) != 0;
+    // read through the view; or a full-size value read before a relabelling,
+    // through a Reshape to the kernel's space).
+    auto add_load = [&](const Edge& in_edge) {
+      const bool viewed = members.count(in_edge.node) != 0;
+      const Edge e = viewed ? in_edge : relabelled(g, in_edge, sp, k.dims);
       Edge src = e;
       View view;
       auto member = [&](const Node* q) { return members.count(q) != 0; };

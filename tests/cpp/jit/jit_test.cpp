@@ -57,6 +57,47 @@ TEST(Jit, CharUnpackIntegerChainIsOneKernel) {
   check_all_modes(body, {Value(x)});
 }
 
+// Reshapes between ops relabel the cluster into their input's shape; a
+// full-size operand read before a reshape (in the reshape's output shape)
+// is read through a Reshape to the kernel's space: the same flat index. A
+// broadcast operand there ends the cluster (its points would move).
+TEST(Jit, ReshapesWithFullSizeOperandsAreOneKernel) {
+  auto body = [](const std::vector<Value>& a) {
+    const Tensor& x = a[0].tensor();
+    const Tensor t = reshape(exp(x) * 2.f, Shape({6, 4})) + a[1].tensor();
+    return Value(reshape(t * a[1].tensor() - 1.f, Shape({24})) + a[2].tensor());
+  };
+  const std::vector<Value> args = {Value(random_tensor(DType::kFloat32, Shape({2, 3, 4}), 1)),
+                                   Value(random_tensor(DType::kFloat32, Shape({6, 4}), 2)),
+                                   Value(random_tensor(DType::kFloat32, Shape({24}), 3))};
+  check_all_modes(body, args);
+  Function j = make(body, true);
+  const auto cf = j.get_concrete_function(args);
+  EXPECT_EQ(cf->jit_kernels(), 1u) << cf->compiler_ir("hlo");
+  const std::string hlo = cf->compiler_ir("hlo");
+  EXPECT_NE(hlo.find("kernel kiln_jit_k0 over [2,3,4]"), std::string::npos) << hlo;
+  EXPECT_NE(hlo.find("jit_reshape"), std::string::npos) << hlo;
+  // An operand of higher rank than the relabelled space (a gradient's
+  // expanded dims): reshaped down to it.
+  auto higher = [](const std::vector<Value>& a) {
+    return Value(expand_dims(exp(a[0].tensor()) * 2.f, -1) + a[1].tensor());
+  };
+  const std::vector<Value> deep = {Value(random_tensor(DType::kFloat32, Shape({6, 4}), 5)),
+                                   Value(random_tensor(DType::kFloat32, Shape({6, 4, 1}), 6))};
+  check_all_modes(higher, deep);
+  EXPECT_EQ(make(higher, true).get_concrete_function(deep)->jit_kernels(), 1u);
+  // A row broadcast along the reshaped dims: no relabelling (the add is a
+  // kernel call after the [2, 3, 4] kernel), still right.
+  auto broadcast = [](const std::vector<Value>& a) {
+    return Value(reshape(exp(a[0].tensor()) * 2.f, Shape({6, 4})) + a[1].tensor());
+  };
+  const std::vector<Value> row = {args[0], Value(random_tensor(DType::kFloat32, Shape({4}), 4))};
+  check_all_modes(broadcast, row);
+  const std::string other = make(broadcast, true).get_concrete_function(row)->compiler_ir("hlo");
+  EXPECT_EQ(other.find("AddV2"), std::string::npos) << other;
+  EXPECT_EQ(other.find("jit_reshape"), std::string::npos) << other;
+}
+
 TEST(Jit, BroadcastingEveryWay) {
   auto body = [](const std::vector<Value>& a) {
     const Tensor &x = a[0].tensor(), &y = a[1].tensor();

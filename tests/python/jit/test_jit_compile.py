@@ -55,8 +55,9 @@ def test_char_unpack_seed_000_is_bit_exact():
 
 
 def test_reshape_between_ops_with_a_full_size_operand_after_it():
-    # After the reshape, `y` is read in the [6, 4] layout: the cluster must not be
-    # relabelled into [2, 3, 4] (the values would be read in the wrong order).
+    # After the reshape, `y` is read in the [6, 4] layout: the cluster is
+    # relabelled into [2, 3, 4] and reads `y` reshaped alike (the same flat
+    # index), one kernel per output.
     def fn(x, y):
         return tf.reshape(tf.exp(x) * 2.0, [6, 4]) + y, tf.reshape(x * 3.0 - 1.0, [4, 6]) * 2.0
 
@@ -65,6 +66,7 @@ def test_reshape_between_ops_with_a_full_size_operand_after_it():
     y = tf.constant(np.arange(24, dtype=np.float32).reshape(6, 4))
     for got, want in zip(j(x, y), g(x, y)):
         np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-6)
+    assert kernels(j, x, y) == 2
 
 
 def test_integer_and_bool_ops_are_exact():
