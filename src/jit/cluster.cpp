@@ -697,8 +697,6 @@ std::vector<int64_t> take_product(const Node* p, std::vector<Edge>& ext, Kernel&
   return {slot, how.transpose_a, how.transpose_b};
 }
 
-}  // namespace
-
 // A value of the full size of a relabelled space but not of its shape (an
 // operand read before a reshape joined) as a Reshape to the space: the same
 // flat index, a view of its buffer. Other edges as they are.
@@ -716,6 +714,8 @@ Edge relabelled(Graph& g, const Edge& e, const Space& sp, const std::vector<int6
                        str_cat(e.node->name(), "/jit_reshape"));
   return Edge{r, 0};
 }
+
+}  // namespace
 
 Clusters form_clusters(Graph& g, const std::string& prefix, size_t min_ops) {
   Former former(g);

@@ -194,6 +194,7 @@ std::string loads(const Kernel& k, const std::vector<uint8_t>& pattern, bool fas
 struct Prediction {
   Layout layout;
   std::vector<uint8_t> pattern;  ///< per input: inner stride 0, 1, or 2 (any other)
+  bool strided = false;          ///< some input's pattern is 2
   int64_t cols = -1;             ///< the inner loop's length; -1 when a dim is unknown
 };
 Prediction predict(const Kernel& k);
@@ -224,9 +225,7 @@ std::string short_rows_text(const Kernel& k, const Prediction& pr) {
   const Layout& l = pr.layout;
   const std::vector<uint8_t>& pattern = pr.pattern;
   const int64_t cols = pr.cols;
-  if (l.rank < 2 || cols > kMaxShortRow ||
-      std::find(pattern.begin(), pattern.end(), 2) != pattern.end())
-    return "";
+  if (l.rank < 2 || cols > kMaxShortRow || pr.strided) return "";
   const size_t n_in = k.inputs.size();
   std::vector<int64_t> rs(n_in);
   std::string s =
@@ -314,7 +313,7 @@ std::string kernel_text(const Kernel& k) {
   // Inputs read transposed (pattern 2) come as tiles when the runtime
   // copied them out (split() in runtime.cpp); else each value is read with
   // its stride.
-  if (std::find(pattern.begin(), pattern.end(), 2) != pattern.end()) {
+  if (pr.strided) {
     std::vector<uint8_t> tiled = pattern;
     for (uint8_t& b : tiled) b = b == 2 ? 3 : b;
     s += "      if (a->tile) {\n" + fast_row_text(k, tiled, short_cols, "        ") +
@@ -355,6 +354,7 @@ Prediction predict(const Kernel& k) {
   Prediction p;
   p.layout = layout(2);
   p.pattern = p.layout.inner_pattern();
+  p.strided = std::find(p.pattern.begin(), p.pattern.end(), 2) != p.pattern.end();
   p.cols = p.layout.cols();
   if (unknown) {
     const Layout other = layout(3);

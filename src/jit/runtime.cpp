@@ -120,7 +120,7 @@ struct Outputs {
 struct TilePlan {
   int64_t rows = 0, cols = 0;   // 0 rows: no tiles
   SmallVec<int32_t, 4> inputs;  // the inputs read transposed
-  SmallVec<int32_t, 4> bytes;   // their value sizes
+  SmallVec<DType, 4> dtypes;    // their dtypes
   bool buffered = false;
 };
 
@@ -141,8 +141,9 @@ void run_tiles(KernelFn fn, const KernelArgs& args, const Layout& l, const TileP
   auto run = [&](int64_t b, int64_t e) {
     KernelArgs a = args;
     SmallVec<const void*, 16> tile(static_cast<size_t>(n_in), nullptr);
-    const auto size = static_cast<size_t>(t.rows * t.cols) *
-                      static_cast<size_t>(*std::max_element(t.bytes.begin(), t.bytes.end()));
+    size_t size = 0;  // a tile of the largest value
+    for (DType dt : t.dtypes)
+      size = std::max(size, static_cast<size_t>(t.rows * t.cols) * dtype_size(dt));
     std::unique_ptr<char[]> buf;
     if (t.buffered) {
       buf.reset(new char[t.inputs.size() * size]);
@@ -156,11 +157,11 @@ void run_tiles(KernelFn fn, const KernelArgs& args, const Layout& l, const TileP
         const int64_t c1 = std::min(cols, c0 + t.cols);
         for (size_t i = 0; t.buffered && i < t.inputs.size(); ++i) {
           const auto k = static_cast<size_t>(t.inputs[i]);
-          const int64_t ss = l.inner(k), bytes = t.bytes[i];
+          const int64_t ss = l.inner(k), bytes = static_cast<int64_t>(dtype_size(t.dtypes[i]));
           char* dst = buf.get() + i * size;
           const char* src =
               static_cast<const char*>(args.in[k]) + (row_offset(l, k, r0) + c0 * ss) * bytes;
-          cpu::transpose_block(static_cast<size_t>(bytes), src, dst, r1 - r0, c1 - c0, ss, t.cols);
+          cpu::transpose_block(t.dtypes[i], src, dst, r1 - r0, c1 - c0, ss, t.cols);
           tile[k] = dst;
         }
         fn(&a, r0, r1, c0, c1);
@@ -366,10 +367,10 @@ void plan_tiles(KernelContext& c, std::span<const int64_t> pattern, Prepared& p)
     const bool strided = (ss > 1 || ss < -1) && std::abs(rs) < std::abs(ss);
     if (pattern[k] == 2) t.buffered &= strided && rs == 1;
     if (!strided) continue;
-    const auto bytes = static_cast<int64_t>(dtype_size(c.input(k).dtype()));
-    t.buffered &= bytes <= 8;  // transpose_block moves 1 to 8 bytes (not complex128)
+    const DType dt = c.input(k).dtype();
+    const auto bytes = static_cast<int64_t>(dtype_size(dt));
     t.inputs.push_back(static_cast<int32_t>(k));
-    t.bytes.push_back(static_cast<int32_t>(bytes));
+    t.dtypes.push_back(dt);
     small = std::min(small, bytes);
     large = std::max(large, bytes);
   }

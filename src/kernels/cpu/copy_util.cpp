@@ -121,25 +121,6 @@ void transpose_tile(const T* s, T* d, int64_t m, int64_t n, int64_t ss, int64_t 
   }
 }
 
-}  // namespace
-
-void transpose_block(size_t bytes, const void* s, void* d, int64_t m, int64_t n, int64_t ss,
-                     int64_t dk) {
-  switch (bytes) {
-    case 1:
-      return transpose_tile(static_cast<const ElemU8*>(s), static_cast<ElemU8*>(d), m, n, ss, dk);
-    case 2:
-      return transpose_tile(static_cast<const ElemU16*>(s), static_cast<ElemU16*>(d), m, n, ss, dk);
-    case 4:
-      return transpose_tile(static_cast<const ElemU32*>(s), static_cast<ElemU32*>(d), m, n, ss, dk);
-    case 8:
-      return transpose_tile(static_cast<const ElemU64*>(s), static_cast<ElemU64*>(d), m, n, ss, dk);
-    default: throw InternalError(str_cat("transpose_block: values of ", bytes, " bytes"));
-  }
-}
-
-namespace {
-
 template <typename T>
 void copy_typed(const T* src, T* dst, const CopyPlan& p) {
   const size_t r = p.size.size();
@@ -207,6 +188,14 @@ void copy_typed(const T* src, T* dst, const CopyPlan& p) {
 }
 
 }  // namespace
+
+void transpose_block(DType dt, const void* s, void* d, int64_t m, int64_t n, int64_t ss,
+                     int64_t dk) {
+  visit_elem(dt, "transpose_block", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    transpose_tile(static_cast<const T*>(s), static_cast<T*>(d), m, n, ss, dk);
+  });
+}
 
 void strided_copy(DType dt, const void* src, void* dst, CopyPlan plan) {
   for (int64_t n : plan.size)

@@ -77,9 +77,9 @@ struct CopyPlan {
 };
 
 /// One tile of a transpose on the calling thread: d[i * dk + j] = s[i + j *
-/// ss] for i < m, j < n, over values of `bytes` bytes (1, 2, 4 or 8; 4x4 and
-/// 2x2 blocks go through registers).
-void transpose_block(size_t bytes, const void* s, void* d, int64_t m, int64_t n, int64_t ss,
+/// ss] for i < m, j < n, over values of `dt` (4- and 8-byte values go
+/// through registers in 4x4 and 2x2 blocks).
+void transpose_block(DType dt, const void* s, void* d, int64_t m, int64_t n, int64_t ss,
                      int64_t dk);
 
 /// Runs `plan` for dtype `dt` (src/dst point at the box's first element).

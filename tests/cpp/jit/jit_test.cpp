@@ -537,8 +537,7 @@ TEST(Jit, ArithmeticOnHalfValuesIsMalformedIr) {
 // Complex values are GCC's __complex__ float/double in generated code: a
 // chain of arithmetic, parts, casts and a broadcast is one kernel, with inf
 // and NaN parts (the multiply's and divide's slow paths), and complex inputs
-// read transposed in tiles (complex64, 8 bytes: copied out; complex128,
-// 16 bytes: read with their stride).
+// read transposed in tiles (8- and 16-byte values copied out per tile).
 TEST(Jit, ComplexChainsAreOneKernel) {
   const float inf = std::numeric_limits<float>::infinity(), nan = std::nanf("");
   Tensor re = random_tensor(DType::kFloat32, Shape({33, 70}), 91) * 4.f;
