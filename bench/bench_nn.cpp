@@ -355,6 +355,28 @@ BENCHMARK(BM_StridedSliceFunction4096x2048)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 
+// Views of computed values over [2048, 2048] float32: transpose(tanh(x) *
+// 2) + 1 (args 0, 1) and (tanh(x * 3) * 2)[:, ::2] + 1 (args 2, 3). Graph
+// mode (even args) computes the value, copies the view out and adds; jit
+// (odd) moves the view onto x (sink_views.h) and runs one kernel reading x
+// in tiles or strided (and computes only the points a slice keeps).
+void BM_ViewOfComputedFunction2048x2048(benchmark::State& state) {
+  const bool slice = state.range(0) >= 2;
+  time_function(state, state.range(0) % 2 == 1,
+                [slice](const std::vector<Value>& a) {
+                  const Tensor& x = a[0].tensor();
+                  if (slice)
+                    return Value(index(tanh(x * 3.f) * 2.f, {Slice(), Slice().step(2)}) + 1.f);
+                  return Value(transpose(tanh(x) * 2.f) + 1.f);
+                },
+                {Value(wave<float>({2048, 2048}, 0.01))});
+  state.SetBytesProcessed(state.iterations() * 2048 * 2048 * (slice ? 6 : 8));
+}
+BENCHMARK(BM_ViewOfComputedFunction2048x2048)
+    ->DenseRange(0, 3)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+
 // |z * w + conj(z) * 2 - w| over [1024, 1024] complex values, w a broadcast
 // row: graph mode runs five kernels (0: complex64, 2: complex128); jit (1, 3)
 // runs one over GCC's complex types.

@@ -7,37 +7,13 @@
 
 #include "emit_cpp.h"
 #include "fold.h"
+#include "node_rules.h"
 #include "passes/pass_util.h"
 
 namespace kiln::jit {
 namespace {
 
 using passes::spec_of;
-
-// Lowers `n` into `body` with its inputs as `in`; false when it cannot be.
-// `reduced`: the trailing dims its reductions fold (0: none).
-bool lower_node(const Node* n, std::span<const int32_t> in, std::vector<Instr>& body,
-                std::vector<int32_t>& results, int* reduced = nullptr) {
-  std::vector<TensorSpec> ins;
-  for (const Edge& e : n->inputs()) ins.push_back(spec_of(e));
-  const size_t from = body.size();
-  LowerContext c(n->op(), n->attrs(), ins, n->outputs(), in, body);
-  if (!n->op().jit(c) || c.reduced() < 0 || !halves_only_move(body, from) ||
-      !no_complex_constants(body, from))
-    return false;
-  if (reduced) *reduced = c.reduced();
-  results.assign(c.results().begin(), c.results().end());
-  for (int32_t r : results)
-    if (r < 0) return false;
-  return true;
-}
-
-bool is_relabel(const Node* n) {
-  return n->op().jit_index_map == JitIndexMap::kRelabel;
-}
-bool reads_in_place(const Node* n) {
-  return n->op().jit_view != nullptr;
-}
 
 // A view as Python indexing of its source ("[1, :, 2:8]"), then the order the
 // value walks the source's dims when it is not theirs ("(1, 0, 2)").
@@ -68,49 +44,6 @@ std::string describe(const View& v) {
   return s + "]" + (sorted ? "" : str_cat(" (", order, ")"));
 }
 
-// Whether `n` is a matrix product a kernel can compute (OpDef::jit_product).
-bool product_of(const Node* n, Product& p) {
-  if (!n->op().jit_product || n->inputs().size() != 2 || n->outputs().size() != 1) return false;
-  std::vector<TensorSpec> ins;
-  std::vector<const Tensor*> values;
-  for (const Edge& e : n->inputs()) {
-    ins.push_back(spec_of(e));
-    values.push_back(passes::const_of(e));
-  }
-  const ViewQuery q{n->op(), n->attrs(), ins, n->outputs(), values, 0};
-  return n->op().jit_product(q, p);
-}
-
-// The view output `i` of a view row (OpDef::jit_view) reads its input 0 through.
-bool view_of(const Node* n, size_t i, View& v) {
-  std::vector<TensorSpec> ins;
-  std::vector<const Tensor*> values;
-  for (const Edge& e : n->inputs()) {
-    ins.push_back(spec_of(e));
-    values.push_back(passes::const_of(e));
-  }
-  const ViewQuery q{n->op(), n->attrs(), ins, n->outputs(), values, i};
-  return !n->inputs().empty() && n->op().jit_view(q, v);
-}
-
-// The view output `i` of view row `n` reads `n`'s input through, composed
-// through the view rows before it that `through` accepts (a slice of a
-// transpose); `src` is the value read.
-template <typename Through>
-bool chained_view(const Node* n, size_t i, View& v, Edge& src, Through through) {
-  if (!view_of(n, i, v)) return false;
-  src = n->inputs()[0];
-  while (reads_in_place(src.node) && through(src.node)) {
-    View inner;
-    if (!view_of(src.node, static_cast<size_t>(src.index), inner) ||
-        inner.dims.size() != v.start.size())
-      break;
-    v = compose(inner, v);
-    src = src.node->inputs()[0];
-  }
-  return true;
-}
-
 // A view's strides per dim aligned to `rank`, over `src` with unknown dims
 // taken as 2 (the emitter's layout prediction).
 std::vector<int64_t> predicted_strides(const View& v, const Shape& src, int rank) {
@@ -134,6 +67,9 @@ struct Space {
   /// The most trailing dims every view read reads as one run of values (a
   /// row kernel's rows must be contiguous).
   int view_rows = 16;
+  /// Views read in place that graph mode would copy out (not one run of
+  /// values): each counts as an op, as a product or a fold does.
+  int copies = 0;
 };
 
 // Whether `s` (right-aligned to the space) has all of the space's reduced
@@ -234,6 +170,7 @@ class Former {
       // log-softmax) runs in several passes: compiled, its rows pipeline, and
       // it beats its hand kernel (BENCHMARKS.md), so it counts as two.
       if (work == 1 && row_op_.count(root)) work = 2;
+      work += static_cast<size_t>(space.copies);
       if (work + (product != nullptr) + folds < min_ops) continue;
       for (Node* m : members) cluster_of_[m] = clusters.size();
       std::sort(members.begin(), members.end(),
@@ -456,7 +393,7 @@ class Former {
     for (Node* u : users_[p])
       for (const Edge& e : u->inputs())
         if (e.node == p) read[static_cast<size_t>(e.index)] = true;
-    int run = sp.view_rows;
+    int run = sp.view_rows, copies = 0;
     Edge src{};
     for (size_t i = 0; i < read.size(); ++i) {
       if (!read[i]) continue;
@@ -479,12 +416,14 @@ class Former {
       const int tail = contiguous_tail(v, in.shape.rank());
       if (tail == 0 && (sp.reduced > 0 || !strided_ok(v, in.shape))) return false;
       run = std::min(run, tail);
+      copies += !one_run(v, in.shape.rank());
       chain.clear();
       for (Node* q = p->inputs()[0].node; q != src.node; q = q->inputs()[0].node)
         chain.push_back(q);
     }
     if (run < sp.reduced) return false;
     sp.view_rows = run;
+    sp.copies += copies;
     return true;
   }
 
@@ -492,49 +431,6 @@ class Former {
   bool plain_view(const Node* q) {
     return reads_in_place(q) && !outs_.count(q) && q->control_inputs().empty() &&
            !control_targets_.count(q) && !q->inputs().empty();
-  }
-
-  // How many trailing dims of the view read one run of its source's values:
-  // they walk the source's last dims in order, in steps of 1, all of each
-  // but the outermost. At least 1 when the innermost dim walked is the
-  // source's last in steps of 1 (rows stay contiguous).
-  static int contiguous_tail(const View& v, int64_t src_rank) {
-    int t = 0;
-    int64_t next = src_rank - 1;  // the source dim the next value dim must walk
-    for (size_t j = v.dims.size(); j-- > 0; ++t) {
-      const ViewDim& d = v.dims[j];
-      if (d.src < 0 || d.size == 1) continue;  // one value: any stride
-      if (d.src != next || d.step != 1) break;
-      --next;
-      if (d.size >= 0) return t + 1;  // part of a dim: nothing outside it joins the run
-    }
-    return v.dims.empty() ? 16 : t;
-  }
-
-  // Whether a view whose rows are not one run of values can still be read
-  // well. Of its dims of more than one value: the one before the last walks
-  // the source's last dim in steps of 1 (a swap of the inner dims, read in
-  // tiles of rows), or the dims walk ever later source dims from outermost
-  // to innermost (x[:, ::2], x[..., 0]): each row then reads past the
-  // lines the last one read, as graph mode's strided copy does. ([2, 1, 0]
-  // would come back to each line once per row with nothing to tile: it
-  // stays a kernel call.)
-  static bool strided_ok(const View& v, const Shape& src) {
-    std::vector<int64_t> walked;  // source dims, innermost value dim first
-    for (size_t j = v.dims.size(); j-- > 0;) {
-      const ViewDim& d = v.dims[j];
-      const int64_t n = d.src < 0 ? 1 : d.size >= 0 ? d.size : src.dim(static_cast<int>(d.src));
-      if (n != 1) walked.push_back(j);
-    }
-    if (walked.size() >= 2) {
-      const ViewDim& outer = v.dims[static_cast<size_t>(walked[1])];
-      if (outer.src == src.rank() - 1 && outer.step == 1) return true;
-    }
-    for (size_t i = 1; i < walked.size(); ++i)
-      if (v.dims[static_cast<size_t>(walked[i])].src >=
-          v.dims[static_cast<size_t>(walked[i - 1])].src)
-        return false;
-    return true;
   }
 
   static bool recompute_ok(const Shape& small, const Shape& big) {

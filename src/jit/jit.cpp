@@ -10,6 +10,7 @@
 #include "kiln/passes.h"
 #include "loader.h"
 #include "runtime.h"
+#include "sink_views.h"
 #include "toolchain.h"
 
 namespace kiln::jit {
@@ -80,6 +81,7 @@ void load_module(const Toolchain& tc, const std::string& key, const std::string&
 JitResult compile_jit(std::unique_ptr<Graph>& graph) {
   JitResult r;
   std::unique_ptr<Graph> g = graph->clone();
+  sink_views(*g);
   Clusters cl = form_clusters(*g, "kiln_jit");
   if (cl.kernels.empty()) return r;
   const std::vector<std::string> folded = fold_reductions(*g, cl.kernel_nodes);

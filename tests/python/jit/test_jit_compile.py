@@ -449,6 +449,27 @@ def test_transposes_of_inputs_fuse_in_place_or_in_tiles(perm):
     assert ("read through Transpose" in ir) == (2 in perm[-2:]), ir
 
 
+@pytest.mark.parametrize("which", ["transpose", "slice", "split"])
+def test_views_of_computed_values_move_onto_the_inputs(which):
+    # The view moves ahead of the elementwise ops it reads (sink_views):
+    # one kernel reads x through it, and the value is never written out.
+    def fn(x):
+        t = tf.tanh(x * 3.0) * 2.0
+        if which == "transpose":
+            return tf.transpose(t) + 1.0
+        if which == "slice":
+            return t[:, ::2] + 1.0
+        i, f, g, o = tf.split(t, 4, axis=1)
+        return tf.sigmoid(i) * f + tf.tanh(g) * o
+
+    j, g = both(fn)
+    x = tf.constant(np.random.RandomState(6).randn(24, 32).astype(np.float32))
+    np.testing.assert_allclose(j(x).numpy(), g(x).numpy(), rtol=1e-5, atol=1e-6)
+    ir = j.experimental_get_compiler_ir(x)("hlo")
+    assert "input x:0 read through" in ir, ir
+    assert kernels(j, x) == 1
+
+
 def test_slices_and_split_parts_are_read_in_place():
     # Python slicing (StridedSlice) and tf.split (SplitV) on a [None, 4u]
     # input: the LSTM gates read their parts in place, one kernel, one trace.

@@ -1,0 +1,85 @@
+#include "node_rules.h"
+
+#include "passes/pass_util.h"
+
+namespace kiln::jit {
+
+using passes::spec_of;
+
+bool lower_node(const Node* n, std::span<const int32_t> in, std::vector<Instr>& body,
+                std::vector<int32_t>& results, int* reduced) {
+  std::vector<TensorSpec> ins;
+  for (const Edge& e : n->inputs()) ins.push_back(spec_of(e));
+  const size_t from = body.size();
+  LowerContext c(n->op(), n->attrs(), ins, n->outputs(), in, body);
+  if (!n->op().jit(c) || c.reduced() < 0 || !halves_only_move(body, from) ||
+      !no_complex_constants(body, from))
+    return false;
+  if (reduced) *reduced = c.reduced();
+  results.assign(c.results().begin(), c.results().end());
+  for (int32_t r : results)
+    if (r < 0) return false;
+  return true;
+}
+
+namespace {
+ViewQuery query_of(const Node* n, size_t i, std::vector<TensorSpec>& ins,
+                   std::vector<const Tensor*>& values) {
+  for (const Edge& e : n->inputs()) {
+    ins.push_back(spec_of(e));
+    values.push_back(passes::const_of(e));
+  }
+  return ViewQuery{n->op(), n->attrs(), ins, n->outputs(), values, i};
+}
+}  // namespace
+
+bool product_of(const Node* n, Product& p) {
+  if (!n->op().jit_product || n->inputs().size() != 2 || n->outputs().size() != 1) return false;
+  std::vector<TensorSpec> ins;
+  std::vector<const Tensor*> values;
+  return n->op().jit_product(query_of(n, 0, ins, values), p);
+}
+
+bool view_of(const Node* n, size_t i, View& v) {
+  if (!reads_in_place(n) || n->inputs().empty()) return false;
+  std::vector<TensorSpec> ins;
+  std::vector<const Tensor*> values;
+  return n->op().jit_view(query_of(n, i, ins, values), v);
+}
+
+int contiguous_tail(const View& v, int64_t src_rank) {
+  int t = 0;
+  int64_t next = src_rank - 1;  // the source dim the next value dim must walk
+  for (size_t j = v.dims.size(); j-- > 0; ++t) {
+    const ViewDim& d = v.dims[j];
+    if (d.src < 0 || d.size == 1) continue;  // one value: any stride
+    if (d.src != next || d.step != 1) break;
+    --next;
+    if (d.size >= 0) return t + 1;  // part of a dim: nothing outside it joins the run
+  }
+  return v.dims.empty() ? 16 : t;
+}
+
+bool one_run(const View& v, int64_t src_rank) {
+  return contiguous_tail(v, src_rank) >= static_cast<int>(v.dims.size());
+}
+
+bool strided_ok(const View& v, const Shape& src) {
+  std::vector<int64_t> walked;  // source dims, innermost value dim first
+  for (size_t j = v.dims.size(); j-- > 0;) {
+    const ViewDim& d = v.dims[j];
+    const int64_t n = d.src < 0 ? 1 : d.size >= 0 ? d.size : src.dim(static_cast<int>(d.src));
+    if (n != 1) walked.push_back(static_cast<int64_t>(j));
+  }
+  if (walked.size() >= 2) {
+    const ViewDim& outer = v.dims[static_cast<size_t>(walked[1])];
+    if (outer.src == src.rank() - 1 && outer.step == 1) return true;
+  }
+  for (size_t i = 1; i < walked.size(); ++i)
+    if (v.dims[static_cast<size_t>(walked[i])].src >=
+        v.dims[static_cast<size_t>(walked[i - 1])].src)
+      return false;
+  return true;
+}
+
+}  // namespace kiln::jit

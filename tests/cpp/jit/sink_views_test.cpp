@@ -1,0 +1,221 @@
+// View sinking: a view of an elementwise value that nothing else reads moves
+// onto the value's operands, so the cluster reads them in place and the
+// value is never written out. The pass's rewrites (on traced graphs) and the
+// compiled results (against graph mode and eager).
+#include "jit/sink_views.h"
+
+#include <functional>
+
+#include "jit_test_util.h"
+#include "kiln/context.h"
+#include "kiln/graph.h"
+#include "kiln/ops.h"
+#include "test_util.h"
+
+namespace kiln::jit {
+namespace {
+using testing::check_all_modes;
+using testing::make;
+using testing::random_tensor;
+
+using Body = std::function<Value(const std::vector<Value>&)>;
+
+// The traced graph of `body` on `args` after sink_views, and the views moved.
+std::unique_ptr<Graph> sunk(const Body& body, const std::vector<Value>& args, size_t& moved) {
+  Function f = make(body, false);
+  std::unique_ptr<Graph> g = f.get_concrete_function(args)->graph().clone();
+  moved = sink_views(*g);
+  g->verify();
+  return g;
+}
+
+// The view nodes of `g` (op `view`) and the ops of their inputs.
+std::vector<std::string> view_inputs(const Graph& g, OpId view) {
+  std::vector<std::string> ops;
+  for (const auto& n : g.nodes())
+    if (n->op().id == view) ops.emplace_back(n->inputs()[0].node->op().type_name);
+  return ops;
+}
+
+struct MovedCase {
+  const char* name;
+  Body body;
+  std::vector<Value> args;
+  OpId view;
+  size_t moved;  // views moved over an op
+};
+
+Value v(const Tensor& t) {
+  return Value(t);
+}
+
+std::vector<MovedCase> moved_cases() {
+  const Tensor x = random_tensor(DType::kFloat32, Shape({37, 53}), 1);
+  const Tensor x3 = random_tensor(DType::kFloat32, Shape({3, 5, 6}), 2);
+  const Tensor y3 = random_tensor(DType::kFloat32, Shape({3, 6, 5}), 3);
+  const Tensor s = random_tensor(DType::kFloat32, Shape({9, 16}), 4);
+  const Tensor a = random_tensor(DType::kFloat32, Shape({8, 12}), 5);
+  const Tensor b = random_tensor(DType::kFloat32, Shape({8, 12}), 6);
+  const Tensor i = cast(random_tensor(DType::kFloat32, Shape({7, 9}), 7) * 100.f, DType::kInt32);
+  return {
+      {"transpose(tanh(x) * 2) + 1",
+       [](const std::vector<Value>& a) {
+         return Value(transpose(tanh(a[0].tensor()) * 2.f) + 1.f);
+       },
+       {v(x)},
+       OpId::Transpose,
+       2},
+      {"tanh(x * 3)[:, ::2] * 2",
+       [](const std::vector<Value>& a) {
+         return Value(index(tanh(a[0].tensor() * 3.f), {Slice(), Slice().step(2)}) * 2.f);
+       },
+       {v(x)},
+       OpId::StridedSlice,
+       2},
+      {"transpose(exp(tanh(x)), [0, 2, 1]) * y",
+       [](const std::vector<Value>& a) {
+         return Value(transpose(exp(tanh(a[0].tensor())), {0, 2, 1}) * a[1].tensor());
+       },
+       {v(x3), v(y3)},
+       OpId::Transpose,
+       2},
+      {"split(x * 2 + 1, 4, axis=1) as gates",
+       [](const std::vector<Value>& a) {
+         const std::vector<Tensor> p = split(a[0].tensor() * 2.f + 1.f, 4, 1);
+         return Value(sigmoid(p[0]) * p[1] + tanh(p[2]) - p[3]);
+       },
+       {v(s)},
+       OpId::Split,
+       2},
+      {"cast(transpose(a > b)) (bool from float)",
+       [](const std::vector<Value>& a) {
+         return Value(cast(transpose(a[0].tensor() > a[1].tensor()), DType::kFloat32) + 1.f);
+       },
+       {v(a), v(b)},
+       OpId::Transpose,
+       1},
+      {"transpose((i + i) * 3) int32",
+       [](const std::vector<Value>& a) {
+         const Tensor t = a[0].tensor();
+         return Value(transpose((t + t) * 3) - 1);
+       },
+       {v(i)},
+       OpId::Transpose,
+       2},
+  };
+}
+
+TEST(SinkViews, ViewsOfComputedValuesMoveOntoTheirOperands) {
+  for (const MovedCase& c : moved_cases()) {
+    SCOPED_TRACE(c.name);
+    size_t moved = 0;
+    std::unique_ptr<Graph> g = sunk(c.body, c.args, moved);
+    EXPECT_EQ(moved, c.moved);
+    // Every view left reads a graph input.
+    const std::vector<std::string> reads = view_inputs(*g, c.view);
+    EXPECT_FALSE(reads.empty());
+    for (const std::string& op : reads) EXPECT_EQ(op, "Placeholder");
+    // Compiled: one kernel, reading the inputs in place (no view node left).
+    check_all_modes(c.body, c.args, 1);
+    Function j = make(c.body, true);
+    EXPECT_EQ(j.get_concrete_function(c.args)->jit_kernels(), 1u);
+    EXPECT_EQ(testing::nodes_of(j, c.args, c.view), 0u);
+  }
+}
+
+TEST(SinkViews, ViewsStayWhenMovingWouldNotHelp) {
+  const Tensor x = random_tensor(DType::kFloat32, Shape({6, 10}), 11);
+  const Tensor bias = random_tensor(DType::kFloat32, Shape({10}), 12);
+  const Tensor x3 = random_tensor(DType::kFloat32, Shape({4, 5, 6}), 13);
+  const Tensor one = random_tensor(DType::kFloat32, Shape({1, 1, 1}), 14);
+  struct Case {
+    const char* name;
+    Body body;
+    std::vector<Value> args;
+    size_t moved = 0;
+  };
+  const std::vector<Case> cases = {
+      {"the value is read elsewhere too",
+       [](const std::vector<Value>& a) {
+         const Tensor t = tanh(a[0].tensor());
+         return Value(transpose(t) * 2.f + reduce_sum(t));
+       },
+       {v(x)}},
+      {"a broadcast operand (bias): the view moves over tanh and stops at the add",
+       [](const std::vector<Value>& a) {
+         return Value(transpose(tanh(a[0].tensor() + a[1].tensor())) * 2.f);
+       },
+       {v(x), v(bias)},
+       1},
+      {"a perm that moves the last dim two places",
+       [](const std::vector<Value>& a) {
+         return Value(transpose(tanh(a[0].tensor()) * 2.f, {2, 1, 0}) + 1.f);
+       },
+       {v(x3)}},
+      {"a single value of higher rank than the view",
+       [](const std::vector<Value>& a) {
+         return Value(index(a[0].tensor() * a[1].tensor(), {kEllipsis, 0}) + 1.f);
+       },
+       {v(x3), v(one)}},
+      {"a reduction, not an elementwise op",
+       [](const std::vector<Value>& a) {
+         return Value(transpose(reduce_sum(a[0].tensor(), {2})) * 2.f + 1.f);
+       },
+       {v(x3)}},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    size_t moved = 0;
+    sunk(c.body, c.args, moved);
+    EXPECT_EQ(moved, c.moved);
+    check_all_modes(c.body, c.args, 1);
+  }
+}
+
+// Dims of unknown size may broadcast at run time: a view that reads them
+// whole moves, one that slices them stays.
+TEST(SinkViews, UnknownDimsMoveOnlyWhenReadWhole) {
+  const std::vector<ArgSpec> sig = {{DType::kFloat32, Shape({-1, 8}), "x"},
+                                    {DType::kFloat32, Shape({-1, 8}), "y"}};
+  const Body whole = [](const std::vector<Value>& a) {
+    return Value(transpose(tanh(a[0].tensor() * a[1].tensor())) + 1.f);
+  };
+  const Body part = [](const std::vector<Value>& a) {
+    return Value(index(tanh(a[0].tensor() * a[1].tensor()), {Slice(1, 3)}) + 1.f);
+  };
+  for (const Shape& xs : {Shape({5, 8}), Shape({1, 8})}) {
+    SCOPED_TRACE(str_cat("x ", xs));
+    const std::vector<Value> args = {v(random_tensor(DType::kFloat32, xs, 21)),
+                                     v(random_tensor(DType::kFloat32, Shape({5, 8}), 22))};
+    for (const auto& [body, moves] : {std::pair{whole, true}, std::pair{part, false}}) {
+      Function f = make(body, false, sig);
+      std::unique_ptr<Graph> g = f.get_concrete_function(args)->graph().clone();
+      EXPECT_EQ(sink_views(*g), moves ? 2u : 0u);
+      const Tensor eager = body(args).tensor();
+      Function j = make(body, true, sig);
+      testing::expect_same(j(args).tensor(), eager);
+    }
+  }
+}
+
+// A lone op reading a view that graph mode copies out compiles (the read in
+// place counts as an op); one that graph mode serves without a copy (a run
+// of rows) stays a kernel call.
+TEST(SinkViews, ALoneOpOverACopiedViewCompiles) {
+  const Tensor x = random_tensor(DType::kFloat32, Shape({64, 48}), 31);
+  const std::vector<Value> args = {v(x)};
+  const Body swapped = [](const std::vector<Value>& a) {
+    return Value(tanh(transpose(a[0].tensor())));
+  };
+  const Body rows = [](const std::vector<Value>& a) {
+    return Value(tanh(index(a[0].tensor(), {Slice(2, 9)})));
+  };
+  check_all_modes(swapped, args, 1);
+  Function j = make(swapped, true), r = make(rows, true);
+  EXPECT_EQ(j.get_concrete_function(args)->jit_kernels(), 1u);
+  EXPECT_EQ(r.get_concrete_function(args)->jit_kernels(), 0u);
+  testing::expect_same(r(args).tensor(), rows(args).tensor());
+}
+
+}  // namespace
+}  // namespace kiln::jit
