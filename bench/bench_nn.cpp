@@ -466,6 +466,27 @@ BENCHMARK(BM_BatchNormTrainingFunction)
     ->Unit(benchmark::kMicrosecond)
     ->UseRealTime();
 
+// Reductions over middle dims: a global average pool of swish(x) over
+// x [32, 28, 28, 256] (args 0, 1) and a mean over the steps of tanh(x) * 2
+// for x [64, 512, 256] (args 2, 3). Graph mode (even) writes the value and
+// reduces it; jit (odd) folds the reduction into the value's kernel (each
+// leading value's rows apart), so the value never reaches memory.
+void BM_MiddleFoldFunction(benchmark::State& state) {
+  const bool pool = state.range(0) < 2;
+  const Body body = [pool](const std::vector<Value>& a) {
+    const Tensor& x = a[0].tensor();
+    if (pool) return Value(reduce_mean(x * sigmoid(x), {1, 2}));
+    return Value(reduce_mean(tanh(x) * 2.f, {1}));
+  };
+  const std::vector<int64_t> dims =
+      pool ? std::vector<int64_t>{32, 28, 28, 256} : std::vector<int64_t>{64, 512, 256};
+  time_function(state, state.range(0) % 2 == 1, body, {Value(wave<float>(Shape(dims), 0.01))});
+  int64_t n = 1;
+  for (int64_t d : dims) n *= d;
+  state.SetBytesProcessed(state.iterations() * n * 4);
+}
+BENCHMARK(BM_MiddleFoldFunction)->DenseRange(0, 3)->Unit(benchmark::kMillisecond)->UseRealTime();
+
 // A row mean behind a [None, None] signature: graph mode (0) writes x * 2 + 1
 // and reduces it; jit (1) runs one row kernel that reads N at run time and
 // counts the values in the same pass.

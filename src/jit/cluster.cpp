@@ -165,7 +165,7 @@ class Former {
       // (fold.h): it counts as an op, as a product does.
       Fold fold;
       const bool folds = work > 0 && space.reduced == 0 && users_[root].size() == 1 &&
-                         !outs_.count(root) && leading_fold(users_[root][0], fold);
+                         !outs_.count(root) && fold_of(users_[root][0], fold);
       // A lone op that reduces rows and then writes every point (softmax,
       // log-softmax) runs in several passes: compiled, its rows pipeline, and
       // it beats its hand kernel (BENCHMARKS.md), so it counts as two.

@@ -1,5 +1,6 @@
 #include "fold.h"
 
+#include <algorithm>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -19,7 +20,7 @@ bool combine_ok(OpId op) {
 
 // The fold is read from the row's own lowering (OpDef::jit) applied with the
 // folded dims moved last.
-bool leading_fold(const Node* r, Fold& f) {
+bool fold_of(const Node* r, Fold& f) {
   const OpDef& op = r->op();
   if (!op.jit || r->inputs().size() != 1 || r->outputs().size() != 1 || op.attr_index("axis") < 0 ||
       op.attr_index("keepdims") < 0)
@@ -38,15 +39,20 @@ bool leading_fold(const Node* r, Fold& f) {
     folded[static_cast<size_t>(n)] = true;
   }
   const auto k = static_cast<int64_t>(axes.size());
+  const auto k0 =
+      static_cast<int64_t>(std::find(folded.begin(), folded.end(), true) - folded.begin());
+  // One run of dims [k0, k0 + k): leading dims, every dim, or dims with kept
+  // ones on both sides (not the trailing dims alone: those are rows).
   for (int64_t d = 0; d < rank; ++d)
-    if (folded[static_cast<size_t>(d)] != (d < k)) return false;  // leading dims only
-  if (k < 1) return false;
+    if (folded[static_cast<size_t>(d)] != (d >= k0 && d < k0 + k)) return false;
+  if (k < 1 || (k0 > 0 && k0 + k == rank)) return false;
   // The same reduction with the folded dims last: a row fold to lower.
   // (Unknown dims are given a size: only the fold's form is read, and the
   // runtime counts the values.)
   std::vector<int64_t> dims;
-  for (int64_t d = k; d < rank; ++d) dims.push_back(in.shape.dim(static_cast<int>(d)));
-  for (int64_t d = 0; d < k; ++d) dims.push_back(in.shape.dim(static_cast<int>(d)));
+  for (int64_t d = 0; d < rank; ++d)
+    if (!folded[static_cast<size_t>(d)]) dims.push_back(in.shape.dim(static_cast<int>(d)));
+  for (int64_t d = k0; d < k0 + k; ++d) dims.push_back(in.shape.dim(static_cast<int>(d)));
   for (int64_t& d : dims) d = d < 0 ? 2 : d;
   std::vector<int64_t> last;
   for (int64_t d = rank - k; d < rank; ++d) last.push_back(d);
@@ -65,6 +71,7 @@ bool leading_fold(const Node* r, Fold& f) {
   f.combine = body[1].op;
   f.init = body[1].bits;
   f.dims = k;
+  f.outer = k0;
   f.keepdims = attr_value<bool>(op, r->attrs(), "keepdims");
   const int32_t res = c.results()[0];
   if (res == 1 && body.size() == 2) {
@@ -139,16 +146,19 @@ std::vector<std::string> fold_reductions(Graph& g, const std::vector<Node*>& ker
       if (!via || (o > 0 && via->op().id != OpId::Identity)) continue;
       Node* r = sole_reader(via, 0);
       Fold f;
-      if (!r || !leading_fold(r, f) || spec_of(r->inputs()[0]).shape.rank() != sig[0] ||
-          (!folds.empty() && f.dims != folds[0].dims))
+      if (!r || !fold_of(r, f) || spec_of(r->inputs()[0]).shape.rank() != sig[0] ||
+          (!folds.empty() && (f.dims != folds[0].dims || f.outer != folds[0].outer)))
         continue;
       f.output = static_cast<int64_t>(o);
       folds.push_back(f);
       specs[o] = r->outputs()[0];
       notes.push_back(str_cat("// ", attr_value<std::string>(op, k->attrs(), "kernel"), " output ",
                               o, " folded by ", r->op().type_name, " '", r->name(), "' over ",
-                              f.dims == sig[0] ? "all its " : "its first ", f.dims,
-                              " dims (in blocks, in the runtime)\n"));
+                              f.dims == sig[0] ? "all its "
+                              : f.outer == 0
+                                  ? "its first "
+                                  : str_cat("dims ", f.outer, " to ", f.outer + f.dims - 1, ", "),
+                              f.dims, " dims (in blocks, in the runtime)\n"));
       r->reset(op_def(OpId::Identity), {Edge{k, oi}}, Attrs{}, {r->outputs()[0]});
     }
     if (folds.empty()) continue;

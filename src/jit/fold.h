@@ -1,4 +1,5 @@
-// Reductions over leading dims (a batch norm's statistics over N, H, W), or
+// Reductions over leading dims (a batch norm's statistics over N, H, W), over
+// middle dims (a global average pool's H, W, the rows of each N apart), or
 // over every dim (a loss's mean), folded into the kernel that computes their
 // input: the kernel's output goes to a small block in cache, and the runtime
 // folds each block into per-column accumulators (16 lanes for a fold over
@@ -16,11 +17,12 @@
 
 namespace kiln::jit {
 
-/// Whether `r` is a reduction over the leading dims of its input that a
-/// kernel can fold (float32/64, int32/64; Sum, Mean, Max, Min, Prod: read
-/// from the row's own lowering), and how. No axes, or all of them, fold
-/// every dim.
-bool leading_fold(const Node* r, Fold& f);
+/// Whether `r` is a reduction that a kernel can fold (float32/64,
+/// int32/64; Sum, Mean, Max, Min, Prod: read from the row's own lowering),
+/// and how: over one run of its input's dims that is not the trailing dims
+/// alone (leading dims, or middle ones such as a global average pool's H,
+/// W). No axes, or all of them, fold every dim.
+bool fold_of(const Node* r, Fold& f);
 
 /// Folds into `kernels` (JitKernel nodes of `g`, elementwise) each reduction
 /// over the leading dims of one of their outputs that nothing else reads;

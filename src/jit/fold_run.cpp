@@ -146,13 +146,15 @@ void run_points(KernelFn fn, const KernelArgs* a, int64_t p0, int64_t p1, int64_
 void run_folded(KernelContext& c, const std::vector<Fold>& folds, KernelFn fn,
                 const KernelArgs& args, std::span<void*> out, std::span<const int64_t> dims,
                 const Layout& l) {
-  const auto k = static_cast<size_t>(folds[0].dims);
-  // A leading fold walks folded rows of `cols` points into `cols`
-  // accumulators per chunk; a full fold walks points into kLanes of them
-  // (lane = the point's index in its chunk mod kLanes).
-  const bool full = k == dims.size();
-  int64_t rows = 1, cols = 1;
-  for (size_t d = 0; d < dims.size(); ++d) (d < k ? rows : cols) *= dims[d];
+  const auto k0 = static_cast<size_t>(folds[0].outer);
+  const auto k1 = k0 + static_cast<size_t>(folds[0].dims);
+  // A fold walks folded rows of `cols` points into `cols` accumulators per
+  // chunk, the rows of each of the `outer` kept values before them apart; a
+  // full fold walks points into kLanes of them (lane = the point's index in
+  // its chunk mod kLanes).
+  const bool full = k0 == 0 && k1 == dims.size();
+  int64_t outer = 1, rows = 1, cols = 1;
+  for (size_t d = 0; d < dims.size(); ++d) (d < k0 ? outer : d < k1 ? rows : cols) *= dims[d];
   const int64_t lcols = l.cols();
   if (!full && cols > 0 && (lcols <= 0 || cols % lcols != 0))
     c.fail("the layout does not keep the folded dims apart");
@@ -160,17 +162,20 @@ void run_folded(KernelContext& c, const std::vector<Fold>& folds, KernelFn fn,
   const int64_t units = rows, width = full ? kLanes : cols;
   const int64_t block =
       full ? kBlockPoints : std::max<int64_t>(1, kBlockPoints / std::max<int64_t>(cols, 1));
-  const int64_t blocks = cols > 0 ? (units + block - 1) / block : 0;
-  const int64_t chunks =
-      std::max<int64_t>(1, std::min<int64_t>(2 * ThreadPool::global().num_threads(), blocks));
+  const int64_t blocks = cols > 0 && outer > 0 ? (units + block - 1) / block : 0;
+  // Chunks per outer value: together about two per thread.
+  const int64_t target = 2 * ThreadPool::global().num_threads();
+  const int64_t chunks = std::max<int64_t>(
+      1, std::min<int64_t>(std::max<int64_t>(1, target / std::max<int64_t>(outer, 1)), blocks));
+  const int64_t tasks = std::max<int64_t>(outer, 1) * chunks;
   for (const Fold& f : folds) {
     const DType dt = c.output(static_cast<size_t>(f.output)).dtype();
     if (!foldable(dt))
       c.fail("a folded output must be float32, float64, int32 or int64, not ", dtype_name(dt));
   }
-  // Per fold: chunks x width accumulators, as raw 8-byte slots (inline for
+  // Per fold: tasks x width accumulators, as raw 8-byte slots (inline for
   // small folds: a loss over a few values costs no allocation).
-  const auto slots = static_cast<size_t>(chunks * width);
+  const auto slots = static_cast<size_t>(tasks * width);
   SmallVec<int64_t, 64> acc_slots(folds.size() * slots);
   auto acc_of = [&](size_t f) { return acc_slots.data() + f * slots; };
   for (size_t f = 0; f < folds.size(); ++f)
@@ -178,7 +183,7 @@ void run_folded(KernelContext& c, const std::vector<Fold>& folds, KernelFn fn,
       using T = decltype(t);
       using A = decltype(a);
       A* p = reinterpret_cast<A*>(acc_of(f));
-      std::fill(p, p + chunks * width, init_of<T, A>(folds[f]));
+      std::fill(p, p + tasks * width, init_of<T, A>(folds[f]));
     });
   if (blocks > 0) {
     const int64_t step = (units + chunks - 1) / chunks;
@@ -189,7 +194,7 @@ void run_folded(KernelContext& c, const std::vector<Fold>& folds, KernelFn fn,
       es = std::max(es, dtype_size(c.output(static_cast<size_t>(f.output)).dtype()));
     const auto per_fold =
         (static_cast<size_t>(std::min(block, step) * cols) * es + 7) / sizeof(int64_t);
-    parallel_for(chunks, 1, [&](int64_t c0, int64_t c1) {
+    parallel_for(tasks, 1, [&](int64_t c0, int64_t c1) {
       SmallVec<void*, 8> mine(out.data(), out.size());
       KernelArgs a = args;
       a.out = mine.data();
@@ -205,7 +210,10 @@ void run_folded(KernelContext& c, const std::vector<Fold>& folds, KernelFn fn,
         return c.output(static_cast<size_t>(folds[f].output)).dtype();
       };
       for (int64_t ch = c0; ch < c1; ++ch) {
-        const int64_t lo = ch * step, hi = std::min(units, lo + step);
+        // Chunk ch % chunks of outer value ch / chunks: its folded rows
+        // [lo, hi) are the space's rows base + [lo, hi).
+        const int64_t base = ch / chunks * rows;
+        const int64_t lo = base + ch % chunks * step, hi = std::min(base + units, lo + step);
         for (int64_t r = lo; r < hi; r += block) {
           const int64_t r1 = std::min(hi, r + block);
           // The kernel writes output o at o's base + point index: shift the
@@ -238,12 +246,15 @@ void run_folded(KernelContext& c, const std::vector<Fold>& folds, KernelFn fn,
   }
   for (size_t f = 0; f < folds.size(); ++f) {
     Tensor& o = c.output(static_cast<size_t>(folds[f].output));
-    if (o.num_elements() != cols) c.fail("a folded output has ", o.num_elements(), " values");
+    if (o.num_elements() != outer * (full ? 1 : cols))
+      c.fail("a folded output has ", o.num_elements(), " values");
     with_types(o.dtype(), [&](auto t, auto a) {
       using T = decltype(t);
       using A = decltype(a);
-      finish<T, A>(folds[f], reinterpret_cast<const A*>(acc_of(f)), chunks, width, rows,
-                   o.mutable_data<T>(), full);
+      const A* acc = reinterpret_cast<const A*>(acc_of(f));
+      for (int64_t i = 0; i < outer; ++i)
+        finish<T, A>(folds[f], acc + i * chunks * width, chunks, width, rows,
+                     o.mutable_data<T>() + i * cols, full);
     });
   }
 }

@@ -470,10 +470,10 @@ void prepare(KernelContext& c, Prepared& p, Extras& x) {
   } else {
     // A product keeps its rows (the blocks it is computed in), a fold its
     // folded dims apart from the others (a full fold walks points in order).
-    const bool split = !x.folds.empty() && x.folds[0].dims < static_cast<int64_t>(rank);
+    const int64_t fold_end = x.folds.empty() ? 0 : x.folds[0].outer + x.folds[0].dims;
+    const bool split = !x.folds.empty() && fold_end < static_cast<int64_t>(rank);
     collapse(p.space(), n_in, in_dims.data(), l, product.has_value() || split,
-             maps.empty() ? nullptr : in_strides.data(),
-             split ? static_cast<int>(x.folds[0].dims) : -1);
+             maps.empty() ? nullptr : in_strides.data(), split ? static_cast<int>(fold_end) : -1);
   }
   // (Rows of one point read any inner stride alike: a run-time N of 1.)
   // (Pattern 2 reads any inner stride.)

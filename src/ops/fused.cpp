@@ -96,7 +96,7 @@ void infer_jit_kernel(InferContext& c) {
   if (!jit::parse_folds(c.attr_ints("fold"), static_cast<size_t>(n_out), rank, folds) ||
       (!folds.empty() && (reduced > 0 || !c.attr_ints("product").empty())))
     c.fail("fold is malformed");
-  // A folded output loses its leading dims (or keeps them as 1s).
+  // A folded output loses its folded dims (or keeps them as 1s).
   const auto set = [&](int64_t o, DType dt, const Shape& s) {
     for (const jit::Fold& f : folds) {
       if (f.output != o) continue;
@@ -104,7 +104,7 @@ void infer_jit_kernel(InferContext& c) {
         c.fail("a folded output must be float32, float64, int32 or int64, not ", dtype_name(dt));
       std::vector<int64_t> dims;
       for (int d = 0; d < s.rank(); ++d)
-        if (d >= f.dims)
+        if (d < f.outer || d >= f.outer + f.dims)
           dims.push_back(s.dim(d));
         else if (f.keepdims)
           dims.push_back(1);

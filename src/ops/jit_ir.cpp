@@ -438,12 +438,13 @@ bool parse_folds(std::span<const int64_t> attr, size_t n_out, int64_t rank,
     const int64_t* a = attr.data() + i;
     if (a[0] < 0 || a[0] >= static_cast<int64_t>(n_out) || seen[static_cast<size_t>(a[0])] ||
         !fold_combine(a[1]) || a[2] < 1 || a[2] > rank || (a[3] & ~int64_t{1}) ||
-        (a[4] & ~int64_t{1}))
+        (a[4] & ~int64_t{1}) || a[6] < 0 || a[6] > rank - a[2] ||
+        (a[6] > 0 && a[6] + a[2] == rank))  // kept dims before the folded ones and after them
       return false;
-    if (!out.empty() && a[2] != out[0].dims) return false;
+    if (!out.empty() && (a[2] != out[0].dims || a[6] != out[0].outer)) return false;
     seen[static_cast<size_t>(a[0])] = true;
-    out.push_back(
-        {a[0], static_cast<OpId>(a[1]), a[2], a[3] != 0, a[4] != 0, static_cast<uint64_t>(a[5])});
+    out.push_back({a[0], static_cast<OpId>(a[1]), a[2], a[3] != 0, a[4] != 0,
+                   static_cast<uint64_t>(a[5]), a[6]});
   }
   return true;
 }
@@ -452,7 +453,7 @@ std::vector<int64_t> encode_folds(const std::vector<Fold>& folds) {
   std::vector<int64_t> v;
   for (const Fold& f : folds)
     v.insert(v.end(), {f.output, static_cast<int64_t>(f.combine), f.dims, f.mean, f.keepdims,
-                       static_cast<int64_t>(f.init)});
+                       static_cast<int64_t>(f.init), f.outer});
   return v;
 }
 

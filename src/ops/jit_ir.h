@@ -194,12 +194,17 @@ std::string product_dims(const Product& p, const TensorSpec& a, const TensorSpec
 struct Fold {
   int64_t output = 0;        ///< the kernel output folded
   OpId combine = OpId::Add;  ///< Add, Mul, Maximum or Minimum
-  int64_t dims = 1;       ///< the leading dims folded (>= 1, <= the space's rank: all, a full fold)
+  /// The dims folded (>= 1), after the `outer` dims kept before them; all
+  /// of the space's dims: a full fold.
+  int64_t dims = 1;
   bool mean = false;      ///< divided by the count afterwards
   bool keepdims = false;  ///< the folded dims stay as 1s
   uint64_t init = 0;      ///< the starting value's bit pattern (of the output's dtype)
+  /// The leading dims kept before the folded ones (a global average pool's
+  /// N before H, W); at least one dim is then kept after them too.
+  int64_t outer = 0;
 };
-inline constexpr size_t kFoldFields = 6;
+inline constexpr size_t kFoldFields = 7;
 /// Whether an output of dtype `dt` can be folded (floats accumulate in
 /// float64, int32/int64 in 64-bit integers).
 inline bool foldable(DType dt) {

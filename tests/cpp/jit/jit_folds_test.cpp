@@ -139,6 +139,74 @@ TEST(JitFolds, ReductionsOverLeadingDimsFoldIntoTheirKernel) {
   for (const FoldCase& fc : cases) check_case(fc);
 }
 
+// Reductions over middle dims (a global average pool's H, W; a mean over a
+// sequence's steps): the rows of each leading value fold apart, into
+// per-column accumulators of their own.
+TEST(JitFolds, ReductionsOverMiddleDimsFoldIntoTheirKernel) {
+  const Tensor x4 = random_tensor(DType::kFloat32, Shape({4, 5, 6, 8}), 21);
+  const Tensor one = random_tensor(DType::kFloat32, Shape({1, 7, 7, 16}), 22);
+  const Tensor seq = random_tensor(DType::kFloat32, Shape({3, 50, 16}), 23);
+  const Tensor few = random_tensor(DType::kFloat32, Shape({2, 3000, 64}), 24);
+  const Tensor many = random_tensor(DType::kFloat32, Shape({300, 4, 8}), 25);
+  const Tensor i32 =
+      cast(random_tensor(DType::kFloat32, Shape({5, 9, 3}), 26) * 1e4f, DType::kInt32);
+  const Tensor no_outer = random_tensor(DType::kFloat32, Shape({0, 3, 4}), 27);
+  const Tensor no_rows = random_tensor(DType::kFloat32, Shape({2, 0, 4}), 28);
+  auto swish = [](const Tensor& t) { return t * sigmoid(t); };
+  const std::vector<FoldCase> cases = {
+      {"global average pool of swish, N = 4",
+       [swish](const std::vector<Value>& a) {
+         return Value(reduce_mean(swish(a[0].tensor()), {1, 2}));
+       },
+       {Value(x4)},
+       1},
+      {"global average pool of swish, N = 1, keepdims",
+       [swish](const std::vector<Value>& a) {
+         return Value(reduce_mean(swish(a[0].tensor()), {1, 2}, true));
+       },
+       {Value(one)},
+       1},
+      {"mean and max over a sequence's steps",
+       [](const std::vector<Value>& a) {
+         const Tensor t = tanh(a[0].tensor()) * 2.f;
+         return Value::list({Value(reduce_mean(t, {1})), Value(reduce_max(t + 1.f, {-2}))});
+       },
+       {Value(seq)},
+       2},
+      {"two leading values of many blocks each",
+       [](const std::vector<Value>& a) { return Value(reduce_sum(exp(a[0].tensor()) - 1.f, {1})); },
+       {Value(few)},
+       1},
+      {"more leading values than threads",
+       [](const std::vector<Value>& a) {
+         return Value(reduce_min(a[0].tensor() * 3.f - 1.f, {1}, true));
+       },
+       {Value(many)},
+       1},
+      {"int32 sums wrap",
+       [](const std::vector<Value>& a) {
+         const Tensor p = a[0].tensor() * a[0].tensor();
+         return Value(reduce_sum(p + 1, {1}));
+       },
+       {Value(i32)},
+       1},
+      {"no leading values",
+       [](const std::vector<Value>& a) {
+         return Value(reduce_mean(a[0].tensor() * 2.f + 1.f, {1}));
+       },
+       {Value(no_outer)},
+       1},
+      {"no rows: starting values (sum 0, mean NaN)",
+       [](const std::vector<Value>& a) {
+         const Tensor t = a[0].tensor() * 2.f + 1.f;
+         return Value::list({Value(reduce_sum(t * t, {1})), Value(reduce_mean(t - 1.f, {1}))});
+       },
+       {Value(no_rows)},
+       2},
+  };
+  for (const FoldCase& fc : cases) check_case(fc);
+}
+
 // Reductions over every dim (a loss's mean): the kernel's points in blocks,
 // folded into 16 lanes per chunk. No axes and all axes alike; blocks that
 // start and end inside layout rows (a broadcast operand keeps rows apart).
@@ -262,20 +330,24 @@ TEST(JitFolds, MalformedFoldsAreRefused) {
     expect_error([&] { run_kernel(op_def(OpId::JitKernel), x, attrs(fold), out); },
                  Code::kInvalidArgument, {why});
   };
-  fails({0, add, 1, 0, 0}, "fold is malformed");                                 // truncated
-  fails({1, add, 1, 0, 0, 0}, "fold is malformed");                              // no output 1
-  fails({0, static_cast<int64_t>(OpId::Sub), 1, 0, 0, 0}, "fold is malformed");  // not a fold
-  fails({0, add, 3, 0, 0, 0}, "fold is malformed");                              // past the rank
-  fails({0, add, 0, 0, 0, 0}, "fold is malformed");                              // no dim
-  fails({0, add, 1, 2, 0, 0}, "fold is malformed");                              // mean not a flag
-  fails({0, add, 1, 0, 0, 0, 0, add, 1, 0, 0, 0}, "fold is malformed");          // folded twice
-  fails({0, add, 1, 0, 0, 0}, "is not loaded");  // valid: reaches the kernel lookup
+  const int64_t sub = static_cast<int64_t>(OpId::Sub);
+  fails({0, add, 1, 0, 0, 0}, "fold is malformed");      // truncated
+  fails({1, add, 1, 0, 0, 0, 0}, "fold is malformed");   // no output 1
+  fails({0, sub, 1, 0, 0, 0, 0}, "fold is malformed");   // not a fold
+  fails({0, add, 3, 0, 0, 0, 0}, "fold is malformed");   // past the rank
+  fails({0, add, 0, 0, 0, 0, 0}, "fold is malformed");   // no dim
+  fails({0, add, 1, 2, 0, 0, 0}, "fold is malformed");   // mean not a flag
+  fails({0, add, 1, 0, 0, 0, -1}, "fold is malformed");  // outer dims < 0
+  fails({0, add, 1, 0, 0, 0, 2}, "fold is malformed");   // past the rank
+  fails({0, add, 1, 0, 0, 0, 1}, "fold is malformed");   // trailing dims: rows
+  fails({0, add, 1, 0, 0, 0, 0, 0, add, 1, 0, 0, 0, 0}, "fold is malformed");  // folded twice
+  fails({0, add, 1, 0, 0, 0, 0}, "is not loaded");  // valid: reaches the kernel lookup
   // A folded output of a dtype the runtime does not fold (uint8).
   const auto u8 = static_cast<int64_t>(DType::kUInt8);
   const Attrs bytes =
       testing::jit_kernel_attrs({{"signature", std::vector<int64_t>{2, 0, 1, u8, 1, 0, 1}},
                                  {"kernel", std::string("nowhere/k")},
-                                 {"fold", std::vector<int64_t>{0, add, 1, 0, 0, 0}}});
+                                 {"fold", std::vector<int64_t>{0, add, 1, 0, 0, 0, 0}}});
   const std::vector<Tensor> xb = {cast(x[0], DType::kUInt8)};
   expect_error([&] { run_kernel(op_def(OpId::JitKernel), xb, bytes, out); }, Code::kInvalidArgument,
                {"a folded output must be float32, float64, int32 or int64, not uint8"});

@@ -559,6 +559,30 @@ def test_batch_norm_statistics_fold_into_their_kernel():
     assert j.experimental_get_tracing_count() == 1
 
 
+def test_global_average_pooling_folds_into_the_activation_kernel():
+    # GlobalAveragePooling2D over swish(x) (a CNN head) and a mean over a
+    # sequence's steps: reductions over middle dims fold into the kernel
+    # that computes their input, for any batch size.
+    spec = [tf.TensorSpec([None, 6, 6, 32], tf.float32), tf.TensorSpec([None, 9, 8], tf.float32)]
+    pool = tf.keras.layers.GlobalAveragePooling2D()
+
+    def heads(x, s):
+        return pool(tf.nn.swish(x * 2.0 + 0.5)), tf.reduce_max(tf.tanh(s) * 3.0, axis=1)
+
+    j = tf.function(heads, jit_compile=True, input_signature=spec)
+    rng = np.random.RandomState(8)
+    for b in (4, 1, 0):
+        x = rng.randn(b, 6, 6, 32).astype(np.float32)
+        s = rng.randn(b, 9, 8).astype(np.float32)
+        z = x * 2.0 + 0.5
+        want = ((z / (1.0 + np.exp(-z))).mean(axis=(1, 2)), (np.tanh(s) * 3.0).max(axis=1))
+        for got, w in zip(j(tf.constant(x), tf.constant(s)), want):
+            np.testing.assert_allclose(got.numpy(), w, rtol=2e-5, atol=1e-5)
+    ir = j.experimental_get_compiler_ir(tf.constant(x), tf.constant(s))("hlo")
+    assert ir.count("folded by") == 2, ir
+    assert j.experimental_get_tracing_count() == 1
+
+
 def test_a_loss_mean_folds_into_the_kernel_of_its_values():
     # A mean over every dim (tf.keras.losses' reduction): the kernel of
     # (y - t)^2 folds it, and the gradient through it matches graph mode.
