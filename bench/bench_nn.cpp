@@ -340,6 +340,19 @@ BENCHMARK(BM_TransposeSwapFunction2048x2048)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 
+// relu(transpose(x, [0, 3, 1, 2]) * 2 + 1): NHWC to NCHW over x [32, 56,
+// 56, 64] float32. Graph mode (0) copies the transpose out; jit (1) reads x
+// in tiles (H, W merge into one dim: a swap of the inner two).
+void BM_NhwcToNchwFunction(benchmark::State& state) {
+  time_function(state, state.range(0) == 1,
+                [](const std::vector<Value>& a) {
+                  return Value(relu(transpose(a[0].tensor(), {0, 3, 1, 2}) * 2.f + 1.f));
+                },
+                {Value(wave<float>({32, 56, 56, 64}, 0.01))});
+  state.SetBytesProcessed(state.iterations() * 32 * 56 * 56 * 64 * 8);
+}
+BENCHMARK(BM_NhwcToNchwFunction)->DenseRange(0, 1)->Unit(benchmark::kMillisecond)->UseRealTime();
+
 // tanh(x[:, ::2]) * 2 + 1 over x [4096, 2048] float32: graph mode (0) copies
 // the slice out first; jit (1) reads every other value of each row in place.
 void BM_StridedSliceFunction4096x2048(benchmark::State& state) {

@@ -64,21 +64,44 @@ bool one_run(const View& v, int64_t src_rank) {
   return contiguous_tail(v, src_rank) >= static_cast<int>(v.dims.size());
 }
 
-bool strided_ok(const View& v, const Shape& src) {
-  std::vector<int64_t> walked;  // source dims, innermost value dim first
+namespace {
+
+// Value dims of more than one value that walk source dims [first, last] in
+// order, as one dim of the layout (the runtime merges them: each steps over
+// all of the next).
+struct Walk {
+  int64_t first, last, step;
+  bool whole;  // reads all of source dim `first` (start 0, step 1)
+};
+
+// The view's walks, innermost first.
+std::vector<Walk> walks(const View& v, const Shape& src) {
+  std::vector<Walk> w;
   for (size_t j = v.dims.size(); j-- > 0;) {
     const ViewDim& d = v.dims[j];
     const int64_t n = d.src < 0 ? 1 : d.size >= 0 ? d.size : src.dim(static_cast<int>(d.src));
-    if (n != 1) walked.push_back(static_cast<int64_t>(j));
+    if (n == 1) continue;
+    const int64_t full = src.dim(static_cast<int>(d.src));
+    const bool whole = d.step == 1 && v.start[static_cast<size_t>(d.src)] == 0 &&
+                       (d.size < 0 || (full >= 0 && d.size == full));
+    if (!w.empty() && d.step == 1 && w.back().step == 1 && w.back().whole &&
+        d.src + 1 == w.back().first) {
+      w.back().first = d.src;
+      w.back().whole = whole;
+      continue;
+    }
+    w.push_back({d.src, d.src, d.step, whole});
   }
-  if (walked.size() >= 2) {
-    const ViewDim& outer = v.dims[static_cast<size_t>(walked[1])];
-    if (outer.src == src.rank() - 1 && outer.step == 1) return true;
-  }
-  for (size_t i = 1; i < walked.size(); ++i)
-    if (v.dims[static_cast<size_t>(walked[i])].src >=
-        v.dims[static_cast<size_t>(walked[i - 1])].src)
-      return false;
+  return w;
+}
+
+}  // namespace
+
+bool strided_ok(const View& v, const Shape& src) {
+  const std::vector<Walk> w = walks(v, src);
+  if (w.size() >= 2 && w[1].last == src.rank() - 1 && w[1].step == 1) return true;
+  for (size_t i = 1; i < w.size(); ++i)
+    if (w[i].last >= w[i - 1].first) return false;
   return true;
 }
 

@@ -60,12 +60,14 @@ int contiguous_tail(const View& v, int64_t src_rank);
 bool one_run(const View& v, int64_t src_rank);
 
 /// Whether a view whose rows are not one run of values can still be read
-/// well. Of its dims of more than one value: the one before the last walks
-/// the source's last dim in steps of 1 (a swap of the inner dims, read in
-/// tiles of rows), or the dims walk ever later source dims from outermost
-/// to innermost (x[:, ::2], x[..., 0]): each row then reads past the lines
-/// the last one read, as graph mode's strided copy does. ([2, 1, 0] would
-/// come back to each line once per row with nothing to tile.)
+/// well. Of its dims of more than one value, adjacent ones that walk
+/// adjacent source dims in order taken as one (the layout merges them: H, W
+/// of an NHWC source read as NCHW): the one before the last walks the
+/// source's last dim in steps of 1 (a swap of the inner dims, read in tiles
+/// of rows), or the dims walk ever later source dims from outermost to
+/// innermost (x[:, ::2], x[..., 0]): each row then reads past the lines the
+/// last one read, as graph mode's strided copy does. ([2, 1, 0] would come
+/// back to each line once per row with nothing to tile.)
 bool strided_ok(const View& v, const Shape& src);
 
 /// Whether an elementwise kernel reads the view in place (contiguous rows,

@@ -37,15 +37,21 @@ std::vector<std::vector<int64_t>> permutations(int rank) {
 }
 
 // Whether a transpose joins a cluster: of its dims of more than one value,
-// the last reads the source's last (in place) or the one before it does (a
-// swap of the inner dims, read in tiles).
+// adjacent ones that read adjacent source dims in order taken as one (H, W
+// of NHWC read as NCHW), the last reads the source's last (in place) or the
+// one before it does (a swap of the inner dims, read in tiles).
 bool joins(const Shape& s, const std::vector<int64_t>& perm) {
-  std::vector<int64_t> walked;
-  for (int64_t p : perm)
-    if (s.dim(static_cast<int>(p)) != 1) walked.push_back(p);
+  std::vector<int64_t> last_of;  // per run of source dims: its last
+  for (int64_t p : perm) {
+    if (s.dim(static_cast<int>(p)) == 1) continue;
+    if (!last_of.empty() && last_of.back() + 1 == p)
+      last_of.back() = p;
+    else
+      last_of.push_back(p);
+  }
   const int64_t last = s.rank() - 1;
-  const size_t n = walked.size();
-  return n == 0 || walked[n - 1] == last || (n >= 2 && walked[n - 2] == last);
+  const size_t n = last_of.size();
+  return n == 0 || last_of[n - 1] == last || (n >= 2 && last_of[n - 2] == last);
 }
 
 TEST(JitViews, TransposesReadInPlaceOrInTiles) {
@@ -54,8 +60,10 @@ TEST(JitViews, TransposesReadInPlaceOrInTiles) {
   uint32_t seed = 1;
   for (const Shape& s : shapes)
     for (const std::vector<int64_t>& perm : permutations(s.rank())) {
-      // Rank 4: the perms that keep the last dim, and one that does not.
-      if (s.rank() == 4 && perm.back() != 3 && perm != std::vector<int64_t>{3, 2, 1, 0}) continue;
+      // Rank 4: the perms that keep the last dim, NHWC <-> NCHW, and [3, 2, 1, 0].
+      if (s.rank() == 4 && perm.back() != 3 && perm != std::vector<int64_t>{3, 2, 1, 0} &&
+          perm != std::vector<int64_t>{0, 3, 1, 2} && perm != std::vector<int64_t>{0, 2, 3, 1})
+        continue;
       // The dtypes in turn (a compile per case; the test stays a few seconds).
       const DType dt =
           std::array{DType::kFloat32, DType::kInt32, DType::kUInt8, DType::kFloat16}[seed / 2 % 4];
