@@ -433,6 +433,32 @@ BENCHMARK(BM_LstmGatesFunction512x512)
     ->Unit(benchmark::kMicrosecond)
     ->UseRealTime();
 
+// A whole LSTM cell, z = x @ W + h @ U + b split in four gates, over a
+// batch of rows x 256 inputs and 256 units (arg 1: rows). Graph mode (arg 0
+// = 0) runs the products, the sum with the bias, the split and the gates;
+// jit (1) moves the split onto the products and the bias (sink_views.h), so
+// one kernel reads four parts of each in place and z is never written.
+void BM_LstmCellFunction(benchmark::State& state) {
+  const bool jit = state.range(0) == 1;
+  const int64_t rows = state.range(1), units = 256;
+  const Body body = [](const std::vector<Value>& a) {
+    const Tensor z =
+        matmul(a[0].tensor(), a[2].tensor()) + matmul(a[1].tensor(), a[3].tensor()) + a[4].tensor();
+    const std::vector<Tensor> g = split(z, 4, 1);
+    const Tensor c = sigmoid(g[1]) * a[5].tensor() + sigmoid(g[0]) * tanh(g[2]);
+    return Value::list({Value(sigmoid(g[3]) * tanh(c)), Value(c)});
+  };
+  const std::vector<Value> args{
+      Value(wave<float>({rows, units}, 0.01)),       Value(wave<float>({rows, units}, 0.02)),
+      Value(wave<float>({units, 4 * units}, 0.001)), Value(wave<float>({units, 4 * units}, 0.002)),
+      Value(wave<float>({4 * units}, 0.03)),         Value(wave<float>({rows, units}, 0.04))};
+  time_function(state, jit, body, args);
+}
+BENCHMARK(BM_LstmCellFunction)
+    ->ArgsProduct({{0, 1}, {16, 512}})
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();
+
 // A dense layer's epilogue, gelu-like (x * sigmoid(1.702 x)) after the bias:
 // graph mode (0) runs MatMul, then the bias and activation; jit (1) computes
 // the product by blocks of rows inside the epilogue's kernel. Sizes: rows x

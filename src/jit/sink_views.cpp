@@ -12,6 +12,12 @@ namespace {
 
 using passes::spec_of;
 
+// How an operand of the op a view moves over is read afterwards.
+struct Operand {
+  enum Kind { kClone, kAsIs, kViewed } kind = kClone;
+  std::vector<View> views;  ///< kViewed: per view read, the operand's view
+};
+
 // One sweep over the graph; the caller repeats it while views move.
 class Sinker {
  public:
@@ -29,8 +35,9 @@ class Sinker {
       Node* p = v->inputs()[0].node;
       if (done_.count(p) || !movable_op(p, v)) continue;
       std::vector<size_t> read = outputs_read(v);
-      if (read.empty() || !operands_fit(p, v, read)) continue;
-      move(v, p, read);
+      std::vector<Operand> how;
+      if (read.empty() || !plan(p, v, read, how)) continue;
+      move(v, p, read, how);
       done_.insert(v);
       done_.insert(p);
       ++moved;
@@ -88,10 +95,13 @@ class Sinker {
     return r;
   }
 
-  // Each operand of `p` is of p's shape (its dims of unknown size read whole
-  // by every view) or a single value of no higher rank than the views; each
-  // view read must read well in place.
-  bool operands_fit(const Node* p, const Node* v, const std::vector<size_t>& read) const {
+  // How each operand of `p` is read once the view moves: p's shape gets a
+  // copy of the view node (its dims of unknown size read whole by every
+  // view), a single value of no higher rank than the views is read as it is,
+  // and an operand that broadcasts to p's shape (a bias) gets a JitView node
+  // per view read. Each view must read well in place.
+  bool plan(const Node* p, const Node* v, const std::vector<size_t>& read,
+            std::vector<Operand>& how) const {
     const Shape& shape = p->outputs()[0].shape;
     if (!shape.rank_known() || shape.rank() > 16) return false;
     std::vector<View> views;
@@ -105,35 +115,80 @@ class Sinker {
     for (const Edge& e : p->inputs()) {
       const Shape& s = spec_of(e).shape;
       if (!s.rank_known()) return false;
+      Operand o;
       if (s == shape) {
+        o.kind = Operand::kClone;
         for (const View& w : views)
-          if (!unknown_dims_whole(w, s)) return false;
+          if (!operand_view(w, shape, s, o.views.emplace_back())) return false;
+        o.views.clear();
+        how.push_back(std::move(o));
         continue;
       }
-      if (!s.is_fully_defined() || s.num_elements() != 1) return false;
-      for (size_t i : read)
-        if (s.rank() > v->outputs()[i].shape.rank()) return false;
+      bool as_is = s.is_fully_defined() && s.num_elements() == 1;
+      for (size_t i : read) as_is &= s.rank() <= v->outputs()[i].shape.rank();
+      if (as_is) {
+        o.kind = Operand::kAsIs;
+        how.push_back(std::move(o));
+        continue;
+      }
+      o.kind = Operand::kViewed;
+      for (const View& w : views)
+        if (!operand_view(w, shape, s, o.views.emplace_back()) || !reads_well(o.views.back(), s))
+          return false;
+      how.push_back(std::move(o));
     }
     return true;
   }
 
-  // A dim of unknown size may broadcast at run time (1 where `p`'s is not):
-  // the view must then read it whole, from 0 in steps of 1.
-  static bool unknown_dims_whole(const View& w, const Shape& s) {
-    for (int d = 0; d < s.rank(); ++d) {
-      if (s.dim(d) >= 0) continue;
+  // View `w` of p's value (shape `ps`) as an operand of shape `bs` that
+  // broadcasts to it reads it: the dims `bs` lacks, or has as 1 where `ps`
+  // has more, become new dims of one value. A dim of unknown size may
+  // broadcast at run time: `w` must then read it whole, from 0 in steps of 1.
+  static bool operand_view(const View& w, const Shape& ps, const Shape& bs, View& out) {
+    const int rank = ps.rank(), off = rank - bs.rank();
+    if (off < 0) return false;
+    auto broadcast = [&](int64_t d) {
+      return d < off ||
+             (bs.dim(static_cast<int>(d) - off) == 1 && ps.dim(static_cast<int>(d)) != 1);
+    };
+    for (int d = off; d < rank; ++d) {
+      const int64_t b = bs.dim(d - off), n = ps.dim(d);
+      if (b >= 0) {
+        if (b != 1 && n >= 0 && b != n) return false;
+        continue;
+      }
       if (w.start[static_cast<size_t>(d)] != 0) return false;
       for (const ViewDim& x : w.dims)
         if (x.src == d && (x.size >= 0 || x.step != 1)) return false;
     }
+    out.start.assign(static_cast<size_t>(bs.rank()), 0);
+    for (int d = off; d < rank; ++d)
+      if (!broadcast(d)) out.start[static_cast<size_t>(d - off)] = w.start[static_cast<size_t>(d)];
+    out.dims.clear();
+    for (const ViewDim& x : w.dims)
+      out.dims.push_back(x.src < 0 || broadcast(x.src) ? ViewDim{-1, 1, 1}
+                                                       : ViewDim{x.src - off, x.step, x.size});
     return true;
   }
 
-  void move(Node* v, Node* p, const std::vector<size_t>& read) {
-    // The view of each operand of p's shape; single values as they are.
+  // A JitView node reading `e` through `w`.
+  Node* view_node(const Edge& e, const View& w, const Node* v) {
+    const Shape& s = spec_of(e).shape;
+    std::vector<int64_t> dims;
+    for (const ViewDim& x : w.dims)
+      dims.push_back(x.src < 0 ? 1 : x.size >= 0 ? x.size : s.dim(static_cast<int>(x.src)));
+    Node* n = g_.add_node(op_def(OpId::JitView), {e}, Attrs{encode_input_maps({w})},
+                          {{spec_of(e).dtype, Shape(dims)}}, str_cat(v->name(), "/operand"));
+    n->set_location(v->location());
+    return n;
+  }
+
+  void move(Node* v, Node* p, const std::vector<size_t>& read, const std::vector<Operand>& how) {
+    // A copy of the view for each operand of p's shape.
     std::vector<Node*> views;
-    for (const Edge& e : p->inputs()) {
-      if (!(spec_of(e).shape == p->outputs()[0].shape)) {
+    for (size_t j = 0; j < how.size(); ++j) {
+      const Edge& e = p->inputs()[j];
+      if (how[j].kind != Operand::kClone) {
         views.push_back(nullptr);
         continue;
       }
@@ -145,10 +200,18 @@ class Sinker {
       w->set_location(v->location());
       views.push_back(w);
     }
-    for (size_t i : read) {
+    for (size_t r = 0; r < read.size(); ++r) {
+      const size_t i = read[r];
       std::vector<Edge> in;
-      for (size_t j = 0; j < views.size(); ++j)
-        in.push_back(views[j] ? Edge{views[j], static_cast<int32_t>(i)} : p->inputs()[j]);
+      for (size_t j = 0; j < how.size(); ++j) {
+        const Edge& e = p->inputs()[j];
+        if (how[j].kind == Operand::kClone)
+          in.push_back(Edge{views[j], static_cast<int32_t>(i)});
+        else if (how[j].kind == Operand::kAsIs)
+          in.push_back(e);
+        else
+          in.push_back(Edge{view_node(e, how[j].views[r], v), 0});
+      }
       Node* q = g_.add_node(p->op(), std::move(in), p->attrs(),
                             {{p->outputs()[0].dtype, v->outputs()[i].shape}}, p->name());
       q->set_location(p->location());

@@ -14,12 +14,15 @@
 namespace kiln::jit {
 
 /// Rewrites `g` until no view can move further; returns the views moved.
-/// A view moves over op `p` when: `p` is elementwise with a JIT lowering,
-/// the view is its only reader, and each of `p`'s operands is of `p`'s
-/// shape (it gets a copy of the view; a dim of unknown size must be read
-/// whole) or a single value (read as it is). Each output the view's readers
-/// read gets its own copy of `p`. A view the cluster pass could not read in
-/// place (reads_well) stays where it is.
+/// A view moves over op `p` when `p` is elementwise with a JIT lowering and
+/// the view is its only reader. An operand of `p`'s shape gets a copy of the
+/// view node; a single value of no higher rank than the view is read as it
+/// is; any other operand that broadcasts to `p`'s shape (a bias) is read
+/// through a JitView node per view output (its dims that broadcast become new
+/// dims of one value). A dim of unknown size must be read whole, since it may
+/// broadcast at run time. Each output the view's readers read gets its own
+/// copy of `p`. A view the cluster pass could not read in place (reads_well)
+/// stays where it is.
 size_t sink_views(Graph& g);
 
 }  // namespace kiln::jit

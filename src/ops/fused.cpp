@@ -198,9 +198,41 @@ void infer_jit_kernel(InferContext& c) {
     if (sig[pos] < 0 || sig[pos] > 2 || (sig[pos] == 2 && reduced > 0)) c.fail("bad signature");
 }
 
+// JitView: attr maps (one view, as a JitKernel input's: jit::parse_input_maps).
+// The value read through the view; a broadcast operand's view where view
+// sinking (src/jit/sink_views.h) moves a view onto the operands of the op it
+// read. Hostile maps or a source that does not fit them are errors. Kernel:
+// src/kernels/cpu/slicing.cpp.
+void infer_jit_view(InferContext& c) {
+  jit::ViewRefs refs;
+  std::vector<int64_t> dims;
+  jit::single_view(c, c.shape(0), refs, dims);
+  c.set_output(0, c.dtype(0), Shape(dims));
+}
+
+bool jit_view_view(const jit::ViewQuery& q, jit::View& v) {
+  jit::ViewRefs refs;
+  if (!jit::parse_input_maps(attr_value<std::vector<int64_t>>(q.op, q.attrs, "maps"), 1, refs) ||
+      !refs[0].mapped())
+    return false;
+  const jit::ViewRef& r = refs[0];
+  v.start.assign(r.start, r.start + r.src_rank);
+  v.dims.clear();
+  for (int j = 0; j < r.rank; ++j)
+    v.dims.push_back({r.dims[3 * j], r.dims[3 * j + 1], r.dims[3 * j + 2]});
+  return true;
+}
+
 }  // namespace
 
 void define_fused_ops(OpTableBuilder& t) {
+  t.def(OpId::JitView)
+      .inputs({"x"})
+      .outputs({"y"})
+      .attr("maps", AttrType::kInts)
+      .traits(kGraphOnly | kNoGradient)
+      .infer(infer_jit_view)
+      .jit(jit_view_view);
   t.def(OpId::JitKernel)
       .inputs({"inputs"})
       .outputs({"outputs"})

@@ -506,6 +506,16 @@ bool parse_input_maps(std::span<const int64_t> maps, size_t n_in, ViewRefs& view
   return pos == maps.size();
 }
 
+const ViewRef& single_view(OpCall& c, const Shape& src, ViewRefs& refs,
+                           std::vector<int64_t>& dims) {
+  if (!parse_input_maps(c.attr_ints("maps"), 1, refs) || !refs[0].mapped())
+    c.fail("maps is malformed");
+  dims.resize(static_cast<size_t>(refs[0].rank));
+  if (std::string why = view_dims(refs[0], src, dims.data()); !why.empty())
+    c.fail("input 0 does not fit its view: ", why);
+  return refs[0];
+}
+
 std::vector<int64_t> encode_input_maps(const std::vector<View>& views) {
   std::vector<int64_t> out;
   for (const View& v : views) {

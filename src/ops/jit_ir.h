@@ -234,6 +234,10 @@ using ViewRefs = SmallVec<ViewRef, 8>;
 /// a whole dim not starting at 0) or lists another number of inputs. Empty
 /// `maps`: no input mapped.
 bool parse_input_maps(std::span<const int64_t> maps, size_t n_in, ViewRefs& views);
+/// The view of a JitView node (its `maps` holds one) over a source of shape
+/// `src`, and the value's dims; fails `c` when `maps` is malformed or `src`
+/// does not fit it.
+const ViewRef& single_view(OpCall& c, const Shape& src, ViewRefs& refs, std::vector<int64_t>& dims);
 /// Encodes one view per input (empty View: unmapped) as a `maps` attribute.
 std::vector<int64_t> encode_input_maps(const std::vector<View>& views);
 /// The value's dims read through `v` from a source of shape `src` (unknown

@@ -6,6 +6,7 @@
 
 #include "copy_util.h"
 #include "kernel_util.h"
+#include "ops/jit_ir.h"
 #include "ops/slice_spec.h"
 
 namespace kiln::cpu {
@@ -293,7 +294,25 @@ void split_kernel(KernelContext& c) {
 
 }  // namespace
 
+namespace {
+// A JitView node: its value read through the view in `maps` (a copy, or a
+// view of the buffer when the values are one run).
+void jit_view_kernel(KernelContext& c) {
+  const Tensor& in = c.input(0);
+  jit::ViewRefs refs;
+  std::vector<int64_t> dims;
+  const jit::ViewRef& v = jit::single_view(c, in.shape(), refs, dims);
+  std::vector<int64_t> strides(dims.size());
+  const int64_t offset = jit::view_strides(v, in.shape(), strides.data());
+  const Dims ost = strides_of(Shape(dims));
+  CopyPlan plan;
+  for (size_t j = 0; j < dims.size(); ++j) plan.add(dims[j], strides[j], ost[j]);
+  emit_box(c, 0, in, offset, plan);
+}
+}  // namespace
+
 void bind_slicing_kernels(OpTableBuilder& t) {
+  t.kernel(OpId::JitView, jit_view_kernel);
   t.kernel(OpId::Slice, slice_kernel);
   t.kernel(OpId::StridedSlice, strided_slice_kernel);
   t.kernel(OpId::StridedSliceGrad, strided_slice_grad_kernel);

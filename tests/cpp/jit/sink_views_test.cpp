@@ -57,6 +57,11 @@ std::vector<MovedCase> moved_cases() {
   const Tensor a = random_tensor(DType::kFloat32, Shape({8, 12}), 5);
   const Tensor b = random_tensor(DType::kFloat32, Shape({8, 12}), 6);
   const Tensor i = cast(random_tensor(DType::kFloat32, Shape({7, 9}), 7) * 100.f, DType::kInt32);
+  const Tensor z = random_tensor(DType::kFloat32, Shape({5, 24}), 8);
+  const Tensor h = random_tensor(DType::kFloat32, Shape({5, 24}), 9);
+  const Tensor bias = random_tensor(DType::kFloat32, Shape({24}), 10);
+  const Tensor col = random_tensor(DType::kFloat32, Shape({37, 1}), 11);
+  const Tensor one = random_tensor(DType::kFloat32, Shape({1, 1, 1}), 12);
   return {
       {"transpose(tanh(x) * 2) + 1",
        [](const std::vector<Value>& a) {
@@ -94,6 +99,28 @@ std::vector<MovedCase> moved_cases() {
        {v(a), v(b)},
        OpId::Transpose,
        1},
+      {"LSTM gates: split(z + h + bias, 4) (a broadcast operand)",
+       [](const std::vector<Value>& a) {
+         const std::vector<Tensor> g = split(a[0].tensor() + a[1].tensor() + a[2].tensor(), 4, 1);
+         return Value(sigmoid(g[0]) * tanh(g[2]) + sigmoid(g[1]) * sigmoid(g[3]));
+       },
+       {v(z), v(h), v(bias)},
+       OpId::Split,
+       2},
+      {"transpose(tanh(x + bias_column)) (a broadcast column)",
+       [](const std::vector<Value>& a) {
+         return Value(transpose(tanh(a[0].tensor() + a[1].tensor())) * 2.f);
+       },
+       {v(x), v(col)},
+       OpId::Transpose,
+       2},
+      {"a single value of higher rank than the view: read through a JitView",
+       [](const std::vector<Value>& a) {
+         return Value(index(a[0].tensor() * a[1].tensor(), {kEllipsis, 0}) + 1.f);
+       },
+       {v(x3), v(one)},
+       OpId::StridedSlice,
+       1},
       {"transpose((i + i) * 3) int32",
        [](const std::vector<Value>& a) {
          const Tensor t = a[0].tensor();
@@ -115,19 +142,21 @@ TEST(SinkViews, ViewsOfComputedValuesMoveOntoTheirOperands) {
     const std::vector<std::string> reads = view_inputs(*g, c.view);
     EXPECT_FALSE(reads.empty());
     for (const std::string& op : reads) EXPECT_EQ(op, "Placeholder");
+    for (const std::string& op : view_inputs(*g, OpId::JitView)) EXPECT_EQ(op, "Placeholder");
     // Compiled: one kernel, reading the inputs in place (no view node left).
     check_all_modes(c.body, c.args, 1);
     Function j = make(c.body, true);
     EXPECT_EQ(j.get_concrete_function(c.args)->jit_kernels(), 1u);
     EXPECT_EQ(testing::nodes_of(j, c.args, c.view), 0u);
+    EXPECT_EQ(testing::nodes_of(j, c.args, OpId::JitView), 0u);
   }
 }
 
 TEST(SinkViews, ViewsStayWhenMovingWouldNotHelp) {
   const Tensor x = random_tensor(DType::kFloat32, Shape({6, 10}), 11);
   const Tensor bias = random_tensor(DType::kFloat32, Shape({10}), 12);
+  const Tensor square = random_tensor(DType::kFloat32, Shape({10, 10}), 15);
   const Tensor x3 = random_tensor(DType::kFloat32, Shape({4, 5, 6}), 13);
-  const Tensor one = random_tensor(DType::kFloat32, Shape({1, 1, 1}), 14);
   struct Case {
     const char* name;
     Body body;
@@ -141,22 +170,17 @@ TEST(SinkViews, ViewsStayWhenMovingWouldNotHelp) {
          return Value(transpose(t) * 2.f + reduce_sum(t));
        },
        {v(x)}},
-      {"a broadcast operand (bias): the view moves over tanh and stops at the add",
+      {"a product: the view moves over the add, not the MatMul",
        [](const std::vector<Value>& a) {
-         return Value(transpose(tanh(a[0].tensor() + a[1].tensor())) * 2.f);
+         return Value(transpose(matmul(a[0].tensor(), a[1].tensor()) + a[2].tensor()) * 2.f);
        },
-       {v(x), v(bias)},
+       {v(x), v(square), v(bias)},
        1},
       {"a perm that moves the last dim two places",
        [](const std::vector<Value>& a) {
          return Value(transpose(tanh(a[0].tensor()) * 2.f, {2, 1, 0}) + 1.f);
        },
        {v(x3)}},
-      {"a single value of higher rank than the view",
-       [](const std::vector<Value>& a) {
-         return Value(index(a[0].tensor() * a[1].tensor(), {kEllipsis, 0}) + 1.f);
-       },
-       {v(x3), v(one)}},
       {"a reduction, not an elementwise op",
        [](const std::vector<Value>& a) {
          return Value(transpose(reduce_sum(a[0].tensor(), {2})) * 2.f + 1.f);
@@ -215,6 +239,38 @@ TEST(SinkViews, ALoneOpOverACopiedViewCompiles) {
   EXPECT_EQ(j.get_concrete_function(args)->jit_kernels(), 1u);
   EXPECT_EQ(r.get_concrete_function(args)->jit_kernels(), 0u);
   testing::expect_same(r(args).tensor(), rows(args).tensor());
+}
+
+// The JitView op as a kernel call (when no cluster reads it): its value
+// through `maps`, new dims included; hostile maps and sources that do not
+// fit them are errors.
+TEST(JitView, ReadsThroughItsMapsAndRefusesHostileOnes) {
+  const Tensor x = random_tensor(DType::kFloat32, Shape({3, 4}), 41);
+  auto run = [&](const View& w, const Tensor& in) {
+    std::vector<Tensor> out;
+    run_kernel(op_def(OpId::JitView), std::span<const Tensor>(&in, 1),
+               Attrs{encode_input_maps({w})}, out);
+    return out.at(0);
+  };
+  // Row 1 as a column, then every other column of rows 0 and 2 reversed.
+  testing::expect_same(run(View{{1, 0}, {{1, 1, -1}, {-1, 1, 1}}}, x),
+                       transpose(index(x, {Slice(1, 2)})));
+  testing::expect_same(run(View{{2, 0}, {{0, -2, 2}, {1, 2, 2}}}, x),
+                       index(x, {Slice().step(-2), Slice().step(2)}));
+  auto fails = [&](const std::vector<int64_t>& maps, const Tensor& in, const char* why) {
+    std::vector<Tensor> out;
+    kiln::testing::expect_error(
+        [&] {
+          run_kernel(op_def(OpId::JitView), std::span<const Tensor>(&in, 1), Attrs{maps}, out);
+        },
+        Code::kInvalidArgument, {why});
+  };
+  fails({}, x, "maps is malformed");                             // no view
+  fails({2, 1, 0, 0, 0, 1}, x, "maps is malformed");             // truncated
+  fails({2, 1, 0, 0, 5, 1, -1}, x, "maps is malformed");         // dim 5 of 2
+  fails({2, 1, 3, 0, 0, 1, 2}, x, "does not fit its view");      // starts at row 3 of 3
+  fails({2, 1, 0, 0, 1, 1, 9}, x, "does not fit its view");      // 9 of 4 columns
+  fails({3, 1, 0, 0, 0, 0, 1, -1}, x, "does not fit its view");  // a rank-3 source
 }
 
 }  // namespace
