@@ -526,6 +526,25 @@ void BM_MiddleFoldFunction(benchmark::State& state) {
 }
 BENCHMARK(BM_MiddleFoldFunction)->DenseRange(0, 3)->Unit(benchmark::kMillisecond)->UseRealTime();
 
+// A reduction of a value that is also read elsewhere: t = x * sigmoid(x)
+// returned with its sum over rows (args 0, 1; a bias gradient's shape) over
+// x [4096, 1024], and a squeeze-and-excitation scale y * sigmoid(mean(y))
+// over x [32, 28, 28, 256] (args 2, 3). Graph mode (even) writes the value
+// and reduces it; jit (odd) writes it and folds a copy in the same pass.
+void BM_FoldACopyFunction(benchmark::State& state) {
+  const bool se = state.range(0) >= 2;
+  const Body body = [se](const std::vector<Value>& a) {
+    const Tensor& x = a[0].tensor();
+    const Tensor y = x * sigmoid(x);
+    if (se) return Value(y * sigmoid(reduce_mean(y, {1, 2}, true)));
+    return Value::list({Value(y), Value(reduce_sum(y, {0}))});
+  };
+  const std::vector<int64_t> dims =
+      se ? std::vector<int64_t>{32, 28, 28, 256} : std::vector<int64_t>{4096, 1024};
+  time_function(state, state.range(0) % 2 == 1, body, {Value(wave<float>(Shape(dims), 0.01))});
+}
+BENCHMARK(BM_FoldACopyFunction)->DenseRange(0, 3)->Unit(benchmark::kMillisecond)->UseRealTime();
+
 // A row mean behind a [None, None] signature: graph mode (0) writes x * 2 + 1
 // and reduces it; jit (1) runs one row kernel that reads N at run time and
 // counts the values in the same pass.

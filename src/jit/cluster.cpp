@@ -161,11 +161,12 @@ class Former {
       size_t work = 0;
       for (const Node* m : members) work += m->op().jit && m->op().jit != lower_identity;
       Node* product = work > 0 ? product_for(members, space) : nullptr;
-      // A reduction over the root's leading dims will fold into the kernel
-      // (fold.h): it counts as an op, as a product does.
+      // A reduction of the root's value that will fold into the kernel
+      // (fold.h) counts as an op, as a product does.
       Fold fold;
-      const bool folds = work > 0 && space.reduced == 0 && users_[root].size() == 1 &&
-                         !outs_.count(root) && fold_of(users_[root][0], fold);
+      const bool folds = work > 0 && space.reduced == 0 &&
+                         std::any_of(users_[root].begin(), users_[root].end(),
+                                     [&](const Node* u) { return fold_of(u, fold); });
       // A lone op that reduces rows and then writes every point (softmax,
       // log-softmax) runs in several passes: compiled, its rows pipeline, and
       // it beats its hand kernel (BENCHMARKS.md), so it counts as two.

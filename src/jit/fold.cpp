@@ -112,58 +112,102 @@ std::vector<bool> full_outputs(std::span<const int64_t> sig) {
   return full;
 }
 
+// The signature of an elementwise kernel (full_outputs' form) with output
+// `o`'s entry copied to a new last output.
+std::vector<int64_t> with_copy_of_output(std::span<const int64_t> sig, size_t o) {
+  size_t pos = 3, from = 0, to = 0;
+  const auto n_out = static_cast<size_t>(sig[2]);
+  for (size_t i = 0; i < n_out; ++i) {
+    const size_t begin = pos;
+    ++pos;  // dtype
+    const int64_t n = sig[pos++];
+    pos += n == -1 ? 1 + static_cast<size_t>(sig[pos]) : static_cast<size_t>(n);
+    if (i == o) from = begin, to = pos;
+  }
+  std::vector<int64_t> out(sig.begin(), sig.begin() + static_cast<std::ptrdiff_t>(pos));
+  out[2] += 1;
+  out.insert(out.end(), sig.begin() + static_cast<std::ptrdiff_t>(from),
+             sig.begin() + static_cast<std::ptrdiff_t>(to));
+  out.insert(out.end(), sig.begin() + static_cast<std::ptrdiff_t>(pos), sig.end());
+  return out;
+}
+
 }  // namespace
 
-std::vector<std::string> fold_reductions(Graph& g, const std::vector<Node*>& kernels) {
+std::vector<std::string> fold_reductions(Graph& g, Clusters& cl) {
   std::unordered_map<const Node*, std::vector<std::pair<Node*, int32_t>>> users;
   for (Node* n : passes::node_list(g))
     for (const Edge& e : n->inputs()) users[e.node].push_back({n, e.index});
   const std::unordered_set<const Node*> outs = passes::output_nodes(g);
-  // The only reader of `n`'s output `i`, if it has one and no other.
-  auto sole_reader = [&](const Node* n, int32_t i) -> Node* {
-    Node* only = nullptr;
-    for (const auto& [u, idx] : users[n]) {
-      if (idx != i) continue;
-      if (only) return nullptr;
-      only = u;
-    }
-    return outs.count(n) || !n->control_inputs().empty() ? nullptr : only;
+  auto readers = [&](const Node* n, int32_t i) {
+    std::vector<Node*> r;
+    for (const auto& [u, idx] : users[n])
+      if (idx == i && std::find(r.begin(), r.end(), u) == r.end()) r.push_back(u);
+    return r;
   };
   std::vector<std::string> notes;
-  for (Node* k : kernels) {
+  for (size_t ki = 0; ki < cl.kernel_nodes.size(); ++ki) {
+    Node* k = cl.kernel_nodes[ki];
     const OpDef& op = k->op();
     if (!attr_value<std::vector<int64_t>>(op, k->attrs(), "product").empty()) continue;
-    const auto& sig = attr_value<std::vector<int64_t>>(op, k->attrs(), "signature");
+    std::vector<int64_t> sig = attr_value<std::vector<int64_t>>(op, k->attrs(), "signature");
     const std::vector<bool> full = full_outputs(sig);
     std::vector<Fold> folds;
     std::vector<TensorSpec> specs(k->outputs().begin(), k->outputs().end());
-    for (size_t o = 0; o < full.size() && o < specs.size(); ++o) {
-      if (!full[o] || outs.count(k)) continue;
+    bool copied = false;
+    for (size_t o = 0; o < full.size() && o < k->outputs().size(); ++o) {
+      if (!full[o]) continue;
       const auto oi = static_cast<int32_t>(o);
       // Outputs past the first are read through the Identity that kept the
       // member's name.
-      Node* via = o == 0 ? k : sole_reader(k, oi);
-      if (!via || (o > 0 && via->op().id != OpId::Identity)) continue;
-      Node* r = sole_reader(via, 0);
-      Fold f;
-      if (!r || !fold_of(r, f) || spec_of(r->inputs()[0]).shape.rank() != sig[0] ||
-          (!folds.empty() && (f.dims != folds[0].dims || f.outer != folds[0].outer)))
-        continue;
-      f.output = static_cast<int64_t>(o);
-      folds.push_back(f);
-      specs[o] = r->outputs()[0];
-      notes.push_back(str_cat("// ", attr_value<std::string>(op, k->attrs(), "kernel"), " output ",
-                              o, " folded by ", r->op().type_name, " '", r->name(), "' over ",
-                              f.dims == sig[0] ? "all its "
-                              : f.outer == 0
-                                  ? "its first "
-                                  : str_cat("dims ", f.outer, " to ", f.outer + f.dims - 1, ", "),
-                              f.dims, " dims (in blocks, in the runtime)\n"));
-      r->reset(op_def(OpId::Identity), {Edge{k, oi}}, Attrs{}, {r->outputs()[0]});
+      Node* via = k;
+      if (o > 0) {
+        const std::vector<Node*> id = readers(k, oi);
+        if (id.size() != 1 || id[0]->op().id != OpId::Identity) continue;
+        via = id[0];
+      }
+      if (!via->control_inputs().empty()) continue;
+      const std::vector<Node*> rs = readers(via, 0);
+      // A value that only its reduction reads is replaced by the fold; one
+      // read elsewhere too (a bias gradient's sum of a value the products
+      // read) stays an output, and the fold is a copy of it.
+      const bool alone = rs.size() == 1 && !outs.count(via);
+      for (Node* r : rs) {
+        Fold f;
+        if (!fold_of(r, f) || spec_of(r->inputs()[0]).shape.rank() != sig[0] ||
+            (!folds.empty() && (f.dims != folds[0].dims || f.outer != folds[0].outer)))
+          continue;
+        int32_t slot = oi;
+        if (alone) {
+          specs[o] = r->outputs()[0];
+        } else {
+          slot = static_cast<int32_t>(specs.size());
+          specs.push_back(r->outputs()[0]);
+          for (Kernel* kk : {&cl.kernels[ki], &cl.optimized[ki]})
+            kk->outputs.push_back(kk->outputs[o]);
+          sig = with_copy_of_output(sig, o);
+          copied = true;
+        }
+        f.output = slot;
+        folds.push_back(f);
+        notes.push_back(
+            str_cat("// ", attr_value<std::string>(op, k->attrs(), "kernel"), " output ", slot,
+                    alone ? "" : str_cat(" (a copy of output ", o, ")"), " folded by ",
+                    r->op().type_name, " '", r->name(), "' over ",
+                    f.dims == sig[0] ? "all its "
+                    : f.outer == 0   ? "its first "
+                                   : str_cat("dims ", f.outer, " to ", f.outer + f.dims - 1, ", "),
+                    f.dims, " dims (in blocks, in the runtime)\n"));
+        r->reset(op_def(OpId::Identity), {Edge{k, slot}}, Attrs{}, {r->outputs()[0]});
+      }
     }
     if (folds.empty()) continue;
     Attrs attrs = k->attrs();
     attrs[op.attr_at("fold")] = encode_folds(folds);
+    if (copied) {
+      attrs[op.attr_at("ir")] = cl.optimized[ki].encode();
+      attrs[op.attr_at("signature")] = std::move(sig);
+    }
     std::vector<Edge> ins(k->inputs().begin(), k->inputs().end());
     k->reset(op, std::move(ins), std::move(attrs), std::move(specs));
   }

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "cluster.h"
 #include "emit_cpp.h"
 #include "kiln/graph.h"
 #include "kiln/op.h"
@@ -24,11 +25,13 @@ namespace kiln::jit {
 /// W). No axes, or all of them, fold every dim.
 bool fold_of(const Node* r, Fold& f);
 
-/// Folds into `kernels` (JitKernel nodes of `g`, elementwise) each reduction
-/// over the leading dims of one of their outputs that nothing else reads;
-/// the reduction becomes an Identity of the kernel's output. Returns one line
+/// Folds into the kernels `cl` made (JitKernel nodes of `g`, elementwise)
+/// each reduction of one of their outputs that fold_of accepts. An output
+/// that nothing else reads becomes the fold; one read elsewhere too stays,
+/// and the kernel gets a copy of it to fold (in `cl`'s IR and the node's).
+/// The reduction becomes an Identity of the folded output. Returns one line
 /// per fold for the IR listing.
-std::vector<std::string> fold_reductions(Graph& g, const std::vector<Node*>& kernels);
+std::vector<std::string> fold_reductions(Graph& g, Clusters& cl);
 
 /// Runs kernel `fn` over layout `l` of the space `dims` (collapsed without
 /// merging across the folded dims), writing each folded output a block of

@@ -84,7 +84,7 @@ JitResult compile_jit(std::unique_ptr<Graph>& graph) {
   sink_views(*g);
   Clusters cl = form_clusters(*g, "kiln_jit");
   if (cl.kernels.empty()) return r;
-  const std::vector<std::string> folded = fold_reductions(*g, cl.kernel_nodes);
+  const std::vector<std::string> folded = fold_reductions(*g, cl);
   prune(*g);  // the constant operands of slices read in place, folds' Identities
   for (const Kernel& k : cl.kernels) r.hlo += k.to_string();
   for (const Kernel& k : cl.optimized) r.optimized_hlo += k.to_string();

@@ -115,14 +115,14 @@ TEST(JitFolds, ReductionsOverLeadingDimsFoldIntoTheirKernel) {
                              Value(reduce_mean(t * t, {0}))});
        },
        {Value(empty)},
-       2},  // the sum reads t, which sub reads too: a reduce-kernel call
-      {"the value is returned too: not folded",
+       3},  // t is read by the sum and by sub: the sum folds a copy of it
+      {"the value is returned too: a copy of it folds",
        [](const std::vector<Value>& a) {
          const Tensor t = a[0].tensor() * 2.f + 1.f;
          return Value::list({Value(t), Value(reduce_sum(t, {0}))});
        },
        {Value(x4)},
-       0},
+       1},
       {"trailing dims: a row kernel, not a fold",
        [](const std::vector<Value>& a) {
          return Value(reduce_sum(a[0].tensor() * 2.f + 1.f, {-1}));
@@ -205,6 +205,58 @@ TEST(JitFolds, ReductionsOverMiddleDimsFoldIntoTheirKernel) {
        2},
   };
   for (const FoldCase& fc : cases) check_case(fc);
+}
+
+// A reduction of a value that other ops read too (a bias gradient's sum of
+// the value the products read; a squeeze-and-excitation block's pool of the
+// value it scales): the kernel writes the value and folds a copy of it.
+TEST(JitFolds, ReductionsOfValuesReadElsewhereFoldACopy) {
+  const Tensor z = random_tensor(DType::kFloat32, Shape({64, 32}), 31);
+  const Tensor dy = random_tensor(DType::kFloat32, Shape({64, 32}), 32);
+  const Tensor w = random_tensor(DType::kFloat32, Shape({16, 32}), 33);
+  const Tensor x = random_tensor(DType::kFloat32, Shape({2, 6, 6, 8}), 34);
+  const std::vector<FoldCase> cases = {
+      {"a dense layer's backward: db = sum(dz), dx = dz @ w",
+       [](const std::vector<Value>& a) {
+         // (No a * b + c here: its FMA would move dx's near-zero sums past
+         // expect_same's bound.)
+         const Tensor dz = a[1].tensor() * sigmoid(a[0].tensor());
+         return Value::list(
+             {Value(matmul(dz, a[2].tensor(), false, true)), Value(reduce_sum(dz, {0}))});
+       },
+       {Value(z), Value(dy), Value(w)},
+       1},
+      {"squeeze and excitation: swish(x) scaled by its own pool",
+       [](const std::vector<Value>& a) {
+         const Tensor y = a[0].tensor() * sigmoid(a[0].tensor());
+         return Value(y * sigmoid(reduce_mean(y, {1, 2}, true)));
+       },
+       {Value(x)},
+       1},
+      {"sum and max of a returned value",
+       [](const std::vector<Value>& a) {
+         const Tensor t = exp(a[0].tensor()) - 1.f;
+         return Value::list({Value(t), Value(reduce_sum(t, {0})), Value(reduce_max(t, {0}, true))});
+       },
+       {Value(z)},
+       2},
+      {"a second output of the kernel, returned and summed",
+       [](const std::vector<Value>& a) {
+         const Tensor t = a[0].tensor() * 3.f;
+         const Tensor u = tanh(t);
+         return Value::list({Value(t), Value(u * 2.f), Value(reduce_sum(u, {0}))});
+       },
+       {Value(z)},
+       1},
+  };
+  for (const FoldCase& fc : cases) {
+    check_case(fc);
+    Function j = make(fc.body, true);
+    EXPECT_EQ(nodes_of(j, fc.args, OpId::ReduceSum) + nodes_of(j, fc.args, OpId::ReduceMean) +
+                  nodes_of(j, fc.args, OpId::ReduceMax),
+              0u)
+        << fc.name;
+  }
 }
 
 // Reductions over every dim (a loss's mean): the kernel's points in blocks,
