@@ -584,6 +584,26 @@ def test_global_average_pooling_folds_into_the_activation_kernel():
     assert j.experimental_get_tracing_count() == 1
 
 
+def test_a_bias_gradient_folds_a_copy_of_the_value_the_products_read():
+    # d(loss)/db = sum(dz, 0) where dz also feeds dx and dw: the kernel that
+    # computes dz writes it and folds a copy of it into db.
+    w = tf.Variable(np.random.RandomState(9).randn(16, 8).astype(np.float32) * 0.3)
+    b = tf.Variable(np.zeros(8, np.float32))
+
+    def step(x):
+        with tf.GradientTape() as tape:
+            y = tf.tanh(tf.matmul(x, w) + b)
+            loss = tf.reduce_sum(y * y)
+        return tape.gradient(loss, [w, b])
+
+    j, g = both(step)
+    x = tf.constant(np.random.RandomState(10).randn(32, 16).astype(np.float32))
+    for got, want in zip(j(x), g(x)):
+        np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=2e-5, atol=1e-5)
+    ir = j.experimental_get_compiler_ir(x)("hlo")
+    assert "(a copy of output" in ir, ir
+
+
 def test_a_loss_mean_folds_into_the_kernel_of_its_values():
     # A mean over every dim (tf.keras.losses' reduction): the kernel of
     # (y - t)^2 folds it, and the gradient through it matches graph mode.
