@@ -10,7 +10,10 @@ CompiledGraph compile_graph(std::unique_ptr<Graph> graph, const CompileOptions& 
   if (options.optimize) {
     OptimizeOptions oo;
     oo.disabled = options.disabled_passes;
-    // The JIT compiles what the interpreter's fusion would take.
+    // The JIT compiles what the interpreter's fusion would take. "fuse"
+    // skips fuse_conv too: a convolution's epilogue then compiles as a kernel
+    // of its own, faster than oneDNN's post-ops (EfficientNetV2-S 83.3 vs
+    // 86.5 ms; docs/BENCHMARKS.md, session 22).
     if (config().check_numerics || options.jit) oo.disabled.insert("fuse");
     oo.verify = config().verify_graphs;
     c.report = optimize(*graph, oo);
