@@ -47,6 +47,10 @@ enum OpTrait : uint32_t {
   /// Cannot run in a jit_compile=True function (strings, host callbacks,
   /// printing): such a function fails at its first call naming these ops.
   kNoJit = 1u << 13,
+  /// Made only by an optimization pass (fused ops, compiled kernels, whose
+  /// attributes may name code loaded in this process): never traced or
+  /// saved, so a loaded graph (a SavedModel) holding one is refused.
+  kPassOnly = 1u << 14,
 };
 
 struct TensorSpec;

@@ -237,7 +237,7 @@ void define_conv_ops(OpTableBuilder& t) {
         .attr("fused_ops", AttrType::kString)
         .attr("clip_min", AttrType::kFloat, 0.0)
         .attr("clip_max", AttrType::kFloat, 6.0)
-        .traits(kVariadicInput | kGraphOnly)
+        .traits(kVariadicInput | kGraphOnly | kPassOnly)
         .cost(conv_cost)
         .infer(id == OpId::FusedConv2D ? infer_fused_conv<false> : infer_fused_conv<true>);
   t.def(OpId::MaxPool)

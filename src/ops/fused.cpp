@@ -230,7 +230,7 @@ void define_fused_ops(OpTableBuilder& t) {
       .inputs({"x"})
       .outputs({"y"})
       .attr("maps", AttrType::kInts)
-      .traits(kGraphOnly | kNoGradient)
+      .traits(kGraphOnly | kPassOnly | kNoGradient)
       .infer(infer_jit_view)
       .jit(jit_view_view);
   t.def(OpId::JitKernel)
@@ -243,7 +243,7 @@ void define_fused_ops(OpTableBuilder& t) {
       .attr("product", AttrType::kInts, std::vector<int64_t>{})
       .attr("work", AttrType::kInt, int64_t{1})
       .attr("fold", AttrType::kInts, std::vector<int64_t>{})
-      .traits(kVariadicInput | kVariadicOutput | kGraphOnly | kNoGradient)
+      .traits(kVariadicInput | kVariadicOutput | kGraphOnly | kPassOnly | kNoGradient)
       .cost([](const CostQuery& q) {
         return OpCost{q.elements(), q.out_elements() > q.grain};
       })
@@ -252,7 +252,7 @@ void define_fused_ops(OpTableBuilder& t) {
       .inputs({"inputs"})
       .outputs({"y"})
       .attr("program", AttrType::kInts)
-      .traits(kElementwise | kVariadicInput | kGraphOnly)
+      .traits(kElementwise | kVariadicInput | kGraphOnly | kPassOnly)
       .cost(fused_cost)
       .infer(infer_fused);
 }

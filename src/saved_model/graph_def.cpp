@@ -227,6 +227,9 @@ std::unique_ptr<Graph> LibraryReader::build(const pb::FunctionDef& f,
     const OpDef* op = find_op(nd.op());
     if (!op || op->id == OpId::Placeholder || !op->infer)
       throw InvalidArgumentError(str_cat(node_at, ": unknown op '", nd.op(), "'"));
+    if (op->has(kPassOnly))
+      throw InvalidArgumentError(str_cat(node_at, ": op '", nd.op(),
+                                         "' is made by kiln's optimizer and is never saved"));
     Attrs attrs;
     read_attrs(*op, nd, attrs, depth, node_at);
     std::vector<Edge> edges;
