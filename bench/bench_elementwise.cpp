@@ -98,6 +98,9 @@ void BM_Sigmoid(benchmark::State& s) {
 void BM_Log(benchmark::State& s) {
   BM_Unary<kiln::log>(s);
 }
+void BM_Erf(benchmark::State& s) {
+  BM_Unary<kiln::erf>(s);
+}
 
 #define KILN_BENCH(fn) BENCHMARK(fn)->Arg(kSmall)->Arg(kLarge)->UseRealTime()
 KILN_BENCH(BM_Memcpy);
@@ -108,6 +111,7 @@ KILN_BENCH(BM_Exp);
 KILN_BENCH(BM_Relu);
 KILN_BENCH(BM_Sigmoid);
 KILN_BENCH(BM_Log);
+KILN_BENCH(BM_Erf);
 KILN_BENCH(BM_AddScalarBroadcast);
 
 // Console output plus a closing table of bandwidth ratios to BM_Memcpy.

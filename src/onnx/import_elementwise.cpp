@@ -91,19 +91,8 @@ void mish(C& c) {
   softplus(c);
   c.set_output(0, c.input(0) * tanh(c.outputs()[0]));
 }
-// erf(x) from kiln's ops: Abramowitz and Stegun 7.1.26 (|error| < 1.5e-7),
-// odd in x.
-Tensor erf_of(const Tensor& x) {
-  const Tensor a = abs(x);
-  const Tensor t = lit(x, 1) / (lit(x, 1) + lit(x, 0.3275911) * a);
-  Tensor poly = lit(x, 1.061405429);
-  for (double k : {-1.453152027, 1.421413741, -0.284496736, 0.254829592})
-    poly = poly * t + lit(x, k);
-  const Tensor y = lit(x, 1) - poly * t * exp(negative(a * a));
-  return sign(x) * y;
-}
-void erf(C& c) {
-  c.set_output(0, erf_of(c.input(0)));
+void erf_rule(C& c) {
+  c.set_output(0, erf(c.input(0)));
 }
 void gelu(C& c) {
   const Tensor& x = c.input(0);
@@ -112,7 +101,7 @@ void gelu(C& c) {
     c.set_output(0, lit(x, 0.5) * x * (lit(x, 1) + tanh(inner)));
     return;
   }
-  c.set_output(0, lit(x, 0.5) * x * (lit(x, 1) + erf_of(x * lit(x, M_SQRT1_2))));
+  c.set_output(0, lit(x, 0.5) * x * (lit(x, 1) + erf(x * lit(x, M_SQRT1_2))));
 }
 void is_inf(C& c) {
   const Tensor& x = c.input(0);
@@ -219,7 +208,7 @@ constexpr ImportRule kRules[] = {
     {"PRelu", prelu},
     {"Mish", mish},
     {"Gelu", gelu},
-    {"Erf", erf},
+    {"Erf", erf_rule},
     {"Add", binary<OpId::Add>},
     {"Sub", binary<OpId::Sub>},
     {"Mul", binary<OpId::Mul>},

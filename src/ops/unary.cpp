@@ -75,6 +75,10 @@ Tensor cos_rule(const Tensor& x, const Tensor&, const Tensor& dy) {
 Tensor expm1_rule(const Tensor&, const Tensor& y, const Tensor& dy) {
   return dy * (y + 1);
 }
+Tensor erf_rule(const Tensor& x, const Tensor&, const Tensor& dy) {
+  // d/dx erf = 2 / sqrt(pi) e^{-x^2}
+  return dy * (exp(negative(x * x)) * cast(Tensor(1.1283791670955126), x.dtype()));
+}
 constexpr UnaryRule no_grad = nullptr;
 
 // ONNX export rules (the last column of unary.def).
@@ -165,6 +169,9 @@ Tensor log(const Tensor& x) {
 }
 Tensor expm1(const Tensor& x) {
   return call_op1(OpId::Expm1, {x});
+}
+Tensor erf(const Tensor& x) {
+  return call_op1(OpId::Erf, {x});
 }
 Tensor log1p(const Tensor& x) {
   return call_op1(OpId::Log1p, {x});

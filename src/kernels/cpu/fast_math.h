@@ -68,6 +68,9 @@ inline float cos(float x) {
 inline double cos(double x) {
   return __builtin_cos(x);
 }
+inline double erf(double x) {
+  return __builtin_erf(x);
+}
 inline float copysign(float x, float y) {
   return __builtin_copysignf(x, y);
 }

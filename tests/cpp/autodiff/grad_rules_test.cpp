@@ -37,6 +37,7 @@ std::vector<Record> unary_records() {
       {"Exp", [](V x) { return exp(x[0]); }, {any}},
       {"Log", [](V x) { return log(x[0]); }, {pos}},
       {"Expm1", [](V x) { return expm1(x[0]); }, {any}},
+      {"Erf", [](V x) { return erf(x[0]); }, {any}},
       {"Log1p", [](V x) { return log1p(x[0]); }, {pos}},
       {"Tanh", [](V x) { return tanh(x[0]); }, {any}},
       {"Sigmoid", [](V x) { return sigmoid(x[0]); }, {any}},

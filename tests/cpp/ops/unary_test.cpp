@@ -42,6 +42,7 @@ const std::vector<UnaryCase>& cases() {
       {OpId::Log1p, log1p, kFloats},
       {OpId::Tanh, tanh, kFloats},
       {OpId::Sigmoid, sigmoid, kFloats},
+      {OpId::Erf, erf, kFloats},
       {OpId::Relu, relu, kReal},
       {OpId::Sin, sin, kFloats},
       {OpId::Cos, cos, kFloats},
@@ -101,13 +102,15 @@ long double ref_math(OpId id, long double x) {
     case OpId::Sigmoid: return 1.0L / (1.0L + std::exp(-x));
     case OpId::Sin: return std::sin(x);
     case OpId::Cos: return std::cos(x);
+    case OpId::Erf: return std::erf(x);
     default: ADD_FAILURE() << "no math reference"; return 0;
   }
 }
 
 bool is_math(OpId id) {
   return id == OpId::Exp || id == OpId::Expm1 || id == OpId::Log || id == OpId::Log1p ||
-         id == OpId::Tanh || id == OpId::Sigmoid || id == OpId::Sin || id == OpId::Cos;
+         id == OpId::Tanh || id == OpId::Sigmoid || id == OpId::Sin || id == OpId::Cos ||
+         id == OpId::Erf;
 }
 
 template <typename T>
@@ -220,6 +223,8 @@ TEST(Unary, SpotValues) {
                        {0.5f, 0.f, 1.f, 1.f});
   expect_tensor<float>(tanh(Tensor({0.f, -INFINITY, INFINITY, 20.f, -0.0f})), {5},
                        {0.f, -1.f, 1.f, 1.f, -0.f});
+  expect_tensor<float>(erf(Tensor({0.f, -0.f, INFINITY, -INFINITY, 5.f, std::nanf("")})), {6},
+                       {0.f, -0.f, 1.f, -1.f, 1.f, std::nanf("")});
   expect_tensor<int32_t>(abs(Tensor({INT32_MIN, -3, 4})), {3}, {INT32_MIN, 3, 4});
   expect_tensor<int8_t>(negative(make<int8_t>({-128, 5})), {2}, {-128, -5});
   expect_tensor<uint8_t>(invert(make<uint8_t>({0, 15})), {2}, {255, 240});
@@ -333,6 +338,9 @@ TEST(UnaryAccuracy, TanhFloat32) {
 }
 TEST(UnaryAccuracy, SigmoidFloat32) {
   sweep(OpId::Sigmoid, sigmoid, 2.5);
+}
+TEST(UnaryAccuracy, ErfFloat32) {
+  sweep(OpId::Erf, erf, 1.5);
 }
 
 // Round/floor/ceil via the 2^23 trick must equal libm on every float class.
