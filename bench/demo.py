@@ -26,10 +26,11 @@ import workloads as wl  # noqa: E402
 
 RESULTS = os.path.join(HERE, "results")
 JIT_NOTE = ("jit rows: kiln.function(jit_compile=True) — fused elementwise clusters compiled "
-            "to C++, with reductions over the last dims, reductions over leading or all dims "
-            "folded in, slices and transposes read in place (inner-dim swaps in tiles), complex "
-            "values, MatMul products computed inside their epilogue's kernel, and cond/while "
-            "bodies (convolution epilogues not fused yet; docs/JIT.md)")
+            "to C++, with reductions over the last dims, reductions over leading, middle or all "
+            "dims folded in, slices and transposes read in place (inner-dim swaps in tiles), "
+            "views of computed values moved onto their inputs, complex values, MatMul products "
+            "computed inside their epilogue's kernel, convolution epilogues compiled as kernels "
+            "of their own, and cond/while bodies (docs/JIT.md)")
 
 
 def with_jit(modes):
