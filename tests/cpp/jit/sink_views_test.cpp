@@ -114,6 +114,14 @@ std::vector<MovedCase> moved_cases() {
        {v(x), v(col)},
        OpId::Transpose,
        2},
+      {"unstack(tanh(x) * 2, axis 1): each part its own copy of the ops",
+       [](const std::vector<Value>& a) {
+         const std::vector<Tensor> p = unstack(tanh(a[0].tensor()) * 2.f, 1);
+         return Value(p[0] * p[1] - p[2] + p[4]);
+       },
+       {v(x3)},
+       OpId::Unstack,
+       2},
       {"a single value of higher rank than the view: read through a JitView",
        [](const std::vector<Value>& a) {
          return Value(index(a[0].tensor() * a[1].tensor(), {kEllipsis, 0}) + 1.f);
