@@ -4,6 +4,7 @@
 // compiled results (against graph mode and eager).
 #include "jit/sink_views.h"
 
+#include <algorithm>
 #include <functional>
 
 #include "jit_test_util.h"
@@ -202,6 +203,49 @@ TEST(SinkViews, ViewsStayWhenMovingWouldNotHelp) {
     EXPECT_EQ(moved, c.moved);
     check_all_modes(c.body, c.args, 1);
   }
+}
+
+// Random views (perms, strided slices, splits) of values computed from an
+// input and an operand broadcast along random dims: compiled, with the
+// views moved, the results match eager.
+TEST(SinkViews, RandomViewsOfBroadcastValuesMatchEager) {
+  std::mt19937 rng(7);
+  auto pick = [&](int n) { return static_cast<int>(rng() % static_cast<uint32_t>(n)); };
+  size_t moved_total = 0;
+  for (int round = 0; round < 16; ++round) {
+    const std::vector<int64_t> dims = {1 + pick(5), 1 + pick(6), 2 + pick(7)};
+    std::vector<int64_t> bdims;  // the operand: each dim kept or 1, maybe fewer dims
+    const int brank = 1 + pick(3);
+    for (int d = 3 - brank; d < 3; ++d) bdims.push_back(pick(2) ? dims[static_cast<size_t>(d)] : 1);
+    const int kind = pick(3);
+    std::vector<int64_t> perm = {0, 1, 2};
+    std::shuffle(perm.begin(), perm.end(), rng);
+    const int axis = pick(3);
+    const int64_t step = 1 + pick(2);
+    SCOPED_TRACE(str_cat("round ", round, " x ", Shape(dims), " b ", Shape(bdims), " kind ", kind,
+                         " perm ", Shape(perm), " axis ", axis, " step ", step));
+    const Body body = [=](const std::vector<Value>& a) {
+      const Tensor t = tanh(a[0].tensor() * 2.f - a[1].tensor()) + a[1].tensor();
+      if (kind == 0) return Value(transpose(t, perm) * 3.f + 1.f);
+      if (kind == 1) {
+        std::vector<IndexItem> items(3, Slice());
+        items[static_cast<size_t>(axis)] = Slice().step(step);
+        return Value(sigmoid(index(t, items)) - 0.5f);
+      }
+      const std::vector<Tensor> p = split(t, {1, dims[static_cast<size_t>(axis)] - 1}, axis);
+      return Value(sigmoid(p[1]) * 2.f + reduce_sum(p[0] * p[0]));
+    };
+    const std::vector<Value> args = {
+        v(random_tensor(DType::kFloat32, Shape(dims), static_cast<uint32_t>(100 + round))),
+        v(random_tensor(DType::kFloat32, Shape(bdims), static_cast<uint32_t>(200 + round)))};
+    if (kind == 2 && dims[static_cast<size_t>(axis)] < 2) continue;
+    size_t moved = 0;
+    sunk(body, args, moved);
+    moved_total += moved;
+    Function j = make(body, true);
+    testing::expect_same(j(args).tensor(), body(args).tensor());
+  }
+  EXPECT_GT(moved_total, 12u);  // most rounds move their view over both ops
 }
 
 // Dims of unknown size may broadcast at run time: a view that reads them
