@@ -28,12 +28,17 @@ void expect_numeric(InferContext& c, size_t i) {
            dtype_name(c.dtype(i)));
 }
 
-// Attrs: axis (list; empty = all), keepdims.
-template <bool kBoolOnly>
+enum class Takes { kNumeric, kBool, kNumericOrComplex };
+
+// Attrs: axis (list; empty = all), keepdims. Sum, Mean and Prod take complex
+// values too (TensorFlow's); Max and Min do not (complex has no order).
+template <Takes kTakes>
 void infer_reduce(InferContext& c) {
-  if constexpr (kBoolOnly)
+  if constexpr (kTakes == Takes::kBool)
     c.expect_dtype(0, DType::kBool);
-  else
+  else if constexpr (kTakes == Takes::kNumericOrComplex) {
+    if (!is_complex(c.dtype(0))) expect_numeric(c, 0);
+  } else
     expect_numeric(c, 0);
   const std::vector<int64_t>& axes = c.attr_ints("axis");
   const bool keepdims = c.attr_bool("keepdims");
@@ -257,13 +262,13 @@ void define_reduce_ops(OpTableBuilder& t) {
   t.def(OpId::ArgMax).onnx(onnx_arg<true>);
   t.def(OpId::ArgMin).onnx(onnx_arg<false>);
   t.def(OpId::Cumsum).onnx(onnx_cumsum);
-  def_reduce(t, OpId::ReduceSum, infer_reduce<false>);
-  def_reduce(t, OpId::ReduceMean, infer_reduce<false>);
-  def_reduce(t, OpId::ReduceMax, infer_reduce<false>);
-  def_reduce(t, OpId::ReduceMin, infer_reduce<false>);
-  def_reduce(t, OpId::ReduceProd, infer_reduce<false>);
-  def_reduce(t, OpId::ReduceAny, infer_reduce<true>, kNoGradient);
-  def_reduce(t, OpId::ReduceAll, infer_reduce<true>, kNoGradient);
+  def_reduce(t, OpId::ReduceSum, infer_reduce<Takes::kNumericOrComplex>);
+  def_reduce(t, OpId::ReduceMean, infer_reduce<Takes::kNumericOrComplex>);
+  def_reduce(t, OpId::ReduceMax, infer_reduce<Takes::kNumeric>);
+  def_reduce(t, OpId::ReduceMin, infer_reduce<Takes::kNumeric>);
+  def_reduce(t, OpId::ReduceProd, infer_reduce<Takes::kNumericOrComplex>);
+  def_reduce(t, OpId::ReduceAny, infer_reduce<Takes::kBool>, kNoGradient);
+  def_reduce(t, OpId::ReduceAll, infer_reduce<Takes::kBool>, kNoGradient);
   for (OpId id : {OpId::ArgMax, OpId::ArgMin})
     t.def(id)
         .inputs({"input"})

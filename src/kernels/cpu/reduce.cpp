@@ -12,6 +12,7 @@
 // the shape only, so results do not depend on the thread count.
 #include <algorithm>
 #include <cmath>
+#include <complex>
 #include <limits>
 #include <memory>
 #include <type_traits>
@@ -53,8 +54,19 @@ template <typename T>
 using Wrap = typename WrapOf<T>::type;
 
 template <typename T>
+struct IsComplex : std::false_type {};
+template <typename R>
+struct IsComplex<std::complex<R>> : std::true_type {};
+
+// float32 sums (and complex64 parts) accumulate in double.
+template <typename T>
+using SumAcc = std::conditional_t<
+    std::is_same_v<T, float>, double,
+    std::conditional_t<std::is_same_v<T, std::complex<float>>, std::complex<double>, T>>;
+
+template <typename T>
 struct SumOp {
-  using Acc = std::conditional_t<std::is_same_v<T, float>, double, T>;
+  using Acc = SumAcc<T>;
   static T id() { return T(0); }
   static T f(T a, T b) { return static_cast<T>(static_cast<Wrap<T>>(a) + static_cast<Wrap<T>>(b)); }
   static Acc acc(Acc a, T b) {
@@ -308,13 +320,16 @@ void reduce_kernel(KernelContext& c) {
       T v = Op::id();
       if constexpr (K == Kind::kMean && std::is_floating_point_v<T>)
         v = std::numeric_limits<T>::quiet_NaN();
+      if constexpr (K == Kind::kMean && IsComplex<T>::value)
+        v = T(std::numeric_limits<typename T::value_type>::quiet_NaN(),
+              std::numeric_limits<typename T::value_type>::quiet_NaN());
       std::fill(o, o + n_out, v);
       return;
     }
     run_reduce<T, Op>(x.data<T>(), o, std::move(g));
     if constexpr (K == Kind::kMean) {
       if (count == 1) return;
-      if constexpr (std::is_floating_point_v<T>) {
+      if constexpr (std::is_floating_point_v<T> || IsComplex<T>::value) {
         const T cnt = static_cast<T>(count);
         for (int64_t i = 0; i < n_out; ++i) o[i] = o[i] / cnt;
       } else {
@@ -324,6 +339,14 @@ void reduce_kernel(KernelContext& c) {
   };
   if constexpr (K == Kind::kAny || K == Kind::kAll) {
     run(bool{});
+  } else if (x.dtype() == DType::kComplex64 || x.dtype() == DType::kComplex128) {
+    // Sum, mean and product only (inference refuses the others).
+    if constexpr (K == Kind::kSum || K == Kind::kMean || K == Kind::kProd) {
+      if (x.dtype() == DType::kComplex64)
+        run(std::complex<float>{});
+      else
+        run(std::complex<double>{});
+    }
   } else {
     visit_numeric(x.dtype(), c.op().type_name, [&](auto tag) {
       if constexpr (!std::is_same_v<decltype(tag), bool>) run(tag);

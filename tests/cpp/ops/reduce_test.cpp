@@ -1,5 +1,6 @@
 // Reductions, argmax/argmin and cumsum against plain reference loops.
 #include <cmath>
+#include <complex>
 #include <cstdint>
 #include <limits>
 #include <string>
@@ -286,6 +287,62 @@ TEST(Reduce, FloatSumIsAccurate) {
   EXPECT_NEAR(col, want_col, 1e-5 * want_col);
   const float mean = reduce_mean(Tensor::from_vector(x, {n})).item<float>();
   EXPECT_NEAR(mean, want / n, 1e-6);
+}
+
+// Sum, mean and product of complex values (TensorFlow's), over every axis
+// form; complex64 sums accumulate their parts in double. Max and min refuse
+// them (complex values have no order).
+TEST(Reduce, ComplexSumMeanAndProduct) {
+  for (DType dt : {DType::kComplex64, DType::kComplex128}) {
+    SCOPED_TRACE(dtype_name(dt));
+    const int64_t rows = 3, cols = 5000;
+    std::vector<double> re(rows * cols), im(rows * cols);
+    for (int64_t i = 0; i < rows * cols; ++i) {
+      re[static_cast<size_t>(i)] = 0.1 + static_cast<double>(i % 97) * 1e-2;
+      im[static_cast<size_t>(i)] = -0.5 + static_cast<double>(i % 13) * 1e-1;
+    }
+    const DType part = dt == DType::kComplex64 ? DType::kFloat32 : DType::kFloat64;
+    const Tensor z = complex(cast(Tensor::from_vector(re, {rows, cols}), part),
+                             cast(Tensor::from_vector(im, {rows, cols}), part));
+    const double tol = dt == DType::kComplex64 ? 1e-6 : 1e-12;
+    auto check = [&](const Tensor& got, const std::vector<std::complex<long double>>& want) {
+      ASSERT_EQ(got.dtype(), dt);
+      ASSERT_EQ(got.num_elements(), static_cast<int64_t>(want.size()));
+      const std::vector<double> gr = cast(real(got), DType::kFloat64).to_vector<double>();
+      const std::vector<double> gi = cast(imag(got), DType::kFloat64).to_vector<double>();
+      for (size_t k = 0; k < want.size(); ++k) {
+        const double scale = 1 + static_cast<double>(std::abs(want[k]));
+        EXPECT_NEAR(gr[k], static_cast<double>(want[k].real()), tol * scale) << k;
+        EXPECT_NEAR(gi[k], static_cast<double>(want[k].imag()), tol * scale) << k;
+      }
+    };
+    // References from the float parts as stored.
+    const std::vector<double> sr = cast(real(z), DType::kFloat64).to_vector<double>();
+    const std::vector<double> si = cast(imag(z), DType::kFloat64).to_vector<double>();
+    std::vector<std::complex<long double>> row(rows), col(cols), all(1), prod(rows, 1.0L);
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t c = 0; c < cols; ++c) {
+        const std::complex<long double> v(sr[static_cast<size_t>(r * cols + c)],
+                                          si[static_cast<size_t>(r * cols + c)]);
+        row[static_cast<size_t>(r)] += v;
+        col[static_cast<size_t>(c)] += v;
+        all[0] += v;
+        if (c < 20) prod[static_cast<size_t>(r)] *= v;
+      }
+    check(reduce_sum(z, {1}), row);
+    check(reduce_sum(z, {0}), col);
+    check(reduce_sum(z), all);
+    std::vector<std::complex<long double>> mean = row;
+    for (auto& m : mean) m /= static_cast<long double>(cols);
+    check(reduce_mean(z, {1}), mean);
+    check(reduce_prod(slice(z, {0, 0}, {rows, 20}), {1}), prod);
+    // No values: sum 0, mean NaN in both parts.
+    const Tensor none = reduce_mean(slice(z, {0, 0}, {0, cols}));
+    EXPECT_TRUE(std::isnan(cast(real(none), DType::kFloat64).item<double>()));
+    EXPECT_TRUE(std::isnan(cast(imag(none), DType::kFloat64).item<double>()));
+    expect_error([&] { reduce_max(z); }, Code::kInvalidArgument, {"Max", "complex"});
+    expect_error([&] { reduce_min(z, {0}); }, Code::kInvalidArgument, {"Min", "complex"});
+  }
 }
 
 TEST(Reduce, MaxMinPropagateNaN) {

@@ -121,3 +121,24 @@ def test_tensor_axis_eager_and_error_when_symbolic():
 
     with pytest.raises(TypeError, match="constant"):
         f(x, tf.constant(1))
+
+
+@pytest.mark.parametrize("dt", [np.complex64, np.complex128])
+def test_complex_sum_mean_and_prod_match_numpy_in_every_mode(dt):
+    # TensorFlow reduces complex values with sum, mean and prod (not max or min).
+    rng = np.random.default_rng(11)
+    a = (rng.standard_normal((4, 300)) + 1j * rng.standard_normal((4, 300))).astype(dt)
+    p = (1 + 0.05 * a[:, :30]).astype(dt)
+    tol = 1e-5 if dt == np.complex64 else 1e-12
+
+    def fn(x, y):
+        return (tf.reduce_sum(x, axis=1), tf.reduce_mean(x * 2.0, axis=0),
+                tf.reduce_sum(x), tf.reduce_prod(y, axis=1, keepdims=True))
+
+    want = (a.sum(axis=1), (a * 2).mean(axis=0), a.sum(), p.prod(axis=1, keepdims=True))
+    for f in (fn, tf.function(fn), tf.function(fn, jit_compile=True)):
+        for got, w in zip(f(tf.constant(a), tf.constant(p)), want):
+            assert got.dtype.as_numpy_dtype == dt
+            np.testing.assert_allclose(got.numpy(), w, rtol=tol, atol=tol)
+    with pytest.raises(tf.errors.InvalidArgumentError, match="Max"):
+        tf.reduce_max(tf.constant(a))
