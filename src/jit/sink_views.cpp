@@ -18,6 +18,13 @@ struct Operand {
   std::vector<View> views;  ///< kViewed: per view read, the operand's view
 };
 
+// The op a moved copy of `p` runs: p's own, or for a row whose epilogue is a
+// bias add (BiasAdd: value + bias over the last dim, lowered as an Add) the
+// broadcasting Add, since its bias is then a view of another rank.
+const OpDef& moved_op(const Node* p) {
+  return p->op().epilogue == Epilogue::kBiasAdd ? op_def(OpId::Add) : p->op();
+}
+
 // One sweep over the graph; the caller repeats it while views move.
 class Sinker {
  public:
@@ -63,8 +70,9 @@ class Sinker {
   // Elementwise with a lowering, one output, read by `v` alone (as its input 0).
   bool movable_op(const Node* p, const Node* v) const {
     const OpDef& op = p->op();
-    if (!op.jit || !op.has(kElementwise) || op.has(kStateful) || p->outputs().size() != 1 ||
-        !plain(p) || !supported_dtype(p->outputs()[0].dtype))
+    if (!op.jit || !(op.has(kElementwise) || op.epilogue == Epilogue::kBiasAdd) ||
+        op.has(kStateful) || p->outputs().size() != 1 || !plain(p) ||
+        !supported_dtype(p->outputs()[0].dtype))
       return false;
     for (const Node* u : users(p))
       if (u != v) return false;
@@ -212,7 +220,8 @@ class Sinker {
         else
           in.push_back(Edge{view_node(e, how[j].views[r], v), 0});
       }
-      Node* q = g_.add_node(p->op(), std::move(in), p->attrs(),
+      const OpDef& op = moved_op(p);
+      Node* q = g_.add_node(op, std::move(in), &op == &p->op() ? p->attrs() : Attrs{},
                             {{p->outputs()[0].dtype, v->outputs()[i].shape}}, p->name());
       q->set_location(p->location());
       const Edge from{v, static_cast<int32_t>(i)};

@@ -248,6 +248,31 @@ TEST(SinkViews, RandomViewsOfBroadcastValuesMatchEager) {
   EXPECT_GT(moved_total, 12u);  // most rounds move their view over both ops
 }
 
+// A gated unit after a dense layer, split(bias_add(x @ w, b), 2): the split
+// moves over the BiasAdd (its copies are Adds, the bias read through
+// JitViews) and stops at the MatMul, whose halves the kernel reads in place.
+TEST(SinkViews, SplitsMoveOverABiasAdd) {
+  const Tensor x = random_tensor(DType::kFloat32, Shape({12, 16}), 51);
+  const Tensor w = random_tensor(DType::kFloat32, Shape({16, 20}), 52);
+  const Tensor b = random_tensor(DType::kFloat32, Shape({20}), 53);
+  const std::vector<Value> args = {v(x), v(w), v(b)};
+  const Body body = [](const std::vector<Value>& a) {
+    const std::vector<Tensor> h =
+        split(bias_add(matmul(a[0].tensor(), a[1].tensor()), a[2].tensor()), 2, 1);
+    return Value(h[0] * sigmoid(h[1]));
+  };
+  size_t moved = 0;
+  std::unique_ptr<Graph> g = sunk(body, args, moved);
+  EXPECT_EQ(moved, 1u);
+  EXPECT_EQ(view_inputs(*g, OpId::Split), std::vector<std::string>{"BatchMatMulV2"});
+  for (const auto& n : g->nodes()) EXPECT_NE(n->op().id, OpId::BiasAdd);
+  check_all_modes(body, args, 1);
+  Function j = make(body, true);
+  EXPECT_EQ(j.get_concrete_function(args)->jit_kernels(), 1u);
+  EXPECT_EQ(testing::nodes_of(j, args, OpId::Split), 0u);
+  EXPECT_EQ(testing::nodes_of(j, args, OpId::JitView), 0u);
+}
+
 // Dims of unknown size may broadcast at run time: a view that reads them
 // whole moves, one that slices them stays.
 TEST(SinkViews, UnknownDimsMoveOnlyWhenReadWhole) {
