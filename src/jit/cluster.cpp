@@ -218,19 +218,16 @@ class Former {
       return false;
     const TensorSpec& out = n->outputs()[0];
     if (!supported_dtype(out.dtype) || !out.shape.rank_known()) return false;
-    std::vector<int32_t> in;
     int64_t rank = out.shape.rank();
     for (const Edge& e : n->inputs()) {
       const TensorSpec& s = spec_of(e);
       if (!supported_dtype(s.dtype) || !s.shape.rank_known()) return false;
       rank = std::max(rank, s.shape.rank());
-      in.push_back(static_cast<int32_t>(in.size()));
     }
-    std::vector<Instr> body(in.size());
-    for (size_t i = 0; i < in.size(); ++i) body[i].dtype = spec_of(n->inputs()[i]).dtype;
+    std::vector<Instr> body;
     std::vector<int32_t> results;
     int k = 0;
-    if (!lower_node(n, in, body, results, &k)) return false;
+    if (!trial_lower(n, body, results, k)) return false;
     reduces_[n] = k;
     if (k > 0 && !results.empty() && body[static_cast<size_t>(results[0])].kind != Instr::kReduce)
       row_op_.insert(n);

@@ -22,6 +22,18 @@ bool lower_node(const Node* n, std::span<const int32_t> in, std::vector<Instr>& 
   return true;
 }
 
+bool trial_lower(const Node* n, std::vector<Instr>& body, std::vector<int32_t>& results,
+                 int& reduced) {
+  body.assign(n->inputs().size(), Instr{});
+  std::vector<int32_t> in(body.size());
+  for (size_t i = 0; i < body.size(); ++i) {
+    body[i].dtype = spec_of(n->inputs()[i]).dtype;
+    body[i].a = static_cast<int32_t>(i);
+    in[i] = static_cast<int32_t>(i);
+  }
+  return lower_node(n, in, body, results, &reduced);
+}
+
 namespace {
 ViewQuery query_of(const Node* n, size_t i, std::vector<TensorSpec>& ins,
                    std::vector<const Tensor*>& values) {

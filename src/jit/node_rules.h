@@ -17,6 +17,11 @@ namespace kiln::jit {
 bool lower_node(const Node* n, std::span<const int32_t> in, std::vector<Instr>& body,
                 std::vector<int32_t>& results, int* reduced = nullptr);
 
+/// Lowers `n` over a load of each of its inputs, into a fresh `body`: whether
+/// it lowers at all (a trial), and how (`results`, `reduced`).
+bool trial_lower(const Node* n, std::vector<Instr>& body, std::vector<int32_t>& results,
+                 int& reduced);
+
 /// A reshape-like row (JitIndexMap::kRelabel).
 inline bool is_relabel(const Node* n) {
   return n->op().jit_index_map == JitIndexMap::kRelabel;

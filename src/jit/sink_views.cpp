@@ -78,18 +78,12 @@ class Sinker {
       if (u != v) return false;
     for (size_t i = 1; i < v->inputs().size(); ++i)
       if (v->inputs()[i].node == p) return false;
-    std::vector<Instr> body;
-    std::vector<int32_t> in, results;
-    for (const Edge& e : p->inputs()) {
+    for (const Edge& e : p->inputs())
       if (!supported_dtype(spec_of(e).dtype)) return false;
-      in.push_back(static_cast<int32_t>(body.size()));
-      Instr load;
-      load.dtype = spec_of(e).dtype;
-      load.a = in.back();
-      body.push_back(load);
-    }
+    std::vector<Instr> body;
+    std::vector<int32_t> results;
     int reduced = 0;
-    return lower_node(p, in, body, results, &reduced) && reduced == 0;
+    return trial_lower(p, body, results, reduced) && reduced == 0;
   }
 
   std::vector<size_t> outputs_read(const Node* v) const {
@@ -125,11 +119,11 @@ class Sinker {
       if (!s.rank_known()) return false;
       Operand o;
       if (s == shape) {
-        o.kind = Operand::kClone;
+        // (operand_view only checks the unknown dims here: nothing broadcasts.)
+        View unused;
         for (const View& w : views)
-          if (!operand_view(w, shape, s, o.views.emplace_back())) return false;
-        o.views.clear();
-        how.push_back(std::move(o));
+          if (!operand_view(w, shape, s, unused)) return false;
+        how.push_back(std::move(o));  // kClone
         continue;
       }
       bool as_is = s.is_fully_defined() && s.num_elements() == 1;

@@ -91,9 +91,6 @@ void mish(C& c) {
   softplus(c);
   c.set_output(0, c.input(0) * tanh(c.outputs()[0]));
 }
-void erf_rule(C& c) {
-  c.set_output(0, erf(c.input(0)));
-}
 void gelu(C& c) {
   const Tensor& x = c.input(0);
   if (c.attr_string("approximate", "none") == "tanh") {
@@ -208,7 +205,7 @@ constexpr ImportRule kRules[] = {
     {"PRelu", prelu},
     {"Mish", mish},
     {"Gelu", gelu},
-    {"Erf", erf_rule},
+    {"Erf", unary<OpId::Erf>},
     {"Add", binary<OpId::Add>},
     {"Sub", binary<OpId::Sub>},
     {"Mul", binary<OpId::Mul>},

@@ -292,9 +292,6 @@ void split_kernel(KernelContext& c) {
   cut(c, axis, sizes);
 }
 
-}  // namespace
-
-namespace {
 // A JitView node: its value read through the view in `maps` (a copy, or a
 // view of the buffer when the values are one run).
 void jit_view_kernel(KernelContext& c) {
