@@ -526,6 +526,24 @@ void BM_MiddleFoldFunction(benchmark::State& state) {
 }
 BENCHMARK(BM_MiddleFoldFunction)->DenseRange(0, 3)->Unit(benchmark::kMillisecond)->UseRealTime();
 
+// A channels-first batch norm's variance, mean((x - m)^2) over N, H, W of
+// x [32, 64, 56, 56] (NCHW; dims [0, 2, 3], not one run), m the per-channel
+// mean: graph mode (0) writes (x - m)^2 and reduces it; jit (1) splits the
+// reduction into a row sum over H, W, computed in the kernel that squares,
+// and a small reduction over N.
+void BM_NchwVarianceFunction(benchmark::State& state) {
+  const Body body = [](const std::vector<Value>& a) {
+    const Tensor& x = a[0].tensor();
+    const Tensor d = x - a[1].tensor();
+    return Value(reduce_mean(d * d, {0, 2, 3}));
+  };
+  const std::vector<int64_t> dims{32, 64, 56, 56};
+  time_function(state, state.range(0) == 1, body,
+                {Value(wave<float>(Shape(dims), 0.01)), Value(wave<float>({1, 64, 1, 1}, 0.1))});
+  state.SetBytesProcessed(state.iterations() * 32 * 64 * 56 * 56 * 4);
+}
+BENCHMARK(BM_NchwVarianceFunction)->DenseRange(0, 1)->Unit(benchmark::kMillisecond)->UseRealTime();
+
 // A reduction of a value that is also read elsewhere: t = x * sigmoid(x)
 // returned with its sum over rows (args 0, 1; a bias gradient's shape) over
 // x [4096, 1024], and a squeeze-and-excitation scale y * sigmoid(mean(y))

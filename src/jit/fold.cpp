@@ -18,9 +18,9 @@ bool combine_ok(OpId op) {
 
 }  // namespace
 
-// The fold is read from the row's own lowering (OpDef::jit) applied with the
-// folded dims moved last.
-bool fold_of(const Node* r, Fold& f) {
+// The form is read from the row's own lowering (OpDef::jit) applied with the
+// reduced dims moved last.
+bool reduction_form(const Node* r, std::vector<bool>& reduced, Fold& f) {
   const OpDef& op = r->op();
   if (!op.jit || r->inputs().size() != 1 || r->outputs().size() != 1 || op.attr_index("axis") < 0 ||
       op.attr_index("keepdims") < 0)
@@ -32,32 +32,26 @@ bool fold_of(const Node* r, Fold& f) {
   std::vector<int64_t> axes = attr_value<std::vector<int64_t>>(op, r->attrs(), "axis");
   if (axes.empty())  // no axes: every dim (a loss's mean)
     for (int64_t d = 0; d < rank; ++d) axes.push_back(d);
-  std::vector<bool> folded(static_cast<size_t>(rank));
+  reduced.assign(static_cast<size_t>(rank), false);
   for (int64_t a : axes) {
     const int64_t n = a < 0 ? a + rank : a;
-    if (n < 0 || n >= rank || folded[static_cast<size_t>(n)]) return false;
-    folded[static_cast<size_t>(n)] = true;
+    if (n < 0 || n >= rank || reduced[static_cast<size_t>(n)]) return false;
+    reduced[static_cast<size_t>(n)] = true;
   }
   const auto k = static_cast<int64_t>(axes.size());
-  const auto k0 =
-      static_cast<int64_t>(std::find(folded.begin(), folded.end(), true) - folded.begin());
-  // One run of dims [k0, k0 + k): leading dims, every dim, or dims with kept
-  // ones on both sides (not the trailing dims alone: those are rows).
-  for (int64_t d = 0; d < rank; ++d)
-    if (folded[static_cast<size_t>(d)] != (d >= k0 && d < k0 + k)) return false;
-  if (k < 1 || (k0 > 0 && k0 + k == rank)) return false;
-  // The same reduction with the folded dims last: a row fold to lower.
-  // (Unknown dims are given a size: only the fold's form is read, and the
-  // runtime counts the values.)
+  // The same reduction with the reduced dims last: a row reduction to lower.
+  // (Unknown dims are given a size: only the form is read, and the runtime
+  // counts the values.)
   std::vector<int64_t> dims;
-  for (int64_t d = 0; d < rank; ++d)
-    if (!folded[static_cast<size_t>(d)]) dims.push_back(in.shape.dim(static_cast<int>(d)));
-  for (int64_t d = k0; d < k0 + k; ++d) dims.push_back(in.shape.dim(static_cast<int>(d)));
+  for (bool last : {false, true})
+    for (int64_t d = 0; d < rank; ++d)
+      if (reduced[static_cast<size_t>(d)] == last)
+        dims.push_back(in.shape.dim(static_cast<int>(d)));
   for (int64_t& d : dims) d = d < 0 ? 2 : d;
-  std::vector<int64_t> last;
-  for (int64_t d = rank - k; d < rank; ++d) last.push_back(d);
+  std::vector<int64_t> trailing;
+  for (int64_t d = rank - k; d < rank; ++d) trailing.push_back(d);
   Attrs attrs = r->attrs();
-  attrs[op.attr_at("axis")] = last;
+  attrs[op.attr_at("axis")] = trailing;
   const std::vector<TensorSpec> ins = {TensorSpec{dt, Shape(dims)}};
   std::vector<Instr> body(1);
   body[0].kind = Instr::kLoad;
@@ -71,20 +65,36 @@ bool fold_of(const Node* r, Fold& f) {
   f.combine = body[1].op;
   f.init = body[1].bits;
   f.dims = k;
-  f.outer = k0;
+  f.outer = 0;
   f.keepdims = attr_value<bool>(op, r->attrs(), "keepdims");
   const int32_t res = c.results()[0];
   if (res == 1 && body.size() == 2) {
     f.mean = false;
     return true;
   }
-  // A mean: the fold divided by a constant (the count, which the runtime
-  // takes from the shapes).
+  // A mean: the reduction divided by a constant (the count, which the
+  // runtime takes from the shapes).
   const Instr& last_in = body.back();
   f.mean = res == static_cast<int32_t>(body.size() - 1) && body.size() == 4 &&
            body[2].kind == Instr::kConst && last_in.kind == Instr::kApply &&
            last_in.op == OpId::Div && last_in.a == 1 && last_in.b == 2;
   return f.mean;
+}
+
+bool fold_of(const Node* r, Fold& f) {
+  std::vector<bool> folded;
+  if (!reduction_form(r, folded, f)) return false;
+  const auto rank = static_cast<int64_t>(folded.size());
+  const int64_t k = f.dims;
+  const auto k0 =
+      static_cast<int64_t>(std::find(folded.begin(), folded.end(), true) - folded.begin());
+  // One run of dims [k0, k0 + k): leading dims, every dim, or dims with kept
+  // ones on both sides (not the trailing dims alone: those are rows).
+  for (int64_t d = 0; d < rank; ++d)
+    if (folded[static_cast<size_t>(d)] != (d >= k0 && d < k0 + k)) return false;
+  if (k < 1 || (k0 > 0 && k0 + k == rank)) return false;
+  f.outer = k0;
+  return true;
 }
 
 namespace {

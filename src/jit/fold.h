@@ -18,6 +18,12 @@
 
 namespace kiln::jit {
 
+/// Whether `r` is a reduction a kernel can compute as one combining op
+/// (float32/64, int32/64; Sum, Mean, Max, Min, Prod: read from the row's own
+/// lowering), over any dims: sets `reduced` (per input dim) and `f` (but
+/// `output` and `outer`).
+bool reduction_form(const Node* r, std::vector<bool>& reduced, Fold& f);
+
 /// Whether `r` is a reduction that a kernel can fold (float32/64,
 /// int32/64; Sum, Mean, Max, Min, Prod: read from the row's own lowering),
 /// and how: over one run of its input's dims that is not the trailing dims

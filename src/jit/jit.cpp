@@ -11,6 +11,7 @@
 #include "loader.h"
 #include "runtime.h"
 #include "sink_views.h"
+#include "split_reductions.h"
 #include "toolchain.h"
 
 namespace kiln::jit {
@@ -81,10 +82,12 @@ void load_module(const Toolchain& tc, const std::string& key, const std::string&
 JitResult compile_jit(std::unique_ptr<Graph>& graph) {
   JitResult r;
   std::unique_ptr<Graph> g = graph->clone();
+  const auto splits = split_reductions(*g);
   sink_views(*g);
   Clusters cl = form_clusters(*g, "kiln_jit");
   if (cl.kernels.empty()) return r;
   const std::vector<std::string> folded = fold_reductions(*g, cl);
+  rejoin_parts(*g, splits);
   prune(*g);  // the constant operands of slices read in place, folds' Identities
   for (const Kernel& k : cl.kernels) r.hlo += k.to_string();
   for (const Kernel& k : cl.optimized) r.optimized_hlo += k.to_string();

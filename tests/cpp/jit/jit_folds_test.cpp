@@ -259,6 +259,96 @@ TEST(JitFolds, ReductionsOfValuesReadElsewhereFoldACopy) {
   }
 }
 
+// A reduction over dims that are not one run (a channels-first batch norm's
+// N, H, W) splits: its last run is reduced in the kernel that computes the
+// input (a row kernel over trailing dims, a fold over middle ones), the rest
+// is a reduction of that small value. A part no kernel takes in joins its
+// rest again; an integer mean is never split (it would round twice).
+TEST(JitFolds, ReductionsOverSeveralRunsSplit) {
+  const Tensor nchw = random_tensor(DType::kFloat32, Shape({4, 5, 6, 8}), 41);
+  const Tensor m = random_tensor(DType::kFloat32, Shape({1, 5, 1, 1}), 42);
+  const Tensor x3 = random_tensor(DType::kFloat32, Shape({6, 7, 9}), 43);
+  const Tensor i32 =
+      cast(random_tensor(DType::kFloat32, Shape({5, 4, 6}), 44) * 1e4f, DType::kInt32);
+  const Tensor f64 = random_tensor(DType::kFloat64, Shape({3, 4, 5, 6}), 45);
+  struct SplitCase {
+    FoldCase fc;
+    size_t parts;    // reductions taken into kernels as parts
+    size_t reduces;  // reduction nodes left in the compiled graph
+  };
+  const std::vector<SplitCase> cases = {
+      {{"NCHW batch norm variance: mean over N, H, W of (x - m)^2",
+        [](const std::vector<Value>& a) {
+          const Tensor d = a[0].tensor() - a[1].tensor();
+          return Value(reduce_mean(d * d, {0, 2, 3}));
+        },
+        {Value(nchw), Value(m)},
+        0},
+       1,
+       1},
+      {{"sum over the outer and inner dims, keepdims",
+        [](const std::vector<Value>& a) {
+          return Value(reduce_sum(exp(a[0].tensor()) + 1.f, {0, 2}, true));
+        },
+        {Value(x3)},
+        0},
+       1,
+       1},
+      {{"max over N and C of NHWC-like dims, negative axes",
+        [](const std::vector<Value>& a) {
+          return Value(reduce_max(tanh(a[0].tensor()) * 2.f, {-1, 0}));
+        },
+        {Value(nchw)},
+        0},
+       1,
+       1},
+      {{"float64 min over dims 0 and 2: the part folds as a middle run",
+        [](const std::vector<Value>& a) {
+          return Value(reduce_min(a[0].tensor() * a[0].tensor() - 1.0, {0, 2}));
+        },
+        {Value(f64)},
+        1},
+       1,
+       1},
+      {{"int32 sums split (wrapping sums are exact)",
+        [](const std::vector<Value>& a) {
+          const Tensor p = a[0].tensor() * a[0].tensor();
+          return Value(reduce_sum(p + 1, {0, 2}));
+        },
+        {Value(i32)},
+        0},
+       1,
+       1},
+      {{"an int32 mean stays whole",
+        [](const std::vector<Value>& a) {
+          return Value(reduce_mean(a[0].tensor() * 3, {0, 2}));
+        },
+        {Value(i32)},
+        0},
+       0,
+       1},
+      {{"a part of a value another kernel computes joins its rest",
+        [](const std::vector<Value>& a) {
+          const Tensor t = tanh(a[0].tensor());
+          return Value::list({Value(reduce_sum(t, {0, 2})), Value(t * 3.f)});
+        },
+        {Value(x3)},
+        0},
+       0,
+       1},
+  };
+  for (const SplitCase& c : cases) {
+    check_case(c.fc);
+    Function j = make(c.fc.body, true);
+    const std::vector<Value>& args = c.fc.args;
+    EXPECT_EQ(testing::ir_count(j, args, "/jit_part'") > 0, c.parts > 0) << c.fc.name;
+    size_t reduces = 0;
+    for (OpId op : {OpId::ReduceSum, OpId::ReduceMean, OpId::ReduceMax, OpId::ReduceMin})
+      reduces += nodes_of(j, args, op);
+    EXPECT_EQ(reduces, c.reduces) << c.fc.name;
+  }
+}
+
 // Reductions over every dim (a loss's mean): the kernel's points in blocks,
 // folded into 16 lanes per chunk. No axes and all axes alike; blocks that
 // start and end inside layout rows (a broadcast operand keeps rows apart).

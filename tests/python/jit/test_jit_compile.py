@@ -560,6 +560,29 @@ def test_batch_norm_statistics_fold_into_their_kernel():
     assert j.experimental_get_tracing_count() == 1
 
 
+def test_channels_first_batch_norm_statistics_split_their_reductions():
+    # tf.nn.moments over N, H, W of NCHW data (axes [0, 2, 3], not one run):
+    # the variance's reduction splits, its H, W part reduced in the kernel
+    # of (x - mean)^2 and N reduced afterwards; any batch size, graph mode's
+    # results.
+    spec = [tf.TensorSpec([None, 16, 5, 5], tf.float32)]
+
+    def stats(x):
+        mean, var = tf.nn.moments(x, axes=[0, 2, 3], keepdims=True)
+        return (x - mean) * tf.math.rsqrt(var + 1e-3), mean, var
+
+    j = tf.function(stats, jit_compile=True, input_signature=spec)
+    g = tf.function(stats, input_signature=spec)
+    rng = np.random.RandomState(4)
+    for b in (8, 1, 33):
+        x = tf.constant(rng.randn(b, 16, 5, 5).astype(np.float32) * 3 + 1)
+        for got, want in zip(j(x), g(x)):
+            np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=2e-5, atol=1e-5)
+    ir = j.experimental_get_compiler_ir(x)("hlo")
+    assert "/jit_part'" in ir and "reducing the last 2" in ir, ir
+    assert j.experimental_get_tracing_count() == 1
+
+
 def test_global_average_pooling_folds_into_the_activation_kernel():
     # GlobalAveragePooling2D over swish(x) (a CNN head) and a mean over a
     # sequence's steps: reductions over middle dims fold into the kernel
