@@ -544,6 +544,22 @@ void BM_NchwVarianceFunction(benchmark::State& state) {
 }
 BENCHMARK(BM_NchwVarianceFunction)->DenseRange(0, 1)->Unit(benchmark::kMillisecond)->UseRealTime();
 
+// Siblings: three readers of x [2048, 2048] (abs, a float64 cast, a small
+// chain): graph mode (0) runs three kernels reading x three times; jit (1)
+// runs one kernel with three outputs that reads x once.
+void BM_SiblingsFunction2048x2048(benchmark::State& state) {
+  const Body body = [](const std::vector<Value>& a) {
+    const Tensor& x = a[0].tensor();
+    return Value::list(
+        {Value(abs(x)), Value(cast(x, DType::kFloat64)), Value(tanh(x) * 2.f + 1.f)});
+  };
+  time_function(state, state.range(0) == 1, body, {Value(wave<float>({2048, 2048}, 0.01))});
+}
+BENCHMARK(BM_SiblingsFunction2048x2048)
+    ->DenseRange(0, 1)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+
 // A reduction of a value that is also read elsewhere: t = x * sigmoid(x)
 // returned with its sum over rows (args 0, 1; a bias gradient's shape) over
 // x [4096, 1024], and a squeeze-and-excitation scale y * sigmoid(mean(y))

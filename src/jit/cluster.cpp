@@ -9,6 +9,7 @@
 #include "fold.h"
 #include "node_rules.h"
 #include "passes/pass_util.h"
+#include "siblings.h"
 
 namespace kiln::jit {
 namespace {
@@ -181,7 +182,70 @@ class Former {
       products.push_back(product);
     }
     clusters_ = nullptr;
-    return clusters;
+    return merged(clusters, min_ops);
+  }
+
+  // Sibling fusion (siblings.h) over the clusters and the lone ops.
+  std::vector<std::vector<Node*>> merged(const std::vector<std::vector<Node*>>& clusters,
+                                         size_t min_ops) {
+    std::vector<Sibling> groups;
+    for (size_t i = 0; i < clusters.size(); ++i) {
+      const Space& s = spaces[i];
+      groups.push_back(Sibling{clusters[i], s.shape,
+                               s.reduced == 0 && !s.relabelled && products[i] == nullptr,
+                               fold_key(clusters[i])});
+    }
+    for (Node* n : nodes_)
+      if (!cluster_of_.count(n) && lone_op(n))
+        groups.push_back(Sibling{{n}, n->outputs()[0].shape, true, fold_key({n})});
+    std::vector<std::vector<Node*>> out;
+    std::vector<Space> out_spaces;
+    std::vector<Node*> out_products;
+    for (const std::vector<size_t>& part : merge_siblings(nodes_, groups)) {
+      const size_t first = part[0];
+      if (first >= clusters.size() && part.size() < std::max<size_t>(min_ops, 2)) continue;
+      Space sp;
+      sp.shape = groups[first].shape;
+      if (first < clusters.size()) sp = spaces[first];
+      std::vector<Node*> members;
+      for (size_t i : part) {
+        members.insert(members.end(), groups[i].members.begin(), groups[i].members.end());
+        if (i == first || i >= clusters.size()) continue;
+        sp.mapped |= spaces[i].mapped;
+        sp.copies += spaces[i].copies;
+        sp.view_rows = std::min(sp.view_rows, spaces[i].view_rows);
+      }
+      std::sort(members.begin(), members.end(),
+                [&](Node* a, Node* b) { return order_[a] < order_[b]; });
+      out.push_back(std::move(members));
+      out_spaces.push_back(sp);
+      out_products.push_back(part.size() == 1 && first < clusters.size() ? products[first]
+                                                                         : nullptr);
+    }
+    spaces = std::move(out_spaces);
+    products = std::move(out_products);
+    return out;
+  }
+
+  // A lowerable op on its own that computes (not a reduction, a view, a
+  // relabelling or a pass-through).
+  bool lone_op(const Node* n) {
+    return lowerable(n) && reduces_.at(n) == 0 && n->op().jit != lower_identity &&
+           !reads_in_place(n) && !is_relabel(n) && n->outputs()[0].shape.rank_known();
+  }
+
+  // The fold the reductions of `members`' values ask for (Sibling::fold).
+  int64_t fold_key(const std::vector<Node*>& members) {
+    int64_t key = 0;
+    for (const Node* m : members)
+      for (const Node* u : users_[m]) {
+        Fold f;
+        if (!fold_of(u, f)) continue;
+        const int64_t k = 1 + f.dims * 32 + f.outer;
+        if (key != 0 && key != k) return -1;
+        key = k;
+      }
+    return key;
   }
 
   // A product (OpDef::jit_product) the cluster can compute itself: only

@@ -693,3 +693,26 @@ def test_set_jit_autoclustering_compiles_functions_left_at_none():
     assert kernels(off, x) == 0
     assert kernels(later, x) == 0
     assert "Tanh" in auto.experimental_get_compiler_ir(x)("hlo")
+
+
+def test_sibling_readers_of_one_value_share_a_kernel():
+    # abs(w), a cast and a small chain all read w: one kernel with three
+    # outputs reads it once. With None dims each output keeps its own shape
+    # when an input broadcasts at run time.
+    spec = [tf.TensorSpec([None, None], tf.float32), tf.TensorSpec([None, None], tf.float32)]
+
+    def readers(w, v):
+        return tf.abs(w), tf.cast(w, tf.float64), tf.tanh(w) * 2.0 + 1.0, (w + v) * 3.0
+
+    j = tf.function(readers, jit_compile=True, input_signature=spec)
+    g = tf.function(readers, input_signature=spec)
+    rng = np.random.RandomState(12)
+    for ws, vs in (((7, 9), (7, 9)), ((4, 1), (1, 3))):
+        w = tf.constant(rng.randn(*ws).astype(np.float32))
+        v = tf.constant(rng.randn(*vs).astype(np.float32))
+        for got, want in zip(j(w, v), g(w, v)):
+            assert got.shape == want.shape and got.dtype == want.dtype
+            np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-6, atol=1e-6)
+    ops = [n.op for n in j.get_concrete_function(w, v).optimized_graph.as_graph_def().node]
+    assert ops.count("_JitKernel") == 1, ops
+    assert "Abs" not in ops and "Cast" not in ops, ops

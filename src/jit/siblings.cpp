@@ -1,0 +1,118 @@
+#include "siblings.h"
+
+#include <algorithm>
+#include <unordered_map>
+
+#include "node_rules.h"
+
+namespace kiln::jit {
+namespace {
+
+class Merger {
+ public:
+  Merger(std::span<Node* const> nodes, const std::vector<Sibling>& groups)
+      : groups_(groups), parts_(groups.size()) {
+    for (Node* n : nodes) {
+      for (const Edge& e : n->inputs()) users_[e.node].push_back(n);
+      for (Node* c : n->control_inputs()) users_[c].push_back(n);
+    }
+    for (size_t i = 0; i < groups.size(); ++i) {
+      parts_[i] = {i};
+      members_.push_back(groups[i].members);
+      fold_.push_back(groups[i].fold);
+      for (Node* m : groups[i].members) group_[m] = i;
+    }
+  }
+
+  std::vector<std::vector<size_t>> run(std::span<Node* const> nodes) {
+    for (Node* v : nodes)
+      for (size_t o = 0; o < v->outputs().size(); ++o) merge_readers(v, static_cast<int32_t>(o));
+    std::vector<std::vector<size_t>> out;
+    for (std::vector<size_t>& p : parts_)
+      if (!p.empty()) {
+        std::sort(p.begin(), p.end());
+        out.push_back(std::move(p));
+      }
+    return out;
+  }
+
+ private:
+  // The open groups that read output `o` of `v` directly, in its shape.
+  void merge_readers(Node* v, int32_t o) {
+    const Shape& shape = v->outputs()[static_cast<size_t>(o)].shape;
+    const auto own = group_.find(v);
+    std::vector<size_t> readers;
+    for (Node* u : users_[v]) {
+      const auto it = group_.find(u);
+      if (it == group_.end() || (own != group_.end() && own->second == it->second)) continue;
+      const size_t g = it->second;
+      const Sibling& s = groups_[g];
+      const bool reads = std::any_of(u->inputs().begin(), u->inputs().end(),
+                                     [&](const Edge& e) { return e.node == v && e.index == o; });
+      if (reads && s.open && !reads_in_place(u) && !is_relabel(u) && s.shape == shape &&
+          std::find(readers.begin(), readers.end(), g) == readers.end())
+        readers.push_back(g);
+    }
+    for (size_t j = 1; j < readers.size(); ++j) {
+      const size_t a = readers[0], b = readers[j];
+      if (a == b || !folds_agree(a, b) || reaches(a, b) || reaches(b, a)) continue;
+      for (Node* m : members_[b]) group_[m] = a;
+      members_[a].insert(members_[a].end(), members_[b].begin(), members_[b].end());
+      members_[b].clear();
+      parts_[a].insert(parts_[a].end(), parts_[b].begin(), parts_[b].end());
+      parts_[b].clear();
+      if (fold_[a] == 0) fold_[a] = fold_[b];
+    }
+  }
+
+  bool folds_agree(size_t a, size_t b) const {
+    return fold_[a] == 0 || fold_[b] == 0 || (fold_[a] == fold_[b] && fold_[a] > 0);
+  }
+
+  // Whether a path leads from group `a` to group `b`, through data and
+  // control edges, each other group taken as one node.
+  bool reaches(size_t a, size_t b) {
+    std::unordered_map<const Node*, bool> seen;
+    std::vector<bool> entered(members_.size());
+    entered[a] = true;
+    std::vector<Node*> stack(members_[a].begin(), members_[a].end());
+    for (Node* m : stack) seen[m] = true;
+    while (!stack.empty()) {
+      Node* n = stack.back();
+      stack.pop_back();
+      for (Node* u : users_[n]) {
+        if (seen[u]) continue;
+        seen[u] = true;
+        const auto g = group_.find(u);
+        if (g == group_.end()) {
+          stack.push_back(u);
+          continue;
+        }
+        if (g->second == b) return true;
+        if (entered[g->second]) continue;
+        entered[g->second] = true;  // a kernel: all its outputs are reached
+        for (Node* m : members_[g->second]) {
+          seen[m] = true;
+          stack.push_back(m);
+        }
+      }
+    }
+    return false;
+  }
+
+  const std::vector<Sibling>& groups_;
+  std::vector<std::vector<size_t>> parts_;
+  std::vector<std::vector<Node*>> members_;
+  std::vector<int64_t> fold_;
+  std::unordered_map<const Node*, size_t> group_;
+  std::unordered_map<const Node*, std::vector<Node*>> users_;
+};
+
+}  // namespace
+
+std::vector<std::vector<size_t>> merge_siblings(std::span<Node* const> nodes,
+                                                const std::vector<Sibling>& groups) {
+  return Merger(nodes, groups).run(nodes);
+}
+
+}  // namespace kiln::jit

@@ -1,0 +1,36 @@
+// jit_compile's sibling (horizontal) fusion: groups of ops the cluster pass
+// formed in one elementwise space that read one full-size value, none of
+// them reaching another, become one kernel with the outputs of all, so the
+// value is read once and the pool is entered once. Lone ops (too small for a
+// kernel of their own) count as groups: `abs(w)` and `cast(w, f64)` become
+// one kernel. XLA calls this sibling multi-output fusion.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "kiln/graph.h"
+
+namespace kiln::jit {
+
+/// One group the cluster pass made, or a lone op.
+struct Sibling {
+  std::vector<Node*> members;
+  Shape shape;       ///< its iteration space
+  bool open = true;  ///< may merge (elementwise: no rows, product or relabelling)
+  /// The fold its outputs' reductions ask for (0: none; -1: several kinds),
+  /// so that a merged kernel keeps every fold: groups merge when at most one
+  /// asks for a fold, or both ask for the same.
+  int64_t fold = 0;
+};
+
+/// Which groups become one kernel: lists of indices into `groups` (each in
+/// exactly one list, the lowest first). `nodes` is the graph in order. Two
+/// groups merge when both are open, in one space, read a value of that shape
+/// directly, their folds agree, and no path leads from one to the other
+/// (other groups count as one node each, as their kernels will be).
+std::vector<std::vector<size_t>> merge_siblings(std::span<Node* const> nodes,
+                                                const std::vector<Sibling>& groups);
+
+}  // namespace kiln::jit
