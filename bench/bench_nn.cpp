@@ -595,6 +595,20 @@ BENCHMARK(BM_RowMeanUnknownDimsFunction4096x1024)
     ->Unit(benchmark::kMicrosecond)
     ->UseRealTime();
 
+// A language model's shifted logits behind a [None, None, 1024] signature:
+// log_softmax(x[:, :-1] * 2) over x [8, 512, 1024]. Graph mode (0) copies
+// the part out and runs the rows; jit (1) reads the rest of the dim of
+// unknown size in place in one row kernel.
+void BM_ShiftedLogitsFunction(benchmark::State& state) {
+  const Body body = [](const std::vector<Value>& a) {
+    return Value(log_softmax(index(a[0].tensor(), {Slice(), Slice(None, -1)}) * 2.f));
+  };
+  time_function(state, state.range(0) == 1, body, {Value(wave<float>({8, 512, 1024}, 0.01))},
+                std::vector<ArgSpec>{{DType::kFloat32, Shape({-1, -1, 1024}), "x"}});
+  state.SetBytesProcessed(state.iterations() * 8 * 511 * 1024 * 4);
+}
+BENCHMARK(BM_ShiftedLogitsFunction)->DenseRange(0, 1)->Unit(benchmark::kMillisecond)->UseRealTime();
+
 // A mean squared error over [4096, 1024] (y, t): graph mode (0) writes
 // (y - t)^2 and reduces it; jit (1) folds the mean into the kernel that
 // computes it, so (y - t)^2 never reaches memory.

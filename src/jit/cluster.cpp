@@ -28,8 +28,11 @@ std::string describe(const View& v) {
     s += d ? ", " : "";
     if (j == v.dims.end()) {
       s += str_cat(v.start[d]);
-    } else if (j->size < 0) {
+    } else if (j->size == -1) {
       s += ":";
+    } else if (is_rest(j->size)) {
+      const int64_t trim = -2 - j->size;
+      s += str_cat(v.start[d], ":", trim ? str_cat(-trim) : "");
     } else {
       const int64_t end = v.start[d] + j->size * j->step;  // -1 (before 0) needs no end
       s += end < 0 ? str_cat(v.start[d], ":") : str_cat(v.start[d], ":", end);

@@ -67,7 +67,7 @@ int contiguous_tail(const View& v, int64_t src_rank) {
     if (d.src < 0 || d.size == 1) continue;  // one value: any stride
     if (d.src != next || d.step != 1) break;
     --next;
-    if (d.size >= 0) return t + 1;  // part of a dim: nothing outside it joins the run
+    if (d.size != -1) return t + 1;  // part of a dim: nothing outside it joins the run
   }
   return v.dims.empty() ? 16 : t;
 }
@@ -95,7 +95,7 @@ std::vector<Walk> walks(const View& v, const Shape& src) {
     if (n == 1) continue;
     const int64_t full = src.dim(static_cast<int>(d.src));
     const bool whole = d.step == 1 && v.start[static_cast<size_t>(d.src)] == 0 &&
-                       (d.size < 0 || (full >= 0 && d.size == full));
+                       (d.size == -1 || (full >= 0 && d.size == full));
     if (!w.empty() && d.step == 1 && w.back().step == 1 && w.back().whole &&
         d.src + 1 == w.back().first) {
       w.back().first = d.src;

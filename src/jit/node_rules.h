@@ -47,7 +47,7 @@ bool chained_view(const Node* n, size_t i, View& v, Edge& src, Through through) 
   while (reads_in_place(src.node) && through(src.node)) {
     View inner;
     if (!view_of(src.node, static_cast<size_t>(src.index), inner) ||
-        inner.dims.size() != v.start.size())
+        inner.dims.size() != v.start.size() || !composes(inner, v))
       break;
     v = compose(inner, v);
     src = src.node->inputs()[0];

@@ -430,11 +430,14 @@ void prepare(KernelContext& c, Prepared& p, Extras& x) {
     if (!maps.empty()) {
       int64_t* st = in_strides.data() + k * rank;
       std::fill_n(st, off, 0);
-      if (v.mapped())
-        p.offset[k] =
-            view_strides(v, s, st + off) * static_cast<int64_t>(dtype_size(c.input(k).dtype()));
-      else
+      if (v.mapped()) {
+        const int64_t first = view_strides(v, s, st + off);
+        // A view of no values (the rest of a dim past its end) reads nothing.
+        const bool none = std::count(d + off, d + rank, 0) > 0;
+        p.offset[k] = none ? 0 : first * static_cast<int64_t>(dtype_size(c.input(k).dtype()));
+      } else {
         contiguous_strides(d + off, r, st + off);
+      }
     }
     for (size_t j = 0; j < rank; ++j) {
       if (d[j] == 1 || d[j] == dims[j]) continue;

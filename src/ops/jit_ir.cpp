@@ -365,6 +365,18 @@ View whole_view(int64_t rank) {
   return v;
 }
 
+bool composes(const View& inner, const View& outer) {
+  for (size_t k = 0; k < inner.dims.size(); ++k) {
+    const ViewDim& d = inner.dims[k];
+    if (!is_rest(d.size) || d.size == rest_of_dim(0)) continue;
+    bool read_to_end = false;
+    for (const ViewDim& o : outer.dims)
+      if (o.src == static_cast<int64_t>(k)) read_to_end = o.size < 0 && o.step == 1;
+    if (!read_to_end) return false;
+  }
+  return true;
+}
+
 View compose(const View& inner, const View& outer) {
   View r;
   r.start = inner.start;
@@ -379,10 +391,17 @@ View compose(const View& inner, const View& outer) {
       r.dims.push_back({-1, 1, 1});  // a new dim, or one walking a new dim (size 1)
       continue;
     }
-    if (o.size < 0)
-      r.dims.push_back(*d);  // all of the inner dim
-    else
+    if (o.size == -1) {
+      r.dims.push_back(*d);        // all of the inner dim
+    } else if (is_rest(o.size)) {  // the rest of the inner dim (step 1)
+      const int64_t from = outer.start[static_cast<size_t>(o.src)], trim = -2 - o.size;
+      if (d->size >= 0)
+        r.dims.push_back({d->src, d->step, view_count(o.size, from, d->size)});
+      else
+        r.dims.push_back({d->src, d->step, rest_of_dim(trim + (d->size == -1 ? 0 : -2 - d->size))});
+    } else {
       r.dims.push_back({d->src, d->step * o.step, o.size});
+    }
   }
   return r;
 }
@@ -491,7 +510,7 @@ bool parse_input_maps(std::span<const int64_t> maps, size_t n_in, ViewRefs& view
     uint32_t seen = 0;
     for (int64_t j = 0; j < rv; ++j) {
       const int64_t src = v.dims[3 * j], step = v.dims[3 * j + 1], size = v.dims[3 * j + 2];
-      if (src < -1 || src >= rs || step == 0 || step < -kBig || step > kBig || size < -1 ||
+      if (src < -1 || src >= rs || step == 0 || step < -kBig || step > kBig || size < -2 - kBig ||
           size > kBig)
         return false;
       if (src < 0) {
@@ -500,7 +519,8 @@ bool parse_input_maps(std::span<const int64_t> maps, size_t n_in, ViewRefs& view
       }
       if (seen >> src & 1) return false;
       seen |= uint32_t{1} << src;
-      if (size < 0 && (step != 1 || v.start[src] != 0)) return false;
+      if (size == -1 && (step != 1 || v.start[src] != 0)) return false;
+      if (is_rest(size) && step != 1) return false;
     }
   }
   return pos == maps.size();
@@ -534,21 +554,25 @@ std::vector<int64_t> encode_input_maps(const std::vector<View>& views) {
 std::string view_dims(const ViewRef& v, const Shape& src, int64_t* dims) {
   if (!src.rank_known() || src.rank() != v.src_rank)
     return str_cat("the source has shape ", src, " but its view reads ", v.src_rank, " dims");
-  // Every index read must lie inside its dim (known dims only); a view of
-  // no values reads none.
+  // The count of each value dim (-1: unknown), then every index read must
+  // lie inside its dim (known dims only); a view of no values reads none.
   bool empty = false;
-  for (int j = 0; j < v.rank; ++j) empty |= v.dims[3 * j + 2] == 0;
+  for (int j = 0; j < v.rank; ++j) {
+    const int64_t s = v.dims[3 * j], size = v.dims[3 * j + 2];
+    const int64_t n = s < 0 ? 1 : src.dim(static_cast<int>(s));
+    dims[j] = s < 0 ? 1 : size >= 0 ? size : n < 0 ? -1 : view_count(size, v.start[s], n);
+    empty |= dims[j] == 0;
+  }
   for (int d = 0; d < v.src_rank && !empty; ++d) {
     const int64_t n = src.dim(d);
     // 128-bit: hostile starts, steps and sizes (each up to 2^40) cannot overflow.
     __int128 first = v.start[d], last = first;
     for (int j = 0; j < v.rank; ++j)
       if (v.dims[3 * j] == d) {
-        const int64_t size = v.dims[3 * j + 2];
-        if (size <= 0)
-          first = last = -1;  // nothing read, or all of it
+        if (v.dims[3 * j + 2] == -1 || dims[j] < 0)
+          first = last = -1;  // all of it, or a count not yet known
         else
-          last = first + static_cast<__int128>(size - 1) * v.dims[3 * j + 1];
+          last = first + static_cast<__int128>(dims[j] - 1) * v.dims[3 * j + 1];
       }
     if (n < 0 || first < 0) continue;
     if (first >= n || last < 0 || last >= n) {
@@ -558,10 +582,6 @@ std::string view_dims(const ViewRef& v, const Shape& src, int64_t* dims) {
                      huge ? std::string("past 2^63") : str_cat(static_cast<int64_t>(bad)),
                      " of dim ", d, " of a source of shape ", src);
     }
-  }
-  for (int j = 0; j < v.rank; ++j) {
-    const int64_t s = v.dims[3 * j], size = v.dims[3 * j + 2];
-    dims[j] = size >= 0 ? size : src.dim(static_cast<int>(s));
   }
   return {};
 }

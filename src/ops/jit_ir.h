@@ -143,10 +143,30 @@ bool lower_identity(LowerContext& c);
 /// steps of dims[j].step, dims[j].size times. Source dims no value dim walks
 /// are fixed at their start (an index, as x[2]).
 struct ViewDim {
-  int64_t src = -1;   ///< the source dim walked; -1: a new dim of size 1
-  int64_t step = 1;   ///< non-zero
-  int64_t size = -1;  ///< the count; -1: all of the source dim (start 0, step 1)
+  int64_t src = -1;  ///< the source dim walked; -1: a new dim of size 1
+  int64_t step = 1;  ///< non-zero
+  /// The count; -1: all of the source dim (start 0, step 1); -2 - t (a
+  /// source dim of unknown size, step 1): from start to the dim's end less
+  /// its last t values, none when that is negative (x[:, 1:], x[:, :-1]).
+  int64_t size = -1;
 };
+/// Size field of a view dim reading a source dim from its start to its end
+/// less `trim` values (ViewDim::size).
+inline int64_t rest_of_dim(int64_t trim) {
+  return -2 - trim;
+}
+/// Whether a size field reads to the end of a dim of unknown size.
+inline bool is_rest(int64_t size) {
+  return size <= -2;
+}
+/// The values a view dim of size field `size` reads of a source dim of `n`
+/// values (n >= 0) from `start`.
+inline int64_t view_count(int64_t size, int64_t start, int64_t n) {
+  if (size >= 0) return size;
+  if (size == -1) return n;
+  const int64_t c = n - start - (-2 - size);
+  return c > 0 ? c : 0;
+}
 struct View {
   std::vector<int64_t> start;  ///< per source dim: the first index read
   std::vector<ViewDim> dims;   ///< per value dim
@@ -156,6 +176,10 @@ View whole_view(int64_t rank);
 /// The view reading through `inner` what `outer` reads of inner's value (a
 /// slice of a transpose, say): one view of inner's source.
 View compose(const View& inner, const View& outer);
+/// Whether compose(inner, outer) keeps every bound: false when `outer` reads
+/// part of (or one index of) an inner dim that is the rest of a dim less
+/// values at its end, which the composed view could not check.
+bool composes(const View& inner, const View& outer);
 /// What a row's view rule (OpDef::jit_view) sees of its node.
 struct ViewQuery {
   const OpDef& op;

@@ -183,15 +183,35 @@ bool strided_slice_view(const jit::ViewQuery& q, jit::View& v) {
       !q.ints(3, strides) || end.size() != begin.size() || strides.size() != begin.size())
     return false;
   auto mask = [&](const char* m) { return attr_value<int64_t>(q.op, q.attrs, m); };
-  StridedSliceSpec spec;
-  try {  // a spec the kernel would reject stays a kernel call (and fails there)
-    spec = canonicalize_strided_slice(in, static_cast<int64_t>(begin.size()), begin.data(),
-                                      end.data(), strides.data(),
-                                      {mask("begin_mask"), mask("end_mask"), mask("ellipsis_mask"),
-                                       mask("new_axis_mask"), mask("shrink_axis_mask")});
-  } catch (const Error&) {
-    return false;
-  }
+  // Dims of unknown size are resolved twice, as two large sizes: a dim read
+  // from a start counted from its front, in steps of 1, to its end or to a
+  // point counted from its end moves its size with the dim's (a rest of the
+  // dim); an index counted from the front stays put.
+  constexpr int64_t kStandIn = int64_t{1} << 40, kOther = kStandIn + (int64_t{1} << 20);
+  constexpr int64_t kBig = int64_t{1} << 36;  // starts and trims past it stay kernel calls
+  auto resolve = [&](int64_t unknown, StridedSliceSpec& spec) {
+    std::vector<int64_t> dims;
+    for (int64_t d = 0; d < in.rank(); ++d)
+      dims.push_back(in.dim(static_cast<int>(d)) < 0 ? unknown : in.dim(static_cast<int>(d)));
+    try {  // a spec the kernel would reject stays a kernel call (and fails there)
+      spec = canonicalize_strided_slice(
+          Shape(dims), static_cast<int64_t>(begin.size()), begin.data(), end.data(), strides.data(),
+          {mask("begin_mask"), mask("end_mask"), mask("ellipsis_mask"), mask("new_axis_mask"),
+           mask("shrink_axis_mask")});
+    } catch (const Error&) {
+      return false;
+    }
+    return true;
+  };
+  StridedSliceSpec spec, other;
+  if (!resolve(kStandIn, spec) || !resolve(kOther, other)) return false;
+  // Dim k of unknown size read from begin[k] to its end less `trim` values.
+  auto rest = [&](size_t k, int64_t& trim) {
+    trim = kStandIn - spec.begin[k] - spec.size[k];
+    return spec.begin[k] == other.begin[k] && spec.stride[k] == 1 && other.stride[k] == 1 &&
+           other.size[k] - spec.size[k] == kOther - kStandIn && trim >= 0 && trim < kBig &&
+           spec.begin[k] < kBig;
+  };
   v.start.assign(static_cast<size_t>(in.rank()), 0);
   v.dims.clear();
   for (int64_t g : spec.gather) {
@@ -201,18 +221,25 @@ bool strided_slice_view(const jit::ViewQuery& q, jit::View& v) {
       v.dims.push_back({-1, 1, 1});
     } else if (spec.whole >> k & 1) {
       v.dims.push_back({g, 1, -1});
-    } else {  // a part: its start and size must be known
-      if (in.dim(static_cast<int>(k)) < 0) return false;
+    } else if (in.dim(static_cast<int>(k)) >= 0) {
       v.start[k] = spec.begin[k];
       v.dims.push_back({g, spec.stride[k], spec.size[k]});
+    } else if (int64_t trim = 0; rest(k, trim)) {
+      v.start[k] = spec.begin[k];
+      v.dims.push_back({g, 1, jit::rest_of_dim(trim)});
+    } else {  // a part whose start or size depends on the dim's size
+      return false;
     }
   }
-  // Shrunk dims are read at their index.
+  // Shrunk dims are read at their index (one counted from the front of a dim
+  // of unknown size: the kernel checks it lies inside).
   for (size_t k = 0; k < v.start.size(); ++k) {
     bool walked = false;
     for (const jit::ViewDim& d : v.dims) walked |= d.src == static_cast<int64_t>(k);
     if (walked) continue;
-    if (in.dim(static_cast<int>(k)) < 0) return false;
+    if (in.dim(static_cast<int>(k)) < 0 &&
+        (spec.begin[k] != other.begin[k] || spec.begin[k] >= kBig))
+      return false;
     v.start[k] = spec.begin[k];
   }
   return true;

@@ -98,8 +98,7 @@ TEST(JitSlices, StridedSlicesAreReadInPlace) {
 
 // Strided reads of rows that are not one run (a step through the inner dim,
 // an index into it, reversed steps): sizes of 0 and 1, and large enough to
-// split over threads. (Their sizes and starts must be static: a part that
-// depends on a None dim stays a kernel call.)
+// split over threads. (Parts of None dims: PartsOfUnknownDimsAreReadInPlace.)
 TEST(JitSlices, StridedRowsOfEverySize) {
   auto body = [](const std::vector<Value>& a) {
     const Tensor& x = a[0].tensor();
@@ -117,6 +116,69 @@ TEST(JitSlices, StridedRowsOfEverySize) {
     Function j = make(body, true);
     if (any) EXPECT_EQ(reads_through(j, args, "StridedSlice"), 3u);
   }
+}
+
+// Parts of dims of unknown size that start at a fixed index and run to the
+// dim's end, or to a point counted from its end (x[:, 1:], x[:, :-1], a
+// language model's shifted logits), and indices counted from the front:
+// read in place for every size, including sizes that leave nothing (the
+// rest of a dim past its end is empty, as Python slicing has it) and an
+// index out of range (an error, as in graph mode). Parts whose size or start
+// depends on the dim otherwise (x[:, :5], x[:, -2:]) stay kernel calls.
+TEST(JitSlices, PartsOfUnknownDimsAreReadInPlace) {
+  const std::vector<ArgSpec> sig = {ArgSpec{DType::kFloat32, Shape({-1, -1, 8}), "x"}};
+  auto body = [](const std::vector<Value>& a) {
+    const Tensor& x = a[0].tensor();
+    const Tensor tail = index(x, {Slice(), Slice(1, None)});
+    return Value::list({
+        Value(softmax(index(x, {Slice(), Slice(None, -1)}) * 2.f)),
+        Value(tanh(tail) + 1.f),
+        Value(index(x, {Slice(), Slice(2, -1), 3}) * 3.f + 1.f),
+        Value(index(x, {Slice(1, None), 0}) * 2.f - 1.f),
+        Value(exp(index(index(x, {Slice(), Slice(2, None)}), {Slice(), Slice(None, -1)})) *
+              0.5f),  // a rest of a rest
+        Value(index(transpose(x, {1, 0, 2}), {Slice(1, None)}) * 4.f + 1.f),
+    });
+  };
+  auto stays = [](const std::vector<Value>& a) {
+    const Tensor& x = a[0].tensor();
+    return Value::list(
+        {Value(index(x, {Slice(), Slice(None, 5)}) * 2.f + 1.f),
+         Value(index(x, {Slice(), Slice(-2, None)}) * 2.f + 1.f),
+         Value(index(index(x, {Slice(), Slice(None, -1)}), {Slice(), 2}) * 2.f + 1.f)});
+  };
+  Function g = make(body, false, sig), j = make(body, true, sig);
+  Function gs = make(stays, false, sig), js = make(stays, true, sig);
+  uint32_t seed = 50;
+  for (const Shape& s : {Shape({4, 9, 8}), Shape({2, 1, 8}), Shape({3, 2, 8}), Shape({1, 3, 8}),
+                         Shape({0, 5, 8}), Shape({3, 4, 8})}) {
+    SCOPED_TRACE(s);
+    const std::vector<Value> args = {Value(random_tensor(DType::kFloat32, s, seed++))};
+    const Value want = g(args), got = j(args);
+    for (size_t i = 0; i < want.items().size(); ++i) {
+      SCOPED_TRACE(str_cat("result ", i));
+      testing::expect_same(got.items()[i].tensor(), want.items()[i].tensor());
+    }
+    if (s.dim(1) < 4) continue;  // (stays reads index 2 of x[:, :-1])
+    const Value want_s = gs(args), got_s = js(args);
+    for (size_t i = 0; i < want_s.items().size(); ++i)
+      testing::expect_same(got_s.items()[i].tensor(), want_s.items()[i].tensor());
+  }
+  const std::vector<Value> args = {Value(random_tensor(DType::kFloat32, Shape({3, 6, 8}), 1))};
+  EXPECT_EQ(j.tracing_count(), 1);
+  EXPECT_EQ(reads_through(j, args, "StridedSlice"), 6u);
+  EXPECT_EQ(testing::nodes_of(j, args, OpId::StridedSlice), 0u);
+  EXPECT_EQ(testing::nodes_of(js, args, OpId::StridedSlice), 3u);
+  EXPECT_EQ(testing::ir_count(j, args, "as [:, 0:-1, :]"), 1u);
+  // An index past a dim of unknown size fails as graph mode does.
+  const std::vector<Value> none = {Value(random_tensor(DType::kFloat32, Shape({3, 0, 8}), 2))};
+  expect_error([&] { g(none); }, Code::kInvalidArgument, {"out of bounds"});
+  expect_error([&] { j(none); }, Code::kInvalidArgument, {"reads index 0 of dim 1"});
+  // x[:, :-1][:, 2] of 3 values: index 2 of 2. The two views stay apart (one
+  // view of x could not check the index against the trimmed dim): an error.
+  const std::vector<Value> three = {Value(random_tensor(DType::kFloat32, Shape({2, 3, 8}), 3))};
+  expect_error([&] { gs(three); }, Code::kInvalidArgument, {"out of bounds"});
+  expect_error([&] { js(three); }, Code::kInvalidArgument, {"reads index 2 of dim 1"});
 }
 
 TEST(JitSlices, SliceOpsAndUnknownBatchDims) {
@@ -401,19 +463,20 @@ TEST(JitSlices, HostileMapsAreRefused) {
   EXPECT_EQ(v[1].src_rank, 2);
   EXPECT_EQ(v[1].rank, 3);
   for (const std::vector<int64_t>& bad : std::vector<std::vector<int64_t>>{
-           {0, 0, 2, 1, 0, 0, 2, 1, 3},              // source dim 2 of 2
-           {0, 0, 2, 2, 0, 0, 0, 1, 3, 0, 1, 3},     // source dim 0 walked twice
-           {0, 0, 2, 1, 0, 0, 0, 0, 3},              // step 0
-           {0, 0, 2, 1, 1, 0, 0, 1, -1},             // a whole dim starting at 1
-           {0, 0, 2, 1, 0, 0, 0, 2, -1},             // a whole dim stepping by 2
-           {0, 0, 2, 1, -4, 0, 0, 1, 3},             // a negative start
-           {0, 0, 1, 1, 0, -1, 1, 2},                // a new dim of size 2
-           {0, 0, 1, 1, 0, 0, 1, -2},                // size -2
-           {0, 0, 1, 1, 0, 0, int64_t{1} << 50, 1},  // a step past 2^40
-           {0, 0, 17, 0},                            // over 16 dims
-           {0, 0, 1, 1, 0, 0, 1},                    // truncated
-           {0, 0, 1, 0, 0, 5},                       // a value left over
-           {0, 0}}) {                                // one input listed
+           {0, 0, 2, 1, 0, 0, 2, 1, 3},                 // source dim 2 of 2
+           {0, 0, 2, 2, 0, 0, 0, 1, 3, 0, 1, 3},        // source dim 0 walked twice
+           {0, 0, 2, 1, 0, 0, 0, 0, 3},                 // step 0
+           {0, 0, 2, 1, 1, 0, 0, 1, -1},                // a whole dim starting at 1
+           {0, 0, 2, 1, 0, 0, 0, 2, -1},                // a whole dim stepping by 2
+           {0, 0, 2, 1, -4, 0, 0, 1, 3},                // a negative start
+           {0, 0, 1, 1, 0, -1, 1, 2},                   // a new dim of size 2
+           {0, 0, 1, 1, 0, 0, 2, -2},                   // the rest of a dim by 2s
+           {0, 0, 1, 1, 0, 0, 1, -(int64_t{1} << 41)},  // a trim past 2^40
+           {0, 0, 1, 1, 0, 0, int64_t{1} << 50, 1},     // a step past 2^40
+           {0, 0, 17, 0},                               // over 16 dims
+           {0, 0, 1, 1, 0, 0, 1},                       // truncated
+           {0, 0, 1, 0, 0, 5},                          // a value left over
+           {0, 0}}) {                                   // one input listed
     SCOPED_TRACE(Shape(bad));
     EXPECT_FALSE(parse_input_maps(bad, 2, v));
   }

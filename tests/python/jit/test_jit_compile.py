@@ -716,3 +716,30 @@ def test_sibling_readers_of_one_value_share_a_kernel():
     ops = [n.op for n in j.get_concrete_function(w, v).optimized_graph.as_graph_def().node]
     assert ops.count("_JitKernel") == 1, ops
     assert "Abs" not in ops and "Cast" not in ops, ops
+
+
+def test_shifted_parts_of_a_none_dim_are_read_in_place():
+    # A language model's loss over shifted tokens behind [None, None]
+    # signatures: logits[:, :-1] and labels[:, 1:] are parts of a dim of
+    # unknown size, read in place for every sequence length (one trace),
+    # including lengths that leave nothing.
+    spec = [tf.TensorSpec([None, None, 32], tf.float32), tf.TensorSpec([None, None], tf.float32)]
+
+    def shifted(logits, weights):
+        logp = tf.nn.log_softmax(logits[:, :-1] * 2.0)
+        return logp, tf.tanh(weights[:, 1:]) * 3.0 + 1.0, logits[1:, 0] * 2.0 - 1.0
+
+    j = tf.function(shifted, jit_compile=True, input_signature=spec)
+    g = tf.function(shifted, input_signature=spec)
+    rng = np.random.RandomState(21)
+    for b, t in ((4, 9), (2, 1), (1, 2), (0, 3), (3, 17)):
+        logits = tf.constant(rng.randn(b, t, 32).astype(np.float32))
+        weights = tf.constant(rng.randn(b, t).astype(np.float32))
+        for got, want in zip(j(logits, weights), g(logits, weights)):
+            assert got.shape == want.shape
+            np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-5, atol=1e-6)
+    assert j.experimental_get_tracing_count() == 1
+    ir = j.experimental_get_compiler_ir(logits, weights)("hlo")
+    assert "as [:, 0:-1, :]" in ir and "as [:, 1:]" in ir and "as [1:, 0, :]" in ir, ir
+    ops = [n.op for n in j.get_concrete_function(logits, weights).optimized_graph.as_graph_def().node]
+    assert "StridedSlice" not in ops, ops
