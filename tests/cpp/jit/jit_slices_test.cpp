@@ -489,6 +489,15 @@ TEST(JitSlices, HostileMapsAreRefused) {
   EXPECT_EQ(view_dims(v[0], Shape({7}), dims), "");
   EXPECT_EQ(dims[0], 4);
   EXPECT_NE(view_dims(v[0], Shape({7, 1}), dims).find("reads 1 dims"), std::string::npos);
+  // The rest of a dim: x[2:-1] counts n - 3 values, none past the end.
+  const std::vector<int64_t> rest = {1, 1, 2, 0, 1, rest_of_dim(1)};
+  ASSERT_TRUE(parse_input_maps(rest, 1, v));
+  for (const auto& [n, count] : std::vector<std::pair<int64_t, int64_t>>{{7, 4}, {3, 0}, {1, 0}}) {
+    EXPECT_EQ(view_dims(v[0], Shape({n}), dims), "");
+    EXPECT_EQ(dims[0], count);
+  }
+  EXPECT_EQ(view_dims(v[0], Shape({-1}), dims), "");
+  EXPECT_EQ(dims[0], -1);
   const std::vector<int64_t> backwards = {1, 1, 2, 0, -1, 4};  // x[2::-1] reads 4
   ASSERT_TRUE(parse_input_maps(backwards, 1, v));
   EXPECT_NE(view_dims(v[0], Shape({5}), dims).find("reads index -1"), std::string::npos);
