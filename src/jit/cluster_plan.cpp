@@ -133,9 +133,12 @@ class Former {
     std::vector<Sibling> groups;
     for (size_t i = 0; i < clusters.size(); ++i) {
       const Space& s = spaces[i];
+      const std::unordered_set<const Node*> members(clusters[i].begin(), clusters[i].end());
+      size_t outs = 0;
+      for (const Node* m : clusters[i]) outs += used_outside(m, members);
       groups.push_back(Sibling{clusters[i], s.shape,
                                s.reduced == 0 && !s.relabelled && products[i] == nullptr,
-                               fold_key(clusters[i])});
+                               fold_key(clusters[i]), std::max<size_t>(outs, 1)});
     }
     for (Node* n : nodes_)
       if (!cluster_of_.count(n) && lone_op(n))

@@ -20,6 +20,7 @@ class Merger {
       parts_[i] = {i};
       members_.push_back(groups[i].members);
       fold_.push_back(groups[i].fold);
+      outputs_.push_back(groups[i].outputs);
       for (Node* m : groups[i].members) group_[m] = i;
     }
   }
@@ -53,9 +54,17 @@ class Merger {
           std::find(readers.begin(), readers.end(), g) == readers.end())
         readers.push_back(g);
     }
-    for (size_t j = 1; j < readers.size(); ++j) {
-      const size_t a = readers[0], b = readers[j];
-      if (a == b || !folds_agree(a, b) || reaches(a, b) || reaches(b, a)) continue;
+    // Each reader joins the first kernel so far it can join, else starts one.
+    std::vector<size_t> bases;
+    for (const size_t b : readers) {
+      const auto fit =
+          std::find_if(bases.begin(), bases.end(), [&](size_t a) { return joins(a, b); });
+      if (fit == bases.end()) {
+        bases.push_back(b);
+        continue;
+      }
+      const size_t a = *fit;
+      outputs_[a] += outputs_[b];
       for (Node* m : members_[b]) group_[m] = a;
       members_[a].insert(members_[a].end(), members_[b].begin(), members_[b].end());
       members_[b].clear();
@@ -63,6 +72,11 @@ class Merger {
       parts_[b].clear();
       if (fold_[a] == 0) fold_[a] = fold_[b];
     }
+  }
+
+  bool joins(size_t a, size_t b) {
+    return folds_agree(a, b) && outputs_[a] + outputs_[b] <= kMaxSiblingOutputs && !reaches(a, b) &&
+           !reaches(b, a);
   }
 
   bool folds_agree(size_t a, size_t b) const {
@@ -104,6 +118,7 @@ class Merger {
   std::vector<std::vector<size_t>> parts_;
   std::vector<std::vector<Node*>> members_;
   std::vector<int64_t> fold_;
+  std::vector<size_t> outputs_;
   std::unordered_map<const Node*, size_t> group_;
   std::unordered_map<const Node*, std::vector<Node*>> users_;
 };

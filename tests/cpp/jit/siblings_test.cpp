@@ -75,6 +75,16 @@ TEST(JitSiblings, ReadersOfOneValueShareAKernel) {
        {Value(w)},
        1,
        0},
+      {"20 lone readers: kernels of at most 16 outputs",
+       [](const std::vector<Value>& a) {
+         std::vector<Value> out;
+         for (int i = 0; i < 20; ++i)
+           out.push_back(Value(a[0].tensor() * static_cast<float>(i + 2)));
+         return Value::list(std::move(out));
+       },
+       {Value(w)},
+       2,
+       0},
       {"a path between them (through a cumsum): two kernels",
        [](const std::vector<Value>& a) {
          const Tensor& t = a[0].tensor();
