@@ -28,7 +28,8 @@ RESULTS = os.path.join(HERE, "results")
 JIT_NOTE = ("jit rows: kiln.function(jit_compile=True) — fused elementwise clusters compiled "
             "to C++, with reductions over the last dims, reductions over leading, middle or all "
             "dims folded in, slices and transposes read in place (inner-dim swaps in tiles), "
-            "views of computed values moved onto their inputs, complex values, MatMul products "
+            "views of computed values moved onto their inputs, sibling readers of one value in one "
+            "kernel, complex values, MatMul products "
             "computed inside their epilogue's kernel, convolution epilogues compiled as kernels "
             "of their own, and cond/while bodies (docs/JIT.md)")
 
