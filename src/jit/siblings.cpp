@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "node_rules.h"
+#include "passes/pass_util.h"
 
 namespace kiln::jit {
 namespace {
@@ -22,6 +24,12 @@ class Merger {
       fold_.push_back(groups[i].fold);
       outputs_.push_back(groups[i].outputs);
       for (Node* m : groups[i].members) group_[m] = i;
+    }
+    for (size_t i = 0; i < groups.size(); ++i) {
+      inputs_.emplace_back();
+      for (const Node* m : groups[i].members)
+        for (const Edge& e : m->inputs())
+          if (group_.at(m) != group_of(e.node)) inputs_[i].insert(e);
     }
   }
 
@@ -65,6 +73,8 @@ class Merger {
       }
       const size_t a = *fit;
       outputs_[a] += outputs_[b];
+      inputs_[a].insert(inputs_[b].begin(), inputs_[b].end());
+      inputs_[b].clear();
       for (Node* m : members_[b]) group_[m] = a;
       members_[a].insert(members_[a].end(), members_[b].begin(), members_[b].end());
       members_[b].clear();
@@ -75,8 +85,16 @@ class Merger {
   }
 
   bool joins(size_t a, size_t b) {
-    return folds_agree(a, b) && outputs_[a] + outputs_[b] <= kMaxSiblingOutputs && !reaches(a, b) &&
+    if (!folds_agree(a, b) || outputs_[a] + outputs_[b] > kMaxSiblingOutputs) return false;
+    size_t inputs = inputs_[a].size();
+    for (const Edge& e : inputs_[b]) inputs += !inputs_[a].count(e);
+    return inputs + outputs_[a] + outputs_[b] <= kMaxSiblingOperands && !reaches(a, b) &&
            !reaches(b, a);
+  }
+
+  size_t group_of(const Node* n) const {
+    const auto it = group_.find(n);
+    return it == group_.end() ? SIZE_MAX : it->second;
   }
 
   bool folds_agree(size_t a, size_t b) const {
@@ -119,6 +137,7 @@ class Merger {
   std::vector<std::vector<Node*>> members_;
   std::vector<int64_t> fold_;
   std::vector<size_t> outputs_;
+  std::vector<std::unordered_set<Edge, passes::EdgeHash>> inputs_;  // read from outside
   std::unordered_map<const Node*, size_t> group_;
   std::unordered_map<const Node*, std::vector<Node*>> users_;
 };

@@ -29,12 +29,16 @@ struct Sibling {
 /// The most outputs a merged kernel gets: compile time grows with them (a
 /// kernel of 16 float outputs compiles in about 0.25 s, one of 140 in 6 s).
 inline constexpr size_t kMaxSiblingOutputs = 16;
+/// The most inputs and outputs together a merged kernel gets (each input is
+/// a pointer and a row offset the kernel carries).
+inline constexpr size_t kMaxSiblingOperands = 40;
 
 /// Which groups become one kernel: lists of indices into `groups` (each in
 /// exactly one list, the lowest first). `nodes` is the graph in order. Two
 /// groups merge when both are open, in one space, read a value of that shape
 /// directly, their folds agree, they have at most kMaxSiblingOutputs
-/// outputs together, and no path leads from one to the other
+/// outputs and kMaxSiblingOperands inputs and outputs together, and no path
+/// leads from one to the other
 /// (other groups count as one node each, as their kernels will be).
 std::vector<std::vector<size_t>> merge_siblings(std::span<Node* const> nodes,
                                                 const std::vector<Sibling>& groups);

@@ -85,6 +85,14 @@ TEST(JitSiblings, ReadersOfOneValueShareAKernel) {
        {Value(w)},
        2,
        0},
+      {"16 readers of x and two inputs of their own each: at most 40 operands a kernel",
+       [](const std::vector<Value>& a) {
+         std::vector<Value> out;
+         for (size_t i = 1; i + 1 < a.size(); i += 2)
+           out.push_back(Value(a[0].tensor() + a[i].tensor() * a[i + 1].tensor()));
+         return Value::list(std::move(out));
+       },
+       std::vector<Value>(33, Value(w)), 2, 0},
       {"a path between them (through a cumsum): two kernels",
        [](const std::vector<Value>& a) {
          const Tensor& t = a[0].tensor();
