@@ -560,6 +560,22 @@ BENCHMARK(BM_SiblingsFunction2048x2048)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 
+// Row siblings over x [4096, 1024]: max, sum and min of each row (args 0,
+// 1), and softmax(x) with the row max (args 2, 3). Graph mode (even) runs a
+// reduce kernel (or softmax) per result; jit (odd) runs one row kernel that
+// reads x once.
+void BM_RowSiblingsFunction(benchmark::State& state) {
+  const bool softmax_too = state.range(0) >= 2;
+  const Body body = [softmax_too](const std::vector<Value>& a) {
+    const Tensor& x = a[0].tensor();
+    if (softmax_too) return Value::list({Value(softmax(x)), Value(reduce_max(x, {-1}))});
+    return Value::list(
+        {Value(reduce_max(x, {-1})), Value(reduce_sum(x, {-1})), Value(reduce_min(x, {-1}, true))});
+  };
+  time_function(state, state.range(0) % 2 == 1, body, {Value(wave<float>({4096, 1024}, 0.01))});
+}
+BENCHMARK(BM_RowSiblingsFunction)->DenseRange(0, 3)->Unit(benchmark::kMillisecond)->UseRealTime();
+
 // A reduction of a value that is also read elsewhere: t = x * sigmoid(x)
 // returned with its sum over rows (args 0, 1; a bias gradient's shape) over
 // x [4096, 1024], and a squeeze-and-excitation scale y * sigmoid(mean(y))

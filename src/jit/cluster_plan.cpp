@@ -135,14 +135,23 @@ class Former {
       const Space& s = spaces[i];
       const std::unordered_set<const Node*> members(clusters[i].begin(), clusters[i].end());
       size_t outs = 0;
-      for (const Node* m : clusters[i]) outs += used_outside(m, members);
-      groups.push_back(Sibling{clusters[i], s.shape,
-                               s.reduced == 0 && !s.relabelled && products[i] == nullptr,
-                               fold_key(clusters[i]), std::max<size_t>(outs, 1)});
+      bool points = false;
+      for (const Node* m : clusters[i])
+        if (used_outside(m, members)) {
+          ++outs;
+          points |= s.reduced > 0 && m->outputs()[0].shape == s.shape;  // not per row
+        }
+      groups.push_back(Sibling{clusters[i], s.shape, !s.relabelled && products[i] == nullptr,
+                               fold_key(clusters[i]), std::max<size_t>(outs, 1), s.reduced,
+                               points});
     }
-    for (Node* n : nodes_)
-      if (!cluster_of_.count(n) && lone_op(n))
-        groups.push_back(Sibling{{n}, n->outputs()[0].shape, true, fold_key({n})});
+    for (Node* n : nodes_) {
+      if (cluster_of_.count(n) || !lone_op(n)) continue;
+      // A lone reduction's space is its input's, over the rows it reduces.
+      const int k = reduces_.at(n);
+      const Shape& shape = k > 0 ? spec_of(n->inputs()[0]).shape : n->outputs()[0].shape;
+      groups.push_back(Sibling{{n}, shape, true, fold_key({n}), 1, k});
+    }
     std::vector<std::vector<Node*>> out;
     std::vector<Space> out_spaces;
     std::vector<Node*> out_products;
@@ -151,6 +160,7 @@ class Former {
       if (first >= clusters.size() && part.size() < std::max<size_t>(min_ops, 2)) continue;
       Space sp;
       sp.shape = groups[first].shape;
+      sp.reduced = groups[first].reduced;
       if (first < clusters.size()) sp = spaces[first];
       std::vector<Node*> members;
       for (size_t i : part) {
@@ -172,11 +182,14 @@ class Former {
     return out;
   }
 
-  // A lowerable op on its own that computes (not a reduction, a view, a
-  // relabelling or a pass-through).
+  // A lowerable op on its own that computes (not a view, a relabelling or a
+  // pass-through); a reduction whose rows a row kernel would split.
   bool lone_op(const Node* n) {
-    return lowerable(n) && reduces_.at(n) == 0 && n->op().jit != lower_identity &&
-           !reads_in_place(n) && !is_relabel(n) && n->outputs()[0].shape.rank_known();
+    if (!lowerable(n) || n->op().jit == lower_identity || reads_in_place(n) || is_relabel(n) ||
+        !n->outputs()[0].shape.rank_known())
+      return false;
+    const int k = reduces_.at(n);
+    return k == 0 || worth_rows(Space{spec_of(n->inputs()[0]).shape, k});
   }
 
   // The fold the reductions of `members`' values ask for (Sibling::fold).

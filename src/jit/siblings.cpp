@@ -23,6 +23,7 @@ class Merger {
       members_.push_back(groups[i].members);
       fold_.push_back(groups[i].fold);
       outputs_.push_back(groups[i].outputs);
+      points_.push_back(groups[i].writes_points);
       for (Node* m : groups[i].members) group_[m] = i;
     }
     for (size_t i = 0; i < groups.size(); ++i) {
@@ -73,6 +74,7 @@ class Merger {
       }
       const size_t a = *fit;
       outputs_[a] += outputs_[b];
+      points_[a] = points_[a] || points_[b];
       inputs_[a].insert(inputs_[b].begin(), inputs_[b].end());
       inputs_[b].clear();
       for (Node* m : members_[b]) group_[m] = a;
@@ -85,7 +87,9 @@ class Merger {
   }
 
   bool joins(size_t a, size_t b) {
-    if (!folds_agree(a, b) || outputs_[a] + outputs_[b] > kMaxSiblingOutputs) return false;
+    if (groups_[a].reduced != groups_[b].reduced || (points_[a] && points_[b]) ||
+        !folds_agree(a, b) || outputs_[a] + outputs_[b] > kMaxSiblingOutputs)
+      return false;
     size_t inputs = inputs_[a].size();
     for (const Edge& e : inputs_[b]) inputs += !inputs_[a].count(e);
     return inputs + outputs_[a] + outputs_[b] <= kMaxSiblingOperands && !reaches(a, b) &&
@@ -137,6 +141,7 @@ class Merger {
   std::vector<std::vector<Node*>> members_;
   std::vector<int64_t> fold_;
   std::vector<size_t> outputs_;
+  std::vector<bool> points_;
   std::vector<std::unordered_set<Edge, passes::EdgeHash>> inputs_;  // read from outside
   std::unordered_map<const Node*, size_t> group_;
   std::unordered_map<const Node*, std::vector<Node*>> users_;

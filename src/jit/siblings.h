@@ -18,12 +18,17 @@ namespace kiln::jit {
 struct Sibling {
   std::vector<Node*> members;
   Shape shape;       ///< its iteration space
-  bool open = true;  ///< may merge (elementwise: no rows, product or relabelling)
+  bool open = true;  ///< may merge (no product or relabelling)
   /// The fold its outputs' reductions ask for (0: none; -1: several kinds),
   /// so that a merged kernel keeps every fold: groups merge when at most one
   /// asks for a fold, or both ask for the same.
   int64_t fold = 0;
   size_t outputs = 1;  ///< its values read outside it (the kernel's outputs)
+  int reduced = 0;     ///< the trailing dims its rows reduce (0: elementwise)
+  /// A row kernel's outputs include values at every point (softmax's), not
+  /// only per-row values: two such do not merge, since a kernel whose first
+  /// pass writes points no longer pipelines its rows.
+  bool writes_points = false;
 };
 
 /// The most outputs a merged kernel gets: compile time grows with them (a
@@ -35,7 +40,9 @@ inline constexpr size_t kMaxSiblingOperands = 40;
 
 /// Which groups become one kernel: lists of indices into `groups` (each in
 /// exactly one list, the lowest first). `nodes` is the graph in order. Two
-/// groups merge when both are open, in one space, read a value of that shape
+/// groups merge when both are open, in one space (shape and reduced dims:
+/// two row kernels over the same rows merge too, unless both write values at
+/// every point), read a value of that shape
 /// directly, their folds agree, they have at most kMaxSiblingOutputs
 /// outputs and kMaxSiblingOperands inputs and outputs together, and no path
 /// leads from one to the other

@@ -149,6 +149,60 @@ TEST(JitSiblings, ReadersOfOneValueShareAKernel) {
   for (const SiblingCase& c : cases) check_case(c);
 }
 
+// Row kernels over the same rows merge too: lone reductions of one value
+// (each a reduce call alone) become one row kernel, and a softmax takes in
+// its input's row max. Two row kernels that both write values at every point
+// stay apart (a first pass that writes points would stop the rows
+// pipelining), and a row kernel never merges with an elementwise one.
+TEST(JitSiblings, RowKernelsOverTheSameRowsMerge) {
+  const Tensor x = random_tensor(DType::kFloat32, Shape({37, 300}), 7);
+  const Tensor i32 = cast(x * 100.f, DType::kInt32);
+  const std::vector<SiblingCase> cases = {
+      {"max, sum and min of each row: one kernel",
+       [](const std::vector<Value>& a) {
+         const Tensor& t = a[0].tensor();
+         return Value::list({Value(reduce_max(t, {-1})), Value(reduce_sum(t, {-1})),
+                             Value(reduce_min(t, {-1}, true))});
+       },
+       {Value(x)},
+       1,
+       0},
+      {"int32 sums and maxes: one kernel",
+       [](const std::vector<Value>& a) {
+         const Tensor& t = a[0].tensor();
+         return Value::list({Value(reduce_max(t, {-1})), Value(reduce_sum(t, {-1}))});
+       },
+       {Value(i32)},
+       1,
+       0},
+      {"softmax and the row max: one kernel",
+       [](const std::vector<Value>& a) {
+         const Tensor& t = a[0].tensor();
+         return Value::list({Value(softmax(t)), Value(reduce_max(t, {-1}))});
+       },
+       {Value(x)},
+       1,
+       0},
+      {"softmax and log-softmax both write points: two kernels",
+       [](const std::vector<Value>& a) {
+         const Tensor& t = a[0].tensor();
+         return Value::list({Value(softmax(t)), Value(log_softmax(t))});
+       },
+       {Value(x)},
+       2,
+       0},
+      {"a row kernel and an elementwise one: two kernels",
+       [](const std::vector<Value>& a) {
+         const Tensor& t = a[0].tensor();
+         return Value::list({Value(softmax(t * 2.f)), Value(tanh(t) * 3.f)});
+       },
+       {Value(x)},
+       2,
+       0},
+  };
+  for (const SiblingCase& c : cases) check_case(c);
+}
+
 // The pass on its own: groups closed to merging stay apart, and every group
 // is in exactly one list, the lowest index first.
 TEST(JitSiblings, ClosedGroupsStayApart) {

@@ -743,3 +743,20 @@ def test_shifted_parts_of_a_none_dim_are_read_in_place():
     assert "as [:, 0:-1, :]" in ir and "as [:, 1:]" in ir and "as [1:, 0, :]" in ir, ir
     ops = [n.op for n in j.get_concrete_function(logits, weights).optimized_graph.as_graph_def().node]
     assert "StridedSlice" not in ops, ops
+
+
+def test_row_reductions_of_one_value_share_a_row_kernel():
+    # tf.reduce_max/sum/min of one x beside a softmax of 2x: all read x, in
+    # one row kernel; results as graph mode's.
+    x = tf.constant(np.random.RandomState(13).randn(37, 300).astype(np.float32))
+
+    def stats(x):
+        return (tf.reduce_max(x, -1), tf.reduce_sum(x, -1), tf.reduce_min(x, -1, keepdims=True),
+                tf.nn.softmax(x * 2.0))
+
+    j, g = both(stats)
+    for got, want in zip(j(x), g(x)):
+        np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-5, atol=1e-5)
+    ops = [n.op for n in j.get_concrete_function(x).optimized_graph.as_graph_def().node]
+    assert ops.count("_JitKernel") == 1, ops
+    assert not any(o in ops for o in ("Max", "Sum", "Min", "Softmax")), ops
