@@ -560,6 +560,25 @@ BENCHMARK(BM_SiblingsFunction2048x2048)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 
+// Consumers of a kernel's value outside its cluster, over x [2048, 2048]:
+// y = tanh(x) * 2 read by two chains (args 0, 1), and softmax(2x) beside the
+// row max of 2x (args 2, 3). Graph mode (even); jit (odd) computes each
+// consumer in the kernel that computes the value, so it is never re-read.
+void BM_ConsumersFunction2048x2048(benchmark::State& state) {
+  const bool rows = state.range(0) >= 2;
+  const Body body = [rows](const std::vector<Value>& a) {
+    const Tensor& x = a[0].tensor();
+    if (rows) return Value::list({Value(softmax(x * 2.f)), Value(reduce_max(x * 2.f, {-1}))});
+    const Tensor y = tanh(x) * 2.f;
+    return Value::list({Value((y + 1.f) * 3.f), Value(sigmoid(y) - 0.5f)});
+  };
+  time_function(state, state.range(0) % 2 == 1, body, {Value(wave<float>({2048, 2048}, 0.01))});
+}
+BENCHMARK(BM_ConsumersFunction2048x2048)
+    ->DenseRange(0, 3)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+
 // Row siblings over x [4096, 1024]: max, sum and min of each row (args 0,
 // 1), and softmax(x) with the row max (args 2, 3). Graph mode (even) runs a
 // reduce kernel (or softmax) per result; jit (odd) runs one row kernel that

@@ -67,33 +67,51 @@ class Merger {
     std::vector<size_t> bases;
     for (const size_t b : readers) {
       const auto fit =
-          std::find_if(bases.begin(), bases.end(), [&](size_t a) { return joins(a, b); });
-      if (fit == bases.end()) {
+          std::find_if(bases.begin(), bases.end(), [&](size_t a) { return joins(a, b, false); });
+      if (fit == bases.end())
         bases.push_back(b);
-        continue;
-      }
-      const size_t a = *fit;
-      outputs_[a] += outputs_[b];
-      points_[a] = points_[a] || points_[b];
-      inputs_[a].insert(inputs_[b].begin(), inputs_[b].end());
-      inputs_[b].clear();
-      for (Node* m : members_[b]) group_[m] = a;
-      members_[a].insert(members_[a].end(), members_[b].begin(), members_[b].end());
-      members_[b].clear();
-      parts_[a].insert(parts_[a].end(), parts_[b].begin(), parts_[b].end());
-      parts_[b].clear();
-      if (fold_[a] == 0) fold_[a] = fold_[b];
+      else
+        merge(*fit, b);
     }
+    // A consumer of a value a kernel computes joins that kernel (the value is
+    // then read where it is computed), unless a path through other nodes
+    // leads from the kernel to it.
+    if (own == group_.end()) return;
+    const size_t g = own->second;
+    if (!groups_[g].open || !(groups_[g].shape == shape)) return;
+    for (const size_t b : bases)
+      if (joins(g, b, true)) merge(g, b);
   }
 
-  bool joins(size_t a, size_t b) {
+  void merge(size_t a, size_t b) {
+    outputs_[a] += outputs_[b];
+    points_[a] = points_[a] || points_[b];
+    inputs_[a].insert(inputs_[b].begin(), inputs_[b].end());
+    inputs_[b].clear();
+    for (Node* m : members_[b]) group_[m] = a;
+    for (auto it = inputs_[a].begin(); it != inputs_[a].end();)
+      it = group_of(it->node) == a ? inputs_[a].erase(it) : std::next(it);
+    members_[a].insert(members_[a].end(), members_[b].begin(), members_[b].end());
+    members_[b].clear();
+    parts_[a].insert(parts_[a].end(), parts_[b].begin(), parts_[b].end());
+    parts_[b].clear();
+    if (fold_[a] == 0) fold_[a] = fold_[b];
+  }
+
+  // Whether group `b` can join group `a`: as a sibling, or as a consumer of
+  // values `a` computes.
+  bool joins(size_t a, size_t b, bool consumer) {
     if (groups_[a].reduced != groups_[b].reduced || (points_[a] && points_[b]) ||
         !folds_agree(a, b) || outputs_[a] + outputs_[b] > kMaxSiblingOutputs)
       return false;
     size_t inputs = inputs_[a].size();
-    for (const Edge& e : inputs_[b]) inputs += !inputs_[a].count(e);
-    return inputs + outputs_[a] + outputs_[b] <= kMaxSiblingOperands && !reaches(a, b) &&
-           !reaches(b, a);
+    for (const Edge& e : inputs_[b]) inputs += !inputs_[a].count(e) && group_of(e.node) != a;
+    if (inputs + outputs_[a] + outputs_[b] > kMaxSiblingOperands) return false;
+    // A view in `b` reads its source as a tensor: not one `a` computes.
+    if (consumer)
+      for (const Node* m : members_[b])
+        if (reads_in_place(m) && group_of(m->inputs()[0].node) == a) return false;
+    return !reaches(a, b, consumer) && !reaches(b, a, false);
   }
 
   size_t group_of(const Node* n) const {
@@ -106,8 +124,9 @@ class Merger {
   }
 
   // Whether a path leads from group `a` to group `b`, through data and
-  // control edges, each other group taken as one node.
-  bool reaches(size_t a, size_t b) {
+  // control edges, each other group taken as one node; with `skip_direct`,
+  // not counting edges from `a` straight into `b`.
+  bool reaches(size_t a, size_t b, bool skip_direct) {
     std::unordered_map<const Node*, bool> seen;
     std::vector<bool> entered(members_.size());
     entered[a] = true;
@@ -118,8 +137,9 @@ class Merger {
       stack.pop_back();
       for (Node* u : users_[n]) {
         if (seen[u]) continue;
-        seen[u] = true;
         const auto g = group_.find(u);
+        if (skip_direct && g != group_.end() && g->second == b && group_of(n) == a) continue;
+        seen[u] = true;
         if (g == group_.end()) {
           stack.push_back(u);
           continue;

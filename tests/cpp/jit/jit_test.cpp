@@ -503,13 +503,15 @@ TEST(Jit, HalfChainsRoundOncePerOpLikeGraphMode) {
       return Value::list({Value(relu(y - w)), Value(cast(y, DType::kInt32)),
                           Value(cast(y, DType::kUInt8)), Value(cast(x, DType::kBool)),
                           Value(cast(x, h == DType::kFloat16 ? DType::kBFloat16 : DType::kFloat16)),
-                          Value(cast(y, DType::kFloat64) * 3.0)});
+                          Value(cast(y, DType::kFloat64) * 3.0),
+                          Value(a[2].tensor() * w)});  // a half input, loaded as it is
     };
     for (const Tensor& x : {e32, cast(big, DType::kFloat32)}) {
-      const std::vector<Value> args = {Value(cast(x, DType::kFloat64)), Value(x * 0.75f + 1.f)};
+      const std::vector<Value> args = {Value(cast(x, DType::kFloat64)), Value(x * 0.75f + 1.f),
+                                       Value(cast(x, h))};
       Function j = make(body, true), g = make(body, false);
       const Value got = j(args), want = g(args);
-      for (size_t i = 0; i < 6; ++i) {
+      for (size_t i = 0; i < 7; ++i) {
         SCOPED_TRACE(i);
         expect_same(got.items()[i].tensor(), want.items()[i].tensor());  // bits for halves
       }

@@ -203,6 +203,50 @@ TEST(JitSiblings, RowKernelsOverTheSameRowsMerge) {
   for (const SiblingCase& c : cases) check_case(c);
 }
 
+// A consumer of a value a kernel computes (outside its cluster, which grew
+// from its own root) joins that kernel: the value is read where it is
+// computed. Not when a path through another node leads from the kernel to
+// the consumer, nor when the consumer reads the value through a view.
+TEST(JitSiblings, ConsumersJoinTheKernelOfTheirValue) {
+  const Tensor x = random_tensor(DType::kFloat32, Shape({37, 64}), 8);
+  const Tensor square = random_tensor(DType::kFloat32, Shape({48, 48}), 9);
+  const std::vector<SiblingCase> cases = {
+      {"two chains reading y = tanh(x) * 2: one kernel",
+       [](const std::vector<Value>& a) {
+         const Tensor y = tanh(a[0].tensor()) * 2.f;
+         return Value::list({Value((y + 1.f) * 3.f), Value(sigmoid(y) - 0.5f)});
+       },
+       {Value(x)},
+       1,
+       0},
+      {"softmax(2x) and the row max of 2x: one kernel",
+       [](const std::vector<Value>& a) {
+         const Tensor& t = a[0].tensor();
+         return Value::list({Value(softmax(t * 2.f)), Value(reduce_max(t * 2.f, {-1}))});
+       },
+       {Value(x)},
+       1,
+       0},
+      {"a consumer also reading a cumsum of the value: two kernels",
+       [](const std::vector<Value>& a) {
+         const Tensor y = tanh(a[0].tensor()) * 2.f;
+         return Value::list({Value(y * 3.f), Value(y * cumsum(y, 0) + 1.f)});
+       },
+       {Value(x)},
+       2,
+       0},
+      {"a consumer reading the value as it is and transposed: two kernels",
+       [](const std::vector<Value>& a) {
+         const Tensor y = tanh(a[0].tensor()) * 2.f;
+         return Value::list({Value(y * 3.f), Value(exp(transpose(y)) + y)});
+       },
+       {Value(square)},
+       2,
+       0},
+  };
+  for (const SiblingCase& c : cases) check_case(c);
+}
+
 // The pass on its own: groups closed to merging stay apart, and every group
 // is in exactly one list, the lowest index first.
 TEST(JitSiblings, ClosedGroupsStayApart) {
