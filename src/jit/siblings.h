@@ -1,9 +1,10 @@
 // jit_compile's sibling (horizontal) fusion: groups of ops the cluster pass
-// formed in one elementwise space that read one full-size value, none of
-// them reaching another, become one kernel with the outputs of all, so the
-// value is read once and the pool is entered once. Lone ops (too small for a
-// kernel of their own) count as groups: `abs(w)` and `cast(w, f64)` become
-// one kernel. XLA calls this sibling multi-output fusion.
+// formed in one space (elementwise, or rows of one row kernel) that read one full-size value, none
+// of them reaching another, become one kernel with the outputs of all, so the value is read once
+// and the pool is entered once. Lone ops (too small for a kernel of their own) count as groups:
+// `abs(w)` and `cast(w, f64)` become one kernel. XLA calls this sibling multi-output fusion. A
+// group that reads a value another group computes (a consumer its cluster left outside) joins that
+// group the same way.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -45,8 +46,10 @@ inline constexpr size_t kMaxSiblingOperands = 40;
 /// every point), read a value of that shape
 /// directly, their folds agree, they have at most kMaxSiblingOutputs
 /// outputs and kMaxSiblingOperands inputs and outputs together, and no path
-/// leads from one to the other
-/// (other groups count as one node each, as their kernels will be).
+/// leads from one to the other (other groups count as one node each, as
+/// their kernels will be). A group reading a value of another's joins it
+/// when no path through other nodes leads between them and no view in it
+/// reads the other's values.
 std::vector<std::vector<size_t>> merge_siblings(std::span<Node* const> nodes,
                                                 const std::vector<Sibling>& groups);
 
