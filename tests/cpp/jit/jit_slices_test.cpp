@@ -89,10 +89,13 @@ TEST(JitSlices, StridedSlicesAreReadInPlace) {
     const bool any = index(x, items).num_elements() > 0;
     check_all_modes(body, args, any ? 1 : 0);
     Function j = make(body, true);
-    if (any) EXPECT_EQ(reads_through(j, args, "StridedSlice"), ic.in_place ? 1u : 0u);
-    if (any && ic.in_place)
+    if (any) {
+      EXPECT_EQ(reads_through(j, args, "StridedSlice"), ic.in_place ? 1u : 0u);
+    }
+    if (any && ic.in_place) {
       EXPECT_NE(j.get_concrete_function(args)->compiler_ir("hlo").find(str_cat("as ", ic.shown)),
                 std::string::npos);
+    }
   }
 }
 
@@ -114,7 +117,9 @@ TEST(JitSlices, StridedRowsOfEverySize) {
     const bool any = s.num_elements() > 0;
     check_all_modes(body, args, any ? 1 : 0);
     Function j = make(body, true);
-    if (any) EXPECT_EQ(reads_through(j, args, "StridedSlice"), 3u);
+    if (any) {
+      EXPECT_EQ(reads_through(j, args, "StridedSlice"), 3u);
+    }
   }
 }
 

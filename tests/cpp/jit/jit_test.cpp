@@ -470,9 +470,11 @@ TEST(Jit, EveryLoweredOpOnEveryDtypeMatchesEager) {
       const Value got = j(args), want = body(args);
       // Every op runs inside a kernel (siblings reading x and y share one).
       EXPECT_GE(j.get_concrete_function(args)->jit_kernels(), 1u);
-      for (const OpDef* op : ops)
-        if (op->jit != lower_identity)
+      for (const OpDef* op : ops) {
+        if (op->jit != lower_identity) {
           EXPECT_EQ(testing::nodes_of(j, args, op->id), 0u) << op->type_name;
+        }
+      }
       ASSERT_EQ(got.items().size(), want.items().size());
       for (size_t i = 0; i < got.items().size(); ++i) {
         SCOPED_TRACE(str_cat("result ", i));

@@ -81,7 +81,9 @@ TEST(JitViews, TransposesReadInPlaceOrInTiles) {
         const std::vector<Value> args = {Value(cast(x, dt)), Value(cast(y, dt))};
         check_all_modes(body, args, s.num_elements() > 0 ? 1 : 0);
         Function j = make(body, true);
-        if (s.num_elements() > 0) EXPECT_EQ(transposed_reads(j, args), joins(s, perm) ? 1u : 0u);
+        if (s.num_elements() > 0) {
+          EXPECT_EQ(transposed_reads(j, args), joins(s, perm) ? 1u : 0u);
+        }
       }
     }
 }

@@ -273,8 +273,11 @@ TEST(JitSiblings, ClosedGroupsStayApart) {
   for (const auto& p : parts) {
     seen += p.size();
     EXPECT_TRUE(std::is_sorted(p.begin(), p.end()));
-    for (size_t i : p)
-      if (groups[i].members[0]->op().id == OpId::Neg) EXPECT_EQ(p.size(), 1u);
+    for (size_t i : p) {
+      if (groups[i].members[0]->op().id == OpId::Neg) {
+        EXPECT_EQ(p.size(), 1u);
+      }
+    }
   }
   EXPECT_EQ(seen, 3u);
   groups[0].fold = groups[2].fold = -1;  // both fold in several ways: no merge
