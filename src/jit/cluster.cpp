@@ -29,7 +29,7 @@ std::string describe(const View& v) {
     } else if (j->size == -1) {
       s += ":";
     } else if (is_rest(j->size)) {
-      const int64_t trim = -2 - j->size;
+      const int64_t trim = rest_trim(j->size);
       s += str_cat(v.start[d], ":", trim ? str_cat(-trim) : "");
     } else {
       const int64_t end = v.start[d] + j->size * j->step;  // -1 (before 0) needs no end

@@ -178,12 +178,7 @@ class Sinker {
     const Shape& s = spec_of(e).shape;
     std::vector<int64_t> dims;
     for (const ViewDim& x : w.dims)
-      dims.push_back(x.src < 0     ? 1
-                     : x.size >= 0 ? x.size
-                     : x.size == -1 || s.dim(static_cast<int>(x.src)) < 0
-                         ? s.dim(static_cast<int>(x.src))
-                         : view_count(x.size, w.start[static_cast<size_t>(x.src)],
-                                      s.dim(static_cast<int>(x.src))));
+      dims.push_back(x.src < 0 ? 1 : x.size >= 0 ? x.size : s.dim(static_cast<int>(x.src)));
     Node* n = g_.add_node(op_def(OpId::JitView), {e}, Attrs{encode_input_maps({w})},
                           {{spec_of(e).dtype, Shape(dims)}}, str_cat(v->name(), "/operand"));
     n->set_location(v->location());

@@ -394,11 +394,11 @@ View compose(const View& inner, const View& outer) {
     if (o.size == -1) {
       r.dims.push_back(*d);        // all of the inner dim
     } else if (is_rest(o.size)) {  // the rest of the inner dim (step 1)
-      const int64_t from = outer.start[static_cast<size_t>(o.src)], trim = -2 - o.size;
+      const int64_t from = outer.start[static_cast<size_t>(o.src)];
       if (d->size >= 0)
         r.dims.push_back({d->src, d->step, view_count(o.size, from, d->size)});
-      else
-        r.dims.push_back({d->src, d->step, rest_of_dim(trim + (d->size == -1 ? 0 : -2 - d->size))});
+      else  // all or the rest of a dim: the trims add up
+        r.dims.push_back({d->src, d->step, rest_of_dim(rest_trim(o.size) + rest_trim(d->size))});
     } else {
       r.dims.push_back({d->src, d->step * o.step, o.size});
     }

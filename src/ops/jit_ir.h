@@ -159,12 +159,16 @@ inline int64_t rest_of_dim(int64_t trim) {
 inline bool is_rest(int64_t size) {
   return size <= -2;
 }
+/// The values at its dim's end a rest size field leaves out (0 otherwise).
+inline int64_t rest_trim(int64_t size) {
+  return is_rest(size) ? -2 - size : 0;
+}
 /// The values a view dim of size field `size` reads of a source dim of `n`
 /// values (n >= 0) from `start`.
 inline int64_t view_count(int64_t size, int64_t start, int64_t n) {
   if (size >= 0) return size;
   if (size == -1) return n;
-  const int64_t c = n - start - (-2 - size);
+  const int64_t c = n - start - rest_trim(size);
   return c > 0 ? c : 0;
 }
 struct View {

@@ -25,15 +25,6 @@ size_t folds_in(Function& f, const std::vector<Value>& args) {
   return testing::ir_count(f, args, " folded by ");
 }
 
-std::vector<Tensor> parts(const Value& v) {
-  std::vector<Tensor> t;
-  if (v.kind() == Value::Kind::kList)
-    for (const Value& x : v.items()) t.push_back(x.tensor());
-  else
-    t.push_back(v.tensor());
-  return t;
-}
-
 struct FoldCase {
   const char* name;
   Body body;
@@ -44,14 +35,8 @@ struct FoldCase {
 // Graph mode and jit match eager, with the expected number of folds.
 void check_case(const FoldCase& fc) {
   SCOPED_TRACE(fc.name);
-  const std::vector<Tensor> eager = parts(fc.body(fc.args));
   Function g = make(fc.body, false), j = make(fc.body, true);
-  const std::vector<Tensor> graph = parts(g(fc.args)), jit = parts(j(fc.args));
-  ASSERT_EQ(jit.size(), eager.size());
-  for (size_t i = 0; i < eager.size(); ++i) {
-    expect_same(graph[i], eager[i]);
-    expect_same(jit[i], eager[i]);
-  }
+  testing::expect_modes_agree(fc.body, fc.args, g, j);
   EXPECT_EQ(folds_in(j, fc.args), fc.folds);
 }
 
@@ -448,7 +433,8 @@ TEST(JitFolds, NoneLeadingDimsFoldAtRunTime) {
     SCOPED_TRACE(n);
     const std::vector<Value> args = {
         Value(random_tensor(DType::kFloat32, Shape({n, 6, 4}), static_cast<uint32_t>(n)))};
-    const std::vector<Tensor> got = parts(j(args)), want = parts(body(args));
+    const std::vector<Tensor> got = testing::tensors_of(j(args)),
+                              want = testing::tensors_of(body(args));
     for (size_t i = 0; i < want.size(); ++i) expect_same(got[i], want[i]);
     EXPECT_EQ(folds_in(j, args), 2u);
     EXPECT_EQ(nodes_of(j, args, OpId::ReduceMean), 0u);

@@ -137,6 +137,31 @@ inline void check_all_modes(const std::function<Value(const std::vector<Value>&)
   EXPECT_GE(j.get_concrete_function(args)->jit_kernels(), min_kernels);
 }
 
+/// The tensors of a result: each item of a list, or the one tensor.
+inline std::vector<Tensor> tensors_of(const Value& v) {
+  std::vector<Tensor> t;
+  if (v.kind() == Value::Kind::kList)
+    for (const Value& x : v.items()) t.push_back(x.tensor());
+  else
+    t.push_back(v.tensor());
+  return t;
+}
+
+/// `body` eagerly, graph-mode `g` and jit `j` agree on every result
+/// (expect_same).
+inline void expect_modes_agree(const std::function<Value(const std::vector<Value>&)>& body,
+                               const std::vector<Value>& args, Function& g, Function& j) {
+  const std::vector<Tensor> eager = tensors_of(body(args));
+  const std::vector<Tensor> graph = tensors_of(g(args)), jit = tensors_of(j(args));
+  ASSERT_EQ(graph.size(), eager.size());
+  ASSERT_EQ(jit.size(), eager.size());
+  for (size_t i = 0; i < eager.size(); ++i) {
+    SCOPED_TRACE(str_cat("result ", i));
+    expect_same(graph[i], eager[i]);
+    expect_same(jit[i], eager[i]);
+  }
+}
+
 /// How many nodes of `f`'s compiled graph for `args` run `op`.
 inline size_t nodes_of(Function& f, const std::vector<Value>& args, OpId op) {
   size_t n = 0;

@@ -22,12 +22,6 @@ using testing::random_tensor;
 
 using Body = std::function<Value(const std::vector<Value>&)>;
 
-std::vector<Tensor> parts(const Value& v) {
-  std::vector<Tensor> t;
-  for (const Value& x : v.items()) t.push_back(x.tensor());
-  return t;
-}
-
 struct SiblingCase {
   const char* name;
   Body body;
@@ -39,15 +33,8 @@ struct SiblingCase {
 
 void check_case(const SiblingCase& c) {
   SCOPED_TRACE(c.name);
-  const std::vector<Tensor> eager = parts(c.body(c.args));
   Function g = make(c.body, false, c.sig), j = make(c.body, true, c.sig);
-  const std::vector<Tensor> graph = parts(g(c.args)), jit = parts(j(c.args));
-  ASSERT_EQ(jit.size(), eager.size());
-  for (size_t i = 0; i < eager.size(); ++i) {
-    SCOPED_TRACE(str_cat("result ", i));
-    expect_same(graph[i], eager[i]);
-    expect_same(jit[i], eager[i]);
-  }
+  testing::expect_modes_agree(c.body, c.args, g, j);
   EXPECT_EQ(j.get_concrete_function(c.args)->jit_kernels(), c.kernels);
   EXPECT_EQ(testing::ir_count(j, c.args, " folded by "), c.folds);
 }
