@@ -164,6 +164,13 @@ class ExportContext;
 /// (OpDef::onnx_type); rows with neither cannot be exported.
 using OnnxExportFn = void (*)(onnx::ExportContext&);
 
+/// What one value of a row's scalar function costs in compiled code for
+/// operands of dtype `dt` (src/kernels/cpu/functors.h, fn::cost_of): about how
+/// many vector instructions a vector of values takes, or -1 where it has no
+/// vector code (a libm call, integer division). jit_compile's stage planner
+/// reads it (src/jit/).
+using JitCostFn = int (*)(DType dt);
+
 /// What a step costs, for the executor's parallel regions.
 struct OpCost {
   double work = 0;        ///< element-operations
@@ -211,6 +218,9 @@ struct OpDef {
   JitIndexMap jit_index_map = JitIndexMap::kNone;
   JitViewFn jit_view = nullptr;
   JitProductFn jit_product = nullptr;
+  /// The cost of the row's scalar function in compiled code (bound with its
+  /// CPU kernel); rows without one cost 1 per value.
+  JitCostFn jit_cost = nullptr;
   /// ONNX export: a rule, or the ONNX op type this row is one-to-one.
   OnnxExportFn onnx = nullptr;
   const char* onnx_type = nullptr;
@@ -332,6 +342,7 @@ class OpTableBuilder {
   OpDefBuilder def(OpId id) { return OpDefBuilder(rows_[static_cast<size_t>(id)]); }
   void kernel(OpId id, KernelFn k) { rows_[static_cast<size_t>(id)].cpu_kernel = k; }
   void block_kernel(OpId id, BlockFnF32 k) { rows_[static_cast<size_t>(id)].block_f32 = k; }
+  void jit_cost(OpId id, JitCostFn f) { rows_[static_cast<size_t>(id)].jit_cost = f; }
 
  private:
   std::vector<OpDef>& rows_;

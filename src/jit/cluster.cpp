@@ -8,6 +8,7 @@
 #include "emit_cpp.h"
 #include "node_rules.h"
 #include "passes/pass_util.h"
+#include "stages.h"
 
 namespace kiln::jit {
 namespace {
@@ -125,10 +126,15 @@ std::vector<int64_t> signature(const Kernel& k, const Space& sp, std::span<const
   return sig;
 }
 
-// The instructions that compute at each point (not loads or constants).
+// What computing one point costs (stages.h's instr_cost; an instruction
+// without vector code as kScalarCost), which scales the pool's grain.
 int64_t work_per_point(const Kernel& k) {
+  constexpr int64_t kScalarCost = 64;
   int64_t n = 0;
-  for (const Instr& in : k.body) n += in.kind != Instr::kLoad && in.kind != Instr::kConst;
+  for (size_t i = 0; i < k.body.size(); ++i) {
+    const int c = instr_cost(k, i);
+    n += c < 0 ? kScalarCost : c;
+  }
   return std::max<int64_t>(1, n);
 }
 

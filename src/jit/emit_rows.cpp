@@ -20,6 +20,7 @@
 #include "emit_util.h"
 #include "kernels/cpu/functors.h"
 #include "kiln/dtype.h"
+#include "stages.h"
 
 namespace kiln::jit::detail {
 namespace {
@@ -119,7 +120,7 @@ void choose_buffers(const Kernel& k, Plan& p) {
                        fits(k.body[static_cast<size_t>(o)].dtype));
 }
 
-Plan plan(const Kernel& k) {
+Plan plan(const Kernel& k, bool allow_pipe = true) {
   Plan p;
   p.row = k.per_row();
   p.stage.assign(k.body.size(), 0);
@@ -140,7 +141,7 @@ Plan plan(const Kernel& k) {
   for (int32_t o : k.outputs)
     if (!p.row[static_cast<size_t>(o)]) last = std::max(last, p.stage[static_cast<size_t>(o)]);
   p.passes = last + 1;
-  p.pipe = p.passes >= 2;
+  p.pipe = allow_pipe && p.passes >= 2;
   for (int32_t o : k.outputs)
     if (!p.row[static_cast<size_t>(o)] && p.stage[static_cast<size_t>(o)] == 0) p.pipe = false;
   choose_buffers(k, p);
@@ -373,18 +374,125 @@ std::string combine_text(const Kernel& k, const std::vector<int32_t>& folds, con
   return s;
 }
 
-std::string pass_text(const Kernel& k, const Plan& p, int pass, const std::vector<uint8_t>& fast,
-                      const NextRow* next) {
+// The stages of pass `pass` (stages.h) over its point values `need`: the
+// instructions it computes in order, its folds in the last stage.
+Stages pass_stages(const Kernel& k, const Plan& p, int pass, const std::vector<uint8_t>& need) {
+  const size_t n = k.body.size();
+  std::vector<uint8_t> computed(n, 0), last(n, 0);
+  for (size_t i = 0; i < n; ++i)
+    computed[i] = need[i] && !p.row[i] && k.body[i].kind != Instr::kLoad &&
+                  !(p.spill[i] && p.stage[i] < pass);
+  for (int32_t f : folds_of(k, p, pass)) last[static_cast<size_t>(f)] = 1;
+  return plan_stages(k, computed, last);
+}
+
+// The point values of pass `pass` that stage `st` of `sg` computes (index
+// j, block buffers at j - b), with the loads, earlier passes' row buffers and
+// earlier stages' block buffers they read, and the writes of this stage.
+std::string stage_point_body(const Kernel& k, const Plan& p, int pass, const Stages& sg, int st,
+                             const std::vector<uint8_t>& fast, const std::string& ind) {
+  const size_t n = k.body.size();
+  const bool last = st + 1 == sg.count();
+  std::vector<uint8_t> want(n, 0);
+  auto mark = [&](size_t i) {
+    want[i] = 1;
+    const Instr& in = k.body[i];
+    if (in.kind != Instr::kLoad)
+      for (int32_t a : {in.a, in.b, in.c})
+        if (a >= 0) want[static_cast<size_t>(a)] = 1;
+  };
+  for (size_t i = 0; i < n; ++i)
+    if (sg.of[i] == st) mark(i);
+  for (int32_t o : k.outputs) {
+    const auto i = static_cast<size_t>(o);
+    if (!p.row[i] && p.stage[i] == pass && sg.of[i] < 0 && last) want[i] = 1;
+  }
+  std::string s;
+  for (size_t i = 0; i < n; ++i) {
+    const Instr& in = k.body[i];
+    if (!want[i] || p.row[i] || in.kind == Instr::kReduce) continue;
+    const auto x = static_cast<int32_t>(i);
+    if (in.kind == Instr::kLoad)
+      s += str_cat(ind, "const ", ctype(in.dtype), " ", v(x), " = p", in.a, "[j];\n");
+    else if (p.spill[i] && p.stage[i] < pass)
+      s += str_cat(ind, "const ", ctype(in.dtype), " ", v(x), " = ", buffer(p, i), "[j];\n");
+    else if (sg.of[i] >= 0 && sg.of[i] < st)
+      s += str_cat(ind, "const ", ctype(in.dtype), " ", v(x), " = blk", i, "[j - b];\n");
+    else if (fast[i])
+      s += str_cat(ind, "const float ", v(x), " = kiln::fn::detail::exp_f32_normal(", v(in.a),
+                   ");  // ", k.origin[i], ", normal range\n");
+    else
+      s += ind + statement(k, i);
+    if (sg.of[i] != st) continue;
+    if (sg.carried[i]) s += str_cat(ind, "blk", i, "[j - b] = ", v(x), ";\n");
+    if (p.spill[i] && p.stage[i] == pass) s += str_cat(ind, buffer(p, i), "[j] = ", v(x), ";\n");
+  }
+  for (size_t o = 0; o < k.outputs.size(); ++o) {
+    const auto out = static_cast<size_t>(k.outputs[o]);
+    if (!p.row[out] && p.stage[out] == pass && (sg.of[out] == st || (sg.of[out] < 0 && last)))
+      s += str_cat(ind, "d", o, "[j] = ", v(k.outputs[o]), ";\n");
+  }
+  return s;
+}
+
+// Pass `pass` in several stages, over blocks of sg.block points of the row:
+// a loop per stage, the last one folding in lanes as a single-stage pass does.
+std::string staged_pass_text(const Kernel& k, const Plan& p, int pass, const Stages& sg,
+                             const std::vector<uint8_t>& fast) {
   const std::vector<int32_t> folds = folds_of(k, p, pass);
+  std::string s = str_cat("    // pass ", pass, " in ", sg.count(), " stages over blocks of ",
+                          sg.block, " points\n") +
+                  lanes_text(k, folds, "a", "t");
+  const std::string c = str_cat("c", pass);
+  s += str_cat("    for (int64_t b = 0; b < N; b += ", sg.block,
+               ") {\n      const int64_t e = N - b < ", sg.block, " ? N : b + ", sg.block, ";\n");
+  for (int st = 0; st < sg.count(); ++st) {
+    const char* kind = sg.scalar[static_cast<size_t>(st)] ? "scalar" : "vector";
+    if (st + 1 < sg.count() || folds.empty()) {
+      s += str_cat("#pragma omp simd\n      for (int64_t j = b; j < e; ++j) {  // kiln:", kind,
+                   "\n") +
+           stage_point_body(k, p, pass, sg, st, fast, "        ") + "      }\n";
+      continue;
+    }
+    s += str_cat("      int64_t ", c, " = b;\n      for (; ", c, " + ", kLanes, " <= e; ", c,
+                 " += ", kLanes, ") {\n#pragma omp simd\n        for (int64_t l = 0; l < ", kLanes,
+                 "; ++l) {  // kiln:", kind, "\n          const int64_t j = ", c, " + l;\n") +
+         stage_point_body(k, p, pass, sg, st, fast, "          ") +
+         folds_text(k, folds, true, "a", "t", "v", "          ") +
+         str_cat("        }\n      }\n      for (; ", c, " < e; ++", c,
+                 ") {\n        const int64_t j = ", c, ";\n") +
+         stage_point_body(k, p, pass, sg, st, fast, "        ") +
+         folds_text(k, folds, false, "a", "t", "v", "        ") + "      }\n";
+  }
+  s += "    }\n";
+  s += combine_text(k, folds, "a", "t", [&](int32_t f) {
+    return str_cat("const ", ctype(k.body[static_cast<size_t>(f)].dtype), " ", v(f));
+  });
+  return s + stream_text(k, p, pass);
+}
+
+// What pass `pass` computes at each point: its folds' operands, the values
+// it keeps for later passes and the outputs it writes (none: empty).
+std::vector<int32_t> pass_roots(const Kernel& k, const Plan& p, int pass) {
   std::vector<int32_t> roots;
-  for (int32_t f : folds) roots.push_back(k.body[static_cast<size_t>(f)].a);
+  for (int32_t f : folds_of(k, p, pass)) roots.push_back(k.body[static_cast<size_t>(f)].a);
   for (size_t i = 0; i < k.body.size(); ++i)
     if (p.spill[i] && p.stage[i] == pass) roots.push_back(static_cast<int32_t>(i));
   for (int32_t o : k.outputs)
     if (!p.row[static_cast<size_t>(o)] && p.stage[static_cast<size_t>(o)] == pass)
       roots.push_back(o);
+  return roots;
+}
+
+std::string pass_text(const Kernel& k, const Plan& p, int pass, const std::vector<uint8_t>& fast,
+                      const NextRow* next) {
+  const std::vector<int32_t> folds = folds_of(k, p, pass);
+  const std::vector<int32_t> roots = pass_roots(k, p, pass);
   if (roots.empty() && next == nullptr) return "";
   const std::vector<uint8_t> need = cone(k, p, pass, roots);
+  if (next == nullptr)
+    if (const Stages sg = pass_stages(k, p, pass, need); sg.count() > 1)
+      return staged_pass_text(k, p, pass, sg, fast);
   std::string s = str_cat("    // pass ", pass, next ? ", and pass 0 of the next row" : "", "\n");
   if (folds.empty() && next == nullptr)
     return s + "#pragma omp simd\n    for (int64_t j = 0; j < N; ++j) {\n" +
@@ -508,20 +616,49 @@ std::string pipeline_text(const Kernel& k, const Plan& p, const NextRow& next) {
 
 }  // namespace
 
+// Per pass, its stages (stages.h).
+std::vector<Stages> all_stages(const Kernel& k, const Plan& p) {
+  std::vector<Stages> out;
+  for (int pass = 0; pass < p.passes; ++pass)
+    out.push_back(pass_stages(k, p, pass, cone(k, p, pass, pass_roots(k, p, pass))));
+  return out;
+}
+
+// The block buffers of the values any pass carries between its stages.
+std::string block_buffers_text(const Kernel& k, const std::vector<Stages>& stages) {
+  std::vector<int64_t> size(k.body.size(), 0);
+  for (const Stages& sg : stages)
+    for (size_t i = 0; i < k.body.size(); ++i)
+      if (sg.carried[i]) size[i] = std::max(size[i], sg.block);
+  std::string s;
+  for (size_t i = 0; i < k.body.size(); ++i)
+    if (size[i] > 0)
+      s += str_cat("  alignas(64) ", ctype(k.body[i].dtype), " blk", i, "[", size[i], "];\n");
+  return s;
+}
+
 std::string row_kernel_text(const Kernel& kernel) {
   Kernel k = kernel;
   const NormalExp ne = add_normal_exp_check(k);
-  const Plan p = plan(k);
+  Plan p = plan(k);
+  std::vector<Stages> stages = all_stages(k, p);
+  // A pass in stages leaves no room to pipeline rows (the next row's pass 0
+  // would join one stage's loop).
+  if (p.pipe &&
+      std::any_of(stages.begin(), stages.end(), [](const Stages& sg) { return sg.count() > 1; })) {
+    p = plan(k, false);
+    stages = all_stages(k, p);
+  }
   const size_t n_in = k.inputs.size();
   const bool pipe = p.pipe;
   const NextRow next = pipe ? next_row(k, p) : NextRow{};
   // N static, or the layout's last dim (the reduced dims as one run).
   const std::string n = p.n >= 0 ? str_cat(p.n) : "N (known at run time)";
-  std::string s = str_cat("// ", k.name, ": ", k.body.size(), " instructions, rows of ", n,
-                          " points in ", p.passes, " passes", pipe ? ", pipelined" : "", "\n",
-                          signature_text(k),
-                          p.n >= 0 ? str_cat("  constexpr int64_t N = ", p.n, ";\n")
-                                   : std::string("  const int64_t N = sh[R - 1];\n"));
+  std::string s =
+      str_cat("// ", k.name, ": ", k.body.size(), " instructions, rows of ", n, " points in ",
+              p.passes, " passes", pipe ? ", pipelined" : "", "\n", signature_text(k),
+              p.n >= 0 ? str_cat("  constexpr int64_t N = ", p.n, ";\n")
+                       : std::string("  const int64_t N = sh[R - 1];\n"));
   for (size_t i = 0; i < k.body.size(); ++i)
     if (p.spill[i] && p.home[i] < 0)
       s += str_cat("  alignas(64) ", ctype(k.body[i].dtype), " s", i, "[N];\n");
@@ -529,6 +666,7 @@ std::string row_kernel_text(const Kernel& kernel) {
     if (p.staged[o])
       s += str_cat("  alignas(64) ", ctype(k.body[static_cast<size_t>(k.outputs[o])].dtype), " w",
                    o, "[N];\n");
+  s += block_buffers_text(k, stages);
   for (int32_t f : next.folds)
     s += str_cat("  ", ctype(k.body[static_cast<size_t>(f)].dtype), " k", f, " = ",
                  literal(k.body[static_cast<size_t>(f)].dtype, k.body[static_cast<size_t>(f)].bits),

@@ -176,14 +176,20 @@ void run_tiles(KernelFn fn, const KernelArgs& args, const Layout& l, const TileP
 
 // Splits rows [0, rows) x cols over the pool above one grain (columns when
 // there is one row and the kernel allows it). The grain, in points, shrinks
-// with the kernel's work per point (up to 16x): y * sigmoid(y) over
-// [32, 1024] splits, as graph mode's interpreter does. Tiles (above) when
-// an input is read transposed.
+// with the kernel's work per point (its cost, stages.h), to kMinGrain points:
+// y * sigmoid(y) over [32, 1024] splits, as graph mode's interpreter does,
+// and a costly chain over 10,000 points splits into chunks small enough
+// that a thread slowed by other work does not hold the others up. Nothing
+// below grain / 16 points splits. Tiles (above) when an input is read
+// transposed.
 void split(KernelContext& c, KernelFn fn, const KernelArgs& args, int64_t rows, int64_t cols,
            bool by_cols, const Layout* l = nullptr, const TilePlan* tiles = nullptr) {
   const int64_t total = rows * cols;
   int64_t grain = default_parallel_grain();
-  if (total > grain / 16) grain /= std::clamp<int64_t>(c.attr_int("work"), 1, 16);
+  constexpr int64_t kMinGrain = 512;
+  if (total > grain / 16)
+    grain =
+        std::max(grain / std::max<int64_t>(c.attr_int("work"), 1), std::min(grain / 16, kMinGrain));
   if (tiles && tiles->rows > 0) return run_tiles(fn, args, *l, *tiles, grain);
   if (total <= grain || (rows == 1 && !by_cols)) {
     fn(&args, 0, rows, 0, cols);

@@ -97,6 +97,7 @@ void block_binary(const float* a, const float* b, float* out, int64_t n) {
 template <typename F, DTypeSet S, KernelFn K, bool kBlock = true>
 void bind(OpTableBuilder& t, OpId id) {
   t.kernel(id, K);
+  t.jit_cost(id, functor_cost<F>);
   if constexpr (kBlock && (S & dtype_bit(DType::kFloat32)) != 0)
     t.block_kernel(id, block_binary<F>);
 }

@@ -1,5 +1,6 @@
 // Internal: one binder per kernel family file.
 #pragma once
+#include "functors.h"
 #include "kiln/op.h"
 
 namespace kiln {
@@ -23,4 +24,23 @@ void bind_graph_kernels(OpTableBuilder& t);
 void bind_control_flow_kernels(OpTableBuilder& t);
 void bind_fused_kernels(OpTableBuilder& t);
 void bind_collective_kernels(OpTableBuilder& t);
+}  // namespace kiln::cpu
+
+namespace kiln::cpu {
+/// The cost in compiled code of functor F over operands of dtype `dt`
+/// (fn::cost_of; OpDef::jit_cost): bound next to F's kernel.
+template <typename F>
+int functor_cost(DType dt) {
+  switch (dt) {
+    case DType::kBool: return fn::cost_of<F, bool>();
+    case DType::kInt8: return fn::cost_of<F, int8_t>();
+    case DType::kUInt8: return fn::cost_of<F, uint8_t>();
+    case DType::kInt32: return fn::cost_of<F, int32_t>();
+    case DType::kInt64: return fn::cost_of<F, int64_t>();
+    case DType::kFloat64: return fn::cost_of<F, double>();
+    case DType::kComplex64: return fn::cost_of<F, fn::complex_t<float>>();
+    case DType::kComplex128: return fn::cost_of<F, fn::complex_t<double>>();
+    default: return fn::cost_of<F, float>();  // float32 (halves compute in float32)
+  }
+}
 }  // namespace kiln::cpu

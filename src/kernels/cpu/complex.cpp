@@ -52,6 +52,11 @@ void bind_complex_kernels(OpTableBuilder& t) {
   t.kernel(OpId::Imag, part_kernel<kiln::fn::Imag, false>);
   t.kernel(OpId::ComplexAbs, part_kernel<kiln::fn::ComplexAbs, false>);
   t.kernel(OpId::Conj, part_kernel<kiln::fn::Conj, true>);
+  t.jit_cost(OpId::Complex, functor_cost<kiln::fn::Complex>);
+  t.jit_cost(OpId::Real, functor_cost<kiln::fn::Real>);
+  t.jit_cost(OpId::Imag, functor_cost<kiln::fn::Imag>);
+  t.jit_cost(OpId::ComplexAbs, functor_cost<kiln::fn::ComplexAbs>);
+  t.jit_cost(OpId::Conj, functor_cost<kiln::fn::Conj>);
 }
 
 }  // namespace kiln::cpu

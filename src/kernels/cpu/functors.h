@@ -1,16 +1,17 @@
-// Scalar math functors shared by the eager CPU kernels and (later) the code
-// the JIT generates: one definition of each elementwise operation.
+// Scalar math functors shared by the eager CPU kernels and the code the JIT
+// generates: one definition of each elementwise operation.
 //
 // Rules every functor follows:
 // - Total: defined for every input value, no UB (integer overflow wraps,
 //   shift counts are clamped, integer division by zero yields 0 -- the eager
 //   kernels reject zero divisors before calling the functor).
 // - Branch-free where it matters, so loops over contiguous data vectorize.
-// - float32 transcendentals (exp, log, tanh, sigmoid) use Cephes-style
-//   polynomials (<= 2-3 ulp, checked by tests against double precision;
-//   tanh lives in fast_math.h); float64 uses the C library.
+// - float32 transcendentals are kiln's own branch-free code (float_math.h,
+//   fast_math.h's tanh: <= 2 ulp, checked by sweeps against long double);
+//   float64 uses the C library.
 // - No <cmath>: libm is reached through fast_math.h's builtin wrappers, so the
-//   JIT pastes this header and fast_math.h into the code it generates.
+//   JIT pastes fast_math.h, float_math.h and this header into the code it
+//   generates.
 #pragma once
 #include <bit>
 #include <cstddef>
@@ -19,8 +20,25 @@
 #include <type_traits>
 
 #include "fast_math.h"
+#include "float_math.h"
 
 namespace kiln::fn {
+
+/// What one value of a functor over operands of type T costs in generated
+/// code, for the JIT's stage planner (src/jit/): about how many vector
+/// instructions a vector of values takes, or kScalarOnly where T has no vector
+/// code (a libm call, integer division, complex products): such a loop runs
+/// one value at a time. A functor says so with a member `template <typename
+/// T> static constexpr int cost`; one without it costs 1.
+/// tests/cpp/jit/vectorize_test.cpp checks that each claim of vector code holds.
+inline constexpr int kScalarOnly = -1;
+template <typename F, typename T>
+constexpr int cost_of() {
+  if constexpr (requires { F::template cost<T>; })
+    return F::template cost<T>;
+  else
+    return 1;
+}
 
 namespace detail {
 
@@ -28,6 +46,13 @@ template <typename T>
 inline constexpr bool is_int_v = std::is_integral_v<T> && !std::is_same_v<T, bool>;
 template <typename T>
 inline constexpr bool is_sint_v = is_int_v<T>&& std::is_signed_v<T>;
+template <typename T>
+inline constexpr bool is_complex_v = !std::is_arithmetic_v<T>;  // GCC's __complex__ types
+// Cost of a kernel kiln writes for float32 only (float64 calls libm).
+template <typename T>
+constexpr int f32_only(int c) {
+  return std::is_same_v<T, float> ? c : kScalarOnly;
+}
 
 // Wrapping integer arithmetic through the unsigned type (no signed overflow UB).
 template <typename T>
@@ -67,210 +92,6 @@ struct UIntOfSize<8> {
   using type = uint64_t;
 };
 
-// Bit-level helpers for the float kernels.
-template <typename T>
-struct FloatBits;
-template <>
-struct FloatBits<float> {
-  using I = int32_t;
-  static constexpr float kMagic = 8388608.0f;  // 2^23: above it every float is an integer
-};
-template <>
-struct FloatBits<double> {
-  using I = int64_t;
-  static constexpr double kMagic = 4503599627370496.0;  // 2^52
-};
-
-// Branch-free c ? a : b on the bit patterns. GCC will not if-convert a
-// ternary whose arms hold floating-point arithmetic (it may trap), which
-// keeps such loops scalar; this form vectorizes to and/andnot/or.
-template <typename T>
-inline T select(bool c, T a, T b) {
-  using I = typename FloatBits<T>::I;
-  const I m = -static_cast<I>(c);
-  return std::bit_cast<T>((std::bit_cast<I>(a) & m) | (std::bit_cast<I>(b) & ~m));
-}
-
-// Round half to even (default rounding mode) without libm calls, so it
-// vectorizes on plain SSE2. Needs IEEE semantics (no -ffast-math).
-template <typename T>
-inline T round_even(T x) {
-  const T a = fast::fabs(x);
-  const T m = FloatBits<T>::kMagic;
-  const T r = fast::copysign((a + m) - m, x);
-  return select(a < m, r, x);  // large values and NaN/inf are returned as is
-}
-template <typename T>
-inline T floor_f(T x) {
-  const T r = round_even(x);
-  // floor/ceil results always carry x's sign (floor(-0.0) = -0.0, ceil(-0.5) = -0.0).
-  return fast::copysign(select(r > x, r - T(1), r), x);
-}
-template <typename T>
-inline T ceil_f(T x) {
-  const T r = round_even(x);
-  return fast::copysign(select(r < x, r + T(1), r), x);
-}
-
-// e^r for x = n ln2 + r, |r| <= ln2/2 (Cody-Waite reduction, the degree-6
-// polynomial of Cephes expf); x must be finite and within [-104, 88.8].
-inline float exp_f32_core(float x, int32_t& n) {
-  const float t = x * 1.44269504088896341f + 12582912.0f;  // 1.5 * 2^23: rounds to int
-  const float nf = t - 12582912.0f;
-  n = std::bit_cast<int32_t>(t) - 0x4B400000;
-  float r = x - nf * 0.693359375f;
-  r = r - nf * -2.12194440e-4f;
-  float p = 1.9875691500e-4f;
-  p = p * r + 1.3981999507e-3f;
-  p = p * r + 8.3334519073e-3f;
-  p = p * r + 4.1665795894e-2f;
-  p = p * r + 1.6666665459e-1f;
-  p = p * r + 5.0000001201e-1f;
-  return p * (r * r) + r + 1.0f;
-}
-
-// exp for float32: exp_f32_core, then scaling by 2^n in two steps so that
-// results in the subnormal range are rounded once.
-inline float exp_f32(float x) {
-  float xc = select(x > -104.0f, x, -104.0f);  // exp(-104) rounds to 0; NaN -> -104, fixed below
-  xc = select(xc < 88.8f, xc, 88.8f);          // exp(88.8) overflows to inf
-  int32_t n;
-  float y = exp_f32_core(xc, n);
-  const int32_t n1 = n >> 1;  // n in [-150, 129]: both halves stay in the normal range
-  const int32_t n2 = n - n1;
-  y = y * std::bit_cast<float>((n1 + 127) << 23);
-  y = y * std::bit_cast<float>((n2 + 127) << 23);
-  return select(x != x, x, y);
-}
-
-/// The range where exp_f32_normal holds: e^x is a normal float there.
-inline constexpr float kExpNormalLo = -86.9f, kExpNormalHi = 88.0f;
-
-// exp_f32 for x in [kExpNormalLo, kExpNormalHi] only (callers check the range,
-// as softmax rows do with the row's min and max): the same bits as exp_f32, but
-// no clamps or NaN test, and 2^n added to the exponent field (n in [-125, 127]),
-// about 40 % fewer instructions.
-inline float exp_f32_normal(float x) {
-  int32_t n;
-  const float y = exp_f32_core(x, n);
-  return std::bit_cast<float>(std::bit_cast<int32_t>(y) +
-                              static_cast<int32_t>(static_cast<uint32_t>(n) << 23));
-}
-
-// log for float32 (Cephes logf): x = m 2^e with m in [sqrt(.5), sqrt(2)),
-// log(m) by a degree-9 polynomial in m - 1.
-inline float log_f32(float x) {
-  const bool sub = x < 1.17549435e-38f;  // subnormals (and non-positives) are rescaled
-  const float xs = select(sub, x * 8388608.0f, x);
-  const int32_t bits = std::bit_cast<int32_t>(xs);
-  int32_t e = ((bits >> 23) & 0xff) - 126;
-  float m = std::bit_cast<float>((bits & 0x007fffff) | 0x3f000000);  // [0.5, 1)
-  e -= sub ? 23 : 0;
-  const bool lo = m < 0.707106781186547524f;
-  e -= lo ? 1 : 0;
-  m = select(lo, (m + m) - 1.0f, m - 1.0f);
-  const float ef = static_cast<float>(e);
-  const float z = m * m;
-  float y = 7.0376836292e-2f;
-  y = y * m - 1.1514610310e-1f;
-  y = y * m + 1.1676998740e-1f;
-  y = y * m - 1.2420140846e-1f;
-  y = y * m + 1.4249322787e-1f;
-  y = y * m - 1.6668057665e-1f;
-  y = y * m + 2.0000714765e-1f;
-  y = y * m - 2.4999993993e-1f;
-  y = y * m + 3.3333331174e-1f;
-  y = y * m * z;
-  y = y + ef * -2.12194440e-4f;
-  y = y - 0.5f * z;
-  float res = m + y;
-  res = res + ef * 0.693359375f;
-  constexpr float kInf = std::numeric_limits<float>::infinity();
-  res = select(x == kInf, kInf, res);
-  res = select(x == 0.0f, -kInf, res);
-  res = select(x < 0.0f, std::numeric_limits<float>::quiet_NaN(), res);
-  return select(x != x, x, res);
-}
-
-// 16-bit floats as bits, without branches (mask selects: GCC keeps `?:` over
-// float arithmetic as a branch and the loop scalar); the same results as
-// kiln/half.h's to_float/to_half/to_bfloat16.
-inline uint32_t select_u32(bool c, uint32_t a, uint32_t b) {
-  const uint32_t m = 0u - static_cast<uint32_t>(c);
-  return (a & m) | (b & ~m);
-}
-
-/// The exact float of an IEEE half.
-inline float f16_to_f32(uint16_t h) {
-  const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
-  const uint32_t body = static_cast<uint32_t>(h & 0x7fffu) << 13;
-  const uint32_t e = body & 0x0f800000u;
-  const uint32_t rebiased = body + 0x38000000u;  // exponent + (127 - 15)
-  const uint32_t normal = select_u32(e == 0x0f800000u, rebiased + 0x38000000u, rebiased);
-  const float tiny = static_cast<float>(static_cast<int32_t>(h & 0x3ffu)) * 5.9604644775390625e-8f;
-  return std::bit_cast<float>(select_u32(e == 0, std::bit_cast<uint32_t>(tiny), normal) | sign);
-}
-
-/// The nearest IEEE half (ties to even); overflow gives inf, NaN a quiet NaN.
-inline uint16_t f32_to_f16(float f) {
-  const uint32_t x = std::bit_cast<uint32_t>(f);
-  const uint32_t a = x & 0x7fffffffu;
-  const uint32_t special = select_u32(a > 0x7f800000u, 0x7e00u, 0x7c00u);
-  // Below 2^-14 the half is subnormal: adding 0.5, whose ulp is the half's
-  // step 2^-24, lets the FPU round to nearest even.
-  const uint32_t tiny = std::bit_cast<uint32_t>(std::bit_cast<float>(a) + 0.5f) - 0x3f000000u;
-  const uint32_t normal = (a - 0x38000000u + 0xfffu + ((a >> 13) & 1u)) >> 13;
-  const uint32_t o =
-      select_u32(a >= 0x47800000u, special, select_u32(a < 0x38800000u, tiny, normal));
-  return static_cast<uint16_t>(o | ((x >> 16) & 0x8000u));
-}
-
-/// The exact float of a bfloat16.
-inline float bf16_to_f32(uint16_t b) {
-  return std::bit_cast<float>(static_cast<uint32_t>(b) << 16);
-}
-
-/// The nearest bfloat16 (ties to even); NaN stays a quiet NaN.
-inline uint16_t f32_to_bf16(float f) {
-  const uint32_t x = std::bit_cast<uint32_t>(f);
-  const uint32_t rounded = (x + 0x7fffu + ((x >> 16) & 1u)) >> 16;
-  return static_cast<uint16_t>(
-      select_u32((x & 0x7fffffffu) > 0x7f800000u, (x >> 16) | 0x40u, rounded));
-}
-
-// erf for float32: at most 0.96 ulp from libm's erf over the sweep of
-// tests/cpp/ops/unary_test.cpp (which allows 1.5). |x| < 1: x P(x^2), summed in double and rounded
-// once, P a degree-6 fit of erf(x) / x's relative error on [0, 1]. Above:
-// 1 - e^{-a^2} R(1/a) with a = min(|x|, 4), R a degree-8 fit of
-// erfc(a) e^{a^2} on [1, 4] (past 4 erf rounds to 1). The fits were made
-// for kiln (iteratively reweighted least squares on Chebyshev nodes). Both
-// halves are computed and one selected; NaN stays NaN, erf(+-0) = +-0.
-inline float erf_f32(float x) {
-  const float ax = fast::fabs(x);
-  const double xd = x, s = xd * xd;
-  double p = 7.853829870514967e-05;
-  p = p * s - 8.010184088560954e-04;
-  p = p * s + 5.188326599996101e-03;
-  p = p * s - 2.6853811363781635e-02;
-  p = p * s + 1.1283585134953296e-01;
-  p = p * s - 3.7612625823030393e-01;
-  p = p * s + 1.1283791657265374;
-  const float small = static_cast<float>(xd * p);
-  const float a = select(ax < 4.0f, ax, 4.0f);       // NaN -> 4, fixed below
-  const float t = 1.0f / select(a > 0.5f, a, 0.5f);  // (|x| < 1 takes the other half)
-  float r = -1.1368495412170887e-02f;
-  r = r * t + 3.7969280034303665e-02f;
-  r = r * t + 4.0900064632296562e-03f;
-  r = r * t - 2.1914158761501312e-01f;
-  r = r * t + 4.8098954558372498e-01f;
-  r = r * t - 4.6468859910964966e-01f;
-  r = r * t + 4.0165249258279800e-02f;
-  r = r * t + 5.5931502580642700e-01f;
-  r = r * t + 2.5314211961813271e-04f;
-  const float large = fast::copysign(1.0f - exp_f32(-(a * a)) * r, x);
-  return select(x != x, x, select(ax < 1.0f, small, large));
-}
-
 }  // namespace detail
 
 // ---- unary ----
@@ -298,6 +119,8 @@ struct Abs {
 /// -1, 0 or 1; NaN stays NaN and zeros keep their sign.
 struct Sign {
   template <typename T>
+  static constexpr int cost = 3;
+  template <typename T>
   T operator()(T x) const {
     if constexpr (std::is_floating_point_v<T>)
       return x > T(0) ? T(1) : (x < T(0) ? T(-1) : x);
@@ -316,17 +139,23 @@ struct Square {
 };
 struct Sqrt {
   template <typename T>
+  static constexpr int cost = 6;
+  template <typename T>
   T operator()(T x) const {
     return fast::sqrt(x);
   }
 };
 struct Rsqrt {
   template <typename T>
+  static constexpr int cost = 10;
+  template <typename T>
   T operator()(T x) const {
     return T(1) / fast::sqrt(x);
   }
 };
 struct Exp {
+  template <typename T>
+  static constexpr int cost = detail::f32_only<T>(20);
   template <typename T>
   T operator()(T x) const {
     if constexpr (std::is_same_v<T, float>)
@@ -337,6 +166,8 @@ struct Exp {
 };
 struct Log {
   template <typename T>
+  static constexpr int cost = detail::f32_only<T>(30);
+  template <typename T>
   T operator()(T x) const {
     if constexpr (std::is_same_v<T, float>)
       return detail::log_f32(x);
@@ -346,13 +177,20 @@ struct Log {
 };
 struct Expm1 {
   template <typename T>
+  static constexpr int cost = detail::f32_only<T>(24);
+  template <typename T>
   T operator()(T x) const {
-    return fast::expm1(x);
+    if constexpr (std::is_same_v<T, float>)
+      return detail::expm1_f32(x);
+    else
+      return fast::expm1(x);
   }
 };
 /// The error function. float32: detail::erf_f32 (kiln's, vectorizes);
 /// float64: libm's erf.
 struct Erf {
+  template <typename T>
+  static constexpr int cost = detail::f32_only<T>(50);
   template <typename T>
   T operator()(T x) const {
     if constexpr (std::is_same_v<T, float>)
@@ -363,15 +201,22 @@ struct Erf {
 };
 struct Log1p {
   template <typename T>
+  static constexpr int cost = detail::f32_only<T>(36);
+  template <typename T>
   T operator()(T x) const {
-    return fast::log1p(x);
+    if constexpr (std::is_same_v<T, float>)
+      return detail::log1p_f32(x);
+    else
+      return fast::log1p(x);
   }
 };
 struct Tanh {
   template <typename T>
+  static constexpr int cost = detail::f32_only<T>(32);
+  template <typename T>
   T operator()(T x) const {
     if constexpr (std::is_same_v<T, float>)
-      return fast::tanh_f32(x);
+      return detail::tanh_f32(x);
     else
       return fast::tanh(x);
   }
@@ -379,6 +224,8 @@ struct Tanh {
 /// 1 / (1 + exp(-x)), computed as e^x / (1 + e^x) for x < 0 so that tiny
 /// (subnormal) results are not flushed to 0; saturates to exactly 0 and 1.
 struct Sigmoid {
+  template <typename T>
+  static constexpr int cost = detail::f32_only<T>(26);
   template <typename T>
   T operator()(T x) const {
     const T e = Exp{}(-fast::fabs(x));
@@ -394,17 +241,29 @@ struct Relu {
 };
 struct Sin {
   template <typename T>
+  static constexpr int cost = detail::f32_only<T>(60);
+  template <typename T>
   T operator()(T x) const {
-    return fast::sin(x);
+    if constexpr (std::is_same_v<T, float>)
+      return detail::sincos_f32<false>(x);
+    else
+      return fast::sin(x);
   }
 };
 struct Cos {
   template <typename T>
+  static constexpr int cost = detail::f32_only<T>(60);
+  template <typename T>
   T operator()(T x) const {
-    return fast::cos(x);
+    if constexpr (std::is_same_v<T, float>)
+      return detail::sincos_f32<true>(x);
+    else
+      return fast::cos(x);
   }
 };
 struct Floor {
+  template <typename T>
+  static constexpr int cost = 6;
   template <typename T>
   T operator()(T x) const {
     return detail::floor_f(x);
@@ -412,12 +271,16 @@ struct Floor {
 };
 struct Ceil {
   template <typename T>
+  static constexpr int cost = 6;
+  template <typename T>
   T operator()(T x) const {
     return detail::ceil_f(x);
   }
 };
 /// Half to even (TensorFlow's round, numpy's rint); identity on integers.
 struct Round {
+  template <typename T>
+  static constexpr int cost = std::is_floating_point_v<T> ? 6 : 1;
   template <typename T>
   T operator()(T x) const {
     if constexpr (std::is_floating_point_v<T>)
@@ -470,6 +333,8 @@ struct Sub {
 };
 struct Mul {
   template <typename T>
+  static constexpr int cost = detail::is_complex_v<T> ? kScalarOnly : 1;
+  template <typename T>
   T operator()(T a, T b) const {
     if constexpr (std::is_same_v<T, bool>)
       return a && b;
@@ -482,6 +347,8 @@ struct Mul {
 /// Floats: IEEE division. Integers: C truncation; x / 0 = 0 (kernels reject
 /// zero divisors first) and INT_MIN / -1 wraps to INT_MIN.
 struct Div {
+  template <typename T>
+  static constexpr int cost = detail::is_int_v<T> || detail::is_complex_v<T> ? kScalarOnly : 8;
   template <typename T>
   T operator()(T a, T b) const {
     if constexpr (!detail::is_int_v<T>) {
@@ -496,6 +363,8 @@ struct Div {
 };
 /// Division rounding toward -inf. Floats: floor(a / b).
 struct FloorDiv {
+  template <typename T>
+  static constexpr int cost = detail::is_int_v<T> ? kScalarOnly : 14;
   template <typename T>
   T operator()(T a, T b) const {
     if constexpr (std::is_floating_point_v<T>) {
@@ -515,6 +384,8 @@ struct FloorDiv {
 };
 /// Remainder with the divisor's sign: a - floordiv(a, b) * b.
 struct FloorMod {
+  template <typename T>
+  static constexpr int cost = kScalarOnly;
   template <typename T>
   T operator()(T a, T b) const {
     if constexpr (std::is_floating_point_v<T>) {
@@ -536,6 +407,8 @@ struct FloorMod {
 /// exponent yields 0 (kernels reject it first, as TensorFlow does).
 struct Pow {
   template <typename T>
+  static constexpr int cost = kScalarOnly;
+  template <typename T>
   T operator()(T a, T b) const {
     if constexpr (std::is_floating_point_v<T>) {
       return fast::pow(a, b);
@@ -553,6 +426,8 @@ struct Pow {
 /// NaN in either operand gives NaN (TensorFlow's Maximum).
 struct Maximum {
   template <typename T>
+  static constexpr int cost = 2;
+  template <typename T>
   T operator()(T a, T b) const {
     const T m = a > b ? a : b;
     if constexpr (std::is_floating_point_v<T>)
@@ -563,6 +438,8 @@ struct Maximum {
 };
 struct Minimum {
   template <typename T>
+  static constexpr int cost = 2;
+  template <typename T>
   T operator()(T a, T b) const {
     const T m = a < b ? a : b;
     if constexpr (std::is_floating_point_v<T>)
@@ -572,6 +449,8 @@ struct Minimum {
   }
 };
 struct SquaredDifference {
+  template <typename T>
+  static constexpr int cost = 2;
   template <typename T>
   T operator()(T a, T b) const {
     if constexpr (detail::is_int_v<T>) {
@@ -658,6 +537,8 @@ inline int clamp_shift(T b) {
 // which x86 lacks, and leave the loop scalar (4x slower on uint8).
 struct LeftShift {
   template <typename T>
+  static constexpr int cost = 2;
+  template <typename T>
   T operator()(T a, T b) const {
     using U = std::make_unsigned_t<T>;
     if constexpr (sizeof(T) < 4) {
@@ -670,6 +551,8 @@ struct LeftShift {
 };
 /// Arithmetic shift for signed types (sign fill), logical for unsigned.
 struct RightShift {
+  template <typename T>
+  static constexpr int cost = 2;
   template <typename T>
   T operator()(T a, T b) const {
     if constexpr (sizeof(T) < 4) {
@@ -738,6 +621,8 @@ struct Conj {
 /// the libm call ran at a third of the speed in generated code. double parts:
 /// libm's cabs, as std::abs.
 struct ComplexAbs {
+  template <typename T>
+  static constexpr int cost = sizeof(T) == 2 * sizeof(float) ? 20 : kScalarOnly;
   template <typename Z>
   auto operator()(Z z) const {
     if constexpr (sizeof(Z) == 2 * sizeof(float)) {
@@ -774,6 +659,8 @@ struct Select {
 };
 /// min(max(t, lo), hi) with NaN propagation; lo > hi gives hi.
 struct ClipByValue {
+  template <typename T>
+  static constexpr int cost = 4;
   template <typename T>
   T operator()(T t, T lo, T hi) const {
     return Minimum{}(Maximum{}(t, lo), hi);

@@ -161,6 +161,7 @@ void bind_select_cast_kernels(OpTableBuilder& t) {
   t.kernel(OpId::Select, select_kernel);
   t.kernel(OpId::Cast, cast_kernel);
   t.kernel(OpId::ClipByValue, clip_kernel);
+  t.jit_cost(OpId::ClipByValue, functor_cost<fn::ClipByValue>);
 }
 
 }  // namespace kiln::cpu

@@ -42,13 +42,15 @@ void block_unary(const float* a, const float*, float* out, int64_t n) {
 template <typename F, DTypeSet S>
 void bind_unary(OpTableBuilder& t, OpId id) {
   t.kernel(id, unary_kernel<F, TypesOf<S>>);
+  t.jit_cost(id, functor_cost<F>);
   if constexpr ((S & dtype_bit(DType::kFloat32)) != 0) t.block_kernel(id, block_unary<F>);
 }
 
 void bind_unary_kernels(OpTableBuilder& t) {
 #define KILN_UNARY(op, dtypes, rule, onnx) bind_unary<fn::op, dtypes>(t, OpId::op);
-#define KILN_PREDICATE(op, dtypes, onnx) \
-  t.kernel(OpId::op, predicate_kernel<fn::op, TypesOf<dtypes>>);
+#define KILN_PREDICATE(op, dtypes, onnx)                         \
+  t.kernel(OpId::op, predicate_kernel<fn::op, TypesOf<dtypes>>); \
+  t.jit_cost(OpId::op, functor_cost<fn::op>);
 #include "ops/unary.def"
 #undef KILN_UNARY
 #undef KILN_PREDICATE

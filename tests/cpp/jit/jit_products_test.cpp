@@ -217,7 +217,9 @@ TEST(JitProducts, KernelsCountTheirWorkPerPoint) {
   for (const auto& node : j.get_concrete_function(args)->optimized_graph().nodes()) {
     if (node->op().id != OpId::JitKernel) continue;
     ++kernels;
-    EXPECT_EQ(attr_value<int64_t>(node->op(), node->attrs(), "work"), 4);  // *, +, tanh, *
+    // *, +, tanh, *: tanh at its cost in compiled code (fn::cost_of).
+    EXPECT_EQ(attr_value<int64_t>(node->op(), node->attrs(), "work"),
+              3 + op_def(OpId::Tanh).jit_cost(DType::kFloat32));
   }
   EXPECT_EQ(kernels, 1u);
 }

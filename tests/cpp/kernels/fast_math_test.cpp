@@ -1,10 +1,8 @@
-// fast::tanh_f32 (src/kernels/cpu/fast_math.h): accuracy against tanh in
+// fn::detail::tanh_f32 (src/kernels/cpu/float_math.h): accuracy against tanh in
 // double precision over a dense sweep of float32 (every flavour the CPU
 // runs: baseline SSE2, AVX2+FMA, AVX-512), special values, and the unary
 // span's vector tail (in place and not) giving the same values as the main
 // vector loop.
-#include "kernels/cpu/fast_math.h"
-
 #include <bit>
 #include <cmath>
 #include <iostream>
@@ -12,6 +10,7 @@
 #include <vector>
 
 #include "kernels/cpu/elementwise_util.h"
+#include "kernels/cpu/float_math.h"
 #include "kernels/cpu/functors.h"
 #include "test_util.h"
 
@@ -19,7 +18,7 @@ namespace kiln {
 namespace {
 
 struct TanhF {
-  float operator()(float x) const { return fast::tanh_f32(x); }
+  float operator()(float x) const { return fn::detail::tanh_f32(x); }
 };
 struct ExpNormalF {
   float operator()(float x) const { return fn::detail::exp_f32_normal(x); }

@@ -327,20 +327,17 @@ void sweep(OpId id, Tensor (*front)(const Tensor&), double max_ulp) {
   ::testing::Test::RecordProperty(str_cat(op_def(id).type_name, "_max_ulp"), std::to_string(worst));
 }
 
-TEST(UnaryAccuracy, ExpFloat32) {
-  sweep(OpId::Exp, exp, 1.5);
-}
-TEST(UnaryAccuracy, LogFloat32) {
-  sweep(OpId::Log, log, 1.5);
-}
-TEST(UnaryAccuracy, TanhFloat32) {
-  sweep(OpId::Tanh, tanh, 2.0);
-}
-TEST(UnaryAccuracy, SigmoidFloat32) {
-  sweep(OpId::Sigmoid, sigmoid, 2.5);
-}
-TEST(UnaryAccuracy, ErfFloat32) {
-  sweep(OpId::Erf, erf, 1.5);
+// kiln's float32 kernels (float_math.h) and their worst error allowed, in
+// ulp; the sweep's huge arguments check sin and cos's Payne-Hanek reduction.
+TEST(UnaryAccuracy, Float32KernelsOverASweepOfAllFloats) {
+  const struct {
+    OpId id;
+    Tensor (*front)(const Tensor&);
+    double max_ulp;
+  } cases[] = {{OpId::Exp, exp, 1.5},         {OpId::Log, log, 1.5}, {OpId::Tanh, tanh, 2.0},
+               {OpId::Sigmoid, sigmoid, 2.5}, {OpId::Erf, erf, 1.5}, {OpId::Expm1, expm1, 2.0},
+               {OpId::Log1p, log1p, 2.0},     {OpId::Sin, sin, 1.0}, {OpId::Cos, cos, 1.0}};
+  for (const auto& c : cases) sweep(c.id, c.front, c.max_ulp);
 }
 
 // Round/floor/ceil via the 2^23 trick must equal libm on every float class.
