@@ -15,6 +15,9 @@ namespace {
 
 using passes::spec_of;
 
+// The fewest points per row a row kernel takes (a float32 vector's worth).
+constexpr int64_t kMinRowPoints = 16;
+
 // Whether `s` (right-aligned to the space) has all of the space's reduced
 // dims or none of them (1s), so a row kernel can walk it.
 bool fits(const Shape& s, const Space& sp) {
@@ -260,19 +263,24 @@ class Former {
   }
 
   // A row kernel runs rows in parallel: a reduction to a few values over
-  // many elements stays the (block-parallel) reduce kernel.
+  // many elements stays the (block-parallel) reduce kernel. Its loops run
+  // along a row, so a row of fewer points than a vector holds
+  // (kMinRowPoints) stays a kernel call too: graph mode's elementwise ops
+  // vectorize across rows, and a row kernel over [1000, 3] was 5x slower.
   static bool worth_rows(const Space& sp) {
     int64_t rows = 1, n = 1;
+    bool unknown_rows = false;
     for (int d = 0; d < sp.shape.rank(); ++d) {
       const int64_t x = sp.shape.dim(d);
       if (d >= sp.shape.rank() - sp.reduced)
-        n *= x;
+        n = n < 0 || x < 0 ? -1 : n * x;
       else if (x < 0)
-        return true;
+        unknown_rows = true;
       else
         rows *= x;
     }
-    return rows >= 2 || n <= (1 << 16);
+    if (n >= 0 && n < kMinRowPoints) return false;
+    return unknown_rows || rows >= 2 || n <= (1 << 16);
   }
 
   // Whether reducing `p` can join a cluster in `sp` (and set its reduced dims).

@@ -48,6 +48,10 @@ const char* ctype(DType dt) {
   }
 }
 
+const char* mtype(DType dt) {
+  return dt == DType::kBool ? "uint8_t" : ctype(dt);
+}
+
 std::string v(int32_t x, const char* prefix) {
   return str_cat(prefix, x);
 }
@@ -127,10 +131,10 @@ std::string signature_text(const Kernel& k) {
                           "int64_t c1) {\n  const int64_t R = a->rank;\n"
                           "  const int64_t* sh = a->shape;\n  const int64_t* st = a->strides;\n");
   for (size_t i = 0; i < k.inputs.size(); ++i)
-    s += str_cat("  const ", ctype(k.inputs[i]), "* __restrict in", i, " = static_cast<const ",
-                 ctype(k.inputs[i]), "*>(a->in[", i, "]);\n");
+    s += str_cat("  const ", mtype(k.inputs[i]), "* __restrict in", i, " = static_cast<const ",
+                 mtype(k.inputs[i]), "*>(a->in[", i, "]);\n");
   for (size_t o = 0; o < k.outputs.size(); ++o) {
-    const char* t = ctype(k.body[static_cast<size_t>(k.outputs[o])].dtype);
+    const char* t = mtype(k.body[static_cast<size_t>(k.outputs[o])].dtype);
     s += str_cat("  ", t, "* __restrict out", o, " = static_cast<", t, "*>(a->out[", o, "]);\n");
   }
   return s;
@@ -162,6 +166,8 @@ using namespace detail;
 
 // Rows of at most this many points run as blocks of rows (short_rows_text).
 constexpr int64_t kMaxShortRow = 16;
+// A row of fewer points than this fills no vector (the loop over it is "short").
+constexpr int64_t kMinVectorRow = 16;
 
 // One stage's loop over points: how it reads input x at the point, where
 // the point's outputs and block-buffer slots are, and the loop itself.
@@ -215,20 +221,25 @@ std::string stage_body(const Kernel& k, const Stages& sg, int st, const PointLoo
   return s;
 }
 
-// "vector" or "scalar": the comment on a stage's loop that says whether it
-// has vector code (tests/cpp/jit/vectorize_test.cpp reads them).
-const char* kind_of(const Stages& sg, int st) {
-  return st < sg.count() && sg.scalar[static_cast<size_t>(st)] ? "scalar" : "vector";
+// The comment on a stage's loop that says what code it should get:
+// "vector", "scalar" (no vector code), "strided" (inputs read with strides,
+// vector code where the CPU gathers well) or "short" (a row of fewer points
+// than a vector holds, a fallback of the short-rows loop).
+// tests/cpp/jit/vectorize_test.cpp checks every "vector" loop is vectorized.
+const char* kind_of(const Stages& sg, int st, const char* vector = "vector") {
+  if (st < sg.count() && sg.scalar[static_cast<size_t>(st)]) return "scalar";
+  return vector;
 }
 
 // Every stage's loop in order. `pl.open` (where "{kind}" becomes kind_of)
 // and `pl.close` wrap each.
-std::string stages_text(const Kernel& k, const Stages& sg, const PointLoop& pl) {
+std::string stages_text(const Kernel& k, const Stages& sg, const PointLoop& pl,
+                        const char* vector = "vector") {
   std::string s;
   for (int st = 0; st < std::max(sg.count(), 1); ++st) {
     std::string open = pl.open;
     const size_t at = open.find("{kind}");
-    if (at != std::string::npos) open.replace(at, 6, kind_of(sg, st));
+    if (at != std::string::npos) open.replace(at, 6, kind_of(sg, st, vector));
     s += open + stage_body(k, sg, st, pl) + pl.close;
   }
   return s;
@@ -239,7 +250,7 @@ std::string buffers_text(const Kernel& k, const Stages& sg) {
   std::string s;
   for (size_t i = 0; i < k.body.size(); ++i)
     if (sg.carried[i])
-      s += str_cat("  alignas(64) ", ctype(k.body[i].dtype), " blk", i, "[", sg.block, "];\n");
+      s += str_cat("  alignas(64) ", mtype(k.body[i].dtype), " blk", i, "[", sg.block, "];\n");
   return s;
 }
 
@@ -248,17 +259,23 @@ std::string buffers_text(const Kernel& k, const Stages& sg) {
 // (a block loop is left out when `hi - lo` is a constant that fits one).
 std::string columns_text(const Kernel& k, const Stages& sg,
                          const std::function<std::string(int32_t)>& load, const std::string& lo,
-                         const std::string& hi, int64_t trip, const std::string& indent) {
+                         const std::string& hi, int64_t trip, const std::string& indent,
+                         bool strided) {
   PointLoop pl;
   pl.load = load;
   pl.out_index = "ob + c";
+  const char* vector = strided ? "strided" : trip > 0 && trip < kMinVectorRow ? "short" : "vector";
+  // A constant trip count stays a loop (`unroll 1`): the vectorizer takes it
+  // whole, where complete unrolling would leave the vector code to SLP.
+  const std::string pragmas =
+      trip > 0 ? "#pragma GCC ivdep\n#pragma GCC unroll 1\n" : "#pragma GCC ivdep\n";
   if (sg.count() <= 1) {
-    pl.open = str_cat("#pragma GCC ivdep\n", indent, "for (int64_t c = ", lo, "; c < ", hi,
+    pl.open = str_cat(pragmas, indent, "for (int64_t c = ", lo, "; c < ", hi,
                       "; ++c) {  // kiln:{kind}\n");
     pl.close = indent + "}\n";
     pl.indent = indent + "  ";
     pl.buf_index = "c";
-    return stages_text(k, sg, pl);
+    return stages_text(k, sg, pl, vector);
   }
   const bool one_block = trip > 0 && trip <= sg.block;
   const std::string in2 = one_block ? indent : indent + "  ";
@@ -268,8 +285,8 @@ std::string columns_text(const Kernel& k, const Stages& sg,
   auto text = [&](const std::string& b, const std::string& e) {
     std::string t;
     for (int st = 0; st < sg.count(); ++st) {
-      pl.open = str_cat("#pragma GCC ivdep\n", in2, "for (int64_t c = ", b, "; c < ", e,
-                        "; ++c) {  // kiln:", kind_of(sg, st), "\n");
+      pl.open = str_cat(pragmas, in2, "for (int64_t c = ", b, "; c < ", e,
+                        "; ++c) {  // kiln:", kind_of(sg, st, vector), "\n");
       t += pl.open + stage_body(k, sg, st, pl) + pl.close;
     }
     return t;
@@ -331,7 +348,7 @@ std::string short_rows_text(const Kernel& k, const Prediction& pr, const Stages&
   // honours __restrict on parameters only, and byte loads may alias the
   // outputs, so it would reload them per row (and vectorize nothing).
   for (size_t i = 0; i < n_in; ++i) {
-    const char* t = ctype(k.inputs[i]);
+    const char* t = mtype(k.inputs[i]);
     if (rs[i] != 0)
       s += str_cat("      const ", t, "* __restrict p", i, " = in", i, " + o", i, ";\n");
     else if (pattern[i])
@@ -355,7 +372,11 @@ std::string short_rows_text(const Kernel& k, const Prediction& pr, const Stages&
                     "\n        for (int64_t c = 0; c < ", cols, "; ++c) {\n");
   pl.close = "        }\n      }\n";
   pl.indent = "          ";
-  return s + stages_text(k, sg, pl) + "      r += m;\n    }\n    return;\n  }\n";
+  // Rows an input reads apart (a slice) are gathers across rows.
+  bool gathers = false;
+  for (size_t i = 0; i < n_in; ++i) gathers |= pattern[i] && rs[i] != 0 && rs[i] != cols;
+  return s + stages_text(k, sg, pl, gathers ? "strided" : "vector") +
+         "      r += m;\n    }\n    return;\n  }\n";
 }
 
 // The fast path's row (every input has the predicted inner stride):
@@ -366,7 +387,7 @@ std::string fast_row_text(const Kernel& k, const Stages& sg, const std::vector<u
                           int64_t short_cols, const std::string& indent) {
   std::string s;
   for (size_t i = 0; i < k.inputs.size(); ++i) {
-    const char* t = ctype(k.inputs[i]);
+    const char* t = mtype(k.inputs[i]);
     if (pattern[i] == 3)
       s += str_cat(indent, "const ", t, "* __restrict p", i, " = static_cast<const ", t,
                    "*>(a->tile[", i, "]) + (r - r0) * a->tile_pitch;\n");
@@ -378,6 +399,7 @@ std::string fast_row_text(const Kernel& k, const Stages& sg, const std::vector<u
       s += str_cat(indent, "const int64_t s", i, " = st[", i, " * R + R - 1];\n");
   }
   const auto load = [&](int32_t x) { return load_text(pattern, true, x); };
+  const bool strided = std::find(pattern.begin(), pattern.end(), 2) != pattern.end();
   // A short inner dim known statically gets a constant trip count, which
   // the compiler unrolls and vectorizes across the row (CharUnpack's 8).
   // `ivdep` on every column loop: the pointers are __restrict already, but
@@ -385,9 +407,9 @@ std::string fast_row_text(const Kernel& k, const Stages& sg, const std::vector<u
   // pairs (a kernel with 4+ outputs ran scalar, ~7x slower).
   if (short_cols > 0 && short_cols <= 64)
     s += str_cat(indent, "if (c0 == 0 && c1 == ", short_cols, ") {\n") +
-         columns_text(k, sg, load, "0", str_cat(short_cols), short_cols, indent + "  ") + indent +
-         "  goto next_row;\n" + indent + "}\n";
-  return s + columns_text(k, sg, load, "c0", "c1", -1, indent);
+         columns_text(k, sg, load, "0", str_cat(short_cols), short_cols, indent + "  ", strided) +
+         indent + "  goto next_row;\n" + indent + "}\n";
+  return s + columns_text(k, sg, load, "c0", "c1", -1, indent, strided);
 }
 
 std::string kernel_text(const Kernel& k) {
@@ -423,8 +445,8 @@ std::string kernel_text(const Kernel& k) {
   for (size_t i = 0; i < n_in; ++i)
     s += str_cat("      const int64_t s", i, " = st[", i, " * R + R - 1];\n");
   s += columns_text(
-           k, sg, [&](int32_t x) { return load_text(pattern, false, x); }, "c0", "c1", -1,
-           "      ") +
+           k, sg, [&](int32_t x) { return load_text(pattern, false, x); }, "c0", "c1", -1, "      ",
+           true) +
        "    }\n";
   if (short_cols > 0 && short_cols <= 64) s += "  next_row:\n";
   return s + row_step_text(n_in) + "  }\n}\n\n";

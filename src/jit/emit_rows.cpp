@@ -490,12 +490,12 @@ std::string pass_text(const Kernel& k, const Plan& p, int pass, const std::vecto
   const std::vector<int32_t> roots = pass_roots(k, p, pass);
   if (roots.empty() && next == nullptr) return "";
   const std::vector<uint8_t> need = cone(k, p, pass, roots);
-  if (next == nullptr)
-    if (const Stages sg = pass_stages(k, p, pass, need); sg.count() > 1)
-      return staged_pass_text(k, p, pass, sg, fast);
+  const Stages sg = pass_stages(k, p, pass, need);
+  if (next == nullptr && sg.count() > 1) return staged_pass_text(k, p, pass, sg, fast);
+  const char* kind = sg.count() == 1 && sg.scalar[0] ? "scalar" : "vector";
   std::string s = str_cat("    // pass ", pass, next ? ", and pass 0 of the next row" : "", "\n");
   if (folds.empty() && next == nullptr)
-    return s + "#pragma omp simd\n    for (int64_t j = 0; j < N; ++j) {\n" +
+    return s + "#pragma omp simd\n    for (int64_t j = 0; j < N; ++j) {  // kiln:" + kind + "\n" +
            point_body(k, p, pass, need, fast, "      ") + "    }\n" + stream_text(k, p, pass);
   s += lanes_text(k, folds, "a", "t");
   const std::vector<uint8_t> general(k.body.size(), 0);
@@ -511,7 +511,7 @@ std::string pass_text(const Kernel& k, const Plan& p, int pass, const std::vecto
   const std::string c = str_cat("c", pass);
   s += str_cat("    int64_t ", c, " = 0;\n    for (; ", c, " + ", kLanes, " <= N; ", c,
                " += ", kLanes, ") {\n#pragma omp simd\n      for (int64_t l = 0; l < ", kLanes,
-               "; ++l) {\n        const int64_t j = ", c, " + l;\n") +
+               "; ++l) {  // kiln:", kind, "\n        const int64_t j = ", c, " + l;\n") +
        body(true, "        ") +
        str_cat("      }\n    }\n    for (; ", c, " < N; ++", c, ") {\n      const int64_t j = ", c,
                ";\n") +
@@ -580,13 +580,13 @@ std::string row_pointers_text(const Kernel& k, const Plan& p) {
   for (size_t i = 0; i < k.inputs.size(); ++i) {
     const auto& d = k.input_dims[i];
     if (std::any_of(d.end() - k.reduced, d.end(), [](int64_t x) { return x != 1; }))
-      s += str_cat("    const ", ctype(k.inputs[i]), "* __restrict p", i, " = in", i, " + o", i,
+      s += str_cat("    const ", mtype(k.inputs[i]), "* __restrict p", i, " = in", i, " + o", i,
                    ";\n");
   }
   for (size_t o = 0; o < k.outputs.size(); ++o) {
     const auto val = static_cast<size_t>(k.outputs[o]);
     if (p.row[val]) continue;
-    const char* t = ctype(k.body[val].dtype);
+    const char* t = mtype(k.body[val].dtype);
     s += p.staged[o] ? str_cat("    ", t, "* __restrict d", o, " = a->stream ? w", o, " : out", o,
                                " + ob;\n")
                      : str_cat("    ", t, "* __restrict d", o, " = out", o, " + ob;\n");
@@ -602,7 +602,7 @@ std::string pipeline_text(const Kernel& k, const Plan& p, const NextRow& next) {
   std::string s = row_step_text(k.inputs.size());
   for (size_t i = 0; i < k.inputs.size(); ++i)
     if (next.inputs[i])
-      s += str_cat("    const ", ctype(k.inputs[i]), "* __restrict q", i, " = r + 1 < r1 ? in", i,
+      s += str_cat("    const ", mtype(k.inputs[i]), "* __restrict q", i, " = r + 1 < r1 ? in", i,
                    " + o", i, " : p", i, ";\n");
   s += row_values(k, p, 0, "n", &next.rows) + "    if (r == r0) {\n" +
        indent(pass_text(k, p, 0, std::vector<uint8_t>(k.body.size(), 0), nullptr));
@@ -633,7 +633,7 @@ std::string block_buffers_text(const Kernel& k, const std::vector<Stages>& stage
   std::string s;
   for (size_t i = 0; i < k.body.size(); ++i)
     if (size[i] > 0)
-      s += str_cat("  alignas(64) ", ctype(k.body[i].dtype), " blk", i, "[", size[i], "];\n");
+      s += str_cat("  alignas(64) ", mtype(k.body[i].dtype), " blk", i, "[", size[i], "];\n");
   return s;
 }
 
@@ -661,10 +661,10 @@ std::string row_kernel_text(const Kernel& kernel) {
                        : std::string("  const int64_t N = sh[R - 1];\n"));
   for (size_t i = 0; i < k.body.size(); ++i)
     if (p.spill[i] && p.home[i] < 0)
-      s += str_cat("  alignas(64) ", ctype(k.body[i].dtype), " s", i, "[N];\n");
+      s += str_cat("  alignas(64) ", mtype(k.body[i].dtype), " s", i, "[N];\n");
   for (size_t o = 0; o < k.outputs.size(); ++o)
     if (p.staged[o])
-      s += str_cat("  alignas(64) ", ctype(k.body[static_cast<size_t>(k.outputs[o])].dtype), " w",
+      s += str_cat("  alignas(64) ", mtype(k.body[static_cast<size_t>(k.outputs[o])].dtype), " w",
                    o, "[N];\n");
   s += block_buffers_text(k, stages);
   for (int32_t f : next.folds)

@@ -7,7 +7,11 @@
 
 namespace kiln::jit::detail {
 
+/// The C++ type of a value of `dt`.
 const char* ctype(DType dt);
+/// The C++ type of `dt` in memory (pointers, buffers): bools as uint8_t
+/// bytes, which GCC vectorizes loads and stores of (not of bool).
+const char* mtype(DType dt);
 /// The C++ name of value x ("v12"; "n12" with prefix "n").
 std::string v(int32_t x, const char* prefix = "v");
 /// The constant of `dt` whose bit pattern is `bits`, as a C++ expression.

@@ -6,6 +6,13 @@ namespace kiln::jit {
 
 int instr_cost(const Kernel& k, size_t i) {
   const Instr& in = k.body[i];
+  // Complex values (GCC's __complex__ types) have no vector code.
+  if (in.kind != Instr::kLoad && in.kind != Instr::kConst) {
+    bool complex = is_complex(in.dtype);
+    for (int32_t a : {in.a, in.b, in.c})
+      complex |= a >= 0 && is_complex(k.body[static_cast<size_t>(a)].dtype);
+    if (complex) return -1;
+  }
   switch (in.kind) {
     case Instr::kLoad:
     case Instr::kConst: return 0;

@@ -328,12 +328,20 @@ std::string cpu_features() {
   return features;
 }
 
-std::string compile_shared_object(const Toolchain& tc, std::string_view source, double timeout_s) {
+std::string compile_shared_object(const Toolchain& tc, std::string_view source, double timeout_s,
+                                  std::string* report) {
   TempDir dir;
   write_file(dir.path() / "kernel.cpp", source);
   // Relative names: diagnostics say "kernel.cpp:3:1" and the bytes do not depend on the directory.
   std::vector<std::string> argv{tc.cxx};
   argv.insert(argv.end(), tc.flags.begin(), tc.flags.end());
+  const bool clang = tc.version.find("clang") != std::string::npos;
+  if (report) {
+    if (clang)
+      argv.insert(argv.end(), {"-Rpass=loop-vectorize", "-Rpass-missed=loop-vectorize"});
+    else
+      argv.push_back("-fopt-info-vec-optimized-missed=vec.txt");
+  }
   argv.insert(argv.end(), {"-o", "kernel.so", "kernel.cpp"});
   Outcome out = run_process(std::move(argv), dir.path(), dir.path() / "compile.log", timeout_s);
   if (!succeeded(out)) {
@@ -343,6 +351,7 @@ std::string compile_shared_object(const Toolchain& tc, std::string_view source, 
   }
   std::string so = read_file(dir.path() / "kernel.so");
   if (so.empty()) throw InternalError(str_cat("kiln jit: ", tc.cxx, " wrote no shared object"));
+  if (report) *report = read_file(dir.path() / (clang ? "compile.log" : "vec.txt"));
   return so;
 }
 

@@ -34,8 +34,13 @@ std::string cpu_features();
 /// directory (removed afterwards), stdin from /dev/null, output captured; the
 /// compiler (and its children) are killed after `timeout_s` seconds. Throws
 /// kiln::InternalError with the exit status and the first 40 lines of the
-/// diagnostics when compiling fails or times out.
+/// diagnostics when compiling fails or times out. With `report`, it also
+/// receives the compiler's account of the loops it vectorized or not, one
+/// message per line ("kernel.cpp:LINE:COL: optimized: loop vectorized ..." or
+/// "...: missed: ..." from GCC's -fopt-info-vec-optimized-missed;
+/// "...: remark: vectorized loop ..." and the like from clang's
+/// -Rpass(-missed)=loop-vectorize).
 std::string compile_shared_object(const Toolchain& tc, std::string_view source,
-                                  double timeout_s = 120);
+                                  double timeout_s = 120, std::string* report = nullptr);
 
 }  // namespace kiln::jit

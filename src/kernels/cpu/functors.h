@@ -122,8 +122,8 @@ struct Sign {
   static constexpr int cost = 3;
   template <typename T>
   T operator()(T x) const {
-    if constexpr (std::is_floating_point_v<T>)
-      return x > T(0) ? T(1) : (x < T(0) ? T(-1) : x);
+    if constexpr (std::is_floating_point_v<T>)  // branch-free: nested ?: stays a branch
+      return detail::select(x > T(0), T(1), detail::select(x < T(0), T(-1), x));
     else
       return static_cast<T>((x > T(0)) - (x < T(0)));
   }
@@ -236,7 +236,10 @@ struct Sigmoid {
 struct Relu {
   template <typename T>
   T operator()(T x) const {
-    return x < T(0) ? T(0) : x;
+    if constexpr (std::is_floating_point_v<T>)
+      return detail::select(x < T(0), T(0), x);
+    else
+      return x < T(0) ? T(0) : x;
   }
 };
 struct Sin {
@@ -429,11 +432,10 @@ struct Maximum {
   static constexpr int cost = 2;
   template <typename T>
   T operator()(T a, T b) const {
-    const T m = a > b ? a : b;
     if constexpr (std::is_floating_point_v<T>)
-      return a != a ? a : m;
+      return detail::select(a != a, a, detail::select(a > b, a, b));
     else
-      return m;
+      return a > b ? a : b;
   }
 };
 struct Minimum {
@@ -441,11 +443,10 @@ struct Minimum {
   static constexpr int cost = 2;
   template <typename T>
   T operator()(T a, T b) const {
-    const T m = a < b ? a : b;
     if constexpr (std::is_floating_point_v<T>)
-      return a != a ? a : m;
+      return detail::select(a != a, a, detail::select(a < b, a, b));
     else
-      return m;
+      return a < b ? a : b;
   }
 };
 struct SquaredDifference {
@@ -527,10 +528,18 @@ struct BitwiseXor {
 };
 /// Shift counts are clamped to [0, bits - 1] as TensorFlow does (so shifting
 /// left by >= bits keeps only the top bit pattern, never UB).
+/// The count is in b's own type from 32 bits up (int otherwise): a select
+/// between types of two sizes leaves GCC's vectorizer without a vector type.
 template <typename T>
-inline int clamp_shift(T b) {
-  constexpr int kMax = static_cast<int>(sizeof(T) * 8 - 1);
-  return b < T(0) ? 0 : (b > T(kMax) ? kMax : static_cast<int>(b));
+inline auto clamp_shift(T b) {
+  if constexpr (sizeof(T) < 4) {
+    constexpr int kMax = static_cast<int>(sizeof(T) * 8 - 1);
+    const int c = b;
+    return c < 0 ? 0 : (c > kMax ? kMax : c);
+  } else {
+    constexpr T kMax = static_cast<T>(sizeof(T) * 8 - 1);
+    return b < T(0) ? T(0) : (b > kMax ? kMax : b);
+  }
 }
 // Types narrower than 32 bits shift in 32-bit lanes with the value at the
 // top: GCC would narrow `uint32_t(a) >> s` back to an 8-bit vector shift,
