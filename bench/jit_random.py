@@ -6,8 +6,8 @@ nobody tuned it for: chains of common activations, each step
 shapes from [10, 10] to [256, 1024], half of them with row reductions (softmax,
 a layer norm, a log-softmax, a row-sum scale) at random steps. Each program is
 traced once per mode and compiled (or found in the disk cache); then the two
-modes are timed in alternating rounds and the ratio jit / graph of their median
-sample times is printed, with the worst and the median ratio.
+modes are timed in alternating rounds of about 10 ms each and the median of the
+rounds' ratios jit / graph is printed, with the worst and the median ratio.
 
     .venv/bin/python bench/jit_random.py [--programs N] [--seed S] [--rounds R]
                                          [--json FILE] [--quiet]
@@ -27,7 +27,8 @@ import numpy as np
 import kiln as tf
 from kiln import benchmark as kb
 
-SHAPES = [(10, 10), (64, 64), (100, 100), (1000, 100), (128, 512), (256, 1024)]
+SHAPES = [(10, 10), (2000, 4), (64, 64), (1000, 10), (100, 100), (1000, 100), (128, 512),
+          (256, 1024)]
 
 # Each activation keeps values in a modest range when chained (an unbounded one
 # is wrapped so that 40 steps never overflow).
@@ -104,8 +105,12 @@ def _batch(fn, args, number):
     return (time.perf_counter() - start) / number
 
 
-def compare(program, args, rounds, sample_time=2e-3):
-    """Graph mode and jit alternately: (graph median s, jit median s, first jit call s)."""
+def compare(program, args, rounds, sample_time=1e-2):
+    """Graph mode and jit alternately: (graph median s, jit median s, first jit call s, ratio).
+
+    The ratio is the median of each round's jit / graph: a round's two samples
+    are taken back to back, so a burst of other work on the machine skews a
+    round's pair, not the whole comparison."""
     graph = tf.function(program, autograph=False)
     jit = tf.function(program, jit_compile=True, autograph=False)
     kb.materialize(graph(*args))
@@ -124,14 +129,15 @@ def compare(program, args, rounds, sample_time=2e-3):
         order = ((graph, g), (jit, j)) if r % 2 == 0 else ((jit, j), (graph, g))
         for fn, out in order:
             out.append(_batch(fn, args, number))
-    return statistics.median(g), statistics.median(j), first
+    ratio = statistics.median(b / a for a, b in zip(g, j))
+    return statistics.median(g), statistics.median(j), first, ratio
 
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--programs", type=int, default=100)
     ap.add_argument("--seed", type=int, default=40)
-    ap.add_argument("--rounds", type=int, default=9)
+    ap.add_argument("--rounds", type=int, default=15)
     ap.add_argument("--json", default=None, help="write every result to this file")
     ap.add_argument("--quiet", action="store_true", help="print only the summary")
     a = ap.parse_args(argv)
@@ -141,13 +147,13 @@ def main(argv=None):
     warnings.simplefilter("ignore")
     for i in range(a.programs):
         program, args, desc = make_program(rng, i)
-        g, j, first = compare(program, args, a.rounds)
-        desc.update({"graph_s": g, "jit_s": j, "ratio": j / g, "first_jit_call_s": first})
+        g, j, first, ratio = compare(program, args, a.rounds)
+        desc.update({"graph_s": g, "jit_s": j, "ratio": ratio, "first_jit_call_s": first})
         rows.append(desc)
         if not a.quiet:
             print(f"{i:3d} depth {desc['depth']:2d} {str(tuple(desc['shape'])):12s} "
                   f"red {desc['reductions']}  graph {kb.format_seconds(g):>9s}  "
-                  f"jit {kb.format_seconds(j):>9s}  jit/graph {j / g:5.2f}", flush=True)
+                  f"jit {kb.format_seconds(j):>9s}  jit/graph {ratio:5.2f}", flush=True)
     ratios = [r["ratio"] for r in rows]
     worst = max(range(len(rows)), key=lambda k: ratios[k])
     summary = {

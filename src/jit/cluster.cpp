@@ -126,16 +126,9 @@ std::vector<int64_t> signature(const Kernel& k, const Space& sp, std::span<const
   return sig;
 }
 
-// What computing one point costs (stages.h's instr_cost; an instruction
-// without vector code as kScalarCost), which scales the pool's grain.
+// What computing one point costs (stages.h), which scales the pool's grain.
 int64_t work_per_point(const Kernel& k) {
-  constexpr int64_t kScalarCost = 64;
-  int64_t n = 0;
-  for (size_t i = 0; i < k.body.size(); ++i) {
-    const int c = instr_cost(k, i);
-    n += c < 0 ? kScalarCost : c;
-  }
-  return std::max<int64_t>(1, n);
+  return std::max<int64_t>(1, body_cost(k.body));
 }
 
 // Makes the kernel compute product `p` (an input it loads) itself: the node

@@ -1,6 +1,7 @@
 #include "cluster_plan.h"
 
 #include <algorithm>
+#include <optional>
 #include <queue>
 #include <unordered_map>
 #include <unordered_set>
@@ -9,14 +10,18 @@
 #include "node_rules.h"
 #include "passes/pass_util.h"
 #include "siblings.h"
+#include "stages.h"
 
 namespace kiln::jit {
 namespace {
 
 using passes::spec_of;
 
-// The fewest points per row a row kernel takes (a float32 vector's worth).
+// Rows of fewer points fill no float32 vector (short_row_work).
 constexpr int64_t kMinRowPoints = 16;
+// Point work (stages.h) times points a row kernel over short rows may take
+// in beside its root; kShortRowWork (cheap ops) it may always take.
+constexpr int64_t kShortRowBudget = 16384, kShortRowWork = 16, kGuessedDim = 64;
 
 // Whether `s` (right-aligned to the space) has all of the space's reduced
 // dims or none of them (1s), so a row kernel can walk it.
@@ -254,6 +259,7 @@ class Former {
     int k = 0;
     if (!trial_lower(n, body, results, k)) return false;
     reduces_[n] = k;
+    cost_[n] = body_cost(body);
     if (k > 0 && !results.empty() && body[static_cast<size_t>(results[0])].kind != Instr::kReduce)
       row_op_.insert(n);
     // The node's space: its output's, or for a reduction its input's.
@@ -263,24 +269,42 @@ class Former {
   }
 
   // A row kernel runs rows in parallel: a reduction to a few values over
-  // many elements stays the (block-parallel) reduce kernel. Its loops run
-  // along a row, so a row of fewer points than a vector holds
-  // (kMinRowPoints) stays a kernel call too: graph mode's elementwise ops
-  // vectorize across rows, and a row kernel over [1000, 3] was 5x slower.
+  // many elements stays the (block-parallel) reduce kernel.
   static bool worth_rows(const Space& sp) {
     int64_t rows = 1, n = 1;
-    bool unknown_rows = false;
     for (int d = 0; d < sp.shape.rank(); ++d) {
       const int64_t x = sp.shape.dim(d);
       if (d >= sp.shape.rank() - sp.reduced)
-        n = n < 0 || x < 0 ? -1 : n * x;
+        n *= x;
       else if (x < 0)
-        unknown_rows = true;
+        return true;
       else
         rows *= x;
     }
-    if (n >= 0 && n < kMinRowPoints) return false;
-    return unknown_rows || rows >= 2 || n <= (1 << 16);
+    return rows >= 2 || n <= (1 << 16);
+  }
+
+  // The point work a row kernel over rows shorter than a vector may take in
+  // beside its root (none: no limit). Such a kernel runs one row at a time
+  // without vector code, where graph mode's elementwise ops vectorize across
+  // rows: 20 tanh and a softmax over [1000, 3] took 1030 us as one row
+  // kernel, 200 us in graph mode. So its extra work times its points stays
+  // under kShortRowBudget (a few microseconds of scalar work, what a kernel
+  // call of its own would cost): a train step's classifier, [32, 10] with
+  // an exp beside its softmax, stays one kernel. Unknown dims count as
+  // kGuessedDim values.
+  static std::optional<int64_t> short_row_work(const Space& sp) {
+    if (sp.reduced == 0) return std::nullopt;
+    int64_t n = 1, points = 1;
+    for (int d = 0; d < sp.shape.rank(); ++d) {
+      const int64_t x = sp.shape.dim(d);
+      const bool row = d >= sp.shape.rank() - sp.reduced;
+      if (row && x < 0) return std::nullopt;  // N known at run time
+      if (row) n *= x;
+      points *= x < 0 ? kGuessedDim : x;
+    }
+    if (n >= kMinRowPoints) return std::nullopt;
+    return kShortRowBudget / std::max<int64_t>(points, 1);
   }
 
   // Whether reducing `p` can join a cluster in `sp` (and set its reduced dims).
@@ -324,6 +348,7 @@ class Former {
     Shape& shape = sp.shape;
     std::unordered_set<const Node*> members{root}, mapped_src;
     std::vector<Node*> list{root};
+    int64_t point_work = 0;  // elementwise members' work but the root's (short_row_work)
     auto later = [&](Node* a, Node* b) { return order_[a] < order_[b]; };
     std::priority_queue<Node*, std::vector<Node*>, decltype(later)> work(later);
     for (const Edge& e : root->inputs()) work.push(e.node);
@@ -362,10 +387,17 @@ class Former {
                    !other_shape_joins(p, sp, members, tentative_ok, tentative)) ||
                       !node_fits(p, sp))
         continue;
+      Space next = sp;
+      if (k > 0) next.reduced = k;
+      // (Reductions and softmaxes are the row kernel's own work.)
+      const int64_t extra = k > 0 ? 0 : cost_.at(p);
+      const std::optional<int64_t> room = short_row_work(next);
+      if (room && point_work + extra > std::max(*room, kShortRowWork)) continue;
       bool ok = true;
       for (Node* x : users_[p])
         if (!members.count(x) && reaches(x, members)) ok = false;
       if (!ok) continue;
+      point_work += extra;
       if (k > 0) sp.reduced = k;
       members.insert(p);
       list.push_back(p);
@@ -509,8 +541,9 @@ class Former {
   std::unordered_map<const Node*, std::vector<Node*>> control_users_;
   std::unordered_set<const Node*> control_targets_;
   std::unordered_map<const Node*, bool> lowerable_;
-  std::unordered_map<const Node*, int> reduces_;  // lowerable nodes' reduced dims
-  std::unordered_set<const Node*> row_op_;        // reduce rows, then write every point
+  std::unordered_map<const Node*, int> reduces_;   // lowerable nodes' reduced dims
+  std::unordered_map<const Node*, int64_t> cost_;  // lowerable nodes' point work
+  std::unordered_set<const Node*> row_op_;         // reduce rows, then write every point
   std::unordered_map<const Node*, size_t> cluster_of_;
   const std::vector<std::vector<Node*>>* clusters_ = nullptr;
 

@@ -316,6 +316,53 @@ struct Prediction {
 };
 Prediction predict(const Kernel& k);
 
+// Short rows of a kernel in stages, as flat runs of points: each block of m
+// rows is one run of m * cols points, so every stage's loop reads and
+// writes consecutive values (vectorized across rows, the stages' loops
+// would move each carried value through strided loads and stores: a chain
+// of 19 activations over [1000, 10] plus a [10] bias ran 2.6x slower than
+// graph mode). One stage runs kMaxBlock points a block. Inputs whose rows follow one another (row
+// stride cols) are read in place; the others are first written out as a run of the block's points:
+// a row read by every row (a bias) once per slab, the rest per block.
+std::string flat_rows_text(const Kernel& k, const Prediction& pr, const Stages& sg,
+                           const std::vector<int64_t>& rs) {
+  const std::vector<uint8_t>& pattern = pr.pattern;
+  const int64_t block = sg.count() > 1 ? sg.block : kMaxBlock;
+  const int64_t cols = pr.cols, rows = std::max<int64_t>(1, block / cols);
+  const size_t n_in = k.inputs.size();
+  std::string s = str_cat("      m = m < ", rows, " ? m : ", rows, ";\n");
+  for (size_t i = 0; i < n_in; ++i) {
+    const char* t = mtype(k.inputs[i]);
+    if (pattern[i] && rs[i] == cols) {
+      s += str_cat("      const ", t, "* __restrict p", i, " = in", i, " + o", i, ";\n");
+    } else if (!pattern[i] && rs[i] == 0) {
+      s += str_cat("      const ", t, " b", i, " = in", i, "[o", i, "];\n");
+    } else {
+      // The value at point j * cols + c of the run.
+      const std::string at = pattern[i] && rs[i] == 0 ? "c"
+                             : pattern[i]             ? str_cat("j * ", rs[i], " + c")
+                                                      : str_cat("j * ", rs[i]);
+      s += str_cat("      alignas(64) ", t, " e", i, "[", rows * cols, "];\n",
+                   "      for (int64_t j = 0; j < m; ++j)\n        for (int64_t c = 0; c < ", cols,
+                   "; ++c) e", i, "[j * ", cols, " + c] = in", i, "[o", i, " + ", at, "];\n");
+    }
+  }
+  PointLoop pl;
+  pl.load = [&](int32_t x) {
+    const auto i = static_cast<size_t>(x);
+    return pattern[i] && rs[i] == cols ? str_cat("p", x, "[q]")
+           : !pattern[i] && rs[i] == 0 ? str_cat("b", x)
+                                       : str_cat("e", x, "[q]");
+  };
+  pl.out_index = str_cat("r * ", cols, " + q");
+  pl.buf_index = "q";
+  pl.open = str_cat("#pragma GCC ivdep\n      for (int64_t q = 0; q < m * ", cols,
+                    "; ++q) {  // kiln:{kind}\n");
+  pl.close = "      }\n";
+  pl.indent = "        ";
+  return s + stages_text(k, sg, pl) + "      r += m;\n    }\n    return;\n  }\n";
+}
+
 // Rows of a few points (CharUnpack's 8): one call per row leaves the unrolled
 // row scalar. When every input's row stride is the static prediction, the
 // rows of each slab run in one loop over rows, which vectorizes across them
@@ -328,22 +375,28 @@ std::string short_rows_text(const Kernel& k, const Prediction& pr, const Stages&
   if (l.rank < 2 || cols > kMaxShortRow || pr.strided) return "";
   const size_t n_in = k.inputs.size();
   std::vector<int64_t> rs(n_in);
-  std::string s =
-      str_cat("  if (a->fast && R >= 2 && c0 == 0 && c1 == ", cols, " && sh[R - 1] == ", cols);
+  // The expected path (__builtin_expect): GCC would take a test of a dozen
+  // strides for a rare one, optimize the branch for size and vectorize
+  // nothing in it.
+  std::string s = str_cat("  if (__builtin_expect(a->fast && R >= 2 && c0 == 0 && c1 == ", cols,
+                          " && sh[R - 1] == ", cols);
   for (size_t i = 0; i < n_in; ++i) {
     rs[i] = l.strides[i * static_cast<size_t>(l.rank) + static_cast<size_t>(l.rank) - 2];
     s += str_cat(" && st[", i, " * R + R - 2] == ", rs[i]);
   }
-  s += ") {\n    for (int64_t r = r0; r < r1;) {\n";
+  s += ", 1)) {\n    for (int64_t r = r0; r < r1;) {\n";
   for (size_t i = 0; i < n_in; ++i) s += str_cat("      int64_t o", i, " = 0;\n");
   s += "      for (int64_t d = R - 2, rem = r; d >= 0; --d) {\n"
        "        const int64_t at = rem % sh[d];\n        rem /= sh[d];\n";
   for (size_t i = 0; i < n_in; ++i) s += str_cat("        o", i, " += at * st[", i, " * R + d];\n");
   s += "      }\n      const int64_t left = sh[R - 2] - r % sh[R - 2];\n"
        "      int64_t m = r1 - r < left ? r1 - r : left;\n";
-  if (sg.count() > 1)
-    s += str_cat("      m = m < ", std::max<int64_t>(1, sg.block / cols),
-                 " ? m : ", std::max<int64_t>(1, sg.block / cols), ";\n");
+  // An input read in place makes flat runs pay (a chain of cheap ops over
+  // [1000, 10] reading its rows ran 1.8x faster flat); with per-row values
+  // and a broadcast row only (CharUnpack), expanding them cost 8x.
+  bool in_place = false;
+  for (size_t i = 0; i < n_in; ++i) in_place = in_place || (pattern[i] && rs[i] == cols);
+  if (sg.count() > 1 || in_place) return s + flat_rows_text(k, pr, sg, rs);
   // Inputs the same for every row of the block are copied out first: GCC
   // honours __restrict on parameters only, and byte loads may alias the
   // outputs, so it would reload them per row (and vectorize nothing).
@@ -420,7 +473,12 @@ std::string kernel_text(const Kernel& k) {
   std::vector<uint8_t> computed(k.body.size(), 0);
   for (size_t i = 0; i < k.body.size(); ++i)
     computed[i] = k.body[i].kind != Instr::kLoad && k.body[i].kind != Instr::kConst;
-  const Stages sg = plan_stages(k, computed);
+  // A kernel over fewer points than a vector holds (a train step's scalar
+  // Adam terms) runs them in one loop: stages would only add loops.
+  int64_t points = 1;
+  for (int64_t d : k.dims) points = points < 0 || d < 0 ? -1 : points * d;
+  const Stages sg =
+      points >= 0 && points < kMinVectorRow ? one_stage(k, computed) : plan_stages(k, computed);
   std::string s =
       str_cat("// ", k.name, ": ", k.body.size(), " instructions over rank ", k.rank,
               sg.count() > 1 ? str_cat(" in ", sg.count(), " stages") : "", "\n", signature_text(k),
@@ -429,7 +487,7 @@ std::string kernel_text(const Kernel& k) {
   if (short_cols > 0) s += short_rows_text(k, pr, sg);
   s += row_start_text(n_in);
   s += "  for (int64_t r = r0; r < r1; ++r) {\n"
-       "    const int64_t ob = r * cols;\n    if (a->fast) {\n";
+       "    const int64_t ob = r * cols;\n    if (__builtin_expect(a->fast, 1)) {\n";
   // Inputs read transposed (pattern 2) come as tiles when the runtime
   // copied them out (split() in runtime.cpp); else each value is read with
   // its stride.

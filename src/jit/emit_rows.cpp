@@ -374,6 +374,12 @@ std::string combine_text(const Kernel& k, const std::vector<int32_t>& folds, con
   return s;
 }
 
+// The comment on a pass's loop with vector code (emit_cpp.cpp's kind_of):
+// "short" for rows of a static N below a float32 vector, too few to fill one.
+const char* vector_kind(const Plan& p) {
+  return p.n >= 0 && p.n < 16 ? "short" : "vector";
+}
+
 // The stages of pass `pass` (stages.h) over its point values `need`: the
 // instructions it computes in order, its folds in the last stage.
 Stages pass_stages(const Kernel& k, const Plan& p, int pass, const std::vector<uint8_t>& need) {
@@ -444,10 +450,16 @@ std::string staged_pass_text(const Kernel& k, const Plan& p, int pass, const Sta
                           sg.block, " points\n") +
                   lanes_text(k, folds, "a", "t");
   const std::string c = str_cat("c", pass);
-  s += str_cat("    for (int64_t b = 0; b < N; b += ", sg.block,
-               ") {\n      const int64_t e = N - b < ", sg.block, " ? N : b + ", sg.block, ";\n");
+  // Rows of a static N no longer than a block are one block: the loops'
+  // bounds are then constants (a loop over b would let GCC warn about
+  // iterations past them).
+  if (p.n >= 0 && p.n <= sg.block)
+    s += "    {\n      constexpr int64_t b = 0, e = N;\n";
+  else
+    s += str_cat("    for (int64_t b = 0; b < N; b += ", sg.block,
+                 ") {\n      const int64_t e = N - b < ", sg.block, " ? N : b + ", sg.block, ";\n");
   for (int st = 0; st < sg.count(); ++st) {
-    const char* kind = sg.scalar[static_cast<size_t>(st)] ? "scalar" : "vector";
+    const char* kind = sg.scalar[static_cast<size_t>(st)] ? "scalar" : vector_kind(p);
     if (st + 1 < sg.count() || folds.empty()) {
       s += str_cat("#pragma omp simd\n      for (int64_t j = b; j < e; ++j) {  // kiln:", kind,
                    "\n") +
@@ -492,7 +504,7 @@ std::string pass_text(const Kernel& k, const Plan& p, int pass, const std::vecto
   const std::vector<uint8_t> need = cone(k, p, pass, roots);
   const Stages sg = pass_stages(k, p, pass, need);
   if (next == nullptr && sg.count() > 1) return staged_pass_text(k, p, pass, sg, fast);
-  const char* kind = sg.count() == 1 && sg.scalar[0] ? "scalar" : "vector";
+  const char* kind = sg.count() == 1 && sg.scalar[0] ? "scalar" : vector_kind(p);
   std::string s = str_cat("    // pass ", pass, next ? ", and pass 0 of the next row" : "", "\n");
   if (folds.empty() && next == nullptr)
     return s + "#pragma omp simd\n    for (int64_t j = 0; j < N; ++j) {  // kiln:" + kind + "\n" +

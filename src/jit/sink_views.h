@@ -15,8 +15,8 @@ namespace kiln::jit {
 
 /// Rewrites `g` until no view can move further; returns the views moved.
 /// A view moves over op `p` when `p` is elementwise with a JIT lowering (or
-/// a bias add, whose moved copies are Adds) and the view is its only reader. An operand of `p`'s shape gets a copy of the
-/// view node; a single value of no higher rank than the view is read as it
+/// a bias add, whose moved copies are Adds) and the view is its only reader. An operand of `p`'s
+/// shape gets a copy of the view node; a single value of no higher rank than the view is read as it
 /// is; any other operand that broadcasts to `p`'s shape (a bias) is read
 /// through a JitView node per view output (its dims that broadcast become new
 /// dims of one value). A dim of unknown size must be read whole, since it may

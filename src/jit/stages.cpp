@@ -4,13 +4,13 @@
 
 namespace kiln::jit {
 
-int instr_cost(const Kernel& k, size_t i) {
-  const Instr& in = k.body[i];
+int instr_cost(std::span<const Instr> body, size_t i) {
+  const Instr& in = body[i];
   // Complex values (GCC's __complex__ types) have no vector code.
   if (in.kind != Instr::kLoad && in.kind != Instr::kConst) {
     bool complex = is_complex(in.dtype);
     for (int32_t a : {in.a, in.b, in.c})
-      complex |= a >= 0 && is_complex(k.body[static_cast<size_t>(a)].dtype);
+      complex |= a >= 0 && is_complex(body[static_cast<size_t>(a)].dtype);
     if (complex) return -1;
   }
   switch (in.kind) {
@@ -19,15 +19,24 @@ int instr_cost(const Kernel& k, size_t i) {
     case Instr::kReduce:
     case Instr::kSelect: return 1;
     case Instr::kCast: {
-      const DType from = k.body[static_cast<size_t>(in.a)].dtype;
+      const DType from = body[static_cast<size_t>(in.a)].dtype;
       return is_half(from) || is_half(in.dtype) ? 6 : 1;
     }
     case Instr::kApply: {
       const JitCostFn cost = op_def(in.op).jit_cost;
-      return cost ? cost(k.body[static_cast<size_t>(in.a)].dtype) : 1;
+      return cost ? cost(body[static_cast<size_t>(in.a)].dtype) : 1;
     }
   }
   return 1;
+}
+
+int64_t body_cost(std::span<const Instr> body) {
+  int64_t n = 0;
+  for (size_t i = 0; i < body.size(); ++i) {
+    const int c = instr_cost(body, i);
+    n += c < 0 ? kScalarCost : c;
+  }
+  return n;
 }
 
 Stages plan_stages(const Kernel& k, const std::vector<uint8_t>& computed,
@@ -74,6 +83,23 @@ Stages plan_stages(const Kernel& k, const std::vector<uint8_t>& computed,
   }
   s.block = kMaxBlock;
   while (s.block > kMinBlock && s.block * bytes > kStageBufferBytes) s.block /= 2;
+  return s;
+}
+
+}  // namespace kiln::jit
+
+namespace kiln::jit {
+
+Stages one_stage(const Kernel& k, const std::vector<uint8_t>& computed) {
+  Stages s;
+  s.of.assign(k.body.size(), -1);
+  s.carried.assign(k.body.size(), 0);
+  for (size_t i = 0; i < k.body.size(); ++i) {
+    if (!computed[i]) continue;
+    if (s.scalar.empty()) s.scalar.push_back(0);
+    s.of[i] = 0;
+    s.scalar[0] |= instr_cost(k, i) < 0;
+  }
   return s;
 }
 

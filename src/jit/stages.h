@@ -14,6 +14,7 @@
 // buffer of one block (in L1).
 #pragma once
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "ops/jit_ir.h"
@@ -29,9 +30,16 @@ inline constexpr int kStageBudget = 48;
 inline constexpr int64_t kStageBufferBytes = 24 << 10;
 inline constexpr int64_t kMaxBlock = 256, kMinBlock = 32;
 
-/// What computing instruction i of `k` once costs (0 for loads and
+/// What computing instruction i of `body` once costs (0 for loads and
 /// constants), or -1 when it has no vector code.
-int instr_cost(const Kernel& k, size_t i);
+int instr_cost(std::span<const Instr> body, size_t i);
+inline int instr_cost(const Kernel& k, size_t i) {
+  return instr_cost(k.body, i);
+}
+/// What computing `body` at one point costs, an instruction without vector
+/// code counted as kScalarCost: the kernel's work per point.
+inline constexpr int kScalarCost = 64;
+int64_t body_cost(std::span<const Instr> body);
 
 /// The stages of one loop over points.
 struct Stages {
@@ -52,5 +60,8 @@ struct Stages {
 /// `last` marks (a row kernel's folds; empty: none) go in the last stage.
 Stages plan_stages(const Kernel& k, const std::vector<uint8_t>& computed,
                    const std::vector<uint8_t>& last = {});
+/// One stage for all of them (a loop over fewer points than a vector holds:
+/// nothing to vectorize or overlap); scalar when any instruction is.
+Stages one_stage(const Kernel& k, const std::vector<uint8_t>& computed);
 
 }  // namespace kiln::jit

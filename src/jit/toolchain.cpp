@@ -340,7 +340,7 @@ std::string compile_shared_object(const Toolchain& tc, std::string_view source, 
     if (clang)
       argv.insert(argv.end(), {"-Rpass=loop-vectorize", "-Rpass-missed=loop-vectorize"});
     else
-      argv.push_back("-fopt-info-vec-optimized-missed=vec.txt");
+      argv.push_back("-fopt-info-loop-vec-optimized-missed-note=vec.txt");
   }
   argv.insert(argv.end(), {"-o", "kernel.so", "kernel.cpp"});
   Outcome out = run_process(std::move(argv), dir.path(), dir.path() / "compile.log", timeout_s);

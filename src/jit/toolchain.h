@@ -36,8 +36,9 @@ std::string cpu_features();
 /// kiln::InternalError with the exit status and the first 40 lines of the
 /// diagnostics when compiling fails or times out. With `report`, it also
 /// receives the compiler's account of the loops it vectorized or not, one
-/// message per line ("kernel.cpp:LINE:COL: optimized: loop vectorized ..." or
-/// "...: missed: ..." from GCC's -fopt-info-vec-optimized-missed;
+/// message per line ("kernel.cpp:LINE:COL: optimized: loop vectorized ...",
+/// "...: missed: ..." or "...: note: ..." from GCC's
+/// -fopt-info-loop-vec-optimized-missed-note;
 /// "...: remark: vectorized loop ..." and the like from clang's
 /// -Rpass(-missed)=loop-vectorize).
 std::string compile_shared_object(const Toolchain& tc, std::string_view source,

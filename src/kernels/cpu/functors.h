@@ -656,7 +656,10 @@ struct ComplexAbs {
 struct Select {
   template <typename C, typename T>
   T operator()(C c, const T& x, const T& y) const {
-    if constexpr (std::is_arithmetic_v<T>) {
+    if constexpr (std::is_same_v<T, bool>) {  // bytes (a bit_cast to bool stays scalar)
+      const auto s = static_cast<uint8_t>(c != C(0));
+      return static_cast<bool>((s & uint8_t{x}) | (static_cast<uint8_t>(s ^ 1u) & uint8_t{y}));
+    } else if constexpr (std::is_arithmetic_v<T>) {
       using U = typename detail::UIntOfSize<sizeof(T)>::type;
       const U m = static_cast<U>(U(0) - static_cast<U>(c));
       return std::bit_cast<T>(

@@ -119,16 +119,16 @@ Program random_program(std::mt19937& rng, int index) {
   return p;
 }
 
-// The compiler's messages about loops, by line: "vectorized", or what it
-// missed (GCC: "missed: ...", clang: "remark: loop not vectorized ...").
+// The compiler's messages about loops, by line: "vectorized", "missed: ..."
+// (GCC; clang: "remark: loop not vectorized ...") or "note: ...".
 std::map<int, std::vector<std::string>> messages_by_line(const std::string& report) {
   std::map<int, std::vector<std::string>> out;
-  const std::regex re(R"(kernel\.cpp:(\d+):\d+: (?:optimized|missed|remark): (.*))");
+  const std::regex re(R"(kernel\.cpp:(\d+):\d+: (optimized|missed|remark|note): (.*))");
   for (std::sregex_iterator it(report.begin(), report.end(), re), end; it != end; ++it) {
-    const std::string what = (*it)[2];
+    const std::string kind = (*it)[2], what = (*it)[3];
     const bool done = what.find("loop vectorized") != std::string::npos ||
                       what.find("vectorized loop") != std::string::npos;
-    out[std::stoi((*it)[1])].push_back(done ? "vectorized" : what);
+    out[std::stoi((*it)[1])].push_back(done ? "vectorized" : kind + ": " + what);
   }
   return out;
 }
@@ -160,22 +160,32 @@ std::vector<Loop> vector_loops(const std::vector<std::string>& lines) {
 }
 
 // What the compiler did with one loop (its lines, and one line past the
-// first: GCC reports `omp simd` loops at their first statement): "vector",
-// "gone" (no message: removed before the vectorizer as dead code), or what
-// it missed. A loop it turned into a library call (memcpy) counts as vector.
+// first: GCC reports `omp simd` loops at their first statement): "vector";
+// "gone" when nothing is said of it (GCC removed it as dead code first:
+// random programs hold identities such as x - x); else what it missed or,
+// when only notes speak of the loop, those (a loop in code GCC deems cold
+// is never vectorized). A loop turned into a library call (memcpy) counts
+// as vector.
 std::string fate(const Loop& l, const std::map<int, std::vector<std::string>>& by_line) {
-  std::string missed;
+  std::string missed, notes;
+  bool any = false, library = false;
   for (auto it = by_line.lower_bound(l.first); it != by_line.end() && it->first <= l.last; ++it)
     for (const std::string& m : it->second) {
       if (m == "vectorized") return "vector";
-      if (m.find("couldn't vectorize") != std::string::npos) continue;
-      if (m.find("clobbers memory: __builtin_mem") == std::string::npos) missed += m + "; ";
+      any = true;
+      if (m.rfind("note: ", 0) == 0) {
+        notes += m + "; ";
+      } else if (m.find("clobbers memory: __builtin_mem") != std::string::npos ||
+                 m.find("library calls") != std::string::npos) {
+        library = true;
+      } else if (m.rfind("optimized: ", 0) == 0) {
+      } else if (m.find("couldn't vectorize") == std::string::npos) {
+        missed += m + "; ";
+      }
     }
-  return missed.empty() ? (by_line.lower_bound(l.first) != by_line.end() &&
-                                   by_line.lower_bound(l.first)->first <= l.last
-                               ? "vector"
-                               : "gone")
-                        : missed;
+  if (!any) return "gone";
+  if (!missed.empty()) return missed;
+  return library ? "vector" : "not analyzed by the vectorizer; " + notes;
 }
 
 // The defined symbols of shared object `bytes` (nm -C), one per line.
