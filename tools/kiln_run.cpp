@@ -4,8 +4,12 @@
 //   kiln-run DIR --signature NAME --input x=a.npy [--input k=b.npy ...] [--output-dir OUT]
 //
 // Each output is printed (name, dtype, shape, values) and, with --output-dir,
-// written as OUT/<name>.npy. Exit status 2 on bad usage, 1 on a kiln error.
+// written as OUT/<name>.npy (OUT is created when missing). Exit status 2 on
+// bad usage, 1 on a kiln error; -h or --help prints the usage.
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
+#include <filesystem>
 #include <iostream>
 #include <map>
 #include <string>
@@ -15,12 +19,36 @@
 
 namespace {
 
+constexpr const char* kUsage =
+    "usage: kiln-run DIR [--signature NAME --input KEY=FILE.npy ... [--output-dir OUT]]\n";
+
 int usage(const char* msg) {
-  std::fprintf(stderr,
-               "kiln-run: %s\nusage: kiln-run DIR [--signature NAME --input KEY=FILE.npy ... "
-               "[--output-dir OUT]]\n",
-               msg);
+  std::fprintf(stderr, "kiln-run: %s\n%s", msg, kUsage);
   return 2;
+}
+
+int help() {
+  std::printf(
+      "%s\nLists the signatures and variables of the SavedModel in DIR; with --signature,\n"
+      "runs that signature on the .npy inputs given as KEY=FILE.npy, prints each output\n"
+      "and, with --output-dir, writes it as OUT/<name>.npy (creating OUT).\n",
+      kUsage);
+  return 0;
+}
+
+// Creates `dir` with its parents; "" on success, else why not.
+std::string make_dir(const std::string& dir) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) return ec.message();
+  if (!std::filesystem::is_directory(dir)) return "not a directory";
+  return "";
+}
+
+// An output's name used as a file name: a model's names are not trusted.
+bool plain_file_name(const std::string& n) {
+  return !n.empty() && n != "." && n != ".." && n.find('/') == std::string::npos &&
+         n.find('\0') == std::string::npos;
 }
 
 void list(const kiln::saved_model::SavedModel& sm) {
@@ -34,6 +62,8 @@ void list(const kiln::saved_model::SavedModel& sm) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i)
+    if (std::strcmp(argv[i], "-h") == 0 || std::strcmp(argv[i], "--help") == 0) return help();
   if (argc < 2) return usage("no directory given");
   std::string dir = argv[1], sig, out_dir;
   std::map<std::string, std::string> inputs;
@@ -60,12 +90,24 @@ int main(int argc, char** argv) {
       list(*sm);
       return 0;
     }
+    if (!out_dir.empty()) {
+      if (const std::string why = make_dir(out_dir); !why.empty()) {
+        std::fprintf(stderr, "kiln-run: cannot create the output directory %s: %s\n",
+                     out_dir.c_str(), why.c_str());
+        return 1;
+      }
+    }
     std::map<std::string, kiln::Tensor> feed;
     for (const auto& [k, path] : inputs) feed[k] = kiln::npy::read(path);
     auto result = sm->signature(sig)(feed);
     for (const auto& [k, t] : result) {
       std::printf("%s: %s\n", k.c_str(), t.to_string().c_str());
-      if (!out_dir.empty()) kiln::npy::write(out_dir + "/" + k + ".npy", t);
+      if (out_dir.empty()) continue;
+      if (!plain_file_name(k)) {
+        std::fprintf(stderr, "kiln-run: output '%s' is not a file name; not written\n", k.c_str());
+        return 1;
+      }
+      kiln::npy::write(out_dir + "/" + k + ".npy", t);
     }
   } catch (const kiln::Error& e) {
     std::fprintf(stderr, "kiln-run: %s\n", e.what());

@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "comm/transport.h"
+#include "core/env.h"
 #include "kiln/status.h"
 
 namespace kiln::comm {
@@ -174,13 +175,7 @@ Ref<Job> finished(const Tensor& x) {
 }
 
 double default_timeout() {
-  if (const char* s = std::getenv("KILN_COLLECTIVE_TIMEOUT")) {
-    char* end = nullptr;
-    const double v = std::strtod(s, &end);
-    if (end != s && v > 0) return v;
-    std::fprintf(stderr, "kiln: ignoring KILN_COLLECTIVE_TIMEOUT=%s (want seconds > 0)\n", s);
-  }
-  return 600;
+  return env_seconds("KILN_COLLECTIVE_TIMEOUT", 600);
 }
 
 void check_timeout(double s) {

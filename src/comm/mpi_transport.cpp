@@ -9,13 +9,14 @@
 #include <vector>
 
 #include "comm/transport.h"
+#include "core/env.h"
 #include "kiln/status.h"
 
 namespace kiln::comm::detail {
 
 int launcher_size() {
   for (const char* var : {"OMPI_COMM_WORLD_SIZE", "PMIX_SIZE", "PMI_SIZE"})
-    if (const char* s = std::getenv(var)) return std::atoi(s);
+    if (const std::string s = env(var); !s.empty()) return std::atoi(s.c_str());
   return 0;
 }
 

@@ -2,6 +2,8 @@
 
 #include <charconv>
 #include <cstring>
+#include <cerrno>
+#include <cstdio>
 #include <fstream>
 #include <iterator>
 
@@ -175,9 +177,17 @@ std::string serialize(const Tensor& t) {
 
 void write(const std::string& path, const Tensor& t) {
   const std::string bytes = serialize(t);
-  std::ofstream f(path, std::ios::binary | std::ios::trunc);
-  if (!f || !f.write(bytes.data(), static_cast<std::streamsize>(bytes.size())))
-    throw FailedPreconditionError(str_cat(path, ": cannot write"));
+  errno = 0;
+  std::FILE* f = std::fopen(path.c_str(), "wb");
+  bool ok = f && std::fwrite(bytes.data(), 1, bytes.size(), f) == bytes.size();
+  int err = ok ? 0 : errno;
+  if (f && std::fclose(f) != 0 && ok) {
+    ok = false;
+    err = errno;
+  }
+  if (!ok)
+    throw FailedPreconditionError(
+        str_cat(path, ": cannot write: ", err ? std::strerror(err) : "write failed"));
 }
 
 }  // namespace kiln::npy

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "core/denormal.h"
+#include "core/env.h"
 #include "core/tls.h"
 #include "kiln/config.h"
 
@@ -157,10 +158,10 @@ std::atomic<bool> g_pool_started{false};
 
 int default_num_threads() {
   // OMP_NUM_THREADS, the variable users set to limit a process's threads.
-  if (const char* env = std::getenv("OMP_NUM_THREADS")) {
+  if (const std::string s = env("OMP_NUM_THREADS"); !s.empty()) {
     char* end = nullptr;
-    const long v = std::strtol(env, &end, 10);  // "4" or the first of a list "4,2"
-    if (end != env && v > 0 && (*end == 0 || *end == ','))
+    const long v = std::strtol(s.c_str(), &end, 10);  // "4" or the first of a list "4,2"
+    if (end != s.c_str() && v > 0 && (*end == 0 || *end == ','))
       return static_cast<int>(std::min(v, 1024L));
   }
   // The CPUs this process may run on (taskset, cgroup cpusets), not all the machine has.

@@ -14,6 +14,7 @@
 #include <cstring>
 #include <vector>
 
+#include "core/env.h"
 #include "fd_util.h"
 #include "kiln/status.h"
 
@@ -21,9 +22,12 @@ namespace kiln::jit {
 namespace fs = std::filesystem;
 namespace {
 
-constexpr std::string_view kMagic = "KILNJIT1";
+// "KILNJIT2": entries bound to their key. "KILNJIT1" entries (payload
+// checksum only) read as misses and are replaced.
+constexpr std::string_view kMagic = "KILNJIT2";
+constexpr size_t kKeySize = 64;
 constexpr size_t kDigestSize = 32;
-constexpr size_t kHeaderSize = kMagic.size() + 8 + kDigestSize;
+constexpr size_t kHeaderSize = kMagic.size() + kKeySize + 8 + kDigestSize;
 constexpr std::string_view kEntrySuffix = ".kjit";
 constexpr std::string_view kTempInfix = ".kjit.tmp-";  // ".<key>.kjit.tmp-XXXXXX"
 constexpr auto kStaleTemp = std::chrono::minutes(10);
@@ -58,40 +62,52 @@ bool is_temp_name(std::string_view n) {
          n.substr(65, kTempInfix.size()) == kTempInfix;
 }
 
-std::string env(const char* name) {
-  const char* v = std::getenv(name);
-  return v ? v : "";
-}
-
 std::string errno_text(int err) {
   return std::strerror(err);
 }
 
-std::string encode_entry(std::string_view payload) {
+// SHA-256 over the key and the payload: an entry is valid for its key only.
+std::array<unsigned char, kDigestSize> entry_digest(std::string_view key,
+                                                    std::string_view payload) {
+  std::array<unsigned char, kDigestSize> md{};
+  EVP_MD_CTX* ctx = EVP_MD_CTX_new();
+  unsigned int len = 0;
+  const bool ok = ctx && EVP_DigestInit_ex(ctx, EVP_sha256(), nullptr) == 1 &&
+                  EVP_DigestUpdate(ctx, key.data(), key.size()) == 1 &&
+                  EVP_DigestUpdate(ctx, payload.data(), payload.size()) == 1 &&
+                  EVP_DigestFinal_ex(ctx, md.data(), &len) == 1 && len == kDigestSize;
+  EVP_MD_CTX_free(ctx);
+  if (!ok) throw InternalError("kiln jit: OpenSSL's SHA-256 failed");
+  return md;
+}
+
+std::string encode_entry(std::string_view key, std::string_view payload) {
   std::string out(kMagic);
+  out.append(key);
   uint64_t len = payload.size();
   for (int i = 0; i < 8; ++i) out.push_back(static_cast<char>((len >> (8 * i)) & 0xff));
-  auto md = sha256(payload);
+  auto md = entry_digest(key, payload);
   out.append(reinterpret_cast<const char*>(md.data()), md.size());
   out.append(payload);
   return out;
 }
 
-// The payload of an intact entry file, else nullopt.
-std::optional<std::string> decode_entry(std::string&& file) {
-  if (file.size() < kHeaderSize || std::string_view(file).substr(0, kMagic.size()) != kMagic) {
+// The payload of an intact entry file for `key`, else nullopt (another
+// key's entry copied or linked to this name is not intact).
+std::optional<std::string> decode_entry(std::string_view key, std::string&& file) {
+  const std::string_view f(file);
+  if (f.size() < kHeaderSize || f.substr(0, kMagic.size()) != kMagic ||
+      f.substr(kMagic.size(), kKeySize) != key) {
     return std::nullopt;
   }
+  const size_t at_len = kMagic.size() + kKeySize, at_digest = at_len + 8;
   uint64_t len = 0;
   for (int i = 0; i < 8; ++i) {
-    len |= uint64_t{static_cast<unsigned char>(file[kMagic.size() + i])} << (8 * i);
+    len |= uint64_t{static_cast<unsigned char>(file[at_len + i])} << (8 * i);
   }
   if (len != file.size() - kHeaderSize) return std::nullopt;
-  std::string_view payload = std::string_view(file).substr(kHeaderSize);
-  auto md = sha256(payload);
-  if (std::memcmp(md.data(), file.data() + kMagic.size() + 8, kDigestSize) != 0) {
-    return std::nullopt;
-  }
+  auto md = entry_digest(key, f.substr(kHeaderSize));
+  if (std::memcmp(md.data(), file.data() + at_digest, kDigestSize) != 0) return std::nullopt;
   file.erase(0, kHeaderSize);
   return std::move(file);
 }
@@ -138,7 +154,9 @@ fs::path DiskCache::entry_path(std::string_view key) const {
 
 std::optional<std::string> DiskCache::load(std::string_view key) const {
   fs::path path = entry_path(key);
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NOFOLLOW: a symbolic link at an entry's name is a miss (the store
+  // that follows renames a real entry over it).
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
   if (fd < 0) return std::nullopt;
   struct stat st {};
   std::string file;
@@ -153,7 +171,7 @@ std::optional<std::string> DiskCache::load(std::string_view key) const {
   if (ok) file.reserve(static_cast<size_t>(st.st_size));
   ok = ok && read_all(fd, file);
   std::optional<std::string> payload;
-  if (ok) payload = decode_entry(std::move(file));
+  if (ok) payload = decode_entry(key, std::move(file));
   if (payload) ::futimens(fd, nullptr);  // a hit is recent use: evicted last
   ::close(fd);
   if (ok && !payload) remove_if_same(path, st);
@@ -176,7 +194,7 @@ void DiskCache::store(std::string_view key, std::string_view bytes) const {
   }
   errno = 0;
   int err = 0;
-  if (!write_all(fd, encode_entry(bytes)) || ::fsync(fd) != 0) err = errno ? errno : EIO;
+  if (!write_all(fd, encode_entry(key, bytes)) || ::fsync(fd) != 0) err = errno ? errno : EIO;
   if (::close(fd) != 0 && err == 0) err = errno;
   if (err == 0 && ::rename(tmp.c_str(), path.c_str()) != 0) err = errno;
   if (err != 0) {

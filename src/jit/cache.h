@@ -19,17 +19,21 @@ std::string sha256_hex(std::string_view data);
 std::filesystem::path default_cache_dir();
 
 /// A size-bounded directory of entries `<dir>/<key>.kjit`. Each file holds the
-/// magic "KILNJIT1", the payload length (uint64, little-endian), the payload's
-/// SHA-256 (32 raw bytes), then the payload. Keys are 64 lower-case hex digits
-/// (a SHA-256 the caller computed); any other key throws InvalidArgumentError.
+/// magic "KILNJIT2", its key (64 bytes), the payload length (uint64,
+/// little-endian), the SHA-256 of key and payload (32 raw bytes), then the
+/// payload: an entry copied or linked under another key's name is a miss.
+/// Keys are 64 lower-case hex digits (a SHA-256 the caller computed, which
+/// covers the source, the compiler and kiln's version); any other key throws
+/// InvalidArgumentError.
 class DiskCache {
  public:
   /// After each store the oldest entries (by mtime) are removed until the
   /// entries total at most `max_bytes` (the entry just stored is kept).
   DiskCache(std::filesystem::path dir, uint64_t max_bytes);
 
-  /// The entry's payload when present and intact, else std::nullopt. A
-  /// truncated or corrupt entry is deleted and reported as missing. A hit
+  /// The entry's payload when present, intact and written for `key`, else
+  /// std::nullopt. A truncated, corrupt or foreign entry is deleted and
+  /// reported as missing; a symbolic link is not followed (a miss). A hit
   /// refreshes the entry's mtime, so eviction drops the least recently used.
   std::optional<std::string> load(std::string_view key) const;
 

@@ -1,10 +1,11 @@
 #include "jit.h"
 
-#include <cstdlib>
+#include <atomic>
 #include <mutex>
 
 #include "cache.h"
 #include "cluster.h"
+#include "core/env.h"
 #include "emit_cpp.h"
 #include "fold.h"
 #include "kiln/passes.h"
@@ -20,11 +21,7 @@ namespace {
 constexpr uint64_t kDefaultCacheBytes = 512ull << 20;
 
 uint64_t cache_limit() {
-  const char* v = std::getenv("KILN_CACHE_MAX_BYTES");
-  if (!v || !*v) return kDefaultCacheBytes;
-  char* end = nullptr;
-  const unsigned long long n = std::strtoull(v, &end, 10);
-  return end && *end == '\0' ? n : kDefaultCacheBytes;
+  return env_count("KILN_CACHE_MAX_BYTES", kDefaultCacheBytes);
 }
 
 std::string module_key(const Toolchain& tc, const std::string& source) {
@@ -33,29 +30,27 @@ std::string module_key(const Toolchain& tc, const std::string& source) {
   return sha256_hex(str_cat(id, "\n", cpu_features(), "\nkiln ", KILN_VERSION));
 }
 
-// The shared object for `key`: the disk cache's entry when intact, else a
-// fresh compile (stored for the next process). Sets `hit`.
-std::string module_bytes(const Toolchain& tc, const std::string& key, const std::string& source,
-                         bool& hit, std::string& warning) {
-  const DiskCache cache(default_cache_dir(), cache_limit());
+// Set once a compile timed out: a compiler that hangs once would hang for
+// every later function too, so they run in graph mode at once (cache hits
+// still load).
+std::atomic<bool> g_compiler_hung{false};
+
+// A freshly compiled shared object for `source`.
+std::string compile(const Toolchain& tc, const std::string& source) {
+  if (g_compiler_hung.load())
+    throw DeadlineExceededError(str_cat("kiln jit: the compiler ", tc.cxx,
+                                        " timed out earlier in this process; not run again"));
   try {
-    if (std::optional<std::string> b = cache.load(key)) {
-      hit = true;
-      return *std::move(b);
-    }
-  } catch (const Error& e) {
-    warning = str_cat("jit cache unreadable (", e.what(), "); compiling");
+    return compile_shared_object(tc, source);
+  } catch (const DeadlineExceededError&) {
+    g_compiler_hung.store(true);
+    throw;
   }
-  std::string bytes = compile_shared_object(tc, source);
-  try {
-    cache.store(key, bytes);
-  } catch (const Error& e) {
-    warning = str_cat("jit cache not written (", e.what(), ")");
-  }
-  return bytes;
 }
 
-// Loads (or finds) the module and registers its kernels under `key`.
+// Loads the module for `key` and registers its kernels: the disk cache's
+// entry when it is intact and loads, else a fresh compile, stored for the
+// next process only once it has loaded here and has every kernel.
 void load_module(const Toolchain& tc, const std::string& key, const std::string& source,
                  const std::vector<std::string>& symbols, JitResult& r) {
   static std::mutex mu;  // one compile per module in this process
@@ -64,17 +59,24 @@ void load_module(const Toolchain& tc, const std::string& key, const std::string&
     r.cache_hit = true;
     return;
   }
-  std::string bytes = module_bytes(tc, key, source, r.cache_hit, r.warning);
-  std::shared_ptr<LoadedModule> so;
+  const DiskCache cache(default_cache_dir(), cache_limit());
   try {
-    so = std::make_shared<LoadedModule>(LoadedModule::load(bytes));
-  } catch (const Error&) {
-    if (!r.cache_hit) throw;
-    r.cache_hit = false;  // an entry that verified but does not load: rebuild it
-    bytes = compile_shared_object(tc, source);
-    so = std::make_shared<LoadedModule>(LoadedModule::load(bytes));
+    if (std::optional<std::string> b = cache.load(key)) {
+      auto so = std::make_shared<LoadedModule>(LoadedModule::load(*b));
+      register_module(key, std::move(so), symbols);
+      r.cache_hit = true;
+      return;
+    }
+  } catch (const Error& e) {  // unreadable, or an entry that verified but does not load
+    r.warning = str_cat("jit cache entry not used (", e.what(), "); compiling");
   }
-  register_module(key, std::move(so), symbols);
+  const std::string bytes = compile(tc, source);
+  register_module(key, std::make_shared<LoadedModule>(LoadedModule::load(bytes)), symbols);
+  try {
+    cache.store(key, bytes);
+  } catch (const Error& e) {
+    r.warning = str_cat("jit cache not written (", e.what(), ")");
+  }
 }
 
 }  // namespace

@@ -3,7 +3,9 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
-#include <spawn.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/utsname.h>
 #include <sys/wait.h>
@@ -20,6 +22,7 @@
 #include <sstream>
 #include <thread>
 
+#include "core/env.h"
 #include "kiln/status.h"
 
 extern char** environ;
@@ -46,18 +49,49 @@ const std::vector<std::string>& default_flags() {
   return flags;
 }
 
-std::string env(const char* name) {
-  const char* v = std::getenv(name);
-  return v ? v : "";
+constexpr std::string_view kTempPrefix = "kiln-jit-";
+
+// The pid in a temporary directory's name "kiln-jit-<pid>-XXXXXX", or 0.
+pid_t owner_of(std::string_view name) {
+  if (!name.starts_with(kTempPrefix)) return 0;
+  name.remove_prefix(kTempPrefix.size());
+  const size_t dash = name.find('-');
+  if (dash == 0 || dash == std::string_view::npos || name.size() - dash != 7) return 0;
+  pid_t pid = 0;
+  for (char c : name.substr(0, dash)) {
+    if (c < '0' || c > '9' || pid > 100000000) return 0;
+    pid = pid * 10 + (c - '0');
+  }
+  return pid;
 }
 
-// A private directory (mode 0700) under $TMPDIR, removed with its contents.
+// Removes this user's temporary directories whose process is gone (killed
+// during a compile: its compiler died with it, see run_process).
+void remove_orphaned_dirs(const fs::path& base) {
+  std::error_code ec;
+  for (fs::directory_iterator it(base, ec), end; !ec && it != end; it.increment(ec)) {
+    const pid_t pid = owner_of(it->path().filename().string());
+    struct stat st {};
+    if (pid <= 0 || pid == ::getpid() || ::lstat(it->path().c_str(), &st) != 0 ||
+        !S_ISDIR(st.st_mode) || st.st_uid != ::geteuid())
+      continue;
+    if (::kill(pid, 0) != 0 && errno == ESRCH) {
+      std::error_code e;
+      fs::remove_all(it->path(), e);
+    }
+  }
+}
+
+// A private directory (mode 0700) under $TMPDIR, removed with its contents;
+// its name carries this process's pid, so a later process removes it when
+// this one was killed first.
 class TempDir {
  public:
   TempDir() {
     std::string base = env("TMPDIR");
     fs::path dir = fs::absolute(base.empty() ? "/tmp" : base);
-    std::string tmpl = (dir / "kiln-jit-XXXXXX").string();
+    remove_orphaned_dirs(dir);
+    std::string tmpl = (dir / str_cat(kTempPrefix, ::getpid(), "-XXXXXX")).string();
     if (!::mkdtemp(tmpl.data())) {
       throw InternalError(str_cat("kiln jit: cannot create a temporary directory ", tmpl, ": ",
                                   std::strerror(errno)));
@@ -175,47 +209,126 @@ struct Outcome {
   bool timed_out = false;
 };
 
-// Runs argv (no shell) in `cwd` with stdin from /dev/null and stdout+stderr into
-// `log`, in its own process group so a timeout kills the compiler's children too.
+// The executable posix_spawnp would run for `name`: itself when it holds a
+// '/', else the first executable file of that name on $PATH.
+std::string resolve_program(const std::string& name) {
+  if (name.find('/') != std::string::npos) return name;
+  std::string path = env("PATH");
+  if (path.empty()) path = "/usr/local/bin:/usr/bin:/bin";
+  size_t start = 0;
+  for (;;) {
+    const size_t colon = path.find(':', start);
+    std::string dir = path.substr(start, colon == std::string::npos ? colon : colon - start);
+    const std::string full = (dir.empty() ? fs::path(".") : fs::path(dir)) / name;
+    if (::access(full.c_str(), X_OK) == 0 && !fs::is_directory(full)) return full;
+    if (colon == std::string::npos) return name;  // execve fails: ENOENT
+    start = colon + 1;
+  }
+}
+
+void kill_own_group(int) {
+  ::kill(0, SIGKILL);
+}
+
+// The forked helper between this process and the compiler (only
+// async-signal-safe calls: this process may have other threads). It leads
+// a process group of its own, which holds the compiler and the compiler's
+// children; when this process dies (kill -9 included), the kernel sends it
+// SIGTERM (PR_SET_PDEATHSIG) and it kills the whole group, so no compiler
+// runs on as an orphan. It exits as the compiler did. The compiler gets
+// default signal dispositions (a host such as Python may ignore some) and
+// an empty mask.
+// `exec_error` (shared memory) receives execve's errno when it fails.
+[[noreturn]] void helper(pid_t parent, const char* program, char* const* argv, char* const* envp,
+                         int in, int out, volatile int* exec_error, const char* cwd) {
+  ::setpgid(0, 0);
+  struct sigaction sa {};
+  sa.sa_handler = kill_own_group;
+  ::sigaction(SIGTERM, &sa, nullptr);
+  sa.sa_handler = SIG_DFL;  // waitpid needs SIGCHLD not ignored
+  ::sigaction(SIGCHLD, &sa, nullptr);
+  sigset_t none;
+  sigemptyset(&none);
+  ::sigprocmask(SIG_SETMASK, &none, nullptr);
+  ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+  if (::getppid() != parent) kill_own_group(0);  // died before prctl
+  const pid_t child = ::fork();
+  if (child == 0) {
+    struct sigaction dfl {};
+    dfl.sa_handler = SIG_DFL;
+    for (int sig : {SIGPIPE, SIGXFSZ, SIGCHLD, SIGINT, SIGTERM, SIGHUP, SIGQUIT})
+      ::sigaction(sig, &dfl, nullptr);
+    if (::dup2(in, 0) >= 0 && ::dup2(out, 1) >= 0 && ::dup2(out, 2) >= 0 && ::chdir(cwd) == 0)
+      ::execve(program, argv, envp);
+    *exec_error = errno;
+    ::_exit(127);
+  }
+  if (child < 0) {
+    *exec_error = errno;
+    ::_exit(127);
+  }
+  int status = 0;
+  while (::waitpid(child, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (WIFEXITED(status)) ::_exit(WEXITSTATUS(status));
+  const int sig = WIFSIGNALED(status) ? WTERMSIG(status) : SIGKILL;
+  struct sigaction dfl {};
+  dfl.sa_handler = SIG_DFL;
+  ::sigaction(sig, &dfl, nullptr);
+  ::kill(::getpid(), sig);
+  ::_exit(128 + sig);
+}
+
+// Runs argv (no shell) in `cwd` with stdin from /dev/null and stdout+stderr
+// into `log`, under helper(): killed with its children after `timeout_s`
+// seconds or when this process dies.
 Outcome run_process(std::vector<std::string> argv, const fs::path& cwd, const fs::path& log,
                     double timeout_s) {
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_addopen(&fa, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-  posix_spawn_file_actions_adddup2(&fa, 1, 2);
-  posix_spawn_file_actions_addchdir_np(&fa, cwd.c_str());
-  posix_spawnattr_t attr;
-  posix_spawnattr_init(&attr);
-  posix_spawnattr_setflags(&attr,
-                           POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
-  posix_spawnattr_setpgroup(&attr, 0);
-  sigset_t none, dfl;
-  sigemptyset(&none);
-  posix_spawnattr_setsigmask(&attr, &none);
-  sigemptyset(&dfl);  // dispositions a host (e.g. Python) may have set to "ignore"
-  for (int s : {SIGPIPE, SIGXFSZ, SIGCHLD, SIGINT, SIGTERM, SIGHUP, SIGQUIT}) sigaddset(&dfl, s);
-  posix_spawnattr_setsigdefault(&attr, &dfl);
+  // Everything the forked helper touches is made before fork.
+  const std::string program = resolve_program(argv[0]);
   std::vector<std::string> envs = child_env(cwd);
   auto args = c_strings(argv), envp = c_strings(envs);
-  pid_t pid = -1;
-  int rc = ::posix_spawnp(&pid, args[0], &fa, &attr, args.data(), envp.data());
-  posix_spawn_file_actions_destroy(&fa);
-  posix_spawnattr_destroy(&attr);
-  Outcome out;
-  if (rc != 0) {
-    out.spawn_error = rc;
-    return out;
+  const std::string dir = cwd.string();
+  Outcome result;
+  Fd in, out;
+  in.fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  out.fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  // Shared with the helper's child (a pipe's write end would also reach
+  // helpers that other threads fork meanwhile, and hold readers open).
+  void* page =
+      ::mmap(nullptr, sizeof(int), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  if (in.fd < 0 || out.fd < 0 || page == MAP_FAILED) {
+    result.spawn_error = errno;
+    if (page != MAP_FAILED) ::munmap(page, sizeof(int));
+    return result;
   }
+  volatile int* exec_error = static_cast<volatile int*>(page);
+  *exec_error = 0;
+  const pid_t parent = ::getpid();
+  const pid_t pid = ::fork();
+  if (pid == 0)
+    helper(parent, program.c_str(), args.data(), envp.data(), in.fd, out.fd, exec_error,
+           dir.c_str());
+  if (pid < 0) {
+    result.spawn_error = errno;
+    ::munmap(page, sizeof(int));
+    return result;
+  }
+  ::setpgid(pid, pid);  // also here: a timeout may kill the group before the helper ran
   std::optional<int> status = wait_for(pid, timeout_s);
   if (!status) {
     ::kill(-pid, SIGKILL);
-    ::waitpid(pid, &out.status, 0);
-    out.timed_out = true;
+    ::waitpid(pid, &result.status, 0);
+    result.timed_out = true;
   } else {
-    out.status = *status;
+    result.status = *status;
   }
-  return out;
+  if (*exec_error != 0) {
+    result.spawn_error = *exec_error;
+    result.timed_out = false;
+  }
+  ::munmap(page, sizeof(int));
+  return result;
 }
 
 bool succeeded(const Outcome& o) {
@@ -225,7 +338,9 @@ bool succeeded(const Outcome& o) {
 // Why a run failed, e.g. "failed with exit status 1" or "timed out after 2 s (killed)".
 std::string describe(const Outcome& o, double timeout_s) {
   if (o.spawn_error) return str_cat("could not be started: ", std::strerror(o.spawn_error));
-  if (o.timed_out) return str_cat("timed out after ", timeout_s, " s (killed)");
+  if (o.timed_out)
+    return str_cat("timed out after ", timeout_s,
+                   " s (killed; KILN_JIT_COMPILE_TIMEOUT sets the limit in seconds)");
   return describe_status(o.status);
 }
 
@@ -328,8 +443,13 @@ std::string cpu_features() {
   return features;
 }
 
-std::string compile_shared_object(const Toolchain& tc, std::string_view source, double timeout_s,
-                                  std::string* report) {
+double compile_timeout() {
+  return env_seconds("KILN_JIT_COMPILE_TIMEOUT", kDefaultCompileTimeout);
+}
+
+std::string compile_shared_object(const Toolchain& tc, std::string_view source,
+                                  std::optional<double> timeout, std::string* report) {
+  const double timeout_s = timeout ? *timeout : compile_timeout();
   TempDir dir;
   write_file(dir.path() / "kernel.cpp", source);
   // Relative names: diagnostics say "kernel.cpp:3:1" and the bytes do not depend on the directory.
@@ -344,6 +464,10 @@ std::string compile_shared_object(const Toolchain& tc, std::string_view source, 
   }
   argv.insert(argv.end(), {"-o", "kernel.so", "kernel.cpp"});
   Outcome out = run_process(std::move(argv), dir.path(), dir.path() / "compile.log", timeout_s);
+  if (out.timed_out) {
+    throw DeadlineExceededError(
+        str_cat("kiln jit: the compiler ", tc.cxx, " ", describe(out, timeout_s)));
+  }
   if (!succeeded(out)) {
     throw InternalError(str_cat("kiln jit: the compiler ", tc.cxx, " ", describe(out, timeout_s),
                                 " on a generated translation unit; its diagnostics:\n",

@@ -29,12 +29,19 @@ void reset_toolchain_for_tests();
 /// /proc/cpuinfo (read once). Part of the cache key.
 std::string cpu_features();
 
+/// Seconds a compile may take: $KILN_JIT_COMPILE_TIMEOUT, else 120.
+inline constexpr double kDefaultCompileTimeout = 120;
+double compile_timeout();
+
 /// Compiles `source` (one C++ translation unit) into a shared object and
 /// returns its bytes. Runs the compiler without a shell in a private temporary
-/// directory (removed afterwards), stdin from /dev/null, output captured; the
-/// compiler (and its children) are killed after `timeout_s` seconds. Throws
+/// directory (removed afterwards; one left by a killed process is removed by
+/// the next compile), stdin from /dev/null, output captured; the compiler
+/// (and its children) are killed after `timeout` seconds (default:
+/// compile_timeout()) or when this process dies, even by SIGKILL. Throws
 /// kiln::InternalError with the exit status and the first 40 lines of the
-/// diagnostics when compiling fails or times out. With `report`, it also
+/// diagnostics when compiling fails, kiln::DeadlineExceededError when it
+/// times out. With `report`, it also
 /// receives the compiler's account of the loops it vectorized or not, one
 /// message per line ("kernel.cpp:LINE:COL: optimized: loop vectorized ...",
 /// "...: missed: ..." or "...: note: ..." from GCC's
@@ -42,6 +49,7 @@ std::string cpu_features();
 /// "...: remark: vectorized loop ..." and the like from clang's
 /// -Rpass(-missed)=loop-vectorize).
 std::string compile_shared_object(const Toolchain& tc, std::string_view source,
-                                  double timeout_s = 120, std::string* report = nullptr);
+                                  std::optional<double> timeout = std::nullopt,
+                                  std::string* report = nullptr);
 
 }  // namespace kiln::jit

@@ -3,8 +3,10 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <fstream>
 #include <iterator>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -104,5 +106,28 @@ void expect_error(F&& fn, Code code, std::initializer_list<std::string> fragment
   }
   ADD_FAILURE() << "expected a " << code_name(code) << " error, nothing was thrown";
 }
+
+/// Sets (or, with nullopt, unsets) an environment variable; restores it on destruction.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, std::optional<std::string> value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old;
+    apply(value);
+  }
+  ~ScopedEnv() { apply(old_); }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  void apply(const std::optional<std::string>& v) {
+    if (v) {
+      ::setenv(name_.c_str(), v->c_str(), 1);
+    } else {
+      ::unsetenv(name_.c_str());
+    }
+  }
+  std::string name_;
+  std::optional<std::string> old_;
+};
 
 }  // namespace kiln::testing

@@ -75,6 +75,12 @@ TEST(Npy, DamagedFilesAreClearErrors) {
                  {"x.npy", c.fragment});
   }
   expect_error([] { npy::read("/nonexistent.npy"); }, Code::kNotFound, {"/nonexistent.npy"});
+  // A write that fails says why.
+  expect_error([] { npy::write("/nonexistent/dir/x.npy", Tensor(1.f)); },
+               Code::kFailedPrecondition,
+               {"/nonexistent/dir/x.npy: cannot write: No such file or directory"});
+  expect_error([] { npy::write("/", Tensor(1.f)); }, Code::kFailedPrecondition,
+               {"/: cannot write: Is a directory"});
   expect_error([] { npy::serialize(Variable(Tensor(1.f)).handle()); }, Code::kInvalidArgument,
                {"resource"});
 }

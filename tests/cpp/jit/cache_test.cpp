@@ -20,7 +20,7 @@ namespace fs = std::filesystem;
 using testing::ScopedEnv;
 using testing::TempDir;
 
-constexpr uint64_t kHeader = 48;  // magic, length, SHA-256
+constexpr uint64_t kHeader = 112;  // magic, key, length, SHA-256
 
 std::string key_of(const std::string& s) {
   return sha256_hex(s);
@@ -112,9 +112,11 @@ TEST(DiskCache, CorruptEntriesAreDeleted) {
       {"truncated header", [](std::string& s) { s.resize(20); }},
       {"empty file", [](std::string& s) { s.clear(); }},
       {"flipped payload byte", [](std::string& s) { s[kHeader + 500] ^= 0x01; }},
-      {"flipped checksum byte", [](std::string& s) { s[20] ^= 0x80; }},
-      {"wrong magic", [](std::string& s) { s[7] = '2'; }},
-      {"wrong length", [](std::string& s) { s[8] ^= 0x01; }},
+      {"flipped checksum byte", [](std::string& s) { s[90] ^= 0x80; }},
+      {"flipped key byte", [](std::string& s) { s[20] ^= 0x01; }},
+      {"wrong magic", [](std::string& s) { s[7] = '9'; }},
+      {"first format's magic", [](std::string& s) { s[7] = '1'; }},
+      {"wrong length", [](std::string& s) { s[72] ^= 0x01; }},
       {"appended byte", [](std::string& s) { s.push_back('x'); }},
   };
   for (const Case& c : cases) {
@@ -125,6 +127,38 @@ TEST(DiskCache, CorruptEntriesAreDeleted) {
     EXPECT_EQ(cache.load(key), std::nullopt) << c.name;
     EXPECT_FALSE(fs::exists(file)) << c.name;
   }
+}
+
+// An entry is bound to its key: another key's valid entry copied over its
+// name is a miss (and deleted), a symbolic link to one is a miss and not
+// followed; the entry it pointed to stays, and a store replaces the link.
+TEST(DiskCache, AnotherKeysEntryIsAMiss) {
+  TempDir tmp;
+  DiskCache cache(tmp.path(), 1 << 20);
+  const std::string a = key_of("a"), b = key_of("b"), c = key_of("c");
+  cache.store(a, "code of a");
+  cache.store(b, "code of b");
+  const fs::path fa = tmp.path() / (a + ".kjit"), fb = tmp.path() / (b + ".kjit"),
+                 fc = tmp.path() / (c + ".kjit");
+  fs::copy_file(fa, fb, fs::copy_options::overwrite_existing);
+  EXPECT_EQ(cache.load(b), std::nullopt);
+  EXPECT_FALSE(fs::exists(fb));
+  EXPECT_EQ(cache.load(a), "code of a");
+
+  fs::create_symlink(fa, fc);
+  EXPECT_EQ(cache.load(c), std::nullopt);
+  EXPECT_EQ(cache.load(a), "code of a");
+  cache.store(c, "code of c");
+  EXPECT_FALSE(fs::is_symlink(fc));
+  EXPECT_EQ(cache.load(c), "code of c");
+  EXPECT_EQ(cache.load(a), "code of a");
+
+  // A link to the entry of the same key is not followed either.
+  fs::remove(fc);
+  fs::create_symlink(fa, tmp.path() / "elsewhere");
+  fs::rename(fa, tmp.path() / "moved.kjit");
+  fs::create_symlink(tmp.path() / "moved.kjit", fa);
+  EXPECT_EQ(cache.load(a), std::nullopt);
 }
 
 TEST(DiskCache, HitRefreshesMtime) {

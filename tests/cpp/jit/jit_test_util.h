@@ -15,6 +15,7 @@
 #include "kiln/function.h"
 #include "kiln/ops.h"
 #include "ops/jit_ir.h"
+#include "test_util.h"
 
 namespace kiln::jit::testing {
 
@@ -39,28 +40,7 @@ class TempDir {
   std::filesystem::path path_;
 };
 
-/// Sets (or, with nullopt, unsets) an environment variable; restores it on destruction.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, std::optional<std::string> value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    apply(value);
-  }
-  ~ScopedEnv() { apply(old_); }
-  ScopedEnv(const ScopedEnv&) = delete;
-  ScopedEnv& operator=(const ScopedEnv&) = delete;
-
- private:
-  void apply(const std::optional<std::string>& v) {
-    if (v) {
-      ::setenv(name_.c_str(), v->c_str(), 1);
-    } else {
-      ::unsetenv(name_.c_str());
-    }
-  }
-  std::string name_;
-  std::optional<std::string> old_;
-};
+using kiln::testing::ScopedEnv;
 
 // Every test in this binary shares one cache directory for the run.
 inline const TempDir& run_cache() {

@@ -3,7 +3,9 @@
 #include "jit/toolchain.h"
 
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 
 #include <algorithm>
 #include <chrono>
@@ -180,12 +182,74 @@ TEST(Toolchain, TimeoutKillsTheCompilerAndItsChildren) {
   try {
     compile_shared_object(tc, "", 0.3);
     FAIL() << "a hung compiler succeeded";
-  } catch (const InternalError& e) {
+  } catch (const DeadlineExceededError& e) {
     EXPECT_TRUE(contains(e.what(), "timed out after 0.3 s")) << e.what();
+    EXPECT_TRUE(contains(e.what(), "KILN_JIT_COMPILE_TIMEOUT")) << e.what();
   }
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
   std::this_thread::sleep_for(std::chrono::milliseconds(1500));
   EXPECT_FALSE(fs::exists(marker));
+}
+
+// KILN_JIT_COMPILE_TIMEOUT sets the limit (a value that is not seconds > 0
+// keeps the default).
+TEST(Toolchain, TimeoutFromTheEnvironment) {
+  TempDir tmp;
+  {
+    ScopedEnv t("KILN_JIT_COMPILE_TIMEOUT", std::nullopt);
+    EXPECT_EQ(compile_timeout(), kDefaultCompileTimeout);
+  }
+  for (const char* bad : {"0", "-1", "soon"}) {
+    ScopedEnv t("KILN_JIT_COMPILE_TIMEOUT", bad);
+    EXPECT_EQ(compile_timeout(), kDefaultCompileTimeout) << bad;
+  }
+  ScopedEnv t("KILN_JIT_COMPILE_TIMEOUT", "0.4");
+  EXPECT_EQ(compile_timeout(), 0.4);
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_THROW(compile_shared_object(fake_compiler(tmp, "sleep 30"), ""), DeadlineExceededError);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
+}
+
+// A compile removes the temporary directories of processes that died during
+// theirs (named kiln-jit-<pid>-XXXXXX), and nothing else.
+TEST(Toolchain, DirectoriesOfDeadProcessesAreRemoved) {
+  TempDir tmp;
+  ScopedEnv t("TMPDIR", tmp.path().string());
+  const pid_t dead = ::fork();
+  if (dead == 0) ::_exit(0);
+  ASSERT_GT(dead, 0);
+  ASSERT_EQ(::waitpid(dead, nullptr, 0), dead);
+  const fs::path orphan = tmp.path() / str_cat("kiln-jit-", dead, "-abc123");
+  const std::vector<fs::path> kept = {tmp.path() / "kiln-jit-1-abc123",  // pid 1 lives
+                                      tmp.path() / "kiln-jit-abc123",    // no pid
+                                      tmp.path() / str_cat("kiln-jit-", dead, "-abc"),
+                                      tmp.path() / "other"};
+  for (const fs::path& d : kept) fs::create_directories(d / "sub");
+  fs::create_directories(orphan / "sub");
+  std::ofstream(orphan / "sub" / "kernel.o") << "x";
+  TempDir scripts;
+  const Toolchain tc = fake_compiler(scripts, "echo so > kernel.so");
+  EXPECT_EQ(compile_shared_object(tc, ""), "so\n");
+  EXPECT_FALSE(fs::exists(orphan));
+  for (const fs::path& d : kept) EXPECT_TRUE(fs::exists(d)) << d;
+  int ours = 0;  // the compile's own directory is gone too
+  for (const auto& e : fs::directory_iterator(tmp.path()))
+    ours += e.path().filename().string().starts_with(str_cat("kiln-jit-", ::getpid(), "-"));
+  EXPECT_EQ(ours, 0);
+}
+
+// The compiler runs with default signal dispositions, even when this
+// process ignores SIGINT (as a host may).
+TEST(Toolchain, CompilerGetsDefaultSignals) {
+  TempDir tmp;
+  struct sigaction ignore {
+  }, old{};
+  ignore.sa_handler = SIG_IGN;
+  ::sigaction(SIGINT, &ignore, &old);
+  const Toolchain tc = fake_compiler(tmp, "grep '^SigIgn:' /proc/$$/status > kernel.so");
+  const std::string out = compile_shared_object(tc, "");
+  ::sigaction(SIGINT, &old, nullptr);
+  EXPECT_TRUE(contains(out, "SigIgn:\t0000000000000000")) << out;
 }
 
 TEST(Toolchain, CpuFeatures) {

@@ -1,12 +1,6 @@
 """kiln.function(jit_compile=True): compiled fused kernels that agree with graph mode,
 TensorFlow's experimental_get_compiler_ir, the unsupported-op error, gradients, control
-flow, Keras, and the on-disk cache across processes."""
-import os
-import stat
-import subprocess
-import sys
-import textwrap
-import warnings
+flow and Keras (the cache and the compiler: test_jit_cache.py)."""
 
 import numpy as np
 import pytest
@@ -335,100 +329,6 @@ def test_keras_fit_with_jit_compile():
         histories.append(model.fit(x, y, epochs=2, batch_size=16, verbose=0,
                                    shuffle=False).history["loss"])
     np.testing.assert_allclose(histories[0], histories[1], rtol=1e-5)
-
-
-def test_no_compiler_warns_and_still_runs(tmp_path):
-    script = textwrap.dedent("""
-        import warnings, numpy as np, kiln as tf
-        with warnings.catch_warnings(record=True) as w:
-            warnings.simplefilter("always")
-            f = tf.function(lambda x: x * 3.0 + 1.0, jit_compile=True)
-            out = f(tf.constant([1.0, 2.0])).numpy()
-        assert out.tolist() == [4.0, 7.0], out
-        msgs = [str(m.message) for m in w]
-        assert any("no C++ compiler" in m for m in msgs), msgs
-        print("ok")
-    """)
-    env = dict(os.environ, KILN_CXX=str(tmp_path / "no-such-compiler"),
-               KILN_CACHE_DIR=str(tmp_path / "cache"))
-    r = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True)
-    assert r.returncode == 0 and "ok" in r.stdout, r.stderr
-
-
-# ---- the disk cache across processes ----
-
-PROGRAM = textwrap.dedent("""
-    import numpy as np, kiln as tf
-    f = tf.function(lambda x: tf.tanh(x) * 2.0 + tf.exp(-x), jit_compile=True)
-    x = tf.constant(np.linspace(-1, 1, 50).astype(np.float32))
-    assert f.get_concrete_function(x)._cf._jit_kernels == 1
-    np.testing.assert_allclose(f(x).numpy(), np.tanh(x.numpy()) * 2 + np.exp(-x.numpy()),
-                               rtol=1e-5)
-    print("ok")
-""")
-
-
-def logging_compiler(tmp_path):
-    """A KILN_CXX that logs each invocation, then runs the real compiler."""
-    log = tmp_path / "cxx.log"
-    cxx = tmp_path / "cxx"
-    cxx.write_text(f'#!/bin/sh\necho "$@" >> {log}\nexec c++ "$@"\n')
-    cxx.chmod(cxx.stat().st_mode | stat.S_IEXEC)
-    return cxx, log
-
-
-def run_program(env, program=PROGRAM):
-    return subprocess.Popen([sys.executable, "-c", program], env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
-
-
-def compiles(log):
-    if not log.exists():
-        return 0
-    return sum("kernel.cpp" in line for line in log.read_text().splitlines())
-
-
-def test_cache_hit_in_a_new_process_and_corrupt_entry_rebuilt(tmp_path):
-    cxx, log = logging_compiler(tmp_path)
-    cache = tmp_path / "cache"
-    env = dict(os.environ, KILN_CXX=str(cxx), KILN_CACHE_DIR=str(cache))
-    for expected in (1, 1):  # compiled once, then a hit: no compiler run
-        out, err = run_program(env).communicate()
-        assert "ok" in out, err
-        assert compiles(log) == expected
-    entries = list(cache.glob("*.kjit"))
-    assert len(entries) == 1
-    data = bytearray(entries[0].read_bytes())
-    data[-100] ^= 0xFF  # a flipped byte in the shared object
-    entries[0].write_bytes(bytes(data))
-    out, err = run_program(env).communicate()
-    assert "ok" in out, err
-    assert compiles(log) == 2  # detected and rebuilt
-    out, err = run_program(env).communicate()
-    assert "ok" in out and compiles(log) == 2
-
-
-def test_two_processes_compiling_at_once(tmp_path):
-    cache = tmp_path / "cache"
-    env = dict(os.environ, KILN_CACHE_DIR=str(cache))
-    procs = [run_program(env) for _ in range(2)]
-    for p in procs:
-        out, err = p.communicate()
-        assert "ok" in out, err
-    assert len(list(cache.glob("*.kjit"))) == 1
-    assert not [p for p in cache.iterdir() if ".tmp" in p.name]
-
-
-def test_cache_size_bound_evicts(tmp_path):
-    program = PROGRAM + textwrap.dedent("""
-        g = tf.function(lambda x: tf.sigmoid(x) - x * x, jit_compile=True)
-        g(x)
-    """)
-    cache = tmp_path / "cache"
-    env = dict(os.environ, KILN_CACHE_DIR=str(cache), KILN_CACHE_MAX_BYTES="1")
-    out, err = run_program(env, program).communicate()
-    assert "ok" in out, err
-    assert len(list(cache.glob("*.kjit"))) == 1  # the newest entry only
 
 
 @pytest.mark.parametrize("perm", [[1, 0, 2], [2, 0, 1], [0, 2, 1], [1, 2, 0], [2, 1, 0]])

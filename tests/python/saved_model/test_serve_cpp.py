@@ -50,8 +50,7 @@ def test_kiln_run_on_a_python_export(tmp_path):
     x = np.array([1, -2, 3], np.float32)
     tf.saved_model.save(m, str(tmp_path / "m"))
     np.save(tmp_path / "x.npy", x)
-    out = tmp_path / "out"
-    out.mkdir()
+    out = tmp_path / "out" / "new"  # created by kiln-run, parents too
     r = run("kiln-run", str(tmp_path / "m"))
     assert r.returncode == 0 and "serving_default(x: float32(None,)) -> (names: string(), " \
         "sums: float32(None,))" in r.stdout, r.stdout + r.stderr
@@ -63,3 +62,28 @@ def test_kiln_run_on_a_python_export(tmp_path):
     r = run("kiln-run", str(tmp_path / "m"), "--signature", "serving_default", "--input",
             f"y={tmp_path / 'x.npy'}")
     assert r.returncode == 1 and "missing input 'x'" in r.stderr
+
+
+def test_kiln_run_help_and_output_dir_errors(tmp_path):
+    for flag in ("--help", "-h"):
+        r = run("kiln-run", flag)
+        assert r.returncode == 0 and r.stdout.startswith("usage: kiln-run DIR"), r.stderr
+    r = run("kiln-run", str(tmp_path / "m"), "--help")
+    assert r.returncode == 0 and "usage" in r.stdout
+    m = Loops()
+    tf.saved_model.save(m, str(tmp_path / "m"))
+    np.save(tmp_path / "x.npy", np.array([1, 2], np.float32))
+    (tmp_path / "file").write_text("")
+    for out, why in ((tmp_path / "file", "not a directory"),
+                     (tmp_path / "file" / "sub", "Not a directory")):
+        r = run("kiln-run", str(tmp_path / "m"), "--signature", "serving_default", "--input",
+                f"x={tmp_path / 'x.npy'}", "--output-dir", str(out))
+        assert r.returncode == 1, r.stdout
+        assert f"cannot create the output directory {out}: " in r.stderr, r.stderr
+        assert why.lower() in r.stderr.lower(), r.stderr
+    blocked = tmp_path / "blocked"
+    (blocked / "sums.npy").mkdir(parents=True)  # an output's file name taken by a directory
+    r = run("kiln-run", str(tmp_path / "m"), "--signature", "serving_default", "--input",
+            f"x={tmp_path / 'x.npy'}", "--output-dir", str(blocked))
+    assert r.returncode == 1, r.stdout
+    assert f"{blocked / 'sums.npy'}: cannot write: Is a directory" in r.stderr, r.stderr
