@@ -35,6 +35,8 @@ $(PY_STAMP): $(wildcard python/src/*.cpp python/src/*.h) $(BUILD)/libkiln.so pyp
 # writes bench/results/demo.{json,png}. Then the same harness from C++.
 demo: build
 	.venv/bin/python bench/demo.py
+	@echo; echo "== jit_compile vs graph mode on 20 random programs (bench/jit_random.py; 100 in docs/BENCHMARKS.md)"
+	.venv/bin/python bench/jit_random.py --programs 20 --quiet --json bench/results/jit_random.json
 	@echo; echo "== the C++ harness (examples/bench_demo.cpp)"
 	$(BUILD)/bench_demo
 	.venv/bin/python examples/train_digits.py --export $(BUILD)/export

@@ -1,5 +1,6 @@
-// Runtime configuration: one struct, documented; the one environment variable
-// read is OMP_NUM_THREADS, as the default thread budget (Config::num_threads).
+// Runtime configuration: one struct, documented. The environment variables
+// kiln reads (OMP_NUM_THREADS as the default thread budget, the JIT's
+// compiler and cache, ...) are listed in docs/ENVIRONMENT.md.
 #pragma once
 #include <cstdint>
 

@@ -1,13 +1,19 @@
 #include "jit.h"
 
+#include <algorithm>
 #include <atomic>
+#include <cctype>
+#include <filesystem>
+#include <fstream>
 #include <mutex>
+#include <set>
 
 #include "cache.h"
 #include "cluster.h"
 #include "core/env.h"
 #include "emit_cpp.h"
 #include "fold.h"
+#include "kiln/config.h"
 #include "kiln/passes.h"
 #include "loader.h"
 #include "runtime.h"
@@ -79,25 +85,120 @@ void load_module(const Toolchain& tc, const std::string& key, const std::string&
   }
 }
 
+// What the stages share: the graph they rewrite and what earlier ones made.
+struct JitState {
+  Graph& g;
+  std::vector<std::pair<std::string, std::string>> splits;  // split_reductions' parts
+  Clusters cl;
+  std::vector<std::string> folded;  // fold_reductions' IR lines
+};
+
+// One step of the pipeline (docs/JIT.md, "Pipeline"). An optional stage may
+// be switched off (KILN_JIT_DISABLE); the others are needed for a correct
+// result.
+struct Stage {
+  const char* name;
+  bool optional;
+  void (*run)(JitState&);
+};
+
+// The graph stages, in order: compile_jit's table of contents. After them,
+// the kernels are emitted as C++, compiled (or found in the cache), loaded,
+// and the JitKernel nodes bound to their code.
+constexpr Stage kStages[] = {
+    // Reductions over middle dims as row-reduction parts the clusters can take.
+    {"split_reductions", true, [](JitState& s) { s.splits = split_reductions(s.g); }},
+    // Views of computed values moved onto the values' inputs.
+    {"sink_views", true, [](JitState& s) { sink_views(s.g); }},
+    // Clusters planned, lowered to kernels and replaced by JitKernel nodes.
+    {"form_clusters", false, [](JitState& s) { s.cl = form_clusters(s.g, "kiln_jit"); }},
+    // Reductions of a kernel's values (leading, middle, all dims) folded in.
+    {"fold_reductions", true, [](JitState& s) { s.folded = fold_reductions(s.g, s.cl); }},
+    // Parts split_reductions made and no kernel took, joined again.
+    {"rejoin_parts", false, [](JitState& s) { rejoin_parts(s.g, s.splits); }},
+    // Nodes nothing reads any more (slices' constant operands, folds' Identities).
+    {"prune", false, [](JitState& s) { prune(s.g); }},
+};
+
+// The stages KILN_JIT_DISABLE switches off (a comma-separated list of
+// names); InvalidArgumentError for a name that is not an optional stage.
+std::set<std::string> disabled_stages() {
+  std::set<std::string> out;
+  const std::string list = env("KILN_JIT_DISABLE");
+  for (size_t start = 0; start <= list.size();) {
+    const size_t comma = std::min(list.find(',', start), list.size());
+    std::string name = list.substr(start, comma - start);
+    start = comma + 1;
+    if (name.empty()) continue;
+    const auto it = std::find_if(std::begin(kStages), std::end(kStages),
+                                 [&](const Stage& st) { return name == st.name; });
+    if (it == std::end(kStages) || !it->optional) {
+      std::string names;
+      for (const Stage& st : kStages)
+        if (st.optional) names += str_cat(names.empty() ? "" : ", ", st.name);
+      throw InvalidArgumentError(str_cat(
+          "KILN_JIT_DISABLE names '", name, "'",
+          it == std::end(kStages) ? ", no stage of the JIT" : ", a stage every kernel needs",
+          "; the stages that may be switched off are ", names));
+    }
+    out.insert(std::move(name));
+  }
+  return out;
+}
+
+// Writes `text` as `<KILN_JIT_DUMP_DIR>/<function>.<step>.txt` when that
+// variable is set (a debugging aid: each stage's graph, the kernels, the
+// source). A file that cannot be written is skipped.
+void dump(const Graph& g, const std::string& step, const std::string& text) {
+  const std::string dir = env("KILN_JIT_DUMP_DIR");
+  if (dir.empty()) return;
+  std::string fn = g.function_name();
+  for (char& c : fn)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '-') c = '_';
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  std::ofstream(std::filesystem::path(dir) / str_cat(fn, ".", step, ".txt")) << text;
+}
+
+// Runs kStages over `g`; false when no cluster formed (nothing to compile).
+bool run_stages(JitState& s) {
+  const std::set<std::string> off = disabled_stages();
+  const bool verify = config().verify_graphs, dumping = !env("KILN_JIT_DUMP_DIR").empty();
+  if (dumping) dump(s.g, "00-input", s.g.debug_listing());
+  int step = 0;
+  for (const Stage& st : kStages) {
+    ++step;
+    if (off.count(st.name)) continue;
+    st.run(s);
+    if (verify) s.g.verify();
+    const bool clusters = std::string_view(st.name) == "form_clusters";
+    if (dumping) {
+      std::string text = s.g.debug_listing();
+      if (clusters)
+        for (const Kernel& k : s.cl.optimized) text += k.to_string();
+      dump(s.g, str_cat(step < 10 ? "0" : "", step, "-", st.name), text);
+    }
+    if (clusters && s.cl.kernels.empty()) return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 JitResult compile_jit(std::unique_ptr<Graph>& graph) {
   JitResult r;
   std::unique_ptr<Graph> g = graph->clone();
-  const auto splits = split_reductions(*g);
-  sink_views(*g);
-  Clusters cl = form_clusters(*g, "kiln_jit");
-  if (cl.kernels.empty()) return r;
-  const std::vector<std::string> folded = fold_reductions(*g, cl);
-  rejoin_parts(*g, splits);
-  prune(*g);  // the constant operands of slices read in place, folds' Identities
+  JitState s{*g, {}, {}, {}};
+  if (!run_stages(s)) return r;
+  const Clusters& cl = s.cl;
   for (const Kernel& k : cl.kernels) r.hlo += k.to_string();
   for (const Kernel& k : cl.optimized) r.optimized_hlo += k.to_string();
-  for (const std::string& line : folded) {
+  for (const std::string& line : s.folded) {
     r.hlo += line;
     r.optimized_hlo += line;
   }
   r.source = emit_module(cl.optimized);
+  dump(*g, "source", r.source);
   std::string why;
   const std::optional<Toolchain> tc = find_toolchain(&why);
   if (!tc) {

@@ -1,6 +1,8 @@
 // jit_compile end to end: clusters become compiled kernels whose results match
 // graph mode; the compiler IR stages; the unsupported-op error; no compiler.
+#include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <limits>
 
 #include "function/subgraph.h"
@@ -360,6 +362,57 @@ TEST(Jit, NoCompilerWarnsAndStillRunsCorrectly) {
   ASSERT_EQ(warnings.size(), 1u);
   EXPECT_NE(warnings[0].find("no C++ compiler"), std::string::npos) << warnings[0];
   EXPECT_NE(warnings[0].find("KILN_CXX"), std::string::npos);
+}
+
+// compile_jit's stages: each one's graph written to KILN_JIT_DUMP_DIR in
+// order (the kernels after form_clusters, then the source); an optional
+// stage switched off by KILN_JIT_DISABLE changes the kernels, not the
+// results; a name that is not an optional stage is an error naming them.
+TEST(Jit, StagesAreDumpedInOrderAndSwitchable) {
+  auto body = [](const std::vector<Value>& a) {
+    const Tensor& x = a[0].tensor();
+    return Value(transpose(tanh(x) * 2.f, {1, 0}) + 1.f);
+  };
+  const std::vector<Value> args = {Value(random_tensor(DType::kFloat32, Shape({8, 16}), 3))};
+  TempDir dump;
+  {
+    ScopedEnv d("KILN_JIT_DUMP_DIR", dump.path().string());
+    check_all_modes(body, args);
+  }
+  std::vector<std::string> steps;
+  for (const auto& e : std::filesystem::directory_iterator(dump.path())) {
+    const std::string n = e.path().filename().string();
+    steps.push_back(n.substr(n.find('.') + 1));
+  }
+  std::sort(steps.begin(), steps.end());
+  EXPECT_EQ(steps, (std::vector<std::string>{"00-input.txt", "01-split_reductions.txt",
+                                             "02-sink_views.txt", "03-form_clusters.txt",
+                                             "04-fold_reductions.txt", "05-rejoin_parts.txt",
+                                             "06-prune.txt", "source.txt"}));
+  for (const auto& e : std::filesystem::directory_iterator(dump.path())) {
+    const std::string text = kiln::testing::read_bytes(e.path());
+    if (e.path().string().ends_with("03-form_clusters.txt"))
+      EXPECT_NE(text.find("kernel kiln_jit_k0"), std::string::npos) << text;
+    if (e.path().string().ends_with("00-input.txt"))
+      EXPECT_NE(text.find("Transpose"), std::string::npos) << text;
+  }
+  size_t with_sinking = 0;
+  {
+    Function j = make(body, true);
+    with_sinking = j.get_concrete_function(args)->jit_kernels();
+  }
+  {
+    ScopedEnv off("KILN_JIT_DISABLE", "sink_views,fold_reductions");
+    Function g = make(body, false), j = make(body, true);
+    expect_same(j(args).tensor(), g(args).tensor());
+    EXPECT_GT(j.get_concrete_function(args)->jit_kernels(), with_sinking);
+  }
+  for (const char* bad : {"sink_view", "form_clusters"}) {
+    ScopedEnv off("KILN_JIT_DISABLE", bad);
+    Function j = make(body, true);
+    expect_error([&] { j(args); }, Code::kInvalidArgument,
+                 {"KILN_JIT_DISABLE names", bad, "split_reductions, sink_views, fold_reductions"});
+  }
 }
 
 TEST(Jit, OptimizeKernelMergesAndDropsInstructions) {
