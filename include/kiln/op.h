@@ -137,22 +137,22 @@ struct ViewQuery;
 struct Product;
 }  // namespace jit
 /// A JIT lowering: emits the row's scalar instructions into the fused-kernel
-/// IR (src/ops/jit_ir.h); false when this call cannot be lowered, so it stays
+/// IR (src/jit/ir/jit_ir.h); false when this call cannot be lowered, so it stays
 /// a kernel call. A row with a lowering promises broadcast semantics: each
 /// output has the broadcast shape of the inputs, point by point.
 using JitLowerFn = bool (*)(jit::LowerContext&);
-/// How jit_compile reads a row that only moves values (src/jit/cluster.cpp):
+/// How jit_compile reads a row that only moves values (src/jit/fusion/cluster.cpp):
 /// kRelabel, the same points in the same order under another shape (Reshape,
 /// ExpandDims, Squeeze).
 enum class JitIndexMap : uint8_t { kNone, kRelabel };
 /// How jit_compile reads an output of a row that picks values of its input 0
 /// in place (Transpose, slices, Split, Unstack): fills the strided view
-/// (src/ops/jit_ir.h) of output `q.output`; false when it has none (the row
+/// (src/jit/ir/jit_ir.h) of output `q.output`; false when it has none (the row
 /// stays a kernel call).
 using JitViewFn = bool (*)(const jit::ViewQuery& q, jit::View& v);
 /// How jit_compile computes a row's output inside the kernel that reads it,
 /// block by block of rows, as a matrix product of its inputs 0 and 1
-/// (MatMul): fills the transposes (src/ops/jit_ir.h); false when this call
+/// (MatMul): fills the transposes (src/jit/ir/jit_ir.h); false when this call
 /// is no such product (it stays a kernel call).
 using JitProductFn = bool (*)(const jit::ViewQuery& q, jit::Product& p);
 namespace onnx {

@@ -8,18 +8,18 @@
 #include <mutex>
 #include <set>
 
-#include "cache.h"
-#include "cluster.h"
 #include "core/env.h"
-#include "emit_cpp.h"
-#include "fold.h"
+#include "jit/build/cache.h"
+#include "jit/build/loader.h"
+#include "jit/build/toolchain.h"
+#include "jit/codegen/emit_cpp.h"
+#include "jit/fusion/cluster.h"
+#include "jit/fusion/fold.h"
+#include "jit/fusion/sink_views.h"
+#include "jit/fusion/split_reductions.h"
+#include "jit/runtime/runtime.h"
 #include "kiln/config.h"
 #include "kiln/passes.h"
-#include "loader.h"
-#include "runtime.h"
-#include "sink_views.h"
-#include "split_reductions.h"
-#include "toolchain.h"
 
 namespace kiln::jit {
 namespace {
@@ -170,7 +170,13 @@ bool run_stages(JitState& s) {
     ++step;
     if (off.count(st.name)) continue;
     st.run(s);
-    if (verify) s.g.verify();
+    if (verify) {
+      try {
+        s.g.verify();
+      } catch (const Error& e) {
+        throw InternalError(str_cat("jit stage ", st.name, " left an invalid graph: ", e.what()));
+      }
+    }
     const bool clusters = std::string_view(st.name) == "form_clusters";
     if (dumping) {
       std::string text = s.g.debug_listing();

@@ -5,7 +5,7 @@
 #include "elementwise_infer.h"
 #include "families.h"
 #include "front_util.h"
-#include "jit_ir.h"
+#include "jit/ir/jit_ir.h"
 #include "kiln/context.h"
 #include "kiln/ops.h"
 

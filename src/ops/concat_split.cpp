@@ -3,7 +3,7 @@
 
 #include "front_util.h"
 #include "grad_util.h"
-#include "jit_ir.h"
+#include "jit/ir/jit_ir.h"
 #include "kiln/context.h"
 #include "kiln/ops/array.h"
 #include "kiln/ops/binary.h"

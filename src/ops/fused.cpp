@@ -6,7 +6,7 @@
 // the output is the last register. Inputs are float32 and either all of the
 // output's shape or scalars (one element, broadcast).
 #include "families.h"
-#include "jit_ir.h"
+#include "jit/ir/jit_ir.h"
 
 namespace kiln {
 namespace {
@@ -200,7 +200,7 @@ void infer_jit_kernel(InferContext& c) {
 
 // JitView: attr maps (one view, as a JitKernel input's: jit::parse_input_maps).
 // The value read through the view; a broadcast operand's view where view
-// sinking (src/jit/sink_views.h) moves a view onto the operands of the op it
+// sinking (src/jit/fusion/sink_views.h) moves a view onto the operands of the op it
 // read. Hostile maps or a source that does not fit them are errors. Kernel:
 // src/kernels/cpu/slicing.cpp.
 void infer_jit_view(InferContext& c) {

@@ -4,7 +4,7 @@
 
 #include "families.h"
 #include "grad_util.h"
-#include "jit_ir.h"
+#include "jit/ir/jit_ir.h"
 #include "kiln/context.h"
 #include "kiln/ops.h"
 #include "onnx_export.h"

@@ -1,9 +1,9 @@
 // The op table, assembled from every layer in one place above them all: the
 // ops' rows (inputs, attrs, traits, inference, gradient rules), the CPU
-// kernels (the JIT's kernel op included), and autodiff's rules for the ops that run bodies. Also installs
-// autodiff's hooks for the function layer (see src/function/subgraph.h).
+// kernels (the JIT's kernel op included), and autodiff's rules for the ops that run bodies. Also
+// installs autodiff's hooks for the function layer (see src/function/subgraph.h).
 #include "autodiff/autodiff.h"
-#include "jit/runtime.h"
+#include "jit/runtime/runtime.h"
 #include "kernels/cpu/bind.h"
 #include "ops/families.h"
 

@@ -9,7 +9,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "jit/fd_util.h"
+#include "core/fd_util.h"
 #include "kiln/status.h"
 
 namespace kiln::saved_model::detail {
@@ -247,7 +247,7 @@ std::string read_file(const std::string& path, size_t max_bytes) {
         str_cat(path, ": ", st.st_size, " bytes is more than the limit of ", max_bytes));
   std::string bytes;
   bytes.reserve(static_cast<size_t>(st.st_size));
-  if (!jit::read_all(fd, bytes)) throw DataLossError(str_cat(path, ": read failed"));
+  if (!read_all(fd, bytes)) throw DataLossError(str_cat(path, ": read failed"));
   if (bytes.size() > max_bytes)  // grew while read
     throw InvalidArgumentError(str_cat(path, ": more than the limit of ", max_bytes, " bytes"));
   return bytes;
@@ -258,7 +258,7 @@ void write_file(const std::string& path, const std::string& bytes) {
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0)
     throw FailedPreconditionError(str_cat(tmp, ": cannot create: ", std::strerror(errno)));
-  int err = jit::write_all(fd, bytes) && ::fsync(fd) == 0 ? 0 : errno;
+  int err = write_all(fd, bytes) && ::fsync(fd) == 0 ? 0 : errno;
   ::close(fd);
   if (err == 0 && ::rename(tmp.c_str(), path.c_str()) != 0) err = errno;
   if (err != 0) {

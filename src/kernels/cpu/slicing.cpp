@@ -5,8 +5,8 @@
 #include <vector>
 
 #include "copy_util.h"
+#include "jit/ir/jit_ir.h"
 #include "kernel_util.h"
-#include "ops/jit_ir.h"
 #include "ops/slice_spec.h"
 
 namespace kiln::cpu {

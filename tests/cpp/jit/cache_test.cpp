@@ -1,5 +1,5 @@
 // The JIT's disk cache: hashing, round trips, corruption, eviction, concurrency.
-#include "jit/cache.h"
+#include "jit/build/cache.h"
 
 #include <gtest/gtest.h>
 #include <sys/wait.h>

@@ -4,7 +4,7 @@
 // match graph mode and eager, and a hostile `product` attribute is refused.
 #include <functional>
 
-#include "jit/runtime.h"
+#include "jit/runtime/runtime.h"
 #include "jit_test_util.h"
 #include "kernels/cpu/kernel_util.h"
 #include "kiln/context.h"

@@ -5,8 +5,8 @@
 #include <cmath>
 #include <limits>
 
-#include "jit/cluster.h"
-#include "jit/runtime.h"
+#include "jit/fusion/cluster.h"
+#include "jit/runtime/runtime.h"
 #include "jit_test_util.h"
 #include "kernels/cpu/kernel_util.h"
 #include "kiln/context.h"

@@ -6,8 +6,8 @@
 #include <limits>
 
 #include "function/subgraph.h"
-#include "jit/cluster.h"
-#include "jit/toolchain.h"
+#include "jit/build/toolchain.h"
+#include "jit/fusion/cluster.h"
 #include "jit_test_util.h"
 #include "kiln/context.h"
 #include "kiln/control_flow.h"

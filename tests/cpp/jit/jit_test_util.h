@@ -12,9 +12,9 @@
 #include <random>
 #include <string>
 
+#include "jit/ir/jit_ir.h"
 #include "kiln/function.h"
 #include "kiln/ops.h"
-#include "ops/jit_ir.h"
 #include "test_util.h"
 
 namespace kiln::jit::testing {

@@ -1,5 +1,5 @@
 // Loading compiled code from bytes: failures, symbols, distinct modules.
-#include "jit/loader.h"
+#include "jit/build/loader.h"
 
 #include <gtest/gtest.h>
 
@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "jit/toolchain.h"
+#include "jit/build/toolchain.h"
 #include "kiln/status.h"
 
 namespace kiln::jit {

@@ -2,7 +2,7 @@
 // one full-size value become one kernel with all their outputs, unless a
 // path leads from one to the other, their folds differ, or they share no
 // value of the space's shape. Results against eager and graph mode.
-#include "jit/siblings.h"
+#include "jit/fusion/siblings.h"
 
 #include <algorithm>
 #include <functional>

@@ -2,7 +2,7 @@
 // onto the value's operands, so the cluster reads them in place and the
 // value is never written out. The pass's rewrites (on traced graphs) and the
 // compiled results (against graph mode and eager).
-#include "jit/sink_views.h"
+#include "jit/fusion/sink_views.h"
 
 #include <algorithm>
 #include <functional>

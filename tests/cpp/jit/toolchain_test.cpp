@@ -1,6 +1,6 @@
 // The JIT's compiler driver: finding the compiler, compiling, diagnostics,
 // timeouts. Fake compilers (shell scripts) pin down how the compiler is run.
-#include "jit/toolchain.h"
+#include "jit/build/toolchain.h"
 
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -13,7 +13,7 @@
 #include <thread>
 #include <vector>
 
-#include "jit/loader.h"
+#include "jit/build/loader.h"
 #include "jit_test_util.h"
 #include "kiln/status.h"
 

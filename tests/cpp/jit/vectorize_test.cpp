@@ -15,7 +15,7 @@
 #include <regex>
 #include <sstream>
 
-#include "jit/toolchain.h"
+#include "jit/build/toolchain.h"
 #include "jit_test_util.h"
 #include "kiln/context.h"
 

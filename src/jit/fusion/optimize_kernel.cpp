@@ -5,7 +5,7 @@
 #include <tuple>
 #include <vector>
 
-#include "cluster.h"
+#include "jit/fusion/cluster.h"
 
 namespace kiln::jit {
 

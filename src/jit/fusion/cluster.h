@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "jit/ir/jit_ir.h"
 #include "kiln/graph.h"
-#include "ops/jit_ir.h"
 
 namespace kiln::jit {
 

@@ -9,7 +9,7 @@
 #include <string>
 #include <utility>
 
-#include "fd_util.h"
+#include "core/fd_util.h"
 #include "kiln/status.h"
 
 namespace kiln::jit {

@@ -3,8 +3,8 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "jit/fusion/node_rules.h"
 #include "kiln/passes.h"
-#include "node_rules.h"
 #include "passes/pass_util.h"
 
 namespace kiln::jit {

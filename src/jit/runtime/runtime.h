@@ -5,8 +5,8 @@
 #include <memory>
 #include <string>
 
-#include "emit_cpp.h"
-#include "loader.h"
+#include "jit/build/loader.h"
+#include "jit/codegen/emit_cpp.h"
 
 namespace kiln::jit {
 

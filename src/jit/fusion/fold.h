@@ -10,11 +10,11 @@
 #include <string>
 #include <vector>
 
-#include "cluster.h"
-#include "emit_cpp.h"
+#include "jit/codegen/emit_cpp.h"
+#include "jit/fusion/cluster.h"
+#include "jit/runtime/layout.h"
 #include "kiln/graph.h"
 #include "kiln/op.h"
-#include "layout.h"
 
 namespace kiln::jit {
 

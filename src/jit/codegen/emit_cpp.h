@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "ops/jit_ir.h"
+#include "jit/ir/jit_ir.h"
 
 namespace kiln::jit {
 

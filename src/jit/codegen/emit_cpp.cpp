@@ -4,9 +4,9 @@
 #include <bit>
 #include <functional>
 
-#include "emit_util.h"
-#include "layout.h"
-#include "stages.h"
+#include "jit/codegen/emit_util.h"
+#include "jit/codegen/stages.h"
+#include "jit/runtime/layout.h"
 
 namespace kiln::jit {
 namespace {

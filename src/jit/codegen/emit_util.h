@@ -3,7 +3,7 @@
 #pragma once
 #include <string>
 
-#include "ops/jit_ir.h"
+#include "jit/ir/jit_ir.h"
 
 namespace kiln::jit::detail {
 

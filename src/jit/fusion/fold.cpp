@@ -4,7 +4,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
-#include "ops/jit_ir.h"
+#include "jit/ir/jit_ir.h"
 #include "passes/pass_util.h"
 
 namespace kiln::jit {
@@ -209,6 +209,10 @@ std::vector<std::string> fold_reductions(Graph& g, Clusters& cl) {
                                    : str_cat("dims ", f.outer, " to ", f.outer + f.dims - 1, ", "),
                     f.dims, " dims (in blocks, in the runtime)\n"));
         r->reset(op_def(OpId::Identity), {Edge{k, slot}}, Attrs{}, {r->outputs()[0]});
+        // The Identity that kept the member's name, now unread, reads the
+        // fold too (so the graph verifies until prune drops it).
+        if (alone && via != k)
+          via->reset(op_def(OpId::Identity), {Edge{k, slot}}, Attrs{}, {r->outputs()[0]});
       }
     }
     if (folds.empty()) continue;

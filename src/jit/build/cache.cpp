@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "core/env.h"
-#include "fd_util.h"
+#include "core/fd_util.h"
 #include "kiln/status.h"
 
 namespace kiln::jit {

@@ -7,7 +7,7 @@
 #include <string>
 #include <string_view>
 
-namespace kiln::jit {
+namespace kiln {
 
 /// Writes all of `data` to `fd`, retrying short writes and EINTR.
 inline bool write_all(int fd, std::string_view data) {
@@ -33,4 +33,4 @@ inline bool read_all(int fd, std::string& out) {
   }
 }
 
-}  // namespace kiln::jit
+}  // namespace kiln

@@ -1,7 +1,7 @@
 #include "split_reductions.h"
 
-#include "fold.h"
-#include "node_rules.h"
+#include "jit/fusion/fold.h"
+#include "jit/fusion/node_rules.h"
 #include "passes/pass_util.h"
 
 namespace kiln::jit {

@@ -7,8 +7,8 @@
 #include <span>
 #include <vector>
 
+#include "jit/ir/jit_ir.h"
 #include "kiln/graph.h"
-#include "ops/jit_ir.h"
 
 namespace kiln::jit {
 

@@ -4,7 +4,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
-#include "node_rules.h"
+#include "jit/fusion/node_rules.h"
 #include "passes/pass_util.h"
 
 namespace kiln::jit {

@@ -5,12 +5,12 @@
 #include <algorithm>
 #include <cstdint>
 
-#include "fold.h"
+#include "jit/fusion/fold.h"
+#include "jit/ir/jit_ir.h"
 #include "kernels/cpu/elementwise_util.h"
 #include "kernels/cpu/functors.h"
 #include "kiln/small_vector.h"
 #include "kiln/thread_pool.h"
-#include "ops/jit_ir.h"
 
 namespace kiln::jit {
 namespace {

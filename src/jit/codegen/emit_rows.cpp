@@ -17,10 +17,10 @@
 #include <functional>
 #include <set>
 
-#include "emit_util.h"
+#include "jit/codegen/emit_util.h"
+#include "jit/codegen/stages.h"
 #include "kernels/cpu/functors.h"
 #include "kiln/dtype.h"
-#include "stages.h"
 
 namespace kiln::jit::detail {
 namespace {

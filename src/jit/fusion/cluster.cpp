@@ -4,11 +4,11 @@
 #include <unordered_map>
 #include <unordered_set>
 
-#include "cluster_plan.h"
-#include "emit_cpp.h"
-#include "node_rules.h"
+#include "jit/codegen/emit_cpp.h"
+#include "jit/codegen/stages.h"
+#include "jit/fusion/cluster_plan.h"
+#include "jit/fusion/node_rules.h"
 #include "passes/pass_util.h"
-#include "stages.h"
 
 namespace kiln::jit {
 namespace {

@@ -8,14 +8,14 @@
 #include <unordered_map>
 
 #include "core/tls.h"
-#include "fold.h"
+#include "jit/fusion/fold.h"
+#include "jit/ir/jit_ir.h"
+#include "jit/runtime/layout.h"
 #include "kernels/cpu/copy_util.h"
 #include "kernels/cpu/gemm.h"
 #include "kernels/cpu/kernel_util.h"
 #include "kiln/small_vector.h"
 #include "kiln/thread_pool.h"
-#include "layout.h"
-#include "ops/jit_ir.h"
 
 namespace kiln::jit {
 namespace {

@@ -6,11 +6,11 @@
 #include <unordered_map>
 #include <unordered_set>
 
-#include "fold.h"
-#include "node_rules.h"
+#include "jit/codegen/stages.h"
+#include "jit/fusion/fold.h"
+#include "jit/fusion/node_rules.h"
+#include "jit/fusion/siblings.h"
 #include "passes/pass_util.h"
-#include "siblings.h"
-#include "stages.h"
 
 namespace kiln::jit {
 namespace {

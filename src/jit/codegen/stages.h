@@ -17,7 +17,7 @@
 #include <span>
 #include <vector>
 
-#include "ops/jit_ir.h"
+#include "jit/ir/jit_ir.h"
 
 namespace kiln::jit {
 
