@@ -214,7 +214,7 @@ struct OpDef {
   GradFn grad = nullptr;
   /// Loop lowering for jit_compile (src/jit/); rows without one run as kernel
   /// calls inside compiled functions (MatMul, Conv2D) unless kNoJit.
-  JitLowerFn jit = nullptr;
+  JitLowerFn jit_lower = nullptr;
   JitIndexMap jit_index_map = JitIndexMap::kNone;
   JitViewFn jit_view = nullptr;
   JitProductFn jit_product = nullptr;
@@ -297,19 +297,20 @@ class OpDefBuilder {
     d_.cost = f;
     return *this;
   }
-  OpDefBuilder& jit(JitLowerFn f) {
-    d_.jit = f;
+  OpDefBuilder& jit_lower(JitLowerFn f) {
+    d_.jit_lower = f;
     return *this;
   }
-  OpDefBuilder& jit(JitIndexMap m) {
-    d_.jit_index_map = m;
+  /// A row that only relabels its input's values (Reshape): JitIndexMap::kRelabel.
+  OpDefBuilder& jit_relabel() {
+    d_.jit_index_map = JitIndexMap::kRelabel;
     return *this;
   }
-  OpDefBuilder& jit(JitViewFn f) {
+  OpDefBuilder& jit_view(JitViewFn f) {
     d_.jit_view = f;
     return *this;
   }
-  OpDefBuilder& jit(JitProductFn f) {
+  OpDefBuilder& jit_product(JitProductFn f) {
     d_.jit_product = f;
     return *this;
   }

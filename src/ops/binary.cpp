@@ -145,7 +145,7 @@ void define_binary(OpTableBuilder& t, OpId id, InferFn infer, uint32_t traits, D
   OpDefBuilder row = t.def(id);
   row.onnx(onnx);
   row.inputs({"x", "y"}).outputs({"z"}).traits(kElementwise | traits).infer(infer);
-  row.jit(jit::lower_functor);
+  row.jit_lower(jit::lower_functor);
   if (dtypes & dtype_bit(DType::kFloat32)) row.traits(kHalfInFloat);
   if constexpr (R == nullptr)
     row.traits(kNoGradient);

@@ -59,7 +59,7 @@ void define_complex_ops(OpTableBuilder& t) {
       .infer(infer_conj);
   // Each is its scalar function fn::<Op> (functors.h) under jit_compile.
   for (OpId id : {OpId::Complex, OpId::Real, OpId::Imag, OpId::ComplexAbs, OpId::Conj})
-    t.def(id).jit(jit::lower_functor);
+    t.def(id).jit_lower(jit::lower_functor);
 }
 
 Tensor complex(const Tensor& real, const Tensor& imag) {

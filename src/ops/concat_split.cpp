@@ -360,8 +360,8 @@ namespace shape_ops {
 void define_concat_split_ops(OpTableBuilder& t) {
   t.def(OpId::Concat).onnx(onnx_concat);
   t.def(OpId::Stack).onnx(onnx_stack);
-  t.def(OpId::Unstack).onnx(onnx_unstack).jit(unstack_view);
-  t.def(OpId::Split).onnx(onnx_split_op).jit(split_view);
+  t.def(OpId::Unstack).onnx(onnx_unstack).jit_view(unstack_view);
+  t.def(OpId::Split).onnx(onnx_split_op).jit_view(split_view);
   t.def(OpId::Concat)
       .inputs({"values"})
       .outputs({"output"})

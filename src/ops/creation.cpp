@@ -228,7 +228,7 @@ void define_creation_ops(OpTableBuilder& t) {
   }
   t.def(OpId::Identity).inputs({"input"}).outputs({"output"}).traits(kView).infer(infer_identity);
   // Gradients: rules next to the rows; zeros_like/ones_like ignore values.
-  t.def(OpId::Identity).grad(identity_grad).jit(jit::lower_identity);
+  t.def(OpId::Identity).grad(identity_grad).jit_lower(jit::lower_identity);
   t.def(OpId::Fill).grad(fill_grad);
   t.def(OpId::ZerosLike).traits(kNoGradient);
   t.def(OpId::OnesLike).traits(kNoGradient);
@@ -237,7 +237,7 @@ void define_creation_ops(OpTableBuilder& t) {
       .outputs({"output"})
       .traits(kView | kNoGradient)
       .infer(infer_identity)
-      .jit(jit::lower_identity);
+      .jit_lower(jit::lower_identity);
   for (OpId id : {OpId::ZerosLike, OpId::OnesLike})
     t.def(id).traits(kHalfInFloat);  // float16/bfloat16 in float32
 }

@@ -232,7 +232,7 @@ void define_fused_ops(OpTableBuilder& t) {
       .attr("maps", AttrType::kInts)
       .traits(kGraphOnly | kPassOnly | kNoGradient)
       .infer(infer_jit_view)
-      .jit(jit_view_view);
+      .jit_view(jit_view_view);
   t.def(OpId::JitKernel)
       .inputs({"inputs"})
       .outputs({"outputs"})

@@ -210,15 +210,15 @@ void define_nn_ops(OpTableBuilder& t) {
   t.def(OpId::BiasAdd).inputs({"value", "bias"}).outputs({"output"}).infer(infer_bias_add);
   t.def(OpId::Softmax).inputs({"logits"}).outputs({"softmax"}).infer(infer_softmax);
   t.def(OpId::LogSoftmax).inputs({"logits"}).outputs({"logsoftmax"}).infer(infer_softmax);
-  t.def(OpId::MatMul).grad(matmul_grad).jit(matmul_product);
+  t.def(OpId::MatMul).grad(matmul_grad).jit_product(matmul_product);
   t.def(OpId::BiasAdd).grad(bias_add_grad).epilogue(Epilogue::kBiasAdd);
   // value + bias broadcast over the last dim (NHWC): the JIT's Add.
-  t.def(OpId::BiasAdd).jit([](jit::LowerContext& c) {
+  t.def(OpId::BiasAdd).jit_lower([](jit::LowerContext& c) {
     c.set_output(0, c.apply(OpId::Add, c.out_dtype(0), c.input(0), c.input(1)));
     return true;
   });
-  t.def(OpId::Softmax).grad(softmax_grad).jit(lower_softmax<false>);
-  t.def(OpId::LogSoftmax).grad(log_softmax_grad).jit(lower_softmax<true>);
+  t.def(OpId::Softmax).grad(softmax_grad).jit_lower(lower_softmax<false>);
+  t.def(OpId::LogSoftmax).grad(log_softmax_grad).jit_lower(lower_softmax<true>);
   define_conv_ops(t);
   for (OpId id :
        {OpId::MatMul, OpId::BiasAdd, OpId::MaxPool, OpId::AvgPool, OpId::Softmax, OpId::LogSoftmax})

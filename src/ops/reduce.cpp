@@ -291,13 +291,13 @@ void define_reduce_ops(OpTableBuilder& t) {
   t.def(OpId::ReduceProd).grad(prod_grad);
   t.def(OpId::Cumsum).grad(cumsum_grad);
   define_segment_ops(t);
-  t.def(OpId::ReduceSum).jit(lower_fold<OpId::Add>);
-  t.def(OpId::ReduceMean).jit(lower_mean);
-  t.def(OpId::ReduceMax).jit(lower_fold<OpId::Maximum>);
-  t.def(OpId::ReduceMin).jit(lower_fold<OpId::Minimum>);
-  t.def(OpId::ReduceProd).jit(lower_fold<OpId::Mul>);
-  t.def(OpId::ReduceAny).jit(lower_fold<OpId::LogicalOr>);
-  t.def(OpId::ReduceAll).jit(lower_fold<OpId::LogicalAnd>);
+  t.def(OpId::ReduceSum).jit_lower(lower_fold<OpId::Add>);
+  t.def(OpId::ReduceMean).jit_lower(lower_mean);
+  t.def(OpId::ReduceMax).jit_lower(lower_fold<OpId::Maximum>);
+  t.def(OpId::ReduceMin).jit_lower(lower_fold<OpId::Minimum>);
+  t.def(OpId::ReduceProd).jit_lower(lower_fold<OpId::Mul>);
+  t.def(OpId::ReduceAny).jit_lower(lower_fold<OpId::LogicalOr>);
+  t.def(OpId::ReduceAll).jit_lower(lower_fold<OpId::LogicalAnd>);
   for (OpId id : {OpId::ReduceSum, OpId::ReduceMean, OpId::ReduceMax, OpId::ReduceMin,
                   OpId::ReduceProd, OpId::ArgMax, OpId::ArgMin, OpId::Cumsum})
     t.def(id).traits(kHalfInFloat);  // float16/bfloat16 in float32

@@ -125,15 +125,15 @@ void define_select_cast_ops(OpTableBuilder& t) {
   t.def(OpId::ClipByValue).grad(clip_grad).epilogue(Epilogue::kClip);
   for (OpId id : {OpId::Select, OpId::ClipByValue})
     t.def(id).traits(kHalfInFloat);  // float16/bfloat16 in float32
-  t.def(OpId::Select).jit([](jit::LowerContext& c) {
+  t.def(OpId::Select).jit_lower([](jit::LowerContext& c) {
     c.set_output(0, c.select(c.input(0), c.input(1), c.input(2)));
     return true;
   });
-  t.def(OpId::Cast).jit([](jit::LowerContext& c) {
+  t.def(OpId::Cast).jit_lower([](jit::LowerContext& c) {
     c.set_output(0, c.cast(c.input(0), c.out_dtype(0)));
     return true;
   });
-  t.def(OpId::ClipByValue).jit(jit::lower_functor);
+  t.def(OpId::ClipByValue).jit_lower(jit::lower_functor);
 }
 
 Tensor where(const Tensor& condition, const Tensor& x, const Tensor& y) {

@@ -365,10 +365,10 @@ bool transpose_view(const jit::ViewQuery& q, jit::View& v) {
 }  // namespace
 
 void define_shape_ops(OpTableBuilder& t) {
-  t.def(OpId::Reshape).onnx(onnx_reshape).jit(JitIndexMap::kRelabel);
-  t.def(OpId::ExpandDims).onnx(onnx_expand_dims).jit(JitIndexMap::kRelabel);
-  t.def(OpId::Squeeze).onnx(onnx_squeeze).jit(JitIndexMap::kRelabel);
-  t.def(OpId::Transpose).onnx(onnx_transpose).jit(transpose_view);
+  t.def(OpId::Reshape).onnx(onnx_reshape).jit_relabel();
+  t.def(OpId::ExpandDims).onnx(onnx_expand_dims).jit_relabel();
+  t.def(OpId::Squeeze).onnx(onnx_squeeze).jit_relabel();
+  t.def(OpId::Transpose).onnx(onnx_transpose).jit_view(transpose_view);
   t.def(OpId::ShapeOf).onnx(onnx_shape_of);
   t.def(OpId::Size).onnx(onnx_size);
   t.def(OpId::Rank).onnx(onnx_rank);

@@ -441,8 +441,8 @@ void onnx_gather(onnx::ExportContext& c) {
 
 namespace shape_ops {
 void define_slicing_ops(OpTableBuilder& t) {
-  t.def(OpId::Slice).onnx(onnx_slice).jit(slice_view);
-  t.def(OpId::StridedSlice).onnx(onnx_strided_slice).jit(strided_slice_view);
+  t.def(OpId::Slice).onnx(onnx_slice).jit_view(slice_view);
+  t.def(OpId::StridedSlice).onnx(onnx_strided_slice).jit_view(strided_slice_view);
   t.def(OpId::Gather).onnx(onnx_gather);
   t.def(OpId::Slice)
       .inputs({"input", "begin", "size"})

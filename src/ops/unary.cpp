@@ -120,7 +120,7 @@ template <UnaryRule R, typename E>
 void define_unary(OpTableBuilder& t, OpId id, InferFn infer, DTypeSet dtypes, E onnx) {
   OpDefBuilder row = t.def(id);
   row.onnx(onnx);
-  row.inputs({"x"}).outputs({"y"}).traits(kElementwise).infer(infer).jit(jit::lower_functor);
+  row.inputs({"x"}).outputs({"y"}).traits(kElementwise).infer(infer).jit_lower(jit::lower_functor);
   if (dtypes & dtype_bit(DType::kFloat32)) row.traits(kHalfInFloat);
   if constexpr (R == nullptr)
     row.traits(kNoGradient);

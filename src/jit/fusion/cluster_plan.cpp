@@ -81,7 +81,7 @@ class Former {
     // intermediate) roots no cluster before those ops do: the value then
     // joins their cluster as an extra output instead of ending it.
     auto deferred = [&](const Node* n) {
-      return n->op().jit == lower_identity && n->inputs().size() == 1 &&
+      return n->op().jit_lower == lower_identity && n->inputs().size() == 1 &&
              users_[n->inputs()[0].node].size() > 1;
     };
     std::vector<Node*> roots;
@@ -110,7 +110,8 @@ class Former {
       }
       // Pass-throughs (Identity) cost nothing: a lone op stays a kernel call.
       size_t work = 0;
-      for (const Node* m : members) work += m->op().jit && m->op().jit != lower_identity;
+      for (const Node* m : members)
+        work += m->op().jit_lower && m->op().jit_lower != lower_identity;
       Node* product = work > 0 ? product_for(members, space) : nullptr;
       // A reduction of the root's value that will fold into the kernel
       // (fold.h) counts as an op, as a product does.
@@ -193,8 +194,8 @@ class Former {
   // A lowerable op on its own that computes (not a view, a relabelling or a
   // pass-through); a reduction whose rows a row kernel would split.
   bool lone_op(const Node* n) {
-    if (!lowerable(n) || n->op().jit == lower_identity || reads_in_place(n) || is_relabel(n) ||
-        !n->outputs()[0].shape.rank_known())
+    if (!lowerable(n) || n->op().jit_lower == lower_identity || reads_in_place(n) ||
+        is_relabel(n) || !n->outputs()[0].shape.rank_known())
       return false;
     const int k = reduces_.at(n);
     return k == 0 || worth_rows(Space{spec_of(n->inputs()[0]).shape, k});
@@ -243,8 +244,8 @@ class Former {
  private:
   bool check(const Node* n) {
     const OpDef& op = n->op();
-    if (!op.jit || op.has(kStateful) || n->outputs().size() != 1 || !n->control_inputs().empty() ||
-        control_targets_.count(n))
+    if (!op.jit_lower || op.has(kStateful) || n->outputs().size() != 1 ||
+        !n->control_inputs().empty() || control_targets_.count(n))
       return false;
     const TensorSpec& out = n->outputs()[0];
     if (!supported_dtype(out.dtype) || !out.shape.rank_known()) return false;

@@ -18,12 +18,12 @@ bool combine_ok(OpId op) {
 
 }  // namespace
 
-// The form is read from the row's own lowering (OpDef::jit) applied with the
+// The form is read from the row's own lowering (OpDef::jit_lower) applied with the
 // reduced dims moved last.
 bool reduction_form(const Node* r, std::vector<bool>& reduced, Fold& f) {
   const OpDef& op = r->op();
-  if (!op.jit || r->inputs().size() != 1 || r->outputs().size() != 1 || op.attr_index("axis") < 0 ||
-      op.attr_index("keepdims") < 0)
+  if (!op.jit_lower || r->inputs().size() != 1 || r->outputs().size() != 1 ||
+      op.attr_index("axis") < 0 || op.attr_index("keepdims") < 0)
     return false;
   const TensorSpec in = spec_of(r->inputs()[0]);
   const DType dt = in.dtype;
@@ -59,7 +59,7 @@ bool reduction_form(const Node* r, std::vector<bool>& reduced, Fold& f) {
   body[0].a = 0;
   const int32_t loaded = 0;
   LowerContext c(op, attrs, ins, r->outputs(), std::span<const int32_t>(&loaded, 1), body);
-  if (!op.jit(c) || body.size() < 2 || body[1].kind != Instr::kReduce || body[1].a != 0 ||
+  if (!op.jit_lower(c) || body.size() < 2 || body[1].kind != Instr::kReduce || body[1].a != 0 ||
       !combine_ok(body[1].op) || c.results().size() != 1)
     return false;
   f.combine = body[1].op;

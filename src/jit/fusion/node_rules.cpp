@@ -12,7 +12,7 @@ bool lower_node(const Node* n, std::span<const int32_t> in, std::vector<Instr>& 
   for (const Edge& e : n->inputs()) ins.push_back(spec_of(e));
   const size_t from = body.size();
   LowerContext c(n->op(), n->attrs(), ins, n->outputs(), in, body);
-  if (!n->op().jit(c) || c.reduced() < 0 || !halves_only_move(body, from) ||
+  if (!n->op().jit_lower(c) || c.reduced() < 0 || !halves_only_move(body, from) ||
       !no_complex_constants(body, from))
     return false;
   if (reduced) *reduced = c.reduced();

@@ -70,7 +70,7 @@ class Sinker {
   // Elementwise with a lowering, one output, read by `v` alone (as its input 0).
   bool movable_op(const Node* p, const Node* v) const {
     const OpDef& op = p->op();
-    if (!op.jit || !(op.has(kElementwise) || op.epilogue == Epilogue::kBiasAdd) ||
+    if (!op.jit_lower || !(op.has(kElementwise) || op.epilogue == Epilogue::kBiasAdd) ||
         op.has(kStateful) || p->outputs().size() != 1 || !plain(p) ||
         !supported_dtype(p->outputs()[0].dtype))
       return false;

@@ -27,8 +27,8 @@ bool last_run(const std::vector<bool>& reduced, int64_t& first, int64_t& end) {
 // Whether `p` computes its value in a kernel the part can join: a lowering
 // that computes (not a view, a reshape or a pass-through).
 bool computed(const Node* p) {
-  return p->op().jit && p->op().jit != lower_identity && !reads_in_place(p) && !is_relabel(p) &&
-         p->outputs().size() == 1 && p->control_inputs().empty();
+  return p->op().jit_lower && p->op().jit_lower != lower_identity && !reads_in_place(p) &&
+         !is_relabel(p) && p->outputs().size() == 1 && p->control_inputs().empty();
 }
 
 }  // namespace

@@ -36,7 +36,7 @@ std::shared_ptr<const ConcreteFunction> concrete(Function& f, const std::vector<
 std::vector<const OpDef*> reduction_rows() {
   std::vector<const OpDef*> rows;
   for (const OpDef& op : op_table()) {
-    if (!op.jit) continue;
+    if (!op.jit_lower) continue;
     for (const AttrDef& a : op.attrs)
       if (std::string_view(a.name) == "keepdims") rows.push_back(&op);
   }

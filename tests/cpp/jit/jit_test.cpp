@@ -493,8 +493,8 @@ TEST(Jit, EveryLoweredOpOnEveryDtypeMatchesEager) {
     const Tensor pc = values(DType::kBool, Shape({2}), 3, false);
     for (const OpDef& op : op_table()) {
       // Reductions and softmax have their own table test (jit_rows_test.cpp).
-      if (!op.jit || op.has(kGraphOnly) || op.id == OpId::BiasAdd ||
-          !(op.has(kElementwise) || op.jit == lower_identity))
+      if (!op.jit_lower || op.has(kGraphOnly) || op.id == OpId::BiasAdd ||
+          !(op.has(kElementwise) || op.jit_lower == lower_identity))
         continue;
       try {
         apply_ops({&op}, px, py, pc);
@@ -524,7 +524,7 @@ TEST(Jit, EveryLoweredOpOnEveryDtypeMatchesEager) {
       // Every op runs inside a kernel (siblings reading x and y share one).
       EXPECT_GE(j.get_concrete_function(args)->jit_kernels(), 1u);
       for (const OpDef* op : ops) {
-        if (op->jit != lower_identity) {
+        if (op->jit_lower != lower_identity) {
           EXPECT_EQ(testing::nodes_of(j, args, op->id), 0u) << op->type_name;
         }
       }
@@ -660,7 +660,7 @@ TEST(Jit, ComplexConstantsAndReductionsAreMalformedIr) {
 TEST(Jit, EveryElementwiseRowHasALowering) {
   for (const OpDef& op : op_table()) {
     if (!op.has(kElementwise) || op.has(kGraphOnly)) continue;
-    EXPECT_TRUE(op.jit != nullptr) << op.type_name << " has no JIT lowering";
+    EXPECT_TRUE(op.jit_lower != nullptr) << op.type_name << " has no JIT lowering";
   }
 }
 

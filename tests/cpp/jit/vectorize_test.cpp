@@ -38,7 +38,8 @@ std::vector<const OpDef*> ops_for(DType dt) {
   const Tensor c = Tensor::from_vector(std::vector<float>{1.f, 0.f}, Shape({2})) > 0.f;
   std::vector<const OpDef*> ops;
   for (const OpDef& op : op_table()) {
-    if (!op.jit || op.has(kGraphOnly) || !op.has(kElementwise) || op.id == OpId::Cast) continue;
+    if (!op.jit_lower || op.has(kGraphOnly) || !op.has(kElementwise) || op.id == OpId::Cast)
+      continue;
     try {
       if (op.id == OpId::Select)
         where(c, x, x);
