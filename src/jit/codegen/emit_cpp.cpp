@@ -499,13 +499,19 @@ std::string kernel_text(const Kernel& k) {
   } else {
     s += fast_row_text(k, sg, pattern, short_cols, "      ");
   }
-  s += "    } else {\n";
+  // Strides other than predicted (rare) run out of line, in a lambda (taking
+  // copies: a reference would let byte stores alias the locals; block
+  // buffers of its own) that
+  // `flatten` does not reach: GCC compiles it for size, not as a second
+  // vectorized copy of every stage (a 64-activation chain took 17 s to
+  // compile with it inline, docs/BENCHMARKS.md).
+  s += "    } else {\n      [=]() __attribute__((noinline, cold)) {\n" + buffers_text(k, sg);
   for (size_t i = 0; i < n_in; ++i)
     s += str_cat("      const int64_t s", i, " = st[", i, " * R + R - 1];\n");
   s += columns_text(
            k, sg, [&](int32_t x) { return load_text(pattern, false, x); }, "c0", "c1", -1, "      ",
            true) +
-       "    }\n";
+       "      }();\n    }\n";
   if (short_cols > 0 && short_cols <= 64) s += "  next_row:\n";
   return s + row_step_text(n_in) + "  }\n}\n\n";
 }

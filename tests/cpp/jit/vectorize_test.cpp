@@ -271,10 +271,11 @@ TEST(JitVectorize, EveryLoopMarkedVectorIsVectorizedInRandomPrograms) {
   EXPECT_LE(gone * 4, static_cast<int>(loops.size())) << "most loops were removed as dead code";
   ::testing::Test::RecordProperty("vector_loops", static_cast<int>(loops.size()));
   ::testing::Test::RecordProperty("removed_as_dead", gone);
-  // Everything the kernels call is inlined (the kernels are `flatten`).
+  // The entry points are there. (Prelude functions may also be defined out
+  // of line: the cold path for unpredicted strides is not `flatten`; a
+  // call left in a hot loop shows above as a loop not vectorized.)
   const std::string symbols = defined_symbols(so);
   EXPECT_NE(symbols.find("p0_k0"), std::string::npos) << symbols;
-  EXPECT_EQ(symbols.find("kiln::"), std::string::npos) << symbols;
 }
 
 }  // namespace
