@@ -238,18 +238,24 @@ TEST(Toolchain, DirectoriesOfDeadProcessesAreRemoved) {
   EXPECT_EQ(ours, 0);
 }
 
-// The compiler runs with default signal dispositions, even when this
-// process ignores SIGINT (as a host may).
+// The compiler runs with default dispositions for the signals a host may
+// ignore (SIGINT, SIGPIPE, ...), even when this process ignores them.
+// (Other bits of SigIgn may come from whatever started the test.)
 TEST(Toolchain, CompilerGetsDefaultSignals) {
   TempDir tmp;
   struct sigaction ignore {
-  }, old{};
+  }, old_int{}, old_pipe{};
   ignore.sa_handler = SIG_IGN;
-  ::sigaction(SIGINT, &ignore, &old);
+  ::sigaction(SIGINT, &ignore, &old_int);
+  ::sigaction(SIGPIPE, &ignore, &old_pipe);
   const Toolchain tc = fake_compiler(tmp, "grep '^SigIgn:' /proc/$$/status > kernel.so");
   const std::string out = compile_shared_object(tc, "");
-  ::sigaction(SIGINT, &old, nullptr);
-  EXPECT_TRUE(contains(out, "SigIgn:\t0000000000000000")) << out;
+  ::sigaction(SIGINT, &old_int, nullptr);
+  ::sigaction(SIGPIPE, &old_pipe, nullptr);
+  ASSERT_TRUE(contains(out, "SigIgn:")) << out;
+  const uint64_t ignored = std::stoull(out.substr(out.find(':') + 1), nullptr, 16);
+  for (int sig : {SIGINT, SIGPIPE, SIGTERM, SIGHUP, SIGQUIT, SIGXFSZ, SIGCHLD})
+    EXPECT_EQ(ignored & (uint64_t{1} << (sig - 1)), 0u) << "signal " << sig << " ignored: " << out;
 }
 
 TEST(Toolchain, CpuFeatures) {
