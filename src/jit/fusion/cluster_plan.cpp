@@ -6,6 +6,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "graph/uses.h"
 #include "jit/codegen/stages.h"
 #include "jit/fusion/fold.h"
 #include "jit/fusion/node_rules.h"
@@ -63,12 +64,9 @@ bool node_fits(const Node* n, const Space& sp) {
 
 class Former {
  public:
-  explicit Former(Graph& g) : g_(g), nodes_(passes::node_list(g)), outs_(passes::output_nodes(g)) {
+  explicit Former(Graph& g)
+      : g_(g), nodes_(passes::node_list(g)), outs_(passes::output_nodes(g)), uses_(g) {
     for (size_t i = 0; i < nodes_.size(); ++i) order_[nodes_[i]] = i;
-    for (Node* n : nodes_) {
-      for (const Edge& e : n->inputs()) users_[e.node].push_back(n);
-      for (const Node* c : n->control_inputs()) control_targets_.insert(c);
-    }
   }
 
   // Clusters as member lists in graph order, latest roots first.
@@ -82,7 +80,7 @@ class Former {
     // joins their cluster as an extra output instead of ending it.
     auto deferred = [&](const Node* n) {
       return n->op().jit_lower == lower_identity && n->inputs().size() == 1 &&
-             users_[n->inputs()[0].node].size() > 1;
+             uses_.readers(n->inputs()[0].node).size() > 1;
     };
     std::vector<Node*> roots;
     for (auto it = nodes_.rbegin(); it != nodes_.rend(); ++it)
@@ -117,7 +115,7 @@ class Former {
       // (fold.h) counts as an op, as a product does.
       Fold fold;
       const bool folds = work > 0 && space.reduced == 0 &&
-                         std::any_of(users_[root].begin(), users_[root].end(),
+                         std::any_of(uses_.readers(root).begin(), uses_.readers(root).end(),
                                      [&](const Node* u) { return fold_of(u, fold); });
       // A lone op that reduces rows and then writes every point (softmax,
       // log-softmax) runs in several passes: compiled, its rows pipeline, and
@@ -205,7 +203,7 @@ class Former {
   int64_t fold_key(const std::vector<Node*>& members) {
     int64_t key = 0;
     for (const Node* m : members)
-      for (const Node* u : users_[m]) {
+      for (const Node* u : uses_.readers(m)) {
         Fold f;
         if (!fold_of(u, f)) continue;
         const int64_t k = 1 + f.dims * 32 + f.outer;
@@ -225,11 +223,12 @@ class Former {
       for (const Edge& e : m->inputs()) {
         Node* p = e.node;
         Product how;
-        if (set.count(p) || outs_.count(p) || control_targets_.count(p) ||
+        if (set.count(p) || outs_.count(p) || !uses_.control_readers(p).empty() ||
             !p->control_inputs().empty() || !product_of(p, how))
           continue;
         bool ok = p->outputs()[0].shape == space.shape;
-        for (const Node* u : users_[p]) ok &= set.count(u) && !reads_in_place(u) && !is_relabel(u);
+        for (const Node* u : uses_.readers(p))
+          ok &= set.count(u) && !reads_in_place(u) && !is_relabel(u);
         if (ok) return p;
       }
     return nullptr;
@@ -245,7 +244,7 @@ class Former {
   bool check(const Node* n) {
     const OpDef& op = n->op();
     if (!op.jit_lower || op.has(kStateful) || n->outputs().size() != 1 ||
-        !n->control_inputs().empty() || control_targets_.count(n))
+        !n->control_inputs().empty() || !uses_.control_readers(n).empty())
       return false;
     const TensorSpec& out = n->outputs()[0];
     if (!supported_dtype(out.dtype) || !out.shape.rank_known()) return false;
@@ -395,7 +394,7 @@ class Former {
       const std::optional<int64_t> room = short_row_work(next);
       if (room && point_work + extra > std::max(*room, kShortRowWork)) continue;
       bool ok = true;
-      for (Node* x : users_[p])
+      for (Node* x : uses_.readers(p))
         if (!members.count(x) && reaches(x, members)) ok = false;
       if (!ok) continue;
       point_work += extra;
@@ -414,7 +413,7 @@ class Former {
   // the kernel reads them reshaped to its space, a free view).
   bool relabels(Node* p, const std::unordered_set<const Node*>& members, const Shape& shape) {
     if (!is_relabel(p)) return false;
-    if (outs_.count(p) || !p->control_inputs().empty() || control_targets_.count(p) ||
+    if (outs_.count(p) || !p->control_inputs().empty() || !uses_.control_readers(p).empty() ||
         !only_members(p, members))
       return false;
     const Shape& in = spec_of(p->inputs()[0]).shape;
@@ -451,7 +450,7 @@ class Former {
     if (!reads_in_place(p) || !only_members(p, members) || p->inputs().empty() || !plain_view(p))
       return false;
     std::vector<bool> read(p->outputs().size());
-    for (Node* u : users_[p])
+    for (Node* u : uses_.readers(p))
       for (const Edge& e : u->inputs())
         if (e.node == p) read[static_cast<size_t>(e.index)] = true;
     int run = sp.view_rows, copies = 0;
@@ -462,7 +461,8 @@ class Former {
       const Shape& out = p->outputs()[i].shape;
       const Node* last = p;
       auto through = [&](const Node* q) {
-        const bool ok = plain_view(q) && users_[q].size() == 1 && users_[q][0] == last;
+        const bool ok =
+            plain_view(q) && uses_.readers(q).size() == 1 && uses_.readers(q)[0] == last;
         if (ok) last = q;
         return ok;
       };
@@ -491,7 +491,7 @@ class Former {
   // A view row that is no graph output and has no control edges.
   bool plain_view(const Node* q) {
     return reads_in_place(q) && !outs_.count(q) && q->control_inputs().empty() &&
-           !control_targets_.count(q) && !q->inputs().empty();
+           uses_.control_readers(q).empty() && !q->inputs().empty();
   }
 
   static bool recompute_ok(const Shape& small, const Shape& big) {
@@ -501,7 +501,7 @@ class Former {
   }
 
   bool only_members(Node* p, const std::unordered_set<const Node*>& members) {
-    for (Node* u : users_[p])
+    for (Node* u : uses_.readers(p))
       if (!members.count(u)) return false;
     return true;
   }
@@ -518,29 +518,19 @@ class Former {
       Node* n = stack.back();
       stack.pop_back();
       if (members.count(n)) return true;
-      for (Node* u : users_[n]) visit(u);
-      for (Node* u : control_users(n)) visit(u);
+      for (Node* u : uses_.readers(n)) visit(u);
+      for (Node* u : uses_.control_readers(n)) visit(u);
       if (auto c = cluster_of_.find(n); c != cluster_of_.end() && clusters_)
         for (Node* m : (*clusters_)[c->second]) visit(m);
     }
     return false;
   }
 
-  std::vector<Node*> control_users(Node* n) {
-    if (control_users_.empty() && !control_targets_.empty())
-      for (Node* u : nodes_)
-        for (Node* c : u->control_inputs()) control_users_[c].push_back(u);
-    auto it = control_users_.find(n);
-    return it == control_users_.end() ? std::vector<Node*>{} : it->second;
-  }
-
   Graph& g_;
   std::vector<Node*> nodes_;
   std::unordered_set<const Node*> outs_;
   std::unordered_map<const Node*, size_t> order_;
-  std::unordered_map<const Node*, std::vector<Node*>> users_;
-  std::unordered_map<const Node*, std::vector<Node*>> control_users_;
-  std::unordered_set<const Node*> control_targets_;
+  Uses uses_;
   std::unordered_map<const Node*, bool> lowerable_;
   std::unordered_map<const Node*, int> reduces_;   // lowerable nodes' reduced dims
   std::unordered_map<const Node*, int64_t> cost_;  // lowerable nodes' point work
@@ -554,7 +544,7 @@ class Former {
 
   bool used_outside(const Node* m, const std::unordered_set<const Node*>& members) {
     if (outs_.count(m)) return true;
-    for (Node* u : users_[m])
+    for (Node* u : uses_.readers(m))
       if (!members.count(u)) return true;
     return false;
   }

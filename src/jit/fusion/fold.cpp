@@ -4,6 +4,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "graph/uses.h"
 #include "jit/ir/jit_ir.h"
 #include "passes/pass_util.h"
 
@@ -145,16 +146,9 @@ std::vector<int64_t> with_copy_of_output(std::span<const int64_t> sig, size_t o)
 }  // namespace
 
 std::vector<std::string> fold_reductions(Graph& g, Clusters& cl) {
-  std::unordered_map<const Node*, std::vector<std::pair<Node*, int32_t>>> users;
-  for (Node* n : passes::node_list(g))
-    for (const Edge& e : n->inputs()) users[e.node].push_back({n, e.index});
+  const Uses uses(g);
   const std::unordered_set<const Node*> outs = passes::output_nodes(g);
-  auto readers = [&](const Node* n, int32_t i) {
-    std::vector<Node*> r;
-    for (const auto& [u, idx] : users[n])
-      if (idx == i && std::find(r.begin(), r.end(), u) == r.end()) r.push_back(u);
-    return r;
-  };
+  auto readers = [&](const Node* n, int32_t i) { return uses.readers_of(n, i); };
   std::vector<std::string> notes;
   for (size_t ki = 0; ki < cl.kernel_nodes.size(); ++ki) {
     Node* k = cl.kernel_nodes[ki];

@@ -4,6 +4,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "graph/uses.h"
 #include "jit/fusion/node_rules.h"
 #include "passes/pass_util.h"
 
@@ -13,11 +14,7 @@ namespace {
 class Merger {
  public:
   Merger(std::span<Node* const> nodes, const std::vector<Sibling>& groups)
-      : groups_(groups), parts_(groups.size()) {
-    for (Node* n : nodes) {
-      for (const Edge& e : n->inputs()) users_[e.node].push_back(n);
-      for (Node* c : n->control_inputs()) users_[c].push_back(n);
-    }
+      : groups_(groups), parts_(groups.size()), uses_(nodes) {
     for (size_t i = 0; i < groups.size(); ++i) {
       parts_[i] = {i};
       members_.push_back(groups[i].members);
@@ -52,7 +49,7 @@ class Merger {
     const Shape& shape = v->outputs()[static_cast<size_t>(o)].shape;
     const auto own = group_.find(v);
     std::vector<size_t> readers;
-    for (Node* u : users_[v]) {
+    for (Node* u : uses_.all_readers(v)) {
       const auto it = group_.find(u);
       if (it == group_.end() || (own != group_.end() && own->second == it->second)) continue;
       const size_t g = it->second;
@@ -135,7 +132,7 @@ class Merger {
     while (!stack.empty()) {
       Node* n = stack.back();
       stack.pop_back();
-      for (Node* u : users_[n]) {
+      for (Node* u : uses_.all_readers(n)) {
         if (seen[u]) continue;
         const auto g = group_.find(u);
         if (skip_direct && g != group_.end() && g->second == b && group_of(n) == a) continue;
@@ -164,7 +161,7 @@ class Merger {
   std::vector<bool> points_;
   std::vector<std::unordered_set<Edge, passes::EdgeHash>> inputs_;  // read from outside
   std::unordered_map<const Node*, size_t> group_;
-  std::unordered_map<const Node*, std::vector<Node*>> users_;
+  Uses uses_;  // data and control readers
 };
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "graph/uses.h"
 #include "jit/fusion/node_rules.h"
 #include "kiln/passes.h"
 #include "passes/pass_util.h"
@@ -28,12 +29,7 @@ const OpDef& moved_op(const Node* p) {
 // One sweep over the graph; the caller repeats it while views move.
 class Sinker {
  public:
-  explicit Sinker(Graph& g) : g_(g), outs_(passes::output_nodes(g)) {
-    for (Node* n : passes::node_list(g)) {
-      for (const Edge& e : n->inputs()) users_[e.node].push_back(n);
-      for (const Node* c : n->control_inputs()) control_targets_.insert(c);
-    }
-  }
+  explicit Sinker(Graph& g) : g_(g), outs_(passes::output_nodes(g)), uses_(g) {}
 
   size_t run() {
     size_t moved = 0;
@@ -53,14 +49,10 @@ class Sinker {
   }
 
  private:
-  const std::vector<Node*>& users(const Node* n) const {
-    static const std::vector<Node*> none;
-    auto it = users_.find(n);
-    return it == users_.end() ? none : it->second;
-  }
+  std::span<Node* const> users(const Node* n) const { return uses_.readers(n); }
 
   bool plain(const Node* n) const {
-    return !outs_.count(n) && n->control_inputs().empty() && !control_targets_.count(n);
+    return !outs_.count(n) && n->control_inputs().empty() && uses_.control_readers(n).empty();
   }
 
   bool movable_view(const Node* v) const {
@@ -227,8 +219,7 @@ class Sinker {
 
   Graph& g_;
   std::unordered_set<const Node*> outs_;
-  std::unordered_map<const Node*, std::vector<Node*>> users_;
-  std::unordered_set<const Node*> control_targets_;
+  Uses uses_;  // a snapshot from the sweep's start
   std::unordered_set<const Node*> done_;
 };
 
