@@ -1,5 +1,6 @@
-// Linear algebra and NN ops: matmul, bias_add, softmax (definitions,
-// inference, front functions). Convolutions and pooling are in conv.cpp.
+// Linear algebra and NN ops: matmul, bias_add, softmax, one op at a time
+// (inference, gradient, cost, JIT, ONNX, then its row), then the front
+// functions. Convolutions and pooling are in conv.cpp.
 #include "kiln/ops/nn.h"
 
 #include "families.h"
@@ -20,6 +21,8 @@ void expect_numeric_not_bool(InferContext& c, size_t i) {
            " must have a numeric dtype (int8, uint8, int32, int64, float32, float64), got ",
            dtype_name(c.dtype(i)));
 }
+
+// ---- MatMul ----
 
 // BatchMatMulV2. Attrs: adj_x, adj_y.
 void infer_matmul(InferContext& c) {
@@ -58,35 +61,6 @@ void infer_matmul(InferContext& c) {
   c.set_output(0, c.dtype(0), std::move(out));
 }
 
-void infer_bias_add(InferContext& c) {
-  c.expect_same_dtype(0, 1);
-  expect_numeric_not_bool(c, 0);
-  const Shape& v = c.shape(0);
-  const Shape& b = c.shape(1);
-  if (v.rank_known() && v.rank() < 2)
-    c.fail("value must have rank >= 2, got shape ", v.debug_string());
-  if (b.rank_known() && b.rank() != 1) c.fail("bias must be 1-D, got shape ", b.debug_string());
-  if (v.rank_known() && b.rank_known()) {
-    const int64_t last = v.dim(v.rank() - 1), nb = b.dim(0);
-    if (last >= 0 && nb >= 0 && last != nb)
-      c.fail("bias length ", nb, " must match the last dimension of value ", last, " (value shape ",
-             v.debug_string(), ", bias shape ", b.debug_string(), ")");
-  }
-  Shape out = v;
-  if (v.rank_known() && b.rank_known() && out.dim(out.rank() - 1) < 0)
-    out.set_dim(out.rank() - 1, b.dim(0));
-  c.set_output(0, c.dtype(0), std::move(out));
-}
-
-void infer_softmax(InferContext& c) {
-  if (!is_floating(c.dtype(0)))
-    c.fail("logits must be float32 or float64, got ", dtype_name(c.dtype(0)));
-  if (c.shape(0).rank_known() && c.shape(0).rank() < 1)
-    c.fail("logits must have rank >= 1, got a scalar");
-  c.set_output(0, c.dtype(0), c.shape(0));
-}
-
-// ---- gradient rules ----
 // MatMul: the four transpose cases, then batch broadcasting summed back.
 void matmul_grad(KILN_GRAD_ARGS) {
   const Tensor &a = in[0], &b = in[1], &dy = g[0];
@@ -108,6 +82,80 @@ void matmul_grad(KILN_GRAD_ARGS) {
   gi[0] = grad::unbroadcast(da, a);
   gi[1] = grad::unbroadcast(db, b);
 }
+
+// m*k * n multiply-adds (input 0's elements times the output's columns);
+// the matmul kernel splits from ~4 grains.
+OpCost matmul_cost(const CostQuery& q) {
+  const double base = q.elements();
+  const double inner = static_cast<double>(std::max<int64_t>(q.out_inner, 1));
+  const double w = q.in.empty() ? base : static_cast<double>(std::max<int64_t>(q.in[0], 0)) * inner;
+  return {std::max(w, base), w > 4.0 * static_cast<double>(q.grain)};
+}
+
+// ONNX export: adjoints as Transposes of the last two dims.
+std::string onnx_adjoint(onnx::ExportContext& c, size_t i, bool adj) {
+  if (!adj) return c.in(i);
+  const int64_t r = c.input_rank(i);
+  std::vector<int64_t> perm;
+  for (int64_t k = 0; k < r; ++k) perm.push_back(k < r - 2 ? k : (k == r - 2 ? r - 1 : r - 2));
+  return c.node1("Transpose", {c.in(i)}, {{"perm", perm}});
+}
+void onnx_matmul(onnx::ExportContext& c) {
+  c.emit("MatMul",
+         {onnx_adjoint(c, 0, c.attr_bool("adj_x")), onnx_adjoint(c, 1, c.attr_bool("adj_y"))});
+}
+// MatMul as a product a compiled kernel computes itself: float32/64, y of
+// rank 2 (x's leading dims fold into its rows; x not transposed then), or
+// batched with the same, statically known batch dims (no broadcasting).
+bool matmul_product(const jit::ViewQuery& q, jit::Product& p) {
+  const DType dt = q.inputs[0].dtype;
+  if (dt != DType::kFloat32 && dt != DType::kFloat64) return false;
+  const Shape &x = q.inputs[0].shape, &y = q.inputs[1].shape;
+  if (!x.rank_known() || !y.rank_known() || x.rank() < 2 || y.rank() < 2) return false;
+  p.transpose_a = attr_value<bool>(q.op, q.attrs, "adj_x");
+  p.transpose_b = attr_value<bool>(q.op, q.attrs, "adj_y");
+  if (y.rank() == 2) return x.rank() == 2 || !p.transpose_a;
+  if (x.rank() != y.rank()) return false;
+  for (int d = 0; d + 2 < x.rank(); ++d)
+    if (x.dim(d) < 0 || x.dim(d) != y.dim(d)) return false;
+  return true;
+}
+
+void define_matmul(OpTableBuilder& t) {
+  t.def(OpId::MatMul)
+      .inputs({"x", "y"})
+      .outputs({"output"})
+      .attr("adj_x", AttrType::kBool, false)
+      .attr("adj_y", AttrType::kBool, false)
+      .cost(matmul_cost)
+      .infer(infer_matmul)
+      .grad(matmul_grad)
+      .jit_product(matmul_product)
+      .onnx(onnx_matmul);
+}
+
+// ---- BiasAdd ----
+
+void infer_bias_add(InferContext& c) {
+  c.expect_same_dtype(0, 1);
+  expect_numeric_not_bool(c, 0);
+  const Shape& v = c.shape(0);
+  const Shape& b = c.shape(1);
+  if (v.rank_known() && v.rank() < 2)
+    c.fail("value must have rank >= 2, got shape ", v.debug_string());
+  if (b.rank_known() && b.rank() != 1) c.fail("bias must be 1-D, got shape ", b.debug_string());
+  if (v.rank_known() && b.rank_known()) {
+    const int64_t last = v.dim(v.rank() - 1), nb = b.dim(0);
+    if (last >= 0 && nb >= 0 && last != nb)
+      c.fail("bias length ", nb, " must match the last dimension of value ", last, " (value shape ",
+             v.debug_string(), ", bias shape ", b.debug_string(), ")");
+  }
+  Shape out = v;
+  if (v.rank_known() && b.rank_known() && out.dim(out.rank() - 1) < 0)
+    out.set_dim(out.rank() - 1, b.dim(0));
+  c.set_output(0, c.dtype(0), std::move(out));
+}
+
 void bias_add_grad(KILN_GRAD_ARGS) {
   const Shape& s = g[0].shape();
   if (!s.rank_known()) throw UnimplementedError("BiasAdd gradient: value of unknown rank");
@@ -116,6 +164,32 @@ void bias_add_grad(KILN_GRAD_ARGS) {
   gi[0] = g[0];
   gi[1] = reduce_sum(g[0], axes);
 }
+
+void define_bias_add(OpTableBuilder& t) {
+  t.def(OpId::BiasAdd)
+      .inputs({"value", "bias"})
+      .outputs({"output"})
+      .infer(infer_bias_add)
+      .grad(bias_add_grad)
+      .epilogue(Epilogue::kBiasAdd)
+      // value + bias broadcast over the last dim (NHWC): the JIT's Add.
+      .jit_lower([](jit::LowerContext& c) {
+        c.set_output(0, c.apply(OpId::Add, c.out_dtype(0), c.input(0), c.input(1)));
+        return true;
+      })
+      .onnx("Add");  // the bias broadcasts over the last (NHWC channel) dim
+}
+
+// ---- Softmax, LogSoftmax ----
+
+void infer_softmax(InferContext& c) {
+  if (!is_floating(c.dtype(0)))
+    c.fail("logits must be float32 or float64, got ", dtype_name(c.dtype(0)));
+  if (c.shape(0).rank_known() && c.shape(0).rank() < 1)
+    c.fail("logits must have rank >= 1, got a scalar");
+  c.set_output(0, c.dtype(0), c.shape(0));
+}
+
 void softmax_grad(KILN_GRAD_ARGS) {
   const Tensor& y = out[0];
   gi[0] = y * (g[0] - reduce_sum(g[0] * y, {-1}, true));
@@ -147,29 +221,6 @@ bool lower_softmax(jit::LowerContext& c) {
   return true;
 }
 
-}  // namespace
-
-// m*k * n multiply-adds (input 0's elements times the output's columns);
-// the matmul kernel splits from ~4 grains.
-static OpCost matmul_cost(const CostQuery& q) {
-  const double base = q.elements();
-  const double inner = static_cast<double>(std::max<int64_t>(q.out_inner, 1));
-  const double w = q.in.empty() ? base : static_cast<double>(std::max<int64_t>(q.in[0], 0)) * inner;
-  return {std::max(w, base), w > 4.0 * static_cast<double>(q.grain)};
-}
-
-// ONNX export: adjoints as Transposes of the last two dims.
-static std::string onnx_adjoint(onnx::ExportContext& c, size_t i, bool adj) {
-  if (!adj) return c.in(i);
-  const int64_t r = c.input_rank(i);
-  std::vector<int64_t> perm;
-  for (int64_t k = 0; k < r; ++k) perm.push_back(k < r - 2 ? k : (k == r - 2 ? r - 1 : r - 2));
-  return c.node1("Transpose", {c.in(i)}, {{"perm", perm}});
-}
-static void onnx_matmul(onnx::ExportContext& c) {
-  c.emit("MatMul",
-         {onnx_adjoint(c, 0, c.attr_bool("adj_x")), onnx_adjoint(c, 1, c.attr_bool("adj_y"))});
-}
 // Softmax over the last axis: axis -1 since opset 13; before, the axis
 // flattens the dims after it, so rank - 1 is the last axis too.
 template <bool kLog>
@@ -178,47 +229,29 @@ void onnx_softmax(onnx::ExportContext& c) {
   c.emit(kLog ? "LogSoftmax" : "Softmax", {c.in(0)}, {{"axis", axis}});
 }
 
-// MatMul as a product a compiled kernel computes itself: float32/64, y of
-// rank 2 (x's leading dims fold into its rows; x not transposed then), or
-// batched with the same, statically known batch dims (no broadcasting).
-bool matmul_product(const jit::ViewQuery& q, jit::Product& p) {
-  const DType dt = q.inputs[0].dtype;
-  if (dt != DType::kFloat32 && dt != DType::kFloat64) return false;
-  const Shape &x = q.inputs[0].shape, &y = q.inputs[1].shape;
-  if (!x.rank_known() || !y.rank_known() || x.rank() < 2 || y.rank() < 2) return false;
-  p.transpose_a = attr_value<bool>(q.op, q.attrs, "adj_x");
-  p.transpose_b = attr_value<bool>(q.op, q.attrs, "adj_y");
-  if (y.rank() == 2) return x.rank() == 2 || !p.transpose_a;
-  if (x.rank() != y.rank()) return false;
-  for (int d = 0; d + 2 < x.rank(); ++d)
-    if (x.dim(d) < 0 || x.dim(d) != y.dim(d)) return false;
-  return true;
+void define_softmax(OpTableBuilder& t) {
+  t.def(OpId::Softmax)
+      .inputs({"logits"})
+      .outputs({"softmax"})
+      .infer(infer_softmax)
+      .grad(softmax_grad)
+      .jit_lower(lower_softmax<false>)
+      .onnx(onnx_softmax<false>);
+  t.def(OpId::LogSoftmax)
+      .inputs({"logits"})
+      .outputs({"logsoftmax"})
+      .infer(infer_softmax)
+      .grad(log_softmax_grad)
+      .jit_lower(lower_softmax<true>)
+      .onnx(onnx_softmax<true>);
 }
 
+}  // namespace
+
 void define_nn_ops(OpTableBuilder& t) {
-  t.def(OpId::MatMul).onnx(onnx_matmul);
-  t.def(OpId::BiasAdd).onnx("Add");  // the bias broadcasts over the last (NHWC channel) dim
-  t.def(OpId::Softmax).onnx(onnx_softmax<false>);
-  t.def(OpId::LogSoftmax).onnx(onnx_softmax<true>);
-  t.def(OpId::MatMul)
-      .inputs({"x", "y"})
-      .outputs({"output"})
-      .attr("adj_x", AttrType::kBool, false)
-      .attr("adj_y", AttrType::kBool, false)
-      .cost(matmul_cost)
-      .infer(infer_matmul);
-  t.def(OpId::BiasAdd).inputs({"value", "bias"}).outputs({"output"}).infer(infer_bias_add);
-  t.def(OpId::Softmax).inputs({"logits"}).outputs({"softmax"}).infer(infer_softmax);
-  t.def(OpId::LogSoftmax).inputs({"logits"}).outputs({"logsoftmax"}).infer(infer_softmax);
-  t.def(OpId::MatMul).grad(matmul_grad).jit_product(matmul_product);
-  t.def(OpId::BiasAdd).grad(bias_add_grad).epilogue(Epilogue::kBiasAdd);
-  // value + bias broadcast over the last dim (NHWC): the JIT's Add.
-  t.def(OpId::BiasAdd).jit_lower([](jit::LowerContext& c) {
-    c.set_output(0, c.apply(OpId::Add, c.out_dtype(0), c.input(0), c.input(1)));
-    return true;
-  });
-  t.def(OpId::Softmax).grad(softmax_grad).jit_lower(lower_softmax<false>);
-  t.def(OpId::LogSoftmax).grad(log_softmax_grad).jit_lower(lower_softmax<true>);
+  define_matmul(t);
+  define_bias_add(t);
+  define_softmax(t);
   define_conv_ops(t);
   for (OpId id :
        {OpId::MatMul, OpId::BiasAdd, OpId::MaxPool, OpId::AvgPool, OpId::Softmax, OpId::LogSoftmax})
