@@ -252,23 +252,36 @@ void onnx_cumsum(onnx::ExportContext& c) {
 void define_segment_ops(OpTableBuilder& t);  // segment.cpp
 
 void define_reduce_ops(OpTableBuilder& t) {
-  t.def(OpId::ReduceSum).onnx(onnx_reduce<OpId::ReduceSum>);
-  t.def(OpId::ReduceMean).onnx(onnx_reduce<OpId::ReduceMean>);
-  t.def(OpId::ReduceMax).onnx(onnx_reduce<OpId::ReduceMax>);
-  t.def(OpId::ReduceMin).onnx(onnx_reduce<OpId::ReduceMin>);
-  t.def(OpId::ReduceProd).onnx(onnx_reduce<OpId::ReduceProd>);
-  t.def(OpId::ReduceAny).onnx(onnx_reduce_bool<true>);
-  t.def(OpId::ReduceAll).onnx(onnx_reduce_bool<false>);
-  t.def(OpId::ArgMax).onnx(onnx_arg<true>);
-  t.def(OpId::ArgMin).onnx(onnx_arg<false>);
-  t.def(OpId::Cumsum).onnx(onnx_cumsum);
-  def_reduce(t, OpId::ReduceSum, infer_reduce<Takes::kNumericOrComplex>);
-  def_reduce(t, OpId::ReduceMean, infer_reduce<Takes::kNumericOrComplex>);
-  def_reduce(t, OpId::ReduceMax, infer_reduce<Takes::kNumeric>);
-  def_reduce(t, OpId::ReduceMin, infer_reduce<Takes::kNumeric>);
-  def_reduce(t, OpId::ReduceProd, infer_reduce<Takes::kNumericOrComplex>);
-  def_reduce(t, OpId::ReduceAny, infer_reduce<Takes::kBool>, kNoGradient);
-  def_reduce(t, OpId::ReduceAll, infer_reduce<Takes::kBool>, kNoGradient);
+  // One row per reduction, its facets together: inference, gradient (none:
+  // not differentiable), JIT lowering, ONNX export.
+  struct Row {
+    OpId id;
+    InferFn infer;
+    GradFn grad;
+    JitLowerFn jit;
+    OnnxExportFn onnx;
+  };
+  const Row rows[] = {
+      {OpId::ReduceSum, infer_reduce<Takes::kNumericOrComplex>, sum_grad, lower_fold<OpId::Add>,
+       onnx_reduce<OpId::ReduceSum>},
+      {OpId::ReduceMean, infer_reduce<Takes::kNumericOrComplex>, mean_grad, lower_mean,
+       onnx_reduce<OpId::ReduceMean>},
+      {OpId::ReduceMax, infer_reduce<Takes::kNumeric>, extremum_grad, lower_fold<OpId::Maximum>,
+       onnx_reduce<OpId::ReduceMax>},
+      {OpId::ReduceMin, infer_reduce<Takes::kNumeric>, extremum_grad, lower_fold<OpId::Minimum>,
+       onnx_reduce<OpId::ReduceMin>},
+      {OpId::ReduceProd, infer_reduce<Takes::kNumericOrComplex>, prod_grad, lower_fold<OpId::Mul>,
+       onnx_reduce<OpId::ReduceProd>},
+      {OpId::ReduceAny, infer_reduce<Takes::kBool>, nullptr, lower_fold<OpId::LogicalOr>,
+       onnx_reduce_bool<true>},
+      {OpId::ReduceAll, infer_reduce<Takes::kBool>, nullptr, lower_fold<OpId::LogicalAnd>,
+       onnx_reduce_bool<false>},
+  };
+  for (const Row& r : rows) {
+    def_reduce(t, r.id, r.infer, r.grad ? 0 : kNoGradient);
+    t.def(r.id).jit_lower(r.jit).onnx(r.onnx);
+    if (r.grad) t.def(r.id).grad(r.grad);
+  }
   for (OpId id : {OpId::ArgMax, OpId::ArgMin})
     t.def(id)
         .inputs({"input"})
@@ -276,28 +289,18 @@ void define_reduce_ops(OpTableBuilder& t) {
         .attr("axis", AttrType::kInt, int64_t{0})
         .attr("output_type", AttrType::kDType, DType::kInt64)
         .traits(kNoGradient)
-        .infer(infer_arg);
+        .infer(infer_arg)
+        .onnx(id == OpId::ArgMax ? onnx_arg<true> : onnx_arg<false>);
   t.def(OpId::Cumsum)
       .inputs({"x"})
       .outputs({"out"})
       .attr("axis", AttrType::kInt, int64_t{0})
       .attr("exclusive", AttrType::kBool, false)
       .attr("reverse", AttrType::kBool, false)
-      .infer(infer_cumsum);
-  t.def(OpId::ReduceSum).grad(sum_grad);
-  t.def(OpId::ReduceMean).grad(mean_grad);
-  t.def(OpId::ReduceMax).grad(extremum_grad);
-  t.def(OpId::ReduceMin).grad(extremum_grad);
-  t.def(OpId::ReduceProd).grad(prod_grad);
-  t.def(OpId::Cumsum).grad(cumsum_grad);
+      .infer(infer_cumsum)
+      .grad(cumsum_grad)
+      .onnx(onnx_cumsum);
   define_segment_ops(t);
-  t.def(OpId::ReduceSum).jit_lower(lower_fold<OpId::Add>);
-  t.def(OpId::ReduceMean).jit_lower(lower_mean);
-  t.def(OpId::ReduceMax).jit_lower(lower_fold<OpId::Maximum>);
-  t.def(OpId::ReduceMin).jit_lower(lower_fold<OpId::Minimum>);
-  t.def(OpId::ReduceProd).jit_lower(lower_fold<OpId::Mul>);
-  t.def(OpId::ReduceAny).jit_lower(lower_fold<OpId::LogicalOr>);
-  t.def(OpId::ReduceAll).jit_lower(lower_fold<OpId::LogicalAnd>);
   for (OpId id : {OpId::ReduceSum, OpId::ReduceMean, OpId::ReduceMax, OpId::ReduceMin,
                   OpId::ReduceProd, OpId::ArgMax, OpId::ArgMin, OpId::Cumsum})
     t.def(id).traits(kHalfInFloat);  // float16/bfloat16 in float32
