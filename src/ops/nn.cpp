@@ -229,21 +229,20 @@ void onnx_softmax(onnx::ExportContext& c) {
   c.emit(kLog ? "LogSoftmax" : "Softmax", {c.in(0)}, {{"axis", axis}});
 }
 
+template <bool kLog>
+void define_softmax_row(OpTableBuilder& t, OpId id, const char* output, GradFn grad) {
+  t.def(id)
+      .inputs({"logits"})
+      .outputs({output})
+      .infer(infer_softmax)
+      .grad(grad)
+      .jit_lower(lower_softmax<kLog>)
+      .onnx(onnx_softmax<kLog>);
+}
+
 void define_softmax(OpTableBuilder& t) {
-  t.def(OpId::Softmax)
-      .inputs({"logits"})
-      .outputs({"softmax"})
-      .infer(infer_softmax)
-      .grad(softmax_grad)
-      .jit_lower(lower_softmax<false>)
-      .onnx(onnx_softmax<false>);
-  t.def(OpId::LogSoftmax)
-      .inputs({"logits"})
-      .outputs({"logsoftmax"})
-      .infer(infer_softmax)
-      .grad(log_softmax_grad)
-      .jit_lower(lower_softmax<true>)
-      .onnx(onnx_softmax<true>);
+  define_softmax_row<false>(t, OpId::Softmax, "softmax", softmax_grad);
+  define_softmax_row<true>(t, OpId::LogSoftmax, "logsoftmax", log_softmax_grad);
 }
 
 }  // namespace

@@ -166,8 +166,6 @@ using namespace detail;
 
 // Rows of at most this many points run as blocks of rows (short_rows_text).
 constexpr int64_t kMaxShortRow = 16;
-// A row of fewer points than this fills no vector (the loop over it is "short").
-constexpr int64_t kMinVectorRow = 16;
 
 // One stage's loop over points: how it reads input x at the point, where
 // the point's outputs and block-buffer slots are, and the loop itself.
@@ -264,7 +262,7 @@ std::string columns_text(const Kernel& k, const Stages& sg,
   PointLoop pl;
   pl.load = load;
   pl.out_index = "ob + c";
-  const char* vector = strided ? "strided" : trip > 0 && trip < kMinVectorRow ? "short" : "vector";
+  const char* vector = strided ? "strided" : trip > 0 && trip < kVectorPoints ? "short" : "vector";
   // A constant trip count stays a loop (`unroll 1`): the vectorizer takes it
   // whole, where complete unrolling would leave the vector code to SLP.
   const std::string pragmas =
@@ -478,7 +476,7 @@ std::string kernel_text(const Kernel& k) {
   int64_t points = 1;
   for (int64_t d : k.dims) points = points < 0 || d < 0 ? -1 : points * d;
   const Stages sg =
-      points >= 0 && points < kMinVectorRow ? one_stage(k, computed) : plan_stages(k, computed);
+      points >= 0 && points < kVectorPoints ? one_stage(k, computed) : plan_stages(k, computed);
   std::string s =
       str_cat("// ", k.name, ": ", k.body.size(), " instructions over rank ", k.rank,
               sg.count() > 1 ? str_cat(" in ", sg.count(), " stages") : "", "\n", signature_text(k),

@@ -377,7 +377,7 @@ std::string combine_text(const Kernel& k, const std::vector<int32_t>& folds, con
 // The comment on a pass's loop with vector code (emit_cpp.cpp's kind_of):
 // "short" for rows of a static N below a float32 vector, too few to fill one.
 const char* vector_kind(const Plan& p) {
-  return p.n >= 0 && p.n < 16 ? "short" : "vector";
+  return p.n >= 0 && p.n < kVectorPoints ? "short" : "vector";
 }
 
 // The stages of pass `pass` (stages.h) over its point values `need`: the

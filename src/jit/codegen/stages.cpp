@@ -86,10 +86,6 @@ Stages plan_stages(const Kernel& k, const std::vector<uint8_t>& computed,
   return s;
 }
 
-}  // namespace kiln::jit
-
-namespace kiln::jit {
-
 Stages one_stage(const Kernel& k, const std::vector<uint8_t>& computed) {
   Stages s;
   s.of.assign(k.body.size(), -1);

@@ -29,6 +29,10 @@ inline constexpr int kStageBudget = 48;
 /// kMaxBlock points when many values cross stages.
 inline constexpr int64_t kStageBufferBytes = 24 << 10;
 inline constexpr int64_t kMaxBlock = 256, kMinBlock = 32;
+/// float32 values in one (AVX-512) vector: a loop or row of fewer points
+/// fills none (one stage; "short" loops; row kernels over such rows take in
+/// little point work).
+inline constexpr int64_t kVectorPoints = 16;
 
 /// What computing instruction i of `body` once costs (0 for loads and
 /// constants), or -1 when it has no vector code.

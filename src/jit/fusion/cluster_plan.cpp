@@ -18,8 +18,6 @@ namespace {
 
 using passes::spec_of;
 
-// Rows of fewer points fill no float32 vector (short_row_work).
-constexpr int64_t kMinRowPoints = 16;
 // Point work (stages.h) times points a row kernel over short rows may take
 // in beside its root; kShortRowWork (cheap ops) it may always take.
 constexpr int64_t kShortRowBudget = 16384, kShortRowWork = 16, kGuessedDim = 64;
@@ -303,7 +301,7 @@ class Former {
       if (row) n *= x;
       points *= x < 0 ? kGuessedDim : x;
     }
-    if (n >= kMinRowPoints) return std::nullopt;
+    if (n >= kVectorPoints) return std::nullopt;
     return kShortRowBudget / std::max<int64_t>(points, 1);
   }
 
