@@ -5,6 +5,7 @@
 #pragma once
 #include <algorithm>
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
@@ -90,10 +91,22 @@ class Subgraph : public RefCounted {
   }
 };
 
+/// A typed, immutable value that a pass makes for a pass-only op (a
+/// JitKernel node's compiled program): read by the op's inference and
+/// kernel, never saved to or read from a file, equal only to itself.
+class AttrObject {
+ public:
+  virtual ~AttrObject() = default;
+  /// A short description for messages ("program kiln_jit_k0: 3 inputs").
+  virtual std::string describe() const = 0;
+};
+using AttrObjectRef = std::shared_ptr<const AttrObject>;
+
 /// Attribute values. Int lists double as shapes (dims, -1 = unknown); tensors
-/// are constant values (the Const op's `value`); subgraphs are bodies.
+/// are constant values (the Const op's `value`); subgraphs are bodies;
+/// objects are what passes hand pass-only ops (AttrObject).
 using AttrValue = std::variant<std::monostate, bool, int64_t, double, DType, std::string,
-                               std::vector<int64_t>, Tensor, Ref<Subgraph>>;
+                               std::vector<int64_t>, Tensor, Ref<Subgraph>, AttrObjectRef>;
 enum class AttrType : uint8_t {
   kBool = 1,
   kInt,
@@ -102,7 +115,8 @@ enum class AttrType : uint8_t {
   kString,
   kInts,
   kTensor,
-  kSubgraph
+  kSubgraph,
+  kObject  ///< an AttrObject (pass-only ops)
 };
 
 struct AttrDef {
@@ -256,6 +270,11 @@ template <typename T>
 const T& attr_value(const OpDef& op, const Attrs& attrs, std::string_view name) {
   return std::get<T>(attr_of(op, attrs, name));
 }
+/// The object attribute `name` as a T, or nullptr when it holds another type.
+template <typename T>
+const T* attr_object(const OpDef& op, const Attrs& attrs, std::string_view name) {
+  return dynamic_cast<const T*>(std::get<AttrObjectRef>(attr_of(op, attrs, name)).get());
+}
 
 /// The table row for `id`. The table is built once, on first use.
 const OpDef& op_def(OpId id);
@@ -384,6 +403,13 @@ class OpCall {
   const Tensor& attr_tensor(std::string_view n) const { return std::get<Tensor>(attr(n)); }
   const Subgraph& attr_subgraph(std::string_view n) const {
     return *std::get<Ref<Subgraph>>(attr(n));
+  }
+  /// An object attribute as its type T; fails when it holds another type.
+  template <typename T>
+  const T& attr_object(std::string_view n) const {
+    const T* t = kiln::attr_object<T>(op_, attrs_, n);
+    if (!t) fail("attribute '", n, "' does not hold the object this op reads");
+    return *t;
   }
   /// Throws InvalidArgumentError "<OpType>: <message>" naming the running op.
   template <typename... Args>

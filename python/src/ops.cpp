@@ -158,6 +158,7 @@ AttrValue to_attr(const OpDef& op, const AttrDef& def, nb::handle v) {
     }
     case AttrType::kTensor: return to_tensor(v);
     case AttrType::kSubgraph: return fail("a subgraph (internal attribute)");
+    case AttrType::kObject: return fail("an object (internal attribute)");
   }
   return fail("a value");
 }

@@ -5,6 +5,7 @@
 #include <cctype>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <mutex>
 #include <set>
 
@@ -17,6 +18,7 @@
 #include "jit/fusion/fold.h"
 #include "jit/fusion/sink_views.h"
 #include "jit/fusion/split_reductions.h"
+#include "jit/ir/program.h"
 #include "jit/runtime/runtime.h"
 #include "kiln/config.h"
 #include "kiln/passes.h"
@@ -160,6 +162,16 @@ void dump(const Graph& g, const std::string& step, const std::string& text) {
   std::ofstream(std::filesystem::path(dir) / str_cat(fn, ".", step, ".txt")) << text;
 }
 
+// Checks each JitKernel node's program against the node (Program::check).
+void check_programs(const Graph& g) {
+  for (const auto& n : g.nodes()) {
+    if (n->op().id != OpId::JitKernel) continue;
+    const Program* p = attr_object<Program>(n->op(), n->attrs(), "program");
+    const std::string why = p ? p->check(n->inputs().size()) : "no program";
+    if (!why.empty()) throw InternalError(str_cat("node '", n->name(), "': ", why));
+  }
+}
+
 // Runs kStages over `g`; false when no cluster formed (nothing to compile).
 bool run_stages(JitState& s) {
   const std::set<std::string> off = disabled_stages();
@@ -173,6 +185,7 @@ bool run_stages(JitState& s) {
     if (verify) {
       try {
         s.g.verify();
+        check_programs(s.g);
       } catch (const Error& e) {
         throw InternalError(str_cat("jit stage ", st.name, " left an invalid graph: ", e.what()));
       }
@@ -225,9 +238,11 @@ JitResult compile_jit(std::unique_ptr<Graph>& graph) {
   }
   for (size_t i = 0; i < cl.kernel_nodes.size(); ++i) {
     Node* n = cl.kernel_nodes[i];
-    Attrs a = n->attrs();
-    a[n->op().attr_at("kernel")] = str_cat(key, "/", symbols[i]);
-    n->set_attrs(std::move(a));
+    auto bound = std::make_shared<Program>(*attr_object<Program>(n->op(), n->attrs(), "program"));
+    bound->symbol = str_cat(key, "/", symbols[i]);
+    bound->fn = find_kernel(bound->symbol);
+    if (!bound->fn) throw InternalError(str_cat("jit: kernel ", bound->symbol, " did not load"));
+    n->set_attrs(Attrs{AttrObjectRef(std::move(bound))});
   }
   r.kernels = cl.kernel_nodes.size();
   graph = std::move(g);

@@ -278,7 +278,7 @@ void define_reduce_ops(OpTableBuilder& t) {
        onnx_reduce_bool<false>},
   };
   for (const Row& r : rows) {
-    def_reduce(t, r.id, r.infer, r.grad ? 0 : kNoGradient);
+    def_reduce(t, r.id, r.infer, r.grad ? 0u : static_cast<uint32_t>(kNoGradient));
     t.def(r.id).jit_lower(r.jit).onnx(r.onnx);
     if (r.grad) t.def(r.id).grad(r.grad);
   }

@@ -101,6 +101,10 @@ bool attr_matches(AttrType t, const AttrValue& v) {
     case AttrType::kInts: return std::holds_alternative<std::vector<int64_t>>(v);
     case AttrType::kTensor: return std::holds_alternative<Tensor>(v);
     case AttrType::kSubgraph: return std::holds_alternative<Ref<Subgraph>>(v);
+    case AttrType::kObject: {
+      const auto* o = std::get_if<AttrObjectRef>(&v);
+      return o && *o;
+    }
   }
   return false;
 }
@@ -114,6 +118,7 @@ const char* attr_type_name(AttrType t) {
     case AttrType::kInts: return "list(int)";
     case AttrType::kTensor: return "tensor";
     case AttrType::kSubgraph: return "subgraph";
+    case AttrType::kObject: return "object";
   }
   return "?";
 }

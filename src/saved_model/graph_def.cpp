@@ -99,6 +99,9 @@ void LibraryWriter::write_node(const Node& n, pb::NodeDef* nd, bool jit) {
       to_proto(*t, a.mutable_tensor());
     } else if (auto* g = std::get_if<Ref<Subgraph>>(&v)) {
       a.mutable_func()->set_name(body(**g, jit));
+    } else if (auto* o = std::get_if<AttrObjectRef>(&v)) {
+      throw InternalError(str_cat("node '", n.name(), "' holds ", (*o)->describe(),
+                                  ", which a pass made and no file holds"));
     }
   }
 }
@@ -228,8 +231,8 @@ std::unique_ptr<Graph> LibraryReader::build(const pb::FunctionDef& f,
     if (!op || op->id == OpId::Placeholder || !op->infer)
       throw InvalidArgumentError(str_cat(node_at, ": unknown op '", nd.op(), "'"));
     if (op->has(kPassOnly))
-      throw InvalidArgumentError(str_cat(node_at, ": op '", nd.op(),
-                                         "' is made by kiln's optimizer and is never saved"));
+      throw InvalidArgumentError(
+          str_cat(node_at, ": op '", nd.op(), "' is made by kiln's optimizer and is never saved"));
     Attrs attrs;
     read_attrs(*op, nd, attrs, depth, node_at);
     std::vector<Edge> edges;
@@ -329,6 +332,8 @@ void LibraryReader::read_attrs(const OpDef& op, const pb::NodeDef& nd, Attrs& at
         ok = a.value_case() == C::kFunc;
         if (ok) v = body(a.func().name(), depth + 1);
         break;
+      case AttrType::kObject:  // only passes make them (pass-only ops are refused before)
+        throw InvalidArgumentError(str_cat(attr_at, " is made by kiln's passes, not read"));
     }
     if (!ok) throw InvalidArgumentError(str_cat(attr_at, " has the wrong type"));
   }

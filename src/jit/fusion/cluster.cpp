@@ -1,6 +1,7 @@
 #include "cluster.h"
 
 #include <algorithm>
+#include <memory>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -52,11 +53,10 @@ std::string describe(const View& v) {
 std::vector<int64_t> predicted_strides(const View& v, const Shape& src, int rank) {
   std::vector<int64_t> d;
   for (int i = 0; i < src.rank(); ++i) d.push_back(src.dim(i) < 0 ? 2 : src.dim(i));
-  ViewRefs refs;
-  const std::vector<int64_t> maps = encode_input_maps({v});
   std::vector<int64_t> st(static_cast<size_t>(rank), 0);
-  if (!parse_input_maps(maps, 1, refs) || refs[0].rank > rank) return {};
-  view_strides(refs[0], Shape(d), st.data() + (rank - refs[0].rank));
+  const auto r = static_cast<int>(v.dims.size());
+  if (!view_problem(v).empty() || r > rank) return {};
+  view_strides(v, Shape(d), st.data() + (rank - r));
   return st;
 }
 
@@ -67,7 +67,7 @@ std::vector<int64_t> aligned_dims(const Shape& s, int rank) {
 }
 
 // Per output: the inputs its value depends on.
-std::vector<std::vector<int64_t>> output_deps(const Kernel& k) {
+std::vector<std::vector<int32_t>> output_deps(const Kernel& k) {
   std::vector<std::vector<bool>> dep(k.body.size(), std::vector<bool>(k.inputs.size()));
   for (size_t i = 0; i < k.body.size(); ++i) {
     const Instr& in = k.body[i];
@@ -80,50 +80,45 @@ std::vector<std::vector<int64_t>> output_deps(const Kernel& k) {
         for (size_t j = 0; j < k.inputs.size(); ++j)
           if (dep[static_cast<size_t>(a)][j]) dep[i][j] = true;
   }
-  std::vector<std::vector<int64_t>> out;
+  std::vector<std::vector<int32_t>> out;
   for (int32_t o : k.outputs) {
-    std::vector<int64_t> d;
+    std::vector<int32_t> d;
     for (size_t j = 0; j < k.inputs.size(); ++j)
-      if (dep[static_cast<size_t>(o)][j]) d.push_back(static_cast<int64_t>(j));
+      if (dep[static_cast<size_t>(o)][j]) d.push_back(static_cast<int32_t>(j));
     out.push_back(std::move(d));
   }
   return out;
 }
 
-// The JitKernel node's signature attribute (see infer_jit_kernel): rank,
-// reduced dims (then their product when > 0), outputs, inner pattern.
-std::vector<int64_t> signature(const Kernel& k, const Space& sp, std::span<const TensorSpec> outs) {
-  std::vector<int64_t> sig{k.rank, k.reduced};
+// The program's facts about its space and outputs: the points per row of a
+// row kernel, each output's shape rule, the inner-loop pattern.
+void describe_outputs(Program& p, const Space& sp, std::span<const TensorSpec> outs) {
+  const Kernel& k = p.kernel;
   if (k.reduced > 0) {  // the points per row, or -1 when a reduced dim is unknown
     int64_t n = 1;
     for (int d = k.rank - k.reduced; d < k.rank; ++d)
       n = n < 0 || sp.shape.dim(d) < 0 ? -1 : n * sp.shape.dim(d);
-    sig.push_back(n);
+    p.row_points = n;
   }
-  sig.push_back(static_cast<int64_t>(k.outputs.size()));
   const auto deps = output_deps(k);
   const std::vector<uint8_t> row = k.per_row();
   for (size_t o = 0; o < outs.size(); ++o) {
-    sig.push_back(static_cast<int64_t>(outs[o].dtype));
+    OutputRule r;
+    r.dtype = outs[o].dtype;
     const Shape& os = outs[o].shape;
     if (row[static_cast<size_t>(k.outputs[o])]) {
-      // One value per row: the reduced dims 1 or gone.
-      sig.push_back(-2);
-      sig.push_back(os.rank() == k.rank);
-      sig.push_back(static_cast<int64_t>(deps[o].size()));
-      sig.insert(sig.end(), deps[o].begin(), deps[o].end());
+      r.form = OutputRule::kRow;  // one value per row: the reduced dims 1 or gone
+      r.keepdims = os.rank() == k.rank;
+      r.deps = deps[o];
     } else if (sp.relabelled || os.rank() != k.rank) {
-      // Relabelled: the output's static shape, written in the space's order.
-      sig.push_back(-1);
-      sig.push_back(os.rank());
-      for (int d = 0; d < os.rank(); ++d) sig.push_back(os.dim(d));
+      r.form = OutputRule::kFixed;  // relabelled: the output's static shape
+      r.dims = std::vector<int64_t>(os.dims().begin(), os.dims().end());
     } else {
-      sig.push_back(static_cast<int64_t>(deps[o].size()));
-      sig.insert(sig.end(), deps[o].begin(), deps[o].end());
+      r.deps = deps[o];
     }
+    p.outputs.push_back(std::move(r));
   }
-  for (uint8_t b : predicted_pattern(k)) sig.push_back(b);
-  return sig;
+  p.pattern = predicted_pattern(k);
 }
 
 // What computing one point costs (stages.h), which scales the pool's grain.
@@ -133,8 +128,8 @@ int64_t work_per_point(const Kernel& k) {
 
 // Makes the kernel compute product `p` (an input it loads) itself: the node
 // reads p's operands instead (the first in p's place, the second last) and
-// the loads say so. Returns the `product` attribute.
-std::vector<int64_t> take_product(const Node* p, std::vector<Edge>& ext, Kernel& k, Kernel& opt) {
+// the loads say so.
+ProductInput take_product(const Node* p, std::vector<Edge>& ext, Kernel& k, Kernel& opt) {
   Product how;
   const auto it = std::find(ext.begin(), ext.end(), Edge{const_cast<Node*>(p), 0});
   if (!product_of(p, how) || it == ext.end())
@@ -150,7 +145,7 @@ std::vector<int64_t> take_product(const Node* p, std::vector<Edge>& ext, Kernel&
       if (kk->body[i].kind == Instr::kLoad && kk->body[i].a == slot) kk->origin[i] += note;
   *it = a;
   ext.push_back(b);
-  return {slot, how.transpose_a, how.transpose_b};
+  return {slot, how};
 }
 
 // A value of the full size of a relabelled space but not of its shape (an
@@ -253,24 +248,23 @@ Clusters form_clusters(Graph& g, const std::string& prefix, size_t min_ops) {
     std::vector<Node*> out_nodes{root};
     out_nodes.insert(out_nodes.end(), plan.outputs[ci].begin(), plan.outputs[ci].end());
     for (Node* m : out_nodes) k.outputs.push_back(value_of.at(m));
-    Kernel opt = optimize_kernel(k);
+    auto prog = std::make_shared<Program>();
+    prog->kernel = optimize_kernel(k);
+    Kernel& opt = prog->kernel;
     std::vector<TensorSpec> specs;
     for (Node* m : out_nodes) specs.push_back(m->outputs()[0]);
-    std::vector<int64_t> sig = signature(opt, sp, specs);
-    const bool mapped = std::any_of(views.begin(), views.end(), [](const View& v) {
-      return !v.dims.empty() || !v.start.empty();
-    });
-    std::vector<int64_t> product;
+    describe_outputs(*prog, sp, specs);
+    if (std::any_of(views.begin(), views.end(),
+                    [](const View& v) { return !v.dims.empty() || !v.start.empty(); }))
+      prog->views = std::move(views);
     if (Node* p = plan.products[ci]) {
-      product = take_product(p, ext, k, opt);
+      prog->product = take_product(p, ext, k, opt);
       dropped.insert(p);
       what = str_cat(p->op().type_name, ", ", what);
     }
-    root->reset(op_def(OpId::JitKernel), ext,
-                Attrs{opt.encode(), std::move(sig), opt.name,
-                      mapped ? encode_input_maps(views) : std::vector<int64_t>{},
-                      std::move(product), work_per_point(opt), std::vector<int64_t>{}},
-                specs);
+    prog->work = work_per_point(opt);
+    result.optimized.push_back(opt);
+    root->reset(op_def(OpId::JitKernel), ext, Attrs{AttrObjectRef(std::move(prog))}, specs);
     for (size_t o = 1; o < out_nodes.size(); ++o)
       out_nodes[o]->reset(op_def(OpId::Identity), {Edge{root, static_cast<int32_t>(o)}}, Attrs{},
                           {specs[o]});
@@ -278,7 +272,6 @@ Clusters form_clusters(Graph& g, const std::string& prefix, size_t min_ops) {
       if (std::find(out_nodes.begin(), out_nodes.end(), m) == out_nodes.end()) dropped.insert(m);
     result.fused.push_back(str_cat(group.size() + (plan.products[ci] != nullptr), " ops: ", what));
     result.kernels.push_back(std::move(k));
-    result.optimized.push_back(std::move(opt));
     result.kernel_nodes.push_back(root);
   }
   if (groups.empty()) return result;

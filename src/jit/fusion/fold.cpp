@@ -1,11 +1,13 @@
 #include "fold.h"
 
 #include <algorithm>
+#include <memory>
 #include <unordered_map>
 #include <unordered_set>
 
 #include "graph/uses.h"
 #include "jit/ir/jit_ir.h"
+#include "jit/ir/program.h"
 #include "passes/pass_util.h"
 
 namespace kiln::jit {
@@ -98,53 +100,6 @@ bool fold_of(const Node* r, Fold& f) {
   return true;
 }
 
-namespace {
-
-// Per output, whether the signature gives it the space's full shape (not a
-// relabelled or per-row output).
-std::vector<bool> full_outputs(std::span<const int64_t> sig) {
-  std::vector<bool> full;
-  if (sig.size() < 3 || sig[1] != 0) return full;
-  size_t pos = 2;
-  const int64_t n_out = sig[pos++];
-  for (int64_t o = 0; o < n_out && pos + 1 < sig.size(); ++o) {
-    ++pos;  // dtype
-    const int64_t n = sig[pos++];
-    if (n == -1 && pos < sig.size()) {
-      full.push_back(false);
-      pos += 1 + static_cast<size_t>(sig[pos]);
-    } else if (n >= 0) {
-      full.push_back(true);
-      pos += static_cast<size_t>(n);
-    } else {
-      return {};
-    }
-  }
-  return full;
-}
-
-// The signature of an elementwise kernel (full_outputs' form) with output
-// `o`'s entry copied to a new last output.
-std::vector<int64_t> with_copy_of_output(std::span<const int64_t> sig, size_t o) {
-  size_t pos = 3, from = 0, to = 0;
-  const auto n_out = static_cast<size_t>(sig[2]);
-  for (size_t i = 0; i < n_out; ++i) {
-    const size_t begin = pos;
-    ++pos;  // dtype
-    const int64_t n = sig[pos++];
-    pos += n == -1 ? 1 + static_cast<size_t>(sig[pos]) : static_cast<size_t>(n);
-    if (i == o) from = begin, to = pos;
-  }
-  std::vector<int64_t> out(sig.begin(), sig.begin() + static_cast<std::ptrdiff_t>(pos));
-  out[2] += 1;
-  out.insert(out.end(), sig.begin() + static_cast<std::ptrdiff_t>(from),
-             sig.begin() + static_cast<std::ptrdiff_t>(to));
-  out.insert(out.end(), sig.begin() + static_cast<std::ptrdiff_t>(pos), sig.end());
-  return out;
-}
-
-}  // namespace
-
 std::vector<std::string> fold_reductions(Graph& g, Clusters& cl) {
   const Uses uses(g);
   const std::unordered_set<const Node*> outs = passes::output_nodes(g);
@@ -153,14 +108,15 @@ std::vector<std::string> fold_reductions(Graph& g, Clusters& cl) {
   for (size_t ki = 0; ki < cl.kernel_nodes.size(); ++ki) {
     Node* k = cl.kernel_nodes[ki];
     const OpDef& op = k->op();
-    if (!attr_value<std::vector<int64_t>>(op, k->attrs(), "product").empty()) continue;
-    std::vector<int64_t> sig = attr_value<std::vector<int64_t>>(op, k->attrs(), "signature");
-    const std::vector<bool> full = full_outputs(sig);
-    std::vector<Fold> folds;
+    const Program* before = attr_object<Program>(op, k->attrs(), "program");
+    if (!before || before->product || before->kernel.reduced > 0) continue;
+    auto prog = std::make_shared<Program>(*before);
+    const int64_t rank = prog->kernel.rank;
     std::vector<TensorSpec> specs(k->outputs().begin(), k->outputs().end());
-    bool copied = false;
-    for (size_t o = 0; o < full.size() && o < k->outputs().size(); ++o) {
-      if (!full[o]) continue;
+    const size_t n_out = prog->outputs.size();
+    for (size_t o = 0; o < n_out && o < k->outputs().size(); ++o) {
+      // Only outputs of the space's full shape (not relabelled ones) fold.
+      if (prog->outputs[o].form != OutputRule::kSpace) continue;
       const auto oi = static_cast<int32_t>(o);
       // Outputs past the first are read through the Identity that kept the
       // member's name.
@@ -178,7 +134,8 @@ std::vector<std::string> fold_reductions(Graph& g, Clusters& cl) {
       const bool alone = rs.size() == 1 && !outs.count(via);
       for (Node* r : rs) {
         Fold f;
-        if (!fold_of(r, f) || spec_of(r->inputs()[0]).shape.rank() != sig[0] ||
+        std::vector<Fold>& folds = prog->folds;
+        if (!fold_of(r, f) || spec_of(r->inputs()[0]).shape.rank() != rank ||
             (!folds.empty() && (f.dims != folds[0].dims || f.outer != folds[0].outer)))
           continue;
         int32_t slot = oi;
@@ -187,21 +144,20 @@ std::vector<std::string> fold_reductions(Graph& g, Clusters& cl) {
         } else {
           slot = static_cast<int32_t>(specs.size());
           specs.push_back(r->outputs()[0]);
-          for (Kernel* kk : {&cl.kernels[ki], &cl.optimized[ki]})
+          for (Kernel* kk : {&cl.kernels[ki], &cl.optimized[ki], &prog->kernel})
             kk->outputs.push_back(kk->outputs[o]);
-          sig = with_copy_of_output(sig, o);
-          copied = true;
+          prog->outputs.push_back(prog->outputs[o]);
         }
         f.output = slot;
         folds.push_back(f);
-        notes.push_back(
-            str_cat("// ", attr_value<std::string>(op, k->attrs(), "kernel"), " output ", slot,
-                    alone ? "" : str_cat(" (a copy of output ", o, ")"), " folded by ",
-                    r->op().type_name, " '", r->name(), "' over ",
-                    f.dims == sig[0] ? "all its "
-                    : f.outer == 0   ? "its first "
-                                   : str_cat("dims ", f.outer, " to ", f.outer + f.dims - 1, ", "),
-                    f.dims, " dims (in blocks, in the runtime)\n"));
+        notes.push_back(str_cat("// ", prog->kernel.name, " output ", slot,
+                                alone ? "" : str_cat(" (a copy of output ", o, ")"), " folded by ",
+                                r->op().type_name, " '", r->name(), "' over ",
+                                f.dims == rank ? "all its "
+                                : f.outer == 0
+                                    ? "its first "
+                                    : str_cat("dims ", f.outer, " to ", f.outer + f.dims - 1, ", "),
+                                f.dims, " dims (in blocks, in the runtime)\n"));
         r->reset(op_def(OpId::Identity), {Edge{k, slot}}, Attrs{}, {r->outputs()[0]});
         // The Identity that kept the member's name, now unread, reads the
         // fold too (so the graph verifies until prune drops it).
@@ -209,15 +165,9 @@ std::vector<std::string> fold_reductions(Graph& g, Clusters& cl) {
           via->reset(op_def(OpId::Identity), {Edge{k, slot}}, Attrs{}, {r->outputs()[0]});
       }
     }
-    if (folds.empty()) continue;
-    Attrs attrs = k->attrs();
-    attrs[op.attr_at("fold")] = encode_folds(folds);
-    if (copied) {
-      attrs[op.attr_at("ir")] = cl.optimized[ki].encode();
-      attrs[op.attr_at("signature")] = std::move(sig);
-    }
+    if (prog->folds.empty()) continue;
     std::vector<Edge> ins(k->inputs().begin(), k->inputs().end());
-    k->reset(op, std::move(ins), std::move(attrs), std::move(specs));
+    k->reset(op, std::move(ins), Attrs{AttrObjectRef(std::move(prog))}, std::move(specs));
   }
   return notes;
 }

@@ -1,10 +1,12 @@
 #include "sink_views.h"
 
+#include <memory>
 #include <unordered_map>
 #include <unordered_set>
 
 #include "graph/uses.h"
 #include "jit/fusion/node_rules.h"
+#include "jit/ir/program.h"
 #include "kiln/passes.h"
 #include "passes/pass_util.h"
 
@@ -171,8 +173,9 @@ class Sinker {
     std::vector<int64_t> dims;
     for (const ViewDim& x : w.dims)
       dims.push_back(x.src < 0 ? 1 : x.size >= 0 ? x.size : s.dim(static_cast<int>(x.src)));
-    Node* n = g_.add_node(op_def(OpId::JitView), {e}, Attrs{encode_input_maps({w})},
-                          {{spec_of(e).dtype, Shape(dims)}}, str_cat(v->name(), "/operand"));
+    Node* n =
+        g_.add_node(op_def(OpId::JitView), {e}, Attrs{AttrObjectRef(std::make_shared<ViewAttr>(w))},
+                    {{spec_of(e).dtype, Shape(dims)}}, str_cat(v->name(), "/operand"));
     n->set_location(v->location());
     return n;
   }

@@ -10,12 +10,7 @@
 namespace kiln::jit {
 namespace {
 
-constexpr int64_t kMagic = 0x4b4a4952;  // "KJIR"
-constexpr int64_t kMaxRank = 16;
-
-[[noreturn]] void bad(const std::string& name, const std::string& what) {
-  throw InvalidArgumentError(str_cat("jit kernel '", name, "': malformed IR (", what, ")"));
-}
+constexpr int kMaxRank = 16;
 
 std::string constant_text(DType dt, uint64_t bits) {
   if (dt == DType::kFloat32) return str_cat(std::bit_cast<float>(static_cast<uint32_t>(bits)));
@@ -136,105 +131,47 @@ std::vector<uint8_t> Kernel::per_row() const {
   return row;
 }
 
-// Layout: magic, rank, reduced, dims[rank], n_in, (dtype, dims[rank]) per input,
-// n_body, (kind, dtype, op, a, b, c, bits) per instruction, n_out, outputs.
-std::vector<int64_t> Kernel::encode() const {
-  std::vector<int64_t> v{kMagic, rank, reduced};
-  v.insert(v.end(), dims.begin(), dims.end());
-  v.push_back(static_cast<int64_t>(inputs.size()));
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    v.push_back(static_cast<int64_t>(inputs[i]));
-    v.insert(v.end(), input_dims[i].begin(), input_dims[i].end());
-  }
-  v.push_back(static_cast<int64_t>(body.size()));
-  for (const Instr& in : body)
-    v.insert(v.end(), {in.kind, static_cast<int64_t>(in.dtype), static_cast<int64_t>(in.op), in.a,
-                       in.b, in.c, static_cast<int64_t>(in.bits)});
-  v.push_back(static_cast<int64_t>(outputs.size()));
-  v.insert(v.end(), outputs.begin(), outputs.end());
-  return v;
-}
-
-Kernel Kernel::decode(std::span<const int64_t> code, std::string name) {
-  Kernel k;
-  k.name = std::move(name);
-  size_t pos = 0;
-  auto next = [&](const char* what) {
-    if (pos >= code.size()) bad(k.name, str_cat("ends before ", what));
-    return code[pos++];
-  };
-  auto count = [&](const char* what, int64_t max) {
-    const int64_t n = next(what);
-    if (n < 0 || n > max) bad(k.name, str_cat(what, " ", n, " out of range"));
-    return static_cast<size_t>(n);
-  };
-  auto dims = [&](std::vector<int64_t>& d) {
-    d.resize(static_cast<size_t>(k.rank));
-    for (int64_t& x : d)
-      if ((x = next("dims")) < -1) bad(k.name, "negative dim");
-  };
-  if (next("magic") != kMagic) bad(k.name, "bad magic");
-  k.rank = static_cast<int>(count("rank", kMaxRank));
-  k.reduced = static_cast<int>(count("reduced dims", k.rank));
-  dims(k.dims);
-  const size_t n_in = count("inputs", 1 << 16);
-  k.inputs.resize(n_in);
-  k.input_dims.resize(n_in);
-  for (size_t i = 0; i < n_in; ++i) {
-    k.inputs[i] = static_cast<DType>(next("input dtype"));
-    if (!supported_dtype(k.inputs[i])) bad(k.name, "input dtype");
-    dims(k.input_dims[i]);
-  }
+std::string Kernel::problem() const {
+  const auto n = [](size_t x) { return static_cast<int64_t>(x); };
+  if (rank < 0 || rank > kMaxRank || reduced < 0 || reduced > rank) return "rank or reduced dims";
+  if (n(dims.size()) != rank || input_dims.size() != inputs.size()) return "dims";
+  if (std::any_of(dims.begin(), dims.end(), [](int64_t x) { return x < -1; }))
+    return "the space's dims";
+  for (const auto& d : input_dims)
+    if (n(d.size()) != rank || std::any_of(d.begin(), d.end(), [](int64_t x) { return x < -1; }))
+      return "an input's dims";
+  for (DType dt : inputs)
+    if (!supported_dtype(dt)) return "input dtype";
   // Each input has all of the reduced dims or none (unknown sizes are the
   // space's: the runtime checks them).
-  for (const auto& in : k.input_dims) {
-    const auto tail = std::span<const int64_t>(in).last(static_cast<size_t>(k.reduced));
-    const auto space = std::span<const int64_t>(k.dims).last(static_cast<size_t>(k.reduced));
+  for (const auto& in : input_dims) {
+    const auto tail = std::span<const int64_t>(in).last(static_cast<size_t>(reduced));
+    const auto space = std::span<const int64_t>(dims).last(static_cast<size_t>(reduced));
     if (!std::equal(tail.begin(), tail.end(), space.begin()) &&
         !std::all_of(tail.begin(), tail.end(), [](int64_t x) { return x == 1; }))
-      bad(k.name, "an input has part of the reduced dims");
+      return "an input has part of the reduced dims";
   }
-  const size_t n_body = count("instructions", 1 << 20);
-  k.body.resize(n_body);
-  for (size_t i = 0; i < n_body; ++i) {
-    Instr& in = k.body[i];
-    const int64_t kind = next("kind");
-    if (kind < Instr::kLoad || kind > Instr::kReduce) bad(k.name, "instruction kind");
-    in.kind = static_cast<Instr::Kind>(kind);
-    in.dtype = static_cast<DType>(next("dtype"));
-    const int64_t op = next("op");
-    if (!supported_dtype(in.dtype)) bad(k.name, "instruction dtype");
-    if (op < 0 || op > static_cast<int64_t>(kNumOps)) bad(k.name, "op id");
-    in.op = static_cast<OpId>(op);
-    int64_t args[3];
-    for (int64_t& a : args) {
-      a = next("argument");
-      if (a < -1 || (in.kind != Instr::kLoad && a >= static_cast<int64_t>(i)))
-        bad(k.name, "argument refers forward");
-    }
-    in.a = static_cast<int32_t>(args[0]);
-    in.b = static_cast<int32_t>(args[1]);
-    in.c = static_cast<int32_t>(args[2]);
-    in.bits = static_cast<uint64_t>(next("bits"));
+  for (size_t i = 0; i < body.size(); ++i) {
+    const Instr& in = body[i];
+    if (!supported_dtype(in.dtype)) return str_cat("instruction ", i, " dtype");
+    for (int32_t a : {in.a, in.b, in.c})
+      if (a < -1 || (in.kind != Instr::kLoad && a >= static_cast<int32_t>(i)))
+        return str_cat("instruction ", i, " refers forward");
     const int arity = in.arity();
-    const bool ok = in.kind == Instr::kLoad     ? in.a >= 0 && in.a < static_cast<int32_t>(n_in)
+    const bool ok = in.kind == Instr::kLoad
+                        ? in.a >= 0 && in.a < static_cast<int32_t>(inputs.size())
                     : in.kind == Instr::kConst  ? arity == 0
-                    : in.kind == Instr::kApply  ? arity >= 1 && op < static_cast<int64_t>(kNumOps)
+                    : in.kind == Instr::kApply  ? arity >= 1 && in.op < OpId::kNumOps
                     : in.kind == Instr::kCast   ? arity == 1
-                    : in.kind == Instr::kReduce ? arity == 1 && k.reduced > 0 && is_fold(in.op)
-                                                : arity == 3;
-    if (!ok) bad(k.name, str_cat("instruction ", i, " arguments"));
+                    : in.kind == Instr::kReduce ? arity == 1 && reduced > 0 && is_fold(in.op)
+                                                : in.kind == Instr::kSelect && arity == 3;
+    if (!ok) return str_cat("instruction ", i, " arguments");
   }
-  if (!halves_only_move(k.body, 0)) bad(k.name, "arithmetic on a 16-bit float");
-  if (!no_complex_constants(k.body, 0)) bad(k.name, "a complex constant or reduction");
-  const size_t n_out = count("outputs", 1 << 16);
-  for (size_t i = 0; i < n_out; ++i) {
-    const int64_t v = next("output");
-    if (v < 0 || v >= static_cast<int64_t>(n_body)) bad(k.name, "output value");
-    k.outputs.push_back(static_cast<int32_t>(v));
-  }
-  if (pos != code.size()) bad(k.name, "trailing data");
-  return k;
+  if (!halves_only_move(body, 0)) return "arithmetic on a 16-bit float";
+  if (!no_complex_constants(body, 0)) return "a complex constant or reduction";
+  for (int32_t v : outputs)
+    if (v < 0 || v >= static_cast<int32_t>(body.size())) return "output value";
+  return {};
 }
 
 int32_t LowerContext::push(Instr::Kind kind, DType dtype, OpId op, int32_t a, int32_t b,
@@ -406,17 +343,6 @@ View compose(const View& inner, const View& outer) {
   return r;
 }
 
-bool parse_product(std::span<const int64_t> attr, size_t n_inputs, size_t& slot, Product& p) {
-  if (attr.size() != 3 || n_inputs < 2 || attr[0] < 0 ||
-      attr[0] >= static_cast<int64_t>(n_inputs) - 1 || (attr[1] & ~int64_t{1}) ||
-      (attr[2] & ~int64_t{1}))
-    return false;
-  slot = static_cast<size_t>(attr[0]);
-  p.transpose_a = attr[1] != 0;
-  p.transpose_b = attr[2] != 0;
-  return true;
-}
-
 std::string product_dims(const Product& p, const TensorSpec& as, const TensorSpec& bs,
                          int64_t* dims) {
   if ((as.dtype != DType::kFloat32 && as.dtype != DType::kFloat64) || bs.dtype != as.dtype)
@@ -441,41 +367,6 @@ std::string product_dims(const Product& p, const TensorSpec& as, const TensorSpe
   return "";
 }
 
-namespace {
-bool fold_combine(int64_t op) {
-  return op == static_cast<int64_t>(OpId::Add) || op == static_cast<int64_t>(OpId::Mul) ||
-         op == static_cast<int64_t>(OpId::Maximum) || op == static_cast<int64_t>(OpId::Minimum);
-}
-}  // namespace
-
-bool parse_folds(std::span<const int64_t> attr, size_t n_out, int64_t rank,
-                 std::vector<Fold>& out) {
-  out.clear();
-  if (attr.size() % kFoldFields != 0) return false;
-  std::vector<bool> seen(n_out);
-  for (size_t i = 0; i < attr.size(); i += kFoldFields) {
-    const int64_t* a = attr.data() + i;
-    if (a[0] < 0 || a[0] >= static_cast<int64_t>(n_out) || seen[static_cast<size_t>(a[0])] ||
-        !fold_combine(a[1]) || a[2] < 1 || a[2] > rank || (a[3] & ~int64_t{1}) ||
-        (a[4] & ~int64_t{1}) || a[6] < 0 || a[6] > rank - a[2] ||
-        (a[6] > 0 && a[6] + a[2] == rank))  // kept dims before the folded ones and after them
-      return false;
-    if (!out.empty() && (a[2] != out[0].dims || a[6] != out[0].outer)) return false;
-    seen[static_cast<size_t>(a[0])] = true;
-    out.push_back({a[0], static_cast<OpId>(a[1]), a[2], a[3] != 0, a[4] != 0,
-                   static_cast<uint64_t>(a[5]), a[6]});
-  }
-  return true;
-}
-
-std::vector<int64_t> encode_folds(const std::vector<Fold>& folds) {
-  std::vector<int64_t> v;
-  for (const Fold& f : folds)
-    v.insert(v.end(), {f.output, static_cast<int64_t>(f.combine), f.dims, f.mean, f.keepdims,
-                       static_cast<int64_t>(f.init), f.outer});
-  return v;
-}
-
 bool ViewQuery::ints(size_t i, SmallVec<int64_t, 8>& out) const {
   const Tensor* v = i < values.size() ? values[i] : nullptr;
   if (!v || (v->dtype() != DType::kInt32 && v->dtype() != DType::kInt64)) return false;
@@ -486,118 +377,6 @@ bool ViewQuery::ints(size_t i, SmallVec<int64_t, 8>& out) const {
   else
     std::copy_n(v->data<int64_t>(), n, out.data());
   return true;
-}
-
-bool parse_input_maps(std::span<const int64_t> maps, size_t n_in, ViewRefs& views) {
-  views = ViewRefs(n_in);
-  if (maps.empty()) return true;
-  constexpr int64_t kBig = int64_t{1} << 40;  // keeps offsets far from overflow
-  size_t pos = 0;
-  for (ViewRef& v : views) {
-    if (maps.size() - pos < 2) return false;
-    const int64_t rs = maps[pos], rv = maps[pos + 1];
-    pos += 2;
-    if (rs < 0 || rs > 16 || rv < 0 || rv > 16 ||
-        maps.size() - pos < static_cast<size_t>(rs + 3 * rv))
-      return false;
-    v.src_rank = static_cast<int>(rs);
-    v.rank = static_cast<int>(rv);
-    v.start = maps.data() + pos;
-    v.dims = maps.data() + pos + rs;
-    pos += static_cast<size_t>(rs + 3 * rv);
-    for (int64_t d = 0; d < rs; ++d)
-      if (v.start[d] < 0 || v.start[d] > kBig) return false;
-    uint32_t seen = 0;
-    for (int64_t j = 0; j < rv; ++j) {
-      const int64_t src = v.dims[3 * j], step = v.dims[3 * j + 1], size = v.dims[3 * j + 2];
-      if (src < -1 || src >= rs || step == 0 || step < -kBig || step > kBig || size < -2 - kBig ||
-          size > kBig)
-        return false;
-      if (src < 0) {
-        if (size != 1) return false;  // a new dim
-        continue;
-      }
-      if (seen >> src & 1) return false;
-      seen |= uint32_t{1} << src;
-      if (size == -1 && (step != 1 || v.start[src] != 0)) return false;
-      if (is_rest(size) && step != 1) return false;
-    }
-  }
-  return pos == maps.size();
-}
-
-const ViewRef& single_view(OpCall& c, const Shape& src, ViewRefs& refs,
-                           std::vector<int64_t>& dims) {
-  if (!parse_input_maps(c.attr_ints("maps"), 1, refs) || !refs[0].mapped())
-    c.fail("maps is malformed");
-  dims.resize(static_cast<size_t>(refs[0].rank));
-  if (std::string why = view_dims(refs[0], src, dims.data()); !why.empty())
-    c.fail("input 0 does not fit its view: ", why);
-  return refs[0];
-}
-
-std::vector<int64_t> encode_input_maps(const std::vector<View>& views) {
-  std::vector<int64_t> out;
-  for (const View& v : views) {
-    out.push_back(static_cast<int64_t>(v.start.size()));
-    out.push_back(static_cast<int64_t>(v.dims.size()));
-    // A view of no values reads nothing: its starts are 0 (a reversed
-    // slice of an empty dim starts at -1, which parse_input_maps rejects).
-    const bool empty =
-        std::any_of(v.dims.begin(), v.dims.end(), [](const ViewDim& d) { return d.size == 0; });
-    for (int64_t x : v.start) out.push_back(empty ? 0 : x);
-    for (const ViewDim& d : v.dims) out.insert(out.end(), {d.src, d.step, d.size});
-  }
-  return out;
-}
-
-std::string view_dims(const ViewRef& v, const Shape& src, int64_t* dims) {
-  if (!src.rank_known() || src.rank() != v.src_rank)
-    return str_cat("the source has shape ", src, " but its view reads ", v.src_rank, " dims");
-  // The count of each value dim (-1: unknown), then every index read must
-  // lie inside its dim (known dims only); a view of no values reads none.
-  bool empty = false;
-  for (int j = 0; j < v.rank; ++j) {
-    const int64_t s = v.dims[3 * j], size = v.dims[3 * j + 2];
-    const int64_t n = s < 0 ? 1 : src.dim(static_cast<int>(s));
-    dims[j] = s < 0 ? 1 : size >= 0 ? size : n < 0 ? -1 : view_count(size, v.start[s], n);
-    empty |= dims[j] == 0;
-  }
-  for (int d = 0; d < v.src_rank && !empty; ++d) {
-    const int64_t n = src.dim(d);
-    // 128-bit: hostile starts, steps and sizes (each up to 2^40) cannot overflow.
-    __int128 first = v.start[d], last = first;
-    for (int j = 0; j < v.rank; ++j)
-      if (v.dims[3 * j] == d) {
-        if (v.dims[3 * j + 2] == -1 || dims[j] < 0)
-          first = last = -1;  // all of it, or a count not yet known
-        else
-          last = first + static_cast<__int128>(dims[j] - 1) * v.dims[3 * j + 1];
-      }
-    if (n < 0 || first < 0) continue;
-    if (first >= n || last < 0 || last >= n) {
-      const __int128 bad = first >= n ? first : last;
-      const bool huge = bad > std::numeric_limits<int64_t>::max();
-      return str_cat("its view reads index ",
-                     huge ? std::string("past 2^63") : str_cat(static_cast<int64_t>(bad)),
-                     " of dim ", d, " of a source of shape ", src);
-    }
-  }
-  return {};
-}
-
-int64_t view_strides(const ViewRef& v, const Shape& src, int64_t* strides) {
-  int64_t contiguous[16], acc = 1, offset = 0;
-  for (int d = v.src_rank; d-- > 0;) {
-    contiguous[d] = acc;
-    acc *= src.dim(d);
-    offset += v.start[d] * contiguous[d];
-  }
-  for (int j = 0; j < v.rank; ++j) {  // a dim of one value or none has no stride
-    const int64_t s = v.dims[3 * j], size = v.dims[3 * j + 2];
-    strides[j] = s < 0 || size == 0 || size == 1 ? 0 : contiguous[s] * v.dims[3 * j + 1];
-  }
-  return offset;
 }
 
 }  // namespace kiln::jit

@@ -69,10 +69,10 @@ struct Kernel {
 
   /// Readable listing (the "hlo" stage of experimental_get_compiler_ir).
   std::string to_string() const;
-  /// Encodes the kernel as int64s (a node attribute) and back; decode
-  /// validates every field and throws InvalidArgumentError when malformed.
-  std::vector<int64_t> encode() const;
-  static Kernel decode(std::span<const int64_t> code, std::string name);
+  /// The IR's verifier: an empty string, or what is malformed (a value read
+  /// before it is made, an arity, a dtype the kernels do not handle, ...).
+  /// The JIT runs it after each stage when Config::verify_graphs is set.
+  std::string problem() const;
 };
 
 /// Whether the JIT's kernels handle `dt` (bool, integers, float16/bfloat16,
@@ -206,19 +206,13 @@ struct ViewQuery {
 struct Product {
   bool transpose_a = false, transpose_b = false;
 };
-/// The JitKernel node's `product` attribute: the kernel input that is the
-/// product (the node's input there is its first operand, its last input the
-/// second), then the two transposes as 0/1. Fills `slot` and `p`; false when
-/// it is malformed for a node of `n_inputs` inputs. Empty: no product.
-bool parse_product(std::span<const int64_t> attr, size_t n_inputs, size_t& slot, Product& p);
 /// The dims of product `p` of operands `a` and `b` (unknown dims stay
 /// unknown) into dims[0, a.shape.rank()) (at most 16); an empty string, or why
 /// the operands do not fit (dtypes other than one of float32/64, ranks, inner
 /// or batch dims).
 std::string product_dims(const Product& p, const TensorSpec& a, const TensorSpec& b, int64_t* dims);
 
-/// One folded output of a JitKernel node (its `fold` attribute holds
-/// kFoldFields ints per entry, in this order).
+/// One folded output of a JitKernel node (Program::folds).
 struct Fold {
   int64_t output = 0;        ///< the kernel output folded
   OpId combine = OpId::Add;  ///< Add, Mul, Maximum or Minimum
@@ -232,50 +226,12 @@ struct Fold {
   /// N before H, W); at least one dim is then kept after them too.
   int64_t outer = 0;
 };
-inline constexpr size_t kFoldFields = 7;
 /// Whether an output of dtype `dt` can be folded (floats accumulate in
 /// float64, int32/int64 in 64-bit integers).
 inline bool foldable(DType dt) {
   return dt == DType::kFloat32 || dt == DType::kFloat64 || dt == DType::kInt32 ||
          dt == DType::kInt64;
 }
-
-/// Parses a `fold` attribute for a node of `n_out` outputs and a space of
-/// `rank` dims; false when it is malformed (a field out of range, an output
-/// folded twice, folds over different dims).
-bool parse_folds(std::span<const int64_t> attr, size_t n_out, int64_t rank, std::vector<Fold>& out);
-std::vector<int64_t> encode_folds(const std::vector<Fold>& folds);
-
-/// A view inside a `maps` attribute (see parse_input_maps), not owning.
-struct ViewRef {
-  int src_rank = 0, rank = 0;
-  const int64_t* start = nullptr;  ///< src_rank entries
-  const int64_t* dims = nullptr;   ///< rank triples: src, step, size
-  bool mapped() const { return src_rank != 0 || rank != 0; }
-};
-using ViewRefs = SmallVec<ViewRef, 8>;
-
-/// The JitKernel node's `maps` attribute, per input: the source's rank, the
-/// value's rank, the starts, then (src, step, size) per value dim; 0, 0: the
-/// input as it is. Fills `views` (one per input); false when `maps` is
-/// malformed (an index out of range, a source dim walked twice, a zero step,
-/// a whole dim not starting at 0) or lists another number of inputs. Empty
-/// `maps`: no input mapped.
-bool parse_input_maps(std::span<const int64_t> maps, size_t n_in, ViewRefs& views);
-/// The view of a JitView node (its `maps` holds one) over a source of shape
-/// `src`, and the value's dims; fails `c` when `maps` is malformed or `src`
-/// does not fit it.
-const ViewRef& single_view(OpCall& c, const Shape& src, ViewRefs& refs, std::vector<int64_t>& dims);
-/// Encodes one view per input (empty View: unmapped) as a `maps` attribute.
-std::vector<int64_t> encode_input_maps(const std::vector<View>& views);
-/// The value's dims read through `v` from a source of shape `src` (unknown
-/// source dims give unknown whole dims), into dims[0, v.rank); an empty
-/// string, or why `src` does not fit the view (its rank, an index past a dim).
-std::string view_dims(const ViewRef& v, const Shape& src, int64_t* dims);
-/// For a contiguous source of `src`'s (known, checked) dims: each value dim's
-/// stride in elements, into strides[0, v.rank), and the offset of the first
-/// value read.
-int64_t view_strides(const ViewRef& v, const Shape& src, int64_t* strides);
 
 /// The bit pattern of v converted to `dt` (as a constant of that dtype).
 uint64_t bits_of(double v, DType dt);

@@ -7,9 +7,9 @@
 #include <optional>
 #include <unordered_map>
 
-#include "core/tls.h"
 #include "jit/fusion/fold.h"
 #include "jit/ir/jit_ir.h"
+#include "jit/ir/program.h"
 #include "jit/runtime/layout.h"
 #include "kernels/cpu/copy_util.h"
 #include "kernels/cpu/gemm.h"
@@ -182,14 +182,13 @@ void run_tiles(KernelFn fn, const KernelArgs& args, const Layout& l, const TileP
 // that a thread slowed by other work does not hold the others up. Nothing
 // below grain / 16 points splits. Tiles (above) when an input is read
 // transposed.
-void split(KernelContext& c, KernelFn fn, const KernelArgs& args, int64_t rows, int64_t cols,
+void split(int64_t work, KernelFn fn, const KernelArgs& args, int64_t rows, int64_t cols,
            bool by_cols, const Layout* l = nullptr, const TilePlan* tiles = nullptr) {
   const int64_t total = rows * cols;
   int64_t grain = default_parallel_grain();
   constexpr int64_t kMinGrain = 512;
   if (total > grain / 16)
-    grain =
-        std::max(grain / std::max<int64_t>(c.attr_int("work"), 1), std::min(grain / 16, kMinGrain));
+    grain = std::max(grain / std::max<int64_t>(work, 1), std::min(grain / 16, kMinGrain));
   if (tiles && tiles->rows > 0) return run_tiles(fn, args, *l, *tiles, grain);
   if (total <= grain || (rows == 1 && !by_cols)) {
     fn(&args, 0, rows, 0, cols);
@@ -201,10 +200,9 @@ void split(KernelContext& c, KernelFn fn, const KernelArgs& args, int64_t rows, 
   }
 }
 
-// A product the kernel computes itself (the `product` attribute, see
-// jit::Product): kernel input `slot` is op(A) x op(B), A the node's input
-// `slot` and B its last input. With B of rank 2, A's leading dims fold into
-// the rows; else there is one product per batch, stacked.
+// A product the kernel computes itself (Program::product, see jit::Product): kernel input `slot` is
+// op(A) x op(B), A the node's input `slot` and B its last input. With B of rank 2, A's leading dims
+// fold into the rows; else there is one product per batch, stacked.
 struct ProductCall {
   size_t slot = 0;
   DType dtype = DType::kInvalid;
@@ -215,12 +213,11 @@ struct ProductCall {
   int64_t batches = 1, batch_rows = 0;  // rows per batch (g.m when one)
   SmallVec<int64_t, kMaxDims> dims;     // the product's shape
 
-  // Validates the attribute against the node's inputs (it is read from a
-  // graph, which may be hostile).
-  ProductCall(KernelContext& c, std::span<const int64_t> attr) {
+  // Checks the operands (their shapes are only known now).
+  ProductCall(KernelContext& c, const ProductInput& in) {
     const size_t n = c.num_inputs();
-    Product how;
-    if (!parse_product(attr, n, slot, how)) c.fail("product is malformed");
+    slot = static_cast<size_t>(in.slot);
+    const Product& how = in.how;
     g.ta = how.transpose_a;
     g.tb = how.transpose_b;
     const Tensor &a = c.input(slot), &b = c.input(n - 1);
@@ -281,7 +278,7 @@ struct ProductCall {
 // differently: docs/BENCHMARKS.md.)
 void run_with_product(KernelContext& c, const ProductCall& pc, KernelFn fn, const KernelArgs& args,
                       std::span<const void*> in, std::span<const int64_t> dims, const Layout& l,
-                      int reduced) {
+                      int reduced, int64_t work) {
   bool fills = dims.size() == pc.dims.size() && l.rows() == pc.g.m && reduced <= 1;
   for (size_t d = 0; fills && d < dims.size(); ++d) fills = dims[d] == pc.dims[d];
   const int64_t blocks = fills ? cpu::gemm_row_blocks(pc.g.m, pc.g.n, pc.g.k) : 0;
@@ -291,7 +288,7 @@ void run_with_product(KernelContext& c, const ProductCall& pc, KernelFn fn, cons
   in[pc.slot] = base;  // args.in is `in`
   if (blocks < 2) {
     pc.rows(c, 0, pc.g.m, base, true);
-    split(c, fn, args, l.rows(), l.cols(), reduced == 0);
+    split(work, fn, args, l.rows(), l.cols(), reduced == 0);
     return;
   }
   const int64_t step = (pc.g.m + blocks - 1) / blocks;
@@ -327,11 +324,12 @@ Tensor full_rows(const Tensor& t, int64_t* d, std::span<const int64_t> dims, int
   return out;
 }
 
-// What a call derives from its node's attributes and its inputs' shapes:
-// the iteration space, its collapsed layout and where each input starts.
+// What a call derives from its program and its inputs' shapes: the
+// iteration space, its collapsed layout and where each input starts.
 struct Prepared {
   size_t rank = 0, n_in = 0;
   int reduced = 0;
+  int64_t work = 1;
   int64_t dims[kMaxDims];
   int64_t total = 0;
   Layout l;
@@ -344,7 +342,7 @@ struct Prepared {
 
 // The per-call work beside the layout: a product computed first, outputs
 // folded over their leading dims, inputs expanded to full rows. All but the
-// expanded inputs (copies of this call's values) follow from the attributes
+// expanded inputs (copies of this call's values) follow from the program
 // and shapes, so a call without them is reused whole.
 struct Extras {
   std::optional<ProductCall> product;
@@ -359,7 +357,7 @@ struct Extras {
 // tile (a [2048, 2048] swap: 1.51 ms vs 1.55–1.87 for 1 or 8 lines, 16 KB).
 // Buffered when every input built as transposed (pattern 2) is read so at
 // run time, stepping by 1 from row to row.
-void plan_tiles(KernelContext& c, std::span<const int64_t> pattern, Prepared& p) {
+void plan_tiles(KernelContext& c, std::span<const uint8_t> pattern, Prepared& p) {
   const Layout& l = p.l;
   TilePlan& t = p.tiles;
   t = TilePlan{};
@@ -385,36 +383,15 @@ void plan_tiles(KernelContext& c, std::span<const int64_t> pattern, Prepared& p)
   t.cols = std::max<int64_t>(16, 32768 / (t.rows * large));
 }
 
-// Fills `p` (and `x`) from the node's attributes and its inputs.
-void prepare(KernelContext& c, Prepared& p, Extras& x) {
-  const auto& sig = c.attr_ints("signature");
-  const auto& product_attr = c.attr_ints("product");
-  if (!product_attr.empty()) x.product.emplace(c, product_attr);
-  const std::optional<ProductCall>& product = x.product;
-  // The kernel's inputs: the node's, less the product's second operand.
-  const size_t rank = static_cast<size_t>(sig[0]), n_in = c.num_inputs() - (product ? 1 : 0);
-  const int reduced = static_cast<int>(sig[1]);
-  if (rank > static_cast<size_t>(kMaxDims)) c.fail("rank ", rank, " is over ", kMaxDims);
-  p.rank = rank;
-  p.n_in = n_in;
-  p.reduced = reduced;
-  // Outputs folded over their leading dims (fold.h).
-  const auto& fold_attr = c.attr_ints("fold");
-  if (!fold_attr.empty() &&
-      (!parse_folds(fold_attr, c.num_outputs(), static_cast<int64_t>(rank), x.folds) || product ||
-       reduced > 0))
-    c.fail("fold is malformed");
-  // The iteration space: the inputs broadcast together.
+// Each kernel input's dims aligned to the space's rank (into in_dims) and,
+// when the program reads views, its strides and first value (p.offset); the
+// space's dims (p.dims) broadcast from them.
+void input_layouts(KernelContext& c, const Program& prog, const std::optional<ProductCall>& product,
+                   Prepared& p, std::span<int64_t> in_dims, std::span<int64_t> in_strides) {
+  const size_t rank = p.rank, n_in = p.n_in;
   int64_t* dims = p.dims;
   std::fill_n(dims, rank, 1);
-  SmallVec<int64_t, 8 * kMaxDims> in_dims(n_in * rank);
-  // Inputs read through a view: its dims and strides, and their first value.
-  ViewRefs views;
-  const auto& maps = c.attr_ints("maps");
-  if (!maps.empty() && !parse_input_maps(maps, n_in, views)) c.fail("maps is malformed");
-  if (product && !maps.empty() && views[product->slot].mapped())
-    c.fail("the product is read through a view");
-  SmallVec<int64_t, 8 * kMaxDims> in_strides(maps.empty() ? 0 : n_in * rank);
+  const bool mapped = !prog.views.empty();
   p.offset = SmallVec<int64_t, 8>(n_in, 0);
   const Shape product_shape =
       product ? Shape(std::span<const int64_t>(product->dims.data(), product->dims.size()))
@@ -422,22 +399,23 @@ void prepare(KernelContext& c, Prepared& p, Extras& x) {
   for (size_t k = 0; k < n_in; ++k) {
     const Shape& s = product && k == product->slot ? product_shape : c.input(k).shape();
     int64_t* d = in_dims.data() + k * rank;
-    const ViewRef v = maps.empty() ? ViewRef{} : views[k];
-    const size_t r = v.mapped() ? static_cast<size_t>(v.rank) : static_cast<size_t>(s.rank());
+    const bool viewed = prog.viewed(k);
+    const View* v = viewed ? &prog.views[k] : nullptr;
+    const size_t r = viewed ? v->dims.size() : static_cast<size_t>(s.rank());
     if (r > rank) c.fail("input ", k, " has rank ", r, ", over the kernel's ", rank);
     const size_t off = rank - r;
     std::fill_n(d, off, 1);
-    if (v.mapped()) {
-      if (const std::string why = view_dims(v, s, d + off); !why.empty())
+    if (viewed) {
+      if (const std::string why = view_dims(*v, s, d + off); !why.empty())
         c.fail("input ", k, ": ", why);
     } else {
       for (size_t j = 0; j < r; ++j) d[off + j] = s.dim(static_cast<int>(j));
     }
-    if (!maps.empty()) {
+    if (mapped) {
       int64_t* st = in_strides.data() + k * rank;
       std::fill_n(st, off, 0);
-      if (v.mapped()) {
-        const int64_t first = view_strides(v, s, st + off);
+      if (viewed) {
+        const int64_t first = view_strides(*v, s, st + off);
         // A view of no values (the rest of a dim past its end) reads nothing.
         const bool none = std::count(d + off, d + rank, 0) > 0;
         p.offset[k] = none ? 0 : first * static_cast<int64_t>(dtype_size(c.input(k).dtype()));
@@ -453,15 +431,37 @@ void prepare(KernelContext& c, Prepared& p, Extras& x) {
   }
   p.total = 1;
   for (size_t d = 0; d < rank; ++d) p.total *= dims[d];
-  const size_t pat = sig.size() - n_in;  // the kernel's pattern ends the signature
+}
+
+// Fills `p` (and `x`) from the program and the call's inputs.
+void prepare(KernelContext& c, const Program& prog, Prepared& p, Extras& x) {
+  if (prog.product) x.product.emplace(c, *prog.product);
+  const std::optional<ProductCall>& product = x.product;
+  // The kernel's inputs: the node's, less the product's second operand.
+  const size_t rank = static_cast<size_t>(prog.kernel.rank), n_in = prog.num_kernel_inputs();
+  const int reduced = prog.kernel.reduced;
+  const std::span<const uint8_t> pattern = prog.pattern;
+  if (rank > static_cast<size_t>(kMaxDims)) c.fail("rank ", rank, " is over ", kMaxDims);
+  if (c.num_inputs() != n_in + (product ? 1 : 0))
+    c.fail("the kernel reads ", n_in + (product ? 1 : 0), " inputs, not ", c.num_inputs());
+  p.rank = rank;
+  p.n_in = n_in;
+  p.reduced = reduced;
+  p.work = prog.work;
+  x.folds = prog.folds;  // outputs folded over their leading dims (fold.h)
+  const bool mapped = !prog.views.empty();
+  SmallVec<int64_t, 8 * kMaxDims> in_dims(n_in * rank);
+  SmallVec<int64_t, 8 * kMaxDims> in_strides(mapped ? n_in * rank : 0);
+  input_layouts(c, prog, product, p, in_dims, in_strides);
+  const int64_t* dims = p.dims;
   // N known at run time: inputs built for full rows but broadcast along them.
-  if (reduced > 0 && sig[2] < 0 && maps.empty())
+  if (reduced > 0 && prog.row_points < 0 && !mapped)
     for (size_t k = 0; k < n_in; ++k) {
       int64_t* d = in_dims.data() + k * rank;
       bool broadcast = false;
       for (size_t j = rank - static_cast<size_t>(reduced); j < rank; ++j)
         broadcast |= d[j] != dims[j];
-      if (broadcast && sig[pat + k] == 1 && !(product && k == product->slot)) {
+      if (broadcast && pattern[k] == 1 && !(product && k == product->slot)) {
         x.expanded.resize(n_in);
         x.expanded[k] = full_rows(c.input(k), d, p.space(), reduced);
       }
@@ -470,26 +470,27 @@ void prepare(KernelContext& c, Prepared& p, Extras& x) {
   if (reduced > 0) {
     SmallVec<int64_t, 16 * (kMaxDims + 1)> scratch(2 * n_in * (kMaxDims + 1));
     if (!collapse_rows(p.space(), reduced, n_in, in_dims.data(), scratch.data(), l,
-                       maps.empty() ? nullptr : in_strides.data()))
+                       mapped ? in_strides.data() : nullptr))
       c.fail("an input's view does not read whole rows of its source");
     int64_t n = 1;
     for (size_t d = rank - static_cast<size_t>(reduced); d < rank; ++d) n *= dims[d];
-    if (l.cols() != n || (sig[2] >= 0 && n != sig[2]))
-      c.fail("reduced dims hold ", n, " values, not ", sig[2] >= 0 ? sig[2] : l.cols());
+    if (l.cols() != n || (prog.row_points >= 0 && n != prog.row_points))
+      c.fail("reduced dims hold ", n, " values, not ",
+             prog.row_points >= 0 ? prog.row_points : l.cols());
   } else {
     // A product keeps its rows (the blocks it is computed in), a fold its
     // folded dims apart from the others (a full fold walks points in order).
     const int64_t fold_end = x.folds.empty() ? 0 : x.folds[0].outer + x.folds[0].dims;
     const bool split = !x.folds.empty() && fold_end < static_cast<int64_t>(rank);
     collapse(p.space(), n_in, in_dims.data(), l, product.has_value() || split,
-             maps.empty() ? nullptr : in_strides.data(), split ? static_cast<int>(fold_end) : -1);
+             mapped ? in_strides.data() : nullptr, split ? static_cast<int>(fold_end) : -1);
   }
   // (Rows of one point read any inner stride alike: a run-time N of 1.)
   // (Pattern 2 reads any inner stride.)
   p.fast = true;
   for (size_t k = 0; k < n_in; ++k)
-    p.fast &= sig[pat + k] == 2 || sig[pat + k] == l.inner(k) || (reduced > 0 && l.cols() == 1);
-  plan_tiles(c, std::span<const int64_t>(sig).subspan(pat), p);
+    p.fast &= pattern[k] == 2 || pattern[k] == l.inner(k) || (reduced > 0 && l.cols() == 1);
+  plan_tiles(c, pattern, p);
   const bool empty = l.rows() == 0 || (reduced == 0 && p.total == 0);
   if (reduced > 0 && !p.fast && !empty)
     c.fail("inputs do not have the layout the kernel was built for");
@@ -507,7 +508,7 @@ void execute_direct(KernelContext& c, KernelFn fn, const Prepared& p) {
     in[k] = static_cast<const char*>(c.input(k).raw_data()) + p.offset[k];
   const Layout& l = p.l;
   const KernelArgs args{in.data(), out, l.rank, l.shape, l.strides.data(), p.fast, false};
-  split(c, fn, args, l.rows(), l.cols(), true, &l, &p.tiles);
+  split(p.work, fn, args, l.rows(), l.cols(), true, &l, &p.tiles);
 }
 
 // Runs kernel `fn` as `p` and `x` say.
@@ -538,77 +539,28 @@ void execute(KernelContext& c, KernelFn fn, const Prepared& p, const Extras& x) 
                         l.strides.data(), p.fast,           stream};
   if (x.product)
     run_with_product(c, *x.product, fn, args, std::span<const void*>(in.data(), in.size()),
-                     p.space(), l, p.reduced);
+                     p.space(), l, p.reduced, p.work);
   else if (!x.folds.empty())
     run_folded(c, x.folds, fn, args, std::span<void*>(outs.ptrs.data(), outs.ptrs.size()),
                p.space(), l);
   else
-    split(c, fn, args, rows, l.cols(), p.reduced == 0, &l, &p.tiles);
+    split(p.work, fn, args, rows, l.cols(), p.reduced == 0, &l, &p.tiles);
   outs.finish(c);
 }
 
-// A thread's cache, per node, of its kernel and of the last call's Prepared
-// and Extras with the input shapes and int-list attributes they were made
-// for: a step of a train loop calls a few dozen kernels with the same shapes
-// each time. Keyed by the address of the node's `kernel` attribute (stable
-// while its graph lives) and checked against the name it held (an address
-// reused by another graph's node). The name, a hash of the kernel's source,
-// fixes the kernel but not the attributes read at run time (a view's start
-// in `maps`), so those are compared too. On the heap (ThreadCache):
-// libkiln's static TLS must stay small for dlopen.
-struct KernelCache {
-  struct Reuse {
-    SmallVec<int64_t, 4 * (kMaxDims + 1)> shapes;  // per input: rank, dims
-    SmallVec<int64_t, 64> lists;                   // per int-list attribute: size, values
-    Prepared p;
-    Extras x;
-  };
-  struct Entry {
-    const std::string* at = nullptr;
-    std::string key;
-    KernelFn fn = nullptr;
-    std::unique_ptr<Reuse> reuse;  // set when the last call was reusable
-    bool reusable = false;
-  };
-  // 128 sets of two entries, a node's set chosen by a multiplicative hash
-  // of its attribute's address (allocations a fixed stride apart would
-  // share a set under the plain address bits), the less recently used
-  // entry of the set replaced on a miss.
-  static constexpr int kSetBits = 7;
-  struct Set {
-    Entry way[2];
-    uint8_t victim = 0;
-  };
-  Set sets[size_t{1} << kSetBits];
-};
-struct KernelCacheTag {};
+using InputShapes = SmallVec<int64_t, 4 * (kMaxDims + 1)>;
 
-// The cache entry of node `key` with its kernel; nullptr while the thread is
-// exiting or when no such kernel is loaded.
-KernelCache::Entry* entry_of(const std::string& key) {
-  KernelCache* kc = detail::ThreadCache<KernelCache, KernelCacheTag>::get();
-  if (!kc) return nullptr;
-  const uint64_t h = static_cast<uint64_t>(reinterpret_cast<uintptr_t>(&key)) * 0x9E3779B97F4A7C15u;
-  KernelCache::Set& set = kc->sets[h >> (64 - KernelCache::kSetBits)];
-  for (uint8_t w = 0; w < 2; ++w) {
-    KernelCache::Entry& e = set.way[w];
-    if (e.at == &key && e.fn && e.key == key) {
-      set.victim = w ^ 1;
-      return &e;
-    }
+// The call's input shapes: per input, its rank and dims.
+void input_shapes(const KernelContext& c, InputShapes& out) {
+  out.clear();
+  for (size_t k = 0; k < c.num_inputs(); ++k) {
+    const Shape& s = c.input(k).shape();
+    out.push_back(s.rank());
+    for (int64_t j = 0; j < s.rank(); ++j) out.push_back(s.dim(j));
   }
-  const KernelFn fn = find_kernel(key);
-  if (!fn) return nullptr;  // the caller fails after checking the attributes
-  KernelCache::Entry& e = set.way[set.victim];
-  set.victim ^= 1;
-  e.at = &key;
-  e.key = key;
-  e.fn = fn;
-  e.reusable = false;
-  return &e;
 }
 
-bool same_shapes(const KernelContext& c, const SmallVec<int64_t, 4 * (kMaxDims + 1)>& shapes) {
+bool same_shapes(const KernelContext& c, const InputShapes& shapes) {
   size_t i = 0;
   for (size_t k = 0; k < c.num_inputs(); ++k) {
     const Shape& s = c.input(k).shape();
@@ -621,65 +573,37 @@ bool same_shapes(const KernelContext& c, const SmallVec<int64_t, 4 * (kMaxDims +
   return i == shapes.size();
 }
 
-// Whether the int-list attributes of `a` are those `lists` holds.
-bool same_lists(const Attrs& a, const SmallVec<int64_t, 64>& lists) {
-  size_t i = 0;
-  for (const AttrValue& v : a) {
-    const auto* l = std::get_if<std::vector<int64_t>>(&v);
-    if (!l) continue;
-    if (i + 1 + l->size() > lists.size() || lists[i] != static_cast<int64_t>(l->size()) ||
-        !std::equal(l->begin(), l->end(), lists.data() + i + 1))
-      return false;
-    i += 1 + l->size();
-  }
-  return i == lists.size();
-}
+}  // namespace
 
-void keep(const KernelContext& c, KernelCache::Entry& e, const Prepared& p, const Extras& x) {
-  if (!e.reuse) e.reuse = std::make_unique<KernelCache::Reuse>();
-  auto& lists = e.reuse->lists;
-  lists.clear();
-  for (const AttrValue& v : c.attrs())
-    if (const auto* l = std::get_if<std::vector<int64_t>>(&v)) {
-      lists.push_back(static_cast<int64_t>(l->size()));
-      for (int64_t n : *l) lists.push_back(n);
-    }
-  auto& shapes = e.reuse->shapes;
-  shapes.clear();
-  for (size_t k = 0; k < c.num_inputs(); ++k) {
-    const Shape& s = c.input(k).shape();
-    shapes.push_back(s.rank());
-    for (int64_t j = 0; j < s.rank(); ++j) shapes.push_back(s.dim(j));
-  }
-  e.reuse->p = p;
-  e.reuse->x = x;
-  e.reusable = true;
-}
+// A program's last prepared call (Program::last_call) and the input shapes
+// it was made for: a step of a train loop calls a few dozen kernels with the
+// same shapes each time.
+struct PreparedCall {
+  InputShapes shapes;
+  Prepared p;
+  Extras x;
+};
+
+namespace {
 
 void jit_kernel(KernelContext& c) {
-  const std::string& key = c.attr_string("kernel");
-  KernelCache::Entry* e = entry_of(key);
-  if (e && e->reusable && same_shapes(c, e->reuse->shapes) &&
-      same_lists(c.attrs(), e->reuse->lists)) {
-    const KernelCache::Reuse& r = *e->reuse;
-    if (r.p.direct)
-      execute_direct(c, e->fn, r.p);
+  const auto& prog = c.attr_object<Program>("program");
+  if (const std::shared_ptr<const PreparedCall> last = prog.last_call.load();
+      last && same_shapes(c, last->shapes)) {
+    if (last->p.direct)
+      execute_direct(c, prog.fn, last->p);
     else
-      execute(c, e->fn, r.p, r.x);
+      execute(c, prog.fn, last->p, last->x);
     return;
   }
-  Extras x;
-  Prepared p;
-  prepare(c, p, x);
-  KernelFn fn = e ? e->fn : find_kernel(key);
-  if (!fn) c.fail("kernel '", key, "' is not loaded in this process");
-  if (e) {
-    if (x.reusable())
-      keep(c, *e, p, x);
-    else
-      e->reusable = false;
+  auto call = std::make_shared<PreparedCall>();
+  prepare(c, prog, call->p, call->x);  // checks the inputs against the program first
+  if (!prog.fn) c.fail("kernel ", prog.kernel.name, " is not loaded in this process");
+  execute(c, prog.fn, call->p, call->x);
+  if (call->x.reusable()) {
+    input_shapes(c, call->shapes);
+    prog.last_call.store(std::move(call));
   }
-  execute(c, fn, p, x);
 }
 
 }  // namespace

@@ -1,11 +1,12 @@
 // CPU kernels for slicing, gathering, joining and splitting. Slices that are
 // one contiguous run of the input (x[1:3], unstack/split along the first
 // non-trivial axis) are returned as views of the input's buffer.
+#include <algorithm>
 #include <cstring>
 #include <vector>
 
 #include "copy_util.h"
-#include "jit/ir/jit_ir.h"
+#include "jit/ir/program.h"
 #include "kernel_util.h"
 #include "ops/slice_spec.h"
 
@@ -292,15 +293,17 @@ void split_kernel(KernelContext& c) {
   cut(c, axis, sizes);
 }
 
-// A JitView node: its value read through the view in `maps` (a copy, or a
-// view of the buffer when the values are one run).
+// A JitView node: its value read through its view (a copy, or a view of the
+// buffer when the values are one run).
 void jit_view_kernel(KernelContext& c) {
   const Tensor& in = c.input(0);
-  jit::ViewRefs refs;
-  std::vector<int64_t> dims;
-  const jit::ViewRef& v = jit::single_view(c, in.shape(), refs, dims);
+  const jit::View& v = c.attr_object<jit::ViewAttr>("view").view;
+  std::vector<int64_t> dims(v.dims.size());
+  if (const std::string why = jit::view_dims(v, in.shape(), dims.data()); !why.empty())
+    c.fail("input 0 does not fit its view: ", why);
   std::vector<int64_t> strides(dims.size());
-  const int64_t offset = jit::view_strides(v, in.shape(), strides.data());
+  int64_t offset = jit::view_strides(v, in.shape(), strides.data());
+  if (std::count(dims.begin(), dims.end(), 0) > 0) offset = 0;  // reads nothing
   const Dims ost = strides_of(Shape(dims));
   CopyPlan plan;
   for (size_t j = 0; j < dims.size(); ++j) plan.add(dims[j], strides[j], ost[j]);

@@ -442,42 +442,42 @@ TEST(JitFolds, NoneLeadingDimsFoldAtRunTime) {
   EXPECT_EQ(j.tracing_count(), 1);
 }
 
-// The node checks its `fold` attribute before it looks up its kernel.
+// The program's folds are checked before anything runs.
 TEST(JitFolds, MalformedFoldsAreRefused) {
-  const auto f32 = static_cast<int64_t>(DType::kFloat32);
-  const auto add = static_cast<int64_t>(OpId::Add);
-  const std::vector<int64_t> sig = {2, 0, 1, f32, 1, 0, 1};
-  auto attrs = [&](std::vector<int64_t> fold) {
-    return testing::jit_kernel_attrs(
-        {{"signature", sig}, {"kernel", std::string("nowhere/k")}, {"fold", std::move(fold)}});
-  };
   const std::vector<Tensor> x = {random_tensor(DType::kFloat32, Shape({3, 4}), 1)};
   std::vector<Tensor> out;
-  auto fails = [&](std::vector<int64_t> fold, const char* why) {
-    SCOPED_TRACE(::testing::PrintToString(fold));
-    expect_error([&] { run_kernel(op_def(OpId::JitKernel), x, attrs(fold), out); },
-                 Code::kInvalidArgument, {why});
+  auto run = [&](std::vector<Fold> folds) {
+    Program p = testing::one_input_program({3, 4});
+    p.folds = std::move(folds);
+    run_kernel(op_def(OpId::JitKernel), x, testing::program_attrs(p), out);
   };
-  const int64_t sub = static_cast<int64_t>(OpId::Sub);
-  fails({0, add, 1, 0, 0, 0}, "fold is malformed");      // truncated
-  fails({1, add, 1, 0, 0, 0, 0}, "fold is malformed");   // no output 1
-  fails({0, sub, 1, 0, 0, 0, 0}, "fold is malformed");   // not a fold
-  fails({0, add, 3, 0, 0, 0, 0}, "fold is malformed");   // past the rank
-  fails({0, add, 0, 0, 0, 0, 0}, "fold is malformed");   // no dim
-  fails({0, add, 1, 2, 0, 0, 0}, "fold is malformed");   // mean not a flag
-  fails({0, add, 1, 0, 0, 0, -1}, "fold is malformed");  // outer dims < 0
-  fails({0, add, 1, 0, 0, 0, 2}, "fold is malformed");   // past the rank
-  fails({0, add, 1, 0, 0, 0, 1}, "fold is malformed");   // trailing dims: rows
-  fails({0, add, 1, 0, 0, 0, 0, 0, add, 1, 0, 0, 0, 0}, "fold is malformed");  // folded twice
-  fails({0, add, 1, 0, 0, 0, 0}, "is not loaded");  // valid: reaches the kernel lookup
+  auto fails = [&](std::vector<Fold> folds, const char* why) {
+    SCOPED_TRACE(why);
+    expect_error([&] { run(std::move(folds)); }, Code::kInvalidArgument, {why});
+  };
+  // output, combine, dims, mean, keepdims, init, outer
+  const Fold sum{0, OpId::Add, 1, false, false, 0, 0};
+  auto with = [&](auto change) {
+    Fold f = sum;
+    change(f);
+    return std::vector<Fold>{f};
+  };
+  const char* bad = "its program is inconsistent: a fold";
+  fails(with([](Fold& f) { f.output = 1; }), bad);           // no output 1
+  fails(with([](Fold& f) { f.combine = OpId::Sub; }), bad);  // not a fold
+  fails(with([](Fold& f) { f.dims = 3; }), bad);             // past the rank
+  fails(with([](Fold& f) { f.dims = 0; }), bad);             // no dim
+  fails(with([](Fold& f) { f.outer = -1; }), bad);           // outer dims < 0
+  fails(with([](Fold& f) { f.outer = 2; }), bad);            // past the rank
+  fails(with([](Fold& f) { f.outer = 1; }), bad);            // trailing dims: rows
+  fails({sum, sum}, bad);                                    // folded twice
+  fails({sum}, "is not loaded");                             // valid: reaches the kernel
   // A folded output of a dtype the runtime does not fold (uint8).
-  const auto u8 = static_cast<int64_t>(DType::kUInt8);
-  const Attrs bytes =
-      testing::jit_kernel_attrs({{"signature", std::vector<int64_t>{2, 0, 1, u8, 1, 0, 1}},
-                                 {"kernel", std::string("nowhere/k")},
-                                 {"fold", std::vector<int64_t>{0, add, 1, 0, 0, 0, 0}}});
+  Program bytes = testing::one_input_program({3, 4}, DType::kUInt8);
+  bytes.folds = {sum};
   const std::vector<Tensor> xb = {cast(x[0], DType::kUInt8)};
-  expect_error([&] { run_kernel(op_def(OpId::JitKernel), xb, bytes, out); }, Code::kInvalidArgument,
+  expect_error([&] { run_kernel(op_def(OpId::JitKernel), xb, testing::program_attrs(bytes), out); },
+               Code::kInvalidArgument,
                {"a folded output must be float32, float64, int32 or int64, not uint8"});
 }
 

@@ -218,50 +218,46 @@ TEST(JitProducts, KernelsCountTheirWorkPerPoint) {
     if (node->op().id != OpId::JitKernel) continue;
     ++kernels;
     // *, +, tanh, *: tanh at its cost in compiled code (fn::cost_of).
-    EXPECT_EQ(attr_value<int64_t>(node->op(), node->attrs(), "work"),
-              3 + op_def(OpId::Tanh).jit_cost(DType::kFloat32));
+    EXPECT_EQ(testing::program_of(*node).work, 3 + op_def(OpId::Tanh).jit_cost(DType::kFloat32));
   }
   EXPECT_EQ(kernels, 1u);
 }
 
-// The node checks its `product` attribute and operands before it looks up
-// its kernel: what a hostile graph could hold is a clear error.
+// The node checks its program's product and its operands before the kernel
+// runs: what a wrong program or wrong operands would do is a clear error.
 TEST(JitProducts, MalformedProductsAreRefused) {
-  const auto f32 = static_cast<int64_t>(DType::kFloat32);
-  // One output of the product's shape that depends on input 0.
-  const std::vector<int64_t> sig = {2, 0, 1, f32, 1, 0, 1};
-  auto attrs = [&](std::vector<int64_t> product) {
-    return testing::jit_kernel_attrs({{"signature", sig},
-                                      {"kernel", std::string("nowhere/k")},
-                                      {"product", std::move(product)}});
+  // One output of the product's shape that depends on input 0 (the product).
+  auto program = [](int32_t slot, bool ta, bool tb) {
+    Program p = testing::one_input_program({3, 5});
+    p.kernel.input_dims = {{-1, -1}};
+    p.product = ProductInput{slot, Product{ta, tb}};
+    return p;
   };
   const Tensor a = random_tensor(DType::kFloat32, Shape({3, 4}), 1);
   const Tensor b = random_tensor(DType::kFloat32, Shape({4, 5}), 2);
   std::vector<Tensor> out;
-  auto fails = [&](std::vector<Tensor> in, std::vector<int64_t> product, const char* why) {
+  auto fails = [&](std::vector<Tensor> in, const Program& p, const char* why) {
     SCOPED_TRACE(why);
-    expect_error([&] { run_kernel(op_def(OpId::JitKernel), in, attrs(product), out); },
+    expect_error([&] { run_kernel(op_def(OpId::JitKernel), in, testing::program_attrs(p), out); },
                  Code::kInvalidArgument, {why});
   };
-  fails({a, b}, {1, 0, 0}, "product is malformed");   // slot is the second operand
-  fails({a, b}, {-1, 0, 0}, "product is malformed");  // negative slot
-  fails({a, b}, {0, 2, 0}, "product is malformed");   // not a flag
-  fails({a, b}, {0, 0}, "product is malformed");      // truncated
-  fails({a}, {0, 0, 0}, "product is malformed");      // no second operand
-  fails({a, b}, {0, 0, 1}, "do not match");           // [3, 4] x [5, 4]^T
-  fails({a, cast(b, DType::kFloat64)}, {0, 0, 0}, "float32 or float64");
-  fails({cast(a, DType::kInt32), cast(b, DType::kInt32)}, {0, 0, 0}, "float32 or float64");
-  fails({random_tensor(DType::kFloat32, Shape({2, 3, 4}), 3), b}, {0, 1, 0}, "not computed");
-  fails({random_tensor(DType::kFloat32, Shape({4}), 3), b}, {0, 0, 0}, "not computed");
+  fails({a, b}, program(1, false, false), "its product's input");    // slot is the second operand
+  fails({a, b}, program(-1, false, false), "its product's input");   // negative slot
+  fails({a}, program(0, false, false), "it reads 2 inputs, not 1");  // no second operand
+  fails({a, b}, program(0, false, true), "do not match");            // [3, 4] x [5, 4]^T
+  fails({a, cast(b, DType::kFloat64)}, program(0, false, false), "float32 or float64");
+  fails({cast(a, DType::kInt32), cast(b, DType::kInt32)}, program(0, false, false),
+        "float32 or float64");
+  fails({random_tensor(DType::kFloat32, Shape({2, 3, 4}), 3), b}, program(0, true, false),
+        "not computed");
+  fails({random_tensor(DType::kFloat32, Shape({4}), 3), b}, program(0, false, false),
+        "not computed");
   // The product read through a view (x[1:3] of it).
-  Attrs viewed = attrs({0, 0, 0});
-  viewed[op_def(OpId::JitKernel).attr_at("maps")] =
-      std::vector<int64_t>{2, 2, 1, 0, 0, 1, 2, 1, 1, -1};
-  const std::vector<Tensor> ab = {a, b};
-  expect_error([&] { run_kernel(op_def(OpId::JitKernel), ab, viewed, out); },
-               Code::kInvalidArgument, {"product is read through a view"});
-  // A valid product reaches the kernel lookup.
-  fails({a, b}, {0, 0, 0}, "is not loaded");
+  Program viewed = program(0, false, false);
+  viewed.views = {View{{1, 0}, {{0, 1, 2}, {1, 1, -1}}}};
+  fails({a, b}, viewed, "its product's input");
+  // A valid product reaches the kernel.
+  fails({a, b}, program(0, false, false), "is not loaded");
 }
 
 }  // namespace

@@ -273,19 +273,18 @@ TEST(JitRows, SoftmaxOverADimOfUnknownSizeTakesNAtRunTime) {
                                Value(random_tensor(DType::kFloat32, Shape({2, 3}), 2))});
   EXPECT_EQ(cf->jit_kernels(), 2u);
   EXPECT_EQ(count_of(cf->compiler_ir("source"), "rows of N (known at run time) points"), 2u);
-  // The signature's points per row: -1 for unknown, nothing below it.
-  const auto f32 = static_cast<int64_t>(DType::kFloat32);
+  // The program's points per row: -1 for unknown, nothing below it.
   const std::vector<Tensor> x = {random_tensor(DType::kFloat32, Shape({3, 4}), 1)};
   std::vector<Tensor> out;
+  Program p = testing::one_input_program({3, 4}, DType::kFloat32, 1);
+  p.row_points = -2;
   kiln::testing::expect_error(
-      [&] {
-        run_kernel(op_def(OpId::JitKernel), x,
-                   testing::jit_kernel_attrs(
-                       {{"signature", std::vector<int64_t>{2, 1, -2, 1, f32, 1, 0, 1}},
-                        {"kernel", std::string("nowhere/k")}}),
-                   out);
-      },
-      Code::kInvalidArgument, {"bad signature"});
+      [&] { run_kernel(op_def(OpId::JitKernel), x, testing::program_attrs(p), out); },
+      Code::kInvalidArgument, {"its program is inconsistent", "the values per row"});
+  p.row_points = 5;  // checked against the shapes at run time
+  kiln::testing::expect_error(
+      [&] { run_kernel(op_def(OpId::JitKernel), x, testing::program_attrs(p), out); },
+      Code::kInvalidArgument, {"reduced dims hold 4 values, not 5"});
 }
 
 TEST(JitRows, LayerNormIsOneKernelInThreePassesWithUnknownRows) {
@@ -545,17 +544,18 @@ TEST(JitRows, MalformedRowKernelIrIsRejected) {
   k.body = {testing::instr(Instr::kLoad, DType::kFloat32, 0),
             testing::instr(Instr::kReduce, DType::kFloat32, 0, OpId::Add)};
   k.outputs = {1};
-  EXPECT_EQ(Kernel::decode(k.encode(), "t").to_string(), k.to_string());
-  auto broken = [&](auto change) {
+  EXPECT_EQ(k.problem(), "");
+  auto broken = [&](auto change, const char* why) {
     Kernel b = k;
     change(b);
-    kiln::testing::expect_error([&] { Kernel::decode(b.encode(), "t"); }, Code::kInvalidArgument,
-                                {"malformed IR"});
+    EXPECT_EQ(b.problem(), why);
   };
-  broken([](Kernel& b) { b.body[1].op = OpId::Sub; });  // not a fold
-  broken([](Kernel& b) { b.dims = {3, -2}; });          // a negative dim
-  broken([](Kernel& b) { b.input_dims = {{3, 2}}; });   // part of the reduced dims
-  broken([](Kernel& b) { b.reduced = 0; });             // a reduction in a point kernel
+  broken([](Kernel& b) { b.body[1].op = OpId::Sub; }, "instruction 1 arguments");  // not a fold
+  broken([](Kernel& b) { b.dims = {3, -2}; }, "the space's dims");
+  broken([](Kernel& b) { b.input_dims = {{3, -2}}; }, "an input's dims");  // a negative dim
+  broken([](Kernel& b) { b.input_dims = {{3, 2}}; }, "an input has part of the reduced dims");
+  broken([](Kernel& b) { b.reduced = 0; },
+         "instruction 1 arguments");  // a point kernel's reduction
 }
 
 }  // namespace

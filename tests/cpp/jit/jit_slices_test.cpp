@@ -426,12 +426,11 @@ TEST(JitSlices, ViewRulesRefuseWhatTheyCannotPlace) {
                    Attrs{std::vector<int64_t>{}, int64_t{0}, int64_t{2}}));
 }
 
-// The runtime keeps a node's layout and input offsets per thread while its
-// shapes repeat, keyed by its `kernel` attribute. A view's start lives in
-// `maps`, not in the kernel's source: the same node attributes with another
-// start (as a later graph's node at the same address would have) read the
-// new rows, never the cached offset.
-TEST(JitSlices, AViewsStartIsReadPerCallNotFromTheCache) {
+// The runtime keeps a program's layout and input offsets while its shapes
+// repeat (Program::last_call). A view's start lives in the program, not in
+// the kernel's source: programs sharing one kernel with other starts read
+// their own rows, on the first call and on the calls the cache serves.
+TEST(JitSlices, AViewsStartIsReadFromItsProgram) {
   auto body = [](const std::vector<Value>& a) {
     return Value(tanh(index(a[0].tensor(), {Slice(1, 3)})) * 2.f + 1.f);
   };
@@ -442,102 +441,90 @@ TEST(JitSlices, AViewsStartIsReadPerCallNotFromTheCache) {
   for (const auto& n : cf->optimized_graph().nodes())
     if (n->op().id == OpId::JitKernel) kernel = n.get();
   ASSERT_NE(kernel, nullptr);
-  Attrs attrs = kernel->attrs();
-  auto& maps = std::get<std::vector<int64_t>>(attrs[op_def(OpId::JitKernel).attr_at("maps")]);
-  // One input read as x[1:3]: source rank 2, value rank 2, starts {1, 0}, ...
-  ASSERT_GE(maps.size(), 4u);
-  ASSERT_EQ(maps[2], 1);
+  const Program& compiled = testing::program_of(*kernel);
+  // One input read as x[1:3]: starts {1, 0}.
+  ASSERT_TRUE(compiled.viewed(0));
+  ASSERT_EQ(compiled.views[0].start, (std::vector<int64_t>{1, 0}));
   std::vector<Tensor> in;
   for (const Edge& e : kernel->inputs())
     in.push_back(e.node->op().id == OpId::Const ? std::get<Tensor>(e.node->attr("value")) : x);
   for (int64_t start : {1, 2, 1, 3}) {
     SCOPED_TRACE(start);
-    maps[2] = start;  // the same attribute vector, the same `kernel` string
-    std::vector<Tensor> out(1);
-    run_kernel(op_def(OpId::JitKernel), in, attrs, out);
-    testing::expect_same(out[0], tanh(index(x, {Slice(start, start + 2)})) * 2.f + 1.f);
+    Program p = compiled;  // the same kernel, another start
+    p.views[0].start[0] = start;
+    const Attrs attrs = testing::program_attrs(p);
+    for (int call = 0; call < 2; ++call) {
+      std::vector<Tensor> out(1);
+      run_kernel(op_def(OpId::JitKernel), in, attrs, out);
+      testing::expect_same(out[0], tanh(index(x, {Slice(start, start + 2)})) * 2.f + 1.f);
+    }
   }
 }
 
-TEST(JitSlices, HostileMapsAreRefused) {
-  ViewRefs v;
-  // Per input: source rank, value rank, starts, then (src, step, size) per value dim.
-  const std::vector<int64_t> good = {0, 0, 2, 3, 1, 0, 0, 1, 3, -1, 1, 1, 1, 1, -1};
-  ASSERT_TRUE(parse_input_maps(good, 2, v));
-  EXPECT_FALSE(v[0].mapped());
-  EXPECT_EQ(v[1].src_rank, 2);
-  EXPECT_EQ(v[1].rank, 3);
-  for (const std::vector<int64_t>& bad : std::vector<std::vector<int64_t>>{
-           {0, 0, 2, 1, 0, 0, 2, 1, 3},                 // source dim 2 of 2
-           {0, 0, 2, 2, 0, 0, 0, 1, 3, 0, 1, 3},        // source dim 0 walked twice
-           {0, 0, 2, 1, 0, 0, 0, 0, 3},                 // step 0
-           {0, 0, 2, 1, 1, 0, 0, 1, -1},                // a whole dim starting at 1
-           {0, 0, 2, 1, 0, 0, 0, 2, -1},                // a whole dim stepping by 2
-           {0, 0, 2, 1, -4, 0, 0, 1, 3},                // a negative start
-           {0, 0, 1, 1, 0, -1, 1, 2},                   // a new dim of size 2
-           {0, 0, 1, 1, 0, 0, 2, -2},                   // the rest of a dim by 2s
-           {0, 0, 1, 1, 0, 0, 1, -(int64_t{1} << 41)},  // a trim past 2^40
-           {0, 0, 1, 1, 0, 0, int64_t{1} << 50, 1},     // a step past 2^40
-           {0, 0, 17, 0},                               // over 16 dims
-           {0, 0, 1, 1, 0, 0, 1},                       // truncated
-           {0, 0, 1, 0, 0, 5},                          // a value left over
-           {0, 0}}) {                                   // one input listed
-    SCOPED_TRACE(Shape(bad));
-    EXPECT_FALSE(parse_input_maps(bad, 2, v));
+TEST(JitSlices, MalformedViewsAreRefused) {
+  // Input 1 of {0, 0, 2, 3, 1, 0, 0, 1, 3, -1, 1, 1, 1, 1, -1} as the
+  // runtime once encoded it: x[1:4, None, :] of a rank-2 source.
+  EXPECT_EQ(view_problem(View{{1, 0}, {{0, 1, 3}, {-1, 1, 1}, {1, 1, -1}}}), "");
+  const int64_t big = int64_t{1} << 40;
+  for (const auto& [v, why] : std::vector<std::pair<View, std::string>>{
+           {View{{0, 0}, {{2, 1, 3}}}, "a dim out of range"},                    // dim 2 of 2
+           {View{{0, 0}, {{0, 1, 3}, {0, 1, 3}}}, "a source dim walked twice"},  //
+           {View{{0, 0}, {{0, 0, 3}}}, "a dim out of range"},                    // step 0
+           {View{{1, 0}, {{0, 1, -1}}}, "a whole dim not read from 0 by 1"},     //
+           {View{{0, 0}, {{0, 2, -1}}}, "a whole dim not read from 0 by 1"},     //
+           {View{{-4, 0}, {{0, 1, 3}}}, "a start out of range"},                 //
+           {View{{0}, {{-1, 1, 2}}}, "a new dim of size other than 1"},          //
+           {View{{0}, {{0, 2, -2}}}, "the rest of a dim not read by 1"},         //
+           {View{{0}, {{0, 1, -2 * big}}}, "a dim out of range"},                // a trim past 2^40
+           {View{{0}, {{0, big * 1024, 1}}}, "a dim out of range"},              // a step past 2^40
+           {View{std::vector<int64_t>(17, 0), {}}, "over 16 dims"}}) {
+    SCOPED_TRACE(why);
+    EXPECT_EQ(view_problem(v), why);
   }
+  // A reversed slice of an empty dim starts at -1: it reads nothing.
+  EXPECT_EQ(view_problem(View{{-1}, {{0, -1, 0}}}), "");
   // A view past its source's dims fails the node with a clear message
   // (inference and the kernel share the check).
-  const std::vector<int64_t> past = {1, 1, 3, 0, 1, 4};  // x[3:7] of a [5]
-  ASSERT_TRUE(parse_input_maps(past, 1, v));
+  const View past{{3}, {{0, 1, 4}}};  // x[3:7] of a [5]
   int64_t dims[1];
-  EXPECT_NE(view_dims(v[0], Shape({5}), dims).find("reads index 6 of dim 0"), std::string::npos);
-  EXPECT_EQ(view_dims(v[0], Shape({7}), dims), "");
+  EXPECT_NE(view_dims(past, Shape({5}), dims).find("reads index 6 of dim 0"), std::string::npos);
+  EXPECT_EQ(view_dims(past, Shape({7}), dims), "");
   EXPECT_EQ(dims[0], 4);
-  EXPECT_NE(view_dims(v[0], Shape({7, 1}), dims).find("reads 1 dims"), std::string::npos);
+  EXPECT_NE(view_dims(past, Shape({7, 1}), dims).find("reads 1 dims"), std::string::npos);
   // The rest of a dim: x[2:-1] counts n - 3 values, none past the end.
-  const std::vector<int64_t> rest = {1, 1, 2, 0, 1, rest_of_dim(1)};
-  ASSERT_TRUE(parse_input_maps(rest, 1, v));
+  const View rest{{2}, {{0, 1, rest_of_dim(1)}}};
   for (const auto& [n, count] : std::vector<std::pair<int64_t, int64_t>>{{7, 4}, {3, 0}, {1, 0}}) {
-    EXPECT_EQ(view_dims(v[0], Shape({n}), dims), "");
+    EXPECT_EQ(view_dims(rest, Shape({n}), dims), "");
     EXPECT_EQ(dims[0], count);
   }
-  EXPECT_EQ(view_dims(v[0], Shape({-1}), dims), "");
+  EXPECT_EQ(view_dims(rest, Shape({-1}), dims), "");
   EXPECT_EQ(dims[0], -1);
-  const std::vector<int64_t> backwards = {1, 1, 2, 0, -1, 4};  // x[2::-1] reads 4
-  ASSERT_TRUE(parse_input_maps(backwards, 1, v));
-  EXPECT_NE(view_dims(v[0], Shape({5}), dims).find("reads index -1"), std::string::npos);
-  const std::vector<int64_t> index = {2, 0, 1, 5};  // x[1, 5] of a [2, 5]
-  ASSERT_TRUE(parse_input_maps(index, 1, v));
-  EXPECT_NE(view_dims(v[0], Shape({2, 5}), dims).find("index 5 of dim 1"), std::string::npos);
+  const View backwards{{2}, {{0, -1, 4}}};  // x[2::-1] reads 4
+  EXPECT_NE(view_dims(backwards, Shape({5}), dims).find("reads index -1"), std::string::npos);
+  const View at{{1, 5}, {}};  // x[1, 5] of a [2, 5]
+  EXPECT_NE(view_dims(at, Shape({2, 5}), dims).find("index 5 of dim 1"), std::string::npos);
   // Steps and sizes at the 2^40 limit: the last index is computed without
   // overflowing.
-  const int64_t big = int64_t{1} << 40;
-  const std::vector<int64_t> huge = {1, 1, 0, 0, big, big};
-  ASSERT_TRUE(parse_input_maps(huge, 1, v));
-  EXPECT_NE(view_dims(v[0], Shape({5}), dims).find("reads index past 2^63"), std::string::npos);
+  const View huge{{0}, {{0, big, big}}};
+  EXPECT_EQ(view_problem(huge), "");
+  EXPECT_NE(view_dims(huge, Shape({5}), dims).find("reads index past 2^63"), std::string::npos);
   int64_t strides[1];
-  ASSERT_TRUE(parse_input_maps(past, 1, v));
-  EXPECT_EQ(view_strides(v[0], Shape({7}), strides), 3);
+  EXPECT_EQ(view_strides(past, Shape({7}), strides), 3);
   EXPECT_EQ(strides[0], 1);
 
-  const Attrs attrs = testing::jit_kernel_attrs(
-      {{"signature", std::vector<int64_t>{1, 0, 1, static_cast<int64_t>(DType::kFloat32), 1, 0, 1}},
-       {"kernel", std::string("nowhere/k")},
-       {"maps", past}});
   std::vector<Tensor> out;
+  Program one = testing::one_input_program({4});
+  one.views = {past};
   const std::vector<Tensor> x = {random_tensor(DType::kFloat32, Shape({5}), 3)};
-  expect_error([&] { run_kernel(op_def(OpId::JitKernel), x, attrs, out); }, Code::kInvalidArgument,
-               {"input 0", "reads index 6"});
+  expect_error([&] { run_kernel(op_def(OpId::JitKernel), x, testing::program_attrs(one), out); },
+               Code::kInvalidArgument, {"input 0", "reads index 6"});
   // A row kernel over [2, 3, 4] reducing two dims, reading x[:, :, 1:5] of
   // a [2, 3, 6]: its rows are not one run of values.
-  const auto f32 = static_cast<int64_t>(DType::kFloat32);
-  const Attrs rows = testing::jit_kernel_attrs(
-      {{"signature", std::vector<int64_t>{3, 2, 12, 1, f32, -2, 0, 1, 0, 1}},
-       {"kernel", std::string("nowhere/k")},
-       {"maps", std::vector<int64_t>{3, 3, 0, 0, 1, 0, 1, -1, 1, 1, -1, 2, 1, 4}}});
+  Program rows = testing::one_input_program({2, 3, 4}, DType::kFloat32, 2);
+  rows.views = {View{{0, 0, 1}, {{0, 1, -1}, {1, 1, -1}, {2, 1, 4}}}};
   const std::vector<Tensor> z = {random_tensor(DType::kFloat32, Shape({2, 3, 6}), 4)};
-  expect_error([&] { run_kernel(op_def(OpId::JitKernel), z, rows, out); }, Code::kInvalidArgument,
-               {"does not read whole rows"});
+  expect_error([&] { run_kernel(op_def(OpId::JitKernel), z, testing::program_attrs(rows), out); },
+               Code::kInvalidArgument, {"does not read whole rows"});
 }
 
 }  // namespace

@@ -8,11 +8,13 @@
 #include <cstring>
 #include <filesystem>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <random>
 #include <string>
 
 #include "jit/ir/jit_ir.h"
+#include "jit/ir/program.h"
 #include "kiln/function.h"
 #include "kiln/ops.h"
 #include "test_util.h"
@@ -158,16 +160,6 @@ inline size_t ir_count(Function& f, const std::vector<Value>& args, const std::s
   return n;
 }
 
-/// A JitKernel node's attributes: `set` by name, the rest at their defaults
-/// (tests build hostile nodes by hand).
-inline Attrs jit_kernel_attrs(const std::vector<std::pair<std::string, AttrValue>>& set) {
-  const OpDef& op = op_def(OpId::JitKernel);
-  Attrs a;
-  for (const AttrDef& d : op.attrs) a.push_back(d.default_value);
-  for (const auto& [name, v] : set) a[op.attr_at(name)] = v;
-  return a;
-}
-
 /// A rank-1 kernel over n points with one input of dtype dt and no body yet
 /// (tests build small kernels by hand).
 inline Kernel one_input_kernel(const std::string& name, DType dt, int64_t n) {
@@ -189,6 +181,47 @@ inline Instr instr(Instr::Kind kind, DType dt, int32_t a, OpId op = OpId::kNumOp
   in.a = a;
   in.b = b;
   return in;
+}
+
+/// A JitKernel node's attributes: its program `p` (tests build programs by
+/// hand; they have no code loaded).
+inline Attrs program_attrs(Program p) {
+  return Attrs{AttrObjectRef(std::make_shared<Program>(std::move(p)))};
+}
+
+/// A program over a space of static `dims` whose one input has the space's
+/// shape and whose one output is that input (or, with `reduced` trailing dims,
+/// their sum per row).
+inline Program one_input_program(std::vector<int64_t> dims, DType dt = DType::kFloat32,
+                                 int reduced = 0) {
+  Program p;
+  Kernel& k = p.kernel;
+  k.name = "t";
+  k.rank = static_cast<int>(dims.size());
+  k.reduced = reduced;
+  k.dims = dims;
+  k.inputs = {dt};
+  k.input_dims = {dims};
+  k.body = {instr(Instr::kLoad, dt, 0)};
+  if (reduced > 0) k.body.push_back(instr(Instr::kReduce, dt, 0, OpId::Add));
+  k.outputs = {static_cast<int32_t>(k.body.size() - 1)};
+  OutputRule r;
+  r.dtype = dt;
+  r.form = reduced > 0 ? OutputRule::kRow : OutputRule::kSpace;
+  r.deps = {0};
+  p.outputs = {r};
+  p.pattern = {1};
+  if (reduced > 0) {
+    p.row_points = 1;
+    for (size_t d = dims.size() - static_cast<size_t>(reduced); d < dims.size(); ++d)
+      p.row_points *= dims[d];
+  }
+  return p;
+}
+
+/// The program of JitKernel node `n`.
+inline const Program& program_of(const Node& n) {
+  return *attr_object<Program>(n.op(), n.attrs(), "program");
 }
 
 }  // namespace kiln::jit::testing

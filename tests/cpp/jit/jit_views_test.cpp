@@ -218,41 +218,31 @@ TEST(JitViews, SameValueReadDirectlyAndTransposedAndMembersNeverTransposed) {
     testing::expect_same(got.items()[i].tensor(), want.items()[i].tensor());
 }
 
-TEST(JitViews, TransposeMapsRoundTrip) {
-  ViewRefs v;
-  EXPECT_TRUE(parse_input_maps({}, 3, v));
-  EXPECT_EQ(v.size(), 3u);
-  std::vector<View> views(3);
-  views[1] = whole_view(3);
-  views[1].dims = {{1, 1, -1}, {0, 1, -1}, {2, 1, -1}};
-  views[2] = whole_view(1);
-  const std::vector<int64_t> maps = encode_input_maps(views);
-  ASSERT_TRUE(parse_input_maps(maps, 3, v));
-  EXPECT_FALSE(v[0].mapped());
-  ASSERT_TRUE(v[1].mapped());
+TEST(JitViews, TransposeViewsReadTheirSource) {
+  View v = whole_view(3);
+  v.dims = {{1, 1, -1}, {0, 1, -1}, {2, 1, -1}};
+  EXPECT_EQ(view_problem(v), "");
   int64_t dims[3], strides[3];
-  EXPECT_EQ(view_dims(v[1], Shape({2, 3, 4}), dims), "");
+  EXPECT_EQ(view_dims(v, Shape({2, 3, 4}), dims), "");
   EXPECT_EQ(std::vector<int64_t>(dims, dims + 3), (std::vector<int64_t>{3, 2, 4}));
-  EXPECT_EQ(view_strides(v[1], Shape({2, 3, 4}), strides), 0);
+  EXPECT_EQ(view_strides(v, Shape({2, 3, 4}), strides), 0);
   EXPECT_EQ(std::vector<int64_t>(strides, strides + 3), (std::vector<int64_t>{4, 12, 1}));
-  EXPECT_EQ(v[2].rank, 1);
-  // The node rejects a malformed attribute before it looks for its kernel.
-  Attrs attrs = testing::jit_kernel_attrs(
-      {{"signature", std::vector<int64_t>{2, 0, 1, static_cast<int64_t>(DType::kFloat32), 1, 0, 1}},
-       {"kernel", std::string("nowhere/k")},
-       {"maps", std::vector<int64_t>{2, 2, 0, 0, 0, 1, -1, 0, 1, -1}}});
+  // The node checks its program's views against its inputs before it runs.
   std::vector<Tensor> out;
   const std::vector<Tensor> x = {random_tensor(DType::kFloat32, Shape({2, 2}), 3)};
-  expect_error([&] { run_kernel(op_def(OpId::JitKernel), x, attrs, out); }, Code::kInvalidArgument,
-               {"maps is malformed"});
+  auto fails = [&](const View& w, const char* why, const char* also = "") {
+    Program p = testing::one_input_program({2, 2});
+    p.views = {w};
+    expect_error([&] { run_kernel(op_def(OpId::JitKernel), x, testing::program_attrs(p), out); },
+                 Code::kInvalidArgument, {why, also});
+  };
+  View twice = whole_view(2);  // source dim 0 walked twice
+  twice.dims[1] = {0, 1, -1};
+  fails(twice, "input 0's view: a source dim walked twice");
   View three = whole_view(3);  // x[:, 0, :] of a rank-3 source
   three.dims.erase(three.dims.begin() + 1);
-  attrs[3] = encode_input_maps({three});
-  expect_error([&] { run_kernel(op_def(OpId::JitKernel), x, attrs, out); }, Code::kInvalidArgument,
-               {"shape [2,2]", "reads 3 dims"});
-  attrs[3] = encode_input_maps({whole_view(3)});
-  expect_error([&] { run_kernel(op_def(OpId::JitKernel), x, attrs, out); }, Code::kInvalidArgument,
-               {"view has rank 3, over the kernel's 2"});
+  fails(three, "shape [2,2]", "reads 3 dims");
+  fails(whole_view(3), "input 0's view has rank over the kernel's");
 }
 
 }  // namespace

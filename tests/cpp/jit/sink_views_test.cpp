@@ -319,14 +319,14 @@ TEST(SinkViews, ALoneOpOverACopiedViewCompiles) {
 }
 
 // The JitView op as a kernel call (when no cluster reads it): its value
-// through `maps`, new dims included; hostile maps and sources that do not
-// fit them are errors.
-TEST(JitView, ReadsThroughItsMapsAndRefusesHostileOnes) {
+// through its view, new dims included; malformed views and sources that do
+// not fit them are errors.
+TEST(JitView, ReadsThroughItsViewAndRefusesOnesThatDoNotFit) {
   const Tensor x = random_tensor(DType::kFloat32, Shape({3, 4}), 41);
+  auto attrs = [](const View& w) { return Attrs{AttrObjectRef(std::make_shared<ViewAttr>(w))}; };
   auto run = [&](const View& w, const Tensor& in) {
     std::vector<Tensor> out;
-    run_kernel(op_def(OpId::JitView), std::span<const Tensor>(&in, 1),
-               Attrs{encode_input_maps({w})}, out);
+    run_kernel(op_def(OpId::JitView), std::span<const Tensor>(&in, 1), attrs(w), out);
     return out.at(0);
   };
   // Row 1 as a column, then every other column of rows 0 and 2 reversed.
@@ -334,20 +334,24 @@ TEST(JitView, ReadsThroughItsMapsAndRefusesHostileOnes) {
                        transpose(index(x, {Slice(1, 2)})));
   testing::expect_same(run(View{{2, 0}, {{0, -2, 2}, {1, 2, 2}}}, x),
                        index(x, {Slice().step(-2), Slice().step(2)}));
-  auto fails = [&](const std::vector<int64_t>& maps, const Tensor& in, const char* why) {
+  auto fails = [&](const View& w, const Tensor& in, const char* why) {
     std::vector<Tensor> out;
     kiln::testing::expect_error(
-        [&] {
-          run_kernel(op_def(OpId::JitView), std::span<const Tensor>(&in, 1), Attrs{maps}, out);
-        },
+        [&] { run_kernel(op_def(OpId::JitView), std::span<const Tensor>(&in, 1), attrs(w), out); },
         Code::kInvalidArgument, {why});
   };
-  fails({}, x, "maps is malformed");                             // no view
-  fails({2, 1, 0, 0, 0, 1}, x, "maps is malformed");             // truncated
-  fails({2, 1, 0, 0, 5, 1, -1}, x, "maps is malformed");         // dim 5 of 2
-  fails({2, 1, 3, 0, 0, 1, 2}, x, "does not fit its view");      // starts at row 3 of 3
-  fails({2, 1, 0, 0, 1, 1, 9}, x, "does not fit its view");      // 9 of 4 columns
-  fails({3, 1, 0, 0, 0, 0, 1, -1}, x, "does not fit its view");  // a rank-3 source
+  fails(View{{0, 0}, {{5, 1, -1}}}, x, "its view: a dim out of range");  // dim 5 of 2
+  fails(View{{3, 0}, {{0, 1, 2}}}, x, "does not fit its view");          // starts at row 3 of 3
+  fails(View{{0, 0}, {{1, 1, 9}}}, x, "does not fit its view");          // 9 of 4 columns
+  fails(View{{0, 0, 0}, {{0, 1, -1}}}, x, "does not fit its view");      // a rank-3 source
+  // An attribute holding another object than a view.
+  std::vector<Tensor> out;
+  kiln::testing::expect_error(
+      [&] {
+        run_kernel(op_def(OpId::JitView), std::span<const Tensor>(&x, 1),
+                   testing::program_attrs(testing::one_input_program({3, 4})), out);
+      },
+      Code::kInvalidArgument, {"attribute 'view' does not hold the object this op reads"});
 }
 
 }  // namespace
