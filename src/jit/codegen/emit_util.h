@@ -18,6 +18,13 @@ std::string v(int32_t x, const char* prefix = "v");
 std::string literal(DType dt, uint64_t bits);
 /// The scalar functor of an op row ("kiln::fn::Exp{}").
 std::string functor(OpId op);
+/// Whether instruction i of `k` calls its unit's vector function for its op
+/// (vector_functions_text) instead of the functor inlined.
+bool outlined(const Kernel& k, size_t i);
+/// The unit's vector function for instruction `in` ("kiln_v_Tanh_f32").
+std::string outlined_name(const Instr& in);
+/// The vector functions the kernels call (outlined), each once.
+std::string vector_functions_text(const std::vector<Kernel>& kernels);
 /// "const T vI = ...;" for instruction i (not a load or a reduction), its
 /// value and operands named with `prefix`.
 std::string statement(const Kernel& k, size_t i, const char* prefix = "v");

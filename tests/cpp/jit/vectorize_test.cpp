@@ -13,6 +13,7 @@
 #include <map>
 #include <random>
 #include <regex>
+#include <set>
 #include <sstream>
 
 #include "jit/build/toolchain.h"
@@ -229,9 +230,21 @@ TEST(JitVectorize, EveryLoopMarkedVectorIsVectorizedInRandomPrograms) {
   }
   reset_toolchain_for_tests();
   ASSERT_GE(sources.size(), 24u);
-  // One unit: the first module's head, then every module's kernels renamed.
+  // One unit: the first module's head with every module's vector functions
+  // (each once), then every module's kernels renamed.
   const std::string mark = "\n// kiln_jit_k";
   std::string unit = sources[0].substr(0, sources[0].find(mark) + 1);
+  const std::string simd = "#pragma omp declare simd";
+  const size_t functions = unit.find(simd);
+  std::set<std::string> declared;
+  std::string vector_functions;
+  for (const std::string& src : sources)
+    for (size_t at = src.find(simd); at != std::string::npos && at < src.find(mark);
+         at = src.find(simd, at + 1)) {
+      const std::string f = src.substr(at, src.find("\n}\n", at) + 3 - at);
+      if (declared.insert(f).second) vector_functions += f;
+    }
+  unit = (functions == std::string::npos ? unit : unit.substr(0, functions)) + vector_functions;
   std::map<std::string, std::string> program_of;  // kernel prefix -> program
   for (size_t i = 0; i < sources.size(); ++i) {
     std::string kernels = sources[i].substr(sources[i].find(mark) + 1);
