@@ -73,25 +73,40 @@ std::string functor(OpId op) {
   return str_cat("kiln::fn::", kIdNames[static_cast<size_t>(op)], "{}");
 }
 
-// A costly float op (a transcendental) is one function per unit with vector
-// clones (`declare simd`), which every loop calls, rather than inlined into
-// every loop that computes it: the compiler vectorizes its body once, not
-// once per loop and per epilogue (a 64-activation chain compiled in 9.8 s
-// inlined, 4.0 s outlined, and ran as fast: docs/BENCHMARKS.md). Row
-// kernels keep them inline: a call in a row's loop changes how GCC
-// vectorizes the row's sums, which moved sums with cancellation.
-constexpr int kOutlineCost = 8;
+// In a kernel of many costly float ops (transcendentals), each is one
+// function per unit with vector clones (`declare simd`), which the loops
+// call, rather than inlined into every loop that computes it. GCC's time on
+// one flattened kernel grows faster than its size: a 64-activation chain
+// compiled in 9.8 s inlined and 4.0 s outlined. But a call per vector costs
+// the loop its spills and overlap (5-13% slower at 12-24 such ops, 2% at
+// 64), so shorter kernels keep them inline (docs/BENCHMARKS.md). Row kernels
+// always do: a call in a row's loop changes how GCC vectorizes the row's
+// sums.
+constexpr int kOutlineCost = 8;    // an op at least this costly (fn::cost_of)
+constexpr int kOutlineCount = 32;  // in a kernel of at least this many of them
 
-bool outlined(const Kernel& k, size_t i) {
-  const std::span<const Instr> body = k.body;
+// Whether instruction i of `body` is a costly float op.
+bool costly(std::span<const Instr> body, size_t i) {
   const Instr& in = body[i];
-  if (k.reduced > 0) return false;
   if (in.kind != Instr::kApply || (in.dtype != DType::kFloat32 && in.dtype != DType::kFloat64) ||
       in.arity() > 2)
     return false;
   for (int32_t a : {in.a, in.b})
     if (a >= 0 && body[static_cast<size_t>(a)].dtype != in.dtype) return false;
   return instr_cost(body, i) >= kOutlineCost;
+}
+
+// Whether `k` outlines its costly ops.
+bool outlines(const Kernel& k) {
+  int n = 0;
+  for (size_t i = 0; i < k.body.size() && n < kOutlineCount; ++i) n += costly(k.body, i);
+  return k.reduced == 0 && n >= kOutlineCount;
+}
+
+// (Counted only for costly instructions: fewer than kOutlineCount of them
+// each scan the body once, more stop at the count.)
+bool outlined(const Kernel& k, size_t i) {
+  return costly(k.body, i) && outlines(k);
 }
 
 std::string outlined_name(const Instr& in) {

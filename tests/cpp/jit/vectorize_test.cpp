@@ -121,6 +121,25 @@ Program random_program(std::mt19937& rng, int index) {
   return p;
 }
 
+// A chain of 48 transcendentals (`f(v * 0.75 + y * 0.25) - 0.1`, y a
+// broadcast row): a kernel that calls its costly ops' vector functions
+// rather than inlining them (emit_cpp.cpp, "outlined").
+Program long_chain(DType dt) {
+  Program p;
+  p.what = str_cat(dtype_name(dt), " chain of 48 transcendentals over [32, 100]");
+  p.body = [](const std::vector<Value>& a) {
+    const OpId acts[] = {OpId::Tanh, OpId::Sigmoid, OpId::Exp, OpId::Erf, OpId::Log1p, OpId::Sin};
+    Tensor v = a[0].tensor();
+    const Tensor& y = a[1].tensor();
+    for (int i = 0; i < 48; ++i) v = call_op1(acts[i % 6], {v * 0.75f + y * 0.25f}) - 0.1f;
+    return Value(v);
+  };
+  p.sig = {{dt, Shape({32, 100}), "x"}, {dt, Shape({100}), "y"}};
+  p.args = {Value(testing::random_tensor(dt, Shape({32, 100}), 5)),
+            Value(testing::random_tensor(dt, Shape({100}), 6))};
+  return p;
+}
+
 // The compiler's messages about loops, by line: "vectorized", "missed: ..."
 // (GCC; clang: "remark: loop not vectorized ...") or "note: ...".
 std::map<int, std::vector<std::string>> messages_by_line(const std::string& report) {
@@ -219,8 +238,9 @@ TEST(JitVectorize, EveryLoopMarkedVectorIsVectorizedInRandomPrograms) {
     // KILN_TEST_SEED draws other programs (a developer's exploration).
     const char* seed = std::getenv("KILN_TEST_SEED");
     std::mt19937 rng(seed ? static_cast<uint32_t>(std::atoi(seed)) : 40u);
-    for (int i = 0; i < 36; ++i) {
-      Program p = random_program(rng, i);
+    for (int i = 0; i < 38; ++i) {
+      Program p =
+          i < 36 ? random_program(rng, i) : long_chain(i == 36 ? DType::kFloat32 : DType::kFloat64);
       Function j = make(p.body, true, p.sig);
       std::string src = j.get_concrete_function(p.args)->compiler_ir("source");
       if (src.empty()) continue;  // no kernel (a lone op)
@@ -245,6 +265,8 @@ TEST(JitVectorize, EveryLoopMarkedVectorIsVectorizedInRandomPrograms) {
       if (declared.insert(f).second) vector_functions += f;
     }
   unit = (functions == std::string::npos ? unit : unit.substr(0, functions)) + vector_functions;
+  // The long chains' kernels call vector functions (their loops are checked below).
+  EXPECT_GE(declared.size(), 6u) << "no kernel outlined its costly ops";
   std::map<std::string, std::string> program_of;  // kernel prefix -> program
   for (size_t i = 0; i < sources.size(); ++i) {
     std::string kernels = sources[i].substr(sources[i].find(mark) + 1);
