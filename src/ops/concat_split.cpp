@@ -358,29 +358,32 @@ bool unstack_view(const jit::ViewQuery& q, jit::View& v) {
 
 namespace shape_ops {
 void define_concat_split_ops(OpTableBuilder& t) {
-  t.def(OpId::Concat).onnx(onnx_concat);
-  t.def(OpId::Stack).onnx(onnx_stack);
-  t.def(OpId::Unstack).onnx(onnx_unstack).jit_view(unstack_view);
-  t.def(OpId::Split).onnx(onnx_split_op).jit_view(split_view);
   t.def(OpId::Concat)
       .inputs({"values"})
       .outputs({"output"})
       .attr("axis", AttrType::kInt)
       .traits(kVariadicInput | kView)
-      .infer(infer_concat);
+      .infer(infer_concat)
+      .grad(concat_grad)
+      .onnx(onnx_concat);
   t.def(OpId::Stack)
       .inputs({"values"})
       .outputs({"output"})
       .attr("axis", AttrType::kInt, int64_t{0})
       .traits(kVariadicInput)
-      .infer(infer_stack);
+      .infer(infer_stack)
+      .grad(stack_grad)
+      .onnx(onnx_stack);
   t.def(OpId::Unstack)
       .inputs({"value"})
       .outputs({"output"})
       .attr("num", AttrType::kInt, int64_t{-1})
       .attr("axis", AttrType::kInt, int64_t{0})
       .traits(kView | kVariadicOutput)
-      .infer(infer_unstack);
+      .infer(infer_unstack)
+      .grad(unstack_grad)
+      .jit_view(unstack_view)
+      .onnx(onnx_unstack);
   t.def(OpId::Split)
       .inputs({"value"})
       .outputs({"output"})
@@ -388,11 +391,10 @@ void define_concat_split_ops(OpTableBuilder& t) {
       .attr("axis", AttrType::kInt, int64_t{0})
       .attr("num_split", AttrType::kInt, int64_t{0})
       .traits(kView | kVariadicOutput)
-      .infer(infer_split);
-  t.def(OpId::Concat).grad(concat_grad);
-  t.def(OpId::Stack).grad(stack_grad);
-  t.def(OpId::Unstack).grad(unstack_grad);
-  t.def(OpId::Split).grad(split_grad);
+      .infer(infer_split)
+      .grad(split_grad)
+      .jit_view(split_view)
+      .onnx(onnx_split_op);
 }
 }  // namespace shape_ops
 

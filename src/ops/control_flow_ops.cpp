@@ -179,9 +179,6 @@ void onnx_while(onnx::ExportContext& c) {
 void define_tensor_array_ops(OpTableBuilder& t);  // tensor_array_ops.cpp
 
 void define_control_flow_ops(OpTableBuilder& t) {
-  t.def(OpId::If).onnx(onnx_if);
-  t.def(OpId::StatelessIf).onnx(onnx_if);
-  t.def(OpId::While).onnx(onnx_while);
   define_tensor_array_ops(t);
   for (OpId id : {OpId::If, OpId::StatelessIf}) {
     t.def(id)
@@ -191,7 +188,8 @@ void define_control_flow_ops(OpTableBuilder& t) {
         .attr("else_branch", AttrType::kSubgraph)
         .traits(kVariadicInput | kGraphOnly | (id == OpId::If ? kStateful : 0u))
         .body_input_offset(1)
-        .infer(infer_if);
+        .infer(infer_if)
+        .onnx(onnx_if);
   }
   t.def(OpId::While)
       .inputs({"input"})
@@ -200,7 +198,8 @@ void define_control_flow_ops(OpTableBuilder& t) {
       .attr("body", AttrType::kSubgraph)
       .attr("maximum_iterations", AttrType::kInt, int64_t{-1})
       .traits(kVariadicInput | kStateful | kGraphOnly)
-      .infer(infer_while);
+      .infer(infer_while)
+      .onnx(onnx_while);
   // Always stateful: the callback may have side effects, so it is never
   // pruned, folded or merged, and runs in program order.
   t.def(OpId::PyFunction)

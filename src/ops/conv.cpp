@@ -206,10 +206,6 @@ void onnx_pool(onnx::ExportContext& c) {
 }  // namespace
 
 void define_conv_ops(OpTableBuilder& t) {
-  t.def(OpId::Conv2D).onnx(onnx_conv);
-  t.def(OpId::DepthwiseConv2D).onnx(onnx_depthwise);
-  t.def(OpId::MaxPool).onnx(onnx_pool<false>);
-  t.def(OpId::AvgPool).onnx(onnx_pool<true>);
   const std::vector<int64_t> ones = {1, 1, 1, 1};
   t.def(OpId::Conv2D)
       .inputs({"input", "filter"})
@@ -217,16 +213,20 @@ void define_conv_ops(OpTableBuilder& t) {
       .attr("strides", AttrType::kInts)
       .attr("padding", AttrType::kString)
       .attr("dilations", AttrType::kInts, ones)
+      .traits(kHalfInFloat)  // float16/bfloat16 in float32
       .cost(conv_cost)
-      .infer(infer_conv<false>);
+      .infer(infer_conv<false>)
+      .onnx(onnx_conv);
   t.def(OpId::DepthwiseConv2D)
       .inputs({"input", "filter"})
       .outputs({"output"})
       .attr("strides", AttrType::kInts)
       .attr("padding", AttrType::kString)
       .attr("dilations", AttrType::kInts, ones)
+      .traits(kHalfInFloat)  // float16/bfloat16 in float32
       .cost(conv_cost)
-      .infer(infer_conv<true>);
+      .infer(infer_conv<true>)
+      .onnx(onnx_depthwise);
   for (OpId id : {OpId::FusedConv2D, OpId::FusedDepthwiseConv2D})
     t.def(id)
         .inputs({"input", "filter", "args"})
@@ -246,17 +246,17 @@ void define_conv_ops(OpTableBuilder& t) {
       .attr("ksize", AttrType::kInts)
       .attr("strides", AttrType::kInts)
       .attr("padding", AttrType::kString)
-      .infer(infer_pool<false>);
+      .infer(infer_pool<false>)
+      .onnx(onnx_pool<false>);
   t.def(OpId::AvgPool)
       .inputs({"value"})
       .outputs({"output"})
       .attr("ksize", AttrType::kInts)
       .attr("strides", AttrType::kInts)
       .attr("padding", AttrType::kString)
-      .infer(infer_pool<true>);
+      .infer(infer_pool<true>)
+      .onnx(onnx_pool<true>);
   define_conv_grad_ops(t);
-  for (OpId id : {OpId::Conv2D, OpId::DepthwiseConv2D})
-    t.def(id).traits(kHalfInFloat);  // float16/bfloat16 in float32
 }
 
 Tensor conv2d(const Tensor& input, const Tensor& filter, const std::vector<int64_t>& strides,

@@ -198,25 +198,36 @@ void onnx_like(onnx::ExportContext& c) {
 }  // namespace
 
 void define_creation_ops(OpTableBuilder& t) {
-  t.def(OpId::Fill).onnx(onnx_fill);
-  t.def(OpId::ZerosLike).onnx(onnx_like<0>);
-  t.def(OpId::OnesLike).onnx(onnx_like<1>);
-  t.def(OpId::Range).onnx("Range");
-  t.def(OpId::Identity).onnx("Identity");
-  t.def(OpId::StopGradient).onnx("Identity");
   t.def(OpId::Const)
       .outputs({"output"})
       .attr("value", AttrType::kTensor)
       .traits(kSource)
       .infer(infer_const);
-  t.def(OpId::Fill).inputs({"dims", "value"}).outputs({"output"}).infer(infer_fill);
-  t.def(OpId::ZerosLike).inputs({"x"}).outputs({"y"}).infer(infer_like<false>);
-  t.def(OpId::OnesLike).inputs({"x"}).outputs({"y"}).infer(infer_like<true>);
+  t.def(OpId::Fill)
+      .inputs({"dims", "value"})
+      .outputs({"output"})
+      .infer(infer_fill)
+      .grad(fill_grad)
+      .onnx(onnx_fill);
+  // ZerosLike/OnesLike ignore values: no gradient.
+  t.def(OpId::ZerosLike)
+      .inputs({"x"})
+      .outputs({"y"})
+      .traits(kNoGradient | kHalfInFloat)  // kHalfInFloat: float16/bfloat16 in float32
+      .infer(infer_like<false>)
+      .onnx(onnx_like<0>);
+  t.def(OpId::OnesLike)
+      .inputs({"x"})
+      .outputs({"y"})
+      .traits(kNoGradient | kHalfInFloat)  // kHalfInFloat: float16/bfloat16 in float32
+      .infer(infer_like<true>)
+      .onnx(onnx_like<1>);
   t.def(OpId::Range)
       .inputs({"start", "limit", "delta"})
       .outputs({"output"})
       .traits(kNoGradient)
-      .infer(infer_range);
+      .infer(infer_range)
+      .onnx("Range");
   for (OpId id : {OpId::RandomUniform, OpId::RandomNormal}) {
     const bool uniform = id == OpId::RandomUniform;
     t.def(id)
@@ -226,20 +237,21 @@ void define_creation_ops(OpTableBuilder& t) {
         .traits(kStateful | kRandom | kNoGradient)
         .infer(uniform ? infer_random_uniform : infer_random_normal);
   }
-  t.def(OpId::Identity).inputs({"input"}).outputs({"output"}).traits(kView).infer(infer_identity);
-  // Gradients: rules next to the rows; zeros_like/ones_like ignore values.
-  t.def(OpId::Identity).grad(identity_grad).jit_lower(jit::lower_identity);
-  t.def(OpId::Fill).grad(fill_grad);
-  t.def(OpId::ZerosLike).traits(kNoGradient);
-  t.def(OpId::OnesLike).traits(kNoGradient);
+  t.def(OpId::Identity)
+      .inputs({"input"})
+      .outputs({"output"})
+      .traits(kView)
+      .infer(infer_identity)
+      .grad(identity_grad)
+      .jit_lower(jit::lower_identity)
+      .onnx("Identity");
   t.def(OpId::StopGradient)
       .inputs({"input"})
       .outputs({"output"})
       .traits(kView | kNoGradient)
       .infer(infer_identity)
-      .jit_lower(jit::lower_identity);
-  for (OpId id : {OpId::ZerosLike, OpId::OnesLike})
-    t.def(id).traits(kHalfInFloat);  // float16/bfloat16 in float32
+      .jit_lower(jit::lower_identity)
+      .onnx("Identity");
 }
 
 // ---- front functions ----

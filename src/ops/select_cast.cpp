@@ -101,39 +101,38 @@ void onnx_clip(onnx::ExportContext& c) {
 }  // namespace
 
 void define_select_cast_ops(OpTableBuilder& t) {
-  t.def(OpId::Select).onnx("Where");
-  t.def(OpId::Cast).onnx(onnx_cast);
-  t.def(OpId::ClipByValue).onnx(onnx_clip);
   t.def(OpId::Select)
       .inputs({"condition", "x", "y"})
       .outputs({"output"})
-      .traits(kElementwise)
-      .infer(infer_select);
+      .traits(kElementwise | kHalfInFloat)  // kHalfInFloat: float16/bfloat16 in float32
+      .infer(infer_select)
+      .grad(select_grad)
+      .jit_lower([](jit::LowerContext& c) {
+        c.set_output(0, c.select(c.input(0), c.input(1), c.input(2)));
+        return true;
+      })
+      .onnx("Where");
   t.def(OpId::Cast)
       .inputs({"x"})
       .outputs({"y"})
       .attr("DstT", AttrType::kDType)  // required
       .traits(kElementwise)
-      .infer(infer_cast);
+      .infer(infer_cast)
+      .grad(cast_grad)
+      .jit_lower([](jit::LowerContext& c) {
+        c.set_output(0, c.cast(c.input(0), c.out_dtype(0)));
+        return true;
+      })
+      .onnx(onnx_cast);
   t.def(OpId::ClipByValue)
       .inputs({"t", "clip_value_min", "clip_value_max"})
       .outputs({"output"})
-      .traits(kElementwise)
-      .infer(infer_clip);
-  t.def(OpId::Select).grad(select_grad);
-  t.def(OpId::Cast).grad(cast_grad);
-  t.def(OpId::ClipByValue).grad(clip_grad).epilogue(Epilogue::kClip);
-  for (OpId id : {OpId::Select, OpId::ClipByValue})
-    t.def(id).traits(kHalfInFloat);  // float16/bfloat16 in float32
-  t.def(OpId::Select).jit_lower([](jit::LowerContext& c) {
-    c.set_output(0, c.select(c.input(0), c.input(1), c.input(2)));
-    return true;
-  });
-  t.def(OpId::Cast).jit_lower([](jit::LowerContext& c) {
-    c.set_output(0, c.cast(c.input(0), c.out_dtype(0)));
-    return true;
-  });
-  t.def(OpId::ClipByValue).jit_lower(jit::lower_functor);
+      .traits(kElementwise | kHalfInFloat)  // kHalfInFloat: float16/bfloat16 in float32
+      .infer(infer_clip)
+      .grad(clip_grad)
+      .epilogue(Epilogue::kClip)
+      .jit_lower(jit::lower_functor)
+      .onnx(onnx_clip);
 }
 
 Tensor where(const Tensor& condition, const Tensor& x, const Tensor& y) {

@@ -113,17 +113,20 @@ void onnx_where(onnx::ExportContext& c) {
 }  // namespace
 
 void define_selection_ops(OpTableBuilder& t) {
-  t.def(OpId::TopKV2).onnx(onnx_top_k);
-  t.def(OpId::Where).onnx(onnx_where);
   t.def(OpId::TopKV2)
       .inputs({"input", "k"})
       .outputs({"values", "indices"})
       .attr("sorted", AttrType::kBool, true)
+      .traits(kHalfInFloat)  // float16/bfloat16 in float32
       .infer(infer_top_k)
-      .grad(top_k_grad);
-  t.def(OpId::Where).inputs({"input"}).outputs({"index"}).traits(kNoGradient).infer(infer_where);
-  for (OpId id : {OpId::TopKV2, OpId::Where})
-    t.def(id).traits(kHalfInFloat);  // float16/bfloat16 in float32
+      .grad(top_k_grad)
+      .onnx(onnx_top_k);
+  t.def(OpId::Where)
+      .inputs({"input"})
+      .outputs({"index"})
+      .traits(kNoGradient | kHalfInFloat)  // kHalfInFloat: float16/bfloat16 in float32
+      .infer(infer_where)
+      .onnx(onnx_where);
 }
 
 std::pair<Tensor, Tensor> top_k(const Tensor& input, const Tensor& k, bool sorted) {

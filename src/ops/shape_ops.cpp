@@ -365,64 +365,68 @@ bool transpose_view(const jit::ViewQuery& q, jit::View& v) {
 }  // namespace
 
 void define_shape_ops(OpTableBuilder& t) {
-  t.def(OpId::Reshape).onnx(onnx_reshape).jit_relabel();
-  t.def(OpId::ExpandDims).onnx(onnx_expand_dims).jit_relabel();
-  t.def(OpId::Squeeze).onnx(onnx_squeeze).jit_relabel();
-  t.def(OpId::Transpose).onnx(onnx_transpose).jit_view(transpose_view);
-  t.def(OpId::ShapeOf).onnx(onnx_shape_of);
-  t.def(OpId::Size).onnx(onnx_size);
-  t.def(OpId::Rank).onnx(onnx_rank);
-  t.def(OpId::OneHot).onnx(onnx_one_hot);
   t.def(OpId::Reshape)
       .inputs({"tensor", "shape"})
       .outputs({"output"})
       .traits(kView)
-      .infer(infer_reshape);
+      .infer(infer_reshape)
+      .grad(reshape_grad)
+      .jit_relabel()
+      .onnx(onnx_reshape);
   t.def(OpId::ExpandDims)
       .inputs({"input"})
       .outputs({"output"})
       .attr("axis", AttrType::kInt)
       .traits(kView)
-      .infer(infer_expand_dims);
+      .infer(infer_expand_dims)
+      .grad(reshape_grad)
+      .jit_relabel()
+      .onnx(onnx_expand_dims);
   t.def(OpId::Squeeze)
       .inputs({"input"})
       .outputs({"output"})
       .attr("squeeze_dims", AttrType::kInts, std::vector<int64_t>{})
       .traits(kView)
-      .infer(infer_squeeze);
+      .infer(infer_squeeze)
+      .grad(reshape_grad)
+      .jit_relabel()
+      .onnx(onnx_squeeze);
   t.def(OpId::Transpose)
       .inputs({"x"})
       .outputs({"y"})
       .attr("perm", AttrType::kInts, std::vector<int64_t>{})
       .traits(kView)
-      .infer(infer_transpose);
+      .infer(infer_transpose)
+      .grad(transpose_grad)
+      .jit_view(transpose_view)
+      .onnx(onnx_transpose);
   t.def(OpId::ShapeOf)
       .inputs({"input"})
       .outputs({"output"})
       .attr("out_type", AttrType::kDType, DType::kInt32)
       .traits(kShapeOnly | kNoGradient)
-      .infer(infer_shape_of);
+      .infer(infer_shape_of)
+      .onnx(onnx_shape_of);
   t.def(OpId::Size)
       .inputs({"input"})
       .outputs({"output"})
       .attr("out_type", AttrType::kDType, DType::kInt32)
       .traits(kShapeOnly | kNoGradient)
-      .infer(infer_size);
+      .infer(infer_size)
+      .onnx(onnx_size);
   t.def(OpId::Rank)
       .inputs({"input"})
       .outputs({"output"})
       .traits(kShapeOnly | kNoGradient)
-      .infer(infer_rank);
+      .infer(infer_rank)
+      .onnx(onnx_rank);
   t.def(OpId::OneHot)
       .inputs({"indices", "depth", "on_value", "off_value"})
       .outputs({"output"})
       .attr("axis", AttrType::kInt, int64_t{-1})
-      .infer(infer_one_hot);
-  t.def(OpId::Reshape).grad(reshape_grad);
-  t.def(OpId::ExpandDims).grad(reshape_grad);
-  t.def(OpId::Squeeze).grad(reshape_grad);
-  t.def(OpId::Transpose).grad(transpose_grad);
-  t.def(OpId::OneHot).traits(kNoGradient);
+      .traits(kNoGradient)
+      .infer(infer_one_hot)
+      .onnx(onnx_one_hot);
   shape_ops::define_concat_split_ops(t);
   shape_ops::define_slicing_ops(t);
   shape_ops::define_tile_pad_ops(t);

@@ -441,14 +441,14 @@ void onnx_gather(onnx::ExportContext& c) {
 
 namespace shape_ops {
 void define_slicing_ops(OpTableBuilder& t) {
-  t.def(OpId::Slice).onnx(onnx_slice).jit_view(slice_view);
-  t.def(OpId::StridedSlice).onnx(onnx_strided_slice).jit_view(strided_slice_view);
-  t.def(OpId::Gather).onnx(onnx_gather);
   t.def(OpId::Slice)
       .inputs({"input", "begin", "size"})
       .outputs({"output"})
       .traits(kView)
-      .infer(infer_slice);
+      .infer(infer_slice)
+      .grad(slice_grad)
+      .jit_view(slice_view)
+      .onnx(onnx_slice);
   // StridedSlice's five masks, shared by StridedSliceGrad.
   auto masks = [](auto& d) -> auto& {
     for (const char* m :
@@ -458,23 +458,24 @@ void define_slicing_ops(OpTableBuilder& t) {
   };
   masks(t.def(OpId::StridedSlice).inputs({"input", "begin", "end", "strides"}).outputs({"output"}))
       .traits(kView)
-      .infer(infer_strided_slice);
+      .infer(infer_strided_slice)
+      .grad(strided_slice_grad)
+      .jit_view(strided_slice_view)
+      .onnx(onnx_strided_slice);
   masks(t.def(OpId::StridedSliceGrad)
             .inputs({"shape", "begin", "end", "strides", "dy"})
             .outputs({"output"}))
-      .traits(kView)
-      .infer(infer_strided_slice_grad);
+      .traits(kView | kHalfInFloat)  // kHalfInFloat: float16/bfloat16 in float32
+      .infer(infer_strided_slice_grad)
+      .grad(strided_slice_grad_grad);
   t.def(OpId::Gather)
       .inputs({"params", "indices"})
       .outputs({"output"})
       .attr("axis", AttrType::kInt, int64_t{0})
       .attr("batch_dims", AttrType::kInt, int64_t{0})
-      .infer(infer_gather);
-  t.def(OpId::Slice).grad(slice_grad);
-  t.def(OpId::StridedSlice).grad(strided_slice_grad);
-  t.def(OpId::StridedSliceGrad).grad(strided_slice_grad_grad);
-  t.def(OpId::Gather).grad(gather_grad);
-  t.def(OpId::StridedSliceGrad).traits(kHalfInFloat);  // float16/bfloat16 in float32
+      .infer(infer_gather)
+      .grad(gather_grad)
+      .onnx(onnx_gather);
 }
 }  // namespace shape_ops
 

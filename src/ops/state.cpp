@@ -127,8 +127,8 @@ void define_state_ops(OpTableBuilder& t) {
       .attr("dtype", AttrType::kDType)
       .attr("shape", AttrType::kInts)
       .traits(kStateful)
-      .infer(infer_read_variable);
-  t.def(OpId::ReadVariable).grad(read_variable_grad);
+      .infer(infer_read_variable)
+      .grad(read_variable_grad);
   t.def(OpId::AssignVariable)
       .inputs({"resource", "value"})
       .attr("dtype", AttrType::kDType)

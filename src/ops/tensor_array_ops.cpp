@@ -253,12 +253,6 @@ void onnx_list_length(onnx::ExportContext& c) {
 }  // namespace
 
 void define_tensor_array_ops(OpTableBuilder& t) {
-  t.def(OpId::TensorListReserve).onnx(onnx_list_reserve);
-  t.def(OpId::TensorListSetItem).onnx(onnx_list_set_item);
-  t.def(OpId::TensorListGetItem).onnx(onnx_list_get_item);
-  t.def(OpId::TensorListStack).onnx(onnx_list_stack);
-  t.def(OpId::TensorListFromTensor).onnx(onnx_list_from_tensor);
-  t.def(OpId::TensorListLength).onnx(onnx_list_length);
   t.def(OpId::TensorListReserve)
       .inputs({"size"})
       .outputs({"handle"})
@@ -268,13 +262,15 @@ void define_tensor_array_ops(OpTableBuilder& t) {
       .attr("dynamic_size", AttrType::kBool, false)
       .attr("infer_shape", AttrType::kBool, true)
       .traits(kNoGradient)
-      .infer(infer_reserve);
+      .infer(infer_reserve)
+      .onnx(onnx_list_reserve);
   t.def(OpId::TensorListSetItem)
       .inputs({"handle", "index", "value"})
       .outputs({"handle"})
       .attr("element_dtype", AttrType::kDType)
       .infer(infer_set_item)
-      .grad(set_item_grad);
+      .grad(set_item_grad)
+      .onnx(onnx_list_set_item);
   t.def(OpId::TensorListGetItem)
       .inputs({"handle", "index"})
       .outputs({"value"})
@@ -282,7 +278,8 @@ void define_tensor_array_ops(OpTableBuilder& t) {
       .attr("element_shape", AttrType::kInts, std::vector<int64_t>{})
       .attr("unknown_rank", AttrType::kBool, true)
       .infer(infer_get_item)
-      .grad(get_item_grad);
+      .grad(get_item_grad)
+      .onnx(onnx_list_get_item);
   t.def(OpId::TensorListStack)
       .inputs({"handle"})
       .outputs({"tensor"})
@@ -291,17 +288,20 @@ void define_tensor_array_ops(OpTableBuilder& t) {
       .attr("unknown_rank", AttrType::kBool, true)
       .attr("num_elements", AttrType::kInt, int64_t{-1})
       .infer(infer_stack)
-      .grad(stack_grad);
+      .grad(stack_grad)
+      .onnx(onnx_list_stack);
   t.def(OpId::TensorListFromTensor)
       .inputs({"tensor"})
       .outputs({"handle"})
       .infer(infer_from_tensor)
-      .grad(from_tensor_grad);
+      .grad(from_tensor_grad)
+      .onnx(onnx_list_from_tensor);
   t.def(OpId::TensorListLength)
       .inputs({"handle"})
       .outputs({"length"})
       .traits(kNoGradient)
-      .infer(infer_length);
+      .infer(infer_length)
+      .onnx(onnx_list_length);
   // Internal, for list-valued gradients: item-wise sum (the longer list's
   // length; missing items are zeros), and a list of zeros like another.
   t.def(OpId::TensorListAdd)

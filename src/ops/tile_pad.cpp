@@ -198,22 +198,25 @@ void onnx_pad(onnx::ExportContext& c) {
 
 namespace shape_ops {
 void define_tile_pad_ops(OpTableBuilder& t) {
-  t.def(OpId::Tile).onnx(onnx_tile);
-  t.def(OpId::BroadcastTo).onnx(onnx_broadcast_to);
-  t.def(OpId::Pad).onnx(onnx_pad);
-  t.def(OpId::Tile).inputs({"input", "multiples"}).outputs({"output"}).infer(infer_tile);
+  t.def(OpId::Tile)
+      .inputs({"input", "multiples"})
+      .outputs({"output"})
+      .infer(infer_tile)
+      .grad(tile_grad)
+      .onnx(onnx_tile);
   t.def(OpId::BroadcastTo)
       .inputs({"input", "shape"})
       .outputs({"output"})
       .traits(kView)
-      .infer(infer_broadcast_to);
+      .infer(infer_broadcast_to)
+      .grad(broadcast_to_grad)
+      .onnx(onnx_broadcast_to);
   t.def(OpId::Pad)
       .inputs({"input", "paddings", "constant_values"})
       .outputs({"output"})
-      .infer(infer_pad);
-  t.def(OpId::Tile).grad(tile_grad);
-  t.def(OpId::BroadcastTo).grad(broadcast_to_grad);
-  t.def(OpId::Pad).grad(pad_grad);
+      .infer(infer_pad)
+      .grad(pad_grad)
+      .onnx(onnx_pad);
 }
 }  // namespace shape_ops
 
