@@ -1,6 +1,7 @@
 // Convolution and pooling ops (NHWC): definitions, inference, front functions.
 #include "families.h"
 #include "fused_conv.h"
+#include "grad_util.h"
 #include "kiln/context.h"
 #include "kiln/ops/nn.h"
 #include "onnx_export.h"
@@ -140,7 +141,12 @@ void infer_pool(InferContext& c) {
 
 }  // namespace
 
-void define_conv_grad_ops(OpTableBuilder& t);  // conv_grad.cpp: backward ops and rules
+// conv_grad.cpp: the backward ops, and the forward ops' gradient rules.
+void define_conv_grad_ops(OpTableBuilder& t);
+void conv2d_grad_rule(KILN_GRAD_ARGS);
+void depthwise_conv2d_grad_rule(KILN_GRAD_ARGS);
+void max_pool_grad_rule(KILN_GRAD_ARGS);
+void avg_pool_grad_rule(KILN_GRAD_ARGS);
 
 // Output elements times the filter taps per output channel; oneDNN (or the
 // row blocks) split convolutions above one grain.
@@ -216,6 +222,7 @@ void define_conv_ops(OpTableBuilder& t) {
       .traits(kHalfInFloat)  // float16/bfloat16 in float32
       .cost(conv_cost)
       .infer(infer_conv<false>)
+      .grad(conv2d_grad_rule)
       .onnx(onnx_conv);
   t.def(OpId::DepthwiseConv2D)
       .inputs({"input", "filter"})
@@ -226,6 +233,7 @@ void define_conv_ops(OpTableBuilder& t) {
       .traits(kHalfInFloat)  // float16/bfloat16 in float32
       .cost(conv_cost)
       .infer(infer_conv<true>)
+      .grad(depthwise_conv2d_grad_rule)
       .onnx(onnx_depthwise);
   for (OpId id : {OpId::FusedConv2D, OpId::FusedDepthwiseConv2D})
     t.def(id)
@@ -246,7 +254,9 @@ void define_conv_ops(OpTableBuilder& t) {
       .attr("ksize", AttrType::kInts)
       .attr("strides", AttrType::kInts)
       .attr("padding", AttrType::kString)
+      .traits(kHalfInFloat)  // float16/bfloat16 in float32
       .infer(infer_pool<false>)
+      .grad(max_pool_grad_rule)
       .onnx(onnx_pool<false>);
   t.def(OpId::AvgPool)
       .inputs({"value"})
@@ -254,7 +264,9 @@ void define_conv_ops(OpTableBuilder& t) {
       .attr("ksize", AttrType::kInts)
       .attr("strides", AttrType::kInts)
       .attr("padding", AttrType::kString)
+      .traits(kHalfInFloat)  // float16/bfloat16 in float32
       .infer(infer_pool<true>)
+      .grad(avg_pool_grad_rule)
       .onnx(onnx_pool<true>);
   define_conv_grad_ops(t);
 }

@@ -253,9 +253,6 @@ void conv_backprop_filter_grad(KILN_GRAD_ARGS) {
   }
 }
 
-void max_pool_grad_rule(KILN_GRAD_ARGS) {
-  gi[0] = max_pool_grad(in[0], out[0], g[0], ints(attrs, 0), ints(attrs, 1), str(attrs, 2));
-}
 // MaxPoolGrad and MaxPoolGradGrad route values by the (piecewise constant)
 // argmax positions: zero gradient for orig_input/orig_output, and each is
 // the other's transpose in `grad`.
@@ -267,14 +264,18 @@ void max_pool_grad_grad_rule(KILN_GRAD_ARGS) {
   gi[2] = kGradGrad ? max_pool_grad(in[0], in[1], g[0], k, s, str(attrs, 2))
                     : max_pool_grad_grad(in[0], in[1], g[0], k, s, str(attrs, 2));
 }
-void avg_pool_grad_rule(KILN_GRAD_ARGS) {
-  gi[0] = avg_pool_grad(grad::shape_of(in[0]), g[0], ints(attrs, 0), ints(attrs, 1), str(attrs, 2));
-}
 void avg_pool_grad_grad_rule(KILN_GRAD_ARGS) {
   gi[1] = avg_pool2d(g[0], ints(attrs, 0), ints(attrs, 1), str(attrs, 2));
 }
 
 }  // namespace
+
+void max_pool_grad_rule(KILN_GRAD_ARGS) {
+  gi[0] = max_pool_grad(in[0], out[0], g[0], ints(attrs, 0), ints(attrs, 1), str(attrs, 2));
+}
+void avg_pool_grad_rule(KILN_GRAD_ARGS) {
+  gi[0] = avg_pool_grad(grad::shape_of(in[0]), g[0], ints(attrs, 0), ints(attrs, 1), str(attrs, 2));
+}
 
 void define_conv_grad_ops(OpTableBuilder& t) {
   const Ints ones = {1, 1, 1, 1};
@@ -318,11 +319,13 @@ void define_conv_grad_ops(OpTableBuilder& t) {
                  .inputs({"orig_input_shape", "grad"})
                  .infer(infer_avg_pool_grad)
                  .grad(avg_pool_grad_grad_rule));
-  // The forward ops' rules.
-  t.def(OpId::Conv2D).grad(conv_grad<false>);
-  t.def(OpId::DepthwiseConv2D).grad(conv_grad<true>);
-  t.def(OpId::MaxPool).grad(max_pool_grad_rule);
-  t.def(OpId::AvgPool).grad(avg_pool_grad_rule);
+}
+
+void conv2d_grad_rule(KILN_GRAD_ARGS) {
+  conv_grad<false>(op, in, out, g, attrs, gi);
+}
+void depthwise_conv2d_grad_rule(KILN_GRAD_ARGS) {
+  conv_grad<true>(op, in, out, g, attrs, gi);
 }
 
 Tensor conv2d_backprop_input(const Tensor& input_sizes, const Tensor& filter,

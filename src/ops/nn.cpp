@@ -127,6 +127,7 @@ void define_matmul(OpTableBuilder& t) {
       .outputs({"output"})
       .attr("adj_x", AttrType::kBool, false)
       .attr("adj_y", AttrType::kBool, false)
+      .traits(kHalfInFloat)  // float16/bfloat16 in float32
       .cost(matmul_cost)
       .infer(infer_matmul)
       .grad(matmul_grad)
@@ -169,6 +170,7 @@ void define_bias_add(OpTableBuilder& t) {
   t.def(OpId::BiasAdd)
       .inputs({"value", "bias"})
       .outputs({"output"})
+      .traits(kHalfInFloat)  // float16/bfloat16 in float32
       .infer(infer_bias_add)
       .grad(bias_add_grad)
       .epilogue(Epilogue::kBiasAdd)
@@ -234,6 +236,7 @@ void define_softmax_row(OpTableBuilder& t, OpId id, const char* output, GradFn g
   t.def(id)
       .inputs({"logits"})
       .outputs({output})
+      .traits(kHalfInFloat)  // float16/bfloat16 in float32
       .infer(infer_softmax)
       .grad(grad)
       .jit_lower(lower_softmax<kLog>)
@@ -252,9 +255,6 @@ void define_nn_ops(OpTableBuilder& t) {
   define_bias_add(t);
   define_softmax(t);
   define_conv_ops(t);
-  for (OpId id :
-       {OpId::MatMul, OpId::BiasAdd, OpId::MaxPool, OpId::AvgPool, OpId::Softmax, OpId::LogSoftmax})
-    t.def(id).traits(kHalfInFloat);  // float16/bfloat16 in float32
 }
 
 Tensor matmul(const Tensor& a, const Tensor& b, bool transpose_a, bool transpose_b) {
