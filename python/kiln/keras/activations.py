@@ -20,15 +20,15 @@ def _c(v, like):
 
 def relu(x, negative_slope=0.0, max_value=None, threshold=0.0, alpha=None):
     """max(x, 0); with ``negative_slope`` (alias ``alpha``), ``max_value`` and
-    ``threshold``: max_value for x >= max_value, x for threshold <= x, and
-    negative_slope * (x - threshold) below threshold."""
+    ``threshold``: max_value for x >= max_value, x above threshold, 0 at it
+    (as Keras), and negative_slope * (x - threshold) below it."""
     x = _t(x)
     if alpha is not None:
         negative_slope = alpha
     if negative_slope == 0 and max_value is None and threshold == 0:
         return nn_ops.relu(x)
     if threshold != 0:
-        y = raw.SelectV2(raw.GreaterEqual(x, _c(threshold, x)), x, h.zero_of(x.dtype))
+        y = raw.SelectV2(raw.Greater(x, _c(threshold, x)), x, h.zero_of(x.dtype))
     else:
         y = nn_ops.relu(x)
     if max_value is not None:

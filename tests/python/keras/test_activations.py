@@ -59,7 +59,7 @@ def test_relu_options_and_gelu_approximate():
     np.testing.assert_allclose(act.relu(t, max_value=5.0).numpy(), np.clip(x, 0, 5))
     np.testing.assert_allclose(act.relu(t, negative_slope=0.1).numpy(),
                                np.where(x > 0, x, 0.1 * x), rtol=1e-6)
-    np.testing.assert_allclose(act.relu(t, threshold=1.0).numpy(), np.where(x >= 1, x, 0))
+    np.testing.assert_allclose(act.relu(t, threshold=1.0).numpy(), np.where(x > 1, x, 0))  # Keras: 0 at it
     approx = 0.5 * x * (1 + np.tanh(np.sqrt(2 / np.pi) * (x + 0.044715 * x ** 3)))
     np.testing.assert_allclose(act.gelu(t, approximate=True).numpy(), approx, rtol=1e-5,
                                atol=1e-6)

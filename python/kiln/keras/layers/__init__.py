@@ -8,6 +8,9 @@ from kiln.keras.layers.normalization import BatchNormalization, LayerNormalizati
 from kiln.keras.layers.pooling import (MaxPooling2D, AveragePooling2D, GlobalAveragePooling2D,
                                        GlobalMaxPooling2D, MaxPool2D, AvgPool2D,
                                        GlobalAvgPool2D, GlobalMaxPool2D)
+from kiln.keras.layers.activation import ReLU, LeakyReLU, PReLU, ELU, Softmax
+from kiln.keras.layers.reshaping import Permute, Cropping2D, UpSampling2D
+from kiln.keras.layers.noise import GaussianNoise, GaussianDropout, SpatialDropout2D
 from kiln.keras.layers.merging import (Add, Subtract, Multiply, Average, Maximum, Minimum,
                                        Concatenate, add, subtract, multiply, average, maximum,
                                        minimum, concatenate)
@@ -21,4 +24,6 @@ __all__ = ["Layer", "InputSpec", "InputLayer", "Input", "Dense", "Activation", "
            "AveragePooling2D", "GlobalAveragePooling2D", "GlobalMaxPooling2D", "MaxPool2D",
            "AvgPool2D", "GlobalAvgPool2D", "GlobalMaxPool2D", "Add", "Subtract", "Multiply",
            "Average", "Maximum", "Minimum", "Concatenate", "add", "subtract", "multiply",
-           "average", "maximum", "minimum", "concatenate"]
+           "average", "maximum", "minimum", "concatenate", "ReLU", "LeakyReLU", "PReLU", "ELU",
+           "Softmax", "Permute", "Cropping2D", "UpSampling2D", "GaussianNoise",
+           "GaussianDropout", "SpatialDropout2D"]
