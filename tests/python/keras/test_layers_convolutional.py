@@ -117,3 +117,86 @@ def test_zero_padding2d():
         layers.ZeroPadding2D((1, 2, 3))
     with pytest.raises(ValueError, match="non-negative"):
         layers.ZeroPadding2D(((1, -1), (0, 0)))
+
+
+@pytest.mark.parametrize("strides,padding,mult,dilation", [
+    ((1, 1), "valid", 1, (1, 1)), ((2, 2), "same", 2, (1, 1)), ((1, 1), "same", 1, (2, 2))])
+def test_separable_conv2d_matches_numpy(strides, padding, mult, dilation):
+    x = randn(2, 7, 6, 3)
+    layer = layers.SeparableConv2D(4, (3, 2), strides=strides, padding=padding,
+                                   depth_multiplier=mult, dilation_rate=dilation,
+                                   bias_initializer="ones")
+    layer(tf.constant(x))
+    assert [w.name for w in layer.weights] == ["depthwise_kernel", "pointwise_kernel", "bias"]
+    dw, pw, b = layer.get_weights()
+    assert dw.shape == (3, 2, 3, mult) and pw.shape == (1, 1, 3 * mult, 4) and b.shape == (4,)
+    assert layer.count_params() == dw.size + pw.size + 4
+    want = np_conv2d(np_depthwise(x, dw, strides, padding, dilation), pw) + b
+    assert_layer(layer, x, want, rtol=1e-4, atol=1e-4)
+    assert layer.compute_output_shape(x.shape) == want.shape
+    clone = layers.SeparableConv2D.from_config(layer.get_config())
+    clone(tf.constant(x))
+    clone.set_weights(layer.get_weights())
+    np.testing.assert_allclose(clone(tf.constant(x)).numpy(), want, rtol=1e-4, atol=1e-4)
+    with pytest.raises(ValueError, match="filters"):
+        layers.SeparableConv2D(0, 3)
+
+
+def _np_conv1d(x, w, stride=1, padding="valid", dilation=1, groups=1):
+    """[b, steps, c] x [k, c / groups, f] through the 2-D reference."""
+    if padding == "causal":
+        x = np.pad(x, [(0, 0), (dilation * (w.shape[0] - 1), 0), (0, 0)])
+        padding = "valid"
+    return np_conv2d(x[:, None], w[None], (1, stride), padding, (1, dilation), groups)[:, 0]
+
+
+@pytest.mark.parametrize("kernel,stride,padding,dilation,groups", [
+    (3, 1, "valid", 1, 1), (3, 2, "same", 1, 1), (2, 1, "causal", 2, 1), (3, 1, "causal", 1, 2),
+    (1, 1, "valid", 1, 1)])
+def test_conv1d_matches_numpy(kernel, stride, padding, dilation, groups):
+    x = randn(3, 9, 4)
+    layer = layers.Conv1D(6, kernel, strides=stride, padding=padding, dilation_rate=dilation,
+                          groups=groups, activation="relu")
+    out = layer(tf.constant(x))
+    k, b = layer.get_weights()
+    assert k.shape == (kernel, 4 // groups, 6) and b.shape == (6,)
+    want = np.maximum(_np_conv1d(x, k, stride, padding, dilation, groups) + b, 0)
+    np.testing.assert_allclose(out.numpy(), want, rtol=1e-4, atol=1e-5)
+    assert_layer(layer, x, want, rtol=1e-4, atol=1e-5)
+    assert layer.compute_output_shape(x.shape) == want.shape
+    jit = tf.function(lambda t: layer(t), jit_compile=True)(tf.constant(x))
+    np.testing.assert_allclose(jit.numpy(), want, rtol=1e-4, atol=1e-5)
+    assert layers.Conv1D.from_config(layer.get_config()).get_config() == layer.get_config()
+
+
+def test_conv1d_causal_never_sees_later_steps_and_channels_first():
+    layer = layers.Conv1D(2, 3, padding="causal")
+    x = randn(1, 8, 3)
+    base = layer(tf.constant(x)).numpy()
+    later = x.copy()
+    later[:, 5:] += 10.0
+    np.testing.assert_allclose(layer(tf.constant(later)).numpy()[:, :5], base[:, :5], rtol=1e-6)
+    first = layers.Conv1D(2, 3, data_format="channels_first")
+    xc = randn(2, 3, 8)
+    out = first(tf.constant(xc))
+    k, b = first.get_weights()
+    want = (_np_conv1d(xc.transpose(0, 2, 1), k) + b).transpose(0, 2, 1)
+    np.testing.assert_allclose(out.numpy(), want, rtol=1e-4, atol=1e-5)
+
+
+def test_conv1d_errors_and_a_text_convnet_trains():
+    with pytest.raises(ValueError, match="'valid', 'same', 'causal'"):
+        layers.Conv1D(2, 3, padding="full")
+    with pytest.raises(ValueError, match="evenly divisible"):
+        layers.Conv1D(5, 3, groups=2)
+    with pytest.raises(ValueError, match="<= 0"):
+        layers.Conv1D(2, 5)(tf.constant(randn(1, 3, 2)))
+    model = tf.keras.Sequential([layers.Conv1D(8, 3, activation="relu", input_shape=(16, 2)),
+                                 layers.Conv1D(4, 3, padding="causal", dilation_rate=2),
+                                 layers.Flatten(), layers.Dense(1)])
+    model.compile(optimizer="adam", loss="mse")
+    x = randn(32, 16, 2)
+    y = x[:, :, 0].mean(axis=1, keepdims=True)
+    before = model.evaluate(x, y, verbose=0)
+    model.fit(x, y, epochs=15, verbose=0)
+    assert model.evaluate(x, y, verbose=0) < before

@@ -3,7 +3,8 @@ from kiln.keras.layers.base import Layer, InputSpec
 from kiln.keras.layers.input_layer import InputLayer, Input
 from kiln.keras.layers.core import (Dense, Activation, Dropout, Flatten, Reshape, Rescaling,
                                     Lambda)
-from kiln.keras.layers.convolutional import Conv2D, DepthwiseConv2D, ZeroPadding2D
+from kiln.keras.layers.convolutional import (Conv2D, DepthwiseConv2D, SeparableConv2D, Conv1D,
+                                             ZeroPadding2D)
 from kiln.keras.layers.normalization import BatchNormalization, LayerNormalization
 from kiln.keras.layers.pooling import (MaxPooling2D, AveragePooling2D, GlobalAveragePooling2D,
                                        GlobalMaxPooling2D, MaxPool2D, AvgPool2D,
@@ -16,6 +17,8 @@ from kiln.keras.layers.merging import (Add, Subtract, Multiply, Average, Maximum
                                        minimum, concatenate)
 
 Convolution2D = Conv2D
+SeparableConvolution2D = SeparableConv2D
+Convolution1D = Conv1D
 
 __all__ = ["Layer", "InputSpec", "InputLayer", "Input", "Dense", "Activation", "Dropout",
            "Flatten", "Reshape", "Rescaling", "Lambda", "Conv2D", "Convolution2D",
@@ -26,4 +29,5 @@ __all__ = ["Layer", "InputSpec", "InputLayer", "Input", "Dense", "Activation", "
            "Average", "Maximum", "Minimum", "Concatenate", "add", "subtract", "multiply",
            "average", "maximum", "minimum", "concatenate", "ReLU", "LeakyReLU", "PReLU", "ELU",
            "Softmax", "Permute", "Cropping2D", "UpSampling2D", "GaussianNoise",
-           "GaussianDropout", "SpatialDropout2D"]
+           "GaussianDropout", "SpatialDropout2D", "SeparableConv2D", "SeparableConvolution2D",
+           "Conv1D", "Convolution1D"]

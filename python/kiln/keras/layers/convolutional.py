@@ -1,4 +1,4 @@
-"""Convolution layers: Conv2D, DepthwiseConv2D and ZeroPadding2D.
+"""Convolution layers: Conv2D, DepthwiseConv2D, SeparableConv2D, Conv1D and ZeroPadding2D.
 
 The call is ``conv -> nn.bias_add -> activation``: the pattern kiln's graph
 passes fuse (with a following BatchNormalization) into one oneDNN primitive.
@@ -203,6 +203,187 @@ class DepthwiseConv2D(_Conv2DBase):
     def get_config(self):
         return {**self._base_config(), "depth_multiplier": self.depth_multiplier,
                 "depthwise_initializer": _init_name(self.depthwise_initializer)}
+
+
+class SeparableConv2D(_Conv2DBase):
+    """Depthwise then pointwise 2-D convolution: each input channel convolved
+    with its own ``depth_multiplier`` filters (depthwise_kernel [kh, kw,
+    in_channels, depth_multiplier]), then a 1x1 convolution mixing them
+    (pointwise_kernel [1, 1, in_channels * depth_multiplier, filters]), bias
+    [filters]."""
+
+    def __init__(self, filters, kernel_size, strides=(1, 1), padding="valid", data_format=None,
+                 dilation_rate=(1, 1), depth_multiplier=1, activation=None, use_bias=True,
+                 depthwise_initializer="glorot_uniform", pointwise_initializer="glorot_uniform",
+                 bias_initializer="zeros", depthwise_regularizer=None,
+                 pointwise_regularizer=None, bias_regularizer=None, activity_regularizer=None,
+                 depthwise_constraint=None, pointwise_constraint=None, bias_constraint=None,
+                 **kwargs):
+        super().__init__(kernel_size, strides, padding, data_format, dilation_rate, activation,
+                         use_bias, bias_initializer, bias_regularizer, bias_constraint,
+                         **kwargs)
+        self.filters = _args.positive_int(filters, "filters", "SeparableConv2D")
+        self.depth_multiplier = _args.positive_int(depth_multiplier, "depth_multiplier",
+                                                   "SeparableConv2D")
+        self.depthwise_initializer = initializers.get(depthwise_initializer)
+        self.pointwise_initializer = initializers.get(pointwise_initializer)
+        self.depthwise_regularizer = depthwise_regularizer
+        self.pointwise_regularizer = pointwise_regularizer
+        self.depthwise_constraint = depthwise_constraint
+        self.pointwise_constraint = pointwise_constraint
+
+    def build(self, input_shape):
+        c = self._in_channels(input_shape)
+        self._spatial_out(input_shape)
+        self.depthwise_kernel = self.add_weight(
+            "depthwise_kernel", self.kernel_size + (c, self.depth_multiplier),
+            initializer=self.depthwise_initializer, regularizer=self.depthwise_regularizer,
+            constraint=self.depthwise_constraint)
+        self.pointwise_kernel = self.add_weight(
+            "pointwise_kernel", (1, 1, c * self.depth_multiplier, self.filters),
+            initializer=self.pointwise_initializer, regularizer=self.pointwise_regularizer,
+            constraint=self.pointwise_constraint)
+        self.bias = self.add_weight("bias", (self.filters,), initializer=self.bias_initializer,
+                                    regularizer=self.bias_regularizer,
+                                    constraint=self.bias_constraint) if self.use_bias else None
+        self.input_spec = InputSpec(ndim=4, axes={self._channel_axis: c})
+        self.built = True
+
+    def call(self, inputs):
+        y = nn_ops.depthwise_conv2d(inputs, self.depthwise_kernel, list(self.strides),
+                                    self.padding.upper(), data_format=self._nn_format(),
+                                    dilations=list(self.dilation_rate))
+        y = nn_ops.conv2d(y, self.pointwise_kernel, [1, 1], "VALID",
+                          data_format=self._nn_format())
+        return self._finish(y)
+
+    def compute_output_shape(self, input_shape):
+        return self._out_shape(input_shape, self.filters)
+
+    def get_config(self):
+        return {**self._base_config(), "filters": self.filters,
+                "depth_multiplier": self.depth_multiplier,
+                "depthwise_initializer": _init_name(self.depthwise_initializer),
+                "pointwise_initializer": _init_name(self.pointwise_initializer)}
+
+
+class Conv1D(Layer):
+    """1-D convolution over [batch, steps, channels] (channels_last):
+    kernel [kernel_size, in_channels / groups, filters], bias [filters].
+    padding 'valid', 'same' or 'causal' (zeros before the steps only, so an
+    output never sees a later step)."""
+
+    _kiln_static_shapes = True
+
+    def __init__(self, filters, kernel_size, strides=1, padding="valid", data_format=None,
+                 dilation_rate=1, groups=1, activation=None, use_bias=True,
+                 kernel_initializer="glorot_uniform", bias_initializer="zeros",
+                 kernel_regularizer=None, bias_regularizer=None, activity_regularizer=None,
+                 kernel_constraint=None, bias_constraint=None, **kwargs):
+        super().__init__(**kwargs)
+        self.filters = _args.positive_int(filters, "filters", "Conv1D")
+        self.kernel_size = _args.int_tuple(kernel_size, 1, "kernel_size")
+        self.strides = _args.int_tuple(strides, 1, "strides")
+        p = padding.lower() if isinstance(padding, str) else padding
+        if p not in ("valid", "same", "causal"):
+            raise ValueError("The `padding` argument must be one of 'valid', 'same', 'causal'. "
+                             f"Received padding={padding!r}")
+        self.padding = p
+        self.data_format = _args.data_format(data_format)
+        self.dilation_rate = _args.int_tuple(dilation_rate, 1, "dilation_rate")
+        if self.strides[0] > 1 and self.dilation_rate[0] > 1:
+            raise ValueError("Conv1D: strides > 1 not supported in conjunction with "
+                             f"dilation_rate > 1. Received strides={self.strides} and "
+                             f"dilation_rate={self.dilation_rate}")
+        self.groups = _args.positive_int(groups, "groups", "Conv1D")
+        if self.filters % self.groups:
+            raise ValueError(f"The number of filters must be evenly divisible by the number "
+                             f"of groups. Received: groups={self.groups}, "
+                             f"filters={self.filters}")
+        self.activation = activations.get(activation)
+        self.use_bias = bool(use_bias)
+        self.kernel_initializer = initializers.get(kernel_initializer)
+        self.bias_initializer = initializers.get(bias_initializer)
+        self.kernel_regularizer, self.bias_regularizer = kernel_regularizer, bias_regularizer
+        self.kernel_constraint, self.bias_constraint = kernel_constraint, bias_constraint
+        self.input_spec = InputSpec(ndim=3)
+
+    @property
+    def _channel_axis(self):
+        return -1 if self.data_format == "channels_last" else 1
+
+    def build(self, input_shape):
+        shape = TensorShape(input_shape)
+        c = shape[self._channel_axis] if shape.rank == 3 else None
+        if c is None:
+            raise ValueError("Conv1D: the channel dimension of the inputs should be defined. "
+                             f"Found None in shape {shape}")
+        if c % self.groups:
+            raise ValueError(f"The number of input channels must be evenly divisible by the "
+                             f"number of groups. Received groups={self.groups}, but the input "
+                             f"has {c} channels (full input shape is {shape})")
+        self.compute_output_shape(input_shape)
+        self.kernel = self.add_weight("kernel", self.kernel_size + (c // self.groups,
+                                                                    self.filters),
+                                      initializer=self.kernel_initializer,
+                                      regularizer=self.kernel_regularizer,
+                                      constraint=self.kernel_constraint)
+        self.bias = self.add_weight("bias", (self.filters,), initializer=self.bias_initializer,
+                                    regularizer=self.bias_regularizer,
+                                    constraint=self.bias_constraint) if self.use_bias else None
+        self.input_spec = InputSpec(ndim=3, axes={self._channel_axis: c})
+        self.built = True
+
+    def call(self, inputs):
+        x = inputs
+        if self.data_format == "channels_first":
+            x = array_ops.transpose(x, (0, 2, 1))
+        padding = self.padding.upper()
+        if self.padding == "causal":
+            left = self.dilation_rate[0] * (self.kernel_size[0] - 1)
+            x = array_ops.pad(x, [[0, 0], [left, 0], [0, 0]])
+            padding = "VALID"
+
+        def conv(a, k):
+            return nn_ops.conv1d(a, k, self.strides[0], padding, dilations=self.dilation_rate[0])
+
+        if self.groups == 1:
+            y = conv(x, self.kernel)
+        else:
+            xs = array_ops.split(x, self.groups, axis=2)
+            ks = array_ops.split(h.tensor(self.kernel), self.groups, axis=2)
+            y = array_ops.concat([conv(a, k) for a, k in zip(xs, ks)], 2)
+        if self.use_bias:
+            y = nn_ops.bias_add(y, self.bias)
+        if self.activation is not activations.linear:
+            y = self.activation(y)
+        if self.data_format == "channels_first":
+            y = array_ops.transpose(y, (0, 2, 1))
+        return y
+
+    def compute_output_shape(self, input_shape):
+        dims = list(TensorShape(input_shape))
+        step_axis = 1 if self.data_format == "channels_last" else 2
+        pad = "same" if self.padding == "causal" else self.padding
+        steps = _args.conv_output_length(dims[step_axis], self.kernel_size[0], pad,
+                                         self.strides[0], self.dilation_rate[0])
+        if steps is not None and steps <= 0:
+            raise ValueError(f"Conv1D {self.name!r}: one of the dimensions in the output is <= 0 "
+                             f"(input shape {TensorShape(input_shape)}, kernel_size="
+                             f"{self.kernel_size}, padding={self.padding!r}). Use a larger input "
+                             "or padding='same'.")
+        if self.data_format == "channels_last":
+            return TensorShape([dims[0], steps, self.filters])
+        return TensorShape([dims[0], self.filters, steps])
+
+    def get_config(self):
+        return {**Layer.get_config(self), "filters": self.filters,
+                "kernel_size": self.kernel_size, "strides": self.strides,
+                "padding": self.padding, "data_format": self.data_format,
+                "dilation_rate": self.dilation_rate, "groups": self.groups,
+                "activation": activations.serialize(self.activation), "use_bias": self.use_bias,
+                "kernel_initializer": _init_name(self.kernel_initializer),
+                "bias_initializer": _init_name(self.bias_initializer)}
 
 
 def _padding_pairs(padding):
