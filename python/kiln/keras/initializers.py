@@ -332,6 +332,7 @@ def _snake(name):
 
 _BY_NAME = {_snake(c.__name__): c for c in _CLASSES}
 _BY_NAME.update({c.__name__: c for c in _CLASSES})
+_BY_NAME.update({"uniform": RandomUniform, "normal": RandomNormal})  # Keras 3's aliases
 
 
 def serialize(initializer):

@@ -131,3 +131,46 @@ def test_float64_inputs_are_cast_to_the_layer_dtype():
     assert out.dtype == tf.float32
     out64 = layers.Dense(2, dtype="float64")(np.ones((1, 3)))
     assert out64.dtype == tf.float64
+
+
+def test_embedding_looks_up_rows_masks_zero_and_trains():
+    layer = layers.Embedding(10, 4, mask_zero=True)
+    ids = np.array([[1, 2, 0, 0], [3, 9, 9, 0]])
+    out = layer(tf.constant(ids))
+    (table,) = layer.get_weights()
+    assert [w.name for w in layer.weights] == ["embeddings"] and table.shape == (10, 4)
+    assert np.abs(table).max() <= 0.05  # "uniform": RandomUniform(-0.05, 0.05)
+    np.testing.assert_array_equal(out.numpy(), table[ids])
+    np.testing.assert_array_equal(layer.compute_mask(tf.constant(ids)).numpy(), ids != 0)
+    assert layers.Embedding(10, 4).compute_mask(tf.constant(ids)) is None
+    assert layer.compute_output_shape((None, 4)) == (None, 4, 4)
+    for dtype in ("int64", "float32"):  # floats are cast to int32, as Keras does
+        np.testing.assert_array_equal(layer(tf.constant(ids.astype(dtype))).numpy(), table[ids])
+    traced = tf.function(lambda t: layer(t))(tf.constant(ids))
+    np.testing.assert_array_equal(traced.numpy(), table[ids])
+    cfg = layer.get_config()
+    assert (cfg["input_dim"], cfg["output_dim"], cfg["mask_zero"]) == (10, 4, True)
+    clone = layers.Embedding.from_config(cfg)
+    assert clone.mask_zero and clone.embeddings_initializer.get_config()["maxval"] == 0.05
+    # Gradients reach only the rows looked up.
+    with tf.GradientTape() as tape:
+        loss = tf.reduce_sum(layer(tf.constant(ids)))
+    (g,) = tape.gradient(loss, [layer.embeddings])
+    counts = np.bincount(ids.ravel(), minlength=10)
+    np.testing.assert_array_equal(tf.convert_to_tensor(g).numpy(),
+                                  np.repeat(counts[:, None], 4, axis=1).astype(np.float32))
+    model = tf.keras.Sequential([layers.Embedding(12, 8, input_shape=(6,)),
+                                 layers.GlobalAveragePooling1D(), layers.Dense(1)])
+    model.compile(optimizer="adam", loss="mse")
+    x = np.random.default_rng(0).integers(0, 12, (64, 6))
+    y = (x % 3 == 0).mean(axis=1, keepdims=True).astype(np.float32)
+    before = model.evaluate(x, y, verbose=0)
+    model.fit(x, y, epochs=20, verbose=0)
+    assert model.evaluate(x, y, verbose=0) < before
+    assert model.count_params() == 12 * 8 + 8 + 1
+
+
+def test_embedding_errors():
+    for bad in [(0, 4), (10, -1), (10.5, 4)]:
+        with pytest.raises(ValueError, match="should be positive"):
+            layers.Embedding(*bad)

@@ -2,13 +2,16 @@
 from kiln.keras.layers.base import Layer, InputSpec
 from kiln.keras.layers.input_layer import InputLayer, Input
 from kiln.keras.layers.core import (Dense, Activation, Dropout, Flatten, Reshape, Rescaling,
-                                    Lambda)
+                                    Lambda, Embedding)
 from kiln.keras.layers.convolutional import (Conv2D, DepthwiseConv2D, SeparableConv2D, Conv1D,
                                              ZeroPadding2D)
 from kiln.keras.layers.normalization import BatchNormalization, LayerNormalization
 from kiln.keras.layers.pooling import (MaxPooling2D, AveragePooling2D, GlobalAveragePooling2D,
                                        GlobalMaxPooling2D, MaxPool2D, AvgPool2D,
-                                       GlobalAvgPool2D, GlobalMaxPool2D)
+                                       GlobalAvgPool2D, GlobalMaxPool2D, MaxPooling1D,
+                                       AveragePooling1D, GlobalAveragePooling1D,
+                                       GlobalMaxPooling1D, MaxPool1D, AvgPool1D,
+                                       GlobalAvgPool1D, GlobalMaxPool1D)
 from kiln.keras.layers.activation import ReLU, LeakyReLU, PReLU, ELU, Softmax
 from kiln.keras.layers.reshaping import Permute, Cropping2D, UpSampling2D
 from kiln.keras.layers.noise import GaussianNoise, GaussianDropout, SpatialDropout2D
@@ -30,4 +33,6 @@ __all__ = ["Layer", "InputSpec", "InputLayer", "Input", "Dense", "Activation", "
            "average", "maximum", "minimum", "concatenate", "ReLU", "LeakyReLU", "PReLU", "ELU",
            "Softmax", "Permute", "Cropping2D", "UpSampling2D", "GaussianNoise",
            "GaussianDropout", "SpatialDropout2D", "SeparableConv2D", "SeparableConvolution2D",
-           "Conv1D", "Convolution1D"]
+           "Conv1D", "Convolution1D", "Embedding", "MaxPooling1D", "AveragePooling1D",
+           "GlobalAveragePooling1D", "GlobalMaxPooling1D", "MaxPool1D", "AvgPool1D",
+           "GlobalAvgPool1D", "GlobalMaxPool1D"]

@@ -452,6 +452,12 @@ class Layer(Module):
             return flat[0].dtype
         return self._dtype
 
+    def compute_mask(self, inputs, mask=None):
+        """The mask of the layer's output: `mask` passed on by layers that
+        support masking, None otherwise (Keras' default). Masks do not yet flow
+        between layers on their own: callers pass them."""
+        return mask if self.supports_masking else None
+
     def compute_output_shape(self, input_shape):
         raise NotImplementedError(
             f"Layer {type(self).__name__} does not define compute_output_shape")

@@ -283,7 +283,68 @@ class _OpLambda(Layer):
         return inputs
 
 
+class Embedding(Layer):
+    """Rows of ``embeddings`` [input_dim, output_dim] looked up by integer
+    indices: output shape = input shape + (output_dim,). With
+    ``mask_zero``, index 0 is padding (compute_mask is ``inputs != 0``) and
+    input_dim counts it."""
+
+    _kiln_static_shapes = True
+
+    def __init__(self, input_dim, output_dim, embeddings_initializer="uniform",
+                 embeddings_regularizer=None, embeddings_constraint=None, mask_zero=False,
+                 weights=None, lora_rank=None, **kwargs):
+        input_length = kwargs.pop("input_length", None)  # Keras 2's, ignored as Keras 3 does
+        del input_length
+        super().__init__(**kwargs)
+        bad = [v for v in (input_dim, output_dim)
+               if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v <= 0]
+        if bad:
+            raise ValueError("Both `input_dim` and `output_dim` should be positive, Received "
+                             f"input_dim = {input_dim} and output_dim = {output_dim}")
+        if lora_rank is not None:
+            raise NotImplementedError("Embedding(lora_rank=...) is not supported yet")
+        self.input_dim, self.output_dim = int(input_dim), int(output_dim)
+        self.embeddings_initializer = initializers.get(embeddings_initializer)
+        self.embeddings_regularizer = embeddings_regularizer
+        self.embeddings_constraint = embeddings_constraint
+        self.mask_zero = bool(mask_zero)
+        self.supports_masking = self.mask_zero
+        self._kiln_initial_weights = weights if weights is not None else \
+            self._kiln_initial_weights
+        self._autocast = False
+
+    def build(self, input_shape=None):
+        self.embeddings = self.add_weight("embeddings", (self.input_dim, self.output_dim),
+                                          initializer=self.embeddings_initializer,
+                                          regularizer=self.embeddings_regularizer,
+                                          constraint=self.embeddings_constraint)
+        self.built = True
+
+    def call(self, inputs):
+        x = h.tensor(inputs)
+        if x.dtype.name not in ("int32", "int64"):
+            x = raw.Cast(x, DstT=_kiln.as_dtype("int32"))
+        return array_ops.gather(self.embeddings, x, axis=0)
+
+    def compute_mask(self, inputs, mask=None):
+        if not self.mask_zero:
+            return None
+        return raw.NotEqual(h.tensor(inputs), h.zero_of(h.tensor(inputs).dtype))
+
+    def compute_output_shape(self, input_shape):
+        return TensorShape(_dims(input_shape) + [self.output_dim])
+
+    def get_config(self):
+        return {**super().get_config(), "input_dim": self.input_dim,
+                "output_dim": self.output_dim,
+                "embeddings_initializer": initializers.serialize(self.embeddings_initializer)
+                if isinstance(self.embeddings_initializer, initializers.Initializer) else None,
+                "mask_zero": self.mask_zero}
+
+
 # Arithmetic on Keras tensors (x + y, -x) records an _OpLambda node.
 KerasTensor._op_layer = _OpLambda
 
-__all__ = ["Dense", "Activation", "Dropout", "Flatten", "Reshape", "Rescaling", "Lambda"]
+__all__ = ["Dense", "Activation", "Dropout", "Flatten", "Reshape", "Rescaling", "Lambda",
+           "Embedding"]
