@@ -198,6 +198,31 @@ def conv2d(input, filters, strides, padding, data_format="NHWC", dilations=None,
     return _window_op("Conv2D", input, filters, strides, padding, dilations, data_format)
 
 
+def conv2d_transpose(input, filters, output_shape, strides, padding="SAME",
+                     data_format="NHWC", dilations=None, name=None):  # noqa: A002
+    """The transpose of conv2d (its gradient with respect to its input;
+    tf.nn.conv2d_transpose): input [b, h, w, in_channels], filters [kh, kw,
+    out_channels, in_channels], output_shape [b, oh, ow, out_channels] (each
+    in NCHW order when data_format is 'NCHW'), padding 'SAME' or 'VALID'."""
+    op = "Conv2DBackpropInput"
+    x = h.tensor(input)
+    if data_format not in (None, "NHWC", "NCHW"):
+        raise errors.InvalidArgumentError(
+            f"{op}: data_format must be 'NHWC' or 'NCHW', got {data_format!r}")
+    nchw = data_format == "NCHW"
+    sizes = h.tensor(output_shape, "int32")
+    if nchw:
+        x = raw.Transpose(x, perm=[0, 2, 3, 1])
+        strides, dilations = _nchw_list(strides), _nchw_list(dilations)
+        sizes = raw.GatherV2(sizes, h.tensor([0, 2, 3, 1], "int32"), axis=0, batch_dims=0)
+    strides = h.int_list(strides, "strides", op)
+    dilations = [1] if dilations is None else h.int_list(dilations, "dilations", op)
+    f = h.tensor(filters, None if h.is_tensor(filters) else x.dtype, op)
+    out = raw.Conv2DBackpropInput(sizes, f, x, strides=strides, padding=padding,
+                                  dilations=dilations)
+    return raw.Transpose(out, perm=[0, 3, 1, 2]) if nchw else out
+
+
 def depthwise_conv2d(input, filter, strides, padding, data_format=None, dilations=None,
                      name=None):  # noqa: A002
     """Depthwise 2-D convolution: each input channel has its own filters
@@ -371,6 +396,6 @@ softplus = m.softplus  # tf.nn.softplus is tf.math.softplus
 NN = ["relu", "relu6", "leaky_relu", "elu", "sigmoid", "tanh", "silu", "swish", "gelu", "softplus",
       "softmax", "log_softmax", "softmax_cross_entropy_with_logits",
       "sparse_softmax_cross_entropy_with_logits", "sigmoid_cross_entropy_with_logits",
-      "conv1d", "conv2d", "depthwise_conv2d", "bias_add", "max_pool2d", "avg_pool2d",
-      "max_pool", "avg_pool", "moments", "batch_normalization", "l2_normalize", "dropout"]
+      "conv1d", "conv2d", "conv2d_transpose", "depthwise_conv2d", "bias_add", "max_pool2d",
+      "avg_pool2d", "max_pool", "avg_pool", "moments", "batch_normalization", "l2_normalize", "dropout"]
 __all__ = []

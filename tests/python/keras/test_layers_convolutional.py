@@ -200,3 +200,91 @@ def test_conv1d_errors_and_a_text_convnet_trains():
     before = model.evaluate(x, y, verbose=0)
     model.fit(x, y, epochs=15, verbose=0)
     assert model.evaluate(x, y, verbose=0) < before
+
+
+def _np_conv2d_transpose_valid(x, k, stride, dilation=1):
+    """Scatter reference: each input value adds k[a, b, :, c] * x at row i * s + a * d."""
+    n, hh, ww, c = x.shape
+    kh, kw, f, _ = k.shape
+    eh, ew = (kh - 1) * dilation + 1, (kw - 1) * dilation + 1
+    out = np.zeros((n, hh * stride + max(eh - stride, 0), ww * stride + max(ew - stride, 0), f))
+    for i in range(hh):
+        for j in range(ww):
+            for a in range(kh):
+                for b in range(kw):
+                    out[:, i * stride + a * dilation, j * stride + b * dilation] += \
+                        x[:, i, j] @ k[a, b].T
+    return out
+
+
+@pytest.mark.parametrize("stride,dilation", [(1, 1), (2, 1), (3, 1), (1, 2)])
+def test_conv2d_transpose_valid_matches_the_scatter_reference(stride, dilation):
+    x = randn(2, 4, 3, 3)
+    layer = layers.Conv2DTranspose(5, (3, 2), strides=stride, dilation_rate=dilation,
+                                   bias_initializer="ones", activation="relu")
+    layer(tf.constant(x))
+    k, b = layer.get_weights()
+    assert k.shape == (3, 2, 5, 3) and b.shape == (5,)
+    assert layer.count_params() == k.size + 5
+    kk = k if dilation == 1 else k  # dilation handled by the reference
+    want = np.maximum(_np_conv2d_transpose_valid(x.astype(np.float64), kk.astype(np.float64),
+                                                 stride, dilation) + b, 0)
+    assert_layer(layer, x, want, rtol=1e-4, atol=1e-4)
+    assert layer.compute_output_shape(x.shape) == want.shape
+    clone = layers.Conv2DTranspose.from_config(layer.get_config())
+    clone(tf.constant(x))
+    clone.set_weights(layer.get_weights())
+    np.testing.assert_allclose(clone(tf.constant(x)).numpy(), want, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("stride,output_padding", [(1, None), (2, None), (2, 1), (3, 2)])
+def test_conv2d_transpose_same_is_the_adjoint_of_conv2d(stride, output_padding):
+    # <conv_transpose(x), y> == <x, conv2d(y)> with the same kernel, strides and padding.
+    x = randn(2, 4, 5, 3)
+    layer = layers.Conv2DTranspose(2, 3, strides=stride, padding="same",
+                                   output_padding=output_padding, use_bias=False)
+    out = layer(tf.constant(x)).numpy()
+    (k,) = layer.get_weights()
+    y = randn(*out.shape, seed=4)
+    back = np_conv2d(y, k, (stride, stride), "same")
+    assert back.shape == x.shape
+    np.testing.assert_allclose((out * y).sum(), (x * back).sum(), rtol=1e-4)
+    fn = tf.function(lambda a: layer(a), input_signature=[tf.TensorSpec([None] * 4, tf.float32)])
+    np.testing.assert_allclose(fn(tf.constant(x)).numpy(), out, rtol=1e-5, atol=1e-5)
+
+
+def test_conv2d_transpose_channels_first_errors_and_an_autoencoder_trains():
+    x = randn(2, 3, 4, 4)
+    first = layers.Conv2DTranspose(2, 2, strides=2, data_format="channels_first")
+    out = first(tf.constant(x))
+    (k, b) = first.get_weights()
+    want = _np_conv2d_transpose_valid(x.transpose(0, 2, 3, 1), k, 2) + b
+    np.testing.assert_allclose(out.numpy(), want.transpose(0, 3, 1, 2), rtol=1e-4, atol=1e-5)
+    with pytest.raises(ValueError, match="Strides must be greater than output padding"):
+        layers.Conv2DTranspose(2, 3, strides=2, output_padding=2)
+    with pytest.raises(ValueError, match="filters"):
+        layers.Conv2DTranspose(0, 3)
+    inp = tf.keras.Input((8, 8, 1))
+    z = layers.Conv2D(4, 3, strides=2, padding="same", activation="relu")(inp)
+    rec = layers.Conv2DTranspose(1, 3, strides=2, padding="same")(z)
+    model = tf.keras.Model(inp, rec)
+    assert model.output_shape == (None, 8, 8, 1)
+    model.compile(optimizer="adam", loss="mse")
+    data = randn(16, 8, 8, 1)
+    before = model.evaluate(data, data, verbose=0)
+    model.fit(data, data, epochs=15, verbose=0)
+    assert model.evaluate(data, data, verbose=0) < before
+
+
+def test_nn_conv2d_transpose_matches_tensorflow_conventions():
+    x = randn(1, 3, 3, 2)
+    k = randn(3, 3, 4, 2, seed=2)
+    out = tf.nn.conv2d_transpose(tf.constant(x), tf.constant(k), [1, 6, 6, 4], 2, "SAME")
+    assert out.shape == (1, 6, 6, 4)
+    y = randn(1, 6, 6, 4, seed=3)
+    np.testing.assert_allclose((out.numpy() * y).sum(),
+                               (x * np_conv2d(y, k, (2, 2), "same")).sum(), rtol=1e-4)
+    nchw = tf.nn.conv2d_transpose(tf.constant(x.transpose(0, 3, 1, 2)), tf.constant(k),
+                                  [1, 4, 6, 6], [1, 1, 2, 2], "SAME", data_format="NCHW")
+    np.testing.assert_allclose(nchw.numpy(), out.numpy().transpose(0, 3, 1, 2), rtol=1e-5,
+                               atol=1e-5)

@@ -4,7 +4,7 @@ from kiln.keras.layers.input_layer import InputLayer, Input
 from kiln.keras.layers.core import (Dense, Activation, Dropout, Flatten, Reshape, Rescaling,
                                     Lambda, Embedding)
 from kiln.keras.layers.convolutional import (Conv2D, DepthwiseConv2D, SeparableConv2D, Conv1D,
-                                             ZeroPadding2D)
+                                             Conv2DTranspose, ZeroPadding2D)
 from kiln.keras.layers.normalization import BatchNormalization, LayerNormalization
 from kiln.keras.layers.pooling import (MaxPooling2D, AveragePooling2D, GlobalAveragePooling2D,
                                        GlobalMaxPooling2D, MaxPool2D, AvgPool2D,
@@ -22,6 +22,7 @@ from kiln.keras.layers.merging import (Add, Subtract, Multiply, Average, Maximum
 Convolution2D = Conv2D
 SeparableConvolution2D = SeparableConv2D
 Convolution1D = Conv1D
+Convolution2DTranspose = Conv2DTranspose
 
 __all__ = ["Layer", "InputSpec", "InputLayer", "Input", "Dense", "Activation", "Dropout",
            "Flatten", "Reshape", "Rescaling", "Lambda", "Conv2D", "Convolution2D",
@@ -35,4 +36,4 @@ __all__ = ["Layer", "InputSpec", "InputLayer", "Input", "Dense", "Activation", "
            "GaussianDropout", "SpatialDropout2D", "SeparableConv2D", "SeparableConvolution2D",
            "Conv1D", "Convolution1D", "Embedding", "MaxPooling1D", "AveragePooling1D",
            "GlobalAveragePooling1D", "GlobalMaxPooling1D", "MaxPool1D", "AvgPool1D",
-           "GlobalAvgPool1D", "GlobalMaxPool1D"]
+           "GlobalAvgPool1D", "GlobalMaxPool1D", "Conv2DTranspose", "Convolution2DTranspose"]

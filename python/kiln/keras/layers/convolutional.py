@@ -1,4 +1,5 @@
-"""Convolution layers: Conv2D, DepthwiseConv2D, SeparableConv2D, Conv1D and ZeroPadding2D.
+"""Convolution layers: Conv2D, Conv2DTranspose, DepthwiseConv2D, SeparableConv2D, Conv1D and
+ZeroPadding2D.
 
 The call is ``conv -> nn.bias_add -> activation``: the pattern kiln's graph
 passes fuse (with a following BatchNormalization) into one oneDNN primitive.
@@ -265,6 +266,93 @@ class SeparableConv2D(_Conv2DBase):
                 "depth_multiplier": self.depth_multiplier,
                 "depthwise_initializer": _init_name(self.depthwise_initializer),
                 "pointwise_initializer": _init_name(self.pointwise_initializer)}
+
+
+def _deconv_length(length, kernel, padding, output_padding, stride, dilation):
+    """The output length of a transposed convolution along one axis (Keras')."""
+    if length is None:
+        return None
+    kernel = kernel + (kernel - 1) * (dilation - 1)
+    if output_padding is None:
+        return length * stride + (max(kernel - stride, 0) if padding == "valid" else 0)
+    pad = kernel // 2 if padding == "same" else 0
+    return (length - 1) * stride + kernel - 2 * pad + output_padding
+
+
+class Conv2DTranspose(_Conv2DBase):
+    """Transposed 2-D convolution (the gradient of Conv2D with respect to its
+    input): kernel [kh, kw, filters, in_channels], bias [filters]; each
+    spatial size becomes about ``strides`` times larger (``output_padding``
+    picks among the sizes a stride allows)."""
+
+    def __init__(self, filters, kernel_size, strides=(1, 1), padding="valid", output_padding=None,
+                 data_format=None, dilation_rate=(1, 1), activation=None, use_bias=True,
+                 kernel_initializer="glorot_uniform", bias_initializer="zeros",
+                 kernel_regularizer=None, bias_regularizer=None, activity_regularizer=None,
+                 kernel_constraint=None, bias_constraint=None, **kwargs):
+        super().__init__(kernel_size, strides, padding, data_format, dilation_rate, activation,
+                         use_bias, bias_initializer, bias_regularizer, bias_constraint,
+                         **kwargs)
+        self.filters = _args.positive_int(filters, "filters", "Conv2DTranspose")
+        self.output_padding = None if output_padding is None else \
+            _args.int_tuple(output_padding, 2, "output_padding", allow_zero=True)
+        if self.output_padding is not None:
+            for p, s in zip(self.output_padding, self.strides):
+                if p >= s:
+                    raise ValueError("Strides must be greater than output padding. Received "
+                                     f"strides={self.strides}, "
+                                     f"output_padding={self.output_padding}.")
+        self.kernel_initializer = initializers.get(kernel_initializer)
+        self.kernel_regularizer, self.kernel_constraint = kernel_regularizer, kernel_constraint
+
+    def _spatial_sizes(self, input_shape):
+        dims = list(TensorShape(input_shape))
+        sp = dims[1:3] if self.data_format == "channels_last" else dims[2:4]
+        pads = self.output_padding or (None, None)
+        return [_deconv_length(sp[i], self.kernel_size[i], self.padding, pads[i],
+                               self.strides[i], self.dilation_rate[i]) for i in range(2)]
+
+    def build(self, input_shape):
+        c = self._in_channels(input_shape)
+        self.kernel = self.add_weight("kernel", self.kernel_size + (self.filters, c),
+                                      initializer=self.kernel_initializer,
+                                      regularizer=self.kernel_regularizer,
+                                      constraint=self.kernel_constraint)
+        self.bias = self.add_weight("bias", (self.filters,), initializer=self.bias_initializer,
+                                    regularizer=self.bias_regularizer,
+                                    constraint=self.bias_constraint) if self.use_bias else None
+        self.input_spec = InputSpec(ndim=4, axes={self._channel_axis: c})
+        self.built = True
+
+    def call(self, inputs):
+        shape = array_ops.shape(inputs)
+        sp = (1, 2) if self.data_format == "channels_last" else (2, 3)
+        static = self._spatial_sizes(inputs.shape)
+        pads = self.output_padding or (None, None)
+        sizes = [s if s is not None else _deconv_length(shape[a], self.kernel_size[i],
+                                                        self.padding, pads[i], self.strides[i],
+                                                        self.dilation_rate[i])
+                 for i, (a, s) in enumerate(zip(sp, static))]
+        if self.data_format == "channels_last":
+            out_shape = [shape[0], sizes[0], sizes[1], self.filters]
+        else:
+            out_shape = [shape[0], self.filters, sizes[0], sizes[1]]
+        y = nn_ops.conv2d_transpose(inputs, self.kernel, out_shape, list(self.strides),
+                                    self.padding.upper(), data_format=self._nn_format(),
+                                    dilations=list(self.dilation_rate))
+        return self._finish(y)
+
+    def compute_output_shape(self, input_shape):
+        batch = TensorShape(input_shape)[0]
+        oh, ow = self._spatial_sizes(input_shape)
+        if self.data_format == "channels_last":
+            return TensorShape([batch, oh, ow, self.filters])
+        return TensorShape([batch, self.filters, oh, ow])
+
+    def get_config(self):
+        return {**self._base_config(), "filters": self.filters,
+                "output_padding": self.output_padding,
+                "kernel_initializer": _init_name(self.kernel_initializer)}
 
 
 class Conv1D(Layer):
