@@ -15,6 +15,7 @@ from kiln.keras.layers.pooling import (MaxPooling2D, AveragePooling2D, GlobalAve
 from kiln.keras.layers.activation import ReLU, LeakyReLU, PReLU, ELU, Softmax
 from kiln.keras.layers.reshaping import Permute, Cropping2D, UpSampling2D
 from kiln.keras.layers.noise import GaussianNoise, GaussianDropout, SpatialDropout2D
+from kiln.keras.layers.rnn import SimpleRNNCell, LSTMCell, GRUCell, RNN, SimpleRNN, LSTM, GRU
 from kiln.keras.layers.merging import (Add, Subtract, Multiply, Average, Maximum, Minimum,
                                        Concatenate, add, subtract, multiply, average, maximum,
                                        minimum, concatenate)
@@ -36,4 +37,5 @@ __all__ = ["Layer", "InputSpec", "InputLayer", "Input", "Dense", "Activation", "
            "GaussianDropout", "SpatialDropout2D", "SeparableConv2D", "SeparableConvolution2D",
            "Conv1D", "Convolution1D", "Embedding", "MaxPooling1D", "AveragePooling1D",
            "GlobalAveragePooling1D", "GlobalMaxPooling1D", "MaxPool1D", "AvgPool1D",
-           "GlobalAvgPool1D", "GlobalMaxPool1D", "Conv2DTranspose", "Convolution2DTranspose"]
+           "GlobalAvgPool1D", "GlobalMaxPool1D", "Conv2DTranspose", "Convolution2DTranspose",
+           "SimpleRNNCell", "LSTMCell", "GRUCell", "RNN", "SimpleRNN", "LSTM", "GRU"]

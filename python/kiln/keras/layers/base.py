@@ -333,7 +333,10 @@ class Layer(Module):
                 raise ValueError(f"add_weight {name!r}: the initializer returned shape "
                                  f"{tuple(value.shape)}, expected {shape}")
             short = name or "variable"
-            v = KerasVariable(value, short, f"{self.name}/{short}", trainable=trainable)
+            # A layer owned by another (an RNN's cell) reads its path under it.
+            owner = getattr(self, "_kiln_owner_path", None)
+            path = f"{owner}/{self.name}/{short}" if owner else f"{self.name}/{short}"
+            v = KerasVariable(value, short, path, trainable=trainable)
         v._kiln_regularizer, v._kiln_constraint = regularizer, constraint
         self._kiln_weights.append(v)
         if _restore_hooks.PENDING:  # a kiln.train restore waits for this weight
