@@ -5,6 +5,7 @@ import numpy as np
 from kiln import _kiln
 from kiln import nest
 from kiln.keras.engine.keras_tensor import KerasTensor
+from kiln.keras.layers.base import call_with_mask
 from kiln.tensor_shape import TensorShape
 
 
@@ -134,20 +135,28 @@ class GraphNetwork:
         for i, (kt, x) in enumerate(zip(self.inputs, flat)):
             values[id(kt)] = self._prepare(i, x, kt)
         uses = dict(self.uses)
+        masks = {}  # per KerasTensor: the mask its value carries (Embedding(mask_zero), ...)
         for node in self.nodes:
             args, kwargs = node.substitute(values)
-            out = node.layer(*args, **kwargs)
+            ins = [masks.get(id(t)) for t in node.input_tensors]
+            mask = None if all(m is None for m in ins) else ins[0] if len(ins) == 1 else ins
+            out, out_mask = call_with_mask(node.layer, args, kwargs, mask)
             outs = node.output_tensors
             if len(outs) == 1:
                 values[id(outs[0])] = out
+                masks[id(outs[0])] = out_mask
             else:
-                for kt, o in zip(outs, nest.flatten(out)):
+                out_masks = out_mask if isinstance(out_mask, (list, tuple)) else \
+                    [None] * len(outs)
+                for kt, o, m in zip(outs, nest.flatten(out), out_masks):
                     values[id(kt)] = o
+                    masks[id(kt)] = m
             for t in node.input_tensors:
                 k = id(t)
                 uses[k] -= 1
                 if uses[k] == 0:
                     del values[k]
+                    masks.pop(k, None)
         result = [values[id(t)] for t in self.outputs]
         if isinstance(self.output_structure, KerasTensor):
             return result[0]

@@ -1,6 +1,6 @@
 """kiln.keras.Sequential: a plain stack of layers, each with one input and one output."""
 from kiln.keras.engine.keras_tensor import KerasTensor
-from kiln.keras.layers.base import Layer
+from kiln.keras.layers.base import Layer, call_with_mask
 from kiln.keras.layers.input_layer import InputLayer, Input
 from kiln.keras.engine import summary as summary_mod
 from kiln.keras.engine.training import Model
@@ -109,7 +109,7 @@ class Sequential(Model):
             raise ValueError("Sequential model has no layers; add some before calling it")
         x = inputs
         for layer in self._kiln_layers:
-            x = layer(x)
+            x, mask = call_with_mask(layer, (x,), {}, mask)
         return x
 
     @property

@@ -2,7 +2,7 @@
 from kiln.keras.layers.base import Layer, InputSpec
 from kiln.keras.layers.input_layer import InputLayer, Input
 from kiln.keras.layers.core import (Dense, Activation, Dropout, Flatten, Reshape, Rescaling,
-                                    Lambda, Embedding)
+                                    Lambda, Embedding, Masking)
 from kiln.keras.layers.convolutional import (Conv2D, DepthwiseConv2D, SeparableConv2D, Conv1D,
                                              Conv2DTranspose, ZeroPadding2D)
 from kiln.keras.layers.normalization import BatchNormalization, LayerNormalization
@@ -16,6 +16,7 @@ from kiln.keras.layers.activation import ReLU, LeakyReLU, PReLU, ELU, Softmax
 from kiln.keras.layers.reshaping import Permute, Cropping2D, UpSampling2D
 from kiln.keras.layers.noise import GaussianNoise, GaussianDropout, SpatialDropout2D
 from kiln.keras.layers.rnn import SimpleRNNCell, LSTMCell, GRUCell, RNN, SimpleRNN, LSTM, GRU
+from kiln.keras.layers.wrappers import Bidirectional, TimeDistributed
 from kiln.keras.layers.merging import (Add, Subtract, Multiply, Average, Maximum, Minimum,
                                        Concatenate, add, subtract, multiply, average, maximum,
                                        minimum, concatenate)
@@ -38,4 +39,5 @@ __all__ = ["Layer", "InputSpec", "InputLayer", "Input", "Dense", "Activation", "
            "Conv1D", "Convolution1D", "Embedding", "MaxPooling1D", "AveragePooling1D",
            "GlobalAveragePooling1D", "GlobalMaxPooling1D", "MaxPool1D", "AvgPool1D",
            "GlobalAvgPool1D", "GlobalMaxPool1D", "Conv2DTranspose", "Convolution2DTranspose",
-           "SimpleRNNCell", "LSTMCell", "GRUCell", "RNN", "SimpleRNN", "LSTM", "GRU"]
+           "SimpleRNNCell", "LSTMCell", "GRUCell", "RNN", "SimpleRNN", "LSTM", "GRU",
+           "Masking", "Bidirectional", "TimeDistributed"]

@@ -89,6 +89,32 @@ def _call_accepts_training(layer):
     return v
 
 
+_ACCEPTS_MASK = {}
+
+
+def call_accepts_mask(layer):
+    """Whether ``layer.call`` takes a ``mask`` argument (masks flow to it)."""
+    key = type(layer)
+    v = _ACCEPTS_MASK.get(key)
+    if v is None:
+        try:
+            v = "mask" in inspect.signature(layer.call).parameters
+        except (TypeError, ValueError):
+            v = False
+        _ACCEPTS_MASK[key] = v
+    return v
+
+
+def call_with_mask(layer, args, kwargs, mask):
+    """``layer(*args, **kwargs)`` with the inputs' ``mask`` passed on when the
+    layer takes one (and none was given), then the outputs' mask
+    (``compute_mask``): Keras' mask propagation, as models run their layers."""
+    if mask is not None and "mask" not in kwargs and call_accepts_mask(layer):
+        kwargs = dict(kwargs, mask=mask)
+    out = layer(*args, **kwargs)
+    return out, layer.compute_mask(args[0] if args else None, mask)
+
+
 def _is_keras_tensor(x):
     return isinstance(x, KerasTensor)
 

@@ -7,7 +7,7 @@ from kiln.keras.engine.keras_tensor import KerasTensor
 from kiln.keras.layers import _args
 from kiln.keras.layers.base import Layer, InputSpec, _unique
 from kiln.ops import _helpers as h
-from kiln.ops import array_ops, linalg_ops, nn_ops
+from kiln.ops import array_ops, linalg_ops, math_ops, nn_ops
 from kiln.tensor_shape import TensorShape
 
 raw = _kiln.raw
@@ -37,6 +37,7 @@ class Dense(Layer):
         self.kernel_regularizer, self.bias_regularizer = kernel_regularizer, bias_regularizer
         self.kernel_constraint, self.bias_constraint = kernel_constraint, bias_constraint
         self.input_spec = InputSpec(min_ndim=2)
+        self.supports_masking = True
 
     def build(self, input_shape):
         last = TensorShape(input_shape)[-1]
@@ -79,6 +80,7 @@ class Activation(Layer):
     def __init__(self, activation, **kwargs):
         super().__init__(**kwargs)
         self.activation = activations.get(activation)
+        self.supports_masking = True
 
     def call(self, inputs):
         return self.activation(inputs)
@@ -102,6 +104,7 @@ class Dropout(Layer):
         self.rate = _args.rate(rate)
         self.noise_shape = None if noise_shape is None else tuple(noise_shape)
         self.seed = seed
+        self.supports_masking = True
 
     def call(self, inputs, training=None):
         if not training or self.rate == 0:
@@ -343,8 +346,39 @@ class Embedding(Layer):
                 "mask_zero": self.mask_zero}
 
 
+class Masking(Layer):
+    """Masks the steps whose features all equal ``mask_value``: they become 0
+    and their mask false ([batch, steps] from [batch, steps, features]), so
+    later layers (RNNs, pooling) skip them."""
+
+    _kiln_static_shapes = True
+
+    def __init__(self, mask_value=0.0, **kwargs):
+        super().__init__(**kwargs)
+        self.mask_value = mask_value
+        self.supports_masking = True
+
+    def _keep(self, inputs, keepdims):
+        x = h.tensor(inputs)
+        differ = raw.NotEqual(x, h.tensor(self.mask_value, x.dtype))
+        return math_ops.reduce_any(differ, axis=-1, keepdims=keepdims)
+
+    def call(self, inputs):
+        keep = self._keep(inputs, True)
+        return inputs * raw.Cast(keep, DstT=h.tensor(inputs).dtype)
+
+    def compute_mask(self, inputs, mask=None):
+        return self._keep(inputs, False)
+
+    def compute_output_shape(self, input_shape):
+        return TensorShape(input_shape)
+
+    def get_config(self):
+        return {**super().get_config(), "mask_value": self.mask_value}
+
+
 # Arithmetic on Keras tensors (x + y, -x) records an _OpLambda node.
 KerasTensor._op_layer = _OpLambda
 
 __all__ = ["Dense", "Activation", "Dropout", "Flatten", "Reshape", "Rescaling", "Lambda",
-           "Embedding"]
+           "Embedding", "Masking"]

@@ -165,6 +165,7 @@ class LayerNormalization(Layer):
                  beta_initializer="zeros", gamma_initializer="ones", beta_regularizer=None,
                  gamma_regularizer=None, beta_constraint=None, gamma_constraint=None, **kwargs):
         super().__init__(**kwargs)
+        self.supports_masking = True
         self._axes = _axes_list("LayerNormalization", axis)
         self.axis = axis if isinstance(axis, int) else list(axis)
         self.epsilon = _check_epsilon("LayerNormalization", epsilon)

@@ -1,0 +1,182 @@
+"""Layer wrappers: Bidirectional (an RNN run both ways) and TimeDistributed (a layer applied to
+every step), with Keras 3's arguments, sublayer names and errors."""
+from kiln.keras.layers.base import Layer, InputSpec
+from kiln.keras.layers.rnn import RNN
+from kiln.ops import array_ops
+from kiln.tensor_shape import TensorShape
+
+_MERGE_MODES = ("sum", "mul", "ave", "concat", None)
+
+
+def _copy(layer, **changes):
+    config = layer.get_config()
+    config.update(changes)
+    return type(layer).from_config(config)
+
+
+class Bidirectional(Layer):
+    """Runs a recurrent ``layer`` forwards and a copy of it backwards over
+    the steps (sublayers ``forward_<name>`` and ``backward_<name>``) and
+    merges their outputs (``merge_mode``: concat, sum, mul, ave, or None for
+    the pair); with return_sequences the backward outputs are put back in
+    step order first. ``return_state`` appends both layers' states."""
+
+    _kiln_static_shapes = True
+
+    def __init__(self, layer, merge_mode="concat", weights=None, backward_layer=None, **kwargs):
+        super().__init__(**kwargs)
+        if not isinstance(layer, RNN):
+            raise ValueError("Please initialize `Bidirectional` layer with a `keras.layers.Layer` "
+                             f"instance that is a recurrent layer. Received: {layer}")
+        if merge_mode not in _MERGE_MODES:
+            raise ValueError(f"Invalid merge mode. Received: {merge_mode}. Merge mode should be "
+                             "one of {'sum', 'mul', 'ave', 'concat', None}")
+        if backward_layer is not None and not isinstance(backward_layer, RNN):
+            raise ValueError("`backward_layer` need to be a recurrent layer. Received: "
+                             f"backward_layer={backward_layer}")
+        self.forward_layer = _copy(layer, name=f"forward_{layer.name}")
+        if backward_layer is None:
+            self.backward_layer = _copy(layer, name=f"backward_{layer.name}",
+                                        go_backwards=not layer.go_backwards)
+        else:
+            self.backward_layer = backward_layer
+        for sub in (self.forward_layer, self.backward_layer):
+            sub.cell._kiln_owner_path = f"{self.name}/{sub.name}"
+        if self.forward_layer.return_sequences != self.backward_layer.return_sequences or \
+                self.forward_layer.return_state != self.backward_layer.return_state:
+            raise ValueError("Forward layer and backward layer should have the same "
+                             "`return_sequences` and `return_state`")
+        self.merge_mode = merge_mode
+        self.return_sequences = self.forward_layer.return_sequences
+        self.return_state = self.forward_layer.return_state
+        self.supports_masking = True
+        self.input_spec = InputSpec(ndim=3)
+        if weights is not None:
+            self._kiln_initial_weights = weights
+
+    def build(self, input_shape):
+        self.forward_layer.build(input_shape)
+        self.backward_layer.build(input_shape)
+        self.built = True
+
+    def _merge(self, y, y_rev):
+        if self.merge_mode == "concat":
+            return array_ops.concat([y, y_rev], -1)
+        if self.merge_mode == "sum":
+            return y + y_rev
+        if self.merge_mode == "ave":
+            return (y + y_rev) * 0.5
+        if self.merge_mode == "mul":
+            return y * y_rev
+        return [y, y_rev]
+
+    def call(self, inputs, mask=None, training=None, initial_state=None):
+        fwd_state = bwd_state = None
+        if initial_state is not None:
+            half = len(initial_state) // 2
+            fwd_state, bwd_state = initial_state[:half], initial_state[half:]
+        kwargs = {"mask": mask, "training": training}
+        y = self.forward_layer(inputs, initial_state=fwd_state, **kwargs)
+        y_rev = self.backward_layer(inputs, initial_state=bwd_state, **kwargs)
+        states = []
+        if self.return_state:
+            states = list(y[1:]) + list(y_rev[1:])
+            y, y_rev = y[0], y_rev[0]
+        if self.return_sequences:
+            y_rev = array_ops.reverse(y_rev, [1])
+        out = self._merge(y, y_rev)
+        if self.return_state:
+            return (out if isinstance(out, list) else [out]) + states
+        return out
+
+    def compute_mask(self, inputs, mask=None):
+        out = mask if self.return_sequences else None
+        if self.merge_mode is None:
+            out = [out, out]
+        if self.return_state:
+            n = len(self.forward_layer.cell.get_initial_state(1, "float32"))
+            return (out if isinstance(out, list) else [out]) + [None] * (2 * n)
+        return out
+
+    def compute_output_shape(self, input_shape):
+        shape = self.forward_layer.compute_output_shape(input_shape)
+        states = []
+        if self.return_state:
+            states = list(shape[1:]) * 2
+            shape = shape[0]
+        dims = list(shape)
+        if self.merge_mode == "concat":
+            dims[-1] = None if dims[-1] is None else dims[-1] * 2
+        out = [TensorShape(dims)] * 2 if self.merge_mode is None else TensorShape(dims)
+        if self.return_state:
+            return (out if isinstance(out, list) else [out]) + states
+        return out
+
+    def get_config(self):
+        inner = self.forward_layer.get_config()
+        inner["name"] = inner["name"][len("forward_"):]
+        return {**super().get_config(), "merge_mode": self.merge_mode,
+                "layer": {"class_name": type(self.forward_layer).__name__, "config": inner}}
+
+    @classmethod
+    def from_config(cls, config, custom_objects=None):
+        from kiln.keras.layers import rnn
+        config = dict(config)
+        spec = config.pop("layer")
+        layer = getattr(rnn, spec["class_name"]).from_config(spec["config"])
+        return cls(layer, **config)
+
+
+class TimeDistributed(Layer):
+    """Applies ``layer`` to every step of [batch, steps, ...] inputs (the
+    steps folded into the batch): one set of weights for all steps."""
+
+    _kiln_static_shapes = True
+
+    def __init__(self, layer, **kwargs):
+        super().__init__(**kwargs)
+        if not isinstance(layer, Layer):
+            raise ValueError("Please initialize `TimeDistributed` layer with a "
+                             f"`keras.layers.Layer` instance. Received: {layer}")
+        self.layer = layer
+        self.supports_masking = True
+
+    def build(self, input_shape):
+        dims = list(TensorShape(input_shape))
+        if len(dims) < 3:
+            raise ValueError("`TimeDistributed` Layer should be passed an `input_shape` with at "
+                             f"least 3 dimensions, received: {tuple(input_shape)}")
+        if not self.layer.built:
+            self.layer.build([None] + dims[2:])
+            self.layer.built = True
+        self.built = True
+
+    def call(self, inputs, training=None, mask=None):
+        shape = array_ops.shape(inputs)
+        inner = [-1] + list(inputs.shape[2:])
+        if any(d is None for d in inner[1:]):
+            inner = array_ops.concat([[-1], shape[2:]], 0)
+        y = self.layer(array_ops.reshape(inputs, inner), training=training)
+        out_shape = array_ops.concat([shape[:2], array_ops.shape(y)[1:]], 0)
+        return array_ops.reshape(y, out_shape)
+
+    def compute_output_shape(self, input_shape):
+        dims = list(TensorShape(input_shape))
+        inner = self.layer.compute_output_shape([None] + dims[2:])
+        return TensorShape(dims[:2] + list(inner)[1:])
+
+    def get_config(self):
+        return {**super().get_config(),
+                "layer": {"class_name": type(self.layer).__name__,
+                          "config": self.layer.get_config()}}
+
+    @classmethod
+    def from_config(cls, config, custom_objects=None):
+        from kiln.keras.saving import serialization
+        config = dict(config)
+        spec = config.pop("layer")
+        layer = serialization.BUILTINS[spec["class_name"]].from_config(spec["config"])
+        return cls(layer, **config)
+
+
+__all__ = ["Bidirectional", "TimeDistributed"]
