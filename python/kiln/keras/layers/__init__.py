@@ -17,6 +17,7 @@ from kiln.keras.layers.reshaping import Permute, Cropping2D, UpSampling2D
 from kiln.keras.layers.noise import GaussianNoise, GaussianDropout, SpatialDropout2D
 from kiln.keras.layers.rnn import SimpleRNNCell, LSTMCell, GRUCell, RNN, SimpleRNN, LSTM, GRU
 from kiln.keras.layers.wrappers import Bidirectional, TimeDistributed
+from kiln.keras.layers.attention import MultiHeadAttention, Attention
 from kiln.keras.layers.merging import (Add, Subtract, Multiply, Average, Maximum, Minimum,
                                        Concatenate, add, subtract, multiply, average, maximum,
                                        minimum, concatenate)
@@ -40,4 +41,4 @@ __all__ = ["Layer", "InputSpec", "InputLayer", "Input", "Dense", "Activation", "
            "GlobalAveragePooling1D", "GlobalMaxPooling1D", "MaxPool1D", "AvgPool1D",
            "GlobalAvgPool1D", "GlobalMaxPool1D", "Conv2DTranspose", "Convolution2DTranspose",
            "SimpleRNNCell", "LSTMCell", "GRUCell", "RNN", "SimpleRNN", "LSTM", "GRU",
-           "Masking", "Bidirectional", "TimeDistributed"]
+           "Masking", "Bidirectional", "TimeDistributed", "MultiHeadAttention", "Attention"]
