@@ -1,4 +1,4 @@
-"""BatchNormalization and LayerNormalization: statistics, weights, errors, jit."""
+"""BatchNormalization, LayerNormalization and GroupNormalization: statistics, weights, errors, jit."""
 import numpy as np
 import pytest
 
@@ -149,3 +149,41 @@ def test_layer_norm_in_a_jit_model_is_one_row_kernel():
     fn = tf.function(model, jit_compile=True)
     np.testing.assert_allclose(fn(x).numpy(), want, rtol=1e-5, atol=1e-5)
     assert "reduce AddV2" in fn.experimental_get_compiler_ir(x)("hlo")
+
+
+def _np_group_norm(x, groups, eps, gamma, beta):
+    n, c = x.shape[0], x.shape[-1]
+    g = x.reshape(n, -1, groups, c // groups)
+    mean = g.mean(axis=(1, 3), keepdims=True)
+    var = g.var(axis=(1, 3), keepdims=True)
+    return ((g - mean) / np.sqrt(var + eps)).reshape(x.shape) * gamma + beta
+
+
+@pytest.mark.parametrize("shape,groups", [((2, 5, 6), 3), ((2, 4, 4, 8), 2), ((3, 8), 4),
+                                          ((2, 3, 4), 1), ((2, 3, 4), 4)])
+def test_group_normalization_matches_numpy(shape, groups):
+    x = randn(*shape)
+    layer = layers.GroupNormalization(groups=groups, gamma_initializer="random_normal",
+                                      beta_initializer="random_normal")
+    layer(tf.constant(x))
+    gamma, beta = layer.get_weights()
+    assert gamma.shape == beta.shape == (shape[-1],)
+    want = _np_group_norm(x.astype(np.float64), groups, 1e-3, gamma, beta)
+    assert_layer(layer, x, want, rtol=1e-4, atol=1e-4)
+    cfg = layer.get_config()
+    assert (cfg["groups"], cfg["epsilon"]) == (groups, 1e-3)
+
+
+def test_group_normalization_channels_first_and_errors():
+    x = randn(2, 6, 4, 3)
+    layer = layers.GroupNormalization(groups=3, axis=1)
+    out = layer(tf.constant(x)).numpy()
+    last = x.transpose(0, 2, 3, 1)
+    want = _np_group_norm(last.astype(np.float64), 3, 1e-3, 1.0, 0.0).transpose(0, 3, 1, 2)
+    np.testing.assert_allclose(out, want, rtol=1e-4, atol=1e-4)
+    with pytest.raises(ValueError, match="cannot be more than the number of channels"):
+        layers.GroupNormalization(groups=8)(tf.constant(randn(2, 4)))
+    with pytest.raises(ValueError, match="must be a multiple"):
+        layers.GroupNormalization(groups=3)(tf.constant(randn(2, 4)))
+    with pytest.raises(ValueError, match="groups"):
+        layers.GroupNormalization(groups=0)

@@ -5,7 +5,8 @@ from kiln.keras.layers.core import (Dense, Activation, Dropout, Flatten, Reshape
                                     Lambda, Embedding, Masking)
 from kiln.keras.layers.convolutional import (Conv2D, DepthwiseConv2D, SeparableConv2D, Conv1D,
                                              Conv2DTranspose, ZeroPadding2D)
-from kiln.keras.layers.normalization import BatchNormalization, LayerNormalization
+from kiln.keras.layers.normalization import (BatchNormalization, LayerNormalization,
+                                             GroupNormalization)
 from kiln.keras.layers.pooling import (MaxPooling2D, AveragePooling2D, GlobalAveragePooling2D,
                                        GlobalMaxPooling2D, MaxPool2D, AvgPool2D,
                                        GlobalAvgPool2D, GlobalMaxPool2D, MaxPooling1D,
@@ -41,4 +42,5 @@ __all__ = ["Layer", "InputSpec", "InputLayer", "Input", "Dense", "Activation", "
            "GlobalAveragePooling1D", "GlobalMaxPooling1D", "MaxPool1D", "AvgPool1D",
            "GlobalAvgPool1D", "GlobalMaxPool1D", "Conv2DTranspose", "Convolution2DTranspose",
            "SimpleRNNCell", "LSTMCell", "GRUCell", "RNN", "SimpleRNN", "LSTM", "GRU",
-           "Masking", "Bidirectional", "TimeDistributed", "MultiHeadAttention", "Attention"]
+           "Masking", "Bidirectional", "TimeDistributed", "MultiHeadAttention", "Attention",
+           "GroupNormalization"]

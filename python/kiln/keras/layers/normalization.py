@@ -10,7 +10,7 @@ from kiln import _kiln
 from kiln.keras import initializers
 from kiln.keras.layers.base import Layer, InputSpec
 from kiln.ops import _helpers as h
-from kiln.ops import array_ops, nn_ops
+from kiln.ops import array_ops, math_ops, nn_ops
 from kiln.tensor_shape import TensorShape
 
 raw = _kiln.raw
@@ -201,3 +201,82 @@ class LayerNormalization(Layer):
     def get_config(self):
         return {**super().get_config(), "axis": self.axis, "epsilon": self.epsilon,
                 "center": self.center, "scale": self.scale}
+
+
+class GroupNormalization(Layer):
+    """Normalizes each example over groups of channels: the ``axis``
+    channels split into ``groups`` groups, each normalized over its channels
+    and every other non-batch axis; then ``gamma * x + beta`` per channel
+    (gamma, beta [channels])."""
+
+    def __init__(self, groups=32, axis=-1, epsilon=1e-3, center=True, scale=True,
+                 beta_initializer="zeros", gamma_initializer="ones", beta_regularizer=None,
+                 gamma_regularizer=None, beta_constraint=None, gamma_constraint=None, **kwargs):
+        super().__init__(**kwargs)
+        self.supports_masking = True
+        if isinstance(groups, bool) or not isinstance(groups, int) or groups <= 0:
+            raise ValueError(f"Invalid value for argument `groups`. Expected a strictly positive "
+                             f"integer. Received: groups={groups!r}")
+        if not isinstance(axis, int):
+            raise ValueError(f"GroupNormalization: `axis` must be an int. Received: axis={axis!r}")
+        self.groups, self.axis = groups, axis
+        self.epsilon = _check_epsilon("GroupNormalization", epsilon)
+        self.center, self.scale = bool(center), bool(scale)
+        self.beta_initializer = initializers.get(beta_initializer)
+        self.gamma_initializer = initializers.get(gamma_initializer)
+        self.beta_regularizer, self.gamma_regularizer = beta_regularizer, gamma_regularizer
+        self.beta_constraint, self.gamma_constraint = beta_constraint, gamma_constraint
+
+    def build(self, input_shape):
+        shape = TensorShape(input_shape)
+        rank = shape.rank
+        axis = self.axis % rank
+        channels = shape[axis]
+        if channels is None:
+            raise ValueError(f"Axis {self.axis} of input tensor should have a defined dimension "
+                             f"but the layer received an input with shape {shape}.")
+        if channels < self.groups:
+            raise ValueError(f"Number of groups ({self.groups}) cannot be more than the number "
+                             f"of channels ({channels}).")
+        if channels % self.groups:
+            raise ValueError(f"Number of groups ({self.groups}) must be a multiple of the number "
+                             f"of channels ({channels}).")
+        self.gamma = self.add_weight("gamma", (channels,), initializer=self.gamma_initializer,
+                                     regularizer=self.gamma_regularizer,
+                                     constraint=self.gamma_constraint) if self.scale else None
+        self.beta = self.add_weight("beta", (channels,), initializer=self.beta_initializer,
+                                    regularizer=self.beta_regularizer,
+                                    constraint=self.beta_constraint) if self.center else None
+        self.input_spec = InputSpec(ndim=rank, axes={axis: channels})
+        self.built = True
+
+    def call(self, inputs):
+        x = h.tensor(inputs)
+        rank = h.static_rank(x, "GroupNormalization")
+        axis = self.axis % rank
+        channels = x.shape[axis]
+        # Channels last, split into [groups, channels / groups].
+        perm = [i for i in range(rank) if i != axis] + [axis]
+        y = array_ops.transpose(x, perm) if axis != rank - 1 else x
+        moved = array_ops.shape(y)
+        g = array_ops.reshape(y, array_ops.concat(
+            [moved[:-1], [self.groups, channels // self.groups]], 0))
+        axes = list(range(1, rank - 1)) + [rank]  # every non-batch axis but the group's
+        mean, var = nn_ops.moments(g, axes, keepdims=True)
+        g = (g - mean) * math_ops.rsqrt(var + h.tensor(self.epsilon, var.dtype))
+        y = array_ops.reshape(g, moved)
+        if self.gamma is not None:
+            y = y * self.gamma
+        if self.beta is not None:
+            y = y + self.beta
+        if axis != rank - 1:
+            inverse = [perm.index(i) for i in range(rank)]
+            y = array_ops.transpose(y, inverse)
+        return y
+
+    def compute_output_shape(self, input_shape):
+        return TensorShape(input_shape)
+
+    def get_config(self):
+        return {**super().get_config(), "groups": self.groups, "axis": self.axis,
+                "epsilon": self.epsilon, "center": self.center, "scale": self.scale}
