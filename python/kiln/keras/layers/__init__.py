@@ -19,6 +19,8 @@ from kiln.keras.layers.noise import GaussianNoise, GaussianDropout, SpatialDropo
 from kiln.keras.layers.rnn import SimpleRNNCell, LSTMCell, GRUCell, RNN, SimpleRNN, LSTM, GRU
 from kiln.keras.layers.wrappers import Bidirectional, TimeDistributed
 from kiln.keras.layers.attention import MultiHeadAttention, Attention
+from kiln.keras.layers.preprocessing import (Normalization, Resizing, CenterCrop, RandomFlip,
+                                             CategoryEncoding)
 from kiln.keras.layers.merging import (Add, Subtract, Multiply, Average, Maximum, Minimum,
                                        Concatenate, add, subtract, multiply, average, maximum,
                                        minimum, concatenate)
@@ -43,4 +45,5 @@ __all__ = ["Layer", "InputSpec", "InputLayer", "Input", "Dense", "Activation", "
            "GlobalAvgPool1D", "GlobalMaxPool1D", "Conv2DTranspose", "Convolution2DTranspose",
            "SimpleRNNCell", "LSTMCell", "GRUCell", "RNN", "SimpleRNN", "LSTM", "GRU",
            "Masking", "Bidirectional", "TimeDistributed", "MultiHeadAttention", "Attention",
-           "GroupNormalization"]
+           "GroupNormalization", "Normalization", "Resizing", "CenterCrop", "RandomFlip",
+           "CategoryEncoding"]
