@@ -64,6 +64,35 @@ class GraphNetwork:
         nodes.sort(key=lambda n: n.id)  # creation order is a topological order
         return nodes
 
+    def _keras_order(self):
+        """The layers in Keras' order, which fixes the order of model.weights
+        (so get_weights/set_weights lists match Keras'): by depth, the longest
+        path to an output, deepest first; ties by the order a depth-first walk
+        from the outputs (first inputs first) meets them."""
+        depth = {}
+        for node in reversed(self.nodes):  # creation order reversed: outputs first
+            d = depth.setdefault(id(node), 0)
+            for parent in node.parent_nodes:
+                depth[id(parent)] = max(depth.get(id(parent), 0), d + 1)
+        index, seen = {}, set()
+        stack = list(reversed(self.outputs))
+        input_ids = {id(t) for t in self.inputs}
+        while stack:
+            t = stack.pop()
+            node = t._node
+            if node is None or id(node) in seen or id(t) in input_ids:
+                continue
+            seen.add(id(node))
+            index.setdefault(id(node.layer), len(index))
+            stack.extend(reversed(node.input_tensors))
+        layer_depth = {}
+        for node in self.nodes:
+            k = id(node.layer)
+            layer_depth[k] = max(layer_depth.get(k, 0), depth.get(id(node), 0))
+        by_id = {id(n.layer): n.layer for n in self.nodes}
+        return [by_id[k] for k in sorted(by_id, key=lambda k: (-layer_depth[k],
+                                                                index.get(k, len(index))))]
+
     def _finish_layers(self):
         layers, seen = [], set()
         for t in self.inputs:
@@ -71,10 +100,10 @@ class GraphNetwork:
             if layer is not None and id(layer) not in seen:
                 seen.add(id(layer))
                 layers.append(layer)
-        for node in self.nodes:
-            if id(node.layer) not in seen:
-                seen.add(id(node.layer))
-                layers.append(node.layer)
+        for layer in self._keras_order():
+            if id(layer) not in seen:
+                seen.add(id(layer))
+                layers.append(layer)
         names = {}
         for layer in layers:
             if layer.name in names:

@@ -1,0 +1,206 @@
+"""ResNet50/101/152 and ResNet50V2/101V2/152V2 (He et al., "Deep Residual Learning for Image
+Recognition", 2015, and "Identity Mappings in Deep Residual Networks", 2016), built with the
+functional API and random weights: layer for layer Keras' names, shapes and parameter counts
+(tf.keras.applications.ResNet50, ...), so Keras' weights load with ``set_weights``."""
+import numpy as np
+
+from kiln.keras import activations, layers
+from kiln.keras.applications.efficientnet_v2 import _input_shape
+from kiln.keras.engine.keras_tensor import KerasTensor
+from kiln.keras.engine.training import Model
+
+_EPS = 1.001e-5
+
+
+def _check(weights, classes, pooling, classifier_activation):
+    if weights is not None:
+        raise ValueError(f"weights={weights!r}: kiln cannot download or load pretrained weights "
+                         "yet; use weights=None (random initialization) and set_weights")
+    if isinstance(classes, bool) or not isinstance(classes, int) or classes <= 0:
+        raise ValueError(f"classes must be a positive int, got {classes!r}")
+    if pooling not in (None, "avg", "max"):
+        raise ValueError(f"pooling must be None, 'avg' or 'max', got {pooling!r}")
+    if classifier_activation is not None:
+        activations.get(classifier_activation)
+
+
+def _bn(x, name):
+    return layers.BatchNormalization(axis=3, epsilon=_EPS, name=name)(x)
+
+
+def block_v1(x, filters, kernel_size=3, stride=1, conv_shortcut=True, name=None):
+    """A bottleneck block (1x1, kxk, 1x1 convolutions, 4x filters out), the
+    shortcut a 1x1 convolution when the shape changes."""
+    if conv_shortcut:
+        shortcut = layers.Conv2D(4 * filters, 1, strides=stride, name=name + "_0_conv")(x)
+        shortcut = _bn(shortcut, name + "_0_bn")
+    else:
+        shortcut = x
+    x = layers.Conv2D(filters, 1, strides=stride, name=name + "_1_conv")(x)
+    x = layers.Activation("relu", name=name + "_1_relu")(_bn(x, name + "_1_bn"))
+    x = layers.Conv2D(filters, kernel_size, padding="same", name=name + "_2_conv")(x)
+    x = layers.Activation("relu", name=name + "_2_relu")(_bn(x, name + "_2_bn"))
+    x = _bn(layers.Conv2D(4 * filters, 1, name=name + "_3_conv")(x), name + "_3_bn")
+    x = layers.Add(name=name + "_add")([shortcut, x])
+    return layers.Activation("relu", name=name + "_out")(x)
+
+
+def stack_v1(x, filters, blocks, stride1=2, name=None):
+    x = block_v1(x, filters, stride=stride1, name=name + "_block1")
+    for i in range(2, blocks + 1):
+        x = block_v1(x, filters, conv_shortcut=False, name=name + f"_block{i}")
+    return x
+
+
+def block_v2(x, filters, kernel_size=3, stride=1, conv_shortcut=False, name=None):
+    """A pre-activation bottleneck block (batch norm and ReLU before each
+    convolution; the stride on the 3x3 convolution)."""
+    preact = layers.Activation("relu", name=name + "_preact_relu")(_bn(x, name + "_preact_bn"))
+    if conv_shortcut:
+        shortcut = layers.Conv2D(4 * filters, 1, strides=stride, name=name + "_0_conv")(preact)
+    else:
+        shortcut = layers.MaxPooling2D(1, strides=stride)(x) if stride > 1 else x
+    x = layers.Conv2D(filters, 1, strides=1, use_bias=False, name=name + "_1_conv")(preact)
+    x = layers.Activation("relu", name=name + "_1_relu")(_bn(x, name + "_1_bn"))
+    x = layers.ZeroPadding2D(padding=((1, 1), (1, 1)), name=name + "_2_pad")(x)
+    x = layers.Conv2D(filters, kernel_size, strides=stride, use_bias=False,
+                      name=name + "_2_conv")(x)
+    x = layers.Activation("relu", name=name + "_2_relu")(_bn(x, name + "_2_bn"))
+    x = layers.Conv2D(4 * filters, 1, name=name + "_3_conv")(x)
+    return layers.Add(name=name + "_out")([shortcut, x])
+
+
+def stack_v2(x, filters, blocks, stride1=2, name=None):
+    x = block_v2(x, filters, conv_shortcut=True, name=name + "_block1")
+    for i in range(2, blocks):
+        x = block_v2(x, filters, name=name + f"_block{i}")
+    return block_v2(x, filters, stride=stride1, name=name + f"_block{blocks}")
+
+
+def ResNet(stack_fn, preact, use_bias, model_name="resnet", include_top=True, weights=None,
+           input_tensor=None, input_shape=None, pooling=None, classes=1000,
+           classifier_activation="softmax"):
+    """A ResNet functional model around the stages ``stack_fn`` builds."""
+    _check(weights, classes, pooling, classifier_activation)
+    if input_tensor is not None:
+        if not isinstance(input_tensor, KerasTensor):
+            raise ValueError("input_tensor must be a Keras tensor (from kiln.keras.Input), "
+                             f"got {input_tensor!r}")
+        img_input = input_tensor
+    else:
+        img_input = layers.Input(shape=_input_shape(input_shape, 224, 32, include_top))
+    x = layers.ZeroPadding2D(padding=((3, 3), (3, 3)), name="conv1_pad")(img_input)
+    x = layers.Conv2D(64, 7, strides=2, use_bias=use_bias, name="conv1_conv")(x)
+    if not preact:
+        x = layers.Activation("relu", name="conv1_relu")(_bn(x, "conv1_bn"))
+    x = layers.ZeroPadding2D(padding=((1, 1), (1, 1)), name="pool1_pad")(x)
+    x = layers.MaxPooling2D(3, strides=2, name="pool1_pool")(x)
+    x = stack_fn(x)
+    if preact:
+        x = layers.Activation("relu", name="post_relu")(_bn(x, "post_bn"))
+    if include_top:
+        x = layers.GlobalAveragePooling2D(name="avg_pool")(x)
+        x = layers.Dense(classes, activation=classifier_activation, name="predictions")(x)
+    elif pooling == "avg":
+        x = layers.GlobalAveragePooling2D(name="avg_pool")(x)
+    elif pooling == "max":
+        x = layers.GlobalMaxPooling2D(name="max_pool")(x)
+    return Model(img_input, x, name=model_name)
+
+
+_DEPTHS = {50: (3, 4, 6, 3), 101: (3, 4, 23, 3), 152: (3, 8, 36, 3)}
+
+
+def _v1(depth):
+    d = _DEPTHS[depth]
+
+    def stack_fn(x):
+        x = stack_v1(x, 64, d[0], stride1=1, name="conv2")
+        x = stack_v1(x, 128, d[1], name="conv3")
+        x = stack_v1(x, 256, d[2], name="conv4")
+        return stack_v1(x, 512, d[3], name="conv5")
+    return stack_fn
+
+
+def _v2(depth):
+    d = _DEPTHS[depth]
+
+    def stack_fn(x):
+        x = stack_v2(x, 64, d[0], name="conv2")
+        x = stack_v2(x, 128, d[1], name="conv3")
+        x = stack_v2(x, 256, d[2], name="conv4")
+        return stack_v2(x, 512, d[3], stride1=1, name="conv5")
+    return stack_fn
+
+
+def ResNet50(include_top=True, weights=None, input_tensor=None, input_shape=None, pooling=None,
+             classes=1000, classifier_activation="softmax"):
+    """ResNet50 (tf.keras.applications.ResNet50), randomly initialized: 25,636,712
+    parameters with the top. Arguments as EfficientNetV2S's; input 224x224 by default,
+    preprocessed by ``resnet.preprocess_input`` (caffe: BGR, ImageNet means subtracted)."""
+    return ResNet(_v1(50), False, True, "resnet50", include_top, weights, input_tensor,
+                  input_shape, pooling, classes, classifier_activation)
+
+
+def ResNet101(include_top=True, weights=None, input_tensor=None, input_shape=None,
+              pooling=None, classes=1000, classifier_activation="softmax"):
+    """ResNet101 (tf.keras.applications.ResNet101), randomly initialized."""
+    return ResNet(_v1(101), False, True, "resnet101", include_top, weights, input_tensor,
+                  input_shape, pooling, classes, classifier_activation)
+
+
+def ResNet152(include_top=True, weights=None, input_tensor=None, input_shape=None,
+              pooling=None, classes=1000, classifier_activation="softmax"):
+    """ResNet152 (tf.keras.applications.ResNet152), randomly initialized."""
+    return ResNet(_v1(152), False, True, "resnet152", include_top, weights, input_tensor,
+                  input_shape, pooling, classes, classifier_activation)
+
+
+def ResNet50V2(include_top=True, weights=None, input_tensor=None, input_shape=None,
+               pooling=None, classes=1000, classifier_activation="softmax"):
+    """ResNet50V2 (tf.keras.applications.ResNet50V2), randomly initialized; inputs
+    preprocessed by ``resnet_v2.preprocess_input`` (scaled to [-1, 1])."""
+    return ResNet(_v2(50), True, True, "resnet50v2", include_top, weights, input_tensor,
+                  input_shape, pooling, classes, classifier_activation)
+
+
+def ResNet101V2(include_top=True, weights=None, input_tensor=None, input_shape=None,
+                pooling=None, classes=1000, classifier_activation="softmax"):
+    """ResNet101V2 (tf.keras.applications.ResNet101V2), randomly initialized."""
+    return ResNet(_v2(101), True, True, "resnet101v2", include_top, weights, input_tensor,
+                  input_shape, pooling, classes, classifier_activation)
+
+
+def ResNet152V2(include_top=True, weights=None, input_tensor=None, input_shape=None,
+                pooling=None, classes=1000, classifier_activation="softmax"):
+    """ResNet152V2 (tf.keras.applications.ResNet152V2), randomly initialized."""
+    return ResNet(_v2(152), True, True, "resnet152v2", include_top, weights, input_tensor,
+                  input_shape, pooling, classes, classifier_activation)
+
+
+_CAFFE_MEAN = np.array([103.939, 116.779, 123.68], np.float32)
+
+
+def preprocess_input(x, data_format=None):
+    """Caffe-style preprocessing (ResNet V1): RGB -> BGR, then the ImageNet
+    channel means subtracted; pixel values in [0, 255] in, NumPy or tensors."""
+    import kiln as tf
+    if data_format not in (None, "channels_last"):
+        raise NotImplementedError("preprocess_input: only channels_last is supported yet")
+    if isinstance(x, np.ndarray):
+        return x[..., ::-1].astype(np.float32) - _CAFFE_MEAN
+    t = tf.convert_to_tensor(x, dtype="float32")
+    return tf.reverse(t, [-1]) - _CAFFE_MEAN
+
+
+def preprocess_input_v2(x, data_format=None):
+    """TF-style preprocessing (ResNet V2): pixel values in [0, 255] scaled to [-1, 1]."""
+    import kiln as tf
+    if isinstance(x, np.ndarray):
+        return x.astype(np.float32) / 127.5 - 1.0
+    return tf.convert_to_tensor(x, dtype="float32") / 127.5 - 1.0
+
+
+def decode_predictions(preds, top=5):
+    raise NotImplementedError("decode_predictions needs the ImageNet class index, which "
+                              "kiln cannot download")
