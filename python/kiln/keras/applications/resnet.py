@@ -4,10 +4,13 @@ functional API and random weights: layer for layer Keras' names, shapes and para
 (tf.keras.applications.ResNet50, ...), so Keras' weights load with ``set_weights``."""
 import numpy as np
 
+from kiln import dtypes
 from kiln.keras import activations, layers
 from kiln.keras.applications.efficientnet_v2 import _input_shape
 from kiln.keras.engine.keras_tensor import KerasTensor
 from kiln.keras.engine.training import Model
+from kiln.ops import _helpers as h
+from kiln.ops import array_ops
 
 _EPS = 1.001e-5
 
@@ -184,21 +187,19 @@ _CAFFE_MEAN = np.array([103.939, 116.779, 123.68], np.float32)
 def preprocess_input(x, data_format=None):
     """Caffe-style preprocessing (ResNet V1): RGB -> BGR, then the ImageNet
     channel means subtracted; pixel values in [0, 255] in, NumPy or tensors."""
-    import kiln as tf
     if data_format not in (None, "channels_last"):
         raise NotImplementedError("preprocess_input: only channels_last is supported yet")
     if isinstance(x, np.ndarray):
         return x[..., ::-1].astype(np.float32) - _CAFFE_MEAN
-    t = tf.convert_to_tensor(x, dtype="float32")
-    return tf.reverse(t, [-1]) - _CAFFE_MEAN
+    t = dtypes.cast(h.tensor(x), "float32")
+    return array_ops.reverse(t, [-1]) - h.tensor(_CAFFE_MEAN)
 
 
 def preprocess_input_v2(x, data_format=None):
     """TF-style preprocessing (ResNet V2): pixel values in [0, 255] scaled to [-1, 1]."""
-    import kiln as tf
     if isinstance(x, np.ndarray):
         return x.astype(np.float32) / 127.5 - 1.0
-    return tf.convert_to_tensor(x, dtype="float32") / 127.5 - 1.0
+    return dtypes.cast(h.tensor(x), "float32") / 127.5 - 1.0
 
 
 def decode_predictions(preds, top=5):

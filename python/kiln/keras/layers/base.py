@@ -89,6 +89,18 @@ def _call_accepts_training(layer):
     return v
 
 
+def layer_class(name):
+    """The Layer subclass called `name` (built-in or user-defined; for
+    wrappers' from_config), or a ValueError."""
+    stack = [Layer]
+    while stack:
+        cls = stack.pop()
+        if cls.__name__ == name:
+            return cls
+        stack.extend(cls.__subclasses__())
+    raise ValueError(f"Unknown layer: {name!r}")
+
+
 _ACCEPTS_MASK = {}
 
 

@@ -1,6 +1,6 @@
 """Layer wrappers: Bidirectional (an RNN run both ways) and TimeDistributed (a layer applied to
 every step), with Keras 3's arguments, sublayer names and errors."""
-from kiln.keras.layers.base import Layer, InputSpec
+from kiln.keras.layers.base import Layer, InputSpec, layer_class
 from kiln.keras.layers.rnn import RNN
 from kiln.ops import array_ops
 from kiln.tensor_shape import TensorShape
@@ -120,10 +120,9 @@ class Bidirectional(Layer):
 
     @classmethod
     def from_config(cls, config, custom_objects=None):
-        from kiln.keras.layers import rnn
         config = dict(config)
         spec = config.pop("layer")
-        layer = getattr(rnn, spec["class_name"]).from_config(spec["config"])
+        layer = layer_class(spec["class_name"]).from_config(spec["config"])
         return cls(layer, **config)
 
 
@@ -172,10 +171,9 @@ class TimeDistributed(Layer):
 
     @classmethod
     def from_config(cls, config, custom_objects=None):
-        from kiln.keras.saving import serialization
         config = dict(config)
         spec = config.pop("layer")
-        layer = serialization.BUILTINS[spec["class_name"]].from_config(spec["config"])
+        layer = layer_class(spec["class_name"]).from_config(spec["config"])
         return cls(layer, **config)
 
 
