@@ -1,0 +1,115 @@
+"""DenseNet121/169/201 (Huang et al., "Densely Connected Convolutional Networks", 2017), built
+with the functional API and random weights: Keras' layer names, shapes and parameter counts
+(tf.keras.applications.DenseNet121, ...)."""
+import numpy as np
+
+from kiln import dtypes
+from kiln.keras import layers
+from kiln.keras.applications.efficientnet_v2 import _input_shape
+from kiln.keras.applications.resnet import _check, decode_predictions
+from kiln.keras.engine.keras_tensor import KerasTensor
+from kiln.keras.engine.training import Model
+from kiln.ops import _helpers as h
+
+_EPS = 1.001e-5
+
+
+def _bn_relu(x, name):
+    x = layers.BatchNormalization(axis=3, epsilon=_EPS, name=name + "_bn")(x)
+    return layers.Activation("relu", name=name + "_relu")(x)
+
+
+def conv_block(x, growth_rate, name):
+    """BN-ReLU-1x1 conv (4 x growth) and BN-ReLU-3x3 conv (growth), its
+    output concatenated to its input."""
+    y = _bn_relu(x, name + "_0")
+    y = layers.Conv2D(4 * growth_rate, 1, use_bias=False, name=name + "_1_conv")(y)
+    y = layers.BatchNormalization(axis=3, epsilon=_EPS, name=name + "_1_bn")(y)
+    y = layers.Activation("relu", name=name + "_1_relu")(y)
+    y = layers.Conv2D(growth_rate, 3, padding="same", use_bias=False, name=name + "_2_conv")(y)
+    return layers.Concatenate(axis=3, name=name + "_concat")([x, y])
+
+
+def dense_block(x, blocks, name):
+    for i in range(blocks):
+        x = conv_block(x, 32, name=f"{name}_block{i + 1}")
+    return x
+
+
+def transition_block(x, reduction, name):
+    x = _bn_relu(x, name)
+    x = layers.Conv2D(int(x.shape[3] * reduction), 1, use_bias=False, name=name + "_conv")(x)
+    return layers.AveragePooling2D(2, strides=2, name=name + "_pool")(x)
+
+
+def DenseNet(blocks, model_name, include_top=True, weights=None, input_tensor=None,
+             input_shape=None, pooling=None, classes=1000, classifier_activation="softmax"):
+    """A DenseNet functional model with ``blocks`` conv blocks per dense block."""
+    _check(weights, classes, pooling, classifier_activation)
+    if input_tensor is not None:
+        if not isinstance(input_tensor, KerasTensor):
+            raise ValueError("input_tensor must be a Keras tensor (from kiln.keras.Input), "
+                             f"got {input_tensor!r}")
+        img_input = input_tensor
+    else:
+        img_input = layers.Input(shape=_input_shape(input_shape, 224, 32, include_top))
+    x = layers.ZeroPadding2D(padding=((3, 3), (3, 3)))(img_input)
+    x = layers.Conv2D(64, 7, strides=2, use_bias=False, name="conv1_conv")(x)
+    x = layers.BatchNormalization(axis=3, epsilon=_EPS, name="conv1_bn")(x)
+    x = layers.Activation("relu", name="conv1_relu")(x)
+    x = layers.ZeroPadding2D(padding=((1, 1), (1, 1)))(x)
+    x = layers.MaxPooling2D(3, strides=2, name="pool1")(x)
+    for i, n in enumerate(blocks):
+        x = dense_block(x, n, name=f"conv{i + 2}")
+        if i + 1 < len(blocks):
+            x = transition_block(x, 0.5, name=f"pool{i + 2}")
+    x = layers.BatchNormalization(axis=3, epsilon=_EPS, name="bn")(x)
+    x = layers.Activation("relu", name="relu")(x)
+    if include_top:
+        x = layers.GlobalAveragePooling2D(name="avg_pool")(x)
+        x = layers.Dense(classes, activation=classifier_activation, name="predictions")(x)
+    elif pooling == "avg":
+        x = layers.GlobalAveragePooling2D(name="avg_pool")(x)
+    elif pooling == "max":
+        x = layers.GlobalMaxPooling2D(name="max_pool")(x)
+    return Model(img_input, x, name=model_name)
+
+
+def DenseNet121(include_top=True, weights=None, input_tensor=None, input_shape=None,
+                pooling=None, classes=1000, classifier_activation="softmax"):
+    """DenseNet121 (tf.keras.applications.DenseNet121), randomly initialized:
+    8,062,504 parameters with the top; inputs preprocessed by
+    ``densenet.preprocess_input`` (torch: [0, 1], then ImageNet mean and std)."""
+    return DenseNet((6, 12, 24, 16), "densenet121", include_top, weights, input_tensor,
+                    input_shape, pooling, classes, classifier_activation)
+
+
+def DenseNet169(include_top=True, weights=None, input_tensor=None, input_shape=None,
+                pooling=None, classes=1000, classifier_activation="softmax"):
+    """DenseNet169 (tf.keras.applications.DenseNet169), randomly initialized."""
+    return DenseNet((6, 12, 32, 32), "densenet169", include_top, weights, input_tensor,
+                    input_shape, pooling, classes, classifier_activation)
+
+
+def DenseNet201(include_top=True, weights=None, input_tensor=None, input_shape=None,
+                pooling=None, classes=1000, classifier_activation="softmax"):
+    """DenseNet201 (tf.keras.applications.DenseNet201), randomly initialized."""
+    return DenseNet((6, 12, 48, 32), "densenet201", include_top, weights, input_tensor,
+                    input_shape, pooling, classes, classifier_activation)
+
+
+_MEAN = np.array([0.485, 0.456, 0.406], np.float32)
+_STD = np.array([0.229, 0.224, 0.225], np.float32)
+
+
+def preprocess_input(x, data_format=None):
+    """Torch-style preprocessing: [0, 255] to [0, 1], then each channel less
+    its ImageNet mean, over its std."""
+    if isinstance(x, np.ndarray):
+        return (x.astype(np.float32) / 255.0 - _MEAN) / _STD
+    t = dtypes.cast(h.tensor(x), "float32")
+    return (t / 255.0 - h.tensor(_MEAN)) / h.tensor(_STD)
+
+
+__all__ = ["DenseNet121", "DenseNet169", "DenseNet201", "preprocess_input",
+           "decode_predictions"]

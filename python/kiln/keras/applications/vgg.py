@@ -1,0 +1,59 @@
+"""VGG16 and VGG19 (Simonyan and Zisserman, "Very Deep Convolutional Networks for Large-Scale
+Image Recognition", 2014), built with the functional API and random weights: Keras' layer
+names, shapes and parameter counts (tf.keras.applications.VGG16, VGG19)."""
+from kiln.keras import layers
+from kiln.keras.applications.efficientnet_v2 import _input_shape
+from kiln.keras.applications.resnet import _check, decode_predictions, preprocess_input
+from kiln.keras.engine.keras_tensor import KerasTensor
+from kiln.keras.engine.training import Model
+
+
+def VGG(convs_per_block, model_name, include_top=True, weights=None, input_tensor=None,
+        input_shape=None, pooling=None, classes=1000, classifier_activation="softmax"):
+    """A VGG functional model: five blocks of 3x3 convolutions (64, 128, 256,
+    512, 512 filters) each closed by a 2x2 max pooling, then two 4096-unit
+    dense layers and the classifier."""
+    _check(weights, classes, pooling, classifier_activation)
+    if input_tensor is not None:
+        if not isinstance(input_tensor, KerasTensor):
+            raise ValueError("input_tensor must be a Keras tensor (from kiln.keras.Input), "
+                             f"got {input_tensor!r}")
+        img_input = input_tensor
+    else:
+        img_input = layers.Input(shape=_input_shape(input_shape, 224, 32, include_top))
+    x = img_input
+    for b, (filters, n) in enumerate(zip((64, 128, 256, 512, 512), convs_per_block), 1):
+        for i in range(1, n + 1):
+            x = layers.Conv2D(filters, 3, activation="relu", padding="same",
+                              name=f"block{b}_conv{i}")(x)
+        x = layers.MaxPooling2D(2, strides=2, name=f"block{b}_pool")(x)
+    if include_top:
+        x = layers.Flatten(name="flatten")(x)
+        x = layers.Dense(4096, activation="relu", name="fc1")(x)
+        x = layers.Dense(4096, activation="relu", name="fc2")(x)
+        x = layers.Dense(classes, activation=classifier_activation, name="predictions")(x)
+    elif pooling == "avg":
+        x = layers.GlobalAveragePooling2D()(x)
+    elif pooling == "max":
+        x = layers.GlobalMaxPooling2D()(x)
+    return Model(img_input, x, name=model_name)
+
+
+def VGG16(include_top=True, weights=None, input_tensor=None, input_shape=None, pooling=None,
+          classes=1000, classifier_activation="softmax"):
+    """VGG16 (tf.keras.applications.VGG16), randomly initialized: 138,357,544
+    parameters with the top; inputs preprocessed by ``vgg.preprocess_input``
+    (caffe, as ResNet's)."""
+    return VGG((2, 2, 3, 3, 3), "vgg16", include_top, weights, input_tensor, input_shape,
+               pooling, classes, classifier_activation)
+
+
+def VGG19(include_top=True, weights=None, input_tensor=None, input_shape=None, pooling=None,
+          classes=1000, classifier_activation="softmax"):
+    """VGG19 (tf.keras.applications.VGG19), randomly initialized: 143,667,240
+    parameters with the top."""
+    return VGG((2, 2, 4, 4, 4), "vgg19", include_top, weights, input_tensor, input_shape,
+               pooling, classes, classifier_activation)
+
+
+__all__ = ["VGG16", "VGG19", "preprocess_input", "decode_predictions"]
