@@ -1,6 +1,7 @@
 """Keras applications (kiln.keras.applications): published architectures with
 random initialization (no pretrained weights can be downloaded)."""
-from kiln.keras.applications import densenet, efficientnet_v2, mobilenet_v2, resnet, vgg
+from kiln.keras.applications import (densenet, efficientnet_v2, imagenet_utils, mobilenet_v2,
+                                     resnet, vgg)
 from kiln.keras.applications.efficientnet_v2 import EfficientNetV2S
 from kiln.keras.applications.resnet import (ResNet50, ResNet101, ResNet152, ResNet50V2,
                                             ResNet101V2, ResNet152V2)

@@ -1,15 +1,9 @@
 """DenseNet121/169/201 (Huang et al., "Densely Connected Convolutional Networks", 2017), built
 with the functional API and random weights: Keras' layer names, shapes and parameter counts
 (tf.keras.applications.DenseNet121, ...)."""
-import numpy as np
-
-from kiln import dtypes
 from kiln.keras import layers
-from kiln.keras.applications.efficientnet_v2 import _input_shape
-from kiln.keras.applications.resnet import _check, decode_predictions
-from kiln.keras.engine.keras_tensor import KerasTensor
+from kiln.keras.applications import imagenet_utils
 from kiln.keras.engine.training import Model
-from kiln.ops import _helpers as h
 
 _EPS = 1.001e-5
 
@@ -45,14 +39,8 @@ def transition_block(x, reduction, name):
 def DenseNet(blocks, model_name, include_top=True, weights=None, input_tensor=None,
              input_shape=None, pooling=None, classes=1000, classifier_activation="softmax"):
     """A DenseNet functional model with ``blocks`` conv blocks per dense block."""
-    _check(weights, classes, pooling, classifier_activation)
-    if input_tensor is not None:
-        if not isinstance(input_tensor, KerasTensor):
-            raise ValueError("input_tensor must be a Keras tensor (from kiln.keras.Input), "
-                             f"got {input_tensor!r}")
-        img_input = input_tensor
-    else:
-        img_input = layers.Input(shape=_input_shape(input_shape, 224, 32, include_top))
+    imagenet_utils.check_args(weights, classes, pooling, classifier_activation)
+    img_input = imagenet_utils.image_input(input_tensor, input_shape, 224, 32, include_top)
     x = layers.ZeroPadding2D(padding=((3, 3), (3, 3)))(img_input)
     x = layers.Conv2D(64, 7, strides=2, use_bias=False, name="conv1_conv")(x)
     x = layers.BatchNormalization(axis=3, epsilon=_EPS, name="conv1_bn")(x)
@@ -98,18 +86,13 @@ def DenseNet201(include_top=True, weights=None, input_tensor=None, input_shape=N
                     input_shape, pooling, classes, classifier_activation)
 
 
-_MEAN = np.array([0.485, 0.456, 0.406], np.float32)
-_STD = np.array([0.229, 0.224, 0.225], np.float32)
-
-
 def preprocess_input(x, data_format=None):
     """Torch-style preprocessing: [0, 255] to [0, 1], then each channel less
     its ImageNet mean, over its std."""
-    if isinstance(x, np.ndarray):
-        return (x.astype(np.float32) / 255.0 - _MEAN) / _STD
-    t = dtypes.cast(h.tensor(x), "float32")
-    return (t / 255.0 - h.tensor(_MEAN)) / h.tensor(_STD)
+    return imagenet_utils.preprocess(x, "torch", data_format)
 
+
+decode_predictions = imagenet_utils.decode_predictions
 
 __all__ = ["DenseNet121", "DenseNet169", "DenseNet201", "preprocess_input",
            "decode_predictions"]

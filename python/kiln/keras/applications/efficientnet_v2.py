@@ -12,8 +12,8 @@ EfficientNetV2-S with the top).
 import collections
 import math
 
-from kiln.keras import activations, initializers, layers
-from kiln.keras.engine.keras_tensor import KerasTensor
+from kiln.keras import initializers, layers
+from kiln.keras.applications import imagenet_utils
 from kiln.keras.models import Model
 
 BlockArgs = collections.namedtuple(
@@ -113,32 +113,6 @@ def fused_mbconv_block(inputs, args, activation, bn_momentum, drop_rate, name):
     return _residual(x, inputs, args, drop_rate, name)
 
 
-def _input_shape(input_shape, default_size, min_size, require_flatten):
-    """The (H, W, C) input shape: the default, or the given one checked."""
-    if input_shape is None:
-        return (default_size, default_size, 3) if require_flatten else (None, None, 3)
-    try:
-        shape = tuple(input_shape)
-    except TypeError:
-        raise ValueError(f"input_shape must be a tuple (height, width, channels), got "
-                         f"{input_shape!r}") from None
-    if len(shape) != 3:
-        raise ValueError(f"input_shape must be a tuple of three integers (height, width, "
-                         f"channels), got input_shape={input_shape!r}")
-    for d in shape:
-        if d is not None and (isinstance(d, bool) or not isinstance(d, int) or d <= 0):
-            raise ValueError(f"input_shape must contain positive ints or None, got {shape!r}")
-    if shape[2] is None:
-        raise ValueError(f"The number of input channels must be known, got {shape!r}")
-    if any(d is not None and d < min_size for d in shape[:2]):
-        raise ValueError(f"Input size must be at least {min_size}x{min_size}; Received: "
-                         f"input_shape={shape}")
-    if require_flatten and None in shape:
-        raise ValueError("If include_top is True, you should specify a static input_shape. "
-                         f"Received: input_shape={shape}")
-    return shape
-
-
 def EfficientNetV2(blocks_args, width_coefficient, depth_coefficient, default_size,
                    dropout_rate=0.2, drop_connect_rate=0.2, depth_divisor=8, min_depth=8,
                    bn_momentum=0.9, activation="swish", model_name="efficientnetv2",
@@ -146,23 +120,9 @@ def EfficientNetV2(blocks_args, width_coefficient, depth_coefficient, default_si
                    pooling=None, classes=1000, classifier_activation="softmax",
                    include_preprocessing=True):
     """An EfficientNetV2 functional model for a stage configuration."""
-    if weights is not None:
-        raise ValueError(f"weights={weights!r}: kiln cannot download or load pretrained "
-                         "weights; use weights=None (random initialization)")
-    if isinstance(classes, bool) or not isinstance(classes, int) or classes <= 0:
-        raise ValueError(f"classes must be a positive int, got {classes!r}")
-    if pooling not in (None, "avg", "max"):
-        raise ValueError(f"pooling must be None, 'avg' or 'max', got {pooling!r}")
-    if classifier_activation is not None:
-        activations.get(classifier_activation)  # unknown names fail here, clearly
-    if input_tensor is not None:
-        if not isinstance(input_tensor, KerasTensor):
-            raise ValueError("input_tensor must be a Keras tensor (from kiln.keras.Input), "
-                             f"got {input_tensor!r}")
-        img_input = input_tensor
-    else:
-        shape = _input_shape(input_shape, default_size, 32, include_top)
-        img_input = layers.Input(shape=shape)
+    imagenet_utils.check_args(weights, classes, pooling, classifier_activation)
+    img_input = imagenet_utils.image_input(input_tensor, input_shape, default_size, 32,
+                                           include_top)
 
     x = img_input
     if include_preprocessing:
@@ -234,6 +194,4 @@ def preprocess_input(x, data_format=None):
     return x
 
 
-def decode_predictions(preds, top=5):
-    raise NotImplementedError("decode_predictions needs the ImageNet class index, which "
-                              "kiln cannot download")
+decode_predictions = imagenet_utils.decode_predictions

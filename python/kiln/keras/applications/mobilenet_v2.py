@@ -2,9 +2,7 @@
 built with the functional API and random weights: Keras' layer names, shapes and parameter
 counts (tf.keras.applications.MobileNetV2), so Keras' weights load with ``set_weights``."""
 from kiln.keras import layers
-from kiln.keras.applications.efficientnet_v2 import _input_shape
-from kiln.keras.applications.resnet import _check, preprocess_input_v2
-from kiln.keras.engine.keras_tensor import KerasTensor
+from kiln.keras.applications import imagenet_utils
 from kiln.keras.engine.training import Model
 
 
@@ -64,16 +62,10 @@ def MobileNetV2(input_shape=None, alpha=1.0, include_top=True, weights=None, inp
     """MobileNetV2 (tf.keras.applications.MobileNetV2), randomly initialized:
     3,538,984 parameters at alpha 1.0 with the top. ``alpha`` scales the
     widths; inputs preprocessed by ``mobilenet_v2.preprocess_input`` ([-1, 1])."""
-    _check(weights, classes, pooling, classifier_activation)
+    imagenet_utils.check_args(weights, classes, pooling, classifier_activation)
     if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or alpha <= 0:
         raise ValueError(f"alpha must be a positive number, got {alpha!r}")
-    if input_tensor is not None:
-        if not isinstance(input_tensor, KerasTensor):
-            raise ValueError("input_tensor must be a Keras tensor (from kiln.keras.Input), "
-                             f"got {input_tensor!r}")
-        img_input = input_tensor
-    else:
-        img_input = layers.Input(shape=_input_shape(input_shape, 224, 32, include_top))
+    img_input = imagenet_utils.image_input(input_tensor, input_shape, 224, 32, include_top)
     rows = img_input.shape[1] if img_input.shape[1] is not None else 224
     x = layers.Conv2D(_make_divisible(32 * alpha, 8), 3, strides=2, padding="same",
                       use_bias=False, name="Conv1")(img_input)
@@ -95,12 +87,10 @@ def MobileNetV2(input_shape=None, alpha=1.0, include_top=True, weights=None, inp
 
 def preprocess_input(x, data_format=None):
     """Pixel values in [0, 255] scaled to [-1, 1] (TensorFlow's mode)."""
-    return preprocess_input_v2(x, data_format)
+    return imagenet_utils.preprocess(x, "tf", data_format)
 
 
-def decode_predictions(preds, top=5):
-    raise NotImplementedError("decode_predictions needs the ImageNet class index, which "
-                              "kiln cannot download")
+decode_predictions = imagenet_utils.decode_predictions
 
 
 __all__ = ["MobileNetV2", "preprocess_input", "decode_predictions"]

@@ -2,29 +2,11 @@
 Recognition", 2015, and "Identity Mappings in Deep Residual Networks", 2016), built with the
 functional API and random weights: layer for layer Keras' names, shapes and parameter counts
 (tf.keras.applications.ResNet50, ...), so Keras' weights load with ``set_weights``."""
-import numpy as np
-
-from kiln import dtypes
-from kiln.keras import activations, layers
-from kiln.keras.applications.efficientnet_v2 import _input_shape
-from kiln.keras.engine.keras_tensor import KerasTensor
+from kiln.keras import layers
+from kiln.keras.applications import imagenet_utils
 from kiln.keras.engine.training import Model
-from kiln.ops import _helpers as h
-from kiln.ops import array_ops
 
 _EPS = 1.001e-5
-
-
-def _check(weights, classes, pooling, classifier_activation):
-    if weights is not None:
-        raise ValueError(f"weights={weights!r}: kiln cannot download or load pretrained weights "
-                         "yet; use weights=None (random initialization) and set_weights")
-    if isinstance(classes, bool) or not isinstance(classes, int) or classes <= 0:
-        raise ValueError(f"classes must be a positive int, got {classes!r}")
-    if pooling not in (None, "avg", "max"):
-        raise ValueError(f"pooling must be None, 'avg' or 'max', got {pooling!r}")
-    if classifier_activation is not None:
-        activations.get(classifier_activation)
 
 
 def _bn(x, name):
@@ -84,14 +66,8 @@ def ResNet(stack_fn, preact, use_bias, model_name="resnet", include_top=True, we
            input_tensor=None, input_shape=None, pooling=None, classes=1000,
            classifier_activation="softmax"):
     """A ResNet functional model around the stages ``stack_fn`` builds."""
-    _check(weights, classes, pooling, classifier_activation)
-    if input_tensor is not None:
-        if not isinstance(input_tensor, KerasTensor):
-            raise ValueError("input_tensor must be a Keras tensor (from kiln.keras.Input), "
-                             f"got {input_tensor!r}")
-        img_input = input_tensor
-    else:
-        img_input = layers.Input(shape=_input_shape(input_shape, 224, 32, include_top))
+    imagenet_utils.check_args(weights, classes, pooling, classifier_activation)
+    img_input = imagenet_utils.image_input(input_tensor, input_shape, 224, 32, include_top)
     x = layers.ZeroPadding2D(padding=((3, 3), (3, 3)), name="conv1_pad")(img_input)
     x = layers.Conv2D(64, 7, strides=2, use_bias=use_bias, name="conv1_conv")(x)
     if not preact:
@@ -181,27 +157,15 @@ def ResNet152V2(include_top=True, weights=None, input_tensor=None, input_shape=N
                   input_shape, pooling, classes, classifier_activation)
 
 
-_CAFFE_MEAN = np.array([103.939, 116.779, 123.68], np.float32)
-
-
 def preprocess_input(x, data_format=None):
     """Caffe-style preprocessing (ResNet V1): RGB -> BGR, then the ImageNet
     channel means subtracted; pixel values in [0, 255] in, NumPy or tensors."""
-    if data_format not in (None, "channels_last"):
-        raise NotImplementedError("preprocess_input: only channels_last is supported yet")
-    if isinstance(x, np.ndarray):
-        return x[..., ::-1].astype(np.float32) - _CAFFE_MEAN
-    t = dtypes.cast(h.tensor(x), "float32")
-    return array_ops.reverse(t, [-1]) - h.tensor(_CAFFE_MEAN)
+    return imagenet_utils.preprocess(x, "caffe", data_format)
 
 
 def preprocess_input_v2(x, data_format=None):
     """TF-style preprocessing (ResNet V2): pixel values in [0, 255] scaled to [-1, 1]."""
-    if isinstance(x, np.ndarray):
-        return x.astype(np.float32) / 127.5 - 1.0
-    return dtypes.cast(h.tensor(x), "float32") / 127.5 - 1.0
+    return imagenet_utils.preprocess(x, "tf", data_format)
 
 
-def decode_predictions(preds, top=5):
-    raise NotImplementedError("decode_predictions needs the ImageNet class index, which "
-                              "kiln cannot download")
+decode_predictions = imagenet_utils.decode_predictions

@@ -2,9 +2,8 @@
 Image Recognition", 2014), built with the functional API and random weights: Keras' layer
 names, shapes and parameter counts (tf.keras.applications.VGG16, VGG19)."""
 from kiln.keras import layers
-from kiln.keras.applications.efficientnet_v2 import _input_shape
-from kiln.keras.applications.resnet import _check, decode_predictions, preprocess_input
-from kiln.keras.engine.keras_tensor import KerasTensor
+from kiln.keras.applications import imagenet_utils
+from kiln.keras.applications.resnet import decode_predictions, preprocess_input
 from kiln.keras.engine.training import Model
 
 
@@ -13,14 +12,8 @@ def VGG(convs_per_block, model_name, include_top=True, weights=None, input_tenso
     """A VGG functional model: five blocks of 3x3 convolutions (64, 128, 256,
     512, 512 filters) each closed by a 2x2 max pooling, then two 4096-unit
     dense layers and the classifier."""
-    _check(weights, classes, pooling, classifier_activation)
-    if input_tensor is not None:
-        if not isinstance(input_tensor, KerasTensor):
-            raise ValueError("input_tensor must be a Keras tensor (from kiln.keras.Input), "
-                             f"got {input_tensor!r}")
-        img_input = input_tensor
-    else:
-        img_input = layers.Input(shape=_input_shape(input_shape, 224, 32, include_top))
+    imagenet_utils.check_args(weights, classes, pooling, classifier_activation)
+    img_input = imagenet_utils.image_input(input_tensor, input_shape, 224, 32, include_top)
     x = img_input
     for b, (filters, n) in enumerate(zip((64, 128, 256, 512, 512), convs_per_block), 1):
         for i in range(1, n + 1):
