@@ -269,3 +269,12 @@ def test_seed003_calling_pattern():
     for jit in (None, False, True):
         np.testing.assert_allclose(tf.function(model, jit_compile=jit)(x).numpy(), eager,
                                    rtol=1e-5, atol=1e-6)
+
+
+def test_sequential_built_from_input_shape_has_input_and_output_shapes():
+    model = tf.keras.Sequential([tf.keras.layers.Embedding(20, 8, input_shape=(6,)),
+                                 tf.keras.layers.LSTM(4), tf.keras.layers.Dense(2)])
+    assert model.input_shape == (None, 6)
+    assert model.output_shape == (None, 2)
+    with pytest.raises(AttributeError, match="never been called"):
+        tf.keras.Sequential([tf.keras.layers.Dense(3)]).output_shape

@@ -120,6 +120,18 @@ class Sequential(Model):
     def outputs(self):
         return [self._kiln_out[-1]] if self._kiln_out else None
 
+    @property
+    def input(self):
+        if self._kiln_input is not None:
+            return self._kiln_input
+        return super().input
+
+    @property
+    def output(self):
+        if self._kiln_out:
+            return self._kiln_out[-1]
+        return super().output
+
     def _kiln_summary_rows(self):
         rows = []
         for i, layer in enumerate(self._kiln_layers):
