@@ -81,3 +81,16 @@ def test_noise_layers_train_in_fit():
     assert model.evaluate(x, y, verbose=0) < before
     # predict runs without the noise: two calls agree.
     np.testing.assert_array_equal(model.predict(x, verbose=0), model.predict(x, verbose=0))
+
+
+def test_spatial_dropout1d_drops_whole_channels():
+    x = np.ones((64, 7, 32), np.float32)
+    layer = layers.SpatialDropout1D(0.25)
+    np.testing.assert_array_equal(layer(tf.constant(x)).numpy(), x)
+    y = layer(tf.constant(x), training=True).numpy()
+    assert np.all(y.min(axis=1) == y.max(axis=1))  # a channel is dropped at every step
+    assert set(np.unique(y)) <= {0.0, np.float32(1 / 0.75)}
+    assert 0.18 < (y[:, 0, :] == 0).mean() < 0.32
+    assert layers.SpatialDropout1D.from_config(layer.get_config()).rate == 0.25
+    with pytest.raises(ValueError, match="between 0 and 1"):
+        layers.SpatialDropout1D(2.0)

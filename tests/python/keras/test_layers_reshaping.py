@@ -136,3 +136,31 @@ def test_upsampling2d_gradient_in_a_function(signature):
     np.testing.assert_array_equal(y.numpy(), x.repeat(2, axis=1).repeat(3, axis=2))
     want = dy.reshape(2, 3, 2, 4, 3, 5).sum(axis=(2, 4))
     np.testing.assert_allclose(g.numpy(), want, rtol=1e-5, atol=1e-5)
+
+
+def test_one_dimensional_reshaping_layers():
+    x = randn(2, 5, 3)
+    assert_layer(layers.RepeatVector(4), x[:, 0], np.repeat(x[:, None, 0], 4, axis=1))
+    assert layers.RepeatVector(4).compute_output_shape((None, 3)) == (None, 4, 3)
+    assert_layer(layers.Cropping1D((1, 2)), x, x[:, 1:3])
+    assert_layer(layers.Cropping1D(0), x, x)
+    assert_layer(layers.ZeroPadding1D((2, 1)), x, np.pad(x, [(0, 0), (2, 1), (0, 0)]))
+    assert_layer(layers.ZeroPadding1D(), x, np.pad(x, [(0, 0), (1, 1), (0, 0)]))
+    assert_layer(layers.UpSampling1D(3), x, x.repeat(3, axis=1))
+    fn = tf.function(lambda a: layers.UpSampling1D(2)(a),
+                     input_signature=[tf.TensorSpec([None, None, 3], tf.float32)])
+    np.testing.assert_array_equal(fn(tf.constant(x)).numpy(), x.repeat(2, axis=1))
+    for cls, kwargs in [(layers.Cropping1D, {"cropping": (1, 2)}),
+                        (layers.ZeroPadding1D, {"padding": (2, 0)}),
+                        (layers.UpSampling1D, {"size": 3}), (layers.RepeatVector, {"n": 2})]:
+        layer = cls(**kwargs)
+        assert cls.from_config(layer.get_config()).get_config() == layer.get_config()
+    with pytest.raises(ValueError, match="smaller than the input length"):
+        layers.Cropping1D((3, 2))(tf.constant(x))
+    with pytest.raises(ValueError, match="non-negative"):
+        layers.ZeroPadding1D(-1)
+    with pytest.raises(TypeError, match="integer value for `n`"):
+        layers.RepeatVector(2.5)
+    model = tf.keras.Sequential([layers.Dense(4, input_shape=(3,)), layers.RepeatVector(5),
+                                 layers.LSTM(2, return_sequences=True)])
+    assert model.output_shape == (None, 5, 2)

@@ -14,8 +14,10 @@ from kiln.keras.layers.pooling import (MaxPooling2D, AveragePooling2D, GlobalAve
                                        GlobalMaxPooling1D, MaxPool1D, AvgPool1D,
                                        GlobalAvgPool1D, GlobalMaxPool1D)
 from kiln.keras.layers.activation import ReLU, LeakyReLU, PReLU, ELU, Softmax
-from kiln.keras.layers.reshaping import Permute, Cropping2D, UpSampling2D
-from kiln.keras.layers.noise import GaussianNoise, GaussianDropout, SpatialDropout2D
+from kiln.keras.layers.reshaping import (Permute, RepeatVector, Cropping1D, Cropping2D,
+                                         ZeroPadding1D, UpSampling1D, UpSampling2D)
+from kiln.keras.layers.noise import (GaussianNoise, GaussianDropout, SpatialDropout1D,
+                                     SpatialDropout2D)
 from kiln.keras.layers.rnn import SimpleRNNCell, LSTMCell, GRUCell, RNN, SimpleRNN, LSTM, GRU
 from kiln.keras.layers.wrappers import Bidirectional, TimeDistributed
 from kiln.keras.layers.attention import MultiHeadAttention, Attention
@@ -46,4 +48,5 @@ __all__ = ["Layer", "InputSpec", "InputLayer", "Input", "Dense", "Activation", "
            "SimpleRNNCell", "LSTMCell", "GRUCell", "RNN", "SimpleRNN", "LSTM", "GRU",
            "Masking", "Bidirectional", "TimeDistributed", "MultiHeadAttention", "Attention",
            "GroupNormalization", "Normalization", "Resizing", "CenterCrop", "RandomFlip",
-           "CategoryEncoding"]
+           "CategoryEncoding", "RepeatVector", "Cropping1D", "ZeroPadding1D", "UpSampling1D",
+           "SpatialDropout1D"]

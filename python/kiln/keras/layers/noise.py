@@ -1,5 +1,5 @@
 """Regularization layers that act only when training: GaussianNoise, GaussianDropout,
-SpatialDropout2D (Keras 3's arguments, defaults and errors)."""
+SpatialDropout1D/2D (Keras 3's arguments, defaults and errors)."""
 import math
 
 from kiln.keras.layers import _args
@@ -93,4 +93,32 @@ class SpatialDropout2D(Layer):
                 "seed": self.seed}
 
 
-__all__ = ["GaussianNoise", "GaussianDropout", "SpatialDropout2D"]
+class SpatialDropout1D(Layer):
+    """Dropout of whole channels of [batch, steps, channels] when training:
+    each (sample, channel) is zeroed over every step with probability
+    ``rate`` (the rest scaled by 1 / (1 - rate)); the identity otherwise."""
+
+    _kiln_static_shapes = True
+
+    def __init__(self, rate, seed=None, **kwargs):
+        super().__init__(**kwargs)
+        self.rate = _args.rate(rate)
+        self.seed = seed
+        self.input_spec = InputSpec(ndim=3)
+
+    def call(self, inputs, training=False):
+        if not training or self.rate == 0:
+            return inputs
+        if self.rate == 1:
+            return array_ops.zeros_like(inputs)
+        s = array_ops.shape(inputs)
+        return nn_ops.dropout(inputs, self.rate, noise_shape=[s[0], 1, s[2]], seed=self.seed)
+
+    def compute_output_shape(self, input_shape):
+        return TensorShape(input_shape)
+
+    def get_config(self):
+        return {**super().get_config(), "rate": self.rate, "seed": self.seed}
+
+
+__all__ = ["GaussianNoise", "GaussianDropout", "SpatialDropout1D", "SpatialDropout2D"]

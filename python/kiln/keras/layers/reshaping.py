@@ -1,5 +1,5 @@
-"""Reshaping layers: Permute, Cropping2D, UpSampling2D (Keras 3's arguments, defaults and
-errors)."""
+"""Reshaping layers: Permute, RepeatVector, Cropping1D/2D, ZeroPadding1D, UpSampling1D/2D
+(Keras 3's arguments, defaults and errors)."""
 import kiln.image as image_ops
 from kiln.keras.layers import _args
 from kiln.keras.layers.base import Layer, InputSpec
@@ -156,4 +156,122 @@ class UpSampling2D(Layer):
                 "interpolation": self.interpolation}
 
 
-__all__ = ["Permute", "Cropping2D", "UpSampling2D"]
+class RepeatVector(Layer):
+    """Repeats [batch, features] inputs ``n`` times: [batch, n, features]."""
+
+    _kiln_static_shapes = True
+
+    def __init__(self, n, **kwargs):
+        super().__init__(**kwargs)
+        if isinstance(n, bool) or not isinstance(n, int):
+            raise TypeError(f"Expected an integer value for `n`, got {type(n)}.")
+        self.n = n
+        self.input_spec = InputSpec(ndim=2)
+
+    def call(self, inputs):
+        x = array_ops.expand_dims(inputs, 1)
+        return x * array_ops.ones([1, self.n, 1], dtype=x.dtype)
+
+    def compute_output_shape(self, input_shape):
+        dims = list(TensorShape(input_shape))
+        return TensorShape([dims[0], self.n, dims[1]])
+
+    def get_config(self):
+        return {**super().get_config(), "n": self.n}
+
+
+def _pair(value, name, layer):
+    """An int or two ints as (before, after), each >= 0."""
+    pair = (value, value) if isinstance(value, int) and not isinstance(value, bool) \
+        else tuple(value) if isinstance(value, (list, tuple)) else None
+    if pair is None or len(pair) != 2 or any(
+            isinstance(v, bool) or not isinstance(v, int) or v < 0 for v in pair):
+        raise ValueError(f"`{name}` of {layer} should be an int or a tuple of 2 non-negative "
+                         f"ints. Received: {name}={value}")
+    return pair
+
+
+class Cropping1D(Layer):
+    """Crops ``cropping`` = (start, end) steps off [batch, steps, features]."""
+
+    _kiln_static_shapes = True
+
+    def __init__(self, cropping=(1, 1), **kwargs):
+        super().__init__(**kwargs)
+        self.cropping = _pair(cropping, "cropping", "Cropping1D")
+        self.input_spec = InputSpec(ndim=3)
+
+    def compute_output_shape(self, input_shape):
+        dims = list(TensorShape(input_shape))
+        a, b = self.cropping
+        if dims[1] is not None:
+            if a + b >= dims[1]:
+                raise ValueError("`cropping` parameter of `Cropping1D` layer must be smaller "
+                                 f"than the input length. Received: inputs.shape={input_shape}, "
+                                 f"and cropping={self.cropping}")
+            dims[1] -= a + b
+        return TensorShape(dims)
+
+    def call(self, inputs):
+        self.compute_output_shape(inputs.shape)
+        a, b = self.cropping
+        return inputs[:, a:(-b if b else None), :]
+
+    def get_config(self):
+        return {**super().get_config(), "cropping": self.cropping}
+
+
+class ZeroPadding1D(Layer):
+    """Pads ``padding`` = (start, end) zero steps around [batch, steps, features]."""
+
+    _kiln_static_shapes = True
+
+    def __init__(self, padding=1, **kwargs):
+        super().__init__(**kwargs)
+        self.padding = _pair(padding, "padding", "ZeroPadding1D")
+        self.input_spec = InputSpec(ndim=3)
+
+    def call(self, inputs):
+        return array_ops.pad(inputs, [[0, 0], list(self.padding), [0, 0]])
+
+    def compute_output_shape(self, input_shape):
+        dims = list(TensorShape(input_shape))
+        if dims[1] is not None:
+            dims[1] += sum(self.padding)
+        return TensorShape(dims)
+
+    def get_config(self):
+        return {**super().get_config(), "padding": self.padding}
+
+
+class UpSampling1D(Layer):
+    """Repeats each step of [batch, steps, features] ``size`` times."""
+
+    _kiln_static_shapes = True
+
+    def __init__(self, size=2, **kwargs):
+        super().__init__(**kwargs)
+        self.size = _args.positive_int(size, "size", "UpSampling1D")
+        self.input_spec = InputSpec(ndim=3)
+
+    def call(self, inputs):
+        steps, features = inputs.shape[1], inputs.shape[2]
+        if steps is not None and features is not None:
+            x = array_ops.reshape(inputs, [-1, steps, 1, features])
+            x = x * array_ops.ones([1, 1, self.size, 1], dtype=x.dtype)
+            return array_ops.reshape(x, [-1, steps * self.size, features])
+        index = math_ops.floordiv(core.range(array_ops.shape(inputs)[1] * self.size), self.size)
+        return array_ops.gather(inputs, index, axis=1)
+
+    def compute_output_shape(self, input_shape):
+        dims = list(TensorShape(input_shape))
+        if dims[1] is not None:
+            dims[1] *= self.size
+        return TensorShape(dims)
+
+    def get_config(self):
+        return {**super().get_config(), "size": self.size}
+
+
+__all__ = ["Permute", "RepeatVector", "Cropping1D", "Cropping2D", "ZeroPadding1D",
+           "UpSampling1D", "UpSampling2D"]
