@@ -2,6 +2,7 @@
 Keras' shapes and gate orders), with sequences, states, masks, initial states, going backwards,
 unrolling, gradients, jit and fit."""
 import numpy as np
+import onnxruntime as ort
 import pytest
 
 import kiln as tf
@@ -213,3 +214,27 @@ def test_text_classifier_trains():
     assert model.evaluate(x, y, verbose=0) < before * 0.8
     assert model.count_params() == vocab * 8 + 4 * (8 * 8 + 8 * 8 + 8) + \
         3 * (8 * 6 + 6 * 6) + 6 * 6 + 6 + 1
+
+
+def test_rnn_models_export_to_saved_model_and_onnx(tmp_path):
+    model = tf.keras.Sequential([layers.Embedding(20, 8, mask_zero=True, input_shape=(6,)),
+                                 layers.Bidirectional(layers.LSTM(4, return_sequences=True)),
+                                 layers.GRU(3), layers.Dense(2)])
+    ids = np.array([[1, 2, 3, 0, 0, 0], [4, 5, 6, 7, 8, 9]])
+    want = model.predict(ids, verbose=0)
+    tf.saved_model.save(model, str(tmp_path / "sm"))
+    serve = tf.saved_model.load(str(tmp_path / "sm")).signatures["serving_default"]
+    (got,) = serve(tf.constant(ids.astype(np.float32))).values()
+    np.testing.assert_allclose(got.numpy(), want, rtol=1e-5, atol=1e-6)
+    # ONNX: the steps as a Loop; any sequence length runs in onnxruntime.
+    seq = tf.keras.Sequential([layers.LSTM(4, input_shape=(None, 3), return_sequences=True),
+                               layers.SimpleRNN(3), layers.Dense(2)])
+    fn = tf.function(lambda a: seq(a), input_signature=[tf.TensorSpec([None, None, 3],
+                                                                      tf.float32)])
+    tf.onnx.export(fn, str(tmp_path / "rnn.onnx"))
+    session = ort.InferenceSession(str(tmp_path / "rnn.onnx"))
+    name = session.get_inputs()[0].name
+    for steps in (2, 7):
+        x = randn(3, steps, 3, seed=steps)
+        np.testing.assert_allclose(session.run(None, {name: x})[0], seq.predict(x, verbose=0),
+                                   rtol=1e-5, atol=1e-6)

@@ -87,7 +87,7 @@ class _Cell(Layer):
 
     def project(self, inputs):
         """The input's share of every step, x @ kernel (+ the input bias), for
-        a whole [batch * steps, input_dim] block at once."""
+        a whole [batch, steps, input_dim] sequence at once."""
         y = linalg_ops.matmul(inputs, self.kernel)
         b = self._input_bias()
         return nn_ops.bias_add(y, b) if b is not None else y
@@ -295,10 +295,9 @@ class RNN(Layer):
         x_mask, r_mask = self._dropout_masks(x, training)
         if x_mask is not None:
             x = x * array_ops.expand_dims(x_mask, 1)
-        # Every step's input projection in one product, then time major.
-        feat = x.shape[-1]
-        proj = cell.project(array_ops.reshape(x, [-1, feat]))
-        proj = _time_major(array_ops.reshape(proj, [batch, steps, proj.shape[-1]]))
+        # Every step's input projection in one product ([batch, steps, gates]:
+        # the gates' width stays static for the step's splits), then time major.
+        proj = _time_major(cell.project(x))
         m = None
         if mask is not None:
             m = _time_major(dtypes.cast(h.tensor(mask), "bool"))
