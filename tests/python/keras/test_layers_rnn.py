@@ -238,3 +238,29 @@ def test_rnn_models_export_to_saved_model_and_onnx(tmp_path):
         x = randn(3, steps, 3, seed=steps)
         np.testing.assert_allclose(session.run(None, {name: x})[0], seq.predict(x, verbose=0),
                                    rtol=1e-5, atol=1e-6)
+
+
+def test_stacked_cells_match_two_rnns_and_keras_names():
+    x = randn(2, 5, 3)
+    stacked = layers.RNN([layers.LSTMCell(4), layers.GRUCell(3)], return_sequences=True,
+                         return_state=True)
+    seq, h1, c1, h2 = stacked(tf.constant(x))
+    w = [v.astype(np.float64) for v in stacked.get_weights()]
+    first, fh, fc = np_rnn("lstm", x.astype(np.float64), w[:3])
+    second, sh, _ = np_rnn("gru", first, w[3:])
+    np.testing.assert_allclose(seq.numpy(), second, rtol=1e-4, atol=1e-5)
+    for got, want in ((h1, fh), (c1, fc), (h2, sh)):
+        np.testing.assert_allclose(got.numpy(), want, rtol=1e-4, atol=1e-5)
+    assert [v.path for v in stacked.weights][0] == \
+        f"{stacked.name}/stacked_rnn_cells/lstm_cell/kernel"
+    clone = layers.RNN.from_config(stacked.get_config())
+    assert [type(c).__name__ for c in clone.cell.cells] == ["LSTMCell", "GRUCell"]
+    fn = tf.function(lambda a: stacked(a)[0], input_signature=[tf.TensorSpec([None, None, 3],
+                                                                             tf.float32)])
+    np.testing.assert_allclose(fn(tf.constant(x)).numpy(), second, rtol=1e-4, atol=1e-5)
+    with pytest.raises(NotImplementedError, match="dropout in stacked cells"):
+        layers.RNN([layers.LSTMCell(2, dropout=0.5)])
+    # Keras' default names (its snake case).
+    assert layers.PReLU().name.startswith("p_re_lu")
+    assert layers.LSTMCell(2).name.startswith("lstm_cell")
+    assert layers.UpSampling2D().name.startswith("up_sampling2d")

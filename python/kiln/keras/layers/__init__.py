@@ -18,7 +18,8 @@ from kiln.keras.layers.reshaping import (Permute, RepeatVector, Cropping1D, Crop
                                          ZeroPadding1D, UpSampling1D, UpSampling2D)
 from kiln.keras.layers.noise import (GaussianNoise, GaussianDropout, SpatialDropout1D,
                                      SpatialDropout2D)
-from kiln.keras.layers.rnn import SimpleRNNCell, LSTMCell, GRUCell, RNN, SimpleRNN, LSTM, GRU
+from kiln.keras.layers.rnn import (SimpleRNNCell, LSTMCell, GRUCell, StackedRNNCells, RNN,
+                                   SimpleRNN, LSTM, GRU)
 from kiln.keras.layers.wrappers import Bidirectional, TimeDistributed
 from kiln.keras.layers.attention import MultiHeadAttention, Attention
 from kiln.keras.layers.preprocessing import (Normalization, Resizing, CenterCrop, RandomFlip,
@@ -49,4 +50,4 @@ __all__ = ["Layer", "InputSpec", "InputLayer", "Input", "Dense", "Activation", "
            "Masking", "Bidirectional", "TimeDistributed", "MultiHeadAttention", "Attention",
            "GroupNormalization", "Normalization", "Resizing", "CenterCrop", "RandomFlip",
            "CategoryEncoding", "RepeatVector", "Cropping1D", "ZeroPadding1D", "UpSampling1D",
-           "SpatialDropout1D"]
+           "SpatialDropout1D", "StackedRNNCells"]

@@ -23,9 +23,11 @@ from kiln.tensor_shape import TensorShape
 
 
 def _snake(name):
-    """Keras' default layer names: Conv2D -> conv2d, DepthwiseConv2D -> depthwise_conv2d."""
-    s = re.sub(r"(?<=[a-z0-9])(?=[A-Z][a-z])|(?<=[a-z])(?=[A-Z])", "_", name)
-    return s.lower()
+    """Keras' default layer names (its to_snake_case): Conv2D -> conv2d,
+    DepthwiseConv2D -> depthwise_conv2d, LSTMCell -> lstm_cell, PReLU -> p_re_lu."""
+    name = re.sub(r"\W+", "", name)
+    name = re.sub(r"(.)([A-Z][a-z]+)", r"\1_\2", name)
+    return re.sub(r"([a-z])([A-Z])", r"\1_\2", name).lower()
 
 
 _NAME_COUNTS = {}

@@ -225,6 +225,70 @@ class GRUCell(_Cell):
                 "reset_after": self.reset_after}
 
 
+class StackedRNNCells(Layer):
+    """Cells run one after the other at each step (``RNN([cell, cell])``): a
+    cell's output is the next one's input; the states are every cell's, in
+    order; the output is the last cell's."""
+
+    def __init__(self, cells, **kwargs):
+        super().__init__(**kwargs)
+        cells = list(cells)
+        if not cells or not all(isinstance(c, _Cell) for c in cells):
+            raise ValueError("StackedRNNCells needs a non-empty list of kiln.keras's cells. "
+                             f"Received: cells={cells!r}")
+        if any(c.dropout or c.recurrent_dropout for c in cells):
+            raise NotImplementedError("dropout in stacked cells is not supported yet")
+        self.cells = cells
+        self.dropout = self.recurrent_dropout = 0.0
+        self.seed = None
+
+    @property
+    def units(self):
+        return self.cells[-1].units
+
+    @property
+    def output_size(self):
+        return self.cells[-1].output_size
+
+    def _counts(self):
+        return [len(c.get_initial_state(1, "float32")) for c in self.cells]
+
+    def build(self, input_shape):
+        dim = TensorShape(input_shape)[-1]
+        for c in self.cells:
+            owner = getattr(self, "_kiln_owner_path", None)
+            c._kiln_owner_path = f"{owner}/{self.name}" if owner else self.name
+            c.build((None, dim))
+            dim = c.output_size
+        self.built = True
+
+    def project(self, inputs):
+        return self.cells[0].project(inputs)
+
+    def step(self, projected, states, r_mask=None):
+        out, new, at = None, [], 0
+        for i, (c, n) in enumerate(zip(self.cells, self._counts())):
+            p = projected if i == 0 else c.project(out)
+            out, s = c.step(p, states[at:at + n])
+            new += list(s)
+            at += n
+        return out, new
+
+    def get_initial_state(self, batch_size, dtype):
+        return [s for c in self.cells for s in c.get_initial_state(batch_size, dtype)]
+
+    def get_config(self):
+        return {**super().get_config(),
+                "cells": [{"class_name": type(c).__name__, "config": c.get_config()}
+                          for c in self.cells]}
+
+    @classmethod
+    def from_config(cls, config, custom_objects=None):
+        config = dict(config)
+        cells = [_CELLS[c["class_name"]].from_config(c["config"]) for c in config.pop("cells")]
+        return cls(cells, **config)
+
+
 def _time_major(x):
     return array_ops.transpose(x, [1, 0] + list(range(2, len(x.shape))))
 
@@ -241,9 +305,12 @@ class RNN(Layer):
     def __init__(self, cell, return_sequences=False, return_state=False, go_backwards=False,
                  stateful=False, unroll=False, zero_output_for_mask=False, **kwargs):
         super().__init__(**kwargs)
-        if not isinstance(cell, _Cell):
+        if isinstance(cell, (list, tuple)):
+            cell = StackedRNNCells(cell)
+        if not isinstance(cell, (_Cell, StackedRNNCells)):
             raise ValueError("Argument `cell` should be one of kiln.keras's cells (SimpleRNNCell, "
-                             f"LSTMCell, GRUCell). Received: cell={cell!r}")
+                             f"LSTMCell, GRUCell, StackedRNNCells) or a list of them. Received: "
+                             f"cell={cell!r}")
         if stateful:
             raise NotImplementedError("stateful RNN layers are not supported yet")
         self.cell = cell
@@ -371,9 +438,7 @@ class RNN(Layer):
     def from_config(cls, config, custom_objects=None):
         config = dict(config)
         cell = config.pop("cell")
-        cell_cls = {"SimpleRNNCell": SimpleRNNCell, "LSTMCell": LSTMCell,
-                    "GRUCell": GRUCell}[cell["class_name"]]
-        return cls(cell_cls.from_config(cell["config"]), **config)
+        return cls(_CELLS[cell["class_name"]].from_config(cell["config"]), **config)
 
 
 _RNN_ARGS = ("return_sequences", "return_state", "go_backwards", "stateful", "unroll",
@@ -437,4 +502,8 @@ class GRU(_RNNLayer):
     _cell_name = "gru_cell"
 
 
-__all__ = ["SimpleRNNCell", "LSTMCell", "GRUCell", "RNN", "SimpleRNN", "LSTM", "GRU"]
+_CELLS = {"SimpleRNNCell": SimpleRNNCell, "LSTMCell": LSTMCell, "GRUCell": GRUCell,
+          "StackedRNNCells": StackedRNNCells}
+
+__all__ = ["SimpleRNNCell", "LSTMCell", "GRUCell", "StackedRNNCells", "RNN", "SimpleRNN", "LSTM",
+           "GRU"]
