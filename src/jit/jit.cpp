@@ -194,7 +194,7 @@ bool run_stages(JitState& s) {
     if (dumping) {
       std::string text = s.g.debug_listing();
       if (clusters)
-        for (const Kernel& k : s.cl.optimized) text += k.to_string();
+        for (const Kernel& k : compiled_kernels(s.cl)) text += k.to_string();
       dump(s.g, str_cat(step < 10 ? "0" : "", step, "-", st.name), text);
     }
     if (clusters && s.cl.kernels.empty()) return false;
@@ -211,12 +211,13 @@ JitResult compile_jit(std::unique_ptr<Graph>& graph) {
   if (!run_stages(s)) return r;
   const Clusters& cl = s.cl;
   for (const Kernel& k : cl.kernels) r.hlo += k.to_string();
-  for (const Kernel& k : cl.optimized) r.optimized_hlo += k.to_string();
+  const std::vector<Kernel> compiled = compiled_kernels(cl);
+  for (const Kernel& k : compiled) r.optimized_hlo += k.to_string();
   for (const std::string& line : s.folded) {
     r.hlo += line;
     r.optimized_hlo += line;
   }
-  r.source = emit_module(cl.optimized);
+  r.source = emit_module(compiled);
   dump(*g, "source", r.source);
   std::string why;
   const std::optional<Toolchain> tc = find_toolchain(&why);
@@ -228,7 +229,7 @@ JitResult compile_jit(std::unique_ptr<Graph>& graph) {
   }
   const std::string key = module_key(*tc, r.source);
   std::vector<std::string> symbols;
-  for (const Kernel& k : cl.optimized) symbols.push_back(k.name);
+  for (const Kernel& k : compiled) symbols.push_back(k.name);
   try {
     load_module(*tc, key, r.source, symbols, r);
   } catch (const Error& e) {

@@ -168,6 +168,13 @@ Edge relabelled(Graph& g, const Edge& e, const Space& sp, const std::vector<int6
 
 }  // namespace
 
+std::vector<Kernel> compiled_kernels(const Clusters& cl) {
+  std::vector<Kernel> out;
+  for (const Node* n : cl.kernel_nodes)
+    out.push_back(attr_object<Program>(n->op(), n->attrs(), "program")->kernel);
+  return out;
+}
+
 Clusters form_clusters(Graph& g, const std::string& prefix, size_t min_ops) {
   const ClusterPlan plan = plan_clusters(g, min_ops);
   const std::vector<std::vector<Node*>>& groups = plan.groups;
@@ -263,7 +270,6 @@ Clusters form_clusters(Graph& g, const std::string& prefix, size_t min_ops) {
       what = str_cat(p->op().type_name, ", ", what);
     }
     prog->work = work_per_point(opt);
-    result.optimized.push_back(opt);
     root->reset(op_def(OpId::JitKernel), ext, Attrs{AttrObjectRef(std::move(prog))}, specs);
     for (size_t o = 1; o < out_nodes.size(); ++o)
       out_nodes[o]->reset(op_def(OpId::Identity), {Edge{root, static_cast<int32_t>(o)}}, Attrs{},

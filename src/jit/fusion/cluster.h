@@ -12,8 +12,7 @@ namespace kiln::jit {
 
 /// The kernels `form_clusters` made; kernel i is the `kernel_nodes[i]` node.
 struct Clusters {
-  std::vector<Kernel> kernels;    ///< as lowered
-  std::vector<Kernel> optimized;  ///< after optimize_kernel (what runs)
+  std::vector<Kernel> kernels;  ///< as lowered
   std::vector<Node*> kernel_nodes;
   std::vector<std::string> fused;  ///< per kernel: "n ops: Exp, Add, ..."
 };
@@ -22,6 +21,10 @@ struct Clusters {
 /// kernel outputs other than the last turn into Identity of the kernel's
 /// output (they keep their names), the others are removed.
 Clusters form_clusters(Graph& g, const std::string& prefix, size_t min_ops = 2);
+
+/// The kernels as they run: each kernel node's program's (optimize_kernel's
+/// result, with the outputs fold_reductions added).
+std::vector<Kernel> compiled_kernels(const Clusters& cl);
 
 /// Drops instructions no output needs and merges identical ones.
 Kernel optimize_kernel(const Kernel& k);

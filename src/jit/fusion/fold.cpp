@@ -144,8 +144,7 @@ std::vector<std::string> fold_reductions(Graph& g, Clusters& cl) {
         } else {
           slot = static_cast<int32_t>(specs.size());
           specs.push_back(r->outputs()[0]);
-          for (Kernel* kk : {&cl.kernels[ki], &cl.optimized[ki], &prog->kernel})
-            kk->outputs.push_back(kk->outputs[o]);
+          for (Kernel* kk : {&cl.kernels[ki], &prog->kernel}) kk->outputs.push_back(kk->outputs[o]);
           prog->outputs.push_back(prog->outputs[o]);
         }
         f.output = slot;

@@ -53,13 +53,8 @@ def DenseNet(blocks, model_name, include_top=True, weights=None, input_tensor=No
             x = transition_block(x, 0.5, name=f"pool{i + 2}")
     x = layers.BatchNormalization(axis=3, epsilon=_EPS, name="bn")(x)
     x = layers.Activation("relu", name="relu")(x)
-    if include_top:
-        x = layers.GlobalAveragePooling2D(name="avg_pool")(x)
-        x = layers.Dense(classes, activation=classifier_activation, name="predictions")(x)
-    elif pooling == "avg":
-        x = layers.GlobalAveragePooling2D(name="avg_pool")(x)
-    elif pooling == "max":
-        x = layers.GlobalMaxPooling2D(name="max_pool")(x)
+    x = imagenet_utils.classifier_top(x, include_top, pooling, classes, classifier_activation,
+                                      ("avg_pool", "max_pool"))
     return Model(img_input, x, name=model_name)
 
 

@@ -58,6 +58,22 @@ def image_input(input_tensor, shape, default_size, min_size, include_top):
     return input_tensor
 
 
+def classifier_top(x, include_top, pooling, classes, classifier_activation, names=(None, None)):
+    """The end most families share: with the top, global average pooling and
+    a Dense(classes) "predictions" layer; without, the ``pooling`` asked for.
+    ``names``: the average and max pooling layers' names (None: Keras'
+    defaults)."""
+    avg, mx = names
+    if include_top:
+        x = layers.GlobalAveragePooling2D(name=avg)(x)
+        return layers.Dense(classes, activation=classifier_activation, name="predictions")(x)
+    if pooling == "avg":
+        return layers.GlobalAveragePooling2D(name=avg)(x)
+    if pooling == "max":
+        return layers.GlobalMaxPooling2D(name=mx)(x)
+    return x
+
+
 _CAFFE_MEAN = np.array([103.939, 116.779, 123.68], np.float32)
 _TORCH_MEAN = np.array([0.485, 0.456, 0.406], np.float32)
 _TORCH_STD = np.array([0.229, 0.224, 0.225], np.float32)

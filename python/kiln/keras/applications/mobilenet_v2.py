@@ -75,13 +75,7 @@ def MobileNetV2(input_shape=None, alpha=1.0, include_top=True, weights=None, inp
     last = _make_divisible(1280 * alpha, 8) if alpha > 1.0 else 1280
     x = layers.Conv2D(last, 1, use_bias=False, name="Conv_1")(x)
     x = layers.ReLU(6.0, name="out_relu")(_bn(x, "Conv_1_bn"))
-    if include_top:
-        x = layers.GlobalAveragePooling2D()(x)
-        x = layers.Dense(classes, activation=classifier_activation, name="predictions")(x)
-    elif pooling == "avg":
-        x = layers.GlobalAveragePooling2D()(x)
-    elif pooling == "max":
-        x = layers.GlobalMaxPooling2D()(x)
+    x = imagenet_utils.classifier_top(x, include_top, pooling, classes, classifier_activation)
     return Model(img_input, x, name=f"mobilenetv2_{alpha:0.2f}_{rows}")
 
 

@@ -77,13 +77,8 @@ def ResNet(stack_fn, preact, use_bias, model_name="resnet", include_top=True, we
     x = stack_fn(x)
     if preact:
         x = layers.Activation("relu", name="post_relu")(_bn(x, "post_bn"))
-    if include_top:
-        x = layers.GlobalAveragePooling2D(name="avg_pool")(x)
-        x = layers.Dense(classes, activation=classifier_activation, name="predictions")(x)
-    elif pooling == "avg":
-        x = layers.GlobalAveragePooling2D(name="avg_pool")(x)
-    elif pooling == "max":
-        x = layers.GlobalMaxPooling2D(name="max_pool")(x)
+    x = imagenet_utils.classifier_top(x, include_top, pooling, classes, classifier_activation,
+                                      ("avg_pool", "max_pool"))
     return Model(img_input, x, name=model_name)
 
 

@@ -25,10 +25,8 @@ def VGG(convs_per_block, model_name, include_top=True, weights=None, input_tenso
         x = layers.Dense(4096, activation="relu", name="fc1")(x)
         x = layers.Dense(4096, activation="relu", name="fc2")(x)
         x = layers.Dense(classes, activation=classifier_activation, name="predictions")(x)
-    elif pooling == "avg":
-        x = layers.GlobalAveragePooling2D()(x)
-    elif pooling == "max":
-        x = layers.GlobalMaxPooling2D()(x)
+    else:
+        x = imagenet_utils.classifier_top(x, False, pooling, classes, classifier_activation)
     return Model(img_input, x, name=model_name)
 
 

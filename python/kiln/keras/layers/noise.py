@@ -62,19 +62,20 @@ class GaussianDropout(Layer):
         return {**super().get_config(), "rate": self.rate, "seed": self.seed}
 
 
-class SpatialDropout2D(Layer):
-    """Dropout of whole feature maps when training: each (sample, channel)
-    of a 4-D input is zeroed with probability ``rate`` (the rest scaled by
+class _SpatialDropout(Layer):
+    """Dropout of whole feature maps when training: each (sample, channel) is
+    zeroed everywhere with probability ``rate`` (the rest scaled by
     1 / (1 - rate)); the identity otherwise."""
 
     _kiln_static_shapes = True
+    _ndim = None
 
     def __init__(self, rate, data_format=None, seed=None, **kwargs):
         super().__init__(**kwargs)
         self.rate = _args.rate(rate)
         self.data_format = _args.data_format(data_format)
         self.seed = seed
-        self.input_spec = InputSpec(ndim=4)
+        self.input_spec = InputSpec(ndim=self._ndim)
 
     def call(self, inputs, training=False):
         if not training or self.rate == 0:
@@ -82,43 +83,36 @@ class SpatialDropout2D(Layer):
         if self.rate == 1:
             return array_ops.zeros_like(inputs)
         s = array_ops.shape(inputs)
-        noise = [s[0], 1, 1, s[3]] if self.data_format == "channels_last" else [s[0], s[1], 1, 1]
+        n = self._ndim
+        if self.data_format == "channels_last":
+            noise = [s[0]] + [1] * (n - 2) + [s[n - 1]]
+        else:
+            noise = [s[0], s[1]] + [1] * (n - 2)
         return nn_ops.dropout(inputs, self.rate, noise_shape=noise, seed=self.seed)
 
     def compute_output_shape(self, input_shape):
         return TensorShape(input_shape)
 
     def get_config(self):
-        return {**super().get_config(), "rate": self.rate, "data_format": self.data_format,
-                "seed": self.seed}
+        return {**super().get_config(), "rate": self.rate, "seed": self.seed}
 
 
-class SpatialDropout1D(Layer):
-    """Dropout of whole channels of [batch, steps, channels] when training:
-    each (sample, channel) is zeroed over every step with probability
-    ``rate`` (the rest scaled by 1 / (1 - rate)); the identity otherwise."""
+class SpatialDropout1D(_SpatialDropout):
+    """Spatial dropout of [batch, steps, channels]: a channel is dropped at every step."""
 
-    _kiln_static_shapes = True
+    _ndim = 3
 
     def __init__(self, rate, seed=None, **kwargs):
-        super().__init__(**kwargs)
-        self.rate = _args.rate(rate)
-        self.seed = seed
-        self.input_spec = InputSpec(ndim=3)
+        super().__init__(rate, seed=seed, **kwargs)
 
-    def call(self, inputs, training=False):
-        if not training or self.rate == 0:
-            return inputs
-        if self.rate == 1:
-            return array_ops.zeros_like(inputs)
-        s = array_ops.shape(inputs)
-        return nn_ops.dropout(inputs, self.rate, noise_shape=[s[0], 1, s[2]], seed=self.seed)
 
-    def compute_output_shape(self, input_shape):
-        return TensorShape(input_shape)
+class SpatialDropout2D(_SpatialDropout):
+    """Spatial dropout of 4-D images: a channel is dropped at every pixel."""
+
+    _ndim = 4
 
     def get_config(self):
-        return {**super().get_config(), "rate": self.rate, "seed": self.seed}
+        return {**super().get_config(), "data_format": self.data_format}
 
 
 __all__ = ["GaussianNoise", "GaussianDropout", "SpatialDropout1D", "SpatialDropout2D"]
