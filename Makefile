@@ -7,7 +7,7 @@ FUZZ_TIME ?= 600
 CMAKE_FLAGS ?=
 JOBS ?= $(shell nproc)
 
-.PHONY: all setup build py demo tour bench-peers bench-peers-busy bench-eager-pair test-peers test test-cpp test-py check-deps test-asan test-tsan fuzz fuzz-build fuzz-saved-model fuzz-onnx onnx-node-tests bench format format-check clean
+.PHONY: all setup build py demo tour bench-peers bench-peers-busy bench-eager-pair test-peers test test-cpp test-py check-deps test-asan test-tsan fuzz fuzz-build fuzz-saved-model fuzz-onnx fuzz-bundle onnx-node-tests bench format format-check clean
 
 all: build
 
@@ -64,6 +64,8 @@ test-peers: build
 	.venv/bin/python examples/export_model.py $(BUILD)/export-peers
 	.venv-peers/bin/python tests/peers/check_saved_model.py $(BUILD)/export-peers/digits \
 	  $(BUILD)/export-peers/charunpack
+	.venv/bin/python tests/peers/write_kiln_checkpoints.py $(BUILD)/ckpt-peers
+	.venv-peers/bin/python tests/peers/check_checkpoints.py $(BUILD)/ckpt-peers
 
 # The same on a busy machine: after the idle run above, every workload again with one
 # process spinning per core, kiln and the peers alike; then each one's slowdown.
@@ -103,7 +105,7 @@ test-asan: setup
 # built with clang, FUZZ_TIME seconds each. Seeds: real exports (tests/fuzz/make_seeds.py),
 # ONNX's node-test models (tests/fuzz/make_onnx_seeds.py) and the checked-in corpora; new
 # inputs and any crash go to $(FUZZ_BUILD)/corpus*, $(FUZZ_BUILD)/crash-*.
-fuzz: fuzz-saved-model fuzz-onnx
+fuzz: fuzz-saved-model fuzz-onnx fuzz-bundle
 
 # Every ONNX backend node test through kiln; the pass table goes into docs/ONNX.md.
 onnx-node-tests: py
@@ -113,7 +115,7 @@ fuzz-build: build
 	@command -v clang++ >/dev/null || apt-get install -y -qq --no-install-recommends clang
 	CC=clang CXX=clang++ cmake -S . -B $(FUZZ_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
 	  -DKILN_BUILD_BENCH=OFF -DKILN_BUILD_TESTS=OFF -DKILN_FUZZ=ON -DKILN_SANITIZE=address,undefined
-	cmake --build $(FUZZ_BUILD) -j $(JOBS) --target saved_model_fuzz onnx_fuzz
+	cmake --build $(FUZZ_BUILD) -j $(JOBS) --target saved_model_fuzz onnx_fuzz bundle_fuzz
 
 fuzz-saved-model: fuzz-build
 	.venv/bin/python tests/fuzz/make_seeds.py $(FUZZ_BUILD)/base $(FUZZ_BUILD)/seeds
@@ -121,6 +123,15 @@ fuzz-saved-model: fuzz-build
 	cd $(FUZZ_BUILD) && KILN_FUZZ_BASE=$(CURDIR)/tests/fuzz/base ASAN_OPTIONS=detect_leaks=0 \
 	  UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 ./saved_model_fuzz -max_total_time=$(FUZZ_TIME) \
 	  -rss_limit_mb=4096 -timeout=60 -print_final_stats=1 corpus seeds $(CURDIR)/tests/fuzz/corpus
+
+# The checkpoint reader over a bundle TensorFlow wrote (tests/fixtures/tf_written/checkpoints).
+fuzz-bundle: fuzz-build
+	python3 tests/fuzz/make_bundle_seeds.py $(FUZZ_BUILD)/bundle_seeds
+	mkdir -p $(FUZZ_BUILD)/bundle_corpus
+	cd $(FUZZ_BUILD) && KILN_FUZZ_BUNDLE=$(CURDIR)/tests/fixtures/tf_written/checkpoints/dtypes/ckpt \
+	  ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 ./bundle_fuzz \
+	  -max_total_time=$(FUZZ_TIME) -rss_limit_mb=4096 -timeout=60 -print_final_stats=1 \
+	  bundle_corpus bundle_seeds $(CURDIR)/tests/fuzz/bundle_corpus
 
 fuzz-onnx: fuzz-build
 	.venv/bin/python tests/fuzz/make_onnx_seeds.py $(FUZZ_BUILD)/onnx_seeds

@@ -49,6 +49,7 @@ NB_MODULE(_kiln, m) {
   bind_onnx_load(m);
   bind_onnx_export(m);
   bind_distribute(m);
+  bind_checkpoint(m);
   // A thread waiting for another thread's trace releases the GIL, which the
   // tracing thread needs to run the Python function (else both wait forever).
   kiln::set_blocking_hooks(kiln::BlockingHooks{

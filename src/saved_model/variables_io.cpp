@@ -1,15 +1,8 @@
 #include "saved_model/variables_io.h"
 
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
-#include <cerrno>
-#include <cstring>
 #include <memory>
 
-#include "kiln/buffer.h"
+#include "saved_model/mapped_file.h"
 #include "variables.pb.h"
 
 namespace kiln::saved_model::detail {
@@ -18,37 +11,6 @@ namespace {
 constexpr int64_t kIndexVersion = 1;
 constexpr size_t kAlign = 64;
 constexpr size_t kMaxIndexBytes = size_t{1} << 28;
-
-// A read-only file mapped copy-on-write; unmapped when its last tensor goes.
-struct Mapping {
-  void* base = MAP_FAILED;
-  size_t size = 0;
-  ~Mapping() {
-    if (base != MAP_FAILED) ::munmap(base, size);
-  }
-};
-
-std::shared_ptr<Mapping> map_file(const std::string& path, uint64_t want) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) throw DataLossError(str_cat(path, ": cannot open: ", std::strerror(errno)));
-  struct stat st {};
-  const bool ok = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
-  if (!ok || static_cast<uint64_t>(st.st_size) != want) {
-    ::close(fd);
-    throw DataLossError(str_cat(path, ": ",
-                                ok ? str_cat(st.st_size, " bytes, the index says ", want)
-                                   : std::string("not a regular file")));
-  }
-  auto m = std::make_shared<Mapping>();
-  if (want) {
-    m->base = ::mmap(nullptr, want, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
-    m->size = want;
-  }
-  ::close(fd);
-  if (want && m->base == MAP_FAILED)
-    throw DataLossError(str_cat(path, ": cannot map: ", std::strerror(errno)));
-  return m;
-}
 
 }  // namespace
 
@@ -85,7 +47,7 @@ std::vector<std::pair<int, Tensor>> read_variables(const std::string& dir) {
   if (index.format_version() != kIndexVersion)
     throw InvalidArgumentError(str_cat(ipath, ": index format ", index.format_version(),
                                        " is not one this kiln reads (", kIndexVersion, ")"));
-  std::shared_ptr<Mapping> m = map_file(dpath, index.data_size());
+  std::shared_ptr<MappedFile> m = map_file(dpath, index.data_size());
   std::vector<std::pair<int, Tensor>> out;
   int inline_next = 0;
   for (int i = 0; i < index.entries_size(); ++i) {
@@ -111,22 +73,14 @@ std::vector<std::pair<int, Tensor>> read_variables(const std::string& dir) {
       throw InvalidArgumentError(str_cat(at, ": ", size, " bytes at offset ", off, " do not fit a ",
                                          dtype_name(dt), shape.to_string(), " value in ",
                                          index.data_size(), " bytes of data"));
-    char* p = size ? static_cast<char*>(m->base) + off : nullptr;
+    const char* p = size ? m->data() + off : nullptr;
     if (size && crc32c(p, size) != e.crc32c())
       throw DataLossError(str_cat(dpath, ": the value of entry ", i, " fails its checksum"));
     if (dt == DType::kBool)
       for (uint64_t k = 0; k < size; ++k)
         if (static_cast<unsigned char>(p[k]) > 1)
           throw DataLossError(str_cat(dpath, ": entry ", i, " holds a bool that is not 0 or 1"));
-    Tensor t;
-    if (size) {
-      Buffer* b = Buffer::wrap(p, size, [m] {});
-      t = Tensor::from_buffer(b, 0, dt, shape);
-      b->unref();  // the tensor holds it now
-    } else {
-      t = Tensor::empty(dt, shape);
-    }
-    out.emplace_back(e.node_id(), std::move(t));
+    out.emplace_back(e.node_id(), tensor_in(m, p, size, dt, shape));
   }
   if (inline_next != index.inline_values_size())
     throw InvalidArgumentError(str_cat(ipath, ": more string values than string entries"));

@@ -15,6 +15,7 @@
 #include <fstream>
 #include <string>
 
+#include "kiln/checkpoint.h"
 #include "kiln/onnx.h"
 #include "kiln/saved_model.h"
 
@@ -47,6 +48,37 @@ inline void load_onnx_one(const uint8_t* data, size_t size) {
     onnx::load_bytes(std::string(reinterpret_cast<const char*>(data), size), "fuzz");
   } catch (const Error&) {
   }
+}
+
+/// One fuzz input against the checkpoint (tensor bundle) reader: a byte
+/// choosing the file it replaces (0 `prefix.index`, 1 the data shard), then
+/// its bytes; the other file is the base bundle's. Every value and the object
+/// graph are read; each may fail with a kiln error.
+inline void load_bundle_one(const std::string& prefix, const uint8_t* data, size_t size) {
+  namespace fs = std::filesystem;
+  if (size < 1) return;
+  const std::string target =
+      data[0] % 2 ? checkpoint::data_path(prefix, 0, 1) : checkpoint::index_path(prefix);
+  const std::string saved = target + ".orig";
+  if (!fs::exists(saved)) fs::copy_file(target, saved);
+  {
+    std::ofstream f(target, std::ios::binary | std::ios::trunc);
+    f.write(reinterpret_cast<const char*>(data + 1), static_cast<std::streamsize>(size - 1));
+  }
+  try {
+    checkpoint::BundleReader r(prefix);
+    for (const std::string& key : r.keys()) {
+      try {
+        if (key == checkpoint::kObjectGraphKey)
+          checkpoint::decode_object_graph(r.strings(key).at(0), key);
+        else
+          r.read(key);
+      } catch (const Error&) {
+      }
+    }
+  } catch (const Error&) {
+  }
+  fs::copy_file(saved, target, fs::copy_options::overwrite_existing);
 }
 
 }  // namespace kiln::fuzz

@@ -1,324 +1,168 @@
-"""kiln's checkpoint file format: a JSON index and a raw data blob.
+"""kiln's checkpoints: TensorFlow's tensor-bundle format.
 
-A checkpoint at prefix P is two files (docs/PYTHON.md, "Checkpoints and Keras
-saving"):
+A checkpoint at prefix P is ``P.index`` (a sorted table of entries) and
+``P.data-00000-of-00001`` (the values), read and written by kiln's C++ side
+(include/kiln/checkpoint.h), so TensorFlow's ``tf.train.Checkpoint`` and
+``tf.train.load_checkpoint`` read kiln's checkpoints and kiln reads theirs.
+The object graph is TF 2's ``TrackableObjectGraph`` under the key
+``_CHECKPOINTABLE_OBJECT_GRAPH``. Checkpoints in kiln's earlier JSON format
+(kiln.train.kiln_json) are still read.
 
-  P.index                  JSON: {"format": "kiln.checkpoint", "version": 1,
-                           "data_nbytes", "tensors": {key: {"dtype", "shape",
-                           "offset", "nbytes", "crc32"}}, "object_graph":
-                           {"nodes": [...]}}
-  P.data-00000-of-00001    the tensors' bytes (little-endian, C order), back to back
-
-Keras files (.keras, .weights.h5) hold the same two parts as zip members.
-Every field is checked before use: a damaged file is a kiln.errors error
-(DataLossError, NotFoundError, UnimplementedError), never a crash or an
-allocation larger than the file.
+Every file is validated before use (docs/CHECKPOINTS.md): a damaged one is a
+kiln.errors error, never a crash.
 """
-import json
 import os
-import tempfile
-import zlib
 
 import numpy as np
 
-from kiln import errors
+from kiln import _kiln, errors
+from kiln.train import kiln_json
+from kiln.train.kiln_json import (BytesSource, Index, Node, Reader, TensorEntry,  # noqa: F401
+                                  atomic_write, encode, parse_index)
 
-FORMAT = "kiln.checkpoint"
-VERSION = 1
-DATA_SUFFIX = ".data-00000-of-00001"
 INDEX_SUFFIX = ".index"
-MAX_INDEX_BYTES = 1 << 26   # a larger index is refused before it is read
-_MAX_RANK = 64
-_MAX_DIM = 1 << 62
-# kiln dtype name -> NumPy dtype as stored (little-endian)
-DTYPES = {"bool": "|b1", "int8": "|i1", "uint8": "|u1", "int16": "<i2", "uint16": "<u2",
-          "int32": "<i4", "uint32": "<u4", "int64": "<i8", "uint64": "<u8", "float16": "<f2",
-          "float32": "<f4", "float64": "<f8", "complex64": "<c8", "complex128": "<c16",
-          "bfloat16": "<u2"}  # bfloat16: its 16 bits, stored as uint16
-
-
-class TensorEntry:
-    """Where one tensor lies in the data blob."""
-    __slots__ = ("dtype", "shape", "offset", "nbytes", "crc32")
-
-    def __init__(self, dtype, shape, offset, nbytes, crc32):
-        self.dtype, self.shape, self.offset = dtype, shape, offset
-        self.nbytes, self.crc32 = nbytes, crc32
-
-
-class Node:
-    """One object of the saved object graph."""
-    __slots__ = ("children", "variable", "slots")
-
-    def __init__(self, children, variable, slots):
-        self.children = children    # [(edge name, node id)]
-        self.variable = variable    # the tensor key of a variable node, else None
-        self.slots = slots          # [(optimizer node id, slot name, slot node id)]
-
-
-class Index:
-    """A validated index: ``tensors`` {key: TensorEntry}, ``nodes`` [Node]."""
-
-    def __init__(self, tensors, nodes, graph_json):
-        self.tensors, self.nodes, self.graph_json = tensors, nodes, graph_json
+DATA_SUFFIX = ".data-00000-of-00001"
+OBJECT_GRAPH_KEY = "_CHECKPOINTABLE_OBJECT_GRAPH"
+VALUE = "VARIABLE_VALUE"
+# NumPy dtypes a checkpoint holds (TensorFlow's names), strings as bytes objects
+DTYPES = ("bool", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64",
+          "float16", "bfloat16", "float32", "float64", "complex64", "complex128", "string")
 
 
 # ---- writing ----
 
-def _as_array(value):
-    arr = np.asarray(value, order="C")  # (ascontiguousarray would make scalars 1-D)
+def _proto_nodes(graph):
+    """TrackableObjectGraph nodes (children, attributes, slots) of kiln's
+    JSON object graph (slots move from each variable to its optimizer)."""
+    nodes = graph["nodes"]
+    out = [([(c["name"], c["node"]) for c in n.get("children", [])],
+            [(VALUE, n.get("full_name", ""), n["variable"])] if "variable" in n else [], [])
+           for n in nodes]
+    for vi, n in enumerate(nodes):
+        for s in n.get("slots", []):
+            out[s["optimizer"]][2].append((vi, s["slot_name"], s["node"]))
+    return out
+
+
+def _add(writer, key, value):
+    if isinstance(value, (str, bytes)) or (isinstance(value, np.ndarray) and
+                                           value.dtype == object):
+        arr = np.asarray(value, dtype=object)
+        items = [v.encode("utf-8") if isinstance(v, str) else bytes(v) for v in arr.ravel()]
+        writer.add_strings(key, list(arr.shape), items)
+        return
+    arr = np.ascontiguousarray(value) if np.ndim(value) else np.asarray(value)
     name = arr.dtype.name
     if name not in DTYPES:
-        raise errors.UnimplementedError(
-            f"kiln checkpoints hold {sorted(DTYPES)} tensors; got a {name} value")
-    if name == "bfloat16":
-        arr = arr.view(np.uint16)
-    return arr.astype(np.dtype(DTYPES[name]), copy=False), name
-
-
-def encode(values, graph, out):
-    """Writes the tensors ``values`` ({key: array}) to the binary file ``out``;
-    returns the index as bytes (``graph``: the JSON object graph)."""
-    tensors, offset = {}, 0
-    for key, value in values.items():
-        arr, name = _as_array(value)
-        data = arr.tobytes()
-        out.write(data)
-        tensors[key] = {"dtype": name, "shape": list(arr.shape), "offset": offset,
-                        "nbytes": len(data), "crc32": zlib.crc32(data)}
-        offset += len(data)
-    index = {"format": FORMAT, "version": VERSION, "data_nbytes": offset,
-             "tensors": tensors, "object_graph": graph}
-    return json.dumps(index, separators=(",", ":")).encode("utf-8")
-
-
-def _temp_beside(path):
-    fd, tmp = tempfile.mkstemp(prefix=os.path.basename(path) + ".tmp", dir=os.path.dirname(path)
-                               or ".")
-    return os.fdopen(fd, "wb"), tmp
-
-
-def _sync_dir(directory):
-    try:
-        fd = os.open(directory or ".", os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
-
-
-def atomic_write(path, write_fn):
-    """Writes ``path`` through a temporary file renamed over it at the end, so
-    a crash leaves the old file or the new one, never a part."""
-    f, tmp = _temp_beside(path)
-    try:
-        with f:
-            write_fn(f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-    _sync_dir(os.path.dirname(path))
+        raise errors.UnimplementedError(f"Cannot save {key}: checkpoints hold {list(DTYPES)} "
+                                        f"values, not {name}")
+    writer.add_bytes(key, name, list(arr.shape), arr.astype(arr.dtype.newbyteorder("<"),
+                                                            copy=False).tobytes())
 
 
 def write(prefix, values, graph):
-    """Writes the checkpoint files of ``prefix`` (data first, the index last)."""
+    """Writes the checkpoint ``prefix`` (``values``: {key: NumPy value or
+    strings}; ``graph``: kiln's JSON object graph); returns ``prefix``."""
     prefix = os.fspath(prefix)
     directory = os.path.dirname(prefix)
     if directory:
         os.makedirs(directory, exist_ok=True)
-    index = []
-    atomic_write(prefix + DATA_SUFFIX, lambda f: index.append(encode(values, graph, f)))
-    atomic_write(prefix + INDEX_SUFFIX, lambda f: f.write(index[0]))
+    writer = _kiln._BundleWriter(prefix)
+    try:
+        for key, value in values.items():
+            _add(writer, key, value)
+        graph_bytes = _kiln._encode_object_graph(_proto_nodes(graph))
+        writer.add_strings(OBJECT_GRAPH_KEY, [], [graph_bytes])
+        writer.finish()
+    except BaseException:
+        writer.abandon()
+        raise
     return prefix
 
 
 # ---- reading ----
 
-def _lose(where, what):
-    return errors.DataLossError(f"{where}: {what} (the checkpoint is truncated or damaged)")
+def _numpy_dtype(name):
+    if name == "bfloat16":
+        return kiln_json._bfloat16()
+    return np.dtype(name).newbyteorder("<")
 
 
-def _int(v, where, what, lo=0, hi=None):
-    if isinstance(v, bool) or not isinstance(v, int) or v < lo or (hi is not None and v > hi):
-        raise _lose(where, f"bad {what} {v!r}")
-    return v
+def _nodes(proto_nodes, tensors, where):
+    """kiln's Nodes of TrackableObjectGraph nodes (slots back on their variables)."""
+    nodes = []
+    for children, attributes, _ in proto_nodes:
+        key = next((k for name, _, k in attributes if name == VALUE), None)
+        if key is not None and key not in tensors:
+            raise errors.DataLossError(f"{where}: the object graph names a missing value {key!r}")
+        nodes.append(Node(list(children), key, []))
+    for oi, (_, _, slots) in enumerate(proto_nodes):
+        for vi, slot_name, si in slots:
+            nodes[vi].slots.append((oi, slot_name, si))
+    return nodes
 
 
-def _check_header(doc, where):
-    if not isinstance(doc, dict) or doc.get("format") != FORMAT:
-        raise _lose(where, f"not a kiln checkpoint index (no \"format\": \"{FORMAT}\")")
-    version = doc.get("version")
-    if isinstance(version, bool) or not isinstance(version, int) or version < 1:
-        raise _lose(where, f"bad format version {version!r}")
-    if version > VERSION:
-        raise errors.UnimplementedError(
-            f"{where}: checkpoint format version {version} is newer than this kiln reads "
-            f"(up to {VERSION}); upgrade kiln to read it")
-
-
-def _check_entry(key, e, where, data_nbytes):
-    what = f"tensor {key!r}"
-    if not isinstance(e, dict) or e.get("dtype") not in DTYPES:
-        raise _lose(where, f"{what} has a bad entry or dtype")
-    shape = e.get("shape")
-    if not isinstance(shape, list) or len(shape) > _MAX_RANK:
-        raise _lose(where, f"{what} has a bad shape {shape!r}")
-    count = 1
-    for d in shape:
-        count *= _int(d, where, f"dimension of {what}", hi=_MAX_DIM)
-    offset = _int(e.get("offset"), where, f"offset of {what}")
-    nbytes = _int(e.get("nbytes"), where, f"size of {what}")
-    if nbytes != count * np.dtype(DTYPES[e["dtype"]]).itemsize:
-        raise _lose(where, f"{what}: {nbytes} bytes do not hold a {e['dtype']} tensor of "
-                           f"shape {shape}")
-    if offset + nbytes > data_nbytes:
-        raise _lose(where, f"{what} lies past the end of the data ({offset} + {nbytes} > "
-                           f"{data_nbytes} bytes)")
-    crc = _int(e.get("crc32"), where, f"checksum of {what}", hi=0xFFFFFFFF)
-    return TensorEntry(e["dtype"], tuple(shape), offset, nbytes, crc)
-
-
-def _list(n, field, i, where):
-    items = n.get(field, [])
-    if not isinstance(items, list):
-        raise _lose(where, f"object graph node {i} has a bad {field} list {items!r}")
-    return items
-
-
-def _check_node(i, n, where, count, tensors):
-    if not isinstance(n, dict):
-        raise _lose(where, f"object graph node {i} is not an object")
-    children = []
-    for c in _list(n, "children", i, where):
-        if not isinstance(c, dict) or not isinstance(c.get("name"), str):
-            raise _lose(where, f"object graph node {i} has a bad child {c!r}")
-        children.append((c["name"], _int(c.get("node"), where, "node id", hi=count - 1)))
-    variable = n.get("variable")
-    if variable is not None and variable not in tensors:
-        raise _lose(where, f"object graph node {i} names a missing tensor {variable!r}")
-    slots = []
-    for s in _list(n, "slots", i, where):
-        if not isinstance(s, dict) or not isinstance(s.get("slot_name"), str):
-            raise _lose(where, f"object graph node {i} has a bad slot {s!r}")
-        slots.append((_int(s.get("optimizer"), where, "node id", hi=count - 1), s["slot_name"],
-                      _int(s.get("node"), where, "node id", hi=count - 1)))
-    return Node(children, variable, slots)
-
-
-def parse_index(raw, where, data_nbytes):
-    """The validated Index of the index bytes ``raw``, whose data blob holds
-    ``data_nbytes`` bytes."""
-    try:
-        doc = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError, RecursionError):
-        raise _lose(where, "the index is not valid JSON") from None
-    _check_header(doc, where)
-    want = _int(doc.get("data_nbytes"), where, "data size")
-    if want != data_nbytes:
-        raise _lose(where, f"the data holds {data_nbytes} bytes, the index expects {want}")
-    table = doc.get("tensors")
-    if not isinstance(table, dict):
-        raise _lose(where, "the index has no tensor table")
-    tensors = {k: _check_entry(k, e, where, data_nbytes) for k, e in table.items()}
-    graph = doc.get("object_graph")
-    nodes = graph.get("nodes") if isinstance(graph, dict) else None
-    if not isinstance(nodes, list) or not nodes:
-        raise _lose(where, "the index has no object graph")
-    nodes = [_check_node(i, n, where, len(nodes), tensors) for i, n in enumerate(nodes)]
-    return Index(tensors, nodes, graph)
-
-
-def decode(entry, buf, where, key):
-    """The NumPy array of ``entry`` from its bytes ``buf`` (checked)."""
-    if len(buf) != entry.nbytes:
-        raise _lose(where, f"tensor {key!r}: read {len(buf)} of {entry.nbytes} bytes")
-    if zlib.crc32(buf) != entry.crc32:
-        raise _lose(where, f"tensor {key!r}: checksum mismatch")
-    arr = np.frombuffer(buf, dtype=np.dtype(DTYPES[entry.dtype]))
-    if entry.dtype == "bool" and arr.view(np.uint8).max(initial=0) > 1:
-        raise _lose(where, f"tensor {key!r}: bool bytes other than 0 and 1")
-    arr = arr.astype(arr.dtype.newbyteorder("="), copy=False).reshape(entry.shape)
-    return arr.view(_bfloat16()) if entry.dtype == "bfloat16" else arr
-
-
-def _bfloat16():
-    try:
-        return np.dtype("bfloat16")  # registered by ml_dtypes, which kiln's bfloat16 uses
-    except TypeError:
-        raise errors.UnimplementedError("reading bfloat16 values needs the ml_dtypes "
-                                        "package") from None
-
-
-class FileSource:
-    """The two files of a checkpoint prefix."""
+class BundleSource:
+    """A checkpoint in TensorFlow's format (the C++ reader validates it)."""
 
     def __init__(self, prefix):
         self.prefix = os.fspath(prefix)
         self.where = self.prefix
-        self.data_path = self.prefix + DATA_SUFFIX
+        self.reader = _kiln._BundleReader(self.prefix)
 
     def index(self):
-        path = self.prefix + INDEX_SUFFIX
-        try:
-            size = os.path.getsize(path)
-            data_nbytes = os.path.getsize(self.data_path)
-        except OSError as e:
-            raise errors.NotFoundError(
-                f"Unsuccessful reading of checkpoint {self.prefix!r}: {e.strerror}: "
-                f"{e.filename}") from None
-        if size > MAX_INDEX_BYTES:
-            raise _lose(path, f"the index is {size} bytes, more than any kiln index")
-        with open(path, "rb") as f:
-            raw = f.read(MAX_INDEX_BYTES + 1)
-        return parse_index(raw, self.where, data_nbytes)
+        tensors = {}
+        for key in self.reader.keys():
+            if key != OBJECT_GRAPH_KEY:
+                dtype, shape = self.reader.entry(key)
+                tensors[key] = TensorEntry(dtype, tuple(shape), 0, 0, 0)
+        self.graph_bytes = None
+        if OBJECT_GRAPH_KEY in self.reader.keys():
+            self.graph_bytes = self.reader.read_strings(OBJECT_GRAPH_KEY)[0]
+            nodes = _nodes(_kiln._decode_object_graph(self.graph_bytes, self.where), tensors,
+                           self.where)
+        else:  # a name-based (TF 1 Saver) checkpoint: no objects to match
+            nodes = [Node([], None, [])]
+        return Index(tensors, nodes, None)
 
     def read(self, entry, key):
-        buf = bytearray(entry.nbytes)
-        try:
-            with open(self.data_path, "rb") as f:
-                f.seek(entry.offset)
-                n = f.readinto(buf)
-        except OSError as e:
-            raise errors.NotFoundError(f"{self.data_path}: {e.strerror}") from None
-        return decode(entry, buf[:n] if n != len(buf) else buf, self.where, key)
+        if entry.dtype == "string":
+            flat = self.reader.read_strings(key)
+            out = np.empty(len(flat), dtype=object)
+            out[:] = flat
+            return out.reshape(entry.shape)
+        out = np.empty(entry.shape, dtype=_numpy_dtype(entry.dtype))
+        if out.size:
+            self.reader.read_into(key, out.reshape(-1).view(np.uint8))
+        return out.astype(out.dtype.newbyteorder("="), copy=False)
 
 
-class BytesSource:
-    """A checkpoint held in memory (the members of a Keras zip file)."""
-
-    def __init__(self, index_bytes, data, where):
-        self.raw, self.data, self.where = index_bytes, data, where
-
-    def index(self):
-        return parse_index(self.raw, self.where, len(self.data))
-
-    def read(self, entry, key):
-        buf = bytearray(self.data[entry.offset:entry.offset + entry.nbytes])
-        return decode(entry, buf, self.where, key)
+def is_bundle(prefix):
+    """True when ``prefix.index`` is in TensorFlow's table format."""
+    return _kiln._is_bundle(os.fspath(prefix))
 
 
-class Reader:
-    """A validated checkpoint: its index, and tensors read on demand."""
+def _looks_like_json(prefix):
+    try:
+        with open(prefix + INDEX_SUFFIX, "rb") as f:
+            head = f.read(64).lstrip()
+    except OSError:
+        return True  # kiln_json's reader says what is missing
+    return head.startswith(b"{")
 
-    def __init__(self, source):
-        self.source = source
-        self.index = source.index()
-        self.where = source.where
 
-    @property
-    def nodes(self):
-        return self.index.nodes
+def FileSource(prefix):  # noqa: N802 (the name callers of the JSON format used)
+    """The source of the checkpoint files at ``prefix``, in either format."""
+    prefix = os.fspath(prefix)
+    if is_bundle(prefix):
+        return BundleSource(prefix)
+    if _looks_like_json(prefix):
+        return kiln_json.FileSource(prefix)
+    raise errors.DataLossError(
+        f"{prefix}{INDEX_SUFFIX}: not a checkpoint index: neither TensorFlow's table format "
+        "(its footer is missing) nor kiln's earlier JSON (the file is truncated or damaged)")
 
-    def tensor(self, key):
-        entry = self.index.tensors.get(key)
-        if entry is None:
-            raise errors.NotFoundError(f"Key {key} not found in checkpoint")
-        return self.source.read(entry, key)
+
+def open_reader(prefix):
+    """A Reader of the checkpoint ``prefix``, in either format."""
+    return Reader(FileSource(prefix))

@@ -186,7 +186,7 @@ class Checkpoint:
         check_eager("Checkpoint.read")
         if save_path is None:
             return InitializationOnlyStatus()
-        reader = bundle.Reader(bundle.FileSource(os.fspath(save_path)))
+        reader = bundle.open_reader(save_path)
         return CheckpointLoadStatus(Restoration(reader, self), self)
 
     def restore(self, save_path, options=None):

@@ -201,6 +201,7 @@ class SavedGraph:
             node = {"children": [{"name": n, "node": j} for n, j in self.edges[i]]}
             if isinstance(obj, _kiln.Variable):
                 node["variable"] = self.key(i)
+                node["full_name"] = obj.name[:-2] if obj.name.endswith(":0") else obj.name
             if self.slots[i]:
                 node["slots"] = [{"optimizer": o, "slot_name": s, "node": j}
                                  for o, s, j in self.slots[i]]

@@ -32,10 +32,11 @@ def _dtype(name):
 class CheckpointReader:
     """Reads the keys, shapes, dtypes and values of one checkpoint (TensorFlow's
     CheckpointReader). The object graph is listed as ``_CHECKPOINTABLE_OBJECT_GRAPH``
-    (its value: the JSON text of the graph)."""
+    (its value: the serialized TrackableObjectGraph; the JSON text of the graph in a
+    checkpoint of kiln's earlier format)."""
 
     def __init__(self, prefix):
-        self._reader = bundle.Reader(bundle.FileSource(prefix))
+        self._reader = bundle.open_reader(prefix)
 
     def get_variable_to_shape_map(self):
         out = {k: list(e.shape) for k, e in self._reader.index.tensors.items()}
@@ -53,6 +54,9 @@ class CheckpointReader:
     def get_tensor(self, name):
         """The saved value of key ``name`` as a NumPy array (NotFoundError if absent)."""
         if name == OBJECT_GRAPH_KEY:
+            graph = getattr(self._reader.source, "graph_bytes", None)
+            if graph is not None:  # the serialized TrackableObjectGraph, as TensorFlow gives it
+                return graph
             return json.dumps(self._reader.index.graph_json).encode("utf-8")
         return self._reader.tensor(name)
 
