@@ -47,7 +47,7 @@ PUBLIC = {
     "exec": ["executor.h"],
     "function": ["function.h", "trace.h", "control_flow.h", "benchmark.h"],
     "autodiff": ["gradient_tape.h"],
-    "saved_model": ["saved_model.h"],
+    "saved_model": ["saved_model.h", "checkpoint.h"],
     "onnx": ["onnx.h"],
     "registry": ["kiln.h"],
 }

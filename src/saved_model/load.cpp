@@ -74,9 +74,13 @@ struct Loader {
   void variables() {
     const auto& nodes = mg->object_graph_def().nodes();
     std::vector<bool> seen(static_cast<size_t>(nodes.size()));
-    for (auto& [id, value] : detail::read_variables(dir)) {
-      const std::string at =
-          str_cat(dir, "/", detail::kVariablesIndex, ": the value of object ", id);
+    detail::Edges edges;
+    for (const auto& n : nodes) {
+      edges.emplace_back();
+      for (const auto& c : n.children()) edges.back().emplace_back(c.local_name(), c.node_id());
+    }
+    for (auto& [id, value] : detail::read_variables(dir, edges)) {
+      const std::string at = str_cat(dir, "/variables: the value of object ", id);
       if (id < 0 || id >= nodes.size() || !nodes[id].has_variable() ||
           seen[static_cast<size_t>(id)])
         throw InvalidArgumentError(str_cat(at, " belongs to no variable, or to one twice"));

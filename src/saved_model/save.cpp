@@ -273,7 +273,9 @@ void Exporter::save(const std::string& dir) const {
 
   ensure_dir(dir);
   ensure_dir(dir + "/variables");
-  detail::write_variables(dir, values);
+  detail::Edges edges;
+  for (const Impl::Object& o : im.objects) edges.push_back(o.children);
+  detail::write_variables(dir, edges, values);
   detail::write_file(dir + "/saved_model.pb", sm.SerializeAsString());
 }
 

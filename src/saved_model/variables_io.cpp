@@ -1,7 +1,11 @@
 #include "saved_model/variables_io.h"
 
+#include <unistd.h>
+
+#include <deque>
 #include <memory>
 
+#include "kiln/checkpoint.h"
 #include "saved_model/mapped_file.h"
 #include "variables.pb.h"
 
@@ -12,9 +16,128 @@ constexpr int64_t kIndexVersion = 1;
 constexpr size_t kAlign = 64;
 constexpr size_t kMaxIndexBytes = size_t{1} << 28;
 
+// A checkpoint edge name as TensorFlow escapes it in keys.
+std::string escape(const std::string& name) {
+  std::string out;
+  for (char ch : name) {
+    if (ch == '.')
+      out += "..";
+    else if (ch == '/')
+      out += ".S";
+    else
+      out += ch;
+  }
+  return out;
+}
+
+// Each node's path from the root (breadth first, first path wins); "" when unreachable.
+std::vector<std::string> paths(const Edges& edges) {
+  std::vector<std::string> out(edges.size());
+  std::vector<bool> seen(edges.size());
+  std::deque<int> todo{0};
+  seen[0] = true;
+  while (!todo.empty()) {
+    const int i = todo.front();
+    todo.pop_front();
+    for (const auto& [name, c] : edges[i]) {
+      if (c < 0 || static_cast<size_t>(c) >= edges.size() || seen[c]) continue;
+      seen[c] = true;
+      out[c] = out[i].empty() ? escape(name) : str_cat(out[i], "/", escape(name));
+      todo.push_back(c);
+    }
+  }
+  return out;
+}
+
+std::string value_key(const std::string& path, int node) {
+  return str_cat(path.empty() ? str_cat("_kiln_unreachable_", node) : path,
+                 "/.ATTRIBUTES/VARIABLE_VALUE");
+}
+
+// Saved-graph node -> checkpoint key. A checkpoint graph of the saved graph's
+// size is the same graph, node for node (as TensorFlow and kiln write them);
+// another is matched to `edges` by edge names from the root.
+std::map<int, std::string> keys_by_graph(const checkpoint::ObjectGraph& g, const Edges& edges) {
+  std::map<int, std::string> out;
+  if (g.nodes.size() == edges.size()) {
+    for (size_t i = 0; i < edges.size(); ++i)
+      for (const auto& a : g.nodes[i].attributes)
+        if (a.name == checkpoint::kVariableValue) out[static_cast<int>(i)] = a.checkpoint_key;
+    return out;
+  }
+  std::vector<int> pair(edges.size(), -1);
+  std::deque<int> todo{0};
+  pair[0] = 0;
+  while (!todo.empty()) {
+    const int i = todo.front();
+    todo.pop_front();
+    const auto& node = g.nodes[pair[i]];
+    for (const auto& a : node.attributes)
+      if (a.name == checkpoint::kVariableValue) out[i] = a.checkpoint_key;
+    for (const auto& [name, c] : edges[i]) {
+      if (c < 0 || static_cast<size_t>(c) >= edges.size() || pair[c] >= 0) continue;
+      for (const auto& [cname, cid] : node.children)
+        if (cname == name) pair[c] = cid;
+      if (pair[c] >= 0) todo.push_back(c);
+    }
+  }
+  return out;
+}
+
+std::vector<std::pair<int, Tensor>> read_bundle(const std::string& dir, const Edges& edges) {
+  const checkpoint::BundleReader r(str_cat(dir, "/", kVariablesPrefix));
+  std::map<int, std::string> keys;
+  if (r.contains(checkpoint::kObjectGraphKey)) {
+    keys = keys_by_graph(
+        checkpoint::decode_object_graph(r.strings(checkpoint::kObjectGraphKey).at(0), r.prefix()),
+        edges);
+  } else {
+    const std::vector<std::string> p = paths(edges);
+    for (size_t i = 0; i < edges.size(); ++i) keys[static_cast<int>(i)] = value_key(p[i], i);
+  }
+  std::vector<std::pair<int, Tensor>> out;
+  for (const auto& [node, key] : keys)
+    if (r.contains(key)) out.emplace_back(node, r.read(key));
+  return out;
+}
+
 }  // namespace
 
-void write_variables(const std::string& dir, const std::vector<std::pair<int, Tensor>>& values) {
+void write_variables(const std::string& dir, const Edges& edges,
+                     const std::vector<std::pair<int, Tensor>>& values) {
+  const std::vector<std::string> p = paths(edges);
+  checkpoint::ObjectGraph g;
+  g.nodes.resize(edges.size());
+  for (size_t i = 0; i < edges.size(); ++i) g.nodes[i].children = edges[i];
+  checkpoint::BundleWriter w(str_cat(dir, "/", kVariablesPrefix));
+  for (const auto& [node, t] : values) {
+    const std::string key = value_key(p[node], node);
+    g.nodes[node].attributes.push_back({checkpoint::kVariableValue, "", key});
+    w.add(key, t);
+  }
+  w.add(checkpoint::kObjectGraphKey, Tensor(checkpoint::encode_object_graph(g)));
+  w.finish();
+}
+
+namespace {
+
+// Exports of earlier kilns: VariablesIndex + one data file.
+std::vector<std::pair<int, Tensor>> read_kiln_variables(const std::string& dir);
+
+}  // namespace
+
+std::vector<std::pair<int, Tensor>> read_variables(const std::string& dir, const Edges& edges) {
+  const std::string index = checkpoint::index_path(str_cat(dir, "/", kVariablesPrefix));
+  if (::access(index.c_str(), F_OK) != 0 &&
+      ::access(str_cat(dir, "/", kVariablesIndex).c_str(), F_OK) == 0)
+    return read_kiln_variables(dir);  // an export of an earlier kiln
+  return read_bundle(dir, edges);
+}
+
+namespace {
+
+[[maybe_unused]] void write_kiln_variables(const std::string& dir,
+                                           const std::vector<std::pair<int, Tensor>>& values) {
   pb::VariablesIndex index;
   index.set_format_version(kIndexVersion);
   std::string data;
@@ -38,7 +161,7 @@ void write_variables(const std::string& dir, const std::vector<std::pair<int, Te
   write_file(str_cat(dir, "/", kVariablesIndex), index.SerializeAsString());
 }
 
-std::vector<std::pair<int, Tensor>> read_variables(const std::string& dir) {
+std::vector<std::pair<int, Tensor>> read_kiln_variables(const std::string& dir) {
   const std::string ipath = str_cat(dir, "/", kVariablesIndex);
   const std::string dpath = str_cat(dir, "/", kVariablesData);
   pb::VariablesIndex index;
@@ -86,5 +209,7 @@ std::vector<std::pair<int, Tensor>> read_variables(const std::string& dir) {
     throw InvalidArgumentError(str_cat(ipath, ": more string values than string entries"));
   return out;
 }
+
+}  // namespace
 
 }  // namespace kiln::saved_model::detail

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <thread>
 
+#include "kiln/checkpoint.h"
 #include "kiln/control_flow.h"
 #include "kiln/kiln.h"
 #include "kiln/npy.h"
@@ -78,7 +79,8 @@ TEST(SavedModel, RoundTripsAFunctionWithVariablesAndASignature) {
   e.add_signature("serving_default", cf, {"x"}, {"y"});
   e.save(d.str());
   ASSERT_TRUE(fs::exists(d.str("saved_model.pb")));
-  ASSERT_TRUE(fs::exists(d.str("variables/kiln_variables.data")));
+  ASSERT_TRUE(fs::exists(d.str("variables/variables.data-00000-of-00001")));
+  ASSERT_TRUE(checkpoint::is_bundle(d.str("variables/variables")));  // TensorFlow's layout
 
   Tensor want = m.f({input23()}).items()[0].tensor();
   m.w.assign(Tensor::from_vector<float>(std::vector<float>(6, 0.f), {3, 2}));  // after saving
@@ -309,29 +311,42 @@ TEST(SavedModelHostile, FormatVersions) {
 }
 
 TEST(SavedModelHostile, VariableFiles) {
+  const std::string data_file = "variables/variables.data-00000-of-00001";
   {
     Saved s;
-    std::string data = read_bytes(s.d.str("variables/kiln_variables.data"));
+    std::string data = read_bytes(s.d.str(data_file));
     data[5] ^= 0x40;
-    write_bytes(s.d.str("variables/kiln_variables.data"), data);
-    s.expect(Code::kDataLoss, {"kiln_variables.data", "checksum"});
+    write_bytes(s.d.str(data_file), data);
+    s.expect(Code::kDataLoss, {"fails its checksum"});
   }
   {
     Saved s;
-    std::string data = read_bytes(s.d.str("variables/kiln_variables.data"));
-    write_bytes(s.d.str("variables/kiln_variables.data"), data.substr(0, data.size() - 4));
-    s.expect(Code::kDataLoss, {"kiln_variables.data", "the index says"});
+    std::string data = read_bytes(s.d.str(data_file));
+    write_bytes(s.d.str(data_file), data.substr(0, data.size() - 4));
+    s.expect(Code::kDataLoss, {data_file, "past the end"});
   }
   {
     Saved s;
-    fs::remove(s.d.str("variables/kiln_variables.index"));
-    s.expect(Code::kNotFound, {"kiln_variables.index"});
+    fs::remove(s.d.str("variables/variables.index"));
+    s.expect(Code::kNotFound, {"variables/variables.index"});
   }
   {
     Saved s;
-    write_bytes(s.d.str("variables/kiln_variables.index"), "\x08\x01\x1a\x05garbage");
-    s.expect(Code::kDataLoss, {"kiln_variables.index"});
+    write_bytes(s.d.str("variables/variables.index"), "\x08\x01\x1a\x05garbage");
+    s.expect(Code::kDataLoss, {"variables.index", "not a table file"});
   }
+}
+
+TEST(SavedModelHostile, EarlierKilnVariableFiles) {
+  // Exports of earlier kilns (tests/fuzz/base is one) still load, and their
+  // damaged files are still reported.
+  const fs::path base = fs::path(KILN_SOURCE_DIR) / "tests/fuzz/base";
+  ASSERT_TRUE(fs::exists(base / "variables/kiln_variables.index"));
+  EXPECT_NO_THROW(saved_model::load(base.string()));
+  TempDir d;
+  fs::copy(base, d.path, fs::copy_options::recursive);
+  write_bytes(d.str("variables/kiln_variables.index"), "\x08\x01\x1a\x05garbage");
+  expect_error([&] { saved_model::load(d.str()); }, Code::kDataLoss, {"kiln_variables.index"});
 }
 
 TEST(SavedModelHostile, GraphContents) {

@@ -207,7 +207,7 @@ def test_damaged_exports_are_clear_errors(tmp_path):
     tf.saved_model.save(m, str(tmp_path))
     with pytest.raises(tf.errors.NotFoundError):
         tf.saved_model.load(str(tmp_path / "missing"))
-    data = tmp_path / "variables" / "kiln_variables.data"
+    data = tmp_path / "variables" / "variables.data-00000-of-00001"
     raw = bytearray(data.read_bytes())
     raw[3] ^= 1
     data.write_bytes(bytes(raw))
