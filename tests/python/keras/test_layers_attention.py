@@ -84,8 +84,11 @@ def test_mha_masks_causal_mask_traced_and_jit():
 def test_mha_config_and_errors():
     layer = layers.MultiHeadAttention(3, 4, value_dim=5, dropout=0.1, output_shape=7)
     cfg = layer.get_config()
+    # Keras 3 keeps output_shape as a tuple and attention_axes None until built.
     assert (cfg["num_heads"], cfg["key_dim"], cfg["value_dim"], cfg["output_shape"]) == \
-        (3, 4, 5, 7)
+        (3, 4, 5, (7,))
+    assert cfg["attention_axes"] is None and cfg["use_gate"] is False
+    assert cfg["sliding_window"] is None and cfg["kernel_regularizer"] is None
     clone = layers.MultiHeadAttention.from_config(cfg)
     out = clone(tf.constant(randn(2, 3, 6)), tf.constant(randn(2, 4, 6)))
     assert out.shape == (2, 3, 7)
@@ -140,3 +143,30 @@ def test_transformer_block_trains():
     before = model.evaluate(data, y, verbose=0)
     model.fit(data, y, epochs=20, verbose=0)
     assert model.evaluate(data, y, verbose=0) < before
+
+
+def test_mha_gate_and_sliding_window_match_numpy():
+    """Keras 3.15's use_gate (a "gate" EinsumDense, sigmoid, between key and value in the
+    weights) and sliding_window (|i - j| < window), as TF 2.21 computes them."""
+    q, v = randn(2, 5, 4), randn(2, 5, 6, seed=1)
+    layer = layers.MultiHeadAttention(2, 3, use_gate=True, sliding_window=2,
+                                      bias_initializer="random_normal")
+    out = layer(tf.constant(q), tf.constant(v))
+    assert [w.path.split("/")[1] for w in layer.weights[::2]] == [
+        "query", "key", "gate", "value", "attention_output"]
+    wq, bq, wk, bk, wg, bg, wv, bv, wo, bo = [w.astype(np.float64)
+                                              for w in layer.get_weights()]
+    band = np.abs(np.arange(5)[:, None] - np.arange(5)[None, :]) < 2
+    qp = np.einsum("btd,dhk->bhtk", q, wq) + bq[None, :, None, :]
+    kp = np.einsum("bsd,dhk->bhsk", v, wk) + bk[None, :, None, :]
+    vp = np.einsum("bsd,dhk->bhsk", v, wv) + bv[None, :, None, :]
+    probs = _softmax(np.einsum("bhtk,bhsk->bhts", qp / np.sqrt(3), kp), band[None, None])
+    heads = np.einsum("bhts,bhsk->bthk", probs, vp)
+    gate = 1 / (1 + np.exp(-(np.einsum("btd,dhk->bthk", q, wg) + bg)))
+    want = np.einsum("bthk,hko->bto", heads * gate, wo) + bo
+    np.testing.assert_allclose(out.numpy(), want, rtol=1e-4, atol=1e-5)
+    cfg = layer.get_config()
+    assert cfg["use_gate"] is True and cfg["sliding_window"] == 2
+    assert cfg["attention_axes"] == (1,)  # set when built, as Keras
+    with pytest.raises(ValueError, match="sliding_window"):
+        layers.MultiHeadAttention(2, 3, sliding_window=0)

@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 import kiln as tf
-from keras_helpers import assert_layer, np_conv2d, np_depthwise, randn
+from keras_helpers import assert_layer, np_conv2d, np_depthwise, randn, same_pads
 
 layers = tf.keras.layers
 
@@ -93,7 +93,9 @@ def test_depthwise_conv2d_matches_numpy(strides, padding, mult, dilation):
     layer(tf.constant(x))
     k, b = layer.get_weights()
     assert k.shape == (3, 3, 4, mult) and b.shape == (4 * mult,)
-    assert [w.name for w in layer.weights][0] == "depthwise_kernel"
+    # Keras 3 names the depthwise kernel "kernel" (TF 2.21: depthwise_conv2d/kernel).
+    assert [w.path for w in layer.weights] == ["depthwise_conv2d/kernel", "depthwise_conv2d/bias"]
+    assert layer.depthwise_kernel is layer.kernel
     want = np_depthwise(x, k, (strides, strides), padding, (dilation, dilation)) + b
     assert_layer(layer, x, want, rtol=1e-4, atol=1e-5)
     assert layer.count_params() == 9 * 4 * mult + 4 * mult
@@ -288,3 +290,65 @@ def test_nn_conv2d_transpose_matches_tensorflow_conventions():
                                   [1, 4, 6, 6], [1, 1, 2, 2], "SAME", data_format="NCHW")
     np.testing.assert_allclose(nchw.numpy(), out.numpy().transpose(0, 3, 1, 2), rtol=1e-5,
                                atol=1e-5)
+
+
+def np_conv3d(x, k, strides, padding, dilation):
+    """Direct 3-D convolution, channels_last, TensorFlow's SAME/VALID padding."""
+    pads = [(0, 0)]
+    for n, kk, s, d in zip(x.shape[1:4], k.shape[:3], strides, dilation):
+        pads.append(same_pads(n, kk, s, d) if padding == "same" else (0, 0))
+    xp = np.pad(x.astype(np.float64), pads + [(0, 0)])
+    eff = [(kk - 1) * d + 1 for kk, d in zip(k.shape[:3], dilation)]
+    out = [(xp.shape[i + 1] - eff[i]) // strides[i] + 1 for i in range(3)]
+    y = np.zeros((x.shape[0], *out, k.shape[-1]))
+    for a in range(k.shape[0]):
+        for b in range(k.shape[1]):
+            for c in range(k.shape[2]):
+                o = [t * d for t, d in zip((a, b, c), dilation)]
+                win = xp[:, o[0]:o[0] + (out[0] - 1) * strides[0] + 1:strides[0],
+                         o[1]:o[1] + (out[1] - 1) * strides[1] + 1:strides[1],
+                         o[2]:o[2] + (out[2] - 1) * strides[2] + 1:strides[2]]
+                y += win @ k[a, b, c]
+    return y
+
+
+@pytest.mark.parametrize("kernel,strides,padding,dilation", [
+    (2, 1, "valid", 1), ((3, 2, 3), (2, 1, 2), "same", 1), (2, 1, "same", (2, 1, 2)),
+])
+def test_conv3d_matches_numpy(kernel, strides, padding, dilation):
+    layer = layers.Conv3D(4, kernel, strides=strides, padding=padding, dilation_rate=dilation,
+                          bias_initializer="random_normal")
+    x = randn(2, 5, 6, 7, 3)
+    layer(tf.constant(x))
+    k, b = layer.get_weights()
+    ks = layer.kernel_size
+    assert k.shape == ks + (3, 4) and [w.path for w in layer.weights] == ["conv3d/kernel",
+                                                                          "conv3d/bias"]
+    s3 = (strides,) * 3 if isinstance(strides, int) else strides
+    d3 = (dilation,) * 3 if isinstance(dilation, int) else dilation
+    want = np_conv3d(x, k, s3, padding, d3) + b
+    out = assert_layer(layer, x, want, rtol=1e-4, atol=1e-4)
+    assert layer.compute_output_shape((None, 5, 6, 7, 3)) == (None,) + out.shape[1:]
+    assert layer.count_params() == int(np.prod(k.shape)) + 4
+
+
+def test_conv3d_groups_channels_first_and_errors():
+    x = randn(2, 4, 5, 6, 4)
+    layer = layers.Conv3D(2, 2, groups=2, use_bias=False)
+    out = layer(tf.constant(x)).numpy()
+    k = layer.get_weights()[0]  # [2, 2, 2, 2, 2]: each group sees 2 channels
+    want = np.concatenate([np_conv3d(x[..., :2], k[..., :1], (1,) * 3, "valid", (1,) * 3),
+                           np_conv3d(x[..., 2:], k[..., 1:], (1,) * 3, "valid", (1,) * 3)], -1)
+    np.testing.assert_allclose(out, want, rtol=1e-4, atol=1e-4)
+    cf = layers.Conv3D(3, 2, data_format="channels_first")
+    y = cf(tf.constant(x.transpose(0, 4, 1, 2, 3))).numpy()
+    kc, bc = cf.get_weights()
+    want = np_conv3d(x, kc, (1,) * 3, "valid", (1,) * 3) + bc
+    np.testing.assert_allclose(y, want.transpose(0, 4, 1, 2, 3), rtol=1e-4, atol=1e-4)
+    cfg = cf.get_config()
+    assert cfg["kernel_size"] == (2, 2, 2) and cfg["data_format"] == "channels_first"
+    assert layers.Convolution3D is layers.Conv3D
+    with pytest.raises(ValueError, match="evenly divisible"):
+        layers.Conv3D(3, 2, groups=2)
+    with pytest.raises(ValueError, match="dilation_rate > 1"):
+        layers.Conv3D(3, 2, strides=2, dilation_rate=2)

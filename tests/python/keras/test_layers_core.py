@@ -174,3 +174,22 @@ def test_embedding_errors():
     for bad in [(0, 4), (10, -1), (10.5, 4)]:
         with pytest.raises(ValueError, match="should be positive"):
             layers.Embedding(*bad)
+
+
+def test_configs_carry_keras_regularizer_and_constraint_keys():
+    """TF 2.21's Dense / Embedding / convolution configs list their regularizers and
+    constraints (None when unset)."""
+    dense = layers.Dense(3).get_config()
+    for k in ("kernel_regularizer", "bias_regularizer", "kernel_constraint", "bias_constraint"):
+        assert k in dense and dense[k] is None
+    emb = layers.Embedding(5, 2).get_config()
+    assert {"embeddings_regularizer", "activity_regularizer", "embeddings_constraint"} <= \
+        set(emb)
+    conv_keys = {"kernel_regularizer", "bias_regularizer", "activity_regularizer",
+                 "kernel_constraint", "bias_constraint"}
+    for layer in (layers.Conv1D(2, 3), layers.Conv2D(2, 3), layers.Conv2DTranspose(2, 3)):
+        assert conv_keys <= set(layer.get_config())
+    dw = set(layers.DepthwiseConv2D(3).get_config())
+    assert {"depthwise_regularizer", "depthwise_constraint", "activity_regularizer"} <= dw
+    sep = set(layers.SeparableConv2D(2, 3).get_config())
+    assert {"pointwise_regularizer", "pointwise_constraint"} <= sep

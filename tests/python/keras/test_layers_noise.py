@@ -94,3 +94,11 @@ def test_spatial_dropout1d_drops_whole_channels():
     assert layers.SpatialDropout1D.from_config(layer.get_config()).rate == 0.25
     with pytest.raises(ValueError, match="between 0 and 1"):
         layers.SpatialDropout1D(2.0)
+
+
+def test_spatial_dropout_config_is_keras_short_list():
+    """TF 2.21's SpatialDropout get_config: rate, seed, name, dtype (no trainable), plus
+    data_format for the 2-D one."""
+    assert set(layers.SpatialDropout1D(0.3).get_config()) == {"rate", "seed", "name", "dtype"}
+    assert set(layers.SpatialDropout2D(0.3).get_config()) == {"rate", "seed", "name", "dtype",
+                                                              "data_format"}

@@ -187,3 +187,37 @@ def test_group_normalization_channels_first_and_errors():
         layers.GroupNormalization(groups=3)(tf.constant(randn(2, 4)))
     with pytest.raises(ValueError, match="groups"):
         layers.GroupNormalization(groups=0)
+
+
+_AFFINE_KEYS = {"beta_initializer", "gamma_initializer", "beta_regularizer",
+                "gamma_regularizer", "beta_constraint", "gamma_constraint"}
+
+
+def test_configs_carry_keras_keys():
+    """The keys TF 2.21's get_config has (initializers, regularizers, constraints, renorm)."""
+    bn = layers.BatchNormalization().get_config()
+    assert _AFFINE_KEYS | {"moving_mean_initializer", "moving_variance_initializer",
+                           "synchronized", "renorm", "renorm_clipping",
+                           "renorm_momentum"} <= set(bn)
+    assert bn["renorm"] is False and bn["renorm_momentum"] == 0.99
+    assert bn["moving_variance_initializer"]["class_name"] == "Ones"
+    assert _AFFINE_KEYS | {"rms_scaling"} <= set(layers.LayerNormalization().get_config())
+    assert _AFFINE_KEYS <= set(layers.GroupNormalization(2).get_config())
+    with pytest.raises(NotImplementedError, match="renorm"):
+        layers.BatchNormalization(renorm=True)
+
+
+def test_layer_norm_axis_becomes_a_list_when_built_and_rms_scaling():
+    """Keras 3 stores axis=-1 as [-1] once built; rms_scaling=True gives
+    gamma * x / sqrt(var + eps) and creates no beta."""
+    x = randn(2, 3, 6)
+    layer = layers.LayerNormalization()
+    assert layer.get_config()["axis"] == -1
+    layer(tf.constant(x))
+    assert layer.get_config()["axis"] == [-1]
+    rms = layers.LayerNormalization(rms_scaling=True, gamma_initializer="random_normal")
+    rms(tf.constant(x))
+    assert [w.name for w in rms.weights] == ["gamma"]
+    gamma = rms.get_weights()[0]
+    assert_layer(rms, x, x / np.sqrt(x.var(-1, keepdims=True) + 1e-3) * gamma, rtol=1e-4,
+                 atol=1e-5)

@@ -13,8 +13,10 @@ def test_normalization_adapt_from_arrays_and_datasets():
     data = np.random.default_rng(0).normal(3, 2, (200, 4)).astype(np.float32)
     layer = layers.Normalization()
     layer.adapt(data)
-    assert [w.name for w in layer.weights] == ["mean", "variance"]
-    assert layer.trainable_weights == []
+    # As TF 2.21: a third weight, count (int64, shape (), left 0), counted by count_params.
+    assert [w.name for w in layer.weights] == ["mean", "variance", "count"]
+    assert layer.count.dtype.name == "int64" and int(layer.count.numpy()) == 0
+    assert layer.count_params() == 9 and layer.trainable_weights == []
     np.testing.assert_allclose(layer.adapt_mean.numpy(), data.mean(0), rtol=1e-5)
     np.testing.assert_allclose(layer.adapt_variance.numpy(), data.var(0), rtol=1e-4)
     want = (data - data.mean(0)) / data.std(0)
@@ -116,3 +118,35 @@ def test_category_encoding_modes():
         layers.CategoryEncoding()
     cfg = layers.CategoryEncoding(7, "count").get_config()
     assert (cfg["num_tokens"], cfg["output_mode"]) == (7, "count")
+
+
+def _keras_crop_window(h, w, th, tw):
+    ch, cw = max(min(h, int(w * th / tw)), 1), max(min(w, int(h * tw / th)), 1)
+    return int((h - ch) / 2), ch, int((w - cw) / 2), cw
+
+
+def test_resizing_crop_and_pad_to_aspect_ratio():
+    """As TF 2.21's Resizing: the central window of the target's aspect ratio, resized; or
+    fill_value padding of int((padded - size) / 2) on both sides, then resized."""
+    x = randn(2, 8, 7, 3)
+    top, ch, left, cw = _keras_crop_window(8, 7, 4, 6)
+    assert (top, ch, left, cw) == (2, 4, 0, 7)
+    plain = layers.Resizing(4, 6, interpolation="nearest")
+    want = plain(tf.constant(x[:, top:top + ch, left:left + cw])).numpy()
+    crop = layers.Resizing(4, 6, interpolation="nearest", crop_to_aspect_ratio=True)
+    assert_layer(crop, x, want)
+    padded = np.pad(x, [(0, 0), (0, 0), (2, 2), (0, 0)], constant_values=0.5)  # 8 x 11
+    want = plain(tf.constant(padded)).numpy()
+    pad = layers.Resizing(4, 6, interpolation="nearest", pad_to_aspect_ratio=True,
+                          fill_value=0.5)
+    assert_layer(pad, x, want)
+    cfg = pad.get_config()
+    assert cfg["pad_to_aspect_ratio"] is True and cfg["fill_value"] == 0.5
+    assert {"crop_to_aspect_ratio", "fill_mode", "antialias"} <= set(cfg)
+    with pytest.raises(ValueError, match="Only one of"):
+        layers.Resizing(4, 6, crop_to_aspect_ratio=True, pad_to_aspect_ratio=True)
+
+
+def test_category_encoding_config_has_no_sparse_key():
+    assert set(layers.CategoryEncoding(4).get_config()) == {"name", "trainable", "dtype",
+                                                            "num_tokens", "output_mode"}

@@ -164,3 +164,13 @@ def test_one_dimensional_reshaping_layers():
     model = tf.keras.Sequential([layers.Dense(4, input_shape=(3,)), layers.RepeatVector(5),
                                  layers.LSTM(2, return_sequences=True)])
     assert model.output_shape == (None, 5, 2)
+
+
+def test_zero_padding1d_channels_first():
+    """Keras 3.15's ZeroPadding1D takes data_format (steps on axis 2 when channels_first)."""
+    x = randn(2, 3, 4)
+    layer = layers.ZeroPadding1D((2, 1), data_format="channels_first")
+    assert_layer(layer, x, np.pad(x, [(0, 0), (0, 0), (2, 1)]))
+    assert layer.compute_output_shape((None, 3, 4)) == (None, 3, 7)
+    assert layer.get_config()["data_format"] == "channels_first"
+    assert layers.ZeroPadding1D().get_config()["data_format"] == "channels_last"

@@ -264,3 +264,16 @@ def test_stacked_cells_match_two_rnns_and_keras_names():
     assert layers.PReLU().name.startswith("p_re_lu")
     assert layers.LSTMCell(2).name.startswith("lstm_cell")
     assert layers.UpSampling2D().name.startswith("up_sampling2d")
+
+
+def test_configs_carry_keras_keys():
+    """TF 2.21: regularizers, constraints and activity_regularizer; SimpleRNN lists no seed
+    (LSTM and GRU do)."""
+    keys = {"kernel_regularizer", "recurrent_regularizer", "bias_regularizer",
+            "activity_regularizer", "kernel_constraint", "recurrent_constraint",
+            "bias_constraint"}
+    for cls in (layers.SimpleRNN, layers.LSTM, layers.GRU):
+        assert keys <= set(cls(2).get_config())
+    assert "seed" not in layers.SimpleRNN(2).get_config()
+    assert "seed" in layers.LSTM(2).get_config() and "seed" in layers.GRU(2).get_config()
+    assert "seed" in layers.SimpleRNNCell(2).get_config()

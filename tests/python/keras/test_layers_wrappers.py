@@ -119,3 +119,35 @@ def test_masks_flow_from_embedding_through_models_into_rnns_and_pooling():
     model1.set_weights(model2.get_weights())
     np.testing.assert_allclose(model2.predict(longer, verbose=0), model1.predict(ids, verbose=0),
                                rtol=1e-5, atol=1e-6)
+
+
+def test_bidirectional_masked_sequences_are_zero_and_config_matches_keras():
+    """As Keras 3: with return_sequences both directions output zeros at masked steps
+    (zero_output_for_mask forced on), and the config holds the forward layer (named
+    forward_<name>) and the backward layer."""
+    x = randn(2, 5, 3)
+    mask = np.array([[1, 1, 1, 0, 0], [1, 1, 1, 1, 1]], bool)
+    layer = layers.Bidirectional(layers.LSTM(3, return_sequences=True))
+    out = layer(tf.constant(x), mask=tf.constant(mask)).numpy()
+    assert layer.forward_layer.zero_output_for_mask and layer.backward_layer.zero_output_for_mask
+    np.testing.assert_array_equal(out[0, 3:], 0.0)
+    fwd = layer.forward_layer(tf.constant(x), mask=tf.constant(mask)).numpy()
+    bwd = layer.backward_layer(tf.constant(x), mask=tf.constant(mask)).numpy()[:, ::-1]
+    np.testing.assert_allclose(out, np.concatenate([fwd, bwd], -1), rtol=1e-6)
+    cfg = layer.get_config()
+    assert cfg["layer"]["config"]["name"] == "forward_lstm"
+    assert cfg["backward_layer"]["config"]["name"] == "backward_lstm"
+    assert cfg["backward_layer"]["config"]["go_backwards"] is True
+    clone = layers.Bidirectional.from_config(cfg)
+    assert clone.forward_layer.name == "forward_lstm"
+    assert clone.backward_layer.name == "backward_lstm"
+    with pytest.raises(ValueError, match="different `go_backwards`"):
+        layers.Bidirectional(layers.GRU(2), backward_layer=layers.GRU(2))
+
+
+def test_time_distributed_weights_live_under_the_wrapper():
+    """TF 2.21: time_distributed/dense/kernel."""
+    layer = layers.TimeDistributed(layers.Dense(3))
+    layer(tf.constant(randn(2, 4, 5)))
+    assert [w.path for w in layer.weights] == ["time_distributed/dense/kernel",
+                                               "time_distributed/dense/bias"]

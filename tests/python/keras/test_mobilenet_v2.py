@@ -21,7 +21,7 @@ def test_parameter_counts_and_names_match_keras():
     assert "block_1_pad" in names and "block_16_project_BN" in names
     assert names[-1] == "predictions" and len(names) == 156
     w = {v.path: tuple(v.shape) for v in model.weights}
-    assert w["block_1_depthwise/depthwise_kernel"] == (3, 3, 96, 1)
+    assert w["block_1_depthwise/kernel"] == (3, 3, 96, 1)
     assert w["Conv_1/kernel"] == (1, 1, 320, 1280)
     small = apps.MobileNetV2(alpha=0.5, input_shape=(96, 96, 3), include_top=False,
                              pooling="avg")

@@ -24,6 +24,10 @@ from kiln.keras.layers.wrappers import Bidirectional, TimeDistributed
 from kiln.keras.layers.attention import MultiHeadAttention, Attention
 from kiln.keras.layers.preprocessing import (Normalization, Resizing, CenterCrop, RandomFlip,
                                              CategoryEncoding)
+from kiln.keras.layers.image_augmentation import RandomRotation
+from kiln.keras.layers.convolutional3d import Conv3D, Convolution3D
+from kiln.keras.layers.index_lookup import StringLookup, IntegerLookup
+from kiln.keras.layers.text_vectorization import TextVectorization
 from kiln.keras.layers.merging import (Add, Subtract, Multiply, Average, Maximum, Minimum,
                                        Concatenate, add, subtract, multiply, average, maximum,
                                        minimum, concatenate)
@@ -50,4 +54,6 @@ __all__ = ["Layer", "InputSpec", "InputLayer", "Input", "Dense", "Activation", "
            "Masking", "Bidirectional", "TimeDistributed", "MultiHeadAttention", "Attention",
            "GroupNormalization", "Normalization", "Resizing", "CenterCrop", "RandomFlip",
            "CategoryEncoding", "RepeatVector", "Cropping1D", "ZeroPadding1D", "UpSampling1D",
-           "SpatialDropout1D", "StackedRNNCells"]
+           "SpatialDropout1D", "StackedRNNCells", "RandomRotation",
+           "Conv3D", "Convolution3D", "StringLookup", "IntegerLookup",
+           "TextVectorization"]

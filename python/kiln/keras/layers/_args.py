@@ -1,6 +1,8 @@
 """Argument checks shared by the built-in layers (Keras' names and errors)."""
 import numpy as np
 
+from kiln.keras import initializers
+
 
 def positive_int(value, name, layer):
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value <= 0:
@@ -64,3 +66,26 @@ def rate(value, name="rate"):
         raise ValueError(f"Invalid value received for argument `{name}`. Expected a float value "
                          f"between 0 and 1. Received: {name}={value!r}")
     return float(value)
+
+
+def serialize(obj):
+    """A regularizer / constraint argument as a config value (None stays None)."""
+    if obj is None or isinstance(obj, (str, int, float, bool)):
+        return obj
+    if hasattr(obj, "get_config"):
+        return {"class_name": type(obj).__name__, "config": obj.get_config()}
+    return getattr(obj, "__name__", repr(obj))
+
+
+def extras_config(layer, names):
+    """{name: serialize(layer.<name>)}: the regularizers and constraints Keras lists."""
+    return {n: serialize(getattr(layer, n, None)) for n in names}
+
+
+CONV_EXTRAS = ("kernel_regularizer", "bias_regularizer", "activity_regularizer",
+               "kernel_constraint", "bias_constraint")
+
+
+def init_config(init):
+    """An initializer argument as a config value (None when it is a plain function)."""
+    return initializers.serialize(init) if isinstance(init, initializers.Initializer) else None

@@ -13,7 +13,7 @@ from kiln.keras.layers import _args
 from kiln.keras.layers.activation import Softmax
 from kiln.keras.layers.base import Layer
 from kiln.ops import _helpers as h
-from kiln.ops import array_ops, linalg_ops, math_ops, nn_ops
+from kiln.ops import array_ops, core, linalg_ops, math_ops, nn_ops
 
 
 def _steps(x):
@@ -28,7 +28,15 @@ def _causal(q_len, v_len):
     return array_ops.expand_dims(math_ops.greater_equal(rows, cols), 0)
 
 
-def _attention_mask(query, value, query_mask, value_mask, key_mask, attention_mask, causal):
+def _band(q_len, v_len, window):
+    """[1, T, S]: query step i sees value steps j with |i - j| < window."""
+    rows = array_ops.expand_dims(core.range(q_len), 1)
+    cols = array_ops.expand_dims(core.range(v_len), 0)
+    return array_ops.expand_dims(math_ops.less(math_ops.abs(rows - cols), window), 0)
+
+
+def _attention_mask(query, value, query_mask, value_mask, key_mask, attention_mask, causal,
+                    window=None):
     """The [B, T, S] boolean mask of which value steps each query step sees, or None."""
     mask = None
 
@@ -43,6 +51,8 @@ def _attention_mask(query, value, query_mask, value_mask, key_mask, attention_ma
     if causal:
         q_len, v_len = array_ops.shape(query)[1], array_ops.shape(value)[1]
         mask = both(mask, _causal(q_len, v_len))
+    if window is not None:
+        mask = both(mask, _band(array_ops.shape(query)[1], array_ops.shape(value)[1], window))
     if attention_mask is not None:
         mask = both(mask, dtypes.cast(attention_mask, "bool"))
     return mask
@@ -52,15 +62,28 @@ class MultiHeadAttention(Layer):
     """softmax(q k^T / sqrt(key_dim)) v per head, over projections of query
     [B, T, dq], value [B, S, dv] and key (value when not given), then an
     output projection to dq (or ``output_shape``). Masks: ``attention_mask``
-    [B, T, S] (true: attend), the query's / value's / key's masks, and
-    ``use_causal_mask``; a query step that sees nothing gets zero weights."""
+    [B, T, S] (true: attend), the query's / value's / key's masks,
+    ``use_causal_mask`` and ``sliding_window`` (|i - j| < window); a query step
+    that sees nothing gets zero weights. ``use_gate``: the heads' outputs are
+    multiplied by sigmoid(query @ gate kernel + bias) before the output
+    projection."""
 
     def __init__(self, num_heads, key_dim, value_dim=None, dropout=0.0, use_bias=True,
-                 output_shape=None, attention_axes=None, kernel_initializer="glorot_uniform",
+                 output_shape=None, attention_axes=None, sliding_window=None,
+                 flash_attention=None, kernel_initializer="glorot_uniform",
                  bias_initializer="zeros", kernel_regularizer=None, bias_regularizer=None,
                  activity_regularizer=None, kernel_constraint=None, bias_constraint=None,
-                 seed=None, **kwargs):
+                 use_gate=False, seed=None, **kwargs):
         super().__init__(**kwargs)
+        del flash_attention  # a backend choice in Keras; kiln has one path
+        if sliding_window is not None and (isinstance(sliding_window, bool) or not isinstance(
+                sliding_window, int) or sliding_window <= 0):
+            raise ValueError("`sliding_window` must be `None` or a positive integer. "
+                             f"Received: sliding_window={sliding_window}")
+        self.sliding_window, self.use_gate = sliding_window, bool(use_gate)
+        self.kernel_regularizer, self.bias_regularizer = kernel_regularizer, bias_regularizer
+        self.kernel_constraint, self.bias_constraint = kernel_constraint, bias_constraint
+        self.activity_regularizer = activity_regularizer
         self.num_heads = _args.positive_int(num_heads, "num_heads", "MultiHeadAttention")
         self.key_dim = _args.positive_int(key_dim, "key_dim", "MultiHeadAttention")
         self.value_dim = self.key_dim if value_dim is None else \
@@ -74,9 +97,12 @@ class MultiHeadAttention(Layer):
                                           "is not supported yet")
             output_shape = output_shape[0]
         self._output_dim = output_shape
+        if isinstance(attention_axes, int):
+            attention_axes = (attention_axes,)
         if attention_axes is not None and tuple(attention_axes) not in ((1,), (-2,)):
             raise NotImplementedError("MultiHeadAttention: attention over axes other than the "
                                       "steps is not supported yet")
+        self._attention_axes = None if attention_axes is None else tuple(attention_axes)
         self.kernel_initializer = initializers.get(kernel_initializer)
         self.bias_initializer = initializers.get(bias_initializer)
         self.seed = seed
@@ -84,7 +110,7 @@ class MultiHeadAttention(Layer):
         self.supports_masking = True
 
     def _dense(self, name, shape, bias_shape):
-        layer = _Projection(name=name)
+        layer = _Projection(name=name, dtype=self.dtype)
         layer._kiln_owner_path = self.name
         layer.kernel = layer.add_weight("kernel", shape, initializer=self.kernel_initializer)
         layer.bias = layer.add_weight("bias", bias_shape, initializer=self.bias_initializer) \
@@ -100,10 +126,14 @@ class MultiHeadAttention(Layer):
         heads = self.num_heads
         self.query_dense = self._dense("query", (dq, heads, self.key_dim), (heads, self.key_dim))
         self.key_dense = self._dense("key", (dk, heads, self.key_dim), (heads, self.key_dim))
+        if self.use_gate:  # Keras builds it between key and value
+            self.gate_dense = self._dense("gate", (dq, heads, self.value_dim),
+                                          (heads, self.value_dim))
         self.value_dense = self._dense("value", (dv, heads, self.value_dim),
                                        (heads, self.value_dim))
         out = self._output_dim or dq
         self.output_dense = self._dense("attention_output", (heads, self.value_dim, out), (out,))
+        self._attention_axes = (1,)
         self.built = True
 
     def build(self, query_shape, value_shape=None, key_shape=None):
@@ -142,7 +172,7 @@ class MultiHeadAttention(Layer):
         q = q * h.tensor(1.0 / math.sqrt(self.key_dim), q.dtype)
         scores = linalg_ops.matmul(q, k, transpose_b=True)  # [B, heads, T, S]
         mask = _attention_mask(query, value, query_mask, value_mask, key_mask, attention_mask,
-                               use_causal_mask)
+                               use_causal_mask, self.sliding_window)
         if mask is not None:
             mask = array_ops.expand_dims(mask, 1)  # every head
             mask = math_ops.logical_and(mask, array_ops.ones_like(scores, dtype="bool"))
@@ -152,6 +182,9 @@ class MultiHeadAttention(Layer):
             attended = nn_ops.dropout(probs, self.dropout, seed=self.seed)
         out = linalg_ops.matmul(attended, v)  # [B, heads, T, value_dim]
         out = array_ops.transpose(out, [0, 2, 1, 3])
+        if self.use_gate:
+            gate = self._project(query, self.gate_dense, self.value_dim)
+            out = out * math_ops.sigmoid(array_ops.transpose(gate, [0, 2, 1, 3]))
         out = array_ops.reshape(out, [-1, _steps(query), self.num_heads * self.value_dim])
         kernel = array_ops.reshape(self.output_dense.kernel,
                                    [self.num_heads * self.value_dim, -1])
@@ -168,8 +201,10 @@ class MultiHeadAttention(Layer):
     def get_config(self):
         return {**super().get_config(), "num_heads": self.num_heads, "key_dim": self.key_dim,
                 "value_dim": self.value_dim, "dropout": self.dropout,
-                "use_bias": self.use_bias, "output_shape": self._output_dim,
-                "attention_axes": None,
+                "use_bias": self.use_bias, "use_gate": self.use_gate,
+                "output_shape": None if self._output_dim is None else (self._output_dim,),
+                "attention_axes": self._attention_axes, "sliding_window": self.sliding_window,
+                **_args.extras_config(self, _args.CONV_EXTRAS),
                 "kernel_initializer": initializers.serialize(self.kernel_initializer)
                 if isinstance(self.kernel_initializer, initializers.Initializer) else None,
                 "bias_initializer": initializers.serialize(self.bias_initializer)

@@ -12,6 +12,10 @@ from kiln.ops import array_ops, nn_ops
 from kiln.tensor_shape import TensorShape
 
 
+_DEPTHWISE_EXTRAS = ("depthwise_regularizer", "bias_regularizer", "activity_regularizer",
+                     "depthwise_constraint", "bias_constraint")
+
+
 def _init_name(init):
     if isinstance(init, initializers.Initializer):
         return initializers.serialize(init)
@@ -117,6 +121,7 @@ class Conv2D(_Conv2DBase):
                              f"filters={self.filters}")
         self.kernel_initializer = initializers.get(kernel_initializer)
         self.kernel_regularizer, self.kernel_constraint = kernel_regularizer, kernel_constraint
+        self.activity_regularizer = activity_regularizer
 
     def build(self, input_shape):
         c = self._in_channels(input_shape)
@@ -155,13 +160,14 @@ class Conv2D(_Conv2DBase):
 
     def get_config(self):
         return {**self._base_config(), "filters": self.filters, "groups": self.groups,
-                "kernel_initializer": _init_name(self.kernel_initializer)}
+                "kernel_initializer": _init_name(self.kernel_initializer),
+                **_args.extras_config(self, _args.CONV_EXTRAS)}
 
 
 class DepthwiseConv2D(_Conv2DBase):
     """Depthwise 2-D convolution: each input channel is convolved with its own
-    ``depth_multiplier`` filters; depthwise_kernel [kh, kw, in_channels,
-    depth_multiplier], bias [in_channels * depth_multiplier]."""
+    ``depth_multiplier`` filters; kernel [kh, kw, in_channels, depth_multiplier]
+    (named "kernel" as in Keras 3), bias [in_channels * depth_multiplier]."""
 
     def __init__(self, kernel_size, strides=(1, 1), padding="valid", depth_multiplier=1,
                  data_format=None, dilation_rate=(1, 1), activation=None, use_bias=True,
@@ -176,12 +182,14 @@ class DepthwiseConv2D(_Conv2DBase):
         self.depthwise_initializer = initializers.get(depthwise_initializer)
         self.depthwise_regularizer = depthwise_regularizer
         self.depthwise_constraint = depthwise_constraint
+        self.activity_regularizer = activity_regularizer
 
     def build(self, input_shape):
         c = self._in_channels(input_shape)
         self._spatial_out(input_shape)
-        self.depthwise_kernel = self.add_weight(
-            "depthwise_kernel", self.kernel_size + (c, self.depth_multiplier),
+        # Keras 3 names it "kernel" (the attribute too); depthwise_kernel is kept as an alias.
+        self.kernel = self.add_weight(
+            "kernel", self.kernel_size + (c, self.depth_multiplier),
             initializer=self.depthwise_initializer, regularizer=self.depthwise_regularizer,
             constraint=self.depthwise_constraint)
         self.bias = self.add_weight("bias", (c * self.depth_multiplier,),
@@ -191,8 +199,12 @@ class DepthwiseConv2D(_Conv2DBase):
         self.input_spec = InputSpec(ndim=4, axes={self._channel_axis: c})
         self.built = True
 
+    @property
+    def depthwise_kernel(self):
+        return self.kernel
+
     def call(self, inputs):
-        y = nn_ops.depthwise_conv2d(inputs, self.depthwise_kernel, list(self.strides),
+        y = nn_ops.depthwise_conv2d(inputs, self.kernel, list(self.strides),
                                     self.padding.upper(), data_format=self._nn_format(),
                                     dilations=list(self.dilation_rate))
         return self._finish(y)
@@ -203,7 +215,8 @@ class DepthwiseConv2D(_Conv2DBase):
 
     def get_config(self):
         return {**self._base_config(), "depth_multiplier": self.depth_multiplier,
-                "depthwise_initializer": _init_name(self.depthwise_initializer)}
+                "depthwise_initializer": _init_name(self.depthwise_initializer),
+                **_args.extras_config(self, _DEPTHWISE_EXTRAS)}
 
 
 class SeparableConv2D(_Conv2DBase):
@@ -232,6 +245,7 @@ class SeparableConv2D(_Conv2DBase):
         self.pointwise_regularizer = pointwise_regularizer
         self.depthwise_constraint = depthwise_constraint
         self.pointwise_constraint = pointwise_constraint
+        self.activity_regularizer = activity_regularizer
 
     def build(self, input_shape):
         c = self._in_channels(input_shape)
@@ -265,7 +279,9 @@ class SeparableConv2D(_Conv2DBase):
         return {**self._base_config(), "filters": self.filters,
                 "depth_multiplier": self.depth_multiplier,
                 "depthwise_initializer": _init_name(self.depthwise_initializer),
-                "pointwise_initializer": _init_name(self.pointwise_initializer)}
+                "pointwise_initializer": _init_name(self.pointwise_initializer),
+                **_args.extras_config(self, _DEPTHWISE_EXTRAS + ("pointwise_regularizer",
+                                                                 "pointwise_constraint"))}
 
 
 def _deconv_length(length, kernel, padding, output_padding, stride, dilation):
@@ -304,6 +320,7 @@ class Conv2DTranspose(_Conv2DBase):
                                      f"output_padding={self.output_padding}.")
         self.kernel_initializer = initializers.get(kernel_initializer)
         self.kernel_regularizer, self.kernel_constraint = kernel_regularizer, kernel_constraint
+        self.activity_regularizer = activity_regularizer
 
     def _spatial_sizes(self, input_shape):
         dims = list(TensorShape(input_shape))
@@ -352,7 +369,8 @@ class Conv2DTranspose(_Conv2DBase):
     def get_config(self):
         return {**self._base_config(), "filters": self.filters,
                 "output_padding": self.output_padding,
-                "kernel_initializer": _init_name(self.kernel_initializer)}
+                "kernel_initializer": _init_name(self.kernel_initializer),
+                **_args.extras_config(self, _args.CONV_EXTRAS)}
 
 
 class Conv1D(Layer):
@@ -394,6 +412,7 @@ class Conv1D(Layer):
         self.bias_initializer = initializers.get(bias_initializer)
         self.kernel_regularizer, self.bias_regularizer = kernel_regularizer, bias_regularizer
         self.kernel_constraint, self.bias_constraint = kernel_constraint, bias_constraint
+        self.activity_regularizer = activity_regularizer
         self.input_spec = InputSpec(ndim=3)
 
     @property
@@ -471,7 +490,8 @@ class Conv1D(Layer):
                 "dilation_rate": self.dilation_rate, "groups": self.groups,
                 "activation": activations.serialize(self.activation), "use_bias": self.use_bias,
                 "kernel_initializer": _init_name(self.kernel_initializer),
-                "bias_initializer": _init_name(self.bias_initializer)}
+                "bias_initializer": _init_name(self.bias_initializer),
+                **_args.extras_config(self, _args.CONV_EXTRAS)}
 
 
 def _padding_pairs(padding):

@@ -69,7 +69,9 @@ class Dense(Layer):
                 "kernel_initializer": initializers.serialize(self.kernel_initializer)
                 if isinstance(self.kernel_initializer, initializers.Initializer) else None,
                 "bias_initializer": initializers.serialize(self.bias_initializer)
-                if isinstance(self.bias_initializer, initializers.Initializer) else None}
+                if isinstance(self.bias_initializer, initializers.Initializer) else None,
+                **_args.extras_config(self, ("kernel_regularizer", "bias_regularizer",
+                                             "kernel_constraint", "bias_constraint"))}
 
 
 class Activation(Layer):
@@ -311,6 +313,7 @@ class Embedding(Layer):
         self.embeddings_initializer = initializers.get(embeddings_initializer)
         self.embeddings_regularizer = embeddings_regularizer
         self.embeddings_constraint = embeddings_constraint
+        self.activity_regularizer = kwargs.get("activity_regularizer")
         self.mask_zero = bool(mask_zero)
         self.supports_masking = self.mask_zero
         self._kiln_initial_weights = weights if weights is not None else \
@@ -343,7 +346,9 @@ class Embedding(Layer):
                 "output_dim": self.output_dim,
                 "embeddings_initializer": initializers.serialize(self.embeddings_initializer)
                 if isinstance(self.embeddings_initializer, initializers.Initializer) else None,
-                "mask_zero": self.mask_zero}
+                "mask_zero": self.mask_zero,
+                **_args.extras_config(self, ("embeddings_regularizer", "activity_regularizer",
+                                             "embeddings_constraint"))}
 
 
 class Masking(Layer):

@@ -93,8 +93,8 @@ class _SpatialDropout(Layer):
     def compute_output_shape(self, input_shape):
         return TensorShape(input_shape)
 
-    def get_config(self):
-        return {**super().get_config(), "rate": self.rate, "seed": self.seed}
+    def get_config(self):  # Keras' own short list (no "trainable")
+        return {"rate": self.rate, "seed": self.seed, "name": self.name, "dtype": self.dtype}
 
 
 class SpatialDropout1D(_SpatialDropout):

@@ -8,6 +8,7 @@ LayerNormalization is ``moments`` over its axes and the same formula: under
 """
 from kiln import _kiln
 from kiln.keras import initializers
+from kiln.keras.layers import _args
 from kiln.keras.layers.base import Layer, InputSpec
 from kiln.ops import _helpers as h
 from kiln.ops import array_ops, math_ops, nn_ops
@@ -52,6 +53,14 @@ def _param_shape(name, input_shape, axes_arg):
     return shape, axes, dims
 
 
+def _affine_config(layer):
+    """The initializers, regularizers and constraints of gamma and beta (Keras' keys)."""
+    return {"beta_initializer": _args.init_config(layer.beta_initializer),
+            "gamma_initializer": _args.init_config(layer.gamma_initializer),
+            **_args.extras_config(layer, ("beta_regularizer", "gamma_regularizer",
+                                          "beta_constraint", "gamma_constraint"))}
+
+
 def _broadcastable(values, axes, dims, rank):
     """[dims] weights shaped to broadcast against a rank-`rank` input."""
     if axes == list(range(rank - len(axes), rank)):
@@ -79,8 +88,13 @@ class BatchNormalization(Layer):
                  beta_initializer="zeros", gamma_initializer="ones",
                  moving_mean_initializer="zeros", moving_variance_initializer="ones",
                  beta_regularizer=None, gamma_regularizer=None, beta_constraint=None,
-                 gamma_constraint=None, synchronized=False, **kwargs):
+                 gamma_constraint=None, renorm=False, renorm_clipping=None,
+                 renorm_momentum=0.99, synchronized=False, **kwargs):
         super().__init__(**kwargs)
+        if renorm:
+            raise NotImplementedError("BatchNormalization(renorm=True) is not supported yet")
+        self.renorm, self.renorm_clipping = False, renorm_clipping
+        self.renorm_momentum = renorm_momentum
         self._axes = _axes_list("BatchNormalization", axis)
         self.axis = axis if isinstance(axis, int) else list(axis)
         epsilon = _check_epsilon("BatchNormalization", epsilon)
@@ -152,18 +166,28 @@ class BatchNormalization(Layer):
 
     def get_config(self):
         return {**super().get_config(), "axis": self.axis, "momentum": self.momentum,
-                "epsilon": self.epsilon, "center": self.center, "scale": self.scale}
+                "epsilon": self.epsilon, "center": self.center, "scale": self.scale,
+                **_affine_config(self),
+                "moving_mean_initializer": _args.init_config(self.moving_mean_initializer),
+                "moving_variance_initializer":
+                    _args.init_config(self.moving_variance_initializer),
+                "synchronized": self.synchronized, "renorm": self.renorm,
+                "renorm_clipping": self.renorm_clipping,
+                "renorm_momentum": self.renorm_momentum}
 
 
 class LayerNormalization(Layer):
     """Normalizes each example over ``axis`` (default the last):
     ``gamma * (x - mean) / sqrt(var + epsilon) + beta``, with mean and var of
     that example; gamma and beta (when ``scale`` / ``center``) have the
-    normalized axes' shape."""
+    normalized axes' shape. ``rms_scaling`` (deprecated in Keras) gives
+    ``gamma * x / sqrt(var + epsilon)``. Once built, ``axis`` is a sorted list
+    (Keras' config)."""
 
     def __init__(self, axis=-1, epsilon=1e-3, center=True, scale=True,
                  beta_initializer="zeros", gamma_initializer="ones", beta_regularizer=None,
                  gamma_regularizer=None, beta_constraint=None, gamma_constraint=None, **kwargs):
+        self.rms_scaling = bool(kwargs.pop("rms_scaling", False))
         super().__init__(**kwargs)
         self.supports_masking = True
         self._axes = _axes_list("LayerNormalization", axis)
@@ -177,12 +201,14 @@ class LayerNormalization(Layer):
 
     def build(self, input_shape):
         shape, axes, dims = _param_shape("LayerNormalization", input_shape, self._axes)
+        self.axis = sorted(self._axes) if isinstance(self.axis, list) else [self.axis]
         self.gamma = self.add_weight("gamma", tuple(dims), initializer=self.gamma_initializer,
                                      regularizer=self.gamma_regularizer,
                                      constraint=self.gamma_constraint) if self.scale else None
         self.beta = self.add_weight("beta", tuple(dims), initializer=self.beta_initializer,
                                     regularizer=self.beta_regularizer,
-                                    constraint=self.beta_constraint) if self.center else None
+                                    constraint=self.beta_constraint) \
+            if self.center and not self.rms_scaling else None
         self.input_spec = InputSpec(ndim=shape.rank, axes=dict(zip(axes, dims)))
         self.built = True
 
@@ -193,6 +219,9 @@ class LayerNormalization(Layer):
         mean, var = nn_ops.moments(x, axes, keepdims=True)
         dims = [x.shape[a] for a in axes]
         beta, gamma = _broadcastable([self.beta, self.gamma], axes, dims, rank)
+        if self.rms_scaling:
+            y = x * math_ops.rsqrt(var + h.tensor(self.epsilon, var.dtype))
+            return y * gamma if gamma is not None else y
         return nn_ops.batch_normalization(x, mean, var, beta, gamma, self.epsilon)
 
     def compute_output_shape(self, input_shape):
@@ -200,7 +229,8 @@ class LayerNormalization(Layer):
 
     def get_config(self):
         return {**super().get_config(), "axis": self.axis, "epsilon": self.epsilon,
-                "center": self.center, "scale": self.scale}
+                "center": self.center, "scale": self.scale, "rms_scaling": self.rms_scaling,
+                **_affine_config(self)}
 
 
 class GroupNormalization(Layer):
@@ -279,4 +309,5 @@ class GroupNormalization(Layer):
 
     def get_config(self):
         return {**super().get_config(), "groups": self.groups, "axis": self.axis,
-                "epsilon": self.epsilon, "center": self.center, "scale": self.scale}
+                "epsilon": self.epsilon, "center": self.center, "scale": self.scale,
+                **_affine_config(self)}

@@ -64,6 +64,9 @@ class Normalization(Layer):
                                               trainable=False)
             self.adapt_variance = self.add_weight("variance", self._param_shape,
                                                   initializer="ones", trainable=False)
+            # Keras keeps it for old saved models (never updated).
+            self.count = self.add_weight("count", (), dtype="int64", initializer="zeros",
+                                         trainable=False)
         self.built = True
 
     def adapt(self, data, batch_size=None, steps=None):
@@ -137,32 +140,54 @@ def _hw_axes(x, data_format):
 
 class Resizing(Layer):
     """Resizes images to ``height`` x ``width`` (tf.image.resize's methods;
-    half-pixel centers), batched or not."""
+    half-pixel centers), batched or not. ``crop_to_aspect_ratio`` first crops
+    the largest central window of the target's aspect ratio;
+    ``pad_to_aspect_ratio`` first pads both sides evenly with ``fill_value``."""
 
     _kiln_static_shapes = True
 
     def __init__(self, height, width, interpolation="bilinear", crop_to_aspect_ratio=False,
                  pad_to_aspect_ratio=False, fill_mode="constant", fill_value=0.0,
-                 data_format=None, **kwargs):
+                 antialias=False, data_format=None, **kwargs):
         super().__init__(**kwargs)
         self.height = _args.positive_int(height, "height", "Resizing")
         self.width = _args.positive_int(width, "width", "Resizing")
         if interpolation not in ("bilinear", "nearest"):
             raise ValueError("Resizing: `interpolation` must be 'bilinear' or 'nearest' (the "
                              f"methods supported so far). Received: {interpolation!r}")
-        if crop_to_aspect_ratio or pad_to_aspect_ratio:
-            raise NotImplementedError("Resizing: crop_to_aspect_ratio and pad_to_aspect_ratio "
-                                      "are not supported yet")
+        if crop_to_aspect_ratio and pad_to_aspect_ratio:
+            raise ValueError("Only one of `pad_to_aspect_ratio` & `crop_to_aspect_ratio` can "
+                             "be True.")
+        if antialias:
+            raise NotImplementedError("Resizing(antialias=True) is not supported yet")
         self.interpolation = interpolation
+        self.crop_to_aspect_ratio = bool(crop_to_aspect_ratio)
+        self.pad_to_aspect_ratio = bool(pad_to_aspect_ratio)
+        self.fill_mode, self.fill_value, self.antialias = fill_mode, fill_value, False
         self.data_format = _args.data_format(data_format)
+
+    def _to_aspect(self, x):
+        """[N, H, W, C] cropped or padded to the target's aspect ratio (Keras' sizes)."""
+        hh, ww = x.shape[1], x.shape[2]
+        if self.crop_to_aspect_ratio:
+            ch = max(min(hh, int(ww * self.height / self.width)), 1)
+            cw = max(min(ww, int(hh * self.width / self.height)), 1)
+            top, left = int((hh - ch) / 2), int((ww - cw) / 2)
+            return x[:, top:top + ch, left:left + cw, :]
+        top = int((max(hh, int(ww * self.height / self.width)) - hh) / 2)
+        left = int((max(ww, int(hh * self.width / self.height)) - ww) / 2)
+        pads = [[0, 0], [top, top], [left, left], [0, 0]]
+        return array_ops.pad(x, pads, constant_values=self.fill_value)
 
     def call(self, inputs):
         x = h.tensor(inputs)
         batched = len(x.shape) == 4
         if self.data_format == "channels_first":
             x = array_ops.transpose(x, [0, 2, 3, 1] if batched else [1, 2, 0])
-        y = image_ops.resize(x if batched else array_ops.expand_dims(x, 0),
-                             [self.height, self.width], method=self.interpolation)
+        x = x if batched else array_ops.expand_dims(x, 0)
+        if self.crop_to_aspect_ratio or self.pad_to_aspect_ratio:
+            x = self._to_aspect(x)
+        y = image_ops.resize(x, [self.height, self.width], method=self.interpolation)
         if not batched:
             y = array_ops.squeeze(y, [0])
         if self.data_format == "channels_first":
@@ -177,7 +202,11 @@ class Resizing(Layer):
 
     def get_config(self):
         return {**super().get_config(), "height": self.height, "width": self.width,
-                "interpolation": self.interpolation, "data_format": self.data_format}
+                "interpolation": self.interpolation,
+                "crop_to_aspect_ratio": self.crop_to_aspect_ratio,
+                "pad_to_aspect_ratio": self.pad_to_aspect_ratio, "fill_mode": self.fill_mode,
+                "fill_value": self.fill_value, "antialias": self.antialias,
+                "data_format": self.data_format}
 
 
 class CenterCrop(Layer):
@@ -310,7 +339,7 @@ class CategoryEncoding(Layer):
 
     def get_config(self):
         return {**super().get_config(), "num_tokens": self.num_tokens,
-                "output_mode": self.output_mode, "sparse": self.sparse}
+                "output_mode": self.output_mode}
 
 
 __all__ = ["Normalization", "Resizing", "CenterCrop", "RandomFlip", "CategoryEncoding"]

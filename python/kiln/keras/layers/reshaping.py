@@ -222,26 +222,35 @@ class Cropping1D(Layer):
 
 
 class ZeroPadding1D(Layer):
-    """Pads ``padding`` = (start, end) zero steps around [batch, steps, features]."""
+    """Pads ``padding`` = (start, end) zero steps around [batch, steps, features]
+    ([batch, features, steps] with data_format="channels_first")."""
 
     _kiln_static_shapes = True
 
-    def __init__(self, padding=1, **kwargs):
+    def __init__(self, padding=1, data_format=None, **kwargs):
         super().__init__(**kwargs)
         self.padding = _pair(padding, "padding", "ZeroPadding1D")
+        self.data_format = _args.data_format(data_format)
         self.input_spec = InputSpec(ndim=3)
 
+    def _steps_axis(self):
+        return 1 if self.data_format == "channels_last" else 2
+
     def call(self, inputs):
-        return array_ops.pad(inputs, [[0, 0], list(self.padding), [0, 0]])
+        pads = [[0, 0], [0, 0], [0, 0]]
+        pads[self._steps_axis()] = list(self.padding)
+        return array_ops.pad(inputs, pads)
 
     def compute_output_shape(self, input_shape):
         dims = list(TensorShape(input_shape))
-        if dims[1] is not None:
-            dims[1] += sum(self.padding)
+        axis = self._steps_axis()
+        if dims[axis] is not None:
+            dims[axis] += sum(self.padding)
         return TensorShape(dims)
 
     def get_config(self):
-        return {**super().get_config(), "padding": self.padding}
+        return {**super().get_config(), "padding": self.padding,
+                "data_format": self.data_format}
 
 
 class UpSampling1D(Layer):

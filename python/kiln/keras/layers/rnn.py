@@ -14,6 +14,10 @@ from kiln.ops import array_ops, linalg_ops, nn_ops
 from kiln.tensor_shape import TensorShape
 
 
+_CELL_EXTRAS = ("kernel_regularizer", "recurrent_regularizer", "bias_regularizer",
+                "kernel_constraint", "recurrent_constraint", "bias_constraint")
+
+
 def _init_config(init):
     return initializers.serialize(init) if isinstance(init, initializers.Initializer) else None
 
@@ -104,6 +108,7 @@ class _Cell(Layer):
                 "kernel_initializer": _init_config(self.kernel_initializer),
                 "recurrent_initializer": _init_config(self.recurrent_initializer),
                 "bias_initializer": _init_config(self.bias_initializer),
+                **_args.extras_config(self, _CELL_EXTRAS),
                 "dropout": self.dropout, "recurrent_dropout": self.recurrent_dropout,
                 "seed": self.seed}
 
@@ -457,12 +462,13 @@ class _RNNLayer(RNN):
 
     _cell_class = None
 
-    def __init__(self, units, **kwargs):
+    def __init__(self, units, activity_regularizer=None, **kwargs):
         cell_kwargs, rnn_kwargs = _split_kwargs(dict(kwargs))
         if rnn_kwargs.get("dtype") is not None:
             cell_kwargs["dtype"] = rnn_kwargs["dtype"]
         cell = self._cell_class(units, name=self._cell_name, **cell_kwargs)
         super().__init__(cell, **rnn_kwargs)
+        self.activity_regularizer = activity_regularizer
 
     units = property(lambda self: self.cell.units)
     activation = property(lambda self: self.cell.activation)
@@ -475,7 +481,8 @@ class _RNNLayer(RNN):
         cell_cfg = cfg.pop("cell")["config"]
         for k in ("name", "trainable", "dtype"):
             cell_cfg.pop(k, None)
-        return {**cfg, **cell_cfg}
+        return {**cfg, **cell_cfg,
+                "activity_regularizer": _args.serialize(self.activity_regularizer)}
 
     @classmethod
     def from_config(cls, config, custom_objects=None):
@@ -486,6 +493,11 @@ class SimpleRNN(_RNNLayer):
     """A fully connected RNN: SimpleRNNCell over the steps."""
     _cell_class = SimpleRNNCell
     _cell_name = "simple_rnn_cell"
+
+    def get_config(self):  # Keras' SimpleRNN lists no seed (its cell does)
+        cfg = super().get_config()
+        cfg.pop("seed", None)
+        return cfg
 
 
 class LSTM(_RNNLayer):

@@ -8,6 +8,10 @@ from kiln.tensor_shape import TensorShape
 _MERGE_MODES = ("sum", "mul", "ave", "concat", None)
 
 
+def _renamed(name, prefix):
+    return prefix + (name[len(prefix):] if name.startswith(prefix) else name)
+
+
 def _copy(layer, **changes):
     config = layer.get_config()
     config.update(changes)
@@ -34,18 +38,17 @@ class Bidirectional(Layer):
         if backward_layer is not None and not isinstance(backward_layer, RNN):
             raise ValueError("`backward_layer` need to be a recurrent layer. Received: "
                              f"backward_layer={backward_layer}")
-        self.forward_layer = _copy(layer, name=f"forward_{layer.name}")
+        self.forward_layer = _copy(layer, name=_renamed(layer.name, "forward_"))
         if backward_layer is None:
-            self.backward_layer = _copy(layer, name=f"backward_{layer.name}",
-                                        go_backwards=not layer.go_backwards)
+            self.backward_layer = _copy(layer, name=_renamed(layer.name, "backward_"),
+                                        go_backwards=True)
         else:
             self.backward_layer = backward_layer
+        self._verify_layers()
         for sub in (self.forward_layer, self.backward_layer):
             sub.cell._kiln_owner_path = f"{self.name}/{sub.name}"
-        if self.forward_layer.return_sequences != self.backward_layer.return_sequences or \
-                self.forward_layer.return_state != self.backward_layer.return_state:
-            raise ValueError("Forward layer and backward layer should have the same "
-                             "`return_sequences` and `return_state`")
+            # As Keras: masked steps give zeros when the sequences are returned.
+            sub.zero_output_for_mask = sub.return_sequences
         self.merge_mode = merge_mode
         self.return_sequences = self.forward_layer.return_sequences
         self.return_state = self.forward_layer.return_state
@@ -53,6 +56,20 @@ class Bidirectional(Layer):
         self.input_spec = InputSpec(ndim=3)
         if weights is not None:
             self._kiln_initial_weights = weights
+
+    def _verify_layers(self):
+        fwd, bwd = self.forward_layer, self.backward_layer
+        if fwd.go_backwards == bwd.go_backwards:
+            raise ValueError("Forward layer and backward layer should have different "
+                             "`go_backwards` value. Received: forward_layer.go_backwards "
+                             f"{fwd.go_backwards}, backward_layer.go_backwards="
+                             f"{bwd.go_backwards}")
+        for a in ("stateful", "return_sequences", "return_state"):
+            if getattr(fwd, a) != getattr(bwd, a):
+                raise ValueError("Forward layer and backward layer are expected to have the "
+                                 f'same value for attribute "{a}", got "{getattr(fwd, a)}" '
+                                 f'for forward layer and "{getattr(bwd, a)}" for backward '
+                                 "layer")
 
     def build(self, input_shape):
         self.forward_layer.build(input_shape)
@@ -113,17 +130,26 @@ class Bidirectional(Layer):
         return out
 
     def get_config(self):
-        inner = self.forward_layer.get_config()
-        inner["name"] = inner["name"][len("forward_"):]
         return {**super().get_config(), "merge_mode": self.merge_mode,
-                "layer": {"class_name": type(self.forward_layer).__name__, "config": inner}}
+                "layer": _layer_config(self.forward_layer),
+                "backward_layer": _layer_config(self.backward_layer)}
 
     @classmethod
     def from_config(cls, config, custom_objects=None):
         config = dict(config)
-        spec = config.pop("layer")
-        layer = layer_class(spec["class_name"]).from_config(spec["config"])
+        layer = _from_layer_config(config.pop("layer"))
+        backward = config.pop("backward_layer", None)
+        if backward is not None:
+            config["backward_layer"] = _from_layer_config(backward)
         return cls(layer, **config)
+
+
+def _layer_config(layer):
+    return {"class_name": type(layer).__name__, "config": layer.get_config()}
+
+
+def _from_layer_config(spec):
+    return layer_class(spec["class_name"]).from_config(spec["config"])
 
 
 class TimeDistributed(Layer):
@@ -142,6 +168,9 @@ class TimeDistributed(Layer):
 
     def build(self, input_shape):
         dims = list(TensorShape(input_shape))
+        if not self.layer.built:  # its weights at "time_distributed/dense/kernel", as Keras
+            owner = getattr(self, "_kiln_owner_path", None)
+            self.layer._kiln_owner_path = f"{owner}/{self.name}" if owner else self.name
         if len(dims) < 3:
             raise ValueError("`TimeDistributed` Layer should be passed an `input_shape` with at "
                              f"least 3 dimensions, received: {tuple(input_shape)}")

@@ -1,0 +1,428 @@
+"""kiln.keras layers against TensorFlow's Keras 3 (run in .venv-peers).
+
+    .venv-peers/bin/python tests/peers/check_keras_layers.py [--only SUBSTRING ...] [--keep DIR]
+
+For each case of CASES (a layer or a small model, built from the same code in both), this side
+builds the layer in TensorFlow's Keras, gives it random weights, calls it (training=False unless
+the case says otherwise) and writes the inputs, weights, outputs, output masks, count_params(),
+the weights' names / paths / shapes and get_config() to a folder; then
+tests/peers/keras_layers_kiln.py (run with .venv/bin/python) builds the same layer in kiln,
+copies the weights, and compares. One line per case; exit status 1 on any mismatch.
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+import warnings  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+warnings.filterwarnings("ignore", category=UserWarning)  # Keras' deprecation notes
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+KILN_PYTHON = os.path.join(REPO, ".venv", "bin", "python")
+
+# (name, build code, inputs, call code, mask code, options). The build code sees `layers`,
+# `keras` and `np` and is an expression giving the layer, or statements setting `layer`.
+# Inputs "KIND:d0,d1,..": f float normal, p float > 0, z float with some all-zero steps,
+# iN ints in [0, N), tN ints in [1, N) then 0 padding, m a bool mask (first step true),
+# b random bools; "lit:EXPR" a NumPy expression. Call and mask code see `layer` and `x`.
+# Options: train (call with training=True), adapt (code run before the call; weights
+# then compared, not copied), no_config (a model), atol.
+CALL = "layer(x[0], training=False)"
+CALL_M = "layer(x[0], mask=x[1], training=False)"
+TRAIN = "layer(x[0], training=True)"
+MASK_M = "layer.compute_mask(x[0], x[1])"
+LIST2 = "layer([x[0], x[1]])"
+STRS = "lit:np.array([['a', 'z', '', 'b'], ['c', 'c', 'b', 'a']])"
+TEXT = ("lit:np.array(['The cat sat.', 'A dog, the dog!', '', 'cat  and DOG dog', "
+        "'zebra?'])")
+
+CASES = [
+    ("ReLU", "layers.ReLU()", ["f:2,5"], CALL, None, {}),
+    ("ReLU(max,slope,thr)", "layers.ReLU(max_value=1.0, negative_slope=0.1, threshold=0.3)",
+     ["f:2,5"], CALL, None, {}),
+    ("LeakyReLU", "layers.LeakyReLU(negative_slope=0.2)", ["f:2,5"], CALL, None, {}),
+    ("PReLU(shared_axes)", "layers.PReLU(shared_axes=[1])", ["f:2,4,3"], CALL, None, {}),
+    ("ELU", "layers.ELU(alpha=0.7)", ["f:2,5"], CALL, None, {}),
+    ("Softmax(mask)", "layers.Softmax()", ["f:2,3,5", "b:2,3,5"], CALL_M, None, {}),
+    ("Softmax(axis=[1,2])", "layers.Softmax(axis=[1, 2])", ["f:2,3,4"], CALL, None, {}),
+    ("Permute", "layers.Permute((3, 1, 2))", ["f:2,3,4,5"], CALL, None, {}),
+    ("RepeatVector", "layers.RepeatVector(3)", ["f:2,4"], CALL, None, {}),
+    ("Cropping1D", "layers.Cropping1D((1, 2))", ["f:2,6,3"], CALL, None, {}),
+    ("Cropping2D", "layers.Cropping2D(((1, 0), (2, 1)))", ["f:2,6,7,3"], CALL, None, {}),
+    ("Cropping2D(cf)", "layers.Cropping2D(1, data_format='channels_first')", ["f:2,3,6,7"],
+     CALL, None, {}),
+    ("ZeroPadding1D", "layers.ZeroPadding1D((2, 1))", ["f:2,4,3"], CALL, None, {}),
+    ("ZeroPadding1D(cf)", "layers.ZeroPadding1D(2, data_format='channels_first')",
+     ["f:2,3,4"], CALL, None, {}),
+    ("ZeroPadding2D", "layers.ZeroPadding2D(((1, 2), (0, 1)))", ["f:2,4,5,3"], CALL, None, {}),
+    ("UpSampling1D", "layers.UpSampling1D(3)", ["f:2,4,3"], CALL, None, {}),
+    ("UpSampling2D", "layers.UpSampling2D((2, 3))", ["f:2,3,4,2"], CALL, None, {}),
+    ("UpSampling2D(bilinear)", "layers.UpSampling2D(2, interpolation='bilinear')",
+     ["f:2,3,4,2"], CALL, None, {}),
+    ("GaussianNoise", "layers.GaussianNoise(0.3, seed=1)", ["f:2,5"], CALL, None, {}),
+    ("GaussianDropout", "layers.GaussianDropout(0.2)", ["f:2,5"], CALL, None, {}),
+    ("SpatialDropout1D", "layers.SpatialDropout1D(0.3)", ["f:2,4,3"], CALL, None, {}),
+    ("SpatialDropout2D", "layers.SpatialDropout2D(0.3, data_format='channels_first')",
+     ["f:2,3,4,4"], CALL, None, {}),
+    ("Conv1D(causal,dilated)", "layers.Conv1D(4, 3, padding='causal', dilation_rate=2, "
+     "activation='relu')", ["f:2,9,3"], CALL, None, {}),
+    ("Conv1D(same,stride,groups)", "layers.Conv1D(4, 3, strides=2, padding='same', groups=2)",
+     ["f:2,9,4"], CALL, None, {}),
+    ("Conv2D(same,stride)", "layers.Conv2D(5, 3, strides=2, padding='same')", ["f:2,7,8,3"],
+     CALL, None, {}),
+    ("Conv2D(dilated,groups)", "layers.Conv2D(4, (2, 3), dilation_rate=2, groups=2, "
+     "activation='tanh')", ["f:2,7,8,2"], CALL, None, {}),
+    ("Conv3D", "layers.Conv3D(3, 2, activation='relu')", ["f:2,4,5,6,2"], CALL, None, {}),
+    ("Conv3D(same,strides)", "layers.Conv3D(4, (3, 2, 3), strides=(2, 1, 2), padding='same')",
+     ["f:2,5,6,7,3"], CALL, None, {}),
+    ("Conv3D(dilated,groups)", "layers.Conv3D(4, 2, dilation_rate=(2, 1, 2), groups=2, "
+     "use_bias=False)", ["f:2,5,4,6,2"], CALL, None, {}),
+    ("DepthwiseConv2D", "layers.DepthwiseConv2D(3, depth_multiplier=2, padding='same')",
+     ["f:2,5,6,3"], CALL, None, {}),
+    ("SeparableConv2D", "layers.SeparableConv2D(4, 3, depth_multiplier=2, strides=2)",
+     ["f:2,7,8,3"], CALL, None, {}),
+    ("Conv2DTranspose(same)", "layers.Conv2DTranspose(3, 3, strides=2, padding='same')",
+     ["f:2,4,5,2"], CALL, None, {}),
+    ("Conv2DTranspose(out_pad)", "layers.Conv2DTranspose(3, (3, 2), strides=(2, 1), "
+     "output_padding=(1, 0), use_bias=False)", ["f:2,4,5,2"], CALL, None, {}),
+    ("Dense(rank3)", "layers.Dense(4, activation='tanh')", ["f:2,3,5"], CALL, None, {}),
+    ("Dense(no bias)", "layers.Dense(3, use_bias=False)", ["f:2,5"], CALL, None, {}),
+    ("Embedding(mask_zero)", "layers.Embedding(10, 4, mask_zero=True)", ["t10:2,6"], CALL,
+     "layer.compute_mask(x[0])", {}),
+    ("Masking", "layers.Masking(0.0)", ["z:2,5,3"], CALL, "layer.compute_mask(x[0])", {}),
+    ("Flatten", "layers.Flatten()", ["f:2,3,4"], CALL, None, {}),
+    ("Reshape", "layers.Reshape((4, -1))", ["f:2,3,4"], CALL, None, {}),
+    ("Rescaling", "layers.Rescaling(0.5, offset=-1.0)", ["f:2,3"], CALL, None, {}),
+    ("Activation(gelu)", "layers.Activation('gelu')", ["f:2,5"], CALL, None, {}),
+    ("Dropout", "layers.Dropout(0.5, seed=3)", ["f:2,5"], CALL, None, {}),
+    ("MaxPooling1D(same)", "layers.MaxPooling1D(2, strides=1, padding='same')", ["f:2,5,3"],
+     CALL, None, {}),
+    ("AveragePooling1D(same)", "layers.AveragePooling1D(3, padding='same')", ["f:2,7,3"],
+     CALL, None, {}),
+    ("MaxPooling2D(same)", "layers.MaxPooling2D((2, 3), padding='same')", ["f:2,5,7,3"],
+     CALL, None, {}),
+    ("AveragePooling2D", "layers.AveragePooling2D(2, strides=1)", ["f:2,4,5,3"], CALL, None,
+     {}),
+    ("GlobalAveragePooling1D(mask)", "layers.GlobalAveragePooling1D()", ["f:2,5,3", "m:2,5"],
+     CALL_M, MASK_M, {}),
+    ("GlobalMaxPooling1D(keepdims)", "layers.GlobalMaxPooling1D(keepdims=True)", ["f:2,5,3"],
+     CALL, None, {}),
+    ("GlobalAveragePooling2D", "layers.GlobalAveragePooling2D(keepdims=True)",
+     ["f:2,4,5,3"], CALL, None, {}),
+    ("GlobalMaxPooling2D(cf)", "layers.GlobalMaxPooling2D(data_format='channels_first')",
+     ["f:2,3,4,5"], CALL, None, {}),
+    ("BatchNormalization", "layers.BatchNormalization()", ["f:2,4,3"], CALL, None, {}),
+    ("BatchNormalization(axis=1)", "layers.BatchNormalization(axis=1, epsilon=1e-5)",
+     ["f:2,3,4,4"], CALL, None, {}),
+    ("LayerNormalization", "layers.LayerNormalization()", ["f:2,3,6"], CALL, None, {}),
+    ("LayerNormalization(rms_scaling)", "layers.LayerNormalization(rms_scaling=True)",
+     ["f:2,3,6"], CALL, None, {}),
+    ("LayerNormalization(axes)", "layers.LayerNormalization(axis=[1, 2])", ["f:2,3,4"],
+     CALL, None, {}),
+    ("GroupNormalization", "layers.GroupNormalization(groups=2)", ["f:2,5,4"], CALL, None, {}),
+    ("GroupNormalization(axis=1)", "layers.GroupNormalization(groups=3, axis=1)",
+     ["f:2,6,4"], CALL, None, {}),
+    ("SimpleRNN", "layers.SimpleRNN(4)", ["f:2,5,3"], CALL, None, {}),
+    ("SimpleRNN(seq,backwards)", "layers.SimpleRNN(4, return_sequences=True, "
+     "go_backwards=True)", ["f:2,5,3"], CALL, None, {}),
+    ("LSTM(seq,state)", "layers.LSTM(4, return_sequences=True, return_state=True)",
+     ["f:2,5,3"], CALL, None, {}),
+    ("LSTM(mask)", "layers.LSTM(4)", ["f:2,5,3", "m:2,5"], CALL_M, MASK_M, {}),
+    ("LSTM(seq,mask)", "layers.LSTM(3, return_sequences=True)", ["f:2,5,3", "m:2,5"],
+     CALL_M, MASK_M, {}),
+    ("GRU", "layers.GRU(4)", ["f:2,5,3"], CALL, None, {}),
+    ("GRU(reset_after=False)", "layers.GRU(4, reset_after=False, return_sequences=True, "
+     "go_backwards=True)", ["f:2,5,3"], CALL, None, {}),
+    ("GRU(mask,state)", "layers.GRU(3, return_state=True)", ["f:2,5,3", "m:2,5"], CALL_M,
+     MASK_M, {}),
+    ("Bidirectional(LSTM,mask)", "layers.Bidirectional(layers.LSTM(3, return_sequences=True))",
+     ["f:2,5,3", "m:2,5"], CALL_M, MASK_M, {}),
+    ("Bidirectional(GRU,sum)", "layers.Bidirectional(layers.GRU(3), merge_mode='sum')",
+     ["f:2,5,3"], CALL, None, {}),
+    ("Bidirectional(state,None)", "layers.Bidirectional(layers.SimpleRNN(2, "
+     "return_state=True), merge_mode=None)", ["f:2,4,3"], CALL, None, {}),
+    ("TimeDistributed(Dense)", "layers.TimeDistributed(layers.Dense(3))", ["f:2,4,5"], CALL,
+     None, {}),
+    ("TimeDistributed(Conv2D)", "layers.TimeDistributed(layers.Conv2D(2, 3))",
+     ["f:2,3,6,6,2"], CALL, None, {}),
+    ("MultiHeadAttention", "layers.MultiHeadAttention(2, 3)", ["f:2,4,5", "f:2,6,5"],
+     "layer(x[0], x[1])", None, {}),
+    ("MultiHeadAttention(mask,out)", "layers.MultiHeadAttention(2, 4, value_dim=3, "
+     "output_shape=6)", ["f:2,4,5", "f:2,6,5", "b:2,4,6"],
+     "layer(x[0], x[1], attention_mask=x[2])", None, {}),
+    ("MultiHeadAttention(causal,scores)", "layers.MultiHeadAttention(2, 3)", ["f:2,5,4"],
+     "layer(x[0], x[0], use_causal_mask=True, return_attention_scores=True)", None, {}),
+    ("MultiHeadAttention(key)", "layers.MultiHeadAttention(3, 2, use_bias=False)",
+     ["f:2,4,5", "f:2,6,3", "f:2,6,4"], "layer(x[0], x[1], x[2])", None, {}),
+    ("MultiHeadAttention(gate,window)", "layers.MultiHeadAttention(2, 3, use_gate=True, "
+     "sliding_window=2)", ["f:2,5,4", "f:2,5,6"], "layer(x[0], x[1])", None, {}),
+    ("Attention", "layers.Attention()", ["f:2,4,5", "f:2,6,5"], LIST2, None, {}),
+    ("Attention(scale,mask)", "layers.Attention(use_scale=True)",
+     ["f:2,4,5", "f:2,6,5", "m:2,4", "m:2,6"], "layer([x[0], x[1]], mask=[x[2], x[3]])",
+     "layer.compute_mask([x[0], x[1]], [x[2], x[3]])", {}),
+    ("Attention(concat,causal,scores)", "layers.Attention(score_mode='concat')",
+     ["f:2,5,3", "f:2,5,3", "f:2,5,3"],
+     "layer([x[0], x[1], x[2]], use_causal_mask=True, return_attention_scores=True)", None,
+     {}),
+    ("Add", "layers.Add()", ["f:2,3", "f:2,3"], LIST2, None, {}),
+    ("Concatenate(axis=1)", "layers.Concatenate(axis=1)", ["f:2,3,2", "f:2,4,2"], LIST2,
+     None, {}),
+    ("Subtract", "layers.Subtract()", ["f:2,3", "f:2,3"], LIST2, None, {}),
+    ("Average", "layers.Average()", ["f:2,3", "f:2,3"], LIST2, None, {}),
+    ("Normalization(adapt)", "layers.Normalization()", ["f:6,3"], CALL, None,
+     {"adapt": "layer.adapt(x[0])"}),
+    ("Normalization(mean,var,invert)", "layers.Normalization(mean=[1.0, 2.0, 3.0], "
+     "variance=[1.0, 4.0, 9.0], invert=True)", ["f:2,3"], CALL, None, {}),
+    ("Resizing(bilinear)", "layers.Resizing(5, 7)", ["f:2,8,9,3"], CALL, None, {}),
+    ("Resizing(nearest,unbatched)", "layers.Resizing(6, 4, interpolation='nearest')",
+     ["f:8,9,3"], CALL, None, {}),
+    ("Resizing(crop_to_aspect)", "layers.Resizing(4, 6, crop_to_aspect_ratio=True)",
+     ["f:2,8,7,3"], CALL, None, {}),
+    ("Resizing(pad_to_aspect)", "layers.Resizing(4, 6, pad_to_aspect_ratio=True, "
+     "fill_value=0.5)", ["f:2,8,7,3"], CALL, None, {}),
+    ("RandomRotation(not training)", "layers.RandomRotation(0.2)", ["f:2,5,7,3"], CALL, None,
+     {}),
+    ("RandomRotation(reflect,bilinear)", "layers.RandomRotation((0.1, 0.1))", ["f:2,5,7,3"],
+     TRAIN, None, {}),
+    ("RandomRotation(wrap,nearest)", "layers.RandomRotation((-0.15, -0.15), fill_mode='wrap', "
+     "interpolation='nearest')", ["f:2,6,7,2"], TRAIN, None, {}),
+    ("RandomRotation(constant)", "layers.RandomRotation((0.3, 0.3), fill_mode='constant', "
+     "fill_value=0.5)", ["f:2,5,7,3"], TRAIN, None, {}),
+    ("RandomRotation(nearest,90deg,unbatched)", "layers.RandomRotation((0.25, 0.25), "
+     "fill_mode='nearest')", ["f:5,7,3"], TRAIN, None, {}),
+    ("RandomRotation(cf)", "layers.RandomRotation((0.4, 0.4), data_format='channels_first')",
+     ["f:2,3,6,5"], TRAIN, None, {}),
+    ("CenterCrop", "layers.CenterCrop(4, 5)", ["f:2,8,9,3"], CALL, None, {}),
+    ("StringLookup(mask)", "layers.StringLookup(vocabulary=['a', 'b', 'c'], mask_token='')",
+     [STRS], CALL, None, {}),
+    ("StringLookup(adapt)", "layers.StringLookup(max_tokens=4)", [STRS], CALL, None,
+     {"adapt": "layer.adapt(x[0])"}),
+    ("StringLookup(invert)", "layers.StringLookup(vocabulary=['a', 'b', 'c'], invert=True)",
+     ["i6:2,3"], CALL, None, {}),
+    ("StringLookup(multi_hot)", "layers.StringLookup(vocabulary=['a', 'b', 'c'], "
+     "output_mode='multi_hot', mask_token='')", [STRS], CALL, None, {}),
+    ("StringLookup(count,pad)", "layers.StringLookup(vocabulary=['a', 'b', 'c'], "
+     "output_mode='count', max_tokens=6, pad_to_max_tokens=True)", [STRS], CALL, None, {}),
+    ("StringLookup(one_hot)", "layers.StringLookup(vocabulary=['a', 'b', 'c'], "
+     "output_mode='one_hot')", ["lit:np.array(['a', 'z', 'c', 'b'])"], CALL, None, {}),
+    ("StringLookup(tf_idf,adapt)", "layers.StringLookup(output_mode='tf_idf')", [STRS], CALL,
+     None, {"adapt": "layer.adapt(x[0])"}),
+    ("IntegerLookup(mask)", "layers.IntegerLookup(vocabulary=[7, 3, 9], mask_token=0)",
+     ["lit:np.array([[7, 0, 5, 9], [3, 3, 1, 0]])"], CALL, None, {}),
+    ("IntegerLookup(adapt,oov2)", "layers.IntegerLookup(num_oov_indices=2)",
+     ["lit:np.array([[7, 7, 5, 9, 2], [3, 3, 7, 0, 5]])"], CALL, None,
+     {"adapt": "layer.adapt(x[0])"}),
+    ("IntegerLookup(invert)", "layers.IntegerLookup(vocabulary=[7, 3, 9], invert=True, "
+     "mask_token=0)", ["lit:np.array([[0, 1, 2, 3, 4, 9]])"], CALL, None, {}),
+    ("IntegerLookup(count)", "layers.IntegerLookup(vocabulary=[7, 3, 9], output_mode='count')",
+     ["lit:np.array([[7, 0, 5, 9], [3, 3, 1, 0]])"], CALL, None, {}),
+    ("TextVectorization(int,adapt)", "layers.TextVectorization(output_sequence_length=5)",
+     [TEXT], CALL, None, {"adapt": "layer.adapt(x[0])"}),
+    ("TextVectorization(int,vocab)", "layers.TextVectorization(vocabulary=['the', 'dog', "
+     "'cat'])", [TEXT], CALL, None, {}),
+    ("TextVectorization(multi_hot)", "layers.TextVectorization(max_tokens=5, "
+     "output_mode='multi_hot')", [TEXT], CALL, None, {"adapt": "layer.adapt(x[0])"}),
+    ("TextVectorization(count,char)", "layers.TextVectorization(split='character', "
+     "standardize='lower', output_mode='count')", [TEXT], CALL, None,
+     {"adapt": "layer.adapt(x[0])"}),
+    ("TextVectorization(tf_idf)", "layers.TextVectorization(output_mode='tf_idf')", [TEXT],
+     CALL, None, {"adapt": "layer.adapt(x[0])"}),
+    ("TextVectorization(one_hot,no split)", "layers.TextVectorization(split=None, "
+     "output_mode='one_hot', vocabulary=['a', 'the cat'])",
+     ["lit:np.array(['The cat', 'a', 'b'])"], CALL, None, {}),
+    ("CategoryEncoding(multi_hot)", "layers.CategoryEncoding(6)", ["i6:3,4"], CALL, None, {}),
+    ("CategoryEncoding(count)", "layers.CategoryEncoding(6, output_mode='count')", ["i6:3,4"],
+     CALL, None, {}),
+    ("CategoryEncoding(one_hot)", "layers.CategoryEncoding(6, output_mode='one_hot')",
+     ["i6:5"], CALL, None, {}),
+]
+
+MODELS = [
+    ("model:text classifier", """
+inp = keras.Input((8,), dtype='int32')
+h = layers.Embedding(20, 6, mask_zero=True)(inp)
+h = layers.Bidirectional(layers.LSTM(5))(h)
+layer = keras.Model(inp, layers.Dense(3, activation='softmax')(h))
+""", ["t20:3,8"], CALL, None, {"no_config": True}),
+    ("model:transformer block", """
+inp = keras.Input((6, 8))
+a = layers.MultiHeadAttention(2, 4)(inp, inp)
+h = layers.LayerNormalization(epsilon=1e-6)(layers.Add()([inp, a]))
+f = layers.Dense(8)(layers.Dense(16, activation='relu')(h))
+h = layers.LayerNormalization(epsilon=1e-6)(layers.Add()([h, f]))
+layer = keras.Model(inp, layers.Dense(2)(layers.GlobalAveragePooling1D()(h)))
+""", ["f:3,6,8"], CALL, None, {"no_config": True, "atol": 1e-4}),
+    ("model:1-D convnet", """
+inp = keras.Input((12, 3))
+h = layers.MaxPooling1D()(layers.Conv1D(8, 3, activation='relu')(inp))
+h = layers.BatchNormalization()(layers.Conv1D(8, 3, padding='same')(h))
+h = layers.Dropout(0.3)(layers.GlobalMaxPooling1D()(h))
+layer = keras.Model(inp, layers.Dense(3)(h))
+""", ["f:3,12,3"], CALL, None, {"no_config": True}),
+    ("model:small U-Net", """
+inp = keras.Input((16, 16, 3))
+c1 = layers.Conv2D(4, 3, padding='same', activation='relu')(inp)
+c2 = layers.Conv2D(8, 3, padding='same', activation='relu')(layers.MaxPooling2D()(c1))
+b = layers.Conv2D(16, 3, padding='same', activation='relu')(layers.MaxPooling2D()(c2))
+u2 = layers.Concatenate()([layers.Conv2DTranspose(8, 2, strides=2)(b), c2])
+c3 = layers.Conv2D(8, 3, padding='same', activation='relu')(u2)
+u1 = layers.Concatenate()([layers.UpSampling2D()(c3), c1])
+c4 = layers.Conv2D(4, 3, padding='same', activation='relu')(u1)
+layer = keras.Model(inp, layers.Conv2D(1, 1, activation='sigmoid')(c4))
+""", ["f:2,16,16,3"], CALL, None, {"no_config": True, "atol": 1e-4}),
+]
+
+
+def make_input(spec, rng):
+    if spec.startswith("lit:"):
+        return np.asarray(eval(spec[4:], {"np": np}))  # noqa: S307  (the table's own code)
+    kind, dims = spec.split(":")
+    shape = tuple(int(d) for d in dims.split(","))
+    if kind == "f":
+        return rng.standard_normal(shape).astype(np.float32)
+    if kind == "p":
+        return (np.abs(rng.standard_normal(shape)) + 0.1).astype(np.float32)
+    if kind == "z":  # some steps all zero (Masking)
+        x = rng.standard_normal(shape).astype(np.float32)
+        x[:, 1::2][:, ::2] = 0.0
+        return x
+    if kind == "m":  # the first step true, then random
+        m = rng.random(shape) > 0.35
+        m[:, 0] = True
+        return m
+    if kind == "b":
+        return rng.random(shape) > 0.4
+    if kind[0] in "it":
+        n = int(kind[1:])
+        if kind[0] == "i":
+            return rng.integers(0, n, shape).astype(np.int32)
+        x = rng.integers(1, n, shape).astype(np.int32)
+        for i in range(shape[0]):  # padding at the end of each row
+            x[i, shape[1] - i - 1:] = 0
+        return x
+    raise ValueError(f"unknown input kind {spec!r}")
+
+
+def build(code, keras):
+    env = {"layers": keras.layers, "keras": keras, "np": np}
+    if "layer =" in code:
+        exec(code, env)  # noqa: S102  (the table's own code)
+        return env["layer"]
+    return eval(code, env)  # noqa: S307
+
+
+def jsonable(v):
+    if isinstance(v, dict):
+        return {str(k): jsonable(e) for k, e in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [jsonable(e) for e in v]
+    if isinstance(v, (np.integer, np.floating, np.bool_)):
+        return v.item()
+    if isinstance(v, np.ndarray):
+        return v.tolist()
+    if v is None or isinstance(v, (bool, int, float, str)):
+        return v
+    return repr(v)
+
+
+def flat_arrays(v):
+    if v is None:
+        return [None]
+    if isinstance(v, (list, tuple)):
+        return [a for e in v for a in flat_arrays(e)]
+    if isinstance(v, dict):
+        return [a for k in sorted(v) for a in flat_arrays(v[k])]
+    return [np.asarray(v)]
+
+
+def plain(a):
+    """An output as a NumPy array np.load reads back (strings as unicode, not objects)."""
+    a = np.asarray(a)
+    if a.dtype == object:
+        a = np.vectorize(lambda v: v.decode() if isinstance(v, bytes) else str(v))(a)
+    return a.astype(str) if a.dtype == object else a
+
+
+def random_weights(layer, rng):
+    out = []
+    for w in layer.weights:
+        shape, dt = tuple(w.shape), np.dtype(w.dtype)
+        if not np.issubdtype(dt, np.floating):
+            out.append(np.asarray(w.numpy()))
+        elif "variance" in w.name:
+            out.append((np.abs(rng.standard_normal(shape)) + 0.5).astype(dt))
+        else:
+            out.append((rng.standard_normal(shape) * 0.5).astype(dt))
+    return out
+
+
+def run_case(index, case, keras, folder):
+    name, code, in_specs, call, mask_code, opts = case
+    rng = np.random.default_rng(1000 + index)
+    x = [make_input(s, rng) for s in in_specs]
+    keras.backend.clear_session()
+    keras.utils.set_random_seed(index)
+    layer = build(code, keras)
+    env = {"layer": layer, "x": x, "np": np}
+    if opts.get("adapt"):
+        exec(opts["adapt"], env)  # noqa: S102
+    eval(call, env)  # noqa: S307  (builds)
+    if not opts.get("adapt"):
+        layer.set_weights(random_weights(layer, rng))
+    out = flat_arrays(eval(call, env))  # noqa: S307
+    masks = flat_arrays(eval(mask_code, env)) if mask_code else []  # noqa: S307
+    record = {"name": name, "code": code, "call": call, "mask": mask_code, "opts": opts,
+              "n_inputs": len(x), "count_params": int(layer.count_params()),
+              "weights": [[w.name, w.path, list(w.shape), bool(w.trainable)]
+                          for w in layer.weights],
+              "n_out": len(out), "mask_none": [m is None for m in masks],
+              "config": None if opts.get("no_config") else jsonable(layer.get_config()),
+              "vocabulary": jsonable([str(t) if isinstance(t, str) else t for t in
+                                      layer.get_vocabulary()])
+              if hasattr(layer, "get_vocabulary") else None}
+    arrays = {f"x{i}": a for i, a in enumerate(x)}
+    arrays.update({f"w{i}": w for i, w in enumerate(layer.get_weights())})
+    arrays.update({f"y{i}": plain(a) for i, a in enumerate(out)})
+    arrays.update({f"m{i}": np.asarray(m) for i, m in enumerate(masks) if m is not None})
+    np.savez(os.path.join(folder, f"case{index:03d}.npz"), **arrays)
+    return record
+
+
+def main(argv):
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--only", nargs="*", default=None, help="cases whose name has a substring")
+    ap.add_argument("--keep", default=None, help="write the cases here (kept)")
+    args = ap.parse_args(argv)
+    import keras
+    folder = args.keep or tempfile.mkdtemp(prefix="keras_layers_")
+    os.makedirs(folder, exist_ok=True)
+    records = []
+    for i, case in enumerate(CASES + MODELS):
+        if args.only and not any(s.lower() in case[0].lower() for s in args.only):
+            continue
+        try:
+            rec = run_case(i, case, keras, folder)
+        except Exception as e:  # noqa: BLE001  (the case is reported, not run)
+            rec = {"name": case[0], "tf_error": f"{type(e).__name__}: {str(e)[:300]}"}
+        rec["index"] = i
+        records.append(rec)
+    with open(os.path.join(folder, "cases.json"), "w") as f:
+        json.dump({"keras": keras.__version__, "cases": records}, f, indent=1)
+    side = os.path.join(HERE, "keras_layers_kiln.py")
+    rc = subprocess.call([KILN_PYTHON, side, folder])
+    if not args.keep:
+        for n in os.listdir(folder):
+            os.remove(os.path.join(folder, n))
+        os.rmdir(folder)
+    return rc
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
