@@ -17,8 +17,7 @@ import numpy as np
 
 from kiln import _kiln, errors
 from kiln.train import kiln_json
-from kiln.train.kiln_json import (BytesSource, Index, Node, Reader, TensorEntry,  # noqa: F401
-                                  atomic_write, encode, parse_index)
+from kiln.train.kiln_json import Index, Node, Reader, TensorEntry, atomic_write  # noqa: F401
 
 INDEX_SUFFIX = ".index"
 DATA_SUFFIX = ".data-00000-of-00001"

@@ -2,6 +2,7 @@
 configs, custom objects, and damaged files."""
 import json
 import os
+import shutil
 import zipfile
 
 import numpy as np
@@ -96,8 +97,7 @@ def test_sequential_round_trip_keeps_predictions_and_training(tmp_path):
     path = str(tmp_path / "seq.keras")
     model.save(path)
     with zipfile.ZipFile(path) as z:
-        assert sorted(z.namelist()) == ["config.json", "metadata.json", "model.weights.data",
-                                        "model.weights.index"]
+        assert sorted(z.namelist()) == ["config.json", "metadata.json", "model.weights.h5"]
         config = json.loads(z.read("config.json"))
     assert config["class_name"] == "Sequential"
     assert [e["class_name"] for e in config["config"]["layers"]] == ["InputLayer", "Dense",
@@ -182,16 +182,30 @@ def test_unregistered_custom_layer_needs_custom_objects(tmp_path):
         assert_same(model, keras.models.load_model(path))
 
 
-def test_subclassed_model_loads_unbuilt_and_fills_on_first_call(tmp_path):
+def test_subclassed_model_is_built_from_its_build_config(tmp_path):
     model = Net(5)
     model.compile(keras.optimizers.Adam(0.01), "mse")
     fit_losses(model, 1)
     path = str(tmp_path / "net.keras")
     model.save(path)
+    config = json.loads(zipfile.ZipFile(path).read("config.json"))
+    assert config["build_config"] == {"input_shape": [None, 4]}
     loaded = keras.models.load_model(path)
-    assert isinstance(loaded, Net) and loaded.units == 5 and not loaded.weights
-    assert_same(model, loaded)  # the first call builds it, and the weights are assigned
+    assert isinstance(loaded, Net) and loaded.units == 5 and len(loaded.weights) == 4
+    assert int(loaded.optimizer.iterations.numpy()) == 2
+    assert_same(model, loaded)
     np.testing.assert_allclose(fit_losses(loaded, 1), fit_losses(model, 1), rtol=1e-5)
+
+
+def test_unbuilt_subclassed_model_fills_on_first_call(tmp_path):
+    model = Net(5)
+    path = str(tmp_path / "w.weights.h5")
+    model(tf.constant(X))
+    model.save_weights(path)
+    lazy = Net(5)
+    lazy.load_weights(path)  # no weights yet: assigned when the layers are built
+    assert not lazy.weights
+    assert_same(model, lazy)
 
 
 @keras.saving.register_keras_serializable(package="Test")
@@ -307,7 +321,7 @@ def test_load_weights_mismatch(tmp_path):
         wider.load_weights(path)
     deeper = keras.Sequential([keras.Input((4,)), layers.Dense(8), layers.Dense(2),
                                layers.Dense(1)])
-    with pytest.raises(ValueError, match="were not loaded"):
+    with pytest.raises(ValueError, match="expected 2 variables, the file has 0"):
         deeper.load_weights(path)
     with pytest.warns(UserWarning, match="skip_mismatch"):
         deeper.load_weights(path, skip_mismatch=True)
@@ -369,10 +383,15 @@ def rewrite(path, replace=None, drop=None, extra=None):
             z.writestr(name, data)
 
 
+V1 = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "fixtures",
+                  "tf_written", "keras", "kiln_v1")
+
+
 @pytest.fixture
 def saved(tmp_path):
+    """A copy of a .keras file in kiln's earlier zip format (still read)."""
     path = str(tmp_path / "m.keras")
-    sequential().save(path)
+    shutil.copy(os.path.join(V1, "model.keras"), path)
     return path
 
 
@@ -395,35 +414,38 @@ def meta(**changes):
     (dict(replace={"config.json": json.dumps({"class_name": "Nope", "config": {}})}),
      TypeError, "Could not locate class 'Nope'"),
 ])
-def test_damaged_keras_files(saved, change, error, match):
+def test_damaged_kiln_v1_files(saved, change, error, match):
     rewrite(saved, **change)
     with pytest.raises(error, match=match):
         keras.models.load_model(saved)
 
 
-def test_not_a_zip_and_truncated_zip(saved, tmp_path):
+def test_not_a_zip_and_truncated_zip(tmp_path):
     junk = str(tmp_path / "junk.keras")
     with open(junk, "wb") as f:
         f.write(b"not a zip file at all")
-    with pytest.raises(DLE, match="not a kiln Keras file"):
+    with pytest.raises(DLE, match="not a Keras file"):
         keras.models.load_model(junk)
-    with open(saved, "rb") as f:
+    path = str(tmp_path / "m.keras")
+    sequential().save(path)
+    with open(path, "rb") as f:
         data = f.read()
-    with open(saved, "wb") as f:
+    with open(path, "wb") as f:
         f.write(data[: len(data) // 2])
     with pytest.raises(DLE):
-        keras.models.load_model(saved)
+        keras.models.load_model(path)
 
 
-def test_corrupted_weights_in_a_weights_file(tmp_path):
+def test_corrupted_weights_in_a_kiln_v1_weights_file(tmp_path):
     path = str(tmp_path / "w.weights.h5")
-    sequential().save_weights(path)
+    shutil.copy(os.path.join(V1, "model.weights.h5"), path)
     with zipfile.ZipFile(path) as z:
         data = bytearray(z.read("model.weights.data"))
     data[3] ^= 0xFF
     rewrite(path, replace={"model.weights.data": bytes(data)})
+    model = keras.Sequential([keras.Input((4,)), layers.Dense(8), layers.Dense(2)])
     with pytest.raises(DLE, match="checksum mismatch"):
-        sequential().load_weights(path)
+        model.load_weights(path)
 
 
 def test_save_is_atomic(tmp_path, monkeypatch):

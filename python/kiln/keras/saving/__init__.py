@@ -6,7 +6,8 @@
     @kiln.keras.saving.register_keras_serializable(package="MyLayers")
     class MyLayer(kiln.keras.layers.Layer): ...
 
-Files are kiln's own formats (docs/PYTHON.md, "Checkpoints and Keras saving").
+Files are Keras 3's formats (.keras zip, .weights.h5 HDF5); legacy .h5 files and kiln's
+earlier zip files are read too (docs/PYTHON.md, "Checkpoints and Keras saving").
 """
 from kiln.keras.saving import trackable  # noqa: F401  (Keras objects in checkpoints)
 from kiln.keras.saving.object_registration import (

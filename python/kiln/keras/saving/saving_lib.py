@@ -1,15 +1,16 @@
 """Keras files: ``model.save("x.keras")`` / ``load_model`` and
-``save_weights`` / ``load_weights``.
+``save_weights`` / ``load_weights``, in Keras 3's formats.
 
-A ``.keras`` file is a zip: ``metadata.json``, ``config.json`` (Keras 3's
-model config, with ``compile_config``) and the weights as a kiln checkpoint
-(``model.weights.index`` JSON + ``model.weights.data``; see kiln.train.bundle).
-A ``.weights.h5`` file is the same zip without the config (kiln's own format,
-not HDF5). Any other ``save_weights`` path is a checkpoint prefix
-(``path.index`` + ``path.data-00000-of-00001``), as tf.keras 2 wrote.
+A ``.keras`` file is a zip: ``metadata.json``, ``config.json`` (the model's
+Keras 3 config with ``build_config`` and ``compile_config``) and
+``model.weights.h5`` (keras_h5). A ``.weights.h5`` file is that HDF5 file
+alone. Reading also takes legacy HDF5 model and weights files (legacy_h5)
+and kiln's earlier zip files (kiln_format); the content decides, not the
+name: a zip starts with ``PK\x03\x04``, HDF5 with ``\x89HDF\r\n\x1a\n``.
+Any other ``save_weights`` path is a checkpoint prefix (``path.index`` +
+``path.data-00000-of-00001``), as tf.keras 2 wrote.
 """
 import datetime
-import io
 import json
 import os
 import types
@@ -19,6 +20,7 @@ import zipfile
 from kiln import _kiln, errors
 from kiln.keras import losses, metrics, optimizers
 from kiln.keras.engine.training import Model
+from kiln.keras.saving import keras_config, keras_h5, kiln_format, legacy_h5
 from kiln.keras.saving import object_registration as reg
 from kiln.keras.saving import serialization
 from kiln.train import bundle, management
@@ -26,68 +28,59 @@ from kiln.train import graph as graph_mod
 from kiln.train.checkpoint import check_eager
 from kiln.train.restore import CheckpointLoadStatus, Restoration
 
-FORMAT = "kiln.keras"
-VERSION = 1
-_CONFIG, _METADATA = "config.json", "metadata.json"
-_INDEX, _DATA = "model.weights.index", "model.weights.data"
+KERAS_VERSION = "3.15.1"   # the Keras release whose file layout kiln writes
+_CONFIG, _METADATA, _WEIGHTS = "config.json", "metadata.json", "model.weights.h5"
+_ZIP_MAGIC, _HDF5_MAGIC = b"PK\x03\x04", b"\x89HDF\r\n\x1a\n"
 _MAX_JSON_BYTES = 1 << 26
-
-
-class _WeightsRoot:
-    """The root of a model's weights: the model's children, and its optimizer."""
-
-    _kiln_trackable = True
-
-    def __init__(self, model):
-        self.model = model
-        self.optimizer = model.optimizer
-
-    def _kiln_children(self):
-        out = graph_mod.children(self.model)
-        if self.optimizer is not None:
-            out.append(("optimizer", self.optimizer))
-        return out
-
-    def _kiln_owners(self):
-        return [self.model]
+_MAX_WEIGHTS_BYTES = 1 << 36
+_ZIP_ERRORS = (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, ValueError, EOFError,
+               RuntimeError, NotImplementedError)
 
 
 def _kind(filepath):
     name = os.fspath(filepath)
     if name.endswith(".keras"):
         return "keras"
-    if name.endswith(".weights.h5") or name.endswith(".h5") or name.endswith(".hdf5"):
-        return "weights" if name.endswith(".weights.h5") else "h5"
+    if name.endswith(".weights.h5"):
+        return "weights"
+    if name.endswith(".h5") or name.endswith(".hdf5"):
+        return "h5"
     return "prefix"
+
+
+def _sniff(path):
+    """"zip", "hdf5" or None, from the file's first bytes."""
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"File not found: filepath={path}. Please ensure the file is "
+                                "an accessible `.keras` zip file.")
+    with open(path, "rb") as f:
+        head = f.read(8)
+    if head[:4] == _ZIP_MAGIC:
+        return "zip"
+    return "hdf5" if head == _HDF5_MAGIC else None
 
 
 # ---- writing ----
 
-def _weights_bytes(model):
-    saved = graph_mod.SavedGraph(_WeightsRoot(model))
-    data = io.BytesIO()
-    index = bundle.encode(saved.arrays(bundle.DTYPES), saved.to_json(), data)
-    return index, data.getvalue()
-
-
 def _metadata():
-    return {"format": FORMAT, "version": VERSION, "keras_version": "3",
-            "kiln_version": _kiln.__version__,
+    return {"keras_version": KERAS_VERSION, "kiln_version": _kiln.__version__,
             "date_saved": datetime.datetime.now().strftime("%Y-%m-%d@%H:%M:%S")}
 
 
-def _write_zip(path, members, overwrite):
+def _atomic_write(path, write, overwrite):
+    """Calls ``write(tmp_path)`` and renames the result onto ``path``."""
     path = os.fspath(path)
     if not overwrite and os.path.exists(path):
         raise FileExistsError(f"{path} exists and overwrite=False")
     if os.path.dirname(path):
         os.makedirs(os.path.dirname(path), exist_ok=True)
-
-    def write(f):
-        with zipfile.ZipFile(f, "w", zipfile.ZIP_STORED) as z:
-            for name, data in members:
-                z.writestr(name, data)
-    bundle.atomic_write(path, write)
+    tmp = f"{path}.tmp-{os.getpid()}"
+    try:
+        write(tmp)
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.remove(tmp)
 
 
 def save_model(model, filepath, overwrite=True, zipped=None, **kwargs):
@@ -98,26 +91,27 @@ def save_model(model, filepath, overwrite=True, zipped=None, **kwargs):
         raise NotImplementedError("kiln saves .keras files zipped only (zipped=False)")
     kind = _kind(filepath)
     if kind == "h5":
-        raise NotImplementedError("kiln does not write the legacy HDF5 (.h5) format; save to "
-                                  "a `.keras` file")
+        raise NotImplementedError("kiln does not write the legacy HDF5 (.h5) format (it reads "
+                                  "it); save to a `.keras` file")
     if kind != "keras":
         raise ValueError("Invalid filepath extension for saving. Please add either a "
                          "`.keras` extension for the native Keras format (recommended) or a "
                          f"`.h5` extension. Received: filepath={filepath}.")
     check_eager("Model.save")
-    entry = serialization.serialize_keras_object(model)
-    compile_config = model.get_compile_config() if model.compiled else None
-    if compile_config is not None:
-        entry["compile_config"] = compile_config
-    index, data = _weights_bytes(model)
-    _write_zip(filepath, [(_METADATA, json.dumps(_metadata())),
-                          (_CONFIG, json.dumps(entry)), (_INDEX, index), (_DATA, data)],
-               overwrite)
+    members = [(_METADATA, json.dumps(_metadata())),
+               (_CONFIG, json.dumps(keras_config.model_entry(model))),
+               (_WEIGHTS, keras_h5.to_bytes(model))]
+
+    def write(tmp):
+        with zipfile.ZipFile(tmp, "w", zipfile.ZIP_STORED) as z:
+            for name, data in members:
+                z.writestr(name, data)
+    _atomic_write(filepath, write, overwrite)
 
 
 def save_weights(model, filepath, overwrite=True):
     """Writes the weights (and the optimizer's state) to ``filepath``: a
-    ``.weights.h5`` file in kiln's format, or a checkpoint prefix."""
+    ``.weights.h5`` file in Keras 3's format, or a checkpoint prefix."""
     check_eager("Model.save_weights")
     kind = _kind(filepath)
     if kind in ("keras", "h5"):
@@ -127,164 +121,149 @@ def save_weights(model, filepath, overwrite=True):
         prefix = os.fspath(filepath)
         if not overwrite and management.checkpoint_exists(prefix):
             raise FileExistsError(f"{prefix} exists and overwrite=False")
-        saved = graph_mod.SavedGraph(_WeightsRoot(model))
+        saved = graph_mod.SavedGraph(kiln_format.WeightsRoot(model))
         bundle.write(prefix, saved.arrays(bundle.DTYPES), saved.to_json())
         management.update_checkpoint_state(os.path.dirname(prefix) or ".", prefix, [prefix])
         return
-    index, data = _weights_bytes(model)
-    _write_zip(filepath, [(_METADATA, json.dumps(_metadata())), (_INDEX, index),
-                          (_DATA, data)], overwrite)
+
+    def write(tmp):
+        with keras_h5.require().File(tmp, "w") as f:
+            keras_h5.write(model, f)
+    _atomic_write(filepath, write, overwrite)
 
 
-# ---- reading (every member checked before use) ----
+# ---- reading ----
 
-class _Archive:
-    """The members of a kiln Keras zip file, read with size limits."""
-
-    def __init__(self, path):
-        self.path = os.fspath(path)
-        if not os.path.isfile(self.path):
-            raise FileNotFoundError(f"File not found: filepath={self.path}. Please ensure the "
-                                    "file is an accessible `.keras` zip file.")
-        with open(self.path, "rb") as f:
-            if f.read(8) == b"\x89HDF\r\n\x1a\n":
-                raise errors.UnimplementedError(
-                    f"{self.path} is an HDF5 file (written by Keras); kiln reads the .keras "
-                    "and .weights.h5 files that kiln writes")
-        try:
-            self.zip = zipfile.ZipFile(self.path)
-        except (zipfile.BadZipFile, OSError, ValueError) as e:
-            raise errors.DataLossError(f"{self.path}: not a kiln Keras file ({e})") from None
-
-    def close(self):
-        self.zip.close()
-
-    def read(self, name, size=None, limit=_MAX_JSON_BYTES):
-        try:
-            info = self.zip.getinfo(name)
-        except KeyError:
-            raise errors.DataLossError(f"{self.path}: the member {name} is missing") from None
-        if (size is not None and info.file_size != size) or info.file_size > limit:
-            raise errors.DataLossError(f"{self.path}: the member {name} has {info.file_size} "
-                                       "bytes, not the expected size")
-        try:
-            return self.zip.read(name)
-        except (zipfile.BadZipFile, OSError, ValueError, EOFError, RuntimeError) as e:
-            raise errors.DataLossError(f"{self.path}: cannot read {name} ({e})") from None
-
-    def json(self, name):
-        try:
-            return json.loads(self.read(name).decode("utf-8"))
-        except (UnicodeDecodeError, ValueError, RecursionError):
-            raise errors.DataLossError(f"{self.path}: {name} is not valid JSON") from None
-
-    def check_metadata(self):
-        meta = self.json(_METADATA)
-        version = meta.get("version") if isinstance(meta, dict) else None
-        if not isinstance(meta, dict) or meta.get("format") != FORMAT or \
-                isinstance(version, bool) or not isinstance(version, int) or version < 1:
-            raise errors.DataLossError(f"{self.path}: not a kiln Keras file (bad metadata)")
-        if version > VERSION:
-            raise errors.UnimplementedError(
-                f"{self.path}: Keras file format version {version} is newer than this kiln "
-                f"reads (up to {VERSION}); upgrade kiln to read it")
-
-    def reader(self):
-        raw = self.read(_INDEX)
-        try:
-            want = json.loads(raw.decode("utf-8")).get("data_nbytes")
-        except (UnicodeDecodeError, ValueError, RecursionError, AttributeError):
-            want = None  # parse_index reports it
-        where = f"{self.path}:{_INDEX}"
-        if isinstance(want, bool) or not isinstance(want, int) or want < 0:
-            bundle.parse_index(raw, where, -1)  # raises the index's own error
-        data = self.read(_DATA, size=want, limit=want)
-        return bundle.Reader(bundle.BytesSource(raw, data, where))
+def _open_zip(path):
+    try:
+        return zipfile.ZipFile(path)
+    except _ZIP_ERRORS as e:
+        raise errors.DataLossError(f"{path}: not a Keras zip file ({e})") from None
 
 
-def _strict_check(restoration, model, skip_mismatch):
-    """Keras 3's load_weights errors: every model weight loaded, every saved
-    model weight used (unless layers are not built yet: they load when built)."""
-    restored = {id(restoration.live(i)) for i in restoration.matched}
-    missing = [w.path if hasattr(w, "path") else w.name for w in model.weights
-               if id(w) not in restored]
-    optimizer_nodes = _optimizer_nodes(restoration.nodes)
-    built = model.built and all(layer.built for layer in model._sublayers())
-    unused = [restoration.nodes[i].variable for i in restoration.unmatched_variables()
-              if i not in optimizer_nodes] if built else []
-    unused = [k for k in unused if k not in restoration.skipped]
-    if not missing and not unused:
-        return
-    message = (f"The weights file does not match the model: {len(missing)} model weights "
-               f"were not loaded {missing[:10]}, {len(unused)} saved weights were not used "
-               f"{unused[:10]}")
-    if not skip_mismatch:
-        raise ValueError(message)
-    warnings.warn(message + "; skipped (skip_mismatch=True)", stacklevel=3)
+def _member(zf, path, name, limit):
+    try:
+        info = zf.getinfo(name)
+    except KeyError:
+        raise errors.DataLossError(f"{path}: the member {name} is missing") from None
+    if info.file_size > limit:
+        raise errors.DataLossError(f"{path}: the member {name} has {info.file_size} bytes, "
+                                   f"more than kiln reads ({limit})")
+    try:
+        return zf.read(name)
+    except _ZIP_ERRORS as e:
+        raise errors.DataLossError(f"{path}: cannot read {name} ({e})") from None
 
 
-def _optimizer_nodes(nodes):
-    out = {j for name, j in nodes[0].children if name == "optimizer"}
-    stack = list(out)
-    while stack:
-        for _, j in nodes[stack.pop()].children:
-            if j not in out:
-                out.add(j)
-                stack.append(j)
-    for node in nodes:
-        out.update(j for _, _, j in node.slots)
-    return out
+def _json_member(zf, path, name):
+    try:
+        return json.loads(_member(zf, path, name, _MAX_JSON_BYTES).decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        raise errors.DataLossError(f"{path}: {name} is not valid JSON") from None
+
+
+def _legacy_h5(f, where):
+    try:
+        return "layer_names" in f.attrs or "model_config" in f.attrs or "model_weights" in f
+    except (OSError, RuntimeError, KeyError, ValueError) as e:
+        raise errors.DataLossError(f"{where}: cannot read the file's root ({e})") from None
 
 
 def load_weights(model, filepath, skip_mismatch=False):
-    """Loads weights saved by ``save_weights`` or ``save`` (a ``.keras``,
-    ``.weights.h5`` or checkpoint prefix). Layers not built yet get their
-    values when built; the optimizer's slots when first used."""
+    """Loads weights saved by ``save_weights`` or ``save`` (``.keras``,
+    ``.weights.h5``, legacy ``.h5`` or a checkpoint prefix). Layers not built
+    yet get their values when built."""
     check_eager("Model.load_weights")
-    kind = _kind(filepath)
-    if kind == "h5":
-        raise NotImplementedError("kiln does not read the legacy HDF5 (.h5) format")
-    if kind == "prefix":
-        reader = bundle.Reader(bundle.FileSource(os.fspath(filepath)))
-        root = _WeightsRoot(model)
+    path = os.fspath(filepath)
+    if _kind(path) == "prefix" and not os.path.isfile(path):
+        reader = bundle.Reader(bundle.FileSource(path))
+        root = kiln_format.WeightsRoot(model)
         return CheckpointLoadStatus(Restoration(reader, root, skip_mismatch), root)
-    archive = _Archive(filepath)
-    try:
-        archive.check_metadata()
-        reader = archive.reader()
-    finally:
-        archive.close()
-    restoration = Restoration(reader, _WeightsRoot(model), skip_mismatch)
-    _strict_check(restoration, model, skip_mismatch)
+    sniffed = _sniff(path)
+    if sniffed == "zip":
+        with _open_zip(path) as zf:
+            if kiln_format.is_kiln_zip(zf):
+                kiln_format.load_weights(model, kiln_format.Archive(path, zf), skip_mismatch)
+                return None
+            data = _member(zf, path, _WEIGHTS, _MAX_WEIGHTS_BYTES)
+        keras_h5.load_bytes(model, data, f"{path}:{_WEIGHTS}", skip_mismatch)
+    elif sniffed == "hdf5":
+        with keras_h5.open_file(path, path) as f:
+            if _legacy_h5(f, path):
+                legacy_h5.load_weights(model, f, path, skip_mismatch)
+            else:
+                keras_h5.load(model, f, path, skip_mismatch)
+    else:
+        raise errors.DataLossError(f"{path}: not a Keras file (neither a zip nor HDF5)")
     return None
 
 
-def load_model(filepath, custom_objects=None, compile=True, safe_mode=True):
-    """The model saved by ``model.save(filepath)``: rebuilt from its config,
-    compiled as it was (``compile=True``), with its weights and optimizer state."""
-    check_eager("load_model")
-    kind = _kind(filepath)
-    if kind == "h5":
-        raise NotImplementedError("kiln does not read the legacy HDF5 (.h5) format")
-    if kind != "keras":
-        raise ValueError(f"File format not supported: filepath={filepath}. kiln loads "
-                         "`.keras` files written by `model.save()`.")
-    archive = _Archive(filepath)
-    try:
-        archive.check_metadata()
-        entry = archive.json(_CONFIG)
-        reader = archive.reader()
-    finally:
-        archive.close()
+def _model_from_entry(entry, where, custom_objects, compile, safe_mode):
     if not isinstance(entry, dict):
-        raise errors.DataLossError(f"{filepath}: config.json does not describe a model")
+        raise errors.DataLossError(f"{where}: config.json does not describe a model")
     with serialization.SafeModeScope(safe_mode), reg.CustomObjectScope(custom_objects or {}):
+        entry = keras_config.from_keras(entry)
         model = serialization.deserialize_layer(entry)
+        _build(model, entry.get("build_config"))
         if compile and entry.get("compile_config"):
             _compile(model, entry["compile_config"])
-    restoration = Restoration(reader, _WeightsRoot(model))
-    _strict_check(restoration, model, False)
     return model
+
+
+def _build(model, build_config):
+    """Keras 3's build_from_config: builds a model saved built."""
+    shape = build_config.get("input_shape") if isinstance(build_config, dict) else None
+    if not model.built and shape is not None:
+        model.build(shape)
+
+
+def _load_zip(path, custom_objects, compile, safe_mode):
+    with _open_zip(path) as zf:
+        if kiln_format.is_kiln_zip(zf):
+            archive = kiln_format.Archive(path, zf)
+            model = _model_from_entry(kiln_format.read_config(archive), path, custom_objects,
+                                      compile, safe_mode)
+            kiln_format.load_weights(model, archive)
+            return model
+        entry = _json_member(zf, path, _CONFIG)
+        data = _member(zf, path, _WEIGHTS, _MAX_WEIGHTS_BYTES)
+    model = _model_from_entry(entry, path, custom_objects, compile, safe_mode)
+    keras_h5.load_bytes(model, data, f"{path}:{_WEIGHTS}")
+    return model
+
+
+def _load_legacy(path, custom_objects, compile, safe_mode):
+    with keras_h5.open_file(path, path) as f:
+        config = legacy_h5.json_attr(f, "model_config", path)
+        if config is None:
+            raise ValueError(f"{path}: No model config found in the file (a weights-only "
+                             "HDF5 file: build the model and call load_weights)")
+        entry = legacy_h5.modernize(config)
+        model = _model_from_entry(entry, path, custom_objects, False, safe_mode)
+        legacy_h5.load_weights(model, f, path)
+        training = legacy_h5.json_attr(f, "training_config", path) if compile else None
+        if training is not None:
+            _compile(model, legacy_h5.compile_config(training))
+            if model.compiled:
+                legacy_h5.load_optimizer(model, f, path)
+    return model
+
+
+def load_model(filepath, custom_objects=None, compile=True, safe_mode=True):
+    """The model saved by ``model.save(filepath)`` (a ``.keras`` zip, or a
+    legacy ``.h5`` file): rebuilt from its config, compiled as it was
+    (``compile=True``), with its weights and optimizer state."""
+    check_eager("load_model")
+    path = os.fspath(filepath)
+    if _kind(path) not in ("keras", "h5"):
+        raise ValueError(f"File format not supported: filepath={filepath}. kiln loads "
+                         "`.keras` files and legacy `.h5` files.")
+    sniffed = _sniff(path)
+    if sniffed == "zip":
+        return _load_zip(path, custom_objects, compile, safe_mode)
+    if sniffed == "hdf5":
+        return _load_legacy(path, custom_objects, compile, safe_mode)
+    raise errors.DataLossError(f"{path}: not a Keras file (neither a zip nor HDF5)")
 
 
 def _compile(model, config):

@@ -213,7 +213,8 @@ def serialize_keras_object(obj):
         class_name = "Functional" if functional and cls.__module__.startswith("kiln.") \
             else cls.__name__
         builtin = cls.__module__.startswith("kiln.keras")
-        return {"module": _module_of(cls), "class_name": class_name, "config": layer_config(obj),
+        module = "keras.src.models.functional" if class_name == "Functional" else _module_of(cls)
+        return {"module": module, "class_name": class_name, "config": layer_config(obj),
                 "registered_name": None if builtin else reg.get_registered_name(cls)}
     if hasattr(obj, "get_config"):
         cls = type(obj)
