@@ -88,6 +88,16 @@ def swish(x):
 silu = swish
 
 
+def hard_silu(x):
+    """x * relu6(x + 3) / 6, Keras 3's hard SiLU (also called hard_swish)."""
+    x = _t(x)
+    gate = raw.Mul(nn_ops.relu6(raw.AddV2(x, _c(3.0, x))), _c(1.0 / 6.0, x))
+    return raw.Mul(x, gate)
+
+
+hard_swish = hard_silu
+
+
 def tanh(x):
     """Hyperbolic tangent."""
     return nn_ops.tanh(x)
@@ -142,6 +152,7 @@ _ALL = {f.__name__: f for f in (relu, relu6, leaky_relu, elu, selu, sigmoid, har
                                 swish, tanh, softmax, log_softmax, gelu, softplus, softsign,
                                 mish, exponential, linear)}
 _ALL["silu"] = silu
+_ALL["hard_silu"] = _ALL["hard_swish"] = hard_silu
 
 
 def serialize(activation):

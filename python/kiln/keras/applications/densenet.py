@@ -55,7 +55,7 @@ def DenseNet(blocks, model_name, include_top=True, weights=None, input_tensor=No
     x = layers.Activation("relu", name="relu")(x)
     x = imagenet_utils.classifier_top(x, include_top, pooling, classes, classifier_activation,
                                       ("avg_pool", "max_pool"))
-    return Model(img_input, x, name=model_name)
+    return imagenet_utils.load_weights(Model(img_input, x, name=model_name), weights)
 
 
 def DenseNet121(include_top=True, weights=None, input_tensor=None, input_shape=None,

@@ -19,7 +19,7 @@ from kiln.keras.models import Model
 BlockArgs = collections.namedtuple(
     "BlockArgs", "kernel_size repeats in_filters out_filters expand_ratio strides se_ratio fused")
 
-# Stage configuration of EfficientNetV2-S (paper, table 4).
+# Stage configurations (paper, table 4 for S; Keras' for the others).
 S_BLOCKS = (
     BlockArgs(3, 2, 24, 24, 1, 1, 0.0, True),
     BlockArgs(3, 4, 24, 48, 4, 2, 0.0, True),
@@ -28,14 +28,41 @@ S_BLOCKS = (
     BlockArgs(3, 9, 128, 160, 6, 1, 0.25, False),
     BlockArgs(3, 15, 160, 256, 6, 2, 0.25, False),
 )
+M_BLOCKS = (
+    BlockArgs(3, 3, 24, 24, 1, 1, 0.0, True),
+    BlockArgs(3, 5, 24, 48, 4, 2, 0.0, True),
+    BlockArgs(3, 5, 48, 80, 4, 2, 0.0, True),
+    BlockArgs(3, 7, 80, 160, 4, 2, 0.25, False),
+    BlockArgs(3, 14, 160, 176, 6, 1, 0.25, False),
+    BlockArgs(3, 18, 176, 304, 6, 2, 0.25, False),
+    BlockArgs(3, 5, 304, 512, 6, 1, 0.25, False),
+)
+L_BLOCKS = (
+    BlockArgs(3, 4, 32, 32, 1, 1, 0.0, True),
+    BlockArgs(3, 7, 32, 64, 4, 2, 0.0, True),
+    BlockArgs(3, 7, 64, 96, 4, 2, 0.0, True),
+    BlockArgs(3, 10, 96, 192, 4, 2, 0.25, False),
+    BlockArgs(3, 19, 192, 224, 6, 1, 0.25, False),
+    BlockArgs(3, 25, 224, 384, 6, 2, 0.25, False),
+    BlockArgs(3, 7, 384, 640, 6, 1, 0.25, False),
+)
+# B0 (B1..B3 scale it in width and depth).
+B_BLOCKS = (
+    BlockArgs(3, 1, 32, 16, 1, 1, 0.0, True),
+    BlockArgs(3, 2, 16, 32, 4, 2, 0.0, True),
+    BlockArgs(3, 2, 32, 48, 4, 2, 0.0, True),
+    BlockArgs(3, 3, 48, 96, 4, 2, 0.25, False),
+    BlockArgs(3, 5, 96, 112, 6, 1, 0.25, False),
+    BlockArgs(3, 8, 112, 192, 6, 2, 0.25, False),
+)
 
 
-def _conv_init():
+def conv_init():
     # He-style fan-out initialization of the convolutions.
     return initializers.VarianceScaling(2.0, "fan_out", "truncated_normal")
 
 
-def _dense_init():
+def dense_init():
     return initializers.VarianceScaling(1.0 / 3.0, "fan_out", "uniform")
 
 
@@ -54,7 +81,7 @@ def round_repeats(repeats, depth_coefficient):
 
 def _conv_bn(x, filters, kernel_size, strides, name, activation, bn_momentum):
     x = layers.Conv2D(filters, kernel_size, strides=strides, padding="same", use_bias=False,
-                      kernel_initializer=_conv_init(), name=name + "_conv")(x)
+                      kernel_initializer=conv_init(), name=name + "_conv")(x)
     x = layers.BatchNormalization(momentum=bn_momentum, name=name + "_bn")(x)
     if activation is not None:
         x = layers.Activation(activation, name=name + "_activation")(x)
@@ -69,14 +96,14 @@ def _residual(x, inputs, args, drop_rate, name):
     return x
 
 
-def _squeeze_excite(x, filters, in_filters, se_ratio, activation, name):
+def squeeze_excite(x, filters, in_filters, se_ratio, activation, name):
     se_filters = max(1, int(in_filters * se_ratio))
     se = layers.GlobalAveragePooling2D(name=name + "se_squeeze")(x)
     se = layers.Reshape((1, 1, filters), name=name + "se_reshape")(se)
     se = layers.Conv2D(se_filters, 1, padding="same", activation=activation,
-                       kernel_initializer=_conv_init(), name=name + "se_reduce")(se)
+                       kernel_initializer=conv_init(), name=name + "se_reduce")(se)
     se = layers.Conv2D(filters, 1, padding="same", activation="sigmoid",
-                       kernel_initializer=_conv_init(), name=name + "se_expand")(se)
+                       kernel_initializer=conv_init(), name=name + "se_expand")(se)
     return layers.multiply([x, se], name=name + "se_excite")
 
 
@@ -87,12 +114,12 @@ def mbconv_block(inputs, args, activation, bn_momentum, drop_rate, name):
     if args.expand_ratio != 1:
         x = _conv_bn(x, filters, 1, 1, name + "expand", activation, bn_momentum)
     x = layers.DepthwiseConv2D(args.kernel_size, strides=args.strides, padding="same",
-                               use_bias=False, depthwise_initializer=_conv_init(),
+                               use_bias=False, depthwise_initializer=conv_init(),
                                name=name + "dwconv2")(x)
     x = layers.BatchNormalization(momentum=bn_momentum, name=name + "bn")(x)
     x = layers.Activation(activation, name=name + "activation")(x)
     if 0 < args.se_ratio <= 1:
-        x = _squeeze_excite(x, filters, args.in_filters, args.se_ratio, activation, name)
+        x = squeeze_excite(x, filters, args.in_filters, args.se_ratio, activation, name)
     x = _conv_bn(x, args.out_filters, 1, 1, name + "project", None, bn_momentum)
     return _residual(x, inputs, args, drop_rate, name)
 
@@ -105,12 +132,45 @@ def fused_mbconv_block(inputs, args, activation, bn_momentum, drop_rate, name):
         x = _conv_bn(x, filters, args.kernel_size, args.strides, name + "expand", activation,
                      bn_momentum)
     if 0 < args.se_ratio <= 1:
-        x = _squeeze_excite(x, filters, args.in_filters, args.se_ratio, activation, name)
+        x = squeeze_excite(x, filters, args.in_filters, args.se_ratio, activation, name)
     expanded = args.expand_ratio != 1
     x = _conv_bn(x, args.out_filters, 1 if expanded else args.kernel_size,
                  1 if expanded else args.strides, name + "project",
                  None if expanded else activation, bn_momentum)
     return _residual(x, inputs, args, drop_rate, name)
+
+
+def _preprocessing(x, model_name):
+    """[0, 255] pixels as the weights expect them: the B models (named "...-b*"),
+    ImageNet's mean and std; the others, [-1, 1)."""
+    if model_name.split("-")[-1].startswith("b") and x.shape[-1] == 3:
+        x = layers.Rescaling(scale=1.0 / 255)(x)
+        return layers.Normalization(mean=[0.485, 0.456, 0.406],
+                                    variance=[0.229**2, 0.224**2, 0.225**2], axis=3)(x)
+    return layers.Rescaling(scale=1.0 / 128.0, offset=-1)(x)
+
+
+def _stages(x, blocks_args, width, depth, activation, bn_momentum, drop_connect_rate,
+            min_depth, depth_divisor):
+    # Keras divides by the unscaled number of blocks (the rates reach past
+    # drop_connect_rate when depth > 1).
+    total = float(sum(a.repeats for a in blocks_args))
+    b = 0
+    for i, args in enumerate(blocks_args):
+        if args.repeats <= 0:
+            raise ValueError("The number of repeats in `EfficientNetV2` must be > 0. "
+                             f"Received: num_repeat={args.repeats}")
+        args = args._replace(
+            in_filters=round_filters(args.in_filters, width, min_depth, depth_divisor),
+            out_filters=round_filters(args.out_filters, width, min_depth, depth_divisor))
+        block = fused_mbconv_block if args.fused else mbconv_block
+        for j in range(round_repeats(args.repeats, depth)):
+            if j > 0:
+                args = args._replace(strides=1, in_filters=args.out_filters)
+            x = block(x, args, activation, bn_momentum, drop_connect_rate * b / total,
+                      name=f"block{i + 1}{chr(j + 97)}_")
+            b += 1
+    return x
 
 
 def EfficientNetV2(blocks_args, width_coefficient, depth_coefficient, default_size,
@@ -123,70 +183,83 @@ def EfficientNetV2(blocks_args, width_coefficient, depth_coefficient, default_si
     imagenet_utils.check_args(weights, classes, pooling, classifier_activation)
     img_input = imagenet_utils.image_input(input_tensor, input_shape, default_size, 32,
                                            include_top)
-
-    x = img_input
-    if include_preprocessing:
-        x = layers.Rescaling(scale=1.0 / 128.0, offset=-1)(x)  # [0, 255] -> [-1, 1)
-
+    x = _preprocessing(img_input, model_name) if include_preprocessing else img_input
     stem = round_filters(blocks_args[0].in_filters, width_coefficient, min_depth, depth_divisor)
     x = _conv_bn(x, stem, 3, 2, "stem", activation, bn_momentum)
-
-    total = float(sum(round_repeats(a.repeats, depth_coefficient) for a in blocks_args))
-    b = 0
-    for i, args in enumerate(blocks_args):
-        args = args._replace(
-            in_filters=round_filters(args.in_filters, width_coefficient, min_depth,
-                                     depth_divisor),
-            out_filters=round_filters(args.out_filters, width_coefficient, min_depth,
-                                      depth_divisor))
-        block = fused_mbconv_block if args.fused else mbconv_block
-        for j in range(round_repeats(args.repeats, depth_coefficient)):
-            if j > 0:
-                args = args._replace(strides=1, in_filters=args.out_filters)
-            x = block(x, args, activation, bn_momentum, drop_connect_rate * b / total,
-                      name=f"block{i + 1}{chr(j + 97)}_")
-            b += 1
-
+    x = _stages(x, blocks_args, width_coefficient, depth_coefficient, activation, bn_momentum,
+                drop_connect_rate, min_depth, depth_divisor)
     top = round_filters(1280, width_coefficient, min_depth, depth_divisor)
     x = _conv_bn(x, top, 1, 1, "top", activation, bn_momentum)
-
     if include_top:
         x = layers.GlobalAveragePooling2D(name="avg_pool")(x)
         if dropout_rate > 0:
             x = layers.Dropout(dropout_rate, name="top_dropout")(x)
         x = layers.Dense(classes, activation=classifier_activation,
-                         kernel_initializer=_dense_init(),
+                         kernel_initializer=dense_init(),
                          bias_initializer=initializers.Constant(0.0), name="predictions")(x)
-    elif pooling == "avg":
-        x = layers.GlobalAveragePooling2D(name="avg_pool")(x)
-    elif pooling == "max":
-        x = layers.GlobalMaxPooling2D(name="max_pool")(x)
-    return Model(img_input, x, name=model_name)
+    else:
+        x = imagenet_utils.classifier_top(x, False, pooling, classes, classifier_activation,
+                                          ("avg_pool", "max_pool"))
+    return imagenet_utils.load_weights(Model(img_input, x, name=model_name), weights)
 
 
-def EfficientNetV2S(include_top=True, weights=None, input_tensor=None, input_shape=None,
-                    pooling=None, classes=1000, classifier_activation="softmax",
-                    include_preprocessing=True):
-    """EfficientNetV2-S (tf.keras.applications.EfficientNetV2S), randomly initialized.
+# key: (stages, width, depth, default size); parameters with the top.
+_MODELS = {
+    "b0": (B_BLOCKS, 1.0, 1.0, 224),  # 7,200,312
+    "b1": (B_BLOCKS, 1.0, 1.1, 240),  # 8,212,124
+    "b2": (B_BLOCKS, 1.1, 1.2, 260),  # 10,178,374
+    "b3": (B_BLOCKS, 1.2, 1.4, 300),  # 14,467,622
+    "s": (S_BLOCKS, 1.0, 1.0, 384),  # 21,612,360
+    "m": (M_BLOCKS, 1.0, 1.0, 480),  # 54,431,388
+    "l": (L_BLOCKS, 1.0, 1.0, 480),  # 119,027,848
+}
+
+_DOC = """EfficientNetV2-{u} (tf.keras.applications.EfficientNetV2{u}), randomly
+    initialized or from a local weights file.
 
     Args:
       include_top: end with global pooling, dropout 0.2 and a Dense(classes) layer.
-      weights: must be None (no pretrained weights can be downloaded).
+      weights: None, or the path of a local weights file ("imagenet" cannot
+        be downloaded).
       input_tensor: an optional Keras tensor to use as the input.
-      input_shape: (height, width, channels); default (384, 384, 3) with the
+      input_shape: (height, width, channels); default ({s}, {s}, 3) with the
         top, (None, None, 3) without. Height and width must be >= 32.
       pooling: without the top, None (4-D output), 'avg' or 'max'.
       classes: number of classes of the top layer.
       classifier_activation: activation of the top layer (default 'softmax').
-      include_preprocessing: start with Rescaling(1/128, offset=-1), so
-        inputs are pixel values in [0, 255].
+      include_preprocessing: inputs are pixel values in [0, 255], rescaled
+        by the model: {pre}.
+      name: the model's name.
     """
-    return EfficientNetV2(S_BLOCKS, width_coefficient=1.0, depth_coefficient=1.0,
-                          default_size=384, model_name="efficientnetv2-s",
-                          include_top=include_top, weights=weights, input_tensor=input_tensor,
-                          input_shape=input_shape, pooling=pooling, classes=classes,
-                          classifier_activation=classifier_activation,
-                          include_preprocessing=include_preprocessing)
+
+
+def _variant(key):
+    blocks, width, depth, size = _MODELS[key]
+    pre = ("Rescaling(1/255) and Normalization by ImageNet's mean and variance"
+           if key.startswith("b") else "Rescaling(1/128, offset=-1)")
+
+    def build(include_top=True, weights=None, input_tensor=None, input_shape=None,
+              pooling=None, classes=1000, classifier_activation="softmax",
+              include_preprocessing=True, name=f"efficientnetv2-{key}"):
+        return EfficientNetV2(blocks, width_coefficient=width, depth_coefficient=depth,
+                              default_size=size, model_name=name, include_top=include_top,
+                              weights=weights, input_tensor=input_tensor,
+                              input_shape=input_shape, pooling=pooling, classes=classes,
+                              classifier_activation=classifier_activation,
+                              include_preprocessing=include_preprocessing)
+
+    build.__name__ = build.__qualname__ = f"EfficientNetV2{key.upper()}"
+    build.__doc__ = _DOC.format(u=key.upper(), s=size, pre=pre)
+    return build
+
+
+EfficientNetV2B0 = _variant("b0")
+EfficientNetV2B1 = _variant("b1")
+EfficientNetV2B2 = _variant("b2")
+EfficientNetV2B3 = _variant("b3")
+EfficientNetV2S = _variant("s")
+EfficientNetV2M = _variant("m")
+EfficientNetV2L = _variant("l")
 
 
 def preprocess_input(x, data_format=None):
@@ -195,3 +268,7 @@ def preprocess_input(x, data_format=None):
 
 
 decode_predictions = imagenet_utils.decode_predictions
+
+__all__ = ["EfficientNetV2B0", "EfficientNetV2B1", "EfficientNetV2B2", "EfficientNetV2B3",
+           "EfficientNetV2S", "EfficientNetV2M", "EfficientNetV2L", "preprocess_input",
+           "decode_predictions"]

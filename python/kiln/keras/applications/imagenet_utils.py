@@ -1,5 +1,7 @@
 """What the applications share: their argument checks, their input, the ImageNet
 preprocessing modes (caffe, tf, torch) and decode_predictions."""
+import os
+
 import numpy as np
 
 from kiln import dtypes
@@ -36,10 +38,18 @@ def input_shape(shape, default_size, min_size, require_flatten):
 
 
 def check_args(weights, classes, pooling, classifier_activation):
-    """The arguments every application takes, checked (Keras' meanings)."""
-    if weights is not None:
-        raise ValueError(f"weights={weights!r}: kiln cannot download or load pretrained weights "
-                         "yet; use weights=None (random initialization) and set_weights")
+    """The arguments every application takes, checked (Keras' meanings).
+    ``weights``: None or the path of a local weights file ("imagenet" would
+    need a download)."""
+    if isinstance(weights, str) and weights == "imagenet":
+        raise ValueError("weights='imagenet': kiln cannot download pretrained weights; use "
+                         "weights=None (random initialization) or the path of a local "
+                         "weights file (e.g. saved from Keras with save_weights)")
+    if weights is not None and not (isinstance(weights, (str, os.PathLike)) and
+                                    os.path.exists(weights)):
+        raise ValueError("The `weights` argument should be either `None` (random "
+                         "initialization), `imagenet` (pre-training on ImageNet), or the path "
+                         f"to the weights file to be loaded. Received weights={weights!r}")
     if isinstance(classes, bool) or not isinstance(classes, int) or classes <= 0:
         raise ValueError(f"classes must be a positive int, got {classes!r}")
     if pooling not in (None, "avg", "max"):
@@ -72,6 +82,23 @@ def classifier_top(x, include_top, pooling, classes, classifier_activation, name
     if pooling == "max":
         return layers.GlobalMaxPooling2D(name=mx)(x)
     return x
+
+
+def load_weights(model, weights):
+    """The model, with the weights of the local file ``weights`` loaded
+    (when not None)."""
+    if weights is not None:
+        model.load_weights(os.fspath(weights))
+    return model
+
+
+def correct_pad(x, kernel_size=3):
+    """The ((top, bottom), (left, right)) zero padding before a stride-2
+    'valid' convolution that TensorFlow's 'same' would give."""
+    k = (kernel_size, kernel_size) if isinstance(kernel_size, int) else tuple(kernel_size)
+    size = x.shape[1:3]
+    adjust = (1, 1) if size[0] is None else (1 - size[0] % 2, 1 - size[1] % 2)
+    return ((k[0] // 2 - adjust[0], k[0] // 2), (k[1] // 2 - adjust[1], k[1] // 2))
 
 
 _CAFFE_MEAN = np.array([103.939, 116.779, 123.68], np.float32)

@@ -13,15 +13,6 @@ def _make_divisible(v, divisor, min_value=None):
     return new_v + divisor if new_v < 0.9 * v else new_v
 
 
-def _correct_pad(x, kernel_size=3):
-    """The padding before a stride-2 'valid' convolution that TensorFlow's
-    'same' would give ((top, bottom), (left, right))."""
-    size = x.shape[1:3]
-    adjust = (1, 1) if size[0] is None else (1 - size[0] % 2, 1 - size[1] % 2)
-    c = kernel_size // 2
-    return ((c - adjust[0], c), (c - adjust[1], c))
-
-
 def _bn(x, name):
     return layers.BatchNormalization(axis=-1, epsilon=1e-3, momentum=0.999, name=name)(x)
 
@@ -38,7 +29,7 @@ def _inverted_res_block(inputs, expansion, stride, alpha, filters, block_id):
     else:
         prefix = "expanded_conv_"
     if stride == 2:
-        x = layers.ZeroPadding2D(padding=_correct_pad(x), name=prefix + "pad")(x)
+        x = layers.ZeroPadding2D(padding=imagenet_utils.correct_pad(x, 3), name=prefix + "pad")(x)
     x = layers.DepthwiseConv2D(3, strides=stride, use_bias=False,
                                padding="same" if stride == 1 else "valid",
                                name=prefix + "depthwise")(x)
@@ -76,7 +67,8 @@ def MobileNetV2(input_shape=None, alpha=1.0, include_top=True, weights=None, inp
     x = layers.Conv2D(last, 1, use_bias=False, name="Conv_1")(x)
     x = layers.ReLU(6.0, name="out_relu")(_bn(x, "Conv_1_bn"))
     x = imagenet_utils.classifier_top(x, include_top, pooling, classes, classifier_activation)
-    return Model(img_input, x, name=f"mobilenetv2_{alpha:0.2f}_{rows}")
+    model = Model(img_input, x, name=f"mobilenetv2_{alpha:0.2f}_{rows}")
+    return imagenet_utils.load_weights(model, weights)
 
 
 def preprocess_input(x, data_format=None):

@@ -79,7 +79,7 @@ def ResNet(stack_fn, preact, use_bias, model_name="resnet", include_top=True, we
         x = layers.Activation("relu", name="post_relu")(_bn(x, "post_bn"))
     x = imagenet_utils.classifier_top(x, include_top, pooling, classes, classifier_activation,
                                       ("avg_pool", "max_pool"))
-    return Model(img_input, x, name=model_name)
+    return imagenet_utils.load_weights(Model(img_input, x, name=model_name), weights)
 
 
 _DEPTHS = {50: (3, 4, 6, 3), 101: (3, 4, 23, 3), 152: (3, 8, 36, 3)}

@@ -27,7 +27,7 @@ def VGG(convs_per_block, model_name, include_top=True, weights=None, input_tenso
         x = layers.Dense(classes, activation=classifier_activation, name="predictions")(x)
     else:
         x = imagenet_utils.classifier_top(x, False, pooling, classes, classifier_activation)
-    return Model(img_input, x, name=model_name)
+    return imagenet_utils.load_weights(Model(img_input, x, name=model_name), weights)
 
 
 def VGG16(include_top=True, weights=None, input_tensor=None, input_shape=None, pooling=None,
