@@ -315,15 +315,16 @@ RowBlocks row_blocks(const Geom& g) {
 // the blocks disagree on the weights layout.
 bool conv_blocks(const Geom& g, const RowBlocks& rb, const float* in, const float* filter,
                  size_t filter_bytes, float* out, const EpilogueCall* ep) {
-  // The distinct block shapes: first, middle, last (created single-threaded).
+  // Each block's primitive (created single-threaded; blocks of one shape share
+  // the cached one). Blocks differ where padding reaches into them: the first
+  // and last, and more of them when a block is shorter than the padding.
   LibrariesSingleThreaded single;
-  std::array<std::shared_ptr<ConvPrim>, 3> prims;
-  auto kind = [&](int64_t k) { return k == 0 ? 0 : k == rb.per_image - 1 ? 2 : 1; };
-  for (int64_t k : {int64_t{0}, std::min<int64_t>(1, rb.per_image - 1), rb.per_image - 1}) {
+  std::vector<std::shared_ptr<ConvPrim>> prims(static_cast<size_t>(rb.per_image));
+  for (int64_t k = 0; k < rb.per_image; ++k) {
     int64_t in_row;
     const Geom bg = conv_row_block(g, k * rb.rows, std::min(g.oh, (k + 1) * rb.rows), in_row);
     if (bg.h <= 0) return false;
-    auto& p = prims[kind(k)];
+    auto& p = prims[static_cast<size_t>(k)];
     p = cached_prim(bg, ep);
     if (!p || p->wei_md != prims[0]->wei_md) return false;
   }
@@ -336,7 +337,7 @@ bool conv_blocks(const Geom& g, const RowBlocks& rb, const float* in, const floa
       const int64_t img = t / rb.per_image, k = t % rb.per_image, r0 = k * rb.rows;
       int64_t in_row;
       conv_row_block(g, r0, std::min(g.oh, r0 + rb.rows), in_row);
-      run_prim(*prims[kind(k)], in + (img * g.h + in_row) * g.w * g.c, wei,
+      run_prim(*prims[static_cast<size_t>(k)], in + (img * g.h + in_row) * g.w * g.c, wei,
                out + (img * g.oh + r0) * g.ow * g.oc, ep);
     }
   });
