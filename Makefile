@@ -68,6 +68,8 @@ test-peers: build
 	.venv-peers/bin/python tests/peers/check_checkpoints.py $(BUILD)/ckpt-peers
 	.venv-peers/bin/python tests/peers/check_keras_files.py
 	.venv-peers/bin/python tests/peers/check_keras_layers.py
+	.venv-peers/bin/python tests/peers/check_keras_checkpoints.py
+	.venv-peers/bin/python tests/peers/check_applications.py
 
 # The same on a busy machine: after the idle run above, every workload again with one
 # process spinning per core, kiln and the peers alike; then each one's slowdown.

@@ -1,11 +1,12 @@
 """The object graph of a checkpoint: objects linked by named edges.
 
 An edge is an attribute name (``self.l1 = Dense(5)`` gives ``l1``), a
-Checkpoint keyword, a list index or dict key, a Keras weight's name
-(``kernel``), ``layer-N`` / ``layer_with_weights-N`` for the layers of a
-Sequential or functional model, or ``iteration`` / ``learning_rate`` of an
-optimizer. Variables are the leaves; an optimizer's slot variables hang from
-the variable they belong to, as in TensorFlow.
+Checkpoint keyword, a list index or dict key, or what a registered type names
+(Keras objects: the attributes Keras 3 keeps them in, see
+kiln.keras.saving.trackable). Variables are the leaves. A registered type may
+also name legacy edges, which a restore matches when a checkpoint uses them.
+An optimizer's slot variables that are not children already hang from the
+variable they belong to, as in TensorFlow.
 """
 import warnings
 
@@ -17,23 +18,37 @@ VALUE_SUFFIX = ".ATTRIBUTES/VARIABLE_VALUE"
 _SKIPPED = ("_name", "_scope_name")
 
 
-# (class, children function, is an optimizer) for classes that kiln.keras
-# teaches this module (kiln.keras.saving.trackable registers Keras layers,
-# metrics and optimizers: they sit above kiln.train).
+# (class, children function, is an optimizer, legacy children function) for
+# classes that kiln.keras teaches this module (kiln.keras.saving.trackable
+# registers Keras layers, metrics and optimizers: they sit above kiln.train).
 _TYPES = []
 
 
-def register(cls, children_fn, optimizer=False):
+def register(cls, children_fn, optimizer=False, legacy=None):
     """Makes instances of ``cls`` trackable, with edges ``children_fn(obj)``;
-    an optimizer's slot variables (``_kiln_slot``) hang from their variables."""
-    _TYPES.insert(0, (cls, children_fn, optimizer))
+    an optimizer's slot variables (``_kiln_slot``) hang from their variables
+    unless they are children. ``legacy(obj)``: edges of older checkpoints."""
+    _TYPES.insert(0, (cls, children_fn, optimizer, legacy))
 
 
 def _registered(obj):
-    for cls, fn, optimizer in _TYPES:
+    for cls, fn, optimizer, legacy in _TYPES:
         if isinstance(obj, cls):
-            return fn, optimizer
+            return fn, optimizer, legacy
     return None
+
+
+def legacy_children(obj):
+    """The (edge name, child) pairs older checkpoints used for ``obj`` (a
+    registered type's legacy edges, those of the objects a checkpoint's root
+    stands for, none for other objects)."""
+    entry = _registered(obj)
+    if entry is not None:
+        return entry[2](obj) if entry[2] is not None else []
+    owners = getattr(obj, "_kiln_owners", None)
+    if owners is None:
+        return []
+    return [e for o in owners() if o is not obj for e in legacy_children(o)]
 
 
 def is_optimizer(obj):
@@ -156,12 +171,13 @@ class SavedGraph:
 
     def _add_slots(self):
         by_var = {o._id: i for i, o in enumerate(self.objects) if isinstance(o, _kiln.Variable)}
+        saved = {id(o) for o in self.objects}
         for oi, opt in enumerate(list(self.objects)):
             if not is_optimizer(opt):
                 continue
             for v in opt.variables:
                 slot = getattr(v, "_kiln_slot", None)
-                if slot is None or slot[0] not in by_var:
+                if slot is None or slot[0] not in by_var or id(v) in saved:
                     continue  # a slot is saved only with its variable (TensorFlow's rule)
                 vi = by_var[slot[0]]
                 self.objects.append(v)
@@ -201,12 +217,20 @@ class SavedGraph:
             node = {"children": [{"name": n, "node": j} for n, j in self.edges[i]]}
             if isinstance(obj, _kiln.Variable):
                 node["variable"] = self.key(i)
-                node["full_name"] = obj.name[:-2] if obj.name.endswith(":0") else obj.name
+                node["full_name"] = _full_name(obj)
             if self.slots[i]:
                 node["slots"] = [{"optimizer": o, "slot_name": s, "node": j}
                                  for o, s, j in self.slots[i]]
             nodes.append(node)
         return {"nodes": nodes}
+
+
+def _full_name(var):
+    """A Keras variable's path (``dense/kernel``, as Keras 3 writes), else its name."""
+    path = getattr(var, "path", None)
+    if isinstance(path, str) and path:
+        return path
+    return var.name[:-2] if var.name.endswith(":0") else var.name
 
 
 def _join(path, name):

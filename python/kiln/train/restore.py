@@ -6,6 +6,11 @@ objects, matching nodes by edge name. A node whose object does not exist yet
 by the first ``apply_gradients``) waits: kiln._restore_hooks calls back when
 the object appears, and its value is assigned then, as TensorFlow does.
 Matched objects are held weakly, so waiting keeps nothing alive.
+
+An edge the live object lacks is looked up among its legacy edges (older
+kiln checkpoints). Slots are bound to their variables: TF's slot variables,
+and a Keras 3 optimizer's slot lists (``_momentums/N`` belongs to
+``_trainable_variables/N``), so slots made after the restore are assigned too.
 """
 import warnings
 import weakref
@@ -37,10 +42,14 @@ class Restoration:
         self.waiting = {}       # id(owner) -> (weak ref, {edge name: node id})
         self.slot_waiting = {}  # id(optimizer) -> (weak ref, {(variable id, slot): node id})
         self.skipped = []       # keys not restored because of a shape or dtype mismatch
+        self.valued = _valued(self.nodes)
+        self.var_slots = {}     # variable node id -> [(optimizer node, slot name, slot node)]
         self.opt_slots = {}     # optimizer node id -> [(variable node, slot name, slot node)]
-        for vi, node in enumerate(self.nodes):
-            for oi, slot_name, si in node.slots:
-                self.opt_slots.setdefault(oi, []).append((vi, slot_name, si))
+        slots = [(oi, vi, name, si) for vi, node in enumerate(self.nodes)
+                 for oi, name, si in node.slots] + keras_slots(self.nodes)
+        for oi, vi, name, si in slots:
+            self.var_slots.setdefault(vi, []).append((oi, name, si))
+            self.opt_slots.setdefault(oi, []).append((vi, name, si))
         with init_scope():
             self.match(0, root)
 
@@ -64,19 +73,24 @@ class Restoration:
         if isinstance(obj, _kiln.Variable) or not graph_mod.is_trackable(obj):
             return False
         self.matched[node_id] = _ref(obj)
-        live = dict(graph_mod.children(obj))
-        later = {}
+        if graph_mod.is_optimizer(obj):  # slots by their variables before list positions
+            self._optimizer_slots(node_id, obj)
+        self._match_children(node, obj)
+        return True
+
+    def _match_children(self, node, obj):
+        live, legacy, later = dict(graph_mod.children(obj)), None, {}
         for name, child_id in node.children:
             child = live.get(name)
-            if child is None:
-                later[name] = child_id
-            else:
+            if child is None:  # an older checkpoint's edge name
+                legacy = dict(graph_mod.legacy_children(obj)) if legacy is None else legacy
+                child = legacy.get(name)
+            if child is not None:
                 self.match(child_id, child)
+            elif child_id in self.valued:
+                later[name] = child_id
         if later:
             self._wait(obj, later)
-        if graph_mod.is_optimizer(obj):
-            self._optimizer_slots(node_id, obj)
-        return True
 
     def _assign(self, key, var):
         entry = self.reader.index.tensors[key]
@@ -109,7 +123,7 @@ class Restoration:
     # ---- optimizer slots ----
 
     def _variable_slots(self, var_node, var):
-        for oi, slot_name, si in self.nodes[var_node].slots:
+        for oi, slot_name, si in self.var_slots.get(var_node, ()):
             opt = self.live(oi)
             if graph_mod.is_optimizer(opt):
                 self._slot(opt, var, slot_name, si)
@@ -133,6 +147,8 @@ class Restoration:
 
     def _on_new_child(self, owner, name, value):
         names = _waits(self.slot_waiting if isinstance(name, tuple) else self.waiting, owner)
+        if name not in names and not isinstance(name, tuple):
+            name = _edge_to(owner, value, names)
         node_id = names.get(name)
         if node_id is None:
             return
@@ -152,6 +168,66 @@ class Restoration:
 
     def waiting_slots(self):
         return sum(len(names) for ref, names in self.slot_waiting.values() if ref() is not None)
+
+
+def _edge_to(owner, value, names):
+    """The waited-for edge of ``owner`` that leads to ``value`` (a Keras weight
+    is notified by its own name, its edge may differ: ``_kernel``)."""
+    if not graph_mod.is_trackable(value):
+        return None
+    for name, child in graph_mod.children(owner) + graph_mod.legacy_children(owner):
+        if child is value and name in names:
+            return name
+    return None
+
+
+def _valued(nodes):
+    """Ids of the nodes with a saved value at or below them."""
+    parents = [[] for _ in nodes]
+    for i, node in enumerate(nodes):
+        for _, j in node.children:
+            parents[j].append(i)
+    out = {i for i, n in enumerate(nodes) if n.variable is not None or n.slots}
+    stack = list(out)
+    while stack:
+        for p in parents[stack.pop()]:
+            if p not in out:
+                out.add(p)
+                stack.append(p)
+    return out
+
+
+# Edges of a Keras 3 optimizer that are not slot lists.
+_OPTIMIZER_EDGES = ("_variables", "_trainable_variables", "_trainable_variables_indices",
+                    "_iterations", "_learning_rate")
+
+
+def keras_slots(nodes):
+    """(optimizer node, variable node, slot name, slot node) of the Keras 3
+    optimizers in ``nodes``: an optimizer with ``_iterations`` and
+    ``_trainable_variables`` keeps each slot kind in a list parallel to
+    ``_trainable_variables`` (``_momentums`` holds slot ``momentum``)."""
+    out = []
+    for oi, node in enumerate(nodes):
+        edges = dict(node.children)
+        if "_iterations" not in edges or "_trainable_variables" not in edges:
+            continue
+        owners = dict(nodes[edges["_trainable_variables"]].children)
+        for name, li in node.children:
+            if name in _OPTIMIZER_EDGES or nodes[li].variable is not None:
+                continue
+            for index, si in nodes[li].children:
+                vi = owners.get(index)
+                if vi is not None and nodes[vi].variable is not None and \
+                        nodes[si].variable is not None:
+                    out.append((oi, vi, _singular(name.lstrip("_")), si))
+    return out
+
+
+def _singular(name):
+    if name.endswith("ies"):
+        return name[:-3] + "y"
+    return name[:-1] if name.endswith("s") else name
 
 
 def _waits(table, owner):

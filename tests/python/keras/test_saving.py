@@ -345,7 +345,7 @@ def test_save_weights_checkpoint_prefix(tmp_path):
     prefix = str(tmp_path / "easy_checkpoint")
     model.save_weights(prefix)
     assert tf.train.latest_checkpoint(str(tmp_path)) == prefix
-    assert "hidden/kernel/.ATTRIBUTES/VARIABLE_VALUE" in dict(tf.train.list_variables(prefix))
+    assert "hidden/_kernel/.ATTRIBUTES/VARIABLE_VALUE" in dict(tf.train.list_variables(prefix))
     fresh = Net()
     status = fresh.load_weights(prefix)
     assert_same(model, fresh)
