@@ -177,6 +177,16 @@ class ExportContext;
 /// takes the same inputs and attributes-free form name it instead
 /// (OpDef::onnx_type); rows with neither cannot be exported.
 using OnnxExportFn = void (*)(onnx::ExportContext&);
+namespace tf_import {
+class Context;
+}
+/// A TensorFlow import rule: builds the row's outputs from a node of a graph
+/// TensorFlow wrote (a SavedModel's FunctionDef; src/ops/tf_import.h, the
+/// importer is src/saved_model/tf_import.cpp). Rows whose TensorFlow op takes
+/// the same inputs in the same order, and whose attributes are a subset of
+/// TensorFlow's (its type attributes aside), import directly instead
+/// (OpDef::tf_direct).
+using TfImportFn = void (*)(tf_import::Context&);
 
 /// What one value of a row's scalar function costs in compiled code for
 /// operands of dtype `dt` (src/kernels/cpu/functors.h, fn::cost_of): about how
@@ -238,6 +248,10 @@ struct OpDef {
   /// ONNX export: a rule, or the ONNX op type this row is one-to-one.
   OnnxExportFn onnx = nullptr;
   const char* onnx_type = nullptr;
+  /// TensorFlow import: a rule, or a row TensorFlow's op of the same type
+  /// name maps onto input for input and attribute for attribute.
+  TfImportFn tf_import = nullptr;
+  bool tf_direct = false;
   /// Set for elementwise ops that the fusion pass may fuse (float32).
   BlockFnF32 block_f32 = nullptr;
   CostFn cost = nullptr;
@@ -335,6 +349,16 @@ class OpDefBuilder {
   }
   OpDefBuilder& onnx(OnnxExportFn f) {
     d_.onnx = f;
+    return *this;
+  }
+  /// TensorFlow's op of this type name imports as this row, directly.
+  OpDefBuilder& tf() {
+    d_.tf_direct = true;
+    return *this;
+  }
+  /// TensorFlow's op of this type name imports through `f`.
+  OpDefBuilder& tf(TfImportFn f) {
+    d_.tf_import = f;
     return *this;
   }
   /// The ONNX op computing this row from the same inputs, no attributes.

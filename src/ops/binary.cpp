@@ -144,6 +144,7 @@ void define_binary(OpTableBuilder& t, OpId id, InferFn infer, uint32_t traits, D
                    E onnx) {
   OpDefBuilder row = t.def(id);
   row.onnx(onnx);
+  if (id != OpId::LogicalXor) row.tf();  // TensorFlow has the others, with these inputs
   row.inputs({"x", "y"}).outputs({"z"}).traits(kElementwise | traits).infer(infer);
   row.jit_lower(jit::lower_functor);
   if (dtypes & dtype_bit(DType::kFloat32)) row.traits(kHalfInFloat);

@@ -42,17 +42,20 @@ void infer_conj(InferContext& c) {
 
 void define_complex_ops(OpTableBuilder& t) {
   t.def(OpId::Complex)
+      .tf()
       .inputs({"real", "imag"})
       .outputs({"out"})
       .traits(kElementwise | kNoGradient)
       .infer(infer_complex);
   for (OpId id : {OpId::Real, OpId::Imag, OpId::ComplexAbs})
     t.def(id)
+        .tf()
         .inputs({"input"})
         .outputs({"output"})
         .traits(kElementwise | kNoGradient)
         .infer(infer_part);
   t.def(OpId::Conj)
+      .tf()
       .inputs({"input"})
       .outputs({"output"})
       .traits(kElementwise | kNoGradient)

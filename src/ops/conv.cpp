@@ -214,6 +214,7 @@ void onnx_pool(onnx::ExportContext& c) {
 void define_conv_ops(OpTableBuilder& t) {
   const std::vector<int64_t> ones = {1, 1, 1, 1};
   t.def(OpId::Conv2D)
+      .tf()
       .inputs({"input", "filter"})
       .outputs({"output"})
       .attr("strides", AttrType::kInts)
@@ -225,6 +226,7 @@ void define_conv_ops(OpTableBuilder& t) {
       .grad(conv2d_grad_rule)
       .onnx(onnx_conv);
   t.def(OpId::DepthwiseConv2D)
+      .tf()
       .inputs({"input", "filter"})
       .outputs({"output"})
       .attr("strides", AttrType::kInts)
@@ -249,6 +251,7 @@ void define_conv_ops(OpTableBuilder& t) {
         .cost(conv_cost)
         .infer(id == OpId::FusedConv2D ? infer_fused_conv<false> : infer_fused_conv<true>);
   t.def(OpId::MaxPool)
+      .tf()
       .inputs({"input"})
       .outputs({"output"})
       .attr("ksize", AttrType::kInts)
@@ -259,6 +262,7 @@ void define_conv_ops(OpTableBuilder& t) {
       .grad(max_pool_grad_rule)
       .onnx(onnx_pool<false>);
   t.def(OpId::AvgPool)
+      .tf()
       .inputs({"value"})
       .outputs({"output"})
       .attr("ksize", AttrType::kInts)

@@ -286,18 +286,22 @@ void define_conv_grad_ops(OpTableBuilder& t) {
         .attr("dilations", AttrType::kInts, ones);
   };
   conv_attrs(t.def(OpId::Conv2DBackpropInput)
+                 .tf()
                  .inputs({"input_sizes", "filter", "out_backprop"})
                  .infer(infer_conv_backprop_input<false>)
                  .grad(conv_backprop_input_grad<false>));
   conv_attrs(t.def(OpId::Conv2DBackpropFilter)
+                 .tf()
                  .inputs({"input", "filter_sizes", "out_backprop"})
                  .infer(infer_conv_backprop_filter<false>)
                  .grad(conv_backprop_filter_grad<false>));
   conv_attrs(t.def(OpId::DepthwiseConv2DBackpropInput)
+                 .tf()
                  .inputs({"input_sizes", "filter", "out_backprop"})
                  .infer(infer_conv_backprop_input<true>)
                  .grad(conv_backprop_input_grad<true>));
   conv_attrs(t.def(OpId::DepthwiseConv2DBackpropFilter)
+                 .tf()
                  .inputs({"input", "filter_sizes", "out_backprop"})
                  .infer(infer_conv_backprop_filter<true>)
                  .grad(conv_backprop_filter_grad<true>));
@@ -308,14 +312,17 @@ void define_conv_grad_ops(OpTableBuilder& t) {
         .attr("padding", AttrType::kString);
   };
   pool_attrs(t.def(OpId::MaxPoolGrad)
+                 .tf()
                  .inputs({"orig_input", "orig_output", "grad"})
                  .infer(infer_max_pool_grad<false>)
                  .grad(max_pool_grad_grad_rule<false>));
   pool_attrs(t.def(OpId::MaxPoolGradGrad)
+                 .tf()
                  .inputs({"orig_input", "orig_output", "grad"})
                  .infer(infer_max_pool_grad<true>)
                  .grad(max_pool_grad_grad_rule<true>));
   pool_attrs(t.def(OpId::AvgPoolGrad)
+                 .tf()
                  .inputs({"orig_input_shape", "grad"})
                  .infer(infer_avg_pool_grad)
                  .grad(avg_pool_grad_grad_rule));

@@ -204,6 +204,7 @@ void define_creation_ops(OpTableBuilder& t) {
       .traits(kSource)
       .infer(infer_const);
   t.def(OpId::Fill)
+      .tf()
       .inputs({"dims", "value"})
       .outputs({"output"})
       .infer(infer_fill)
@@ -211,18 +212,21 @@ void define_creation_ops(OpTableBuilder& t) {
       .onnx(onnx_fill);
   // ZerosLike/OnesLike ignore values: no gradient.
   t.def(OpId::ZerosLike)
+      .tf()
       .inputs({"x"})
       .outputs({"y"})
       .traits(kNoGradient | kHalfInFloat)  // kHalfInFloat: float16/bfloat16 in float32
       .infer(infer_like<false>)
       .onnx(onnx_like<0>);
   t.def(OpId::OnesLike)
+      .tf()
       .inputs({"x"})
       .outputs({"y"})
       .traits(kNoGradient | kHalfInFloat)  // kHalfInFloat: float16/bfloat16 in float32
       .infer(infer_like<true>)
       .onnx(onnx_like<1>);
   t.def(OpId::Range)
+      .tf()
       .inputs({"start", "limit", "delta"})
       .outputs({"output"})
       .traits(kNoGradient)
@@ -246,6 +250,7 @@ void define_creation_ops(OpTableBuilder& t) {
       .jit_lower(jit::lower_identity)
       .onnx("Identity");
   t.def(OpId::StopGradient)
+      .tf()
       .inputs({"input"})
       .outputs({"output"})
       .traits(kView | kNoGradient)

@@ -123,6 +123,7 @@ bool matmul_product(const jit::ViewQuery& q, jit::Product& p) {
 
 void define_matmul(OpTableBuilder& t) {
   t.def(OpId::MatMul)
+      .tf()
       .inputs({"x", "y"})
       .outputs({"output"})
       .attr("adj_x", AttrType::kBool, false)
@@ -168,6 +169,7 @@ void bias_add_grad(KILN_GRAD_ARGS) {
 
 void define_bias_add(OpTableBuilder& t) {
   t.def(OpId::BiasAdd)
+      .tf()
       .inputs({"value", "bias"})
       .outputs({"output"})
       .traits(kHalfInFloat)  // float16/bfloat16 in float32
@@ -234,6 +236,7 @@ void onnx_softmax(onnx::ExportContext& c) {
 template <bool kLog>
 void define_softmax_row(OpTableBuilder& t, OpId id, const char* output, GradFn grad) {
   t.def(id)
+      .tf()
       .inputs({"logits"})
       .outputs({output})
       .traits(kHalfInFloat)  // float16/bfloat16 in float32

@@ -108,6 +108,7 @@ void define_segment_ops(OpTableBuilder& t) {
       {OpId::UnsortedSegmentProd, unsorted_segment_prod_grad}};
   for (const auto& [id, rule] : rows)
     t.def(id)
+        .tf()
         .inputs({"data", "segment_ids", "num_segments"})
         .outputs({"output"})
         .infer(infer_unsorted_segment)

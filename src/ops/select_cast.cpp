@@ -102,6 +102,7 @@ void onnx_clip(onnx::ExportContext& c) {
 
 void define_select_cast_ops(OpTableBuilder& t) {
   t.def(OpId::Select)
+      .tf()
       .inputs({"condition", "x", "y"})
       .outputs({"output"})
       .traits(kElementwise | kHalfInFloat)  // kHalfInFloat: float16/bfloat16 in float32
@@ -113,6 +114,7 @@ void define_select_cast_ops(OpTableBuilder& t) {
       })
       .onnx("Where");
   t.def(OpId::Cast)
+      .tf()
       .inputs({"x"})
       .outputs({"y"})
       .attr("DstT", AttrType::kDType)  // required
@@ -125,6 +127,7 @@ void define_select_cast_ops(OpTableBuilder& t) {
       })
       .onnx(onnx_cast);
   t.def(OpId::ClipByValue)
+      .tf()
       .inputs({"t", "clip_value_min", "clip_value_max"})
       .outputs({"output"})
       .traits(kElementwise | kHalfInFloat)  // kHalfInFloat: float16/bfloat16 in float32

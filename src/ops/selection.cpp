@@ -114,6 +114,7 @@ void onnx_where(onnx::ExportContext& c) {
 
 void define_selection_ops(OpTableBuilder& t) {
   t.def(OpId::TopKV2)
+      .tf()
       .inputs({"input", "k"})
       .outputs({"values", "indices"})
       .attr("sorted", AttrType::kBool, true)
@@ -122,6 +123,7 @@ void define_selection_ops(OpTableBuilder& t) {
       .grad(top_k_grad)
       .onnx(onnx_top_k);
   t.def(OpId::Where)
+      .tf()
       .inputs({"input"})
       .outputs({"index"})
       .traits(kNoGradient | kHalfInFloat)  // kHalfInFloat: float16/bfloat16 in float32

@@ -11,6 +11,7 @@
 #include "kiln/ops/array.h"
 #include "onnx_export.h"
 #include "shape_ops_util.h"
+#include "tf_import.h"
 #include "transpose_perm.h"
 
 namespace kiln {
@@ -362,10 +363,22 @@ bool transpose_view(const jit::ViewQuery& q, jit::View& v) {
   return true;
 }
 
+// TensorFlow's ExpandDims and Transpose take their axis / permutation as input 1.
+void tf_expand_dims(tf_import::Context& c) {
+  const std::vector<int64_t> dim = c.ints(1, "dim");
+  if (dim.size() != 1) c.fail("its dim must be one integer");
+  c.set_output(tf_import::call_row1(OpId::ExpandDims, {c.input(0)}, {{"axis", dim[0]}}));
+}
+
+void tf_transpose(tf_import::Context& c) {
+  c.set_output(tf_import::call_row1(OpId::Transpose, {c.input(0)}, {{"perm", c.ints(1, "perm")}}));
+}
+
 }  // namespace
 
 void define_shape_ops(OpTableBuilder& t) {
   t.def(OpId::Reshape)
+      .tf()
       .inputs({"tensor", "shape"})
       .outputs({"output"})
       .traits(kView)
@@ -374,6 +387,7 @@ void define_shape_ops(OpTableBuilder& t) {
       .jit_relabel()
       .onnx(onnx_reshape);
   t.def(OpId::ExpandDims)
+      .tf(tf_expand_dims)
       .inputs({"input"})
       .outputs({"output"})
       .attr("axis", AttrType::kInt)
@@ -383,6 +397,7 @@ void define_shape_ops(OpTableBuilder& t) {
       .jit_relabel()
       .onnx(onnx_expand_dims);
   t.def(OpId::Squeeze)
+      .tf()
       .inputs({"input"})
       .outputs({"output"})
       .attr("squeeze_dims", AttrType::kInts, std::vector<int64_t>{})
@@ -392,6 +407,7 @@ void define_shape_ops(OpTableBuilder& t) {
       .jit_relabel()
       .onnx(onnx_squeeze);
   t.def(OpId::Transpose)
+      .tf(tf_transpose)
       .inputs({"x"})
       .outputs({"y"})
       .attr("perm", AttrType::kInts, std::vector<int64_t>{})
@@ -401,6 +417,7 @@ void define_shape_ops(OpTableBuilder& t) {
       .jit_view(transpose_view)
       .onnx(onnx_transpose);
   t.def(OpId::ShapeOf)
+      .tf()
       .inputs({"input"})
       .outputs({"output"})
       .attr("out_type", AttrType::kDType, DType::kInt32)
@@ -408,6 +425,7 @@ void define_shape_ops(OpTableBuilder& t) {
       .infer(infer_shape_of)
       .onnx(onnx_shape_of);
   t.def(OpId::Size)
+      .tf()
       .inputs({"input"})
       .outputs({"output"})
       .attr("out_type", AttrType::kDType, DType::kInt32)
@@ -415,12 +433,14 @@ void define_shape_ops(OpTableBuilder& t) {
       .infer(infer_size)
       .onnx(onnx_size);
   t.def(OpId::Rank)
+      .tf()
       .inputs({"input"})
       .outputs({"output"})
       .traits(kShapeOnly | kNoGradient)
       .infer(infer_rank)
       .onnx(onnx_rank);
   t.def(OpId::OneHot)
+      .tf()
       .inputs({"indices", "depth", "on_value", "off_value"})
       .outputs({"output"})
       .attr("axis", AttrType::kInt, int64_t{-1})

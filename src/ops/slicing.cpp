@@ -12,6 +12,7 @@
 #include "onnx_export.h"
 #include "shape_ops_util.h"
 #include "slice_spec.h"
+#include "tf_import.h"
 
 namespace kiln {
 namespace {
@@ -437,11 +438,21 @@ void onnx_gather(onnx::ExportContext& c) {
   c.emit("Gather", {c.in(0), c.in(1)}, {{"axis", c.attr_int("axis")}});
 }
 
+// TensorFlow's GatherV2: the axis is input 2.
+void tf_gather(tf_import::Context& c) {
+  const std::vector<int64_t> axis = c.ints(2, "axis");
+  if (axis.size() != 1) c.fail("its axis must be one integer");
+  c.set_output(
+      tf_import::call_row1(OpId::Gather, {c.input(0), c.input(1)},
+                           {{"axis", axis[0]}, {"batch_dims", c.attr_int("batch_dims", 0)}}));
+}
+
 }  // namespace
 
 namespace shape_ops {
 void define_slicing_ops(OpTableBuilder& t) {
   t.def(OpId::Slice)
+      .tf()
       .inputs({"input", "begin", "size"})
       .outputs({"output"})
       .traits(kView)
@@ -456,19 +467,24 @@ void define_slicing_ops(OpTableBuilder& t) {
       d.attr(m, AttrType::kInt, int64_t{0});
     return d;
   };
-  masks(t.def(OpId::StridedSlice).inputs({"input", "begin", "end", "strides"}).outputs({"output"}))
+  masks(t.def(OpId::StridedSlice)
+            .tf()
+            .inputs({"input", "begin", "end", "strides"})
+            .outputs({"output"}))
       .traits(kView)
       .infer(infer_strided_slice)
       .grad(strided_slice_grad)
       .jit_view(strided_slice_view)
       .onnx(onnx_strided_slice);
   masks(t.def(OpId::StridedSliceGrad)
+            .tf()
             .inputs({"shape", "begin", "end", "strides", "dy"})
             .outputs({"output"}))
       .traits(kView | kHalfInFloat)  // kHalfInFloat: float16/bfloat16 in float32
       .infer(infer_strided_slice_grad)
       .grad(strided_slice_grad_grad);
   t.def(OpId::Gather)
+      .tf(tf_gather)
       .inputs({"params", "indices"})
       .outputs({"output"})
       .attr("axis", AttrType::kInt, int64_t{0})

@@ -416,18 +416,21 @@ StringSplitResult as_split_result(std::vector<Tensor> r) {
 
 void define_string_ops(OpTableBuilder& t) {
   t.def(OpId::StringLength)
+      .tf()
       .inputs({"input"})
       .outputs({"output"})
       .attr("unit", AttrType::kString, std::string("BYTE"))
       .traits(kNoGradient)
       .infer(infer_length);
   t.def(OpId::StringJoin)
+      .tf()
       .inputs({"inputs"})
       .outputs({"output"})
       .attr("separator", AttrType::kString, std::string())
       .traits(kNoGradient | kVariadicInput)
       .infer(infer_join);
   t.def(OpId::ReduceJoin)
+      .tf()
       .inputs({"inputs", "reduction_indices"})
       .outputs({"output"})
       .attr("keep_dims", AttrType::kBool, false)
@@ -436,23 +439,27 @@ void define_string_ops(OpTableBuilder& t) {
       .infer(infer_reduce_join);
   for (OpId id : {OpId::StringLower, OpId::StringUpper})
     t.def(id)
+        .tf()
         .inputs({"input"})
         .outputs({"output"})
         .attr("encoding", AttrType::kString, std::string())
         .traits(kNoGradient)
         .infer(infer_case);
   t.def(OpId::StringStrip)
+      .tf()
       .inputs({"input"})
       .outputs({"output"})
       .traits(kNoGradient)
       .infer(infer_string_map);
   t.def(OpId::Substr)
+      .tf()
       .inputs({"input", "pos", "len"})
       .outputs({"output"})
       .attr("unit", AttrType::kString, std::string("BYTE"))
       .traits(kNoGradient)
       .infer(infer_substr);
   t.def(OpId::AsString)
+      .tf()
       .inputs({"input"})
       .outputs({"output"})
       .attr("precision", AttrType::kInt, int64_t{-1})
@@ -463,29 +470,34 @@ void define_string_ops(OpTableBuilder& t) {
       .traits(kNoGradient)
       .infer(infer_as_string);
   t.def(OpId::StringToNumber)
+      .tf()
       .inputs({"string_tensor"})
       .outputs({"output"})
       .attr("out_type", AttrType::kDType, DType::kFloat32)
       .traits(kNoGradient)
       .infer(infer_to_number);
   t.def(OpId::RegexReplace)
+      .tf()
       .inputs({"input", "pattern", "rewrite"})
       .outputs({"output"})
       .attr("replace_global", AttrType::kBool, true)
       .traits(kNoGradient)
       .infer(infer_regex_replace);
   t.def(OpId::RegexFullMatch)
+      .tf()
       .inputs({"input", "pattern"})
       .outputs({"output"})
       .traits(kNoGradient)
       .infer(infer_regex_full_match);
   t.def(OpId::StringSplitV2)
+      .tf()
       .inputs({"input", "sep"})
       .outputs({"indices", "values", "shape"})
       .attr("maxsplit", AttrType::kInt, int64_t{-1})
       .traits(kNoGradient)
       .infer(infer_split_v2);
   t.def(OpId::StringFormat)
+      .tf()
       .inputs({"inputs"})
       .outputs({"output"})
       .attr("template", AttrType::kString, std::string("%s"))
@@ -494,6 +506,7 @@ void define_string_ops(OpTableBuilder& t) {
       .traits(kNoGradient | kVariadicInput)
       .infer(infer_format);
   t.def(OpId::UnsortedSegmentJoin)
+      .tf()
       .inputs({"inputs", "segment_ids", "num_segments"})
       .outputs({"output"})
       .attr("separator", AttrType::kString, std::string())

@@ -7,6 +7,7 @@
 #include "kiln/ops.h"
 #include "onnx_export.h"
 #include "tensor_list.h"
+#include "tf_import.h"
 
 namespace kiln {
 namespace {
@@ -250,10 +251,49 @@ void onnx_list_length(onnx::ExportContext& c) {
   c.emit("Cast", {c.node1("SequenceLength", {c.in(0)})}, {{"to", c.onnx_dtype(DType::kInt32)}});
 }
 
+// TensorFlow's TensorList ops take the element shape as an input: -1 (a
+// scalar) for an unknown rank, -1 for an unknown dimension.
+std::pair<std::vector<int64_t>, bool> tf_element_shape(tf_import::Context& c, size_t i) {
+  std::vector<int64_t> dims = c.ints(i, "element_shape");
+  const Tensor& t = c.input(i);
+  if (t.shape().rank_known() && t.shape().rank() == 0) return {{}, true};
+  return {dims, false};
+}
+
+void tf_list_reserve(tf_import::Context& c) {  // (element_shape, num_elements)
+  auto [shape, unknown] = tf_element_shape(c, 0);
+  c.set_output(tf_import::call_row1(OpId::TensorListReserve, {c.input(1)},
+                                    {{"element_dtype", c.attr_type("element_dtype")},
+                                     {"element_shape", shape},
+                                     {"unknown_rank", unknown}}));
+}
+
+void tf_list_from_tensor(tf_import::Context& c) {  // (tensor, element_shape)
+  c.set_output(tf_import::call_row1(OpId::TensorListFromTensor, {c.input(0)}, {}));
+}
+
+void tf_list_get_item(tf_import::Context& c) {  // (handle, index, element_shape)
+  auto [shape, unknown] = tf_element_shape(c, 2);
+  c.set_output(tf_import::call_row1(OpId::TensorListGetItem, {c.input(0), c.input(1)},
+                                    {{"element_dtype", c.attr_type("element_dtype")},
+                                     {"element_shape", shape},
+                                     {"unknown_rank", unknown}}));
+}
+
+void tf_list_stack(tf_import::Context& c) {  // (handle, element_shape)
+  auto [shape, unknown] = tf_element_shape(c, 1);
+  c.set_output(tf_import::call_row1(OpId::TensorListStack, {c.input(0)},
+                                    {{"element_dtype", c.attr_type("element_dtype")},
+                                     {"element_shape", shape},
+                                     {"unknown_rank", unknown},
+                                     {"num_elements", c.attr_int("num_elements", -1)}}));
+}
+
 }  // namespace
 
 void define_tensor_array_ops(OpTableBuilder& t) {
   t.def(OpId::TensorListReserve)
+      .tf(tf_list_reserve)
       .inputs({"size"})
       .outputs({"handle"})
       .attr("element_dtype", AttrType::kDType)
@@ -265,6 +305,7 @@ void define_tensor_array_ops(OpTableBuilder& t) {
       .infer(infer_reserve)
       .onnx(onnx_list_reserve);
   t.def(OpId::TensorListSetItem)
+      .tf()
       .inputs({"handle", "index", "value"})
       .outputs({"handle"})
       .attr("element_dtype", AttrType::kDType)
@@ -272,6 +313,7 @@ void define_tensor_array_ops(OpTableBuilder& t) {
       .grad(set_item_grad)
       .onnx(onnx_list_set_item);
   t.def(OpId::TensorListGetItem)
+      .tf(tf_list_get_item)
       .inputs({"handle", "index"})
       .outputs({"value"})
       .attr("element_dtype", AttrType::kDType)
@@ -281,6 +323,7 @@ void define_tensor_array_ops(OpTableBuilder& t) {
       .grad(get_item_grad)
       .onnx(onnx_list_get_item);
   t.def(OpId::TensorListStack)
+      .tf(tf_list_stack)
       .inputs({"handle"})
       .outputs({"tensor"})
       .attr("element_dtype", AttrType::kDType)
@@ -291,12 +334,14 @@ void define_tensor_array_ops(OpTableBuilder& t) {
       .grad(stack_grad)
       .onnx(onnx_list_stack);
   t.def(OpId::TensorListFromTensor)
+      .tf(tf_list_from_tensor)
       .inputs({"tensor"})
       .outputs({"handle"})
       .infer(infer_from_tensor)
       .grad(from_tensor_grad)
       .onnx(onnx_list_from_tensor);
   t.def(OpId::TensorListLength)
+      .tf()
       .inputs({"handle"})
       .outputs({"length"})
       .traits(kNoGradient)

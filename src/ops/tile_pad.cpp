@@ -199,12 +199,14 @@ void onnx_pad(onnx::ExportContext& c) {
 namespace shape_ops {
 void define_tile_pad_ops(OpTableBuilder& t) {
   t.def(OpId::Tile)
+      .tf()
       .inputs({"input", "multiples"})
       .outputs({"output"})
       .infer(infer_tile)
       .grad(tile_grad)
       .onnx(onnx_tile);
   t.def(OpId::BroadcastTo)
+      .tf()
       .inputs({"input", "shape"})
       .outputs({"output"})
       .traits(kView)
@@ -212,6 +214,7 @@ void define_tile_pad_ops(OpTableBuilder& t) {
       .grad(broadcast_to_grad)
       .onnx(onnx_broadcast_to);
   t.def(OpId::Pad)
+      .tf()
       .inputs({"input", "paddings", "constant_values"})
       .outputs({"output"})
       .infer(infer_pad)

@@ -119,7 +119,7 @@ void onnx_is_finite(onnx::ExportContext& c) {
 template <UnaryRule R, typename E>
 void define_unary(OpTableBuilder& t, OpId id, InferFn infer, DTypeSet dtypes, E onnx) {
   OpDefBuilder row = t.def(id);
-  row.onnx(onnx);
+  row.onnx(onnx).tf();  // every unary.def op is TensorFlow's, with its inputs
   row.inputs({"x"}).outputs({"y"}).traits(kElementwise).infer(infer).jit_lower(jit::lower_functor);
   if (dtypes & dtype_bit(DType::kFloat32)) row.traits(kHalfInFloat);
   if constexpr (R == nullptr)

@@ -3,6 +3,7 @@
 
 #include "kiln/saved_model.h"
 #include "saved_model/graph_def.h"
+#include "saved_model/tf_import.h"
 #include "saved_model/variables_io.h"
 
 namespace kiln::saved_model {
@@ -18,6 +19,7 @@ struct Loader {
   pb::SavedModel sm;
   const pb::MetaGraphDef* mg = nullptr;
   std::unique_ptr<detail::LibraryReader> lib;
+  std::unique_ptr<detail::TfImporter> tf;  // set for SavedModels TensorFlow wrote
   std::map<std::string, std::shared_ptr<const ConcreteFunction>> functions;
   std::shared_ptr<SavedModel> out = std::make_shared<SavedModel>();
 
@@ -31,16 +33,22 @@ struct Loader {
     if (!detail::parse(sm, detail::read_file(where, kMaxModelBytes)))
       throw DataLossError(
           str_cat(where, ": not a valid SavedModel protobuf (truncated or corrupt)"));
-    if (sm.kiln_format_version() == 0)
-      fail("not written by kiln; loading TensorFlow's own SavedModels is not supported");
     if (sm.kiln_format_version() > kFormatVersion || sm.kiln_format_version() < 0)
       fail(str_cat("export format ", sm.kiln_format_version(), " is newer than this kiln reads (",
                    kFormatVersion, "); load it with a newer kiln"));
     if (sm.saved_model_schema_version() != 1)
       fail(str_cat("SavedModel schema version ", sm.saved_model_schema_version(), " is not 1"));
+    if (sm.meta_graphs_size() < 1) fail("no meta graph");
+    mg = &sm.meta_graphs(0);
+    if (sm.kiln_format_version() == 0) {  // TensorFlow's: its ops are imported
+      for (const auto& m : sm.meta_graphs())
+        for (const std::string& tag : m.meta_info_def().tags())
+          if (tag == "serve") mg = &m;
+      tf = std::make_unique<detail::TfImporter>(mg->graph_def().library(), where);
+      return;
+    }
     if (sm.meta_graphs_size() != 1)
       fail(str_cat(sm.meta_graphs_size(), " meta graphs; a kiln export has one"));
-    mg = &sm.meta_graphs(0);
     lib = std::make_unique<detail::LibraryReader>(mg->graph_def().library(), where);
   }
 
@@ -66,7 +74,12 @@ struct Loader {
         case pb::SavedObject::kFunction: o.kind = LoadedObject::Kind::kFunction; break;
         case pb::SavedObject::kVariable: o.kind = LoadedObject::Kind::kVariable; break;
         case pb::SavedObject::kBareConcreteFunction: o.kind = LoadedObject::Kind::kSignature; break;
-        default: fail(str_cat("object ", i, " is of a kind kiln does not save"));
+        default:
+          // TensorFlow's assets, constants, resources: a plain object to kiln;
+          // a function bound to one says so when loaded.
+          if (!tf) fail(str_cat("object ", i, " is of a kind kiln does not save"));
+          o.kind = LoadedObject::Kind::kUser;
+          o.identifier = "_tf_object_kiln_does_not_load";
       }
     }
   }
@@ -118,13 +131,15 @@ struct Loader {
       handles.push_back(out->objects_[static_cast<size_t>(b)].variable.handle());
     }
     FunctionOptions options;
-    std::unique_ptr<Graph> g = lib->graph(name, handles, &options.jit_compile);
-    // Arguments: ((positional...), {}) as TensorFlow canonicalizes them.
+    std::unique_ptr<Graph> g;
+    if (!tf) g = lib->graph(name, handles, &options.jit_compile);
+    // Arguments: ((positional...), {keyword: ...}) as TensorFlow canonicalizes
+    // them; kiln writes no keywords, TensorFlow's signatures take only those.
     const pb::StructuredValue& in = sc->second.canonicalized_input_signature();
     if (!in.has_tuple_value() || in.tuple_value().values_size() != 2 ||
         !in.tuple_value().values(0).has_tuple_value() ||
         !in.tuple_value().values(1).has_dict_value() ||
-        in.tuple_value().values(1).dict_value().fields_size() != 0)
+        (!tf && in.tuple_value().values(1).dict_value().fields_size() != 0))
       fail(str_cat(at, ": its input signature is not ((arguments...), {})"));
     std::vector<Value> inputs;
     auto variable_of = [&](int64_t id) {
@@ -136,12 +151,21 @@ struct Loader {
     for (const auto& v : in.tuple_value().values(0).tuple_value().values())
       inputs.push_back(detail::from_proto(v, str_cat(where, ": ", at), variable_of));
     std::vector<std::string> arg_names;
-    const pb::FunctionDef& def = lib->def(name);
-    if (auto a = def.attr().find("_kiln_arg_names"); a != def.attr().end())
-      arg_names.assign(a->second.list().s().begin(), a->second.list().s().end());
+    // Keywords follow the positional arguments, sorted (TensorFlow's flat order).
+    const auto& kw = in.tuple_value().values(1).dict_value().fields();
+    std::map<std::string, const pb::StructuredValue*> keywords;
+    for (const auto& [k, v] : kw) keywords[k] = &v;
+    for (const auto& [k, v] : keywords) {
+      inputs.push_back(detail::from_proto(*v, str_cat(where, ": ", at), variable_of));
+      arg_names.push_back(k);
+    }
     Value outputs = detail::from_proto(sc->second.output_signature(), str_cat(where, ": ", at));
     std::string fname = name.rfind("__inference_", 0) == 0 ? name.substr(12) : name;
     options.name = fname;
+    if (tf) return tf_function(name, at, inputs, outputs, options);
+    const pb::FunctionDef& def = lib->def(name);
+    if (auto a = def.attr().find("_kiln_arg_names"); a != def.attr().end())
+      arg_names.assign(a->second.list().s().begin(), a->second.list().s().end());
     try {
       auto cf = ConcreteFunction::from_graph(std::move(g), std::move(inputs), std::move(arg_names),
                                              std::move(outputs), options);
@@ -154,7 +178,52 @@ struct Loader {
     }
   }
 
+  // A function TensorFlow wrote: its nodes traced through kiln's ops.
+  std::shared_ptr<const ConcreteFunction> tf_function(const std::string& name,
+                                                      const std::string& at,
+                                                      const std::vector<Value>& inputs,
+                                                      const Value& outputs,
+                                                      FunctionOptions options) {
+    const auto& sc = mg->object_graph_def().concrete_functions().at(name);
+    std::vector<Variable> captured;
+    for (int b : sc.bound_inputs())
+      captured.push_back(out->objects_[static_cast<size_t>(b)].variable);
+    options.jit_compile = tf->jit(name);
+    for (const Value& v : inputs)
+      if (v.kind() == Value::Kind::kSpec) options.arg_names.push_back(v.spec().name);
+    try {
+      auto cf = tf->concrete(name, inputs, captured, outputs, options);
+      functions.emplace(name, cf);
+      return cf;
+    } catch (const InvalidArgumentError& e) {
+      fail(e.what());
+    } catch (const InternalError& e) {
+      fail(str_cat(at, ": ", e.what()));
+    }
+  }
+
+  // Every op the functions to load use must import: one error naming them all.
+  void check_tf_ops() const {
+    std::vector<std::string> roots;  // what objects call (not TF's save/restore functions)
+    for (const auto& n : mg->object_graph_def().nodes()) {
+      for (const std::string& f : n.function().concrete_functions()) roots.push_back(f);
+      if (n.has_bare_concrete_function())
+        roots.push_back(n.bare_concrete_function().concrete_function_name());
+    }
+    const std::vector<std::string> missing = tf->missing_ops(roots);
+    if (missing.empty()) return;
+    std::map<std::string, std::vector<std::string>> by_op;
+    for (const std::string& m : missing) by_op[m.substr(0, m.find(':'))].push_back(m);
+    std::string msg = str_cat(where, ": kiln cannot import ", by_op.size(),
+                              " of TensorFlow's ops this SavedModel uses:");
+    for (const auto& [op, uses] : by_op)
+      msg += str_cat("\n  ", uses[0],
+                     uses.size() > 1 ? str_cat(" (and ", uses.size() - 1, " more)") : "");
+    throw UnimplementedError(msg);
+  }
+
   void functions_and_signatures() {
+    if (tf) check_tf_ops();
     const auto& nodes = mg->object_graph_def().nodes();
     for (int i = 0; i < nodes.size(); ++i) {
       LoadedObject& o = out->objects_[static_cast<size_t>(i)];
@@ -164,7 +233,8 @@ struct Loader {
     }
     std::map<std::string, const pb::NodeDef*> graph_nodes;
     for (const auto& n : mg->graph_def().node()) graph_nodes[n.name()] = &n;
-    for (const auto& [key, sd] : mg->signature_def()) signature(key, sd, graph_nodes);
+    for (const auto& [key, sd] : mg->signature_def())
+      if (!tf || key != "__saved_model_init_op") signature(key, sd, graph_nodes);
     // root.signatures.<key>: each names its signature_def and calls its function.
     for (const LoadedObject& m : out->objects_) {
       if (m.kind != LoadedObject::Kind::kUser || m.identifier != "signature_map") continue;

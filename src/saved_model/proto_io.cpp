@@ -7,6 +7,7 @@
 
 #include <array>
 #include <cerrno>
+#include <complex>
 #include <cstring>
 
 #include "core/fd_util.h"
@@ -99,6 +100,60 @@ void to_proto(const Tensor& t, pb::TensorProto* out) {
   out->set_tensor_content(std::string(static_cast<const char*>(t.raw_data()), t.nbytes()));
 }
 
+namespace {
+
+// Fills `t` (n elements of T) from `vals`, repeating the last as TensorFlow does.
+template <typename T, typename V>
+void fill_from(Tensor& t, const V& vals, int64_t n, const std::string& where) {
+  if (vals.size() == 0 || vals.size() > n)
+    throw InvalidArgumentError(
+        str_cat(where, ": a constant holds ", vals.size(), " values for ", n, " elements"));
+  T* out = static_cast<T*>(t.mutable_raw_data());
+  for (int64_t i = 0; i < n; ++i)
+    out[i] = static_cast<T>(vals[std::min<int64_t>(i, vals.size() - 1)]);
+}
+
+// TensorFlow's typed value lists (float_val, int_val, ...).
+Tensor typed_values(const pb::TensorProto& p, DType dt, const Shape& shape,
+                    const std::string& where) {
+  const int64_t n = shape.num_elements();
+  Tensor t = Tensor::empty(dt, shape);
+  switch (dt) {
+    case DType::kFloat32: fill_from<float>(t, p.float_val(), n, where); break;
+    case DType::kFloat64: fill_from<double>(t, p.double_val(), n, where); break;
+    case DType::kInt32: fill_from<int32_t>(t, p.int_val(), n, where); break;
+    case DType::kInt8: fill_from<int8_t>(t, p.int_val(), n, where); break;
+    case DType::kUInt8: fill_from<uint8_t>(t, p.int_val(), n, where); break;
+    case DType::kInt64: fill_from<int64_t>(t, p.int64_val(), n, where); break;
+    case DType::kBool: fill_from<bool>(t, p.bool_val(), n, where); break;
+    case DType::kFloat16:
+    case DType::kBFloat16: fill_from<uint16_t>(t, p.half_val(), n, where); break;
+    case DType::kComplex64: {
+      if (p.scomplex_val_size() % 2)
+        throw InvalidArgumentError(str_cat(where, ": odd complex values"));
+      std::vector<std::complex<float>> v;
+      for (int i = 0; i + 1 < p.scomplex_val_size(); i += 2)
+        v.emplace_back(p.scomplex_val(i), p.scomplex_val(i + 1));
+      fill_from<std::complex<float>>(t, v, n, where);
+      break;
+    }
+    case DType::kComplex128: {
+      if (p.dcomplex_val_size() % 2)
+        throw InvalidArgumentError(str_cat(where, ": odd complex values"));
+      std::vector<std::complex<double>> v;
+      for (int i = 0; i + 1 < p.dcomplex_val_size(); i += 2)
+        v.emplace_back(p.dcomplex_val(i), p.dcomplex_val(i + 1));
+      fill_from<std::complex<double>>(t, v, n, where);
+      break;
+    }
+    default:
+      throw InvalidArgumentError(str_cat(where, ": a ", dtype_name(dt), " constant without bytes"));
+  }
+  return t;
+}
+
+}  // namespace
+
 Tensor from_proto(const pb::TensorProto& p, const std::string& where) {
   const DType dt = from_proto(p.dtype(), where);
   if (dt == DType::kResource)
@@ -109,14 +164,18 @@ Tensor from_proto(const pb::TensorProto& p, const std::string& where) {
         str_cat(where, ": a constant's shape ", shape.to_string(), " is not fully defined"));
   const int64_t n = shape.num_elements();  // overflow-checked
   if (dt == DType::kString) {
-    if (!p.tensor_content().empty() || p.string_val_size() != n)
+    // kiln writes every string; TensorFlow may write one to repeat
+    const int m = p.string_val_size();
+    if (!p.tensor_content().empty() || m > n || (m == 0 && n > 0))
       throw InvalidArgumentError(str_cat(where, ": a string tensor of shape ", shape.to_string(),
-                                         " holds ", p.string_val_size(), " strings"));
+                                         " holds ", m, " strings"));
     Tensor t = Tensor::empty(dt, shape);
     std::string* s = t.mutable_data<std::string>();
-    for (int64_t i = 0; i < n; ++i) s[i] = p.string_val(static_cast<int>(i));
+    for (int64_t i = 0; i < n; ++i)
+      s[i] = p.string_val(static_cast<int>(std::min<int64_t>(i, m - 1)));
     return t;
   }
+  if (p.tensor_content().empty() && n > 0) return typed_values(p, dt, shape, where);
   if (p.string_val_size() != 0)
     throw InvalidArgumentError(str_cat(where, ": a ", dtype_name(dt), " tensor holds strings"));
   const uint64_t want = static_cast<uint64_t>(n) * dtype_size(dt);
