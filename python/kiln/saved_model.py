@@ -229,6 +229,23 @@ class _UserObject(Module):
     def __init__(self):
         super().__init__(name="user_object")
 
+    # A saved attribute of these names (Keras' exports save the lists) is what
+    # TensorFlow's restored object gives; otherwise the module's own walk.
+    @property
+    def variables(self):
+        saved = self.__dict__.get("variables")
+        return tuple(saved) if isinstance(saved, list) else super().variables
+
+    @property
+    def trainable_variables(self):
+        saved = self.__dict__.get("trainable_variables")
+        return tuple(saved) if isinstance(saved, list) else super().trainable_variables
+
+    @property
+    def non_trainable_variables(self):
+        saved = self.__dict__.get("non_trainable_variables")
+        return tuple(saved) if isinstance(saved, list) else super().non_trainable_variables
+
 
 class _CallableUserObject(_UserObject):
     """A restored object that had a ``__call__`` function (Python looks that

@@ -51,8 +51,11 @@ void fused_batch_norm(C& c) {
   c.set_outputs(std::move(out));
 }
 
+// min(max(x, 0), 6) with TensorFlow's gradient: 1 only where 0 < x < 6
+// (clip_by_value's would pass it at 0, where ReLU'd inputs often sit).
 void relu6(C& c) {
-  c.set_output(clip_by_value(c.input(0), 0.0, 6.0));
+  const Tensor& x = c.input(0);
+  c.set_output(where(less(x, 6.0), relu(x), 6.0));
 }
 
 void elu(C& c) {

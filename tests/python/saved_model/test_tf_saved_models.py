@@ -1,0 +1,113 @@
+"""SavedModels TensorFlow 2.21 wrote (tests/fixtures/tf_written/saved_models,
+made by its make_fixtures.py) load in kiln: outputs, signatures, variables,
+state updates, jit_compile, gradients."""
+import os
+import shutil
+
+import numpy as np
+import pytest
+
+import kiln as tf
+
+HERE = os.path.join(os.path.dirname(__file__), "..", "..", "fixtures", "tf_written",
+                    "saved_models")
+E = np.load(os.path.join(HERE, "expected.npz"))
+
+
+def load(name):
+    return tf.saved_model.load(os.path.join(HERE, name))
+
+
+def test_module_with_if_while_and_variables():
+    m = load("module")
+    out = m(tf.constant(E["module/x"]))
+    np.testing.assert_allclose(out["y"].numpy(), E["module/y"], rtol=1e-6)
+    np.testing.assert_allclose(out["total"].numpy(), E["module/total"], rtol=1e-6)
+    np.testing.assert_allclose(m.w.numpy(), np.linspace(-1, 1, 6).reshape(3, 2), rtol=1e-6)
+    assert int(m.steps.numpy()) == 1  # the function's assign_add ran
+    m(tf.constant(E["module/x"]))
+    assert int(m.steps.numpy()) == 2
+
+
+def test_module_signature_keys_as_tensorflow_names_them():
+    m = load("module")
+    sig = m.signatures["serving_default"]
+    out = sig(x=tf.constant(E["module/x"]))
+    assert sorted(out) == ["total", "y"]
+    np.testing.assert_allclose(out["y"].numpy(), E["module/y"], rtol=1e-6)
+
+
+def test_gradients_through_if_and_while():
+    m = load("module")
+    x = tf.constant(E["module/x"])
+    with tf.GradientTape() as tape:
+        y = tf.reduce_sum(m(x)["y"])
+    gw, gb = tape.gradient(y, [m.w, m.b])
+    # y = sum over rows of 1.5^3 * relu-branch(xW + b) + constants, relu active
+    h = E["module/x"] @ m.w.numpy() + m.b.numpy()
+    active = (h > 0).astype(np.float32) if h.sum() > 0 else -np.ones_like(h)
+    np.testing.assert_allclose(gw.numpy(), E["module/x"].T @ (3.375 * active), rtol=1e-5)
+    np.testing.assert_allclose(gb.numpy(), (3.375 * active).sum(0), rtol=1e-5)
+
+
+def test_jit_compile_function():
+    m = load("jit_module")
+    np.testing.assert_allclose(m(tf.constant(E["jit_module/x"])).numpy(), E["jit_module/y"],
+                               rtol=1e-5, atol=1e-6)
+    assert m.__call__.concrete_functions[0]._cf._jit_compile  # saved with jit_compile=True
+
+
+def test_keras_cnn_export():
+    m = load("keras_cnn")
+    x = tf.constant(E["keras_cnn/x"])
+    np.testing.assert_allclose(m.serve(x).numpy(), E["keras_cnn/y"], rtol=1e-5, atol=1e-6)
+    out = m.signatures["serving_default"](x)
+    np.testing.assert_allclose(out["output_0"].numpy(), E["keras_cnn/y"], rtol=1e-5, atol=1e-6)
+    assert len(m.variables) == 12 and len(m.trainable_variables) == 10
+
+
+def test_keras_cnn_gradients_match_tensorflow():
+    m = load("keras_cnn")
+    x = tf.constant(E["keras_cnn/x"])
+    with tf.GradientTape() as tape:
+        y = tf.reduce_sum(m.serve(x) * np.arange(5, dtype=np.float32))
+    grads = tape.gradient(y, m.trainable_variables)
+    for i, g in enumerate(grads):
+        np.testing.assert_allclose(g.numpy(), E[f"keras_cnn/grad{i}"], rtol=1e-4, atol=1e-6)
+
+
+def test_keras_lstm_gru_export():
+    m = load("keras_rnn")
+    got = m.serve(tf.constant(E["keras_rnn/x"]))
+    np.testing.assert_allclose(got.numpy(), E["keras_rnn/y"], rtol=1e-5, atol=1e-6)
+
+
+def test_keras_export_takes_other_batch_sizes():
+    m = load("keras_cnn")
+    x = np.concatenate([E["keras_cnn/x"]] * 3)
+    got = m.serve(tf.constant(x)).numpy()
+    np.testing.assert_allclose(got[4:], E["keras_cnn/y"], rtol=1e-5, atol=1e-6)
+
+
+def copy_fixture(tmp_path, name):
+    dst = tmp_path / name
+    shutil.copytree(os.path.join(HERE, name), dst)
+    return dst
+
+
+def test_damaged_variables_are_clear_errors(tmp_path):
+    d = copy_fixture(tmp_path, "module")
+    data = d / "variables" / "variables.data-00000-of-00001"
+    raw = bytearray(data.read_bytes())
+    raw[-1] ^= 0x10
+    data.write_bytes(bytes(raw))
+    with pytest.raises(tf.errors.DataLossError):
+        tf.saved_model.load(str(d))
+
+
+def test_truncated_graph_is_a_clear_error(tmp_path):
+    d = copy_fixture(tmp_path, "keras_cnn")
+    pb = d / "saved_model.pb"
+    pb.write_bytes(pb.read_bytes()[:5000])
+    with pytest.raises(tf.errors.DataLossError, match="truncated or corrupt"):
+        tf.saved_model.load(str(d))
