@@ -39,6 +39,8 @@ CALL_M = "layer(x[0], mask=x[1], training=False)"
 TRAIN = "layer(x[0], training=True)"
 MASK_M = "layer.compute_mask(x[0], x[1])"
 LIST2 = "layer([x[0], x[1]])"
+STATEFUL2 = "(layer.reset_states(), [layer(x[0]), layer(x[0])])[1]"
+STATEFUL2_M = "(layer.reset_states(), [layer(x[0], mask=x[1]), layer(x[0], mask=x[1])])[1]"
 STRS = "lit:np.array([['a', 'z', '', 'b'], ['c', 'c', 'b', 'a']])"
 TEXT = ("lit:np.array(['The cat sat.', 'A dog, the dog!', '', 'cat  and DOG dog', "
         "'zebra?'])")
@@ -142,6 +144,17 @@ CASES = [
      "go_backwards=True)", ["f:2,5,3"], CALL, None, {}),
     ("GRU(mask,state)", "layers.GRU(3, return_state=True)", ["f:2,5,3", "m:2,5"], CALL_M,
      MASK_M, {}),
+    # stateful: states reset, then two calls (the second starts from the first's states)
+    ("LSTM(stateful,seq)", "layers.LSTM(4, stateful=True, return_sequences=True)",
+     ["f:2,5,3"], STATEFUL2, None, {}),
+    ("GRU(stateful,mask,state)", "layers.GRU(3, stateful=True, return_state=True)",
+     ["f:2,5,3", "m:2,5"], STATEFUL2_M, None, {}),
+    ("SimpleRNN(unroll,seq)", "layers.SimpleRNN(4, unroll=True, return_sequences=True)",
+     ["f:2,5,3"], CALL, None, {}),
+    ("LSTM(unroll,mask)", "layers.LSTM(3, unroll=True)", ["f:2,5,3", "m:2,5"], CALL_M,
+     MASK_M, {}),
+    ("GRU(unroll,backwards,state)", "layers.GRU(3, unroll=True, go_backwards=True, "
+     "return_state=True)", ["f:2,4,3"], CALL, None, {}),
     ("Bidirectional(LSTM,mask)", "layers.Bidirectional(layers.LSTM(3, return_sequences=True))",
      ["f:2,5,3", "m:2,5"], CALL_M, MASK_M, {}),
     ("Bidirectional(GRU,sum)", "layers.Bidirectional(layers.GRU(3), merge_mode='sum')",

@@ -1,5 +1,6 @@
 """Keras-style layers, models, losses, metrics and training (kiln.keras)."""
 from kiln.keras import activations, initializers, utils, backend
+from kiln.keras import constraints, regularizers
 from kiln.keras import layers
 from kiln.keras.layers import Layer, Input, InputLayer
 from kiln.keras import saving
@@ -12,5 +13,5 @@ from kiln.keras.variables import Variable
 
 __all__ = ["activations", "initializers", "utils", "backend", "layers", "models",
            "applications", "Layer", "Input", "InputLayer", "Model", "Sequential"]
-__all__ += ["optimizers"]
+__all__ += ["optimizers", "constraints", "regularizers"]
 __all__ += ["losses", "metrics", "callbacks", "Variable", "saving"]

@@ -74,10 +74,10 @@ def sigmoid(x):
 
 
 def hard_sigmoid(x):
-    """Piecewise-linear sigmoid: clip(0.2 * x + 0.5, 0, 1)."""
+    """Keras 3's piecewise-linear sigmoid: relu6(x + 3) / 6 (Keras 2 had
+    clip(0.2 * x + 0.5, 0, 1))."""
     x = _t(x)
-    y = raw.AddV2(raw.Mul(x, _c(0.2, x)), _c(0.5, x))
-    return raw.ClipByValue(y, h.zero_of(x.dtype), h.one_of(x.dtype))
+    return raw.RealDiv(nn_ops.relu6(raw.AddV2(x, _c(3.0, x))), _c(6.0, x))
 
 
 def swish(x):
@@ -91,8 +91,7 @@ silu = swish
 def hard_silu(x):
     """x * relu6(x + 3) / 6, Keras 3's hard SiLU (also called hard_swish)."""
     x = _t(x)
-    gate = raw.Mul(nn_ops.relu6(raw.AddV2(x, _c(3.0, x))), _c(1.0 / 6.0, x))
-    return raw.Mul(x, gate)
+    return raw.Mul(x, hard_sigmoid(x))
 
 
 hard_swish = hard_silu

@@ -18,8 +18,11 @@ from kiln.ops import array_ops, random_ops
 _TRUNC_STD = 0.87962566103423978
 
 
-def _fans(shape):
+def _fans(shape, input_axes=None, output_axes=None):
     shape = tuple(shape)
+    if input_axes is not None and output_axes is not None:  # Keras 3.15's einsum kernels
+        return (int(np.prod([shape[a] for a in input_axes])),
+                int(np.prod([shape[a] for a in output_axes])))
     if len(shape) < 1:
         return 1, 1
     if len(shape) == 1:
@@ -203,7 +206,8 @@ class VarianceScaling(Initializer):
     (``mode``); ``distribution`` is 'truncated_normal', 'untruncated_normal'
     or 'uniform'."""
 
-    def __init__(self, scale=1.0, mode="fan_in", distribution="truncated_normal", seed=None):
+    def __init__(self, scale=1.0, mode="fan_in", distribution="truncated_normal", seed=None,
+                 input_axes=None, output_axes=None):
         if isinstance(scale, bool) or not isinstance(scale, (int, float)) or scale <= 0:
             raise ValueError(f"VarianceScaling: scale must be a positive float, got {scale!r}")
         if mode not in ("fan_in", "fan_out", "fan_avg"):
@@ -215,11 +219,13 @@ class VarianceScaling(Initializer):
                              f"(expected one of {_DISTRIBUTIONS[:3]})")
         self.scale, self.mode, self.distribution = float(scale), mode, distribution
         self.seed = _check_seed(seed)
+        self.input_axes = None if input_axes is None else [int(a) for a in input_axes]
+        self.output_axes = None if output_axes is None else [int(a) for a in output_axes]
 
     def __call__(self, shape, dtype=None):
         shape = _shape(shape)
         d = _float_dtype(dtype, type(self).__name__)
-        fan_in, fan_out = _fans(shape)
+        fan_in, fan_out = _fans(shape, self.input_axes, self.output_axes)
         n = {"fan_in": fan_in, "fan_out": fan_out, "fan_avg": (fan_in + fan_out) / 2}[self.mode]
         var = self.scale / max(1.0, n)
         if self.distribution == "uniform":
@@ -231,17 +237,19 @@ class VarianceScaling(Initializer):
 
     def get_config(self):
         return {"scale": self.scale, "mode": self.mode, "distribution": self.distribution,
-                "seed": self.seed}
+                "seed": self.seed, "input_axes": self.input_axes,
+                "output_axes": self.output_axes}
 
 
 class _Preset(VarianceScaling):
     _ARGS = (1.0, "fan_in", "truncated_normal")
 
-    def __init__(self, seed=None):
-        super().__init__(*self._ARGS, seed=seed)
+    def __init__(self, seed=None, input_axes=None, output_axes=None):
+        super().__init__(*self._ARGS, seed=seed, input_axes=input_axes, output_axes=output_axes)
 
     def get_config(self):
-        return {"seed": self.seed}
+        return {"seed": self.seed, "input_axes": self.input_axes,
+                "output_axes": self.output_axes}
 
 
 class GlorotUniform(_Preset):
@@ -336,8 +344,9 @@ _BY_NAME.update({"uniform": RandomUniform, "normal": RandomNormal})  # Keras 3's
 
 
 def serialize(initializer):
-    """{'class_name': ..., 'config': ...} for an Initializer."""
-    return {"class_name": type(initializer).__name__, "config": initializer.get_config()}
+    """Keras 3's dict for an Initializer: module, class_name, config, registered_name."""
+    return {"module": "keras.initializers", "class_name": type(initializer).__name__,
+            "config": initializer.get_config(), "registered_name": None}
 
 
 def deserialize(config):

@@ -7,7 +7,8 @@ import pytest
 import kiln as tf
 from keras_helpers import randn
 
-act = tf.keras.activations
+keras = tf.keras
+act = keras.activations
 _erf = np.vectorize(math.erf)
 
 
@@ -35,7 +36,8 @@ REFS = {
     "selu": lambda x: 1.0507009873554805 * np.where(x > 0, x, 1.6732632423543772 * np.expm1(x)),
     "softplus": _softplus,
     "softsign": lambda x: x / (1 + np.abs(x)),
-    "hard_sigmoid": lambda x: np.clip(0.2 * x + 0.5, 0, 1),
+    "hard_sigmoid": lambda x: np.clip(x + 3, 0, 6) / 6,  # Keras 3's, not Keras 2's
+    "hard_silu": lambda x: x * np.clip(x + 3, 0, 6) / 6,
     "exponential": np.exp,
     "leaky_relu": lambda x: np.where(x > 0, x, 0.2 * x),
     "mish": lambda x: x * np.tanh(_softplus(x)),
@@ -65,6 +67,20 @@ def test_relu_options_and_gelu_approximate():
                                atol=1e-6)
     np.testing.assert_allclose(act.softmax(tf.constant(randn(2, 3)), axis=0).numpy(),
                                _softmax(randn(2, 3), axis=0), rtol=1e-6)
+
+
+def test_hard_sigmoid_and_hard_silu_are_keras_3s():
+    x = np.array([-4, -3, -2.5, -1, 0, 0.5, 1, 2.5, 3, 4], np.float32)
+    # written down from TF 2.21's keras.activations
+    want = [0, 0, 0.08333334, 0.33333334, 0.5, 0.5833333, 0.6666667, 0.9166667, 1, 1]
+    np.testing.assert_allclose(act.hard_sigmoid(tf.constant(x)).numpy(), want, rtol=1e-6)
+    np.testing.assert_allclose(keras.layers.Activation("hard_sigmoid")(x).numpy(), want,
+                               rtol=1e-6)
+    silu = [0, 0, -0.20833334, -0.33333334, 0, 0.29166666, 0.6666667, 2.2916667, 3, 4]
+    np.testing.assert_allclose(act.hard_swish(tf.constant(x)).numpy(), silu, rtol=1e-6)
+    layer = keras.layers.Activation("hard_swish")
+    np.testing.assert_allclose(layer(x).numpy(), silu, rtol=1e-6)
+    assert layer.get_config()["activation"] == "hard_silu"
 
 
 def test_swish_is_x_times_sigmoid_in_the_graph():

@@ -52,8 +52,12 @@ def test_nested_layers_track_each_weight_once_in_order():
     names = [w.name for w in outer.weights]
     # Keras 3 names: short names, the layer in `path`; a plain Variable keeps ":0"
     assert names[:3] == ["scale:0", "kernel", "bias"]
-    assert [w.path for w in outer.weights[1:3]] == ["dense/kernel", "dense/bias"]
-    assert repr(outer.weights[1]) == "<KerasVariable shape=(4, 3), dtype=float32, path=dense/kernel>"
+    # under the layers that built them, as Keras 3 (TF: outer/block/dense/kernel)
+    assert [w.path for w in outer.weights[1:3]] == ["outer/block/dense/kernel",
+                                                     "outer/block/dense/bias"]
+    assert outer.weights[-1].path == "outer/dense_1/bias"
+    assert repr(outer.weights[1]) == ("<KerasVariable shape=(4, 3), dtype=float32, "
+                                      "path=outer/block/dense/kernel>")
     assert outer.count_params() == 1 + (4 * 3 + 3) + 4 * 3 + (3 * 2 + 2)
     assert len(outer.non_trainable_weights) == 2  # moving mean / variance
     outer.trainable = False

@@ -8,7 +8,8 @@ import pytest
 import kiln as tf
 from keras_helpers import randn
 
-layers = tf.keras.layers
+keras = tf.keras
+layers = keras.layers
 
 
 def _sigmoid(x):
@@ -188,8 +189,7 @@ def test_configs_round_trip_and_errors():
         fn = tf.function(lambda a: layers.LSTM(2, unroll=True)(a),
                          input_signature=[tf.TensorSpec([None, None, 3], tf.float32)])
         fn(tf.constant(randn(1, 2, 3)))
-    with pytest.raises(NotImplementedError, match="stateful"):
-        layers.LSTM(2, stateful=True)
+    assert layers.LSTM(2, stateful=True).get_config()["stateful"] is True
 
 
 def test_dropout_only_when_training():
@@ -277,3 +277,52 @@ def test_configs_carry_keras_keys():
     assert "seed" not in layers.SimpleRNN(2).get_config()
     assert "seed" in layers.LSTM(2).get_config() and "seed" in layers.GRU(2).get_config()
     assert "seed" in layers.SimpleRNNCell(2).get_config()
+
+
+# ---- stateful=True (Keras 3: states in variables "<layer>/rnn_state") ----
+
+@pytest.mark.parametrize("kind", ["SimpleRNN", "LSTM", "GRU"])
+def test_stateful_continues_from_the_last_states(kind):
+    x = randn(2, 4, 3).astype(np.float32)
+    layer = getattr(layers, kind)(3, stateful=True, return_sequences=True)
+    first, second = layer(x).numpy(), layer(x).numpy()
+    whole = getattr(layers, kind)(3, return_sequences=True)
+    whole.build((2, 8, 3))
+    whole.set_weights(layer.get_weights())
+    both = whole(np.concatenate([x, x], 1)).numpy()
+    np.testing.assert_allclose(np.concatenate([first, second], 1), both, rtol=1e-5, atol=1e-6)
+    assert [v.path for v in layer.states] == [f"{layer.name}/rnn_state"] * len(layer.states)
+    assert len(layer.weights) == len(whole.weights)  # the states are not weights
+    layer.reset_states()
+    np.testing.assert_allclose(layer(x).numpy(), first, rtol=1e-6)
+    traced = tf.function(lambda t: layer(t))
+    layer.reset_state()
+    np.testing.assert_allclose(traced(tf.constant(x)).numpy(), first, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(traced(tf.constant(x)).numpy(), second, rtol=1e-5, atol=1e-6)
+
+
+def test_stateful_errors_as_keras():
+    with pytest.raises(ValueError, match="the batch size must be static. Found dynamic batch "
+                                         r"size: sequence.shape=\(None, 4, 3\)"):
+        layers.LSTM(2, stateful=True)(keras.Input((4, 3)))
+    layer = layers.GRU(2, stateful=True)
+    layer(randn(2, 4, 3).astype(np.float32))
+    with pytest.raises(ValueError, match="Expected batch size: 2\n- Received batch size: 1"):
+        layer(randn(1, 4, 3).astype(np.float32))
+    model = keras.Sequential([keras.Input((4, 3), batch_size=2),
+                              layers.LSTM(2, stateful=True)])
+    assert model.layers[0].states[0].shape.as_list() == [2, 2]
+
+
+def test_unroll_matches_the_loop():
+    x = randn(2, 5, 3).astype(np.float32)
+    for kind in ("SimpleRNN", "LSTM", "GRU"):
+        loop = getattr(layers, kind)(3, return_sequences=True, return_state=True)
+        unrolled = getattr(layers, kind)(3, return_sequences=True, return_state=True,
+                                         unroll=True)
+        want = loop(x)
+        unrolled.build((None, 5, 3))
+        unrolled.set_weights(loop.get_weights())
+        for a, b in zip(want, unrolled(x)):
+            np.testing.assert_allclose(b.numpy(), a.numpy(), rtol=1e-5, atol=1e-6)
+

@@ -1,6 +1,7 @@
 """kiln.keras.Sequential: a plain stack of layers, each with one input and one output."""
 from kiln.keras.engine.keras_tensor import KerasTensor
 from kiln.keras.layers.base import Layer, call_with_mask
+from kiln.keras.layers._path_scope import layer_scope
 from kiln.keras.layers.input_layer import InputLayer, Input
 from kiln.keras.engine import summary as summary_mod
 from kiln.keras.engine.training import Model
@@ -65,6 +66,10 @@ class Sequential(Model):
             self._propagate(len(self._kiln_layers) - 1)
 
     def _propagate(self, start):
+        with layer_scope(self):  # weights at "<model name>/<layer>/...", as Keras 3
+            self._propagate_layers(start)
+
+    def _propagate_layers(self, start):
         x = self._kiln_input if start == 0 else self._kiln_out[start - 1]
         del self._kiln_out[start:]
         for layer in self._kiln_layers[start:]:
@@ -95,6 +100,11 @@ class Sequential(Model):
                 self._kiln_input = Input(batch_shape=tuple(shape))
         self._kiln_out = []
         self._propagate(0)
+
+    def get_build_config(self):
+        if self._kiln_input is not None:
+            return {"input_shape": tuple(self._kiln_input.shape.as_list())}
+        return super().get_build_config()
 
     def _maybe_build(self, inputs):
         if self._kiln_input is None and hasattr(inputs, "shape"):

@@ -28,6 +28,7 @@ from kiln.distribute import distribute_lib
 from kiln.dtypes import cast
 from kiln.function import Function
 from kiln.gradient import GradientTape
+from kiln.keras import _sparse_rows
 from kiln.keras import callbacks as callbacks_mod
 from kiln.keras import losses as losses_mod
 from kiln.keras import metrics as metrics_mod
@@ -333,14 +334,15 @@ def _update(metric, y_true, y_pred, sample_weight):
 def train_step(model, data):
     """One optimization step on a batch; returns the metrics' results."""
     x, y, sw = unpack(data)
-    with GradientTape() as tape:
-        y_pred = model(x, training=True)
-        loss = model.compute_loss(x, y, y_pred, sw)
-    variables = list(model.trainable_variables)
-    if not variables:
-        raise ValueError(f"Model {model.name!r} has no trainable variables to train")
-    grads = tape.gradient(loss, variables)
-    model.optimizer.apply_gradients(zip(grads, variables))
+    with _sparse_rows.collecting():  # embeddings' gradients as TF's sparse rows
+        with GradientTape() as tape:
+            y_pred = model(x, training=True)
+            loss = model.compute_loss(x, y, y_pred, sw)
+        variables = list(model.trainable_variables)
+        if not variables:
+            raise ValueError(f"Model {model.name!r} has no trainable variables to train")
+        grads = tape.gradient(loss, variables)
+        model.optimizer.apply_gradients(zip(grads, variables))
     model._kiln_compiled.loss_tracker.update_state(
         distribute_lib.unscale_loss_for_distribution(loss), sample_weight=_batch_size(x))
     return model.compute_metrics(x, y, y_pred, sw)
@@ -605,7 +607,12 @@ def prepare(model, first_batch, train):
     """Builds the model (eagerly, on ``first_batch()``) and the optimizer's
     variables before a step is traced, so the steps create no variables."""
     if not model.built or any(not layer.built for layer in model._sublayers()):
+        was_built = model.built
         model(unpack(first_batch())[0], training=False)
+        shapes = getattr(model, "_kiln_build_shapes", None)
+        shape = shapes.get("input_shape") if not was_built and shapes else None
+        if isinstance(shape, tuple) and shape:  # Keras' fit builds without the batch size
+            model._kiln_build_shapes = {"input_shape": (None,) + shape[1:]}
     opt = model.optimizer
     if train and not getattr(opt, "built", True):
         opt.build(list(model.trainable_variables))

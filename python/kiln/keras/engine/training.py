@@ -4,12 +4,13 @@ import json
 
 import numpy as np
 
-from kiln import _kiln
+from kiln import _kiln, _restore_hooks
 from kiln import nest
 from kiln.distribute import distribute_lib
 from kiln.function import function as kfunction
 from kiln.keras import optimizers
-from kiln.keras.layers.base import Layer
+from kiln.keras.layers.base import Layer, _input_shape
+from kiln.keras.layers._path_scope import plain_shape
 from kiln.keras.engine import summary as summary_mod
 from kiln.keras.engine import trainer
 from kiln.keras.engine.functional import GraphNetwork
@@ -128,6 +129,7 @@ class Model(Layer):
     def _maybe_build(self, inputs):
         if not self.built:
             # A subclassed model builds its layers as call() reaches them.
+            self._kiln_build_shapes = {"input_shape": plain_shape(_input_shape(inputs))}
             self.built = True
 
     def build(self, input_shape=None):
@@ -149,6 +151,11 @@ class Model(Layer):
             specs = [spec(s) for s in input_shape]
         self.built = True
         kfunction(lambda x: self.call(x), autograph=True).get_concrete_function(specs)
+
+    def get_build_config(self):
+        if self._kiln_graph is not None:
+            return {"input_shape": None}  # as Keras 3: built from its inputs
+        return super().get_build_config()
 
     def call(self, inputs, training=None, mask=None):
         if self._kiln_graph is not None:
@@ -235,6 +242,13 @@ class Model(Layer):
             "loss": loss, "metrics": metrics, "loss_weights": loss_weights,
             "weighted_metrics": weighted_metrics, "run_eagerly": run_eagerly,
             "jit_compile": jit_compile}
+        self._kiln_announce_optimizer()
+
+    def _kiln_announce_optimizer(self):
+        """A checkpoint read before compile gives the optimizer its saved
+        state (iterations now, slots when built), as TensorFlow does."""
+        if _restore_hooks.PENDING:
+            _restore_hooks.notify(self, "optimizer", self.optimizer)
 
     @property
     def distribute_strategy(self):
@@ -254,6 +268,7 @@ class Model(Layer):
             raise RuntimeError(trainer._NOT_COMPILED)
         self._kiln_compiled.optimizer = optimizers.get(value)
         self._kiln_compiled.train_function = None
+        self._kiln_announce_optimizer()
 
     @property
     def loss(self):

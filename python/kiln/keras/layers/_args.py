@@ -1,7 +1,7 @@
 """Argument checks shared by the built-in layers (Keras' names and errors)."""
 import numpy as np
 
-from kiln.keras import initializers
+from kiln.keras import constraints, initializers, regularizers
 
 
 def positive_int(value, name, layer):
@@ -68,18 +68,34 @@ def rate(value, name="rate"):
     return float(value)
 
 
-def serialize(obj):
-    """A regularizer / constraint argument as a config value (None stays None)."""
+def serialize(obj, kind=None):
+    """A regularizer / constraint argument as a config value: Keras 3's dict
+    (module, class_name, config, registered_name) for an object or a name of
+    ``kind`` ('regularizer' / 'constraint'); None stays None."""
+    if kind is not None and isinstance(obj, (str, dict)):
+        obj = _KINDS[kind].get(obj)
     if obj is None or isinstance(obj, (str, int, float, bool)):
         return obj
+    if isinstance(obj, regularizers.Regularizer):
+        return regularizers.serialize(obj)
+    if isinstance(obj, constraints.Constraint):
+        return constraints.serialize(obj)
     if hasattr(obj, "get_config"):
-        return {"class_name": type(obj).__name__, "config": obj.get_config()}
+        return {"module": type(obj).__module__, "class_name": type(obj).__name__,
+                "config": obj.get_config(), "registered_name": None}
     return getattr(obj, "__name__", repr(obj))
+
+
+_KINDS = {"regularizer": regularizers, "constraint": constraints}
+
+
+def _kind(name):
+    return next((k for k in _KINDS if name.endswith(k)), None)
 
 
 def extras_config(layer, names):
     """{name: serialize(layer.<name>)}: the regularizers and constraints Keras lists."""
-    return {n: serialize(getattr(layer, n, None)) for n in names}
+    return {n: serialize(getattr(layer, n, None), _kind(n)) for n in names}
 
 
 CONV_EXTRAS = ("kernel_regularizer", "bias_regularizer", "activity_regularizer",
@@ -89,3 +105,12 @@ CONV_EXTRAS = ("kernel_regularizer", "bias_regularizer", "activity_regularizer",
 def init_config(init):
     """An initializer argument as a config value (None when it is a plain function)."""
     return initializers.serialize(init) if isinstance(init, initializers.Initializer) else None
+
+
+def no_quantization(layer, quantization_config=None, lora_rank=None, lora_alpha=None):
+    """Keras 3's quantization and LoRA arguments: accepted when off."""
+    if quantization_config is not None:
+        raise NotImplementedError(f"{layer}(quantization_config=...): quantized layers are "
+                                  "not supported by kiln yet")
+    if lora_rank is not None or lora_alpha is not None:
+        raise NotImplementedError(f"{layer}(lora_rank=...): LoRA is not supported by kiln yet")

@@ -111,7 +111,6 @@ class MultiHeadAttention(Layer):
 
     def _dense(self, name, shape, bias_shape):
         layer = _Projection(name=name, dtype=self.dtype)
-        layer._kiln_owner_path = self.name
         layer.kernel = layer.add_weight("kernel", shape, initializer=self.kernel_initializer)
         layer.bias = layer.add_weight("bias", bias_shape, initializer=self.bias_initializer) \
             if self.use_bias else None

@@ -13,8 +13,9 @@ import numpy as np
 from kiln import _kiln, _restore_hooks
 from kiln import nest
 from kiln.autograph import maybe_convert
-from kiln.keras import initializers
+from kiln.keras import constraints, initializers, regularizers
 from kiln.keras.engine import keras_tensor
+from kiln.keras.layers._path_scope import layer_scope, scoped_build, current_path
 from kiln.keras.variables import Variable as KerasVariable
 from kiln.keras.engine.keras_tensor import KerasTensor
 from kiln.module import Module
@@ -101,6 +102,27 @@ def layer_class(name):
             return cls
         stack.extend(cls.__subclasses__())
     raise ValueError(f"Unknown layer: {name!r}")
+
+
+# Keras 3's form of a nested layer (a wrapper's ``layer``): set by
+# kiln.keras.saving.serialization, which sits above the layers and revives
+# classes through the registry (custom objects, registered names).
+NESTED = {"serialize": None, "deserialize": None}
+
+
+def serialize_nested(layer):
+    """``{"module", "class_name", "config", "registered_name"}`` of ``layer``."""
+    if NESTED["serialize"] is not None:
+        return NESTED["serialize"](layer)
+    return {"module": "keras.layers", "class_name": type(layer).__name__,
+            "config": layer.get_config(), "registered_name": None}
+
+
+def deserialize_nested(spec, custom_objects=None):
+    """The layer ``serialize_nested`` (or Keras) described."""
+    if NESTED["deserialize"] is not None:
+        return NESTED["deserialize"](spec, custom_objects)
+    return layer_class(spec["class_name"]).from_config(spec["config"])
 
 
 _ACCEPTS_MASK = {}
@@ -206,6 +228,11 @@ class Layer(Module):
     _kiln_static_shapes = False
     _any_name = True  # Keras names need not be identifiers
 
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if "build" in cls.__dict__:  # as Keras: build runs in the layer's path scope
+            cls.build = scoped_build(cls.__dict__["build"])
+
     def __init__(self, trainable=True, name=None, dtype=None, **kwargs):
         bad = set(kwargs) - _ALLOWED_KWARGS
         if bad:
@@ -270,6 +297,10 @@ class Layer(Module):
     # ---- calling ----
 
     def __call__(self, inputs, *args, **kwargs):
+        with layer_scope(self):
+            return self._kiln_call(inputs, args, kwargs)
+
+    def _kiln_call(self, inputs, args, kwargs):
         if _has_keras_tensor(inputs, args, kwargs):
             return keras_tensor.symbolic_call(self, inputs, args, kwargs)
         inputs = self._convert_inputs(inputs)
@@ -372,12 +403,12 @@ class Layer(Module):
             if tuple(value.shape) != shape:
                 raise ValueError(f"add_weight {name!r}: the initializer returned shape "
                                  f"{tuple(value.shape)}, expected {shape}")
-            short = name or "variable"
-            # A layer owned by another (an RNN's cell) reads its path under it.
-            owner = getattr(self, "_kiln_owner_path", None)
-            path = f"{owner}/{self.name}/{short}" if owner else f"{self.name}/{short}"
+            short = name or _unique("variable")  # Keras: variable, variable_1, ...
+            with layer_scope(self):  # e.g. "seq/dense/kernel", as Keras 3
+                path = f"{current_path()}/{short}"
             v = KerasVariable(value, short, path, trainable=trainable)
-        v._kiln_regularizer, v._kiln_constraint = regularizer, constraint
+        v._kiln_regularizer = regularizers.get(regularizer)  # names: 'l2', 'non_neg'
+        v._kiln_constraint = constraints.get(constraint)
         self._kiln_weights.append(v)
         if _restore_hooks.PENDING:  # a kiln.train restore waits for this weight
             _restore_hooks.notify(self, short, v)
@@ -544,5 +575,29 @@ class Layer(Module):
     def from_config(cls, config):
         return cls(**config)
 
+    def get_build_config(self):
+        """Keras 3's build config: ``{"input_shape": shape}`` for a build with
+        one argument, ``{"shapes_dict": {argument: shape}}`` otherwise; None
+        before the first build."""
+        shapes = getattr(self, "_kiln_build_shapes", None)
+        if shapes is None:
+            return None
+        if len(shapes) == 1:
+            return {"input_shape": next(iter(shapes.values()))}
+        return {"shapes_dict": dict(shapes)}
+
+    def build_from_config(self, config):
+        """Builds the layer as ``get_build_config()`` recorded."""
+        if not config:
+            return
+        if "input_shape" in config:
+            self.build(config["input_shape"])
+        elif "shapes_dict" in config:
+            self.build(**config["shapes_dict"])
+        self.built = True
+
     def __repr__(self):  # Keras 3's form
         return f"<{type(self).__name__} name={self.name}, built={self.built}>"
+
+
+Layer.build = scoped_build(Layer.build)  # layers without their own build record it too

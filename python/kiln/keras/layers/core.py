@@ -2,7 +2,7 @@
 import numpy as np
 
 from kiln import _kiln
-from kiln.keras import activations, initializers
+from kiln.keras import _sparse_rows, activations, initializers
 from kiln.keras.engine.keras_tensor import KerasTensor
 from kiln.keras.layers import _args
 from kiln.keras.layers.base import Layer, InputSpec, _unique
@@ -27,8 +27,10 @@ class Dense(Layer):
     def __init__(self, units, activation=None, use_bias=True,
                  kernel_initializer="glorot_uniform", bias_initializer="zeros",
                  kernel_regularizer=None, bias_regularizer=None, activity_regularizer=None,
-                 kernel_constraint=None, bias_constraint=None, **kwargs):
+                 kernel_constraint=None, bias_constraint=None, lora_rank=None,
+                 lora_alpha=None, quantization_config=None, **kwargs):
         super().__init__(**kwargs)
+        _args.no_quantization("Dense", quantization_config, lora_rank, lora_alpha)
         self.units = _args.positive_int(units, "units", "Dense")
         self.activation = activations.get(activation)
         self.use_bias = bool(use_bias)
@@ -71,7 +73,8 @@ class Dense(Layer):
                 "bias_initializer": initializers.serialize(self.bias_initializer)
                 if isinstance(self.bias_initializer, initializers.Initializer) else None,
                 **_args.extras_config(self, ("kernel_regularizer", "bias_regularizer",
-                                             "kernel_constraint", "bias_constraint"))}
+                                             "kernel_constraint", "bias_constraint")),
+                "quantization_config": None}
 
 
 class Activation(Layer):
@@ -298,7 +301,8 @@ class Embedding(Layer):
 
     def __init__(self, input_dim, output_dim, embeddings_initializer="uniform",
                  embeddings_regularizer=None, embeddings_constraint=None, mask_zero=False,
-                 weights=None, lora_rank=None, **kwargs):
+                 weights=None, lora_rank=None, lora_alpha=None, quantization_config=None,
+                 **kwargs):
         input_length = kwargs.pop("input_length", None)  # Keras 2's, ignored as Keras 3 does
         del input_length
         super().__init__(**kwargs)
@@ -307,8 +311,7 @@ class Embedding(Layer):
         if bad:
             raise ValueError("Both `input_dim` and `output_dim` should be positive, Received "
                              f"input_dim = {input_dim} and output_dim = {output_dim}")
-        if lora_rank is not None:
-            raise NotImplementedError("Embedding(lora_rank=...) is not supported yet")
+        _args.no_quantization("Embedding", quantization_config, lora_rank, lora_alpha)
         self.input_dim, self.output_dim = int(input_dim), int(output_dim)
         self.embeddings_initializer = initializers.get(embeddings_initializer)
         self.embeddings_regularizer = embeddings_regularizer
@@ -331,6 +334,8 @@ class Embedding(Layer):
         x = h.tensor(inputs)
         if x.dtype.name not in ("int32", "int64"):
             x = raw.Cast(x, DstT=_kiln.as_dtype("int32"))
+        if _sparse_rows.active():  # a train step: TensorFlow's sparse row updates
+            return _sparse_rows.lookup(self.embeddings, x)
         return array_ops.gather(self.embeddings, x, axis=0)
 
     def compute_mask(self, inputs, mask=None):
@@ -348,7 +353,8 @@ class Embedding(Layer):
                 if isinstance(self.embeddings_initializer, initializers.Initializer) else None,
                 "mask_zero": self.mask_zero,
                 **_args.extras_config(self, ("embeddings_regularizer", "activity_regularizer",
-                                             "embeddings_constraint"))}
+                                             "embeddings_constraint")),
+                "quantization_config": None}
 
 
 class Masking(Layer):

@@ -26,7 +26,15 @@ class InputLayer(Layer):
     _kiln_static_shapes = True
 
     def __init__(self, input_shape=None, batch_size=None, dtype=None, input_tensor=None,
-                 sparse=None, name=None, ragged=None, batch_shape=None, **kwargs):
+                 sparse=None, name=None, ragged=None, batch_shape=None, shape=None,
+                 optional=False, **kwargs):
+        if shape is not None:  # Keras 3's name
+            if input_shape is not None:
+                raise ValueError("InputLayer: give only one of shape and input_shape")
+            input_shape = shape
+        if optional:
+            raise NotImplementedError("InputLayer(optional=True): optional inputs (None "
+                                      "passed for an input) are not supported by kiln yet")
         if sparse or ragged:
             raise ValueError("InputLayer: sparse and ragged inputs are not supported by kiln")
         if input_tensor is not None:
@@ -59,16 +67,18 @@ class InputLayer(Layer):
         return TensorShape(input_shape)
 
     def get_config(self):
-        return {"name": self.name, "dtype": self.dtype, "batch_shape": self._batch_input_shape}
+        return {"batch_shape": self._batch_input_shape, "dtype": self.dtype, "sparse": False,
+                "ragged": False, "name": self.name, "optional": False}
 
 
 def Input(shape=None, batch_size=None, name=None, dtype=None, sparse=None, tensor=None,
-          ragged=None, batch_shape=None, **kwargs):
+          ragged=None, batch_shape=None, optional=False, **kwargs):
     """A symbolic input of a functional model (tf.keras.Input): a KerasTensor
     of shape ``(batch_size,) + shape`` (or ``batch_shape``) and ``dtype``
     (default float32)."""
     if kwargs:
         raise TypeError(f"Input: unexpected keyword argument(s) {sorted(kwargs)}")
     layer = InputLayer(input_shape=shape, batch_size=batch_size, dtype=dtype, input_tensor=tensor,
-                       sparse=sparse, name=name, ragged=ragged, batch_shape=batch_shape)
+                       sparse=sparse, name=name, ragged=ragged, batch_shape=batch_shape,
+                       optional=optional)
     return layer.output

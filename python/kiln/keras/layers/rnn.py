@@ -6,9 +6,12 @@ then run as one ``while_loop`` (one While node inside a function), or unrolled w
 ``unroll=True`` and the length is known.
 """
 from kiln import control_flow, dtypes
+from kiln.keras.layers._path_scope import current_path, layer_scope
+from kiln.keras.variables import Variable as KerasVariable
+from kiln.scopes import init_scope
 from kiln.keras import activations, initializers
 from kiln.keras.layers import _args
-from kiln.keras.layers.base import Layer, InputSpec
+from kiln.keras.layers.base import Layer, InputSpec, serialize_nested
 from kiln.ops import _helpers as h
 from kiln.ops import array_ops, linalg_ops, nn_ops
 from kiln.tensor_shape import TensorShape
@@ -261,8 +264,6 @@ class StackedRNNCells(Layer):
     def build(self, input_shape):
         dim = TensorShape(input_shape)[-1]
         for c in self.cells:
-            owner = getattr(self, "_kiln_owner_path", None)
-            c._kiln_owner_path = f"{owner}/{self.name}" if owner else self.name
             c.build((None, dim))
             dim = c.output_size
         self.built = True
@@ -284,8 +285,7 @@ class StackedRNNCells(Layer):
 
     def get_config(self):
         return {**super().get_config(),
-                "cells": [{"class_name": type(c).__name__, "config": c.get_config()}
-                          for c in self.cells]}
+                "cells": [serialize_nested(c) for c in self.cells]}
 
     @classmethod
     def from_config(cls, config, custom_objects=None):
@@ -316,14 +316,12 @@ class RNN(Layer):
             raise ValueError("Argument `cell` should be one of kiln.keras's cells (SimpleRNNCell, "
                              f"LSTMCell, GRUCell, StackedRNNCells) or a list of them. Received: "
                              f"cell={cell!r}")
-        if stateful:
-            raise NotImplementedError("stateful RNN layers are not supported yet")
         self.cell = cell
-        cell._kiln_owner_path = self.name  # weights at "lstm/lstm_cell/kernel", as Keras 3
         self.return_sequences = bool(return_sequences)
         self.return_state = bool(return_state)
         self.go_backwards = bool(go_backwards)
-        self.stateful = False
+        self.stateful = bool(stateful)
+        self._kiln_states = None  # stateful: the states kept between calls (variables)
         self.unroll = bool(unroll)
         self.zero_output_for_mask = bool(zero_output_for_mask)
         self.supports_masking = True
@@ -336,7 +334,45 @@ class RNN(Layer):
                              f"expected ndim=3, found ndim={shape.rank}. Full shape received: "
                              f"{shape}")
         self.cell.build((shape[0], shape[2]))
+        if self.stateful:
+            self._build_states(shape)
         self.built = True
+
+    # ---- stateful=True: the last states start the next call ----
+
+    @property
+    def states(self):
+        """The kept states (variables) of a stateful layer, else None."""
+        return self._kiln_states
+
+    def _build_states(self, shape):
+        if self._kiln_states is not None:
+            self.reset_state()
+            return
+        if shape[0] is None:
+            raise ValueError("When using `stateful=True` in a RNN, the batch size must be "
+                             f"static. Found dynamic batch size: sequence.shape="
+                             f"{tuple(shape.as_list())}")
+        with init_scope(), layer_scope(self):  # Keras' path: "<layer>/rnn_state"
+            path = f"{current_path()}/rnn_state"
+            self._kiln_states = [KerasVariable(s, "rnn_state", path, trainable=False)
+                                 for s in self.cell.get_initial_state(shape[0], self._dtype)]
+
+    def reset_state(self):
+        """Zeroes the kept states of a stateful layer."""
+        for v in self._kiln_states or ():
+            v.assign(array_ops.zeros_like(v.value()))
+
+    reset_states = reset_state  # Keras' alias
+
+    def _stateful_initial(self, x):
+        want = self._kiln_states[0].shape[0]
+        got = x.shape[0]
+        if got is not None and got != want:
+            raise ValueError("If an RNN is stateful, the batch size of the input sequences "
+                             "must be the same as the batch size of the initial state. \n"
+                             f"- Expected batch size: {want}\n- Received batch size: {got}")
+        return [v.value() for v in self._kiln_states]
 
     def _dropout_masks(self, inputs, training):
         cell = self.cell
@@ -355,7 +391,8 @@ class RNN(Layer):
         x = h.tensor(inputs)
         batch, steps = array_ops.shape(x)[0], array_ops.shape(x)[1]
         if initial_state is None:
-            states = cell.get_initial_state(batch, x.dtype)
+            states = self._stateful_initial(x) if self._kiln_states is not None \
+                else cell.get_initial_state(batch, x.dtype)
         else:
             states = list(initial_state) if isinstance(initial_state, (list, tuple)) \
                 else [initial_state]
@@ -412,6 +449,8 @@ class RNN(Layer):
             last, ta, states = result[1], result[2], list(result[3:])
             seq = array_ops.transpose(ta.stack(), [1, 0, 2]) if self.return_sequences else None
         output = seq if self.return_sequences else last
+        for v, s in zip(self._kiln_states or (), states):
+            v.assign(s)
         if self.return_state:
             return [output] + list(states)
         return output
@@ -436,8 +475,7 @@ class RNN(Layer):
                 "return_state": self.return_state, "go_backwards": self.go_backwards,
                 "stateful": self.stateful, "unroll": self.unroll,
                 "zero_output_for_mask": self.zero_output_for_mask,
-                "cell": {"class_name": type(self.cell).__name__,
-                         "config": self.cell.get_config()}}
+                "cell": serialize_nested(self.cell)}
 
     @classmethod
     def from_config(cls, config, custom_objects=None):
@@ -482,7 +520,8 @@ class _RNNLayer(RNN):
         for k in ("name", "trainable", "dtype"):
             cell_cfg.pop(k, None)
         return {**cfg, **cell_cfg,
-                "activity_regularizer": _args.serialize(self.activity_regularizer)}
+                "activity_regularizer": _args.serialize(self.activity_regularizer,
+                                                        "regularizer")}
 
     @classmethod
     def from_config(cls, config, custom_objects=None):

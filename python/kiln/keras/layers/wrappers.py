@@ -1,6 +1,6 @@
 """Layer wrappers: Bidirectional (an RNN run both ways) and TimeDistributed (a layer applied to
 every step), with Keras 3's arguments, sublayer names and errors."""
-from kiln.keras.layers.base import Layer, InputSpec, layer_class
+from kiln.keras.layers.base import Layer, InputSpec, deserialize_nested, serialize_nested
 from kiln.keras.layers.rnn import RNN
 from kiln.ops import array_ops
 from kiln.tensor_shape import TensorShape
@@ -46,7 +46,6 @@ class Bidirectional(Layer):
             self.backward_layer = backward_layer
         self._verify_layers()
         for sub in (self.forward_layer, self.backward_layer):
-            sub.cell._kiln_owner_path = f"{self.name}/{sub.name}"
             # As Keras: masked steps give zeros when the sequences are returned.
             sub.zero_output_for_mask = sub.return_sequences
         self.merge_mode = merge_mode
@@ -131,25 +130,17 @@ class Bidirectional(Layer):
 
     def get_config(self):
         return {**super().get_config(), "merge_mode": self.merge_mode,
-                "layer": _layer_config(self.forward_layer),
-                "backward_layer": _layer_config(self.backward_layer)}
+                "layer": serialize_nested(self.forward_layer),
+                "backward_layer": serialize_nested(self.backward_layer)}
 
     @classmethod
     def from_config(cls, config, custom_objects=None):
         config = dict(config)
-        layer = _from_layer_config(config.pop("layer"))
+        layer = deserialize_nested(config.pop("layer"), custom_objects)
         backward = config.pop("backward_layer", None)
         if backward is not None:
-            config["backward_layer"] = _from_layer_config(backward)
+            config["backward_layer"] = deserialize_nested(backward, custom_objects)
         return cls(layer, **config)
-
-
-def _layer_config(layer):
-    return {"class_name": type(layer).__name__, "config": layer.get_config()}
-
-
-def _from_layer_config(spec):
-    return layer_class(spec["class_name"]).from_config(spec["config"])
 
 
 class TimeDistributed(Layer):
@@ -168,9 +159,6 @@ class TimeDistributed(Layer):
 
     def build(self, input_shape):
         dims = list(TensorShape(input_shape))
-        if not self.layer.built:  # its weights at "time_distributed/dense/kernel", as Keras
-            owner = getattr(self, "_kiln_owner_path", None)
-            self.layer._kiln_owner_path = f"{owner}/{self.name}" if owner else self.name
         if len(dims) < 3:
             raise ValueError("`TimeDistributed` Layer should be passed an `input_shape` with at "
                              f"least 3 dimensions, received: {tuple(input_shape)}")
@@ -194,15 +182,12 @@ class TimeDistributed(Layer):
         return TensorShape(dims[:2] + list(inner)[1:])
 
     def get_config(self):
-        return {**super().get_config(),
-                "layer": {"class_name": type(self.layer).__name__,
-                          "config": self.layer.get_config()}}
+        return {**super().get_config(), "layer": serialize_nested(self.layer)}
 
     @classmethod
     def from_config(cls, config, custom_objects=None):
         config = dict(config)
-        spec = config.pop("layer")
-        layer = layer_class(spec["class_name"]).from_config(spec["config"])
+        layer = deserialize_nested(config.pop("layer"), custom_objects)
         return cls(layer, **config)
 
 

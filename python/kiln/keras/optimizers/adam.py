@@ -1,5 +1,6 @@
 """kiln.keras.optimizers.Adam: adaptive moment estimation (Kingma & Ba, 2014)."""
 from kiln import ops as K
+from kiln.keras import _sparse_rows
 from kiln.keras.optimizers.base_optimizer import Optimizer
 
 
@@ -73,7 +74,7 @@ class Adam(Optimizer):
         m, v = self._momentums[i], self._velocities[i]
         alpha = lr * K.sqrt(1 - beta_2_power) / (1 - beta_1_power)
         m.assign_add((gradient - m) * (1 - self.beta_1))
-        v.assign_add((K.square(gradient) - v) * (1 - self.beta_2))
+        v.assign_add((_sparse_rows.square(gradient, variable) - v) * (1 - self.beta_2))
         v = v.value()
         if self.amsgrad:
             v_hat = self._velocity_hats[i]

@@ -237,8 +237,10 @@ class Optimizer:
         """One slot per variable of ``trainable_variables`` for each name: a list,
         or a tuple of lists when ``name`` is a list or tuple of names."""
         names = [name] if isinstance(name, str) else list(name)
-        out = tuple([self.add_variable_from_reference(v, n, initializer)
-                     for v in trainable_variables] for n in names)
+        out = tuple([] for _ in names)
+        for v in trainable_variables:  # interleaved per variable, as Keras 3
+            for slots, n in zip(out, names):
+                slots.append(self.add_variable_from_reference(v, n, initializer))
         return out[0] if isinstance(name, str) else out
 
     def build(self, var_list):

@@ -1,5 +1,6 @@
 """kiln.keras.optimizers.RMSprop: gradients scaled by a running RMS (Hinton's lecture 6e)."""
 from kiln import ops as K
+from kiln.keras import _sparse_rows
 from kiln.keras.optimizers.base_optimizer import Optimizer
 
 
@@ -66,7 +67,7 @@ class RMSprop(Optimizer):
         i = self._get_variable_index(variable)
         rho = self.rho
         velocity = self._velocities[i]
-        velocity.assign(velocity * rho + K.square(gradient) * (1 - rho))
+        velocity.assign(velocity * rho + _sparse_rows.square(gradient, variable) * (1 - rho))
         if self.centered:
             average = self._average_gradients[i]
             average.assign(average * rho + gradient * (1 - rho))

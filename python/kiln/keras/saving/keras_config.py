@@ -24,15 +24,12 @@ _INACTIVE = (None, False, [], {}, ())
 # ---- writing ----
 
 def build_config(model):
-    """Keras 3's ``build_config`` of a model: its input shape when known."""
-    if isinstance(model, Sequential) and model._kiln_input is not None:
-        return {"input_shape": serialization.jsonable(model._kiln_input.shape, "input")}
+    """Keras 3's ``build_config`` of a model (``get_build_config``); none for
+    a functional model (built from its config)."""
     if getattr(model, "_kiln_graph", None) is not None:
         return None
-    spec = getattr(model, "_kiln_call_spec", None)
-    if spec is None or spec.shape.rank is None:
-        return None
-    return {"input_shape": spec.shape.as_list()}
+    config = model.get_build_config()
+    return None if config is None else serialization.jsonable(config, "the build config")
 
 
 def _module_for(name):

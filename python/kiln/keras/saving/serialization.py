@@ -22,6 +22,7 @@ from kiln.keras import activations, layers as layers_mod, optimizers
 from kiln.keras.engine.keras_tensor import KerasTensor
 from kiln.keras.engine.sequential import Sequential
 from kiln.keras.engine.training import Model
+from kiln.keras.layers import base as layer_base
 from kiln.keras.layers.base import Layer
 from kiln.keras.layers.core import Lambda, _OpLambda
 from kiln.keras.layers.input_layer import InputLayer
@@ -263,6 +264,15 @@ def deserialize_layer(entry):
     except TypeError as e:
         raise TypeError(f"Error when deserializing class '{entry['class_name']}' using "
                         f"config={config}.\n\nException encountered: {e}") from e
+
+
+def _deserialize_nested(entry, custom_objects=None):
+    with reg.CustomObjectScope(custom_objects or {}):
+        return deserialize_layer(entry)
+
+
+# Wrappers' nested layers, in Keras 3's form and through the registry.
+layer_base.NESTED.update(serialize=serialize_keras_object, deserialize=_deserialize_nested)
 
 
 def _resolve_functions(cls, config):
