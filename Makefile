@@ -70,6 +70,7 @@ test-peers: build
 	.venv-peers/bin/python tests/peers/check_keras_layers.py
 	.venv-peers/bin/python tests/peers/check_keras_checkpoints.py
 	.venv-peers/bin/python tests/peers/check_applications.py
+	.venv-peers/bin/python tests/peers/check_tf_saved_models.py --out $(BUILD)/tf-saved-models
 
 # The same on a busy machine: after the idle run above, every workload again with one
 # process spinning per core, kiln and the peers alike; then each one's slowdown.

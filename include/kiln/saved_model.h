@@ -111,4 +111,10 @@ class SavedModel {
 /// when `dir` holds no saved_model.pb.
 std::shared_ptr<const SavedModel> load(const std::string& dir);
 
+/// Every TensorFlow op kiln imports from SavedModels TensorFlow wrote, and
+/// how: "structural" (calls, control flow, variables, constants), "row" (the
+/// op table's row of that name, input for input), "row rule" (that row's
+/// TensorFlow rule) or "composite" (built from several kiln ops).
+std::vector<std::pair<std::string, std::string>> tf_import_coverage();
+
 }  // namespace kiln::saved_model

@@ -3,6 +3,7 @@
 #include "kiln/saved_model.h"
 
 #include <nanobind/stl/map.h>
+#include <nanobind/stl/pair.h>
 #include <nanobind/stl/shared_ptr.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
@@ -21,6 +22,10 @@ void bind_saved_model(nb::module_& m) {
       .def("add_child", &Exporter::add_child)
       .def("add_signature", &Exporter::add_signature)
       .def("save", &Exporter::save, nb::call_guard<nb::gil_scoped_release>());
+
+  m.def(
+      "_tf_import_coverage", [] { return saved_model::tf_import_coverage(); },
+      "[(TensorFlow op, how kiln imports it)] for docs/TF_OPS.md.");
 
   // (objects, signatures): objects[i] = (kind, identifier, children, functions,
   // variable or None, signature key); signatures[key] = (function, input keys,

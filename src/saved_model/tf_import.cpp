@@ -9,10 +9,6 @@
 #include "saved_model/tf_import_node.h"
 
 namespace kiln::saved_model::detail {
-namespace {
-
-constexpr int kMaxDepth = 64;
-
 // TensorFlow's structural ops, imported here rather than by op rows.
 const std::set<std::string>& structural_ops() {
   static const std::set<std::string> ops = {"Const",
@@ -33,6 +29,10 @@ const std::set<std::string>& structural_ops() {
                                             "Snapshot"};
   return ops;
 }
+
+namespace {
+
+constexpr int kMaxDepth = 64;
 
 bool importable(const std::string& op) {
   if (structural_ops().count(op) || find_tf_composite(op)) return true;
@@ -191,3 +191,16 @@ std::shared_ptr<const ConcreteFunction> TfImporter::concrete(const std::string& 
 }
 
 }  // namespace kiln::saved_model::detail
+
+namespace kiln::saved_model {
+
+std::vector<std::pair<std::string, std::string>> tf_import_coverage() {
+  std::map<std::string, std::string> out;
+  for (const std::string& op : detail::structural_ops()) out[op] = "structural";
+  for (const OpDef& row : op_table())
+    if (row.tf_import || row.tf_direct) out[row.type_name] = row.tf_import ? "row rule" : "row";
+  for (const detail::TfComposite& c : detail::tf_composites()) out[c.op_type] = "composite";
+  return {out.begin(), out.end()};
+}
+
+}  // namespace kiln::saved_model

@@ -9,6 +9,7 @@
 #pragma once
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -34,6 +35,8 @@ struct TfComposite {
   TfImportFn fn;
   std::vector<const char*> outputs;  ///< empty: one output arg
 };
+/// TensorFlow's ops the importer itself handles (tf_import.cpp).
+const std::set<std::string>& structural_ops();
 /// The composite rule for `op_type`, or nullptr (tf_import_ops.cpp).
 const TfComposite* find_tf_composite(const std::string& op_type);
 /// Every composite rule (for the coverage table).

@@ -108,6 +108,33 @@ void pad_v1(C& c) {
   c.set_output(pad(c.input(0), c.input(1)));
 }
 
+void einsum_rule(C& c) {
+  std::vector<Tensor> xs;
+  for (size_t i = 0; i < c.num_inputs(); ++i) xs.push_back(c.input(i));
+  c.set_output(einsum(c.attr_string("equation"), xs));
+}
+
+void erfc_rule(C& c) {
+  c.set_output(subtract(1.0, erf(c.input(0))));
+}
+
+// ReverseV2: (tensor, axis) as a strided slice with stride -1 on the axes.
+void reverse_v2(C& c) {
+  const Tensor& x = c.input(0);
+  if (!x.shape().rank_known()) c.fail("needs a known rank");
+  const int64_t rank = x.shape().rank();
+  std::vector<int64_t> strides(static_cast<size_t>(rank), 1);
+  for (int64_t a : c.ints(1, "axis")) {
+    if (a < -rank || a >= rank) c.fail(str_cat("axis ", a, " is out of range"));
+    strides[static_cast<size_t>(a < 0 ? a + rank : a)] = -1;
+  }
+  const int64_t mask = (int64_t{1} << rank) - 1;
+  const Tensor zero = constant(std::vector<int64_t>(static_cast<size_t>(rank), 0), Shape{rank});
+  c.set_output(tf_import::call_row1(OpId::StridedSlice,
+                                    {x, zero, zero, constant(strides, Shape{rank})},
+                                    {{"begin_mask", mask}, {"end_mask", mask}}));
+}
+
 }  // namespace
 
 const std::vector<TfComposite>& tf_composites() {
@@ -134,6 +161,9 @@ const std::vector<TfComposite>& tf_composites() {
       {"Add", add_v1, {}},
       {"Split", split, {}},
       {"Pad", pad_v1, {}},
+      {"Einsum", einsum_rule, {}},
+      {"Erfc", erfc_rule, {}},
+      {"ReverseV2", reverse_v2, {}},
   };
   return rules;
 }

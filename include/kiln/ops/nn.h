@@ -23,6 +23,10 @@ namespace kiln {
 /// first. Both operands need rank >= 2 and the same numeric dtype (not bool).
 /// float32/float64 run on OpenBLAS; integer products wrap on overflow.
 Tensor matmul(const Tensor& a, const Tensor& b, bool transpose_a = false, bool transpose_b = false);
+/// Einstein summation (tf.einsum): "ij,jk->ik", implicit outputs ("ij,jk"),
+/// "..." broadcasting, repeated letters within a term (diagonals). A
+/// contraction of two floating operands is one batched matmul.
+Tensor einsum(const std::string& equation, const std::vector<Tensor>& inputs);
 
 /// 2-D convolution: input [batch, height, width, in_channels], filter
 /// [filter_height, filter_width, in_channels, out_channels], output
