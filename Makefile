@@ -7,7 +7,7 @@ FUZZ_TIME ?= 600
 CMAKE_FLAGS ?=
 JOBS ?= $(shell nproc)
 
-.PHONY: all setup build py demo tour bench-peers bench-peers-busy bench-eager-pair test-peers test test-cpp test-py check-deps test-asan test-tsan fuzz fuzz-build fuzz-saved-model fuzz-onnx fuzz-bundle onnx-node-tests bench format format-check clean
+.PHONY: all setup build py demo tour bench-peers bench-peers-busy bench-eager-pair test-peers test test-cpp test-py check-deps test-asan test-tsan fuzz fuzz-build fuzz-saved-model fuzz-tf-saved-model fuzz-onnx fuzz-bundle onnx-node-tests bench format format-check clean
 
 all: build
 
@@ -110,7 +110,7 @@ test-asan: setup
 # built with clang, FUZZ_TIME seconds each. Seeds: real exports (tests/fuzz/make_seeds.py),
 # ONNX's node-test models (tests/fuzz/make_onnx_seeds.py) and the checked-in corpora; new
 # inputs and any crash go to $(FUZZ_BUILD)/corpus*, $(FUZZ_BUILD)/crash-*.
-fuzz: fuzz-saved-model fuzz-onnx fuzz-bundle
+fuzz: fuzz-saved-model fuzz-tf-saved-model fuzz-onnx fuzz-bundle
 
 # Every ONNX backend node test through kiln; the pass table goes into docs/ONNX.md.
 onnx-node-tests: py
@@ -128,6 +128,15 @@ fuzz-saved-model: fuzz-build
 	cd $(FUZZ_BUILD) && KILN_FUZZ_BASE=$(CURDIR)/tests/fuzz/base ASAN_OPTIONS=detect_leaks=0 \
 	  UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 ./saved_model_fuzz -max_total_time=$(FUZZ_TIME) \
 	  -rss_limit_mb=4096 -timeout=60 -print_final_stats=1 corpus seeds $(CURDIR)/tests/fuzz/corpus
+
+# The loader over a SavedModel TensorFlow wrote (tests/fixtures/tf_written/saved_models/module).
+fuzz-tf-saved-model: fuzz-build
+	python3 tests/fuzz/make_tf_seeds.py $(FUZZ_BUILD)/tf_seeds 400
+	mkdir -p $(FUZZ_BUILD)/tf_corpus
+	cd $(FUZZ_BUILD) && KILN_FUZZ_BASE=$(CURDIR)/tests/fixtures/tf_written/saved_models/module \
+	  ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 ./saved_model_fuzz \
+	  -max_total_time=$(FUZZ_TIME) -rss_limit_mb=4096 -timeout=60 -print_final_stats=1 \
+	  tf_corpus tf_seeds $(CURDIR)/tests/fuzz/tf_corpus
 
 # The checkpoint reader over a bundle TensorFlow wrote (tests/fixtures/tf_written/checkpoints).
 fuzz-bundle: fuzz-build

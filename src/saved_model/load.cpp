@@ -195,8 +195,8 @@ struct Loader {
       auto cf = tf->concrete(name, inputs, captured, outputs, options);
       functions.emplace(name, cf);
       return cf;
-    } catch (const InvalidArgumentError& e) {
-      fail(e.what());
+    } catch (const InvalidArgumentError&) {
+      throw;  // the importer's messages name the file, function and node
     } catch (const InternalError& e) {
       fail(str_cat(at, ": ", e.what()));
     }

@@ -4,7 +4,9 @@
 // tests/cpp/onnx/onnx_fuzz_corpus_test.cpp).
 //
 // An input is one byte choosing the file it replaces, then that file's bytes:
-// 0 saved_model.pb, 1 variables/kiln_variables.index, 2 variables/kiln_variables.data.
+// 0 saved_model.pb, 1 the variables' index, 2 their data (kiln_variables.* in
+// earlier kiln exports, variables.index / variables.data-00000-of-00001 in
+// TensorFlow's layout).
 // The other files are those of `dir`, a copy of a real export. A load may fail
 // with a kiln error; anything else (a crash, a sanitizer report, an allocation
 // past libFuzzer's -rss_limit_mb, a hang) is a bug. Loaded models are not run:
@@ -23,10 +25,14 @@ namespace kiln::fuzz {
 
 inline void load_one(const std::string& dir, const uint8_t* data, size_t size) {
   namespace fs = std::filesystem;
-  static const char* files[] = {"saved_model.pb", "variables/kiln_variables.index",
-                                "variables/kiln_variables.data"};
+  // kiln's earlier exports, or TensorFlow's layout (kiln's exports now, and TF's own)
+  static const char* kiln_files[] = {"saved_model.pb", "variables/kiln_variables.index",
+                                     "variables/kiln_variables.data"};
+  static const char* tf_files[] = {"saved_model.pb", "variables/variables.index",
+                                   "variables/variables.data-00000-of-00001"};
   if (size < 1) return;
-  const std::string target = dir + "/" + files[data[0] % 3];
+  const bool earlier = fs::exists(dir + "/" + kiln_files[1]);
+  const std::string target = dir + "/" + (earlier ? kiln_files : tf_files)[data[0] % 3];
   const std::string saved = target + ".orig";
   if (!fs::exists(saved)) fs::copy_file(target, saved);
   {
