@@ -13,7 +13,10 @@
 namespace kiln::saved_model {
 
 /// The export format version this kiln writes (and the newest it reads).
-inline constexpr int64_t kFormatVersion = 1;
+/// 2: FunctionDefs in TensorFlow's form (inputs "node:output_arg:index",
+/// TensorFlow's type attributes, kiln's other attributes "_kiln_"-prefixed),
+/// function specs; TensorFlow loads these. 1: kiln's first form (still read).
+inline constexpr int64_t kFormatVersion = 2;
 /// TensorFlow's method name for predict signatures.
 inline constexpr const char* kPredictMethod = "tensorflow/serving/predict";
 

@@ -1,17 +1,55 @@
 #include "saved_model/graph_def.h"
 
 #include <charconv>
+#include <cstring>
 
 #include "function/subgraph.h"
 #include "graph/subgraph.h"
 #include "kiln/context.h"
+#include "saved_model/tf_op_signatures.h"
 
 namespace kiln::saved_model::detail {
 namespace {
 
+// An argument's name, or TensorFlow's "node:output_arg:index".
 std::string edge_name(const Edge& e, const std::set<const Node*>& args) {
   if (args.count(e.node) && e.index == 0) return e.node->name();
-  return str_cat(e.node->name(), ":", e.index);
+  return str_cat(
+      e.node->name(), ":",
+      tf_output_ref(e.node->op(), e.node->outputs().size(), static_cast<size_t>(e.index)));
+}
+
+// TensorFlow's type attributes (T, N, Tin, Tout, ...) of a node, from its
+// inputs' and outputs' dtypes; kiln infers them and its reader skips them.
+void type_attrs(const Node& n, const TfOpSignature& sig,
+                google::protobuf::Map<std::string, pb::AttrValue>& attrs) {
+  auto set_type = [&](const char* name, DType dt) {
+    if (*name && !attrs.count(name)) attrs[name].set_type(to_proto(dt));
+  };
+  auto fill = [&](const std::vector<TfArg>& args, const std::vector<DType>& dts) {
+    size_t singles = 0;
+    for (const TfArg& a : args) singles += !a.is_list();
+    const size_t list_n = dts.size() >= singles ? dts.size() - singles : 0;
+    size_t k = 0;
+    for (const TfArg& a : args) {
+      const size_t n_arg = a.is_list() ? list_n : 1;
+      if (k + n_arg > dts.size()) return;  // kiln's form differs (an attribute TF takes as input)
+      if (*a.number_attr && !attrs.count(a.number_attr))
+        attrs[a.number_attr].set_i(static_cast<int64_t>(n_arg));
+      if (n_arg) set_type(a.type_attr, dts[k]);
+      if (*a.type_list_attr && !attrs.count(a.type_list_attr)) {
+        auto* l = attrs[a.type_list_attr].mutable_list();
+        for (size_t j = 0; j < n_arg; ++j) l->add_type(to_proto(dts[k + j]));
+      }
+      k += n_arg;
+    }
+  };
+  std::vector<DType> in, out;
+  for (const Edge& e : n.inputs())
+    in.push_back(e.node->outputs()[static_cast<size_t>(e.index)].dtype);
+  for (const TensorSpec& s : n.outputs()) out.push_back(s.dtype);
+  fill(sig.inputs, in);
+  fill(sig.outputs, out);
 }
 
 bool jit_of(const pb::FunctionDef& f) {
@@ -77,10 +115,14 @@ void LibraryWriter::write_node(const Node& n, pb::NodeDef* nd, bool jit) {
   if (n.attrs().size() > op.attrs.size())
     throw InternalError(str_cat("node '", n.name(), "' has more attributes than its op"));
   auto& attrs = *nd->mutable_attr();
+  const TfOpSignature* sig = tf_signature(op.type_name);
   for (size_t k = 0; k < n.attrs().size(); ++k) {
     const AttrValue& v = n.attrs()[k];
     if (std::holds_alternative<std::monostate>(v)) continue;
-    pb::AttrValue& a = attrs[op.attrs[k].name];
+    // An attribute TensorFlow's op lacks is kiln's: "_"-prefixed names are
+    // ones TensorFlow lets through.
+    const std::string name = op.attrs[k].name;
+    pb::AttrValue& a = attrs[!sig || sig->has_attr(name) ? name : str_cat(kKilnAttrPrefix, name)];
     if (auto* b = std::get_if<bool>(&v)) {
       a.set_b(*b);
     } else if (auto* i = std::get_if<int64_t>(&v)) {
@@ -104,6 +146,7 @@ void LibraryWriter::write_node(const Node& n, pb::NodeDef* nd, bool jit) {
                                   ", which a pass made and no file holds"));
     }
   }
+  if (sig) type_attrs(n, *sig, attrs);
 }
 
 std::string LibraryWriter::body(const Subgraph& s, bool jit) {
@@ -169,6 +212,19 @@ Ref<Subgraph> LibraryReader::body(const std::string& name, int depth) {
 
 bool is_resource_const(const Node& n) {
   return n.op().id == OpId::Const && n.outputs()[0].dtype == DType::kResource;
+}
+
+bool parse_tensor_name(const std::string& s, std::string& node, std::string& arg, int64_t& index) {
+  arg.clear();
+  const size_t first = s.find(':');
+  const size_t last = s.rfind(':');
+  if (first != last) {  // TensorFlow's node:output_arg:index
+    arg = s.substr(first + 1, last - first - 1);
+    if (arg.empty() || arg.find(':') != std::string::npos) return false;
+    std::string rest = s.substr(0, first) + s.substr(last);
+    return parse_tensor_name(rest, node, index);
+  }
+  return parse_tensor_name(s, node, index);
 }
 
 bool parse_tensor_name(const std::string& s, std::string& node, int64_t& index) {
@@ -240,9 +296,9 @@ std::unique_ptr<Graph> LibraryReader::build(const pb::FunctionDef& f,
     std::vector<Tensor> symbolic;
     for (const std::string& in : nd.input()) {
       const bool ctrl = !in.empty() && in[0] == '^';
-      std::string src;
+      std::string src, arg;
       int64_t index = 0;
-      if (!parse_tensor_name(ctrl ? in.substr(1) : in, src, index) || (ctrl && index != 0) ||
+      if (!parse_tensor_name(ctrl ? in.substr(1) : in, src, arg, index) || (ctrl && index != 0) ||
           (!ctrl && !control.empty()))
         throw InvalidArgumentError(str_cat(node_at, ": malformed input '", in, "'"));
       auto it = by_name.find(src);
@@ -254,7 +310,8 @@ std::unique_ptr<Graph> LibraryReader::build(const pb::FunctionDef& f,
         control.push_back(s);
         continue;
       }
-      if (index >= static_cast<int64_t>(s->outputs().size()))
+      if (!arg.empty()) index = tf_flat_output(s->op(), s->outputs().size(), arg, index);
+      if (index < 0 || index >= static_cast<int64_t>(s->outputs().size()))
         throw InvalidArgumentError(str_cat(node_at, ": input '", in, "' names output ", index,
                                            " of a node with ", s->outputs().size()));
       edges.push_back({s, static_cast<int32_t>(index)});
@@ -278,10 +335,13 @@ std::unique_ptr<Graph> LibraryReader::build(const pb::FunctionDef& f,
   for (int k = 0; k < f.signature().output_arg_size(); ++k) {
     const std::string& oname = f.signature().output_arg(k).name();
     auto r = f.ret().find(oname);
-    std::string src;
+    std::string src, arg;
     int64_t index = 0;
-    if (r == f.ret().end() || !parse_tensor_name(r->second, src, index) || !by_name.count(src) ||
-        index >= static_cast<int64_t>(by_name[src]->outputs().size()))
+    const bool ok =
+        r != f.ret().end() && parse_tensor_name(r->second, src, arg, index) && by_name.count(src);
+    if (ok && !arg.empty())
+      index = tf_flat_output(by_name[src]->op(), by_name[src]->outputs().size(), arg, index);
+    if (!ok || index < 0 || index >= static_cast<int64_t>(by_name[src]->outputs().size()))
       throw InvalidArgumentError(
           str_cat(at, ": output '", oname, "' does not name a node's output"));
     g->outputs().push_back({by_name[src], static_cast<int32_t>(index)});
@@ -293,8 +353,12 @@ void LibraryReader::read_attrs(const OpDef& op, const pb::NodeDef& nd, Attrs& at
                                const std::string& at) {
   attrs.assign(op.attrs.size(), AttrValue{});
   using C = pb::AttrValue;
-  for (const auto& [name, a] : nd.attr()) {
+  const TfOpSignature* sig = tf_signature(op.type_name);
+  for (const auto& [tf_name, a] : nd.attr()) {
+    const bool kilns = tf_name.rfind(kKilnAttrPrefix, 0) == 0;
+    const std::string name = kilns ? tf_name.substr(std::strlen(kKilnAttrPrefix)) : tf_name;
     const int k = op.attr_index(name);
+    if (k < 0 && !kilns && sig && sig->has_attr(name)) continue;  // TensorFlow's type attributes
     if (k < 0) throw InvalidArgumentError(str_cat(at, ": unknown attribute '", name, "'"));
     const std::string attr_at = str_cat(at, " attribute '", name, "'");
     AttrValue& v = attrs[static_cast<size_t>(k)];

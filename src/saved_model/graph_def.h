@@ -73,6 +73,12 @@ bool is_resource_const(const Node& n);
 /// Splits a tensor name, "node" or "node:3" (index 0 when absent); false
 /// when malformed.
 bool parse_tensor_name(const std::string& s, std::string& node, int64_t& index);
+/// The same, also taking TensorFlow's "node:output_arg:3" (`arg` set; empty
+/// for the other forms).
+bool parse_tensor_name(const std::string& s, std::string& node, std::string& arg, int64_t& index);
+
+/// Prefix of kiln's attributes on a node whose TensorFlow op lacks them.
+inline constexpr const char* kKilnAttrPrefix = "_kiln_";
 
 /// The shape recorded for input arg `i` (unknown rank when absent).
 Shape arg_shape(const pb::FunctionDef& f, int i, const std::string& where);

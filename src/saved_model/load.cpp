@@ -164,7 +164,9 @@ struct Loader {
     options.name = fname;
     if (tf) return tf_function(name, at, inputs, outputs, options);
     const pb::FunctionDef& def = lib->def(name);
-    if (auto a = def.attr().find("_kiln_arg_names"); a != def.attr().end())
+    if (sc->second.kiln_arg_names_size())
+      arg_names.assign(sc->second.kiln_arg_names().begin(), sc->second.kiln_arg_names().end());
+    else if (auto a = def.attr().find("_kiln_arg_names"); a != def.attr().end())  // format 1
       arg_names.assign(a->second.list().s().begin(), a->second.list().s().end());
     try {
       auto cf = ConcreteFunction::from_graph(std::move(g), std::move(inputs), std::move(arg_names),

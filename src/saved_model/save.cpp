@@ -57,6 +57,30 @@ struct Exporter::Impl {
 
 namespace {
 
+// TensorFlow's FunctionSpec of a function: FullArgSpec(args=<its argument
+// names>, no varargs, keywords or defaults), which TensorFlow's loader
+// needs to call it.
+void function_spec(const ConcreteFunction& f, pb::SavedFunction* out) {
+  pb::FunctionSpec* spec = out->mutable_function_spec();
+  pb::NamedTupleValue* t = spec->mutable_fullargspec()->mutable_named_tuple_value();
+  t->set_name("FullArgSpec");
+  auto add = [&](const char* key) {
+    pb::PairValue* p = t->add_values();
+    p->set_key(key);
+    return p->mutable_value();
+  };
+  auto* args = add("args")->mutable_list_value();
+  for (const std::string& n : f.arg_names()) args->add_values()->set_string_value(n);
+  add("varargs")->mutable_none_value();
+  add("varkw")->mutable_none_value();
+  add("defaults")->mutable_none_value();
+  add("kwonlyargs")->mutable_list_value();
+  add("kwonlydefaults")->mutable_none_value();
+  add("annotations")->mutable_dict_value();
+  spec->mutable_input_signature()->mutable_none_value();
+  if (f.jit_compile()) spec->set_jit_compile(pb::FunctionSpec::ON);
+}
+
 struct Written {
   std::string name;        // the FunctionDef
   std::vector<int> bound;  // variable nodes of its resource args
@@ -192,10 +216,9 @@ void Exporter::save(const std::string& dir) const {
     pb::FunctionDef* def =
         lib.add(str_cat("__inference_", f->name()), f->graph(), f->jit_compile(), &captured);
     w.name = def->signature().name();
-    auto* names = (*def->mutable_attr())["_kiln_arg_names"].mutable_list();
-    for (const std::string& n : f->arg_names()) names->add_s(n);
     for (const Variable& v : captured) w.bound.push_back(im.add_variable(v));
     pb::SavedConcreteFunction& sc = (*og.mutable_concrete_functions())[w.name];
+    for (const std::string& n : f->arg_names()) sc.add_kiln_arg_names(n);
     for (int b : w.bound) sc.add_bound_inputs(b);
     const std::string what = str_cat("function '", f->name(), "'");
     auto* args =
@@ -240,10 +263,15 @@ void Exporter::save(const std::string& dir) const {
       case LoadedObject::Kind::kUser:
         so->mutable_user_object()->set_identifier(o.identifier.empty() ? "_generic_user_object"
                                                                        : o.identifier);
+        if (o.identifier == "signature_map") {  // TensorFlow revives it by this version
+          so->mutable_user_object()->mutable_version()->set_producer(1);
+          so->mutable_user_object()->mutable_version()->set_min_consumer(1);
+        }
         break;
       case LoadedObject::Kind::kFunction:
         for (const auto& f : o.functions)
           so->mutable_function()->add_concrete_functions(written.at(f.get()).name);
+        if (!o.functions.empty()) function_spec(*o.functions[0], so->mutable_function());
         break;
       case LoadedObject::Kind::kVariable: {
         pb::SavedVariable* v = so->mutable_variable();

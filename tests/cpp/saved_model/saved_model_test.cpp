@@ -407,6 +407,7 @@ TEST(SavedModelHostile, GraphContents) {
        [](pb::SavedModel& sm) {
          auto& n = Saved::node(sm, "Tanh");
          n.set_op("PartitionedCall");
+         n.mutable_attr()->erase("T");
          (*n.mutable_attr())["f"].mutable_func()->set_name(Saved::fn(sm).signature().name());
        },
        {"calls itself"}},
@@ -414,6 +415,7 @@ TEST(SavedModelHostile, GraphContents) {
        [](pb::SavedModel& sm) {
          auto& n = Saved::node(sm, "Tanh");
          n.set_op("PartitionedCall");
+         n.mutable_attr()->erase("T");
          (*n.mutable_attr())["f"].mutable_func()->set_name("missing");
        },
        {"no function named 'missing'"}},
