@@ -252,6 +252,17 @@ struct OpDef {
   /// name maps onto input for input and attribute for attribute.
   TfImportFn tf_import = nullptr;
   bool tf_direct = false;
+  /// TensorFlow's form of a row that keeps as attributes what TensorFlow's op
+  /// takes as inputs: each (TensorFlow input position, -1 for the last; the
+  /// attribute; whether an empty list means every axis) is written as a Const
+  /// input (SavedModels), and TensorFlow's names of renamed attributes.
+  struct TfAttrInput {
+    int position;
+    const char* attr;
+    bool all_axes_if_empty = false;
+  };
+  std::vector<TfAttrInput> tf_attr_inputs;
+  std::vector<std::pair<const char*, const char*>> tf_attr_names;  ///< (TensorFlow's, kiln's)
   /// Set for elementwise ops that the fusion pass may fuse (float32).
   BlockFnF32 block_f32 = nullptr;
   CostFn cost = nullptr;
@@ -359,6 +370,13 @@ class OpDefBuilder {
   /// TensorFlow's op of this type name imports through `f`.
   OpDefBuilder& tf(TfImportFn f) {
     d_.tf_import = f;
+    return *this;
+  }
+  /// How it is written in TensorFlow's form (OpDef::tf_attr_inputs).
+  OpDefBuilder& tf_form(std::vector<OpDef::TfAttrInput> inputs,
+                        std::vector<std::pair<const char*, const char*>> names = {}) {
+    d_.tf_attr_inputs = std::move(inputs);
+    d_.tf_attr_names = std::move(names);
     return *this;
   }
   /// The ONNX op computing this row from the same inputs, no attributes.

@@ -381,6 +381,7 @@ namespace shape_ops {
 void define_concat_split_ops(OpTableBuilder& t) {
   t.def(OpId::Concat)
       .tf(tf_concat)
+      .tf_form({{-1, "axis"}})
       .inputs({"values"})
       .outputs({"output"})
       .attr("axis", AttrType::kInt)
@@ -410,6 +411,7 @@ void define_concat_split_ops(OpTableBuilder& t) {
       .onnx(onnx_unstack);
   t.def(OpId::Split)
       .tf(tf_split_v)
+      .tf_form({{1, "size_splits"}, {2, "axis"}})
       .inputs({"value"})
       .outputs({"output"})
       .attr("size_splits", AttrType::kInts, std::vector<int64_t>{})

@@ -309,7 +309,8 @@ void define_reduce_ops(OpTableBuilder& t) {
   };
   for (const Row& r : rows) {
     def_reduce(t, r.id, r.infer, r.grad ? 0u : static_cast<uint32_t>(kNoGradient));
-    t.def(r.id).jit_lower(r.jit).onnx(r.onnx).tf(r.tf);
+    t.def(r.id).jit_lower(r.jit).onnx(r.onnx).tf(r.tf).tf_form({{1, "axis", true}},
+                                                               {{"keep_dims", "keepdims"}});
     if (r.grad) t.def(r.id).grad(r.grad);
   }
   for (OpId id : {OpId::ArgMax, OpId::ArgMin})
@@ -321,7 +322,8 @@ void define_reduce_ops(OpTableBuilder& t) {
         .traits(kNoGradient)
         .infer(infer_arg)
         .onnx(id == OpId::ArgMax ? onnx_arg<true> : onnx_arg<false>)
-        .tf(id == OpId::ArgMax ? tf_arg<OpId::ArgMax> : tf_arg<OpId::ArgMin>);
+        .tf(id == OpId::ArgMax ? tf_arg<OpId::ArgMax> : tf_arg<OpId::ArgMin>)
+        .tf_form({{1, "axis"}});
   t.def(OpId::Cumsum)
       .inputs({"x"})
       .outputs({"out"})
@@ -331,7 +333,8 @@ void define_reduce_ops(OpTableBuilder& t) {
       .infer(infer_cumsum)
       .grad(cumsum_grad)
       .onnx(onnx_cumsum)
-      .tf(tf_cumsum);
+      .tf(tf_cumsum)
+      .tf_form({{1, "axis"}});
   define_segment_ops(t);
   for (OpId id : {OpId::ReduceSum, OpId::ReduceMean, OpId::ReduceMax, OpId::ReduceMin,
                   OpId::ReduceProd, OpId::ArgMax, OpId::ArgMin, OpId::Cumsum})

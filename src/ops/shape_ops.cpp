@@ -388,6 +388,7 @@ void define_shape_ops(OpTableBuilder& t) {
       .onnx(onnx_reshape);
   t.def(OpId::ExpandDims)
       .tf(tf_expand_dims)
+      .tf_form({{1, "axis"}})
       .inputs({"input"})
       .outputs({"output"})
       .attr("axis", AttrType::kInt)
@@ -408,6 +409,7 @@ void define_shape_ops(OpTableBuilder& t) {
       .onnx(onnx_squeeze);
   t.def(OpId::Transpose)
       .tf(tf_transpose)
+      .tf_form({{1, "perm"}})
       .inputs({"x"})
       .outputs({"y"})
       .attr("perm", AttrType::kInts, std::vector<int64_t>{})

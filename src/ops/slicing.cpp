@@ -485,6 +485,7 @@ void define_slicing_ops(OpTableBuilder& t) {
       .grad(strided_slice_grad_grad);
   t.def(OpId::Gather)
       .tf(tf_gather)
+      .tf_form({{2, "axis"}})
       .inputs({"params", "indices"})
       .outputs({"output"})
       .attr("axis", AttrType::kInt, int64_t{0})

@@ -1,5 +1,6 @@
 #include "saved_model/graph_def.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cstring>
 
@@ -21,7 +22,7 @@ std::string edge_name(const Edge& e, const std::set<const Node*>& args) {
 
 // TensorFlow's type attributes (T, N, Tin, Tout, ...) of a node, from its
 // inputs' and outputs' dtypes; kiln infers them and its reader skips them.
-void type_attrs(const Node& n, const TfOpSignature& sig,
+void type_attrs(const Node& n, const TfOpSignature& sig, const std::vector<DType>& in,
                 google::protobuf::Map<std::string, pb::AttrValue>& attrs) {
   auto set_type = [&](const char* name, DType dt) {
     if (*name && !attrs.count(name)) attrs[name].set_type(to_proto(dt));
@@ -44,9 +45,7 @@ void type_attrs(const Node& n, const TfOpSignature& sig,
       k += n_arg;
     }
   };
-  std::vector<DType> in, out;
-  for (const Edge& e : n.inputs())
-    in.push_back(e.node->outputs()[static_cast<size_t>(e.index)].dtype);
+  std::vector<DType> out;
   for (const TensorSpec& s : n.outputs()) out.push_back(s.dtype);
   fill(sig.inputs, in);
   fill(sig.outputs, out);
@@ -55,6 +54,34 @@ void type_attrs(const Node& n, const TfOpSignature& sig,
 bool jit_of(const pb::FunctionDef& f) {
   auto it = f.attr().find(kJitAttr);
   return it != f.attr().end() && it->second.b();
+}
+
+// The value TensorFlow's form passes as input `a` of node `n` (an int32
+// tensor): the attribute; every axis, or the axes reversed for a permutation,
+// when it is empty; the outputs' sizes for an equal split.
+Tensor attr_input(const Node& n, const OpDef::TfAttrInput& a) {
+  const AttrValue& v = n.attrs()[n.op().attr_at(a.attr)];
+  if (auto* i = std::get_if<int64_t>(&v)) return Tensor(static_cast<int32_t>(*i));
+  std::vector<int64_t> l = std::get<std::vector<int64_t>>(v);
+  const std::string_view attr = a.attr;
+  const Edge& in0 = n.inputs()[0];
+  const Shape& in = in0.node->outputs()[static_cast<size_t>(in0.index)].shape;
+  if (l.empty() && (a.all_axes_if_empty || attr == "perm")) {
+    if (!in.rank_known())
+      throw InvalidArgumentError(str_cat("cannot save node '", n.name(),
+                                         "' in TensorFlow's form: its input's rank is unknown"));
+    for (int64_t k = 0; k < in.rank(); ++k) l.push_back(k);
+    if (attr == "perm") std::reverse(l.begin(), l.end());
+  }
+  if (l.empty() && attr == "size_splits") {
+    int64_t axis = std::get<int64_t>(n.attr("axis"));
+    for (const TensorSpec& s : n.outputs()) {
+      const int64_t ax = s.shape.rank_known() && axis < 0 ? axis + s.shape.rank() : axis;
+      l.push_back(s.shape.rank_known() ? s.shape.dim(ax) : -1);
+    }
+  }
+  std::vector<int32_t> w(l.begin(), l.end());
+  return Tensor::from_vector(w, Shape{static_cast<int64_t>(w.size())});
 }
 
 }  // namespace
@@ -92,10 +119,29 @@ pb::FunctionDef* LibraryWriter::add(const std::string& base, const Graph& g, boo
   for (const auto& n : g.nodes()) {
     if (args.count(n.get())) continue;
     stateful |= n->op().has(kStateful);
+    std::vector<std::string> ins;
+    std::vector<DType> dts;
+    for (const Edge& e : n->inputs()) {
+      ins.push_back(edge_name(e, args));
+      dts.push_back(e.node->outputs()[static_cast<size_t>(e.index)].dtype);
+    }
+    for (const OpDef::TfAttrInput& a : n->op().tf_attr_inputs) {  // TensorFlow's inputs
+      pb::NodeDef* k = f->add_node_def();  // before the node: readers want earlier nodes
+      k->set_name(str_cat(n->name(), "/_tf_", a.attr));
+      k->set_op("Const");
+      (*k->mutable_attr())["dtype"].set_type(pb::DT_INT32);
+      to_proto(attr_input(*n, a), (*k->mutable_attr())["value"].mutable_tensor());
+      const size_t at =
+          std::min(a.position < 0 ? ins.size() : static_cast<size_t>(a.position), ins.size());
+      ins.insert(ins.begin() + static_cast<std::ptrdiff_t>(at), k->name() + ":output:0");
+      dts.insert(dts.begin() + static_cast<std::ptrdiff_t>(at), DType::kInt32);
+    }
     pb::NodeDef* nd = f->add_node_def();
     write_node(*n, nd, jit);
-    for (const Edge& e : n->inputs()) nd->add_input(edge_name(e, args));
+    for (const std::string& s : ins) nd->add_input(s);
     for (const Node* c : n->control_inputs()) nd->add_input(str_cat("^", c->name()));
+    if (const TfOpSignature* sig = tf_signature(n->op().type_name))
+      type_attrs(*n, *sig, dts, *nd->mutable_attr());
   }
   f->mutable_signature()->set_is_stateful(stateful);
   for (size_t k = 0; k < g.outputs().size(); ++k) {
@@ -121,7 +167,9 @@ void LibraryWriter::write_node(const Node& n, pb::NodeDef* nd, bool jit) {
     if (std::holds_alternative<std::monostate>(v)) continue;
     // An attribute TensorFlow's op lacks is kiln's: "_"-prefixed names are
     // ones TensorFlow lets through.
-    const std::string name = op.attrs[k].name;
+    std::string name = op.attrs[k].name;
+    for (const auto& [tf_name, kiln_name] : op.tf_attr_names)
+      if (name == kiln_name) name = tf_name;
     pb::AttrValue& a = attrs[!sig || sig->has_attr(name) ? name : str_cat(kKilnAttrPrefix, name)];
     if (auto* b = std::get_if<bool>(&v)) {
       a.set_b(*b);
@@ -146,7 +194,6 @@ void LibraryWriter::write_node(const Node& n, pb::NodeDef* nd, bool jit) {
                                   ", which a pass made and no file holds"));
     }
   }
-  if (sig) type_attrs(n, *sig, attrs);
 }
 
 std::string LibraryWriter::body(const Subgraph& s, bool jit) {
@@ -166,8 +213,8 @@ std::string LibraryWriter::body(const Subgraph& s, bool jit) {
   return name;
 }
 
-LibraryReader::LibraryReader(const pb::FunctionDefLibrary& lib, std::string where)
-    : where_(std::move(where)) {
+LibraryReader::LibraryReader(const pb::FunctionDefLibrary& lib, std::string where, int64_t format)
+    : where_(std::move(where)), format_(format) {
   for (const auto& f : lib.function()) {
     const std::string& n = f.signature().name();
     if (n.empty()) throw InvalidArgumentError(str_cat(where_, ": a function has no name"));
@@ -317,6 +364,14 @@ std::unique_ptr<Graph> LibraryReader::build(const pb::FunctionDef& f,
       edges.push_back({s, static_cast<int32_t>(index)});
       symbolic.push_back(s->output(static_cast<int32_t>(index)));
     }
+    if (format_ >= 2)  // TensorFlow's inputs standing for kiln's attributes (also _kiln_ attrs)
+      for (auto a = op->tf_attr_inputs.rbegin(); a != op->tf_attr_inputs.rend(); ++a) {
+        const size_t at = a->position < 0 ? edges.size() - 1 : static_cast<size_t>(a->position);
+        if (edges.empty() || at >= edges.size())
+          throw InvalidArgumentError(str_cat(node_at, ": lacks its '", a->attr, "' input"));
+        edges.erase(edges.begin() + static_cast<std::ptrdiff_t>(at));
+        symbolic.erase(symbolic.begin() + static_cast<std::ptrdiff_t>(at));
+      }
     std::vector<TensorSpec> specs;
     try {
       check_op_inputs(*op, symbolic);
@@ -356,7 +411,9 @@ void LibraryReader::read_attrs(const OpDef& op, const pb::NodeDef& nd, Attrs& at
   const TfOpSignature* sig = tf_signature(op.type_name);
   for (const auto& [tf_name, a] : nd.attr()) {
     const bool kilns = tf_name.rfind(kKilnAttrPrefix, 0) == 0;
-    const std::string name = kilns ? tf_name.substr(std::strlen(kKilnAttrPrefix)) : tf_name;
+    std::string name = kilns ? tf_name.substr(std::strlen(kKilnAttrPrefix)) : tf_name;
+    for (const auto& [tf, kiln] : op.tf_attr_names)
+      if (name == tf) name = kiln;
     const int k = op.attr_index(name);
     if (k < 0 && !kilns && sig && sig->has_attr(name)) continue;  // TensorFlow's type attributes
     if (k < 0) throw InvalidArgumentError(str_cat(at, ": unknown attribute '", name, "'"));

@@ -46,7 +46,9 @@ class LibraryReader {
  public:
   /// `where` names the file in messages. The library's function names must
   /// be unique (checked).
-  LibraryReader(const pb::FunctionDefLibrary& lib, std::string where);
+  /// `format`: the export's kiln format (2: TensorFlow's form, whose Const
+  /// inputs standing for kiln's attributes are dropped, OpDef::tf_attr_inputs).
+  LibraryReader(const pb::FunctionDefLibrary& lib, std::string where, int64_t format = 1);
   /// The graph of function `name`: its resource args bound to `handles`
   /// (as the constants tracing makes); other args become placeholders.
   /// `jit` is set when the function was saved with jit_compile.
@@ -65,6 +67,7 @@ class LibraryReader {
   std::map<std::string, Ref<Subgraph>> bodies_;
   std::set<std::string> building_;
   std::string where_;
+  int64_t format_ = 1;
 };
 
 /// Whether `n` is a captured resource (a variable's handle as a Const).

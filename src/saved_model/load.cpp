@@ -49,7 +49,8 @@ struct Loader {
     }
     if (sm.meta_graphs_size() != 1)
       fail(str_cat(sm.meta_graphs_size(), " meta graphs; a kiln export has one"));
-    lib = std::make_unique<detail::LibraryReader>(mg->graph_def().library(), where);
+    lib = std::make_unique<detail::LibraryReader>(mg->graph_def().library(), where,
+                                                  sm.kiln_format_version());
   }
 
   void objects() {

@@ -6,8 +6,9 @@ For each export kiln wrote: parses saved_model.pb with tensorflow's SavedModel
 message, checks what kiln wrote is what TensorFlow reads (schema version, tags,
 library functions, node ops and inputs, signature defs, the object graph's
 functions, variables and signatures), prints it, then tries tf.saved_model.load and
-reports what happens (loading kiln exports in TensorFlow is not a goal yet).
-Exit status 1 when TensorFlow's parse disagrees with the export.
+runs each export's serving signature in TensorFlow, comparing with kiln's output
+(<dir>_input.npy, <dir>_expected.npy written by examples/export_model.py).
+Exit status 1 when TensorFlow's parse or outputs disagree with the export.
 """
 import os
 import sys
@@ -40,7 +41,7 @@ def check(path):
         names = {a.name for a in f.signature.input_arg} | {n.name for n in f.node_def}
         for n in f.node_def:
             for i in n.input:
-                expect(i.lstrip("^").rsplit(":", 1)[0] in names, f"{name}/{n.name}: input {i}")
+                expect(i.lstrip("^").split(":", 1)[0] in names, f"{name}/{n.name}: input {i}")
             for a in n.attr.values():
                 if a.WhichOneof("value") == "func":
                     expect(a.func.name in lib, f"{name}/{n.name}: calls {a.func.name}")
@@ -66,12 +67,25 @@ def check(path):
     print(f"  object graph: {dict(sorted(kinds.items()))}; root children "
           f"{[c.local_name for c in og.nodes[0].children]}")
     try:
+        import numpy as np
         import tensorflow as tf
-        tf.saved_model.load(path)
+        loaded = tf.saved_model.load(path)
         print("  tf.saved_model.load: loaded")
-    except Exception as e:  # noqa: BLE001  (a report, not a requirement)
+    except Exception as e:  # noqa: BLE001
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        print(f"  tf.saved_model.load: {type(e).__name__}: {first[:200]}")
+        problems.append(f"tf.saved_model.load: {type(e).__name__}: {first[:300]}")
+        loaded = None
+    stem = path.rstrip("/")
+    if loaded is not None and os.path.exists(stem + "_input.npy"):
+        sig = loaded.signatures["serving_default"]
+        (key,) = sm.meta_graphs[0].signature_def["serving_default"].inputs.keys()
+        out = sig(**{key: tf.constant(np.load(stem + "_input.npy"))})
+        got = (next(iter(out.values())) if isinstance(out, dict) else out).numpy()
+        want = np.load(stem + "_expected.npy")
+        diff = float(np.abs(got.astype(np.float64) - want).max())
+        print(f"  TensorFlow runs serving_default: max |TF - kiln| = {diff:.2e}")
+        expect(diff <= 1e-5 * max(1.0, float(np.abs(want).max())),
+               f"TensorFlow's output differs from kiln's by {diff}")
     for p in problems:
         print(f"  MISMATCH: {p}")
     return not problems
