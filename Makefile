@@ -58,12 +58,16 @@ bench-peers: build
 	.venv-peers/bin/python bench/peers/run_peers.py
 	.venv/bin/python bench/peers/compare.py
 
-# TensorFlow's own protobuf classes read kiln's exports (tests/peers/check_saved_model.py).
+# TensorFlow reads kiln's files and kiln TensorFlow's: SavedModels both ways, checkpoints,
+# Keras files, layers and applications against TF's Keras (tests/peers/).
 test-peers: build
 	@scripts/setup_peers.sh
 	.venv/bin/python examples/export_model.py $(BUILD)/export-peers
 	.venv-peers/bin/python tests/peers/check_saved_model.py $(BUILD)/export-peers/digits \
 	  $(BUILD)/export-peers/charunpack
+	.venv/bin/python tests/peers/write_kiln_saved_models.py $(BUILD)/kiln-saved-models
+	.venv-peers/bin/python tests/peers/check_saved_model.py $(BUILD)/kiln-saved-models/flow \
+	  $(BUILD)/kiln-saved-models/keras_cnn $(BUILD)/kiln-saved-models/jit
 	.venv/bin/python tests/peers/write_kiln_checkpoints.py $(BUILD)/ckpt-peers
 	.venv-peers/bin/python tests/peers/check_checkpoints.py $(BUILD)/ckpt-peers
 	.venv-peers/bin/python tests/peers/check_keras_files.py

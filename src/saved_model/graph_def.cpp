@@ -84,6 +84,17 @@ Tensor attr_input(const Node& n, const OpDef::TfAttrInput& a) {
   return Tensor::from_vector(w, Shape{static_cast<int64_t>(w.size())});
 }
 
+// A window attribute (strides, dilations, ksize) as TensorFlow's NHWC ops
+// need it, four values {1, h, w, 1}; kiln also takes {s} and {h, w}.
+std::vector<int64_t> tf_window(const TfOpSignature* sig, const std::string& name,
+                               const std::vector<int64_t>& v) {
+  if (!sig || !sig->has_attr("data_format") || v.size() > 2 || v.empty() ||
+      (name != "strides" && name != "dilations" && name != "ksize"))
+    return v;
+  const int64_t h = v[0], w = v.size() == 2 ? v[1] : v[0];
+  return {1, h, w, 1};
+}
+
 }  // namespace
 
 pb::FunctionDef* LibraryWriter::add(const std::string& base, const Graph& g, bool jit,
@@ -184,7 +195,7 @@ void LibraryWriter::write_node(const Node& n, pb::NodeDef* nd, bool jit) {
       a.set_s(*s);
     } else if (auto* l = std::get_if<std::vector<int64_t>>(&v)) {
       auto* list = a.mutable_list();
-      for (int64_t x : *l) list->add_i(x);
+      for (int64_t x : tf_window(sig, name, *l)) list->add_i(x);
     } else if (auto* t = std::get_if<Tensor>(&v)) {
       to_proto(*t, a.mutable_tensor());
     } else if (auto* g = std::get_if<Ref<Subgraph>>(&v)) {
