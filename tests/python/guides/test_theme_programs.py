@@ -143,8 +143,11 @@ def test_names_of_modules_and_keras_variables():
 
     w = Wrapper()
     assert repr(w).startswith("<") and " object at 0x" in repr(w)
-    assert [v.path for v in w.model.weights] == ["hidden/kernel", "hidden/bias",
-                                                 "out/kernel", "out/bias"]
+    # Keras 3 (TF 2.21) puts a Sequential's weights under its (unique) name
+    s = w.model.name
+    assert s.startswith("sequential")
+    assert [v.path for v in w.model.weights] == [f"{s}/hidden/kernel", f"{s}/hidden/bias",
+                                                 f"{s}/out/kernel", f"{s}/out/bias"]
     assert [v.name for v in w.trainable_variables][:2] == ["kernel", "bias"]
     assert len(w.variables) == 4
 
