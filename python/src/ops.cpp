@@ -312,6 +312,12 @@ void bind_ops(nb::module_& m) {
       "executing_eagerly", [] { return !current_context().is_tracing(); },
       "False while a function is being traced.");
   m.def("set_random_seed", &set_random_seed, nb::arg("seed"));
+  m.def(
+      "_einsum",
+      [](const std::string& equation, const std::vector<Tensor>& inputs) {
+        return einsum(equation, inputs);
+      },
+      nb::arg("equation"), nb::arg("inputs"), "kiln's einsum (src/ops/einsum.cpp).");
   m.def("_set_check_numerics", [](bool on) { config().check_numerics = on; });
   m.def("_set_num_threads", [](int n) {
     const int now = ThreadPool::global_started() ? ThreadPool::global().num_threads() : 0;

@@ -7,11 +7,11 @@ from kiln.dtypes import cast
 from kiln.ops.core import is_tensor, range, print  # noqa: A004
 from kiln.ops.math_ops import *  # noqa: F401,F403
 from kiln.ops.array_ops import *  # noqa: F401,F403
-from kiln.ops.linalg_ops import matmul, eye, norm
+from kiln.ops.linalg_ops import einsum, matmul, eye, norm
 from kiln.ops.sort_ops import sort, argsort
 from kiln.ops.complex_ops import complex  # noqa: A004
 from kiln.ops import math_ops as _math_ops
 from kiln.ops import array_ops as _array_ops
 
-__all__ = (["cast", "is_tensor", "range", "print", "matmul", "eye", "norm", "sort", "argsort", "complex"] + _math_ops.__all__ +
+__all__ = (["cast", "is_tensor", "range", "print", "einsum", "matmul", "eye", "norm", "sort", "argsort", "complex"] + _math_ops.__all__ +
            _array_ops.__all__)

@@ -27,6 +27,20 @@ def matmul(a, b, transpose_a=False, transpose_b=False, adjoint_a=False, adjoint_
     return out
 
 
+def einsum(equation, *inputs, **kwargs):
+    """Einstein summation (tf.einsum): "ij,jk->ik", implicit outputs, "..."
+    broadcasting, diagonals; a contraction of two float operands is one batched
+    matmul."""
+    kwargs.pop("name", None)
+    kwargs.pop("optimize", None)
+    if kwargs:
+        raise TypeError(f"einsum() got unexpected keyword arguments {sorted(kwargs)}")
+    if len(inputs) == 1 and isinstance(inputs[0], (list, tuple)):
+        inputs = tuple(inputs[0])
+    tensors = [_kiln.convert_to_tensor(x) for x in inputs]
+    return _kiln._einsum(equation, tensors)
+
+
 def matvec(a, b, transpose_a=False, adjoint_a=False, a_is_sparse=False, b_is_sparse=False,
            name=None):
     """The matrix-vector product a @ b for a of shape [..., M, N] and b of shape
