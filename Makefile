@@ -7,7 +7,7 @@ FUZZ_TIME ?= 600
 CMAKE_FLAGS ?=
 JOBS ?= $(shell nproc)
 
-.PHONY: all setup build py demo tour bench-peers bench-peers-busy bench-eager-pair test-peers test test-cpp test-py check-deps test-asan test-tsan fuzz fuzz-build fuzz-saved-model fuzz-tf-saved-model fuzz-onnx fuzz-bundle onnx-node-tests bench format format-check clean
+.PHONY: all setup build py demo tour bench-models bench-peers bench-peers-busy bench-eager-pair test-peers test test-cpp test-py check-deps test-asan test-tsan fuzz fuzz-build fuzz-saved-model fuzz-tf-saved-model fuzz-onnx fuzz-bundle onnx-node-tests bench format format-check clean
 
 all: build
 
@@ -57,6 +57,16 @@ bench-peers: build
 	.venv/bin/python bench/demo.py --json-only
 	.venv-peers/bin/python bench/peers/run_peers.py
 	.venv/bin/python bench/peers/compare.py
+
+# Model workloads (issue 41: LSTM, transformer encoder, ResNet50, MobileNetV3) beside
+# TensorFlow, XLA, JAX and PyTorch; the same-run table is bench/peers/model_pair.py's.
+bench-models: build
+	@scripts/setup_peers.sh
+	.venv/bin/python bench/demo.py --models --json-only
+	.venv-peers/bin/python bench/peers/run_peers.py --models
+	.venv/bin/python bench/peers/compare.py --kiln bench/results/demo-models.json \
+	  --peers bench/results/peers-models.json --out bench/results/compare-models.json
+	.venv-peers/bin/python bench/peers/model_pair.py
 
 # TensorFlow reads kiln's files and kiln TensorFlow's: SavedModels both ways, checkpoints,
 # Keras files, layers and applications against TF's Keras (tests/peers/).

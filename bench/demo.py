@@ -4,10 +4,13 @@ Prints one table (workload, mode, median, spread, speed-up vs eager, first
 call), then writes bench/results/demo.json and bench/results/demo.png.
 
     .venv/bin/python bench/demo.py [--only NAME ...] [--min-time S] [--json-only] [--busy N]
+        [--models]
 
 The machine's load is recorded (load_start, load_end) and a busy machine is warned
 about. --busy N times everything with N processes spinning on the CPUs (the busy
 machine of `make bench-peers-busy`) and writes demo-busy.json instead.
+--models times the model workloads (bench/model_workloads.py: lstm2, transformer4,
+ResNet50, MobileNetV3Small; function and jit) instead, into demo-models.{json,png}.
 """
 import argparse
 import datetime
@@ -19,9 +22,11 @@ import warnings
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, "peers"))  # model_common: the --models names
 
 import kiln as tf  # noqa: E402
 from kiln import benchmark as kb  # noqa: E402
+import model_common as mc  # noqa: E402
 import workloads as wl  # noqa: E402
 
 RESULTS = os.path.join(HERE, "results")
@@ -121,6 +126,22 @@ def write_png(results, path):
     plt.close(fig)
 
 
+def select(args, parser):
+    """The workloads to time: the seed ones, or the model ones with --models
+    (or an --only naming one); sets args.models."""
+    chosen = wl.WORKLOADS + wl.MICRO
+    if args.models or any(n in mc.NAMES for n in args.only or []):
+        import model_workloads
+        chosen, args.models = model_workloads.MODELS, True
+    if args.only:
+        known = {w.name for w in chosen}
+        bad = [n for n in args.only if n not in known]
+        if bad:
+            parser.error(f"unknown workload(s) {bad}; known: {sorted(known)}")
+        chosen = [w for w in chosen if w.name in args.only]
+    return chosen
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--only", nargs="*", help="workload names to run")
@@ -128,17 +149,14 @@ def main(argv=None):
                    help="seconds of samples per workload and mode (default 1)")
     p.add_argument("--json-only", action="store_true", help="write the JSON, skip the PNG")
     p.add_argument("--out", default=RESULTS, help="results folder")
+    p.add_argument("--models", action="store_true",
+                   help="the model workloads instead of the seed ones (minutes; also implied "
+                        "by --only with a model name)")
     p.add_argument("--busy", type=int, default=0, metavar="N",
                    help="time with N processes spinning on the CPUs (writes demo-busy.json)")
     args = p.parse_args(argv)
 
-    chosen = wl.WORKLOADS + wl.MICRO
-    if args.only:
-        known = {w.name for w in chosen}
-        bad = [n for n in args.only if n not in known]
-        if bad:
-            p.error(f"unknown workload(s) {bad}; known: {sorted(known)}")
-        chosen = [w for w in chosen if w.name in args.only]
+    chosen = select(args, p)
 
     def log(msg):
         print(msg, file=sys.stderr, flush=True)
@@ -182,13 +200,15 @@ def main(argv=None):
            "results": [dict(r.to_dict(), speedup_vs_eager=sp[(r.name, r.mode)])
                        for r in results],
            "skipped": skipped}
-    json_path = os.path.join(args.out, "demo-busy.json" if args.busy else "demo.json")
+    stem = "demo-models" if args.models else "demo"
+    json_path = os.path.join(args.out, f"{stem}-busy.json" if args.busy else f"{stem}.json")
     with open(json_path, "w") as f:
         json.dump(doc, f, indent=1)
     print(f"wrote {os.path.relpath(json_path)}")
     if not args.json_only and not args.busy:
-        png = os.path.join(args.out, "demo.png")
-        write_png([r for r in results if r.name in {w.name for w in wl.WORKLOADS}], png)
+        png = os.path.join(args.out, f"{stem}.png")
+        shown = {w.name for w in (chosen if args.models else wl.WORKLOADS)}
+        write_png([r for r in results if r.name in shown], png)
         print(f"wrote {os.path.relpath(png)}")
     return 0
 

@@ -11,6 +11,8 @@ import warnings
 
 import numpy as np
 
+import model_common as mc
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 
@@ -126,6 +128,7 @@ TITLES = {
     "function_call_overhead": "cached function call f(a, b) = a + b",
     "trace_1000_ops": "first call of a fresh 1,000-op function",
 }
+TITLES.update(mc.TITLES)  # the model workloads (run_peers.py --models)
 ORDER = list(TITLES)
 
 

@@ -23,6 +23,8 @@ RESULTS = os.path.join(REPO, "bench", "results")
 ORDER = ["charunpack_64x400", "charunpack_8192x400", "conv2d_seed002", "while_tanh",
          "dynamic_rnn", "chain100", "efficientnetv2s", "eager_add_overhead",
          "function_call_overhead", "trace_1000_ops"]
+MODEL_NAMES = ["lstm2", "transformer4", "resnet50_224", "mobilenetv3_224"]  # --models runs
+ORDER += MODEL_NAMES
 MODES = ["eager", "function", "jit"]
 MISSING = "-"
 
@@ -87,6 +89,29 @@ def goals(kiln, peers):
          ratio(speedup(kiln, "chain100"), speedup(tf, "chain100")), ">=", 1.0,
          "kiln speed-up / tf speed-up"),
     ]
+    return _evaluate(specs + model_goals(kiln, peers))
+
+
+def model_goals(kiln, peers):
+    """Issue 41's goals for the model rows kiln has: function and jit faster
+    than TensorFlow's graph mode; the LSTM within 1.5x of PyTorch's nn.LSTM."""
+    tf, torch = peers.get("tensorflow", {}), peers.get("torch", {})
+    specs = []
+    for name in MODEL_NAMES:
+        for mode in MODES[1:]:
+            if (name, mode) in kiln:
+                specs.append((f"{name}: kiln {mode} faster than TensorFlow's graph mode "
+                              "(issue 41)", ratio(kiln[(name, mode)], tf.get((name, "function"))),
+                              "<", 1.0, f"kiln {mode}/tf function"))
+    for mode in MODES[1:]:
+        if ("lstm2", mode) in kiln:
+            specs.append((f"lstm2: kiln {mode} within 1.5x of PyTorch's nn.LSTM (issue 41)",
+                          ratio(kiln[("lstm2", mode)], torch.get(("lstm2", "eager"))),
+                          "<=", 1.5, f"kiln {mode}/torch eager"))
+    return specs
+
+
+def _evaluate(specs):
     out = []
     for text, value, op, target, measure in specs:
         met = None
@@ -237,7 +262,7 @@ def main(argv=None):
     print()
     print(table(doc))
     print()
-    print("goals (issue 5 section 4):")
+    print("goals (issue 5 section 4; issue 41 for the model rows):")
     print(goals_text(doc))
     if doc["notes"]:
         print()

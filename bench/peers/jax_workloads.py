@@ -10,6 +10,7 @@ import time
 import numpy as np
 
 import common as cm
+import model_common as mc
 from common import Case
 
 NAME = "jax"
@@ -150,6 +151,28 @@ def _chain100(mode):
 _model = []
 
 
+def _keras_jax():
+    os.environ["KERAS_BACKEND"] = "jax"
+    import keras
+    if keras.backend.backend() != "jax":
+        raise RuntimeError(f"keras imported with backend {keras.backend.backend()!r}")
+    return keras
+
+
+def _keras_forward(model, x, mode):
+    """(fn, args) of a Keras 3 model on JAX: plain call, or jax.jit of
+    model.stateless_call."""
+    if mode == "eager":
+        return (lambda x: model(x, training=False)), (x,)
+    tv = [v.value for v in model.trainable_variables]
+    ntv = [v.value for v in model.non_trainable_variables]
+
+    @_jax.jit
+    def forward(tv, ntv, x):
+        return model.stateless_call(tv, ntv, x, training=False)[0]
+    return (lambda x: forward(tv, ntv, x)), (x,)
+
+
 def _efficientnet(mode):
     """Keras 3's EfficientNetV2S on its JAX backend: the same model code as the
     TensorFlow row, running on JAX (jit: jax.jit of model.stateless_call)."""
@@ -157,23 +180,10 @@ def _efficientnet(mode):
 
     def build():
         if not _model:
-            os.environ["KERAS_BACKEND"] = "jax"
-            import keras
-            if keras.backend.backend() != "jax":
-                raise RuntimeError(f"keras imported with backend {keras.backend.backend()!r}")
+            keras = _keras_jax()
             keras.utils.set_random_seed(0)
             _model.append(keras.applications.EfficientNetV2S(weights=None))
-        model = _model[0]
-        x = jax.numpy.asarray(cm.efficientnet_input())
-        if mode == "eager":
-            return (lambda x: model(x, training=False)), (x,)
-        tv = [v.value for v in model.trainable_variables]
-        ntv = [v.value for v in model.non_trainable_variables]
-
-        @jax.jit
-        def forward(tv, ntv, x):
-            return model.stateless_call(tv, ntv, x, training=False)[0]
-        return (lambda x: forward(tv, ntv, x)), (x,)
+        return _keras_forward(_model[0], jax.numpy.asarray(cm.efficientnet_input()), mode)
     return _case("efficientnetv2s", mode, build, min_runs=3, max_warmup_time=3.0,
                  meta={"model": "keras.applications.EfficientNetV2S(weights=None), "
                                 "KERAS_BACKEND=jax"})
@@ -221,3 +231,76 @@ def cases():
     # EfficientNet last: importing Keras also loads TensorFlow into this process.
     return out + _micro() + [_efficientnet(m) for m in modes]
 
+
+
+# ---- model workloads (issue 41): run_peers.py --models ----
+
+def _lstm_layer(x, kernel, recurrent, bias):
+    jnp, lax = _jax.numpy, _jax.lax
+    sig = _jax.nn.sigmoid
+
+    def step(carry, xw):  # xw: this step's x @ kernel + bias
+        h, c = carry
+        i, f, g, o = jnp.split(xw + h @ recurrent, 4, axis=-1)
+        c = sig(f) * c + sig(i) * jnp.tanh(g)
+        h = sig(o) * jnp.tanh(c)
+        return (h, c), h
+    h0 = jnp.zeros((x.shape[0], recurrent.shape[0]), x.dtype)
+    _, hs = lax.scan(step, (h0, h0), jnp.swapaxes(x @ kernel + bias, 0, 1))
+    return jnp.swapaxes(hs, 0, 1)
+
+
+def _lstm2(x, weights):
+    for kernel, recurrent, bias in weights:
+        x = _lstm_layer(x, kernel, recurrent, bias)
+    return x
+
+
+def _layer_norm(x, g, b):
+    mean = x.mean(-1, keepdims=True)
+    return (x - mean) * _jax.lax.rsqrt(x.var(-1, keepdims=True) + mc.LN_EPS) * g + b
+
+
+def _attention(x, w):
+    jnp = _jax.numpy
+    q, k, v = (jnp.einsum("btd,dhk->bhtk", x, w["w" + n]) + w["b" + n][None, :, None]
+               for n in "qkv")
+    p = _jax.nn.softmax(q @ jnp.swapaxes(k, -1, -2) / jnp.sqrt(float(q.shape[-1])), axis=-1)
+    return jnp.einsum("bhqk,hkd->bqd", p @ v, w["wo"]) + w["bo"]
+
+
+def _transformer4(x, weights):
+    for w in weights:
+        x = _layer_norm(x + _attention(x, w), w["g1"], w["b1"])
+        f = _jax.nn.relu(x @ w["w1"] + w["c1"]) @ w["w2"] + w["c2"]
+        x = _layer_norm(x + f, w["g2"], w["b2"])
+    return x
+
+
+def _hand_model(name):
+    jnp = _jax.numpy
+    fn, weights, inp = {"lstm2": (_lstm2, mc.lstm_weights, mc.lstm_input),
+                        "transformer4": (_transformer4, mc.transformer_weights,
+                                         mc.transformer_input)}[name]
+    def build():
+        w, jitted = _jax.tree_util.tree_map(jnp.asarray, weights()), _jax.jit(fn)
+        return (lambda x: jitted(x, w)), (jnp.asarray(inp()),)
+
+    def check(out):
+        mc.check(name, out[0])
+    loop = "lax.scan" if name == "lstm2" else "jax.numpy"
+    return _case(name, "jit", build, check=check, min_runs=5, meta={"written": loop})
+
+
+def _keras_app(name):
+    def build():
+        model = mc.build_app(_keras_jax(), name)
+        return _keras_forward(model, _jax.numpy.asarray(mc.image_input()), "jit")
+    return _case(name, "jit", build, min_runs=5,
+                 meta={"model": f"keras.applications.{mc.APPS[name]}, KERAS_BACKEND=jax"})
+
+
+def model_cases():
+    """jax.jit only: lstm2 (lax.scan), transformer4 (jax.numpy), then the Keras
+    applications on Keras' JAX backend (last: importing Keras loads TensorFlow)."""
+    return [_hand_model("lstm2"), _hand_model("transformer4")] + [_keras_app(n) for n in mc.APPS]

@@ -10,9 +10,11 @@ Writes bench/results/peers.json:
      "date": ..., "command": ..., "machine": ...}
 
     .venv-peers/bin/python bench/peers/run_peers.py [--frameworks tensorflow jax torch]
-        [--only NAME ...] [--min-time S] [--timeout S] [--out FILE] [--busy N]
+        [--only NAME ...] [--min-time S] [--timeout S] [--out FILE] [--busy N] [--models]
 
 --busy N: every framework timed with N processes spinning on the CPUs.
+--models: the model workloads (lstm2, transformer4, resnet50_224, mobilenetv3_224;
+model_common.py) instead of the seed ones; writes bench/results/peers-models.json.
 """
 import argparse
 import datetime
@@ -29,9 +31,11 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
 import common as cm  # noqa: E402
+import model_common as mc  # noqa: E402
 
 MODULES = {"tensorflow": "tf_workloads", "jax": "jax_workloads", "torch": "torch_workloads"}
 DEFAULT_OUT = os.path.join(cm.REPO, "bench", "results", "peers.json")
+MODELS_OUT = os.path.join(cm.REPO, "bench", "results", "peers-models.json")
 
 
 def log(msg):
@@ -45,7 +49,7 @@ def _save(path, doc):
     os.replace(tmp, path)
 
 
-def worker(framework, partial, only, min_time):
+def worker(framework, partial, only, min_time, models=False):
     """Runs one framework's cases in this process; the record is rewritten to
     `partial` after every case so a time-out keeps what finished."""
     mod = importlib.import_module(MODULES[framework])
@@ -63,7 +67,7 @@ def worker(framework, partial, only, min_time):
     doc.update(notes)
     _save(partial, doc)
     log(f"{framework} {version} ({notes.get('threads', '')})")
-    for case in mod.cases():
+    for case in (mod.model_cases() if models else mod.cases()):
         if only and case.name not in only:
             continue
         if isinstance(case, cm.Skip):
@@ -90,7 +94,7 @@ def worker(framework, partial, only, min_time):
     return 0
 
 
-def run_framework(framework, only, min_time, timeout):
+def run_framework(framework, only, min_time, timeout, models=False):
     """Runs `worker` in a child process; returns its record (with "error" when
     the child failed or ran out of time)."""
     fd, partial = tempfile.mkstemp(prefix=f"peers-{framework}-", suffix=".json")
@@ -100,6 +104,8 @@ def run_framework(framework, only, min_time, timeout):
            "--partial", partial, "--min-time", str(min_time)]
     if only:
         cmd += ["--only", *only]
+    if models:
+        cmd.append("--models")
     start = time.perf_counter()
     error = None
     try:
@@ -153,7 +159,11 @@ def main(argv=None):
                    help="seconds of samples per workload and mode (default 0.5)")
     p.add_argument("--timeout", type=float, default=420,
                    help="seconds allowed to each framework (default 420)")
-    p.add_argument("--out", default=DEFAULT_OUT, help="JSON file to write")
+    p.add_argument("--out", help="JSON file to write (default bench/results/peers.json, "
+                                 "peers-models.json with --models)")
+    p.add_argument("--models", action="store_true",
+                   help="the model workloads instead of the seed ones (also implied by "
+                        "--only with a model name)")
     p.add_argument("--busy", type=int, default=0, metavar="N",
                    help="time with N processes spinning on the CPUs (make bench-peers-busy)")
     p.add_argument("--worker", choices=list(MODULES), help=argparse.SUPPRESS)
@@ -163,15 +173,18 @@ def main(argv=None):
         bad = [n for n in args.only if n not in cm.ORDER]
         if bad:
             p.error(f"unknown workload(s) {bad}; known: {cm.ORDER}")
+    args.models = args.models or any(n in mc.NAMES for n in args.only or [])
+    args.out = args.out or (MODELS_OUT if args.models else DEFAULT_OUT)
     if args.worker:
-        return worker(args.worker, args.partial, args.only, args.min_time)
+        return worker(args.worker, args.partial, args.only, args.min_time, args.models)
 
     start = time.perf_counter()
     frameworks = []
     for fw in args.frameworks:
         log(f"== {fw}" + (f" (busy: {args.busy} processes spinning)" if args.busy else ""))
         with cm.kb.Spinners(args.busy):
-            frameworks.append(run_framework(fw, args.only, args.min_time, args.timeout))
+            frameworks.append(run_framework(fw, args.only, args.min_time, args.timeout,
+                                            args.models))
     total = time.perf_counter() - start
 
     print()

@@ -9,6 +9,7 @@ import time
 import numpy as np
 
 import common as cm
+import model_common as mc
 from common import Case
 
 NAME = "tensorflow"
@@ -260,3 +261,27 @@ def cases():
     for make in (_conv, _while_tanh, _dynamic_rnn, _chain100, _train_step, _efficientnet):
         out += [make(m) for m in modes]
     return out + _micro()
+
+
+# ---- model workloads (issue 41): run_peers.py --models ----
+
+def _model_case(name, mode):
+    """A Keras 3 model from model_common, as tf.function (graph) or XLA."""
+    tf = _tf
+    make = {"lstm2": (mc.build_lstm2, mc.lstm_input),
+            "transformer4": (mc.build_transformer4, mc.transformer_input)}.get(name)
+
+    def build():
+        model = make[0](tf.keras) if make else mc.build_app(tf.keras, name)
+        x = (make[1] if make else mc.image_input)()
+        return tf.function(model, jit_compile=(mode == "jit")), (tf.constant(x),)
+
+    def check(out):
+        mc.check(name, out[0])
+    return Case(name, mode, build, min_runs=5, max_warmup_time=5.0,
+                check=check if make else None)
+
+
+def model_cases():
+    """The model workloads in graph mode and XLA."""
+    return [_model_case(n, m) for n in mc.NAMES for m in ("function", "jit")]

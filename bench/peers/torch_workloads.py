@@ -15,6 +15,7 @@ import tempfile
 import numpy as np
 
 import common as cm
+import model_common as mc
 from common import Case, Skip
 
 NAME = "torch"
@@ -190,3 +191,80 @@ def cases():
               "a torchvision wheel built for this torch; none is pinned)")
     out += [Skip("efficientnetv2s", m, reason) for m in ("eager", "function", "jit")]
     return out + _micro()
+
+
+# ---- model workloads (issue 41): run_peers.py --models ----
+
+def _t(a):
+    return _torch.from_numpy(np.ascontiguousarray(a))
+
+
+def _lstm2():
+    """nn.LSTM(64, 64, num_layers=2) with the Keras weights (same gate order
+    i, f, g, o; PyTorch's two biases: Keras' bias and zeros)."""
+    torch = _torch
+    lstm = torch.nn.LSTM(mc.LSTM_SHAPE[2], mc.LSTM_UNITS, mc.LSTM_LAYERS, batch_first=True)
+    for i, (kernel, recurrent, bias) in enumerate(mc.lstm_weights()):
+        getattr(lstm, f"weight_ih_l{i}").copy_(_t(kernel.T))
+        getattr(lstm, f"weight_hh_l{i}").copy_(_t(recurrent.T))
+        getattr(lstm, f"bias_ih_l{i}").copy_(_t(bias))
+        getattr(lstm, f"bias_hh_l{i}").zero_()
+    return lstm.eval(), lambda x: lstm(x)[0]
+
+
+def _load_block(layer, w):
+    d = mc.TR_D
+    qkv = [w[k].reshape(d, d).T for k in ("wq", "wk", "wv")]  # [in, heads*key_dim] -> [out, in]
+    layer.self_attn.in_proj_weight.copy_(_t(np.concatenate(qkv)))
+    layer.self_attn.in_proj_bias.copy_(_t(np.concatenate([w[k].reshape(d) for k in
+                                                          ("bq", "bk", "bv")])))
+    layer.self_attn.out_proj.weight.copy_(_t(w["wo"].reshape(d, d).T))
+    layer.self_attn.out_proj.bias.copy_(_t(w["bo"]))
+    for mod, (wk, bk) in ((layer.linear1, ("w1", "c1")), (layer.linear2, ("w2", "c2"))):
+        mod.weight.copy_(_t(w[wk].T))
+        mod.bias.copy_(_t(w[bk]))
+    for mod, (g, b) in ((layer.norm1, ("g1", "b1")), (layer.norm2, ("g2", "b2"))):
+        mod.weight.copy_(_t(w[g]))
+        mod.bias.copy_(_t(w[b]))
+
+
+def _transformer4():
+    """nn.TransformerEncoder: 4 post-norm layers, ReLU, no dropout, Keras' weights."""
+    torch = _torch
+    layer = torch.nn.TransformerEncoderLayer(mc.TR_D, mc.TR_HEADS, mc.TR_FFN, dropout=0.0,
+                                             layer_norm_eps=mc.LN_EPS, batch_first=True)
+    enc = torch.nn.TransformerEncoder(layer, mc.TR_BLOCKS, enable_nested_tensor=False)
+    for block, w in zip(enc.layers, mc.transformer_weights()):
+        _load_block(block, w)
+    return enc.eval(), enc
+
+
+def _model_case(name, mode):
+    make, inp = {"lstm2": (_lstm2, mc.lstm_input),
+                 "transformer4": (_transformer4, mc.transformer_input)}[name]
+
+    def build():
+        _, fn = make()
+        return _maybe_compile(fn, mode), (_t(inp()),)
+
+    def check(out):
+        mc.check(name, out[0])
+    meta = {"module": "nn.LSTM" if name == "lstm2" else "nn.TransformerEncoder"}
+    if name == "lstm2" and mode == "jit":
+        meta["note"] = "Dynamo does not trace nn.LSTM (a graph break): it runs eagerly"
+    return _case(name, mode, build, check=check, min_runs=5, meta=meta)
+
+
+def compile_in_process():
+    """Inductor's compile-worker processes start in the background and took the
+    2 cores for seconds (nn.LSTM calls 1.6 s instead of 8 ms): compile in process."""
+    import torch._inductor.config
+    torch._inductor.config.compile_threads = 1
+
+
+def model_cases():
+    """lstm2 and transformer4 eager and compiled; no torchvision for the CNNs."""
+    compile_in_process()
+    out = [_model_case(n, m) for n in ("lstm2", "transformer4") for m in ("eager", "jit")]
+    reason = "torchvision is not installed in .venv-peers (no ResNet50/MobileNetV3 in torch)"
+    return out + [Skip(n, m, reason) for n in mc.APPS for m in ("eager", "jit")]
