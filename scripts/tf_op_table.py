@@ -18,8 +18,9 @@ KINDS = {
     "structural": "the importer itself (calls inlined, If/While as kiln's cond/while_loop, "
                   "variables, constants)",
     "row": "the op table's row of the same name, input for input (`OpDef::tf_direct`)",
-    "row rule": "the row's TensorFlow rule (`OpDef::tf_import`): inputs TensorFlow passes "
-                "where kiln has attributes",
+    "row form": "the row of the same name, TensorFlow's inputs standing for kiln's attributes "
+                "as its TensorFlow form says (`OpDef::tf_form`, the form kiln also writes)",
+    "row rule": "the row's own TensorFlow rule (`OpDef::tf_import`)",
     "composite": "several kiln ops (src/saved_model/tf_import_ops.cpp)",
 }
 

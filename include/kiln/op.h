@@ -249,7 +249,8 @@ struct OpDef {
   OnnxExportFn onnx = nullptr;
   const char* onnx_type = nullptr;
   /// TensorFlow import: a rule, or a row TensorFlow's op of the same type
-  /// name maps onto input for input and attribute for attribute.
+  /// name maps onto input for input and attribute for attribute (but for
+  /// the inputs and names tf_form lists).
   TfImportFn tf_import = nullptr;
   bool tf_direct = false;
   /// TensorFlow's form of a row that keeps as attributes what TensorFlow's op
@@ -372,9 +373,11 @@ class OpDefBuilder {
     d_.tf_import = f;
     return *this;
   }
-  /// How it is written in TensorFlow's form (OpDef::tf_attr_inputs).
+  /// Its TensorFlow form (OpDef::tf_attr_inputs): how it is written in
+  /// SavedModels, and how TensorFlow's op of this type name imports, directly.
   OpDefBuilder& tf_form(std::vector<OpDef::TfAttrInput> inputs,
                         std::vector<std::pair<const char*, const char*>> names = {}) {
+    d_.tf_direct = true;
     d_.tf_attr_inputs = std::move(inputs);
     d_.tf_attr_names = std::move(names);
     return *this;

@@ -9,7 +9,6 @@
 #include "kiln/ops/binary.h"
 #include "onnx_export.h"
 #include "shape_ops_util.h"
-#include "tf_import.h"
 
 namespace kiln {
 namespace {
@@ -355,32 +354,11 @@ bool unstack_view(const jit::ViewQuery& q, jit::View& v) {
   return true;
 }
 
-// TensorFlow's ConcatV2: the values, then the axis as the last input.
-void tf_concat(tf_import::Context& c) {
-  if (c.num_inputs() < 2) c.fail("needs values and an axis");
-  const std::vector<int64_t> axis = c.ints(c.num_inputs() - 1, "axis");
-  if (axis.size() != 1) c.fail("its axis must be one integer");
-  std::vector<Tensor> values;
-  for (size_t i = 0; i + 1 < c.num_inputs(); ++i) values.push_back(c.input(i));
-  c.set_output(tf_import::call_row1(OpId::Concat, std::move(values), {{"axis", axis[0]}}));
-}
-
-// TensorFlow's SplitV: (value, size_splits, split_dim).
-void tf_split_v(tf_import::Context& c) {
-  const std::vector<int64_t> sizes = c.ints(1, "size_splits"), axis = c.ints(2, "split_dim");
-  if (axis.size() != 1) c.fail("its split_dim must be one integer");
-  c.set_outputs(tf_import::call_row(OpId::Split, {c.input(0)},
-                                    {{"size_splits", sizes},
-                                     {"axis", axis[0]},
-                                     {"num_split", static_cast<int64_t>(sizes.size())}}));
-}
-
 }  // namespace
 
 namespace shape_ops {
 void define_concat_split_ops(OpTableBuilder& t) {
   t.def(OpId::Concat)
-      .tf(tf_concat)
       .tf_form({{-1, "axis"}})
       .inputs({"values"})
       .outputs({"output"})
@@ -410,7 +388,6 @@ void define_concat_split_ops(OpTableBuilder& t) {
       .jit_view(unstack_view)
       .onnx(onnx_unstack);
   t.def(OpId::Split)
-      .tf(tf_split_v)
       .tf_form({{1, "size_splits"}, {2, "axis"}})
       .inputs({"value"})
       .outputs({"output"})

@@ -11,7 +11,6 @@
 #include "kiln/context.h"
 #include "kiln/ops.h"
 #include "onnx_export.h"
-#include "tf_import.h"
 
 namespace kiln {
 namespace {
@@ -105,34 +104,6 @@ void infer_cumsum(InferContext& c) {
     normalize_axis(c.attr_int("axis"), in.rank(), c.op().type_name, "axis");
   }
   c.set_output(0, c.dtype(0), in);
-}
-
-// TensorFlow's reductions take their axes as input 1 (empty: nothing to
-// reduce, unlike kiln's attribute, where empty means every axis).
-template <OpId kId>
-void tf_reduce(tf_import::Context& c) {
-  const std::vector<int64_t> axes = c.ints(1, "reduction_indices");
-  if (axes.empty()) return c.set_output(identity(c.input(0)));
-  c.set_output(tf_import::call_row1(
-      kId, {c.input(0)}, {{"axis", axes}, {"keepdims", c.attr_bool("keep_dims", false)}}));
-}
-
-// ArgMax/ArgMin: the axis is input 1 ("dimension").
-template <OpId kId>
-void tf_arg(tf_import::Context& c) {
-  const std::vector<int64_t> axis = c.ints(1, "dimension");
-  if (axis.size() != 1) c.fail("its dimension must be one integer");
-  c.set_output(tf_import::call_row1(
-      kId, {c.input(0)}, {{"axis", axis[0]}, {"output_type", c.attr_type("output_type")}}));
-}
-
-void tf_cumsum(tf_import::Context& c) {
-  const std::vector<int64_t> axis = c.ints(1, "axis");
-  if (axis.size() != 1) c.fail("its axis must be one integer");
-  c.set_output(tf_import::call_row1(OpId::Cumsum, {c.input(0)},
-                                    {{"axis", axis[0]},
-                                     {"exclusive", c.attr_bool("exclusive", false)},
-                                     {"reverse", c.attr_bool("reverse", false)}}));
 }
 
 void def_reduce(OpTableBuilder& t, OpId id, InferFn f, uint32_t traits = 0) {
@@ -289,28 +260,27 @@ void define_reduce_ops(OpTableBuilder& t) {
     GradFn grad;
     JitLowerFn jit;
     OnnxExportFn onnx;
-    TfImportFn tf;
   };
   const Row rows[] = {
       {OpId::ReduceSum, infer_reduce<Takes::kNumericOrComplex>, sum_grad, lower_fold<OpId::Add>,
-       onnx_reduce<OpId::ReduceSum>, tf_reduce<OpId::ReduceSum>},
+       onnx_reduce<OpId::ReduceSum>},
       {OpId::ReduceMean, infer_reduce<Takes::kNumericOrComplex>, mean_grad, lower_mean,
-       onnx_reduce<OpId::ReduceMean>, tf_reduce<OpId::ReduceMean>},
+       onnx_reduce<OpId::ReduceMean>},
       {OpId::ReduceMax, infer_reduce<Takes::kNumeric>, extremum_grad, lower_fold<OpId::Maximum>,
-       onnx_reduce<OpId::ReduceMax>, tf_reduce<OpId::ReduceMax>},
+       onnx_reduce<OpId::ReduceMax>},
       {OpId::ReduceMin, infer_reduce<Takes::kNumeric>, extremum_grad, lower_fold<OpId::Minimum>,
-       onnx_reduce<OpId::ReduceMin>, tf_reduce<OpId::ReduceMin>},
+       onnx_reduce<OpId::ReduceMin>},
       {OpId::ReduceProd, infer_reduce<Takes::kNumericOrComplex>, prod_grad, lower_fold<OpId::Mul>,
-       onnx_reduce<OpId::ReduceProd>, tf_reduce<OpId::ReduceProd>},
+       onnx_reduce<OpId::ReduceProd>},
       {OpId::ReduceAny, infer_reduce<Takes::kBool>, nullptr, lower_fold<OpId::LogicalOr>,
-       onnx_reduce_bool<true>, tf_reduce<OpId::ReduceAny>},
+       onnx_reduce_bool<true>},
       {OpId::ReduceAll, infer_reduce<Takes::kBool>, nullptr, lower_fold<OpId::LogicalAnd>,
-       onnx_reduce_bool<false>, tf_reduce<OpId::ReduceAll>},
+       onnx_reduce_bool<false>},
   };
   for (const Row& r : rows) {
     def_reduce(t, r.id, r.infer, r.grad ? 0u : static_cast<uint32_t>(kNoGradient));
-    t.def(r.id).jit_lower(r.jit).onnx(r.onnx).tf(r.tf).tf_form({{1, "axis", true}},
-                                                               {{"keep_dims", "keepdims"}});
+    t.def(r.id).jit_lower(r.jit).onnx(r.onnx).tf_form({{1, "axis", true}},
+                                                      {{"keep_dims", "keepdims"}});
     if (r.grad) t.def(r.id).grad(r.grad);
   }
   for (OpId id : {OpId::ArgMax, OpId::ArgMin})
@@ -322,7 +292,6 @@ void define_reduce_ops(OpTableBuilder& t) {
         .traits(kNoGradient)
         .infer(infer_arg)
         .onnx(id == OpId::ArgMax ? onnx_arg<true> : onnx_arg<false>)
-        .tf(id == OpId::ArgMax ? tf_arg<OpId::ArgMax> : tf_arg<OpId::ArgMin>)
         .tf_form({{1, "axis"}});
   t.def(OpId::Cumsum)
       .inputs({"x"})
@@ -333,7 +302,6 @@ void define_reduce_ops(OpTableBuilder& t) {
       .infer(infer_cumsum)
       .grad(cumsum_grad)
       .onnx(onnx_cumsum)
-      .tf(tf_cumsum)
       .tf_form({{1, "axis"}});
   define_segment_ops(t);
   for (OpId id : {OpId::ReduceSum, OpId::ReduceMean, OpId::ReduceMax, OpId::ReduceMin,

@@ -11,7 +11,6 @@
 #include "kiln/ops/array.h"
 #include "onnx_export.h"
 #include "shape_ops_util.h"
-#include "tf_import.h"
 #include "transpose_perm.h"
 
 namespace kiln {
@@ -363,17 +362,6 @@ bool transpose_view(const jit::ViewQuery& q, jit::View& v) {
   return true;
 }
 
-// TensorFlow's ExpandDims and Transpose take their axis / permutation as input 1.
-void tf_expand_dims(tf_import::Context& c) {
-  const std::vector<int64_t> dim = c.ints(1, "dim");
-  if (dim.size() != 1) c.fail("its dim must be one integer");
-  c.set_output(tf_import::call_row1(OpId::ExpandDims, {c.input(0)}, {{"axis", dim[0]}}));
-}
-
-void tf_transpose(tf_import::Context& c) {
-  c.set_output(tf_import::call_row1(OpId::Transpose, {c.input(0)}, {{"perm", c.ints(1, "perm")}}));
-}
-
 }  // namespace
 
 void define_shape_ops(OpTableBuilder& t) {
@@ -387,7 +375,6 @@ void define_shape_ops(OpTableBuilder& t) {
       .jit_relabel()
       .onnx(onnx_reshape);
   t.def(OpId::ExpandDims)
-      .tf(tf_expand_dims)
       .tf_form({{1, "axis"}})
       .inputs({"input"})
       .outputs({"output"})
@@ -408,7 +395,6 @@ void define_shape_ops(OpTableBuilder& t) {
       .jit_relabel()
       .onnx(onnx_squeeze);
   t.def(OpId::Transpose)
-      .tf(tf_transpose)
       .tf_form({{1, "perm"}})
       .inputs({"x"})
       .outputs({"y"})

@@ -12,7 +12,6 @@
 #include "onnx_export.h"
 #include "shape_ops_util.h"
 #include "slice_spec.h"
-#include "tf_import.h"
 
 namespace kiln {
 namespace {
@@ -438,15 +437,6 @@ void onnx_gather(onnx::ExportContext& c) {
   c.emit("Gather", {c.in(0), c.in(1)}, {{"axis", c.attr_int("axis")}});
 }
 
-// TensorFlow's GatherV2: the axis is input 2.
-void tf_gather(tf_import::Context& c) {
-  const std::vector<int64_t> axis = c.ints(2, "axis");
-  if (axis.size() != 1) c.fail("its axis must be one integer");
-  c.set_output(
-      tf_import::call_row1(OpId::Gather, {c.input(0), c.input(1)},
-                           {{"axis", axis[0]}, {"batch_dims", c.attr_int("batch_dims", 0)}}));
-}
-
 }  // namespace
 
 namespace shape_ops {
@@ -484,7 +474,6 @@ void define_slicing_ops(OpTableBuilder& t) {
       .infer(infer_strided_slice_grad)
       .grad(strided_slice_grad_grad);
   t.def(OpId::Gather)
-      .tf(tf_gather)
       .tf_form({{2, "axis"}})
       .inputs({"params", "indices"})
       .outputs({"output"})

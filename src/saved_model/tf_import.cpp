@@ -198,7 +198,10 @@ std::vector<std::pair<std::string, std::string>> tf_import_coverage() {
   std::map<std::string, std::string> out;
   for (const std::string& op : detail::structural_ops()) out[op] = "structural";
   for (const OpDef& row : op_table())
-    if (row.tf_import || row.tf_direct) out[row.type_name] = row.tf_import ? "row rule" : "row";
+    if (row.tf_import || row.tf_direct)
+      out[row.type_name] = row.tf_import                ? "row rule"
+                           : row.tf_attr_inputs.empty() ? "row"
+                                                        : "row form";
   for (const detail::TfComposite& c : detail::tf_composites()) out[c.op_type] = "composite";
   return {out.begin(), out.end()};
 }

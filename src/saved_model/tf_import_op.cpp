@@ -105,20 +105,49 @@ AttrValue row_attr(const C& a, AttrType type, NodeContext& c, const std::string&
   c.fail(str_cat("its attribute '", name, "' is of a kind kiln does not import"));
 }
 
+// A row's attribute from TensorFlow's input `a.position` (OpDef::tf_form):
+// a list, or one integer; nullopt for an empty list meaning every axis in
+// kiln but none in TensorFlow.
+std::optional<AttrValue> attr_from_input(const OpDef& row, const OpDef::TfAttrInput& a,
+                                         size_t position, NodeContext& c) {
+  std::vector<int64_t> v = c.ints(position, a.attr);
+  if (row.attrs[row.attr_at(a.attr)].type == AttrType::kInts) {
+    if (v.empty() && a.all_axes_if_empty) return std::nullopt;
+    return v;
+  }
+  if (v.size() != 1) c.fail(str_cat("its ", a.attr, " must be one integer"));
+  return v[0];
+}
+
 // The row called with the node's inputs and the attributes kiln's row shares
-// with TensorFlow's (its type attributes are inferred).
+// with TensorFlow's (its type attributes are inferred); the inputs TensorFlow
+// takes for kiln's attributes (OpDef::tf_form) become those attributes.
 std::vector<Tensor> direct(const OpDef& row, NodeContext& c) {
   Attrs attrs(row.attrs.size());
-  for (size_t i = 0; i < row.attrs.size(); ++i)
-    if (const C* a = c.find(row.attrs[i].name))
-      attrs[i] = row_attr(*a, row.attrs[i].type, c, row.attrs[i].name);
+  for (size_t i = 0; i < row.attrs.size(); ++i) {
+    std::string tf_name = row.attrs[i].name;
+    for (const auto& [tf, kiln] : row.tf_attr_names)
+      if (tf_name == kiln) tf_name = tf;
+    if (const C* a = c.find(tf_name)) attrs[i] = row_attr(*a, row.attrs[i].type, c, tf_name);
+  }
+  std::vector<bool> taken(c.num_inputs(), false);
+  for (const OpDef::TfAttrInput& a : row.tf_attr_inputs) {
+    if (c.num_inputs() == 0) c.fail(str_cat("lacks its ", a.attr, " input"));
+    const size_t at = a.position < 0 ? c.num_inputs() - 1 : static_cast<size_t>(a.position);
+    if (at >= c.num_inputs()) c.fail(str_cat("lacks its ", a.attr, " input"));
+    taken[at] = true;
+    std::optional<AttrValue> v = attr_from_input(row, a, at, c);
+    if (!v) return {identity(c.input(0))};  // reduced over no axis
+    attrs[row.attr_at(a.attr)] = std::move(*v);
+  }
   try {
     complete_attrs(row, attrs);
   } catch (const Error& e) {
     c.fail(e.what());
   }
   std::vector<Tensor> in;
-  for (size_t i = 0; i < c.num_inputs(); ++i) in.push_back(c.input(i));
+  for (size_t i = 0; i < c.num_inputs(); ++i)
+    if (!taken[i]) in.push_back(c.input(i));
   return call_op(row.id, in, std::move(attrs));
 }
 
