@@ -294,6 +294,7 @@ void tf_list_stack(tf_import::Context& c) {  // (handle, element_shape)
 void define_tensor_array_ops(OpTableBuilder& t) {
   t.def(OpId::TensorListReserve)
       .tf(tf_list_reserve)
+      .tf_form({{0, "element_shape"}})
       .inputs({"size"})
       .outputs({"handle"})
       .attr("element_dtype", AttrType::kDType)
@@ -314,6 +315,7 @@ void define_tensor_array_ops(OpTableBuilder& t) {
       .onnx(onnx_list_set_item);
   t.def(OpId::TensorListGetItem)
       .tf(tf_list_get_item)
+      .tf_form({{2, "element_shape"}})
       .inputs({"handle", "index"})
       .outputs({"value"})
       .attr("element_dtype", AttrType::kDType)
@@ -324,6 +326,7 @@ void define_tensor_array_ops(OpTableBuilder& t) {
       .onnx(onnx_list_get_item);
   t.def(OpId::TensorListStack)
       .tf(tf_list_stack)
+      .tf_form({{1, "element_shape"}})
       .inputs({"handle"})
       .outputs({"tensor"})
       .attr("element_dtype", AttrType::kDType)
@@ -335,6 +338,7 @@ void define_tensor_array_ops(OpTableBuilder& t) {
       .onnx(onnx_list_stack);
   t.def(OpId::TensorListFromTensor)
       .tf(tf_list_from_tensor)
+      .tf_form({{1, "element_shape"}})
       .inputs({"tensor"})
       .outputs({"handle"})
       .infer(infer_from_tensor)

@@ -22,12 +22,13 @@ std::string edge_name(const Edge& e, const std::set<const Node*>& args) {
 
 // TensorFlow's type attributes (T, N, Tin, Tout, ...) of a node, from its
 // inputs' and outputs' dtypes; kiln infers them and its reader skips them.
-void type_attrs(const Node& n, const TfOpSignature& sig, const std::vector<DType>& in,
+void type_attrs(const TfOpSignature& sig, const std::vector<pb::DataType>& in,
+                const std::vector<pb::DataType>& out,
                 google::protobuf::Map<std::string, pb::AttrValue>& attrs) {
-  auto set_type = [&](const char* name, DType dt) {
-    if (*name && !attrs.count(name)) attrs[name].set_type(to_proto(dt));
+  auto set_type = [&](const char* name, pb::DataType dt) {
+    if (*name && !attrs.count(name)) attrs[name].set_type(dt);
   };
-  auto fill = [&](const std::vector<TfArg>& args, const std::vector<DType>& dts) {
+  auto fill = [&](const std::vector<TfArg>& args, const std::vector<pb::DataType>& dts) {
     size_t singles = 0;
     for (const TfArg& a : args) singles += !a.is_list();
     const size_t list_n = dts.size() >= singles ? dts.size() - singles : 0;
@@ -40,15 +41,48 @@ void type_attrs(const Node& n, const TfOpSignature& sig, const std::vector<DType
       if (n_arg) set_type(a.type_attr, dts[k]);
       if (*a.type_list_attr && !attrs.count(a.type_list_attr)) {
         auto* l = attrs[a.type_list_attr].mutable_list();
-        for (size_t j = 0; j < n_arg; ++j) l->add_type(to_proto(dts[k + j]));
+        for (size_t j = 0; j < n_arg; ++j) l->add_type(dts[k + j]);
       }
       k += n_arg;
     }
   };
-  std::vector<DType> out;
-  for (const TensorSpec& s : n.outputs()) out.push_back(s.dtype);
   fill(sig.inputs, in);
   fill(sig.outputs, out);
+}
+
+// TensorFlow's type of a value: kiln's TensorLists are resources, TensorFlow's
+// are variants.
+pb::DataType tf_type(DType dt, bool list) {
+  return list && dt == DType::kResource ? pb::DT_VARIANT : to_proto(dt);
+}
+
+// Rows whose resource outputs are TensorLists.
+bool makes_lists(OpId id) {
+  switch (id) {
+    case OpId::TensorListReserve:
+    case OpId::TensorListSetItem:
+    case OpId::TensorListFromTensor:
+    case OpId::TensorListAdd:
+    case OpId::TensorListZerosLike: return true;
+    default: return false;
+  }
+}
+
+// TensorFlow's element_shape input of a TensorList op: the row's attribute
+// (-1, a scalar, for an unknown rank), or the items' shape of a tensor to split.
+Tensor element_shape_input(const Node& n) {
+  std::vector<int64_t> dims;
+  if (n.op().attr_index("element_shape") >= 0) {
+    if (std::get<bool>(n.attr("unknown_rank"))) return Tensor(int32_t{-1});
+    dims = std::get<std::vector<int64_t>>(n.attr("element_shape"));
+  } else {
+    const Edge& in0 = n.inputs()[0];
+    const Shape& s = in0.node->outputs()[static_cast<size_t>(in0.index)].shape;
+    if (!s.rank_known() || s.rank() == 0) return Tensor(int32_t{-1});
+    dims.assign(s.dims().begin() + 1, s.dims().end());
+  }
+  std::vector<int32_t> w(dims.begin(), dims.end());
+  return Tensor::from_vector(w, Shape{static_cast<int64_t>(w.size())});
 }
 
 bool jit_of(const pb::FunctionDef& f) {
@@ -58,8 +92,10 @@ bool jit_of(const pb::FunctionDef& f) {
 
 // The value TensorFlow's form passes as input `a` of node `n` (an int32
 // tensor): the attribute; every axis, or the axes reversed for a permutation,
-// when it is empty; the outputs' sizes for an equal split.
+// when it is empty; the outputs' sizes for an equal split; a TensorList's
+// element shape.
 Tensor attr_input(const Node& n, const OpDef::TfAttrInput& a) {
+  if (std::string_view(a.attr) == "element_shape") return element_shape_input(n);
   const AttrValue& v = n.attrs()[n.op().attr_at(a.attr)];
   if (auto* i = std::get_if<int64_t>(&v)) return Tensor(static_cast<int32_t>(*i));
   std::vector<int64_t> l = std::get<std::vector<int64_t>>(v);
@@ -98,7 +134,9 @@ std::vector<int64_t> tf_window(const TfOpSignature* sig, const std::string& name
 }  // namespace
 
 pb::FunctionDef* LibraryWriter::add(const std::string& base, const Graph& g, bool jit,
-                                    std::vector<Variable>* captured) {
+                                    std::vector<Variable>* captured,
+                                    const std::vector<bool>& arg_lists,
+                                    std::vector<bool>* out_lists, bool pass_extra_args) {
   std::string name = base;
   for (int k = 1; names_.count(name); ++k) name = str_cat(base, "_", k);
   names_.insert(name);
@@ -106,11 +144,21 @@ pb::FunctionDef* LibraryWriter::add(const std::string& base, const Graph& g, boo
   f->mutable_signature()->set_name(name);
   if (jit) (*f->mutable_attr())[kJitAttr].set_b(true);
   std::set<const Node*> args;
+  std::map<const Node*, std::vector<bool>> lists;  // which outputs are TensorLists
+  auto is_list = [&](const Edge& e) {
+    auto it = lists.find(e.node);
+    return it != lists.end() && it->second.at(static_cast<size_t>(e.index));
+  };
+  auto edge_type = [&](const Edge& e) {
+    return tf_type(e.node->outputs()[static_cast<size_t>(e.index)].dtype, is_list(e));
+  };
   int i = 0;
   auto add_arg = [&](const Node& n) {
+    const bool list = static_cast<size_t>(i) < arg_lists.size() && arg_lists[i];
+    lists[&n] = {list};
     auto* a = f->mutable_signature()->add_input_arg();
     a->set_name(n.name());
-    a->set_type(to_proto(n.outputs()[0].dtype));
+    a->set_type(tf_type(n.outputs()[0].dtype, list));
     auto& shapes =
         (*(*f->mutable_arg_attr())[static_cast<uint32_t>(i++)].mutable_attr())["_output_shapes"];
     to_proto(n.outputs()[0].shape, shapes.mutable_list()->add_shape());
@@ -131,10 +179,12 @@ pb::FunctionDef* LibraryWriter::add(const std::string& base, const Graph& g, boo
     if (args.count(n.get())) continue;
     stateful |= n->op().has(kStateful);
     std::vector<std::string> ins;
-    std::vector<DType> dts;
+    std::vector<pb::DataType> dts;
+    std::vector<bool> in_lists;
     for (const Edge& e : n->inputs()) {
       ins.push_back(edge_name(e, args));
-      dts.push_back(e.node->outputs()[static_cast<size_t>(e.index)].dtype);
+      dts.push_back(edge_type(e));
+      in_lists.push_back(is_list(e));
     }
     for (const OpDef::TfAttrInput& a : n->op().tf_attr_inputs) {  // TensorFlow's inputs
       pb::NodeDef* k = f->add_node_def();  // before the node: readers want earlier nodes
@@ -145,27 +195,45 @@ pb::FunctionDef* LibraryWriter::add(const std::string& base, const Graph& g, boo
       const size_t at =
           std::min(a.position < 0 ? ins.size() : static_cast<size_t>(a.position), ins.size());
       ins.insert(ins.begin() + static_cast<std::ptrdiff_t>(at), k->name() + ":output:0");
-      dts.insert(dts.begin() + static_cast<std::ptrdiff_t>(at), DType::kInt32);
+      dts.insert(dts.begin() + static_cast<std::ptrdiff_t>(at), pb::DT_INT32);
     }
     pb::NodeDef* nd = f->add_node_def();
-    write_node(*n, nd, jit);
+    const std::vector<bool>& out_l = lists[n.get()] = write_node(*n, nd, jit, in_lists);
     for (const std::string& s : ins) nd->add_input(s);
     for (const Node* c : n->control_inputs()) nd->add_input(str_cat("^", c->name()));
+    std::vector<pb::DataType> outs;
+    for (size_t k = 0; k < n->outputs().size(); ++k)
+      outs.push_back(tf_type(n->outputs()[k].dtype, out_l[k]));
     if (const TfOpSignature* sig = tf_signature(n->op().type_name))
-      type_attrs(*n, *sig, dts, *nd->mutable_attr());
+      type_attrs(*sig, dts, outs, *nd->mutable_attr());
   }
   f->mutable_signature()->set_is_stateful(stateful);
   for (size_t k = 0; k < g.outputs().size(); ++k) {
     const Edge& e = g.outputs()[k];
     auto* o = f->mutable_signature()->add_output_arg();
     o->set_name(str_cat("output_", k));
-    o->set_type(to_proto(e.node->outputs()[static_cast<size_t>(e.index)].dtype));
+    o->set_type(edge_type(e));
     (*f->mutable_ret())[o->name()] = edge_name(e, args);
+    if (out_lists) out_lists->push_back(is_list(e));
+  }
+  const auto& sig = f->signature();
+  for (int k = sig.output_arg_size(); pass_extra_args && k < sig.input_arg_size(); ++k) {
+    auto* o = f->mutable_signature()->add_output_arg();
+    o->set_name(str_cat("output_", k));
+    o->set_type(sig.input_arg(k).type());
+    (*f->mutable_ret())[o->name()] = sig.input_arg(k).name();
   }
   return f;
 }
 
-void LibraryWriter::write_node(const Node& n, pb::NodeDef* nd, bool jit) {
+std::vector<bool> LibraryWriter::write_node(const Node& n, pb::NodeDef* nd, bool jit,
+                                            const std::vector<bool>& in_lists) {
+  // Which outputs are TensorLists: a list row's resources, a body's (If,
+  // While), or a resource passed on from a list (Identity).
+  std::vector<bool> out(n.outputs().size(), false);
+  const bool from_list = std::find(in_lists.begin(), in_lists.end(), true) != in_lists.end();
+  for (size_t k = 0; k < out.size(); ++k)
+    out[k] = n.outputs()[k].dtype == DType::kResource && (makes_lists(n.op().id) || from_list);
   nd->set_name(n.name());
   nd->set_op(n.op().type_name);
   const OpDef& op = n.op();
@@ -199,16 +267,27 @@ void LibraryWriter::write_node(const Node& n, pb::NodeDef* nd, bool jit) {
     } else if (auto* t = std::get_if<Tensor>(&v)) {
       to_proto(*t, a.mutable_tensor());
     } else if (auto* g = std::get_if<Ref<Subgraph>>(&v)) {
-      a.mutable_func()->set_name(body(**g, jit));
+      const size_t off = std::min<size_t>(op.body_input_offset, in_lists.size());
+      const bool loop_body = op.id == OpId::While && op.attrs[k].name == std::string_view("body");
+      const Body& b =
+          body(**g, jit, std::vector<bool>(in_lists.begin() + off, in_lists.end()), loop_body);
+      a.mutable_func()->set_name(b.name);
+      for (size_t j = 0; j < b.out_lists.size() && j < out.size(); ++j)
+        out[j] = out[j] || (b.out_lists[j] && n.outputs()[j].dtype == DType::kResource);
     } else if (auto* o = std::get_if<AttrObjectRef>(&v)) {
       throw InternalError(str_cat("node '", n.name(), "' holds ", (*o)->describe(),
                                   ", which a pass made and no file holds"));
     }
   }
+  if (op.id == OpId::While && n.inputs().size() > n.outputs().size())
+    attrs[kKilnPassedAttr].set_i(static_cast<int64_t>(n.inputs().size() - n.outputs().size()));
+  return out;
 }
 
-std::string LibraryWriter::body(const Subgraph& s, bool jit) {
-  auto it = bodies_.find(&s);
+const LibraryWriter::Body& LibraryWriter::body(const Subgraph& s, bool jit,
+                                               const std::vector<bool>& arg_lists,
+                                               bool pass_extra_args) {
+  auto it = bodies_.find({&s, pass_extra_args});
   if (it != bodies_.end()) return it->second;
   const auto* traced = dynamic_cast<const kiln::detail::TracedSubgraph*>(&s);
   if (!traced)
@@ -218,10 +297,12 @@ std::string LibraryWriter::body(const Subgraph& s, bool jit) {
         "runs without Python"));
   const Graph& g = traced->traced_graph();
   std::vector<Variable> captured;
-  std::string name =
-      add(s.name(), g, jit, traced->hoisted().empty() ? nullptr : &captured)->signature().name();
-  bodies_.emplace(&s, name);
-  return name;
+  Body b;
+  b.name = add(s.name(), g, jit, traced->hoisted().empty() ? nullptr : &captured, arg_lists,
+               &b.out_lists, pass_extra_args)
+               ->signature()
+               .name();
+  return bodies_.emplace(std::pair{&s, pass_extra_args}, std::move(b)).first->second;
 }
 
 LibraryReader::LibraryReader(const pb::FunctionDefLibrary& lib, std::string where, int64_t format)
@@ -248,8 +329,8 @@ std::unique_ptr<Graph> LibraryReader::graph(const std::string& name,
   return build(f, handles, 0);
 }
 
-Ref<Subgraph> LibraryReader::body(const std::string& name, int depth) {
-  auto it = bodies_.find(name);
+Ref<Subgraph> LibraryReader::body(const std::string& name, int depth, int64_t drop) {
+  auto it = bodies_.find({name, drop});
   if (it != bodies_.end()) return it->second;
   if (depth > kMaxNesting)
     throw InvalidArgumentError(str_cat(where_, ": bodies nest deeper than ", kMaxNesting));
@@ -259,12 +340,23 @@ Ref<Subgraph> LibraryReader::body(const std::string& name, int depth) {
   const pb::FunctionDef& f = def(name);
   Ref<Subgraph> s;
   try {
-    s = kiln::detail::GraphSubgraph::create(build(f, {}, depth), jit_of(f));
+    std::unique_ptr<Graph> g = build(f, {}, depth);
+    auto& outs = g->outputs();
+    const size_t n_in = g->inputs().size();
+    if (drop < 0 || static_cast<size_t>(drop) > outs.size() || outs.size() > n_in)
+      throw InvalidArgumentError(
+          str_cat(where_, ": function '", name, "' cannot pass ", drop, " of its args through"));
+    for (size_t k = outs.size() - static_cast<size_t>(drop); k < outs.size(); ++k)
+      if (outs[k].node != g->inputs()[k] || outs[k].index != 0)
+        throw InvalidArgumentError(str_cat(where_, ": function '", name, "' output ", k,
+                                           " does not pass its arg through"));
+    outs.resize(outs.size() - static_cast<size_t>(drop));
+    s = kiln::detail::GraphSubgraph::create(std::move(g), jit_of(f));
   } catch (const InternalError& e) {  // a body kiln's own checks refuse
     throw InvalidArgumentError(str_cat(where_, ": function '", name, "': ", e.what()));
   }
   building_.erase(name);
-  bodies_.emplace(name, s);
+  bodies_.emplace(std::pair{name, drop}, s);
   return s;
 }
 
@@ -349,6 +441,11 @@ std::unique_ptr<Graph> LibraryReader::build(const pb::FunctionDef& f,
           str_cat(node_at, ": op '", nd.op(), "' is made by kiln's optimizer and is never saved"));
     Attrs attrs;
     read_attrs(*op, nd, attrs, depth, node_at);
+    auto passed = nd.attr().find(kKilnPassedAttr);
+    if (op->id == OpId::While && passed != nd.attr().end()) {
+      auto b = nd.attr().find("body");
+      attrs[op->attr_at("body")] = body(b->second.func().name(), depth + 1, passed->second.i());
+    }
     std::vector<Edge> edges;
     std::vector<Node*> control;
     std::vector<Tensor> symbolic;
@@ -375,7 +472,11 @@ std::unique_ptr<Graph> LibraryReader::build(const pb::FunctionDef& f,
       edges.push_back({s, static_cast<int32_t>(index)});
       symbolic.push_back(s->output(static_cast<int32_t>(index)));
     }
-    if (format_ >= 2)  // TensorFlow's inputs standing for kiln's attributes (also _kiln_ attrs)
+    // TensorFlow's inputs standing for kiln's attributes (also _kiln_ attrs);
+    // files before TensorLists had a TensorFlow form wrote them in kiln's.
+    const bool tf_form =
+        format_ >= 2 && (op->has(kVariadicInput) || edges.size() > op->inputs.size());
+    if (tf_form)
       for (auto a = op->tf_attr_inputs.rbegin(); a != op->tf_attr_inputs.rend(); ++a) {
         const size_t at = a->position < 0 ? edges.size() - 1 : static_cast<size_t>(a->position);
         if (edges.empty() || at >= edges.size())
@@ -421,6 +522,7 @@ void LibraryReader::read_attrs(const OpDef& op, const pb::NodeDef& nd, Attrs& at
   using C = pb::AttrValue;
   const TfOpSignature* sig = tf_signature(op.type_name);
   for (const auto& [tf_name, a] : nd.attr()) {
+    if (tf_name == kKilnPassedAttr && op.id == OpId::While) continue;  // build() reads it
     const bool kilns = tf_name.rfind(kKilnAttrPrefix, 0) == 0;
     std::string name = kilns ? tf_name.substr(std::strlen(kKilnAttrPrefix)) : tf_name;
     for (const auto& [tf, kiln] : op.tf_attr_names)

@@ -23,6 +23,10 @@ inline constexpr int kMaxNodes = 1 << 22;
 inline constexpr int kMaxNesting = 64;
 
 /// Writes graphs into a FunctionDefLibrary, each body once.
+/// On a While in TensorFlow's form: how many of its inputs are captures its
+/// body passes through (kiln's body does not return them; the reader drops them).
+inline constexpr const char* kKilnPassedAttr = "_kiln_passed_through";
+
 class LibraryWriter {
  public:
   explicit LibraryWriter(pb::FunctionDefLibrary* lib) : lib_(lib) {}
@@ -30,15 +34,28 @@ class LibraryWriter {
   /// variables (resource constants) become trailing resource args, returned
   /// in `captured` when given (else they are an error: bodies take theirs
   /// as placeholders). Returns the FunctionDef (its name is unique).
+  /// `arg_lists[i]`: arg i is a TensorList (TensorFlow's variant; kiln's
+  /// lists are resources); `out_lists`, when given, gets the same of its
+  /// outputs.
   pb::FunctionDef* add(const std::string& base, const Graph& g, bool jit,
-                       std::vector<Variable>* captured);
+                       std::vector<Variable>* captured, const std::vector<bool>& arg_lists = {},
+                       std::vector<bool>* out_lists = nullptr, bool pass_extra_args = false);
 
  private:
-  std::string body(const Subgraph& s, bool jit);
-  void write_node(const Node& n, pb::NodeDef* out, bool jit);
+  struct Body {
+    std::string name;
+    std::vector<bool> out_lists;
+  };
+  /// `pass_extra_args`: the args beyond its outputs are returned too (a
+  /// While body in TensorFlow's form, whose captures are loop variables).
+  const Body& body(const Subgraph& s, bool jit, const std::vector<bool>& arg_lists,
+                   bool pass_extra_args);
+  /// Writes `n`'s attributes; returns which of its outputs are TensorLists.
+  std::vector<bool> write_node(const Node& n, pb::NodeDef* out, bool jit,
+                               const std::vector<bool>& in_lists);
   pb::FunctionDefLibrary* lib_;
   std::set<std::string> names_;
-  std::map<const Subgraph*, std::string> bodies_;
+  std::map<std::pair<const Subgraph*, bool>, Body> bodies_;
 };
 
 /// Builds graphs from a validated library, each body once.
@@ -58,13 +75,15 @@ class LibraryReader {
   const pb::FunctionDef& def(const std::string& name) const;
 
  private:
-  Ref<Subgraph> body(const std::string& name, int depth);
+  /// Function `name` as a body; `drop`: its last outputs, which pass its
+  /// last args through (kKilnPassedAttr), left out.
+  Ref<Subgraph> body(const std::string& name, int depth, int64_t drop = 0);
   std::unique_ptr<Graph> build(const pb::FunctionDef& f, std::span<const Tensor> handles,
                                int depth);
   void read_attrs(const OpDef& op, const pb::NodeDef& nd, Attrs& attrs, int depth,
                   const std::string& at);
   std::map<std::string, const pb::FunctionDef*> defs_;
-  std::map<std::string, Ref<Subgraph>> bodies_;
+  std::map<std::pair<std::string, int64_t>, Ref<Subgraph>> bodies_;
   std::set<std::string> building_;
   std::string where_;
   int64_t format_ = 1;

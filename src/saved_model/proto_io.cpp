@@ -59,6 +59,7 @@ pb::DataType to_proto(DType t) {
 DType from_proto(int t, const std::string& where) {
   for (const auto& p : kDTypes)
     if (p.proto == t) return p.kiln;
+  if (t == pb::DT_VARIANT) return DType::kResource;  // a TensorList: kiln's are resources
   throw InvalidArgumentError(str_cat(where, ": DataType ", t, " is not one kiln supports"));
 }
 
@@ -105,7 +106,7 @@ namespace {
 // Fills `t` (n elements of T) from `vals`, repeating the last as TensorFlow does.
 template <typename T, typename V>
 void fill_from(Tensor& t, const V& vals, int64_t n, const std::string& where) {
-  if (vals.size() == 0 || vals.size() > n)
+  if (vals.size() == 0 || static_cast<int64_t>(vals.size()) > n)
     throw InvalidArgumentError(
         str_cat(where, ": a constant holds ", vals.size(), " values for ", n, " elements"));
   T* out = static_cast<T*>(t.mutable_raw_data());

@@ -42,7 +42,7 @@ def transformer_model():
 
 def app(cls):
     model = cls(weights=None)
-    return model, (1,) + tuple(model.input_shape[1:])
+    return model, (1,) + tuple(d or 224 for d in model.input_shape[1:])  # None: any size
 
 
 MODELS = {

@@ -45,6 +45,28 @@ def keras_cnn():
     return model
 
 
+def keras_rnn():
+    """Embedding, LSTM and a bidirectional GRU: while loops over TensorLists."""
+    L = tf.keras.layers
+    return tf.keras.Sequential([
+        tf.keras.Input((7, 3)), L.LSTM(6, return_sequences=True),
+        L.Bidirectional(L.GRU(4)), L.Dense(2)])
+
+
+class Scan(tf.Module):
+    """A TensorArray written in a while loop, stacked, then read back."""
+
+    @tf.function(input_signature=[tf.TensorSpec([None, 3], tf.float32, name="x")])
+    def serve(self, x):
+        ta = tf.TensorArray(tf.float32, size=tf.shape(x)[0])
+        acc = tf.zeros([3])
+        for i in tf.range(tf.shape(x)[0]):
+            acc = acc * 0.5 + x[i]
+            ta = ta.write(i, acc)
+        stacked = ta.stack()
+        return stacked + ta.read(0)
+
+
 def save(name, obj, fn, x, out):
     path = os.path.join(out, name)
     tf.saved_model.save(obj, path, signatures={"serving_default": fn})
@@ -69,6 +91,13 @@ def main(out):
                            input_signature=[tf.TensorSpec([None, 5], tf.float32, name="v")],
                            jit_compile=True)
     save("jit", jm, jm.serve, np.linspace(-1, 1, 10, dtype=np.float32).reshape(2, 5), out)
+    rnn = keras_rnn()
+    serve = tf.function(lambda seq: rnn(seq, training=False),
+                        input_signature=[tf.TensorSpec([None, 7, 3], tf.float32, name="seq")])
+    save("keras_rnn", rnn, serve, np.random.RandomState(2).randn(2, 7, 3).astype(np.float32),
+         out)
+    sc = Scan()
+    save("scan", sc, sc.serve, np.random.RandomState(3).randn(5, 3).astype(np.float32), out)
     print("wrote", out)
 
 

@@ -13,11 +13,13 @@
 #include "kiln/kiln.h"
 #include "kiln/npy.h"
 #include "saved_model.pb.h"
+#include "saved_model/graph_def.h"
 #include "test_util.h"
 
 namespace kiln {
 namespace {
 namespace fs = std::filesystem;
+namespace pb = kiln::tfproto;
 using saved_model::Exporter;
 using testing::expect_error;
 
@@ -165,8 +167,10 @@ TEST(SavedModel, ConcurrentCallsOfOneSignature) {
   EXPECT_EQ(wrong.load(), 0);
 }
 
-TEST(SavedModel, RoundTripsCondWhileAndTensorArray) {
-  TempDir d;
+// A function with cond, while_loop and a TensorArray (doubling a value from
+// 1, or adding 1 while the counter is <= 1), saved in `dir`; returns its
+// output for n = 5.
+Value save_loops(const std::string& dir) {
   FunctionOptions o;
   o.name = "loops";
   Function f(
@@ -191,13 +195,70 @@ TEST(SavedModel, RoundTripsCondWhileAndTensorArray) {
   Exporter e;
   e.add_child(Exporter::kRoot, "loops", e.add_function({cf}));
   e.add_signature("serving_default", cf, {"n"}, {"output_0", "output_1"});
-  e.save(d.str());
+  e.save(dir);
+  return want;
+}
+
+TEST(SavedModel, RoundTripsCondWhileAndTensorArray) {
+  TempDir d;
+  Value want = save_loops(d.str());
   auto sm = saved_model::load(d.str());
   auto out = sm->signature("serving_default")({{"n", Tensor(5)}});
   testing::expect_tensor<float>(out.at("output_0"), {},
                                 want.items()[0].tensor().to_vector<float>());
   testing::expect_tensor<float>(out.at("output_1"), {5},
                                 want.items()[1].tensor().to_vector<float>());
+}
+
+TEST(SavedModel, WritesListsAndLoopsInTensorFlowsForm) {
+  TempDir d;
+  save_loops(d.str());
+  pb::SavedModel sm;
+  ASSERT_TRUE(sm.ParseFromString(read_bytes(d.str("saved_model.pb"))));
+  const auto& lib = sm.meta_graphs(0).graph_def().library();
+  std::map<std::string, const pb::FunctionDef*> fns;
+  for (const auto& f : lib.function()) fns[f.signature().name()] = &f;
+  int reserves = 0, whiles = 0;
+  for (const auto& f : lib.function())
+    for (const auto& n : f.node_def()) {
+      if (n.op() == "TensorListReserve") {
+        ++reserves;
+        EXPECT_EQ(n.input_size(), 2);  // (element_shape, num_elements)
+        EXPECT_EQ(n.attr().at("shape_type").type(), pb::DT_INT32);
+      }
+      if (n.op() != "While") continue;
+      ++whiles;
+      const auto& t = n.attr().at("T").list();
+      ASSERT_EQ(t.type_size(), n.input_size());
+      EXPECT_EQ(t.type(2), pb::DT_VARIANT);  // the list
+      const pb::FunctionDef& body = *fns.at(n.attr().at("body").func().name());
+      EXPECT_EQ(body.signature().output_arg_size(), n.input_size());  // captures pass through
+      EXPECT_EQ(body.signature().input_arg(2).type(), pb::DT_VARIANT);
+      EXPECT_EQ(n.attr().at(saved_model::detail::kKilnPassedAttr).i(), n.input_size() - 3);
+    }
+  EXPECT_EQ(reserves, 1);
+  EXPECT_EQ(whiles, 1);
+  auto out = saved_model::load(d.str())->signature("serving_default")({{"n", Tensor(4)}});
+  testing::expect_tensor<float>(out.at("output_1"), {4}, {2, 3, 6, 12});
+}
+
+TEST(SavedModelHostile, LoopsPassingCapturesThrough) {
+  auto edit = [](const std::string& dir, int64_t passed) {
+    pb::SavedModel sm;
+    ASSERT_TRUE(sm.ParseFromString(read_bytes(dir + "/saved_model.pb")));
+    auto* lib = sm.mutable_meta_graphs(0)->mutable_graph_def()->mutable_library();
+    for (auto& f : *lib->mutable_function())
+      for (auto& n : *f.mutable_node_def())
+        if (n.op() == "While")
+          (*n.mutable_attr())[saved_model::detail::kKilnPassedAttr].set_i(passed);
+    write_bytes(dir + "/saved_model.pb", sm.SerializeAsString());
+  };
+  for (int64_t passed : {int64_t{-1}, int64_t{2}, int64_t{99}}) {
+    TempDir d;
+    save_loops(d.str());
+    edit(d.str(), passed);
+    expect_error([&] { saved_model::load(d.str()); }, Code::kInvalidArgument, {"through"});
+  }
 }
 
 TEST(SavedModel, RoundTripsStringsBoundArgumentsAndJit) {
@@ -245,7 +306,6 @@ TEST(SavedModel, RoundTripsStringsBoundArgumentsAndJit) {
 
 // ---- damaged and hostile exports ----
 
-namespace pb = kiln::tfproto;
 
 // A small export to damage: Dense's signature.
 struct Saved {
