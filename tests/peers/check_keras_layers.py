@@ -255,6 +255,75 @@ CASES = [
      CALL, None, {}),
     ("CategoryEncoding(one_hot)", "layers.CategoryEncoding(6, output_mode='one_hot')",
      ["i6:5"], CALL, None, {}),
+    # issue 41: ngrams, ragged and sparse outputs, renorm, activity regularizers
+    ("TextVectorization(ngrams=2,adapt)", "layers.TextVectorization(ngrams=2)", [TEXT], CALL,
+     None, {"adapt": "layer.adapt(x[0])"}),
+    ("TextVectorization(ngrams=(1,3),count)", "layers.TextVectorization(ngrams=(1, 3), "
+     "output_mode='count', max_tokens=9)", [TEXT], CALL, None, {"adapt": "layer.adapt(x[0])"}),
+    ("TextVectorization(ngrams=(3,2),seq_len)", "layers.TextVectorization(ngrams=(3, 2), "
+     "output_sequence_length=4)", [TEXT], CALL, None, {"adapt": "layer.adapt(x[0])"}),
+    ("TextVectorization(ngrams,char,tf_idf)", "layers.TextVectorization(ngrams=2, "
+     "split='character', output_mode='tf_idf', max_tokens=12)", [TEXT], CALL, None,
+     {"adapt": "layer.adapt(x[0])"}),
+    ("TextVectorization(ngrams,no split)", "layers.TextVectorization(ngrams=2, split=None, "
+     "vocabulary=['a b', 'b'])", ["lit:np.array(['a', 'b', 'c'])"], CALL, None, {}),
+    ("TextVectorization(ragged,adapt)", "layers.TextVectorization(ragged=True)", [TEXT], CALL,
+     None, {"adapt": "layer.adapt(x[0])"}),
+    ("TextVectorization(ragged,ngrams,seq_len)", "layers.TextVectorization(ragged=True, "
+     "ngrams=2, output_sequence_length=3)", [TEXT], CALL, None,
+     {"adapt": "layer.adapt(x[0])"}),
+    ("TextVectorization(one_hot,split)", "layers.TextVectorization(output_mode='one_hot', "
+     "vocabulary=['the', 'dog', 'cat'])", [TEXT], CALL, None, {}),
+    ("TextVectorization(multi_hot,sparse)", "layers.TextVectorization(output_mode="
+     "'multi_hot', sparse=True, max_tokens=6)", [TEXT], CALL, None,
+     {"adapt": "layer.adapt(x[0])"}),
+    ("TextVectorization(count,ngrams,sparse)", "layers.TextVectorization(output_mode='count', "
+     "ngrams=2, sparse=True)", [TEXT], CALL, None, {"adapt": "layer.adapt(x[0])"}),
+    ("CategoryEncoding(multi_hot,sparse)", "layers.CategoryEncoding(6, sparse=True)",
+     ["i6:3,4"], CALL, None, {}),
+    ("CategoryEncoding(count,sparse)", "layers.CategoryEncoding(6, output_mode='count', "
+     "sparse=True)", ["i6:3,4"], CALL, None, {}),
+    ("CategoryEncoding(one_hot,sparse)", "layers.CategoryEncoding(6, output_mode='one_hot', "
+     "sparse=True)", ["i6:5,1"], CALL, None, {}),
+    ("CategoryEncoding(count,1-D,sparse)", "layers.CategoryEncoding(6, output_mode='count', "
+     "sparse=True)", ["i6:7"], CALL, None, {}),
+    ("CategoryEncoding(multi_hot,rank3)", "layers.CategoryEncoding(6)", ["i6:2,3,4"], CALL,
+     None, {}),
+    ("CategoryEncoding(one_hot,scalar)", "layers.CategoryEncoding(6, output_mode='one_hot')",
+     ["lit:np.array(4)"], CALL, None, {}),
+    ("StringLookup(multi_hot,sparse)", "layers.StringLookup(vocabulary=['a', 'b', 'c'], "
+     "output_mode='multi_hot', sparse=True)", [STRS], CALL, None, {}),
+    ("StringLookup(count,mask,pad,sparse)", "layers.StringLookup(vocabulary=['a', 'b', 'c'], "
+     "output_mode='count', mask_token='', max_tokens=7, pad_to_max_tokens=True, "
+     "sparse=True)", [STRS], CALL, None, {}),
+    ("StringLookup(one_hot,sparse)", "layers.StringLookup(vocabulary=['a', 'b', 'c'], "
+     "output_mode='one_hot', sparse=True)", ["lit:np.array(['a', 'z', 'c', 'b'])"], CALL,
+     None, {}),
+    ("StringLookup(tf_idf,1-D,sparse)", "layers.StringLookup(vocabulary=['a', 'b', 'c'], "
+     "output_mode='tf_idf', idf_weights=[0.5, 1.0, 2.0], sparse=True)",
+     ["lit:np.array(['a', 'a', 'c', 'z'])"], CALL, None, {}),
+    ("IntegerLookup(count,sparse)", "layers.IntegerLookup(vocabulary=[7, 3, 9], "
+     "output_mode='count', sparse=True)", ["lit:np.array([[7, 0, 5, 9], [3, 3, 1, 0]])"],
+     CALL, None, {}),
+    ("BatchNormalization(renorm,train)", "layers.BatchNormalization(renorm=True)",
+     ["f:4,3"], "(layer(x[0], training=True), layer.get_weights())", None, {}),
+    ("BatchNormalization(renorm,clip,grads)", "layers.BatchNormalization(renorm=True, "
+     "renorm_clipping={'rmax': 1.3, 'rmin': 0.8, 'dmax': 0.2}, renorm_momentum=0.9, "
+     "momentum=0.8)", ["f:3,2,5"], "(train_grads(layer, x[0]), layer.get_weights())", None,
+     {"atol": 1e-4}),
+    ("BatchNormalization(renorm,axis=1,grads)", "layers.BatchNormalization(renorm=True, "
+     "axis=1, center=False)", ["f:2,3,4"], "(train_grads(layer, x[0]), "
+     "layer(x[0], training=False))", None, {"atol": 1e-4}),
+    ("BatchNormalization(renorm,inference)", "layers.BatchNormalization(renorm=True, "
+     "scale=False)", ["f:2,4,3"], CALL, None, {}),
+    ("Dense(activity_regularizer)", "layers.Dense(3, activity_regularizer='l2')", ["f:4,5"],
+     "(layer(x[0]), layer.losses)", None, {}),
+    ("Conv1D(activity_regularizer)", "layers.Conv1D(2, 3, activity_regularizer="
+     "keras.regularizers.L1L2(l1=0.01, l2=0.1), kernel_regularizer='l2')", ["f:2,6,3"],
+     "(layer(x[0]), layer.losses)", None, {}),
+    ("Activation(activity_regularizer,scalar)", "layers.Activation('tanh', "
+     "activity_regularizer=keras.regularizers.L1(0.3))", ["lit:np.float32(0.7)"],
+     "(layer(x[0]), layer.losses)", None, {}),
 ]
 
 MODELS = [
@@ -290,6 +359,13 @@ u1 = layers.Concatenate()([layers.UpSampling2D()(c3), c1])
 c4 = layers.Conv2D(4, 3, padding='same', activation='relu')(u1)
 layer = keras.Model(inp, layers.Conv2D(1, 1, activation='sigmoid')(c4))
 """, ["f:2,16,16,3"], CALL, None, {"no_config": True, "atol": 1e-4}),
+    ("model:activity regularizers", """
+inp = keras.Input((5,))
+h = layers.Dense(4, activation='relu', activity_regularizer='l1')(inp)
+h = layers.Dense(3, activity_regularizer=keras.regularizers.L2(0.05),
+                 kernel_regularizer='l2')(h)
+layer = keras.Model(inp, layers.Dense(2)(h))
+""", ["f:3,5"], "(layer(x[0]), layer.losses)", None, {"no_config": True}),
 ]
 
 
@@ -348,6 +424,10 @@ def jsonable(v):
 def flat_arrays(v):
     if v is None:
         return [None]
+    if hasattr(v, "dense_shape"):  # a SparseTensor: indices, values, dense_shape
+        return [np.asarray(v.indices), np.asarray(v.values), np.asarray(v.dense_shape)]
+    if hasattr(v, "nested_row_splits"):  # a RaggedTensor: flat values, then the splits
+        return [np.asarray(v.flat_values)] + [np.asarray(s) for s in v.nested_row_splits]
     if isinstance(v, (list, tuple)):
         return [a for e in v for a in flat_arrays(e)]
     if isinstance(v, dict):
@@ -369,39 +449,68 @@ def random_weights(layer, rng):
         shape, dt = tuple(w.shape), np.dtype(w.dtype)
         if not np.issubdtype(dt, np.floating):
             out.append(np.asarray(w.numpy()))
-        elif "variance" in w.name:
+        elif "variance" in w.name or "stddev" in w.name:
             out.append((np.abs(rng.standard_normal(shape)) + 0.5).astype(dt))
         else:
             out.append((rng.standard_normal(shape) * 0.5).astype(dt))
     return out
 
 
-def run_case(index, case, keras, folder):
+def leaves(v):
+    if isinstance(v, (list, tuple)):
+        return [a for e in v for a in leaves(e)]
+    if isinstance(v, dict):
+        return [a for k in sorted(v) for a in leaves(v[k])]
+    return [v]
+
+
+def kind_of(v):
+    if hasattr(v, "dense_shape"):
+        return "sparse"
+    return "ragged" if hasattr(v, "nested_row_splits") else "dense"
+
+
+def train_grads(layer, x, tf):
+    """[output, d loss / d x, d loss / d trainable weights...] of a training call, with
+    loss = sum(output^2 * [0, 1, 2, ...]) (the same in keras_layers_kiln.py)."""
+    with tf.GradientTape() as tape:
+        xt = tf.constant(x)
+        tape.watch(xt)
+        y = layer(xt, training=True)
+        w = np.arange(int(np.prod(y.shape)), dtype=np.float32).reshape(tuple(y.shape))
+        loss = tf.reduce_sum(y * y * tf.constant(w))
+    return [y] + tape.gradient(loss, [xt] + list(layer.trainable_weights))
+
+
+def run_case(index, case, keras, tf, folder):
     name, code, in_specs, call, mask_code, opts = case
     rng = np.random.default_rng(1000 + index)
     x = [make_input(s, rng) for s in in_specs]
     keras.backend.clear_session()
     keras.utils.set_random_seed(index)
     layer = build(code, keras)
-    env = {"layer": layer, "x": x, "np": np}
+    env = {"layer": layer, "x": x, "np": np, "train_grads": lambda l, v: train_grads(l, v, tf)}
     if opts.get("adapt"):
         exec(opts["adapt"], env)  # noqa: S102
     eval(call, env)  # noqa: S307  (builds)
     if not opts.get("adapt"):
         layer.set_weights(random_weights(layer, rng))
-    out = flat_arrays(eval(call, env))  # noqa: S307
+    weights = layer.get_weights()  # before the call: a training call updates them
+    result = eval(call, env)  # noqa: S307
+    kinds = [kind_of(v) for v in leaves(result)]
+    out = flat_arrays(result)
     masks = flat_arrays(eval(mask_code, env)) if mask_code else []  # noqa: S307
     record = {"name": name, "code": code, "call": call, "mask": mask_code, "opts": opts,
               "n_inputs": len(x), "count_params": int(layer.count_params()),
               "weights": [[w.name, w.path, list(w.shape), bool(w.trainable)]
                           for w in layer.weights],
-              "n_out": len(out), "mask_none": [m is None for m in masks],
+              "n_out": len(out), "out_kinds": kinds, "mask_none": [m is None for m in masks],
               "config": None if opts.get("no_config") else jsonable(layer.get_config()),
               "vocabulary": jsonable([str(t) if isinstance(t, str) else t for t in
                                       layer.get_vocabulary()])
               if hasattr(layer, "get_vocabulary") else None}
     arrays = {f"x{i}": a for i, a in enumerate(x)}
-    arrays.update({f"w{i}": w for i, w in enumerate(layer.get_weights())})
+    arrays.update({f"w{i}": w for i, w in enumerate(weights)})
     arrays.update({f"y{i}": plain(a) for i, a in enumerate(out)})
     arrays.update({f"m{i}": np.asarray(m) for i, m in enumerate(masks) if m is not None})
     np.savez(os.path.join(folder, f"case{index:03d}.npz"), **arrays)
@@ -414,6 +523,7 @@ def main(argv):
     ap.add_argument("--keep", default=None, help="write the cases here (kept)")
     args = ap.parse_args(argv)
     import keras
+    import tensorflow as tf
     folder = args.keep or tempfile.mkdtemp(prefix="keras_layers_")
     os.makedirs(folder, exist_ok=True)
     records = []
@@ -421,7 +531,7 @@ def main(argv):
         if args.only and not any(s.lower() in case[0].lower() for s in args.only):
             continue
         try:
-            rec = run_case(i, case, keras, folder)
+            rec = run_case(i, case, keras, tf, folder)
         except Exception as e:  # noqa: BLE001  (the case is reported, not run)
             rec = {"name": case[0], "tf_error": f"{type(e).__name__}: {str(e)[:300]}"}
         rec["index"] = i

@@ -94,11 +94,43 @@ def as_numpy(v):
 def flat(v):
     if v is None:
         return [None]
+    if isinstance(v, kiln.sparse.SparseTensor):
+        return [as_numpy(v.indices), as_numpy(v.values), as_numpy(v.dense_shape)]
+    if isinstance(v, kiln.RaggedTensor):
+        return [as_numpy(v.flat_values)] + [as_numpy(s) for s in v.nested_row_splits]
     if isinstance(v, (list, tuple)):
         return [a for e in v for a in flat(e)]
     if isinstance(v, dict):
         return [a for k in sorted(v) for a in flat(v[k])]
     return [as_numpy(v)]
+
+
+def leaves(v):
+    if kind_of(v) != "dense":  # kiln's composites are tuples
+        return [v]
+    if isinstance(v, (list, tuple)):
+        return [a for e in v for a in leaves(e)]
+    if isinstance(v, dict):
+        return [a for k in sorted(v) for a in leaves(v[k])]
+    return [v]
+
+
+def kind_of(v):
+    if isinstance(v, kiln.sparse.SparseTensor):
+        return "sparse"
+    return "ragged" if isinstance(v, kiln.RaggedTensor) else "dense"
+
+
+def train_grads(layer, x):
+    """[output, d loss / d x, d loss / d trainable weights...] of a training call, with
+    loss = sum(output^2 * [0, 1, 2, ...]) (as check_keras_layers.py)."""
+    with kiln.GradientTape() as tape:
+        xt = kiln.constant(x)
+        tape.watch(xt)
+        y = layer(xt, training=True)
+        w = np.arange(int(np.prod(y.shape)), dtype=np.float32).reshape(tuple(y.shape))
+        loss = kiln.reduce_sum(y * y * kiln.constant(w))
+    return [y] + tape.gradient(loss, [xt] + list(layer.trainable_weights))
 
 
 def close(want, got, atol):
@@ -138,7 +170,7 @@ def run_case(case, data):
     x = [data[f"x{i}"] for i in range(case["n_inputs"])]
     kiln.keras.backend.clear_session()
     layer = build(case["code"], kiln.keras)
-    env = {"layer": layer, "x": x, "np": np}
+    env = {"layer": layer, "x": x, "np": np, "train_grads": train_grads}
     if opts.get("adapt"):
         exec(opts["adapt"], env)  # noqa: S102
     eval(case["call"], env)  # noqa: S307  (builds)
@@ -153,7 +185,11 @@ def run_case(case, data):
     if layer.count_params() != case["count_params"]:
         problems.append(f"count_params keras={case['count_params']} "
                         f"kiln={layer.count_params()}")
-    out = flat(eval(case["call"], env))  # noqa: S307
+    result = eval(case["call"], env)  # noqa: S307
+    kinds = [kind_of(v) for v in leaves(result)]
+    if "out_kinds" in case and kinds != case["out_kinds"]:
+        problems.append(f"output kinds keras={case['out_kinds']} kiln={kinds}")
+    out = flat(result)
     problems += compare_arrays("output", [data[f"y{i}"] for i in range(case["n_out"])], out,
                                atol)
     if case["mask"]:

@@ -4,6 +4,7 @@
 A layer's ``kernel_regularizer='l2'`` (a name, a config dict or an instance)
 is resolved with ``get``.
 """
+from kiln.ops import _helpers as h
 from kiln.ops import math_ops
 
 __all__ = ["Regularizer", "L1", "L2", "L1L2", "l1", "l2", "l1_l2", "get", "serialize",
@@ -58,7 +59,7 @@ class L1L2(Regularizer):
         self.l1, self.l2 = _factor(l1, "l1"), _factor(l2, "l2")
 
     def __call__(self, x):
-        out = 0.0
+        out = h.tensor(0.0, x.dtype)  # a tensor even when both factors are 0 (Keras)
         if self.l1:
             out = out + self.l1 * math_ops.reduce_sum(math_ops.abs(x))
         if self.l2:

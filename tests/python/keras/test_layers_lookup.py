@@ -132,5 +132,3 @@ def test_text_vectorization_vector_modes_and_config():
         layers.TextVectorization(output_mode="count", output_sequence_length=3)
     with pytest.raises(ValueError, match="last shape dimension must be 1"):
         layers.TextVectorization(vocabulary=["a"])(tf.constant([["a", "b"]]))
-    with pytest.raises(NotImplementedError, match="ngrams"):
-        layers.TextVectorization(ngrams=2)

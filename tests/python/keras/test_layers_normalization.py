@@ -1,4 +1,5 @@
-"""BatchNormalization, LayerNormalization and GroupNormalization: statistics, weights, errors, jit."""
+"""BatchNormalization (renorm too), LayerNormalization and GroupNormalization: statistics,
+weights, gradients, errors, jit."""
 import numpy as np
 import pytest
 
@@ -203,8 +204,6 @@ def test_configs_carry_keras_keys():
     assert bn["moving_variance_initializer"]["class_name"] == "Ones"
     assert _AFFINE_KEYS | {"rms_scaling"} <= set(layers.LayerNormalization().get_config())
     assert _AFFINE_KEYS <= set(layers.GroupNormalization(2).get_config())
-    with pytest.raises(NotImplementedError, match="renorm"):
-        layers.BatchNormalization(renorm=True)
 
 
 def test_layer_norm_axis_becomes_a_list_when_built_and_rms_scaling():
@@ -221,3 +220,120 @@ def test_layer_norm_axis_becomes_a_list_when_built_and_rms_scaling():
     gamma = rms.get_weights()[0]
     assert_layer(rms, x, x / np.sqrt(x.var(-1, keepdims=True) + 1e-3) * gamma, rtol=1e-4,
                  atol=1e-5)
+
+
+# ---- batch renormalization (Keras 3's renorm) ----
+
+_RENORM_X = np.array([[0.5, -1.0, 2.0], [1.5, 0.0, -0.5], [-0.5, 2.5, 1.0], [2.0, 1.0, 0.0]],
+                     np.float32)
+# gamma, beta, moving_mean, moving_variance, moving_stddev, renorm_mean, renorm_stddev
+_RENORM_W = [[1.0, 0.5, 2.0], [0.1, -0.2, 0.3], [0.2, 0.4, 0.1], [1.5, 0.8, 1.2],
+             [1.2, 0.9, 1.1], [0.6, 0.7, 0.5], [1.1, 1.3, 0.8]]
+_CLIP = {"rmax": 1.2, "rmin": 0.9, "dmax": 0.1}
+
+
+def _renorm_layer(**kw):
+    layer = layers.BatchNormalization(renorm=True, **kw)
+    layer.build((None, 3))
+    layer.set_weights([np.array(w, np.float32) for w in _RENORM_W])
+    return layer
+
+
+def _numpy_renorm_step(x, w, eps, momentum, renorm_momentum, clip):
+    """(output, updated moving_mean, moving_variance, moving_stddev, renorm_mean,
+    renorm_stddev) of one training call, as Keras 3 computes them."""
+    gamma, beta, mm, _, ms, rm, rs = (np.asarray(v, np.float64) for v in w)
+    mean, var = x.mean(0), x.var(0)
+    std = np.sqrt(var + eps)
+    r = std / np.maximum(rs, np.sqrt(eps))
+    d = (mean - rm) / np.maximum(rs, np.sqrt(eps))
+    r = np.clip(r, clip.get("rmin", -np.inf), clip.get("rmax", np.inf))
+    d = np.clip(d, -clip.get("dmax", np.inf), clip.get("dmax", np.inf))
+    y = (x - mean) / std * r * gamma + d * gamma + beta
+    new_ms = ms * momentum + std * (1 - momentum)
+    return (y, mm * momentum + mean * (1 - momentum), np.maximum(new_ms ** 2 - eps, 0),
+            new_ms, rm * renorm_momentum + mean * (1 - renorm_momentum),
+            rs * renorm_momentum + std * (1 - renorm_momentum))
+
+
+def test_renorm_weights_order_and_initial_values():
+    layer = layers.BatchNormalization(renorm=True, moving_variance_initializer="constant")
+    layer.build((None, 2, 5))
+    assert [w.name for w in layer.weights] == [
+        "gamma", "beta", "moving_mean", "moving_variance", "moving_stddev", "renorm_mean",
+        "renorm_stddev"]
+    assert [w.trainable for w in layer.weights] == [True, True] + [False] * 5
+    assert layer.count_params() == 35
+    # stddevs start at sqrt(moving_variance_initializer): constant 0 -> 0, ones -> 1
+    np.testing.assert_array_equal(layer.get_weights()[4], 0)
+    np.testing.assert_array_equal(layer.get_weights()[6], 0)
+    ones = layers.BatchNormalization(renorm=True, moving_mean_initializer="ones")
+    ones.build((None, 2))
+    for w in ones.get_weights()[2:]:
+        np.testing.assert_array_equal(w, 1)
+
+
+@pytest.mark.parametrize("kw", [{}, {"renorm_clipping": _CLIP, "renorm_momentum": 0.9,
+                                      "momentum": 0.8}])
+def test_renorm_training_step_matches_numpy(kw):
+    layer = _renorm_layer(**kw)
+    want = _numpy_renorm_step(_RENORM_X.astype(np.float64), _RENORM_W, 1e-3,
+                              kw.get("momentum", 0.99), kw.get("renorm_momentum", 0.99),
+                              kw.get("renorm_clipping", {}))
+    y = layer(tf.constant(_RENORM_X), training=True)
+    np.testing.assert_allclose(y.numpy(), want[0], rtol=1e-5, atol=1e-5)
+    for got, exp in zip(layer.get_weights()[2:], want[1:]):
+        np.testing.assert_allclose(got, exp, rtol=1e-5, atol=1e-6)
+    # inference: the moving statistics, as without renorm
+    g, b, mm, mv = layer.get_weights()[:4]
+    assert_layer(layer, _RENORM_X, g * (_RENORM_X - mm) / np.sqrt(mv + 1e-3) + b, rtol=1e-5)
+
+
+def test_renorm_gradients_match_tf():
+    """d sum(y * [0..11]) / d (x, gamma, beta), written down from TF 2.21 (Keras 3.15.1);
+    r and d carry no gradient."""
+    layer = _renorm_layer(renorm_clipping=_CLIP, renorm_momentum=0.9, momentum=0.8)
+    x = tf.constant(_RENORM_X)
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        y = layer(x, training=True)
+        loss = tf.reduce_sum(y * tf.constant(np.arange(12, dtype=np.float32).reshape(4, 3)))
+    gx, gg, gb = tape.gradient(loss, [x, layer.gamma, layer.beta])
+    np.testing.assert_allclose(y.numpy(), [[-0.1513196, -0.8538462, 3.9351246],
+                                           [0.7855325, -0.4692308, -2.3105564],
+                                           [-1.0881717, 0.4923078, 1.4368522],
+                                           [1.2539587, -0.0846153, -1.0614202]], atol=1e-5)
+    np.testing.assert_allclose(gx.numpy(), [[-3.8589478, -0.5398928, -4.961015],
+                                            [-2.00009, -0.1188937, -8.886583],
+                                            [2.7138638, -0.7971653, 5.4604654],
+                                            [3.1451735, 1.4559517, 8.38713]], atol=2e-5)
+    np.testing.assert_allclose(gg.numpy(), [5.3131957, 8.538462, -5.831669], atol=2e-5)
+    np.testing.assert_allclose(gb.numpy(), [18.0, 22.0, 26.0], atol=1e-5)
+
+
+def test_renorm_without_affine_and_channels_first_in_a_function():
+    layer = layers.BatchNormalization(renorm=True, axis=1, center=False, scale=False,
+                                      renorm_clipping={"dmax": 0.0})
+    x = randn(2, 3, 4)
+    layer(tf.constant(x))
+    fn = tf.function(lambda t: layer(t, training=True))
+    y = fn(tf.constant(x)).numpy()
+    mean, var = x.mean((0, 2), keepdims=True), x.var((0, 2), keepdims=True)
+    r = np.sqrt(var + 1e-3)  # renorm_stddev starts at 1: r = stddev, d clipped to 0
+    np.testing.assert_allclose(y, (x - mean) / np.sqrt(var + 1e-3) * r, rtol=1e-4, atol=1e-5)
+
+
+def test_renorm_config_round_trip_and_errors():
+    layer = layers.BatchNormalization(renorm=True, renorm_clipping=_CLIP, renorm_momentum=0.9)
+    cfg = layer.get_config()
+    assert (cfg["renorm"], cfg["renorm_clipping"], cfg["renorm_momentum"]) == (True, _CLIP, 0.9)
+    again = layers.BatchNormalization.from_config(cfg)
+    assert again.get_config() == cfg
+    assert layers.BatchNormalization(renorm=True).get_config()["renorm_clipping"] == {}
+    assert layers.BatchNormalization().get_config()["renorm_clipping"] is None
+    with pytest.raises(ValueError, match="invalid keys"):
+        layers.BatchNormalization(renorm=True, renorm_clipping={"rmaxx": 1})
+    with pytest.raises(ValueError, match="rmax should be greater than rmin"):
+        layers.BatchNormalization(renorm=True, renorm_clipping={"rmax": 1, "rmin": 2})
+    with pytest.raises(ValueError, match="dmax should be non-negative"):
+        layers.BatchNormalization(renorm=True, renorm_clipping={"dmax": -1})

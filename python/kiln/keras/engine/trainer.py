@@ -272,21 +272,28 @@ def _batch_size(x):
     return cast(array_ops.shape(first)[0], "float32")
 
 
-def _regularization(model):
+def _additional_losses(model):
+    """The sum of model.losses (add_loss, activity and weight regularizers), or None."""
     total = None
-    for v in model.trainable_variables:
-        reg = getattr(v, "_kiln_regularizer", None)
-        if callable(reg):
-            r = reg(v)
-            total = r if total is None else total + r
+    for loss in model.losses:
+        if not loss.dtype.is_floating:
+            loss = cast(loss, "float32")
+        loss = math_ops.reduce_sum(loss)
+        total = loss if total is None else total + loss
     return total
 
 
 def compute_loss(model, x, y, y_pred, sample_weight):
     """The total loss: the outputs' losses times loss_weights, summed, plus
-    the weights' regularization penalties. Updates the per-output trackers."""
+    model.losses (regularization penalties, add_loss). Updates the per-output
+    trackers."""
     state = model._kiln_compiled
+    extra = _additional_losses(model)
+    if extra is not None:
+        extra = distribute_lib.scale_loss_for_distribution(extra)
     if all(fn is None for fn in state.loss_fns):
+        if extra is not None:
+            return extra
         raise ValueError("No loss to compute. Provide a `loss` argument in `compile()`.")
     if y is None:
         raise ValueError("The model needs targets y to compute its loss; fit/evaluate got "
@@ -304,10 +311,7 @@ def compute_loss(model, x, y, y_pred, sample_weight):
         if w != 1.0:
             value = value * w
         total = value if total is None else total + value
-    reg = _regularization(model)
-    if reg is None:
-        return total
-    return total + distribute_lib.scale_loss_for_distribution(reg)
+    return total if extra is None else total + extra
 
 
 def compute_metrics(model, x, y, y_pred, sample_weight):

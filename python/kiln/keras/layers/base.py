@@ -7,6 +7,7 @@ A layer called on real tensors runs ``call``; called on symbolic Keras tensors
 import inspect
 import re
 import threading
+import weakref
 
 import numpy as np
 
@@ -15,10 +16,12 @@ from kiln import nest
 from kiln.autograph import maybe_convert
 from kiln.keras import constraints, initializers, regularizers
 from kiln.keras.engine import keras_tensor
+from kiln.keras.layers import _args
 from kiln.keras.layers._path_scope import layer_scope, scoped_build, current_path
 from kiln.keras.variables import Variable as KerasVariable
 from kiln.keras.engine.keras_tensor import KerasTensor
 from kiln.module import Module
+from kiln.ops import math_ops
 from kiln.scopes import init_scope, name_scope
 from kiln.tensor_shape import TensorShape
 
@@ -74,6 +77,7 @@ def _call_spec(x):
 
 # The `training` value of the enclosing layer call, inherited by inner layers.
 _CTX = threading.local()
+_LOSS_HOLDERS = weakref.WeakSet()  # layers whose last call added losses
 _ACCEPTS = {}
 _ALLOWED_KWARGS = {"input_shape", "batch_input_shape", "batch_size", "input_dim", "weights",
                    "activity_regularizer", "autocast", "dynamic", "implementation"}
@@ -153,6 +157,11 @@ def call_with_mask(layer, args, kwargs, mask):
 
 def _is_keras_tensor(x):
     return isinstance(x, KerasTensor)
+
+
+def _as_tensor(v, dtype):
+    return v if isinstance(v, _kiln.Tensor) else _kiln.convert_to_tensor(
+        np.asarray(v, dtype=dtype.name))
 
 
 def _has_keras_tensor(inputs, args, kwargs):
@@ -253,6 +262,8 @@ class Layer(Module):
         self.supports_masking = False
         self._batch_input_shape = self._batch_shape_from_kwargs(kwargs)
         self._kiln_initial_weights = kwargs.get("weights")
+        self.activity_regularizer = regularizers.get(kwargs.get("activity_regularizer"))
+        self._kiln_losses = []
 
     @staticmethod
     def _batch_shape_from_kwargs(kwargs):
@@ -297,8 +308,22 @@ class Layer(Module):
     # ---- calling ----
 
     def __call__(self, inputs, *args, **kwargs):
-        with layer_scope(self):
-            return self._kiln_call(inputs, args, kwargs)
+        # Losses: the outermost call clears them (Keras); calls on Keras tensors (and the
+        # traces that find their shapes) add none.
+        entry = not getattr(_CTX, "in_call", False)
+        outer_symbolic = getattr(_CTX, "symbolic", False)
+        symbolic = outer_symbolic or _has_keras_tensor(inputs, args, kwargs)
+        if entry and not symbolic:
+            self._clear_losses()
+        _CTX.in_call, _CTX.symbolic = True, symbolic
+        try:
+            with layer_scope(self):
+                out = self._kiln_call(inputs, args, kwargs)
+        finally:
+            _CTX.in_call, _CTX.symbolic = not entry, outer_symbolic
+        if self.activity_regularizer is not None and not symbolic:
+            self._add_activity_losses(out)
+        return out
 
     def _kiln_call(self, inputs, args, kwargs):
         if _has_keras_tensor(inputs, args, kwargs):
@@ -376,6 +401,52 @@ class Layer(Module):
         for i, (spec, x) in enumerate(zip(specs, flat)):
             if spec is not None:
                 _check_spec(self, spec, x, i)
+
+    # ---- losses ----
+
+    def _add_activity_losses(self, outputs):
+        """Keras 3: activity_regularizer(output) / batch size for each output tensor."""
+        reg = regularizers.get(self.activity_regularizer)  # subclasses may keep a name
+        for out in nest.flatten(outputs):
+            if not isinstance(out, _kiln.Tensor):
+                continue
+            loss = _as_tensor(reg(out), out.dtype)
+            if len(out.shape) > 0:
+                batch = _kiln.raw.Cast(_kiln.raw.Shape(out)[0], DstT=loss.dtype)
+                loss = math_ops.divide_no_nan(loss, batch)
+            self.add_loss(loss)
+
+    def add_loss(self, loss):
+        """Adds scalar loss tensors (from call()) to ``losses``."""
+        flat = nest.flatten(loss)
+        for x in flat:
+            if not isinstance(x, _kiln.Tensor):
+                raise ValueError("`add_loss()` can only be called from inside `build()` or "
+                                 f"`call()`, on a tensor input. Received invalid value: {x}")
+        if getattr(_CTX, "symbolic", False):
+            return  # a call on Keras tensors: no losses
+        self._kiln_losses.extend(flat)
+        _LOSS_HOLDERS.add(self)
+
+    def _clear_losses(self):
+        if not _LOSS_HOLDERS:
+            return  # nothing to walk: no layer holds losses
+        for layer in (self,) + tuple(self._sublayers()):
+            layer._kiln_losses.clear()
+            _LOSS_HOLDERS.discard(layer)
+
+    @property
+    def losses(self):
+        """The losses of the last call (add_loss, activity regularizers) of this layer
+        and its sublayers, then the trainable weights' regularization penalties."""
+        out = list(self._kiln_losses)
+        for layer in self._sublayers():
+            out.extend(layer._kiln_losses)
+        for v in self.trainable_weights:
+            reg = getattr(v, "_kiln_regularizer", None)
+            if reg is not None:
+                out.append(_as_tensor(reg(v), v.dtype))
+        return out
 
     # ---- weights ----
 
@@ -567,6 +638,9 @@ class Layer(Module):
 
     def get_config(self):
         config = {"name": self.name, "trainable": self.trainable, "dtype": self.dtype}
+        if self.activity_regularizer is not None:
+            config["activity_regularizer"] = _args.serialize(self.activity_regularizer,
+                                                             "regularizer")
         if self._batch_input_shape is not None:
             config["batch_input_shape"] = self._batch_input_shape
         return config

@@ -29,7 +29,7 @@ class Dense(Layer):
                  kernel_regularizer=None, bias_regularizer=None, activity_regularizer=None,
                  kernel_constraint=None, bias_constraint=None, lora_rank=None,
                  lora_alpha=None, quantization_config=None, **kwargs):
-        super().__init__(**kwargs)
+        super().__init__(activity_regularizer=activity_regularizer, **kwargs)
         _args.no_quantization("Dense", quantization_config, lora_rank, lora_alpha)
         self.units = _args.positive_int(units, "units", "Dense")
         self.activation = activations.get(activation)

@@ -13,6 +13,9 @@ from kiln import _kiln, dtypes, errors
 from kiln.keras.layers.base import Layer
 from kiln.ops import _helpers as h
 from kiln.ops import array_ops, math_ops
+from kiln.ragged import RaggedTensor
+from kiln.sparse import sparse_ops
+from kiln.sparse.sparse_tensor import SparseTensor
 from kiln.tensor_shape import TensorShape
 
 _MODES = ("int", "one_hot", "multi_hot", "count", "tf_idf")
@@ -62,8 +65,14 @@ def _check_args(max_tokens, num_oov_indices, output_mode, invert, sparse, idf_we
     if idf_weights is not None and output_mode != "tf_idf":
         raise ValueError("`idf_weights` should only be set if `output_mode` is `'tf_idf'`. "
                          f"Received: idf_weights={idf_weights} and output_mode={output_mode}")
-    if sparse:
-        raise NotImplementedError("sparse outputs of lookup layers are not supported yet")
+
+
+def to_sparse(dense):
+    """The non-zero entries of `dense` as a SparseTensor (row-major order, the static
+    shape kept): what TF's Keras returns for ``sparse=True``."""
+    sp = sparse_ops.from_dense(dense)
+    return SparseTensor(sp.indices, sp.values, sp.dense_shape,
+                        static_shape=tuple(TensorShape(dense.shape).as_list()))
 
 
 def _listify(v):
@@ -78,7 +87,8 @@ class IndexLookup(Layer):
     """Maps terms to indices (``invert``: indices to terms) through a
     vocabulary given or learned by ``adapt`` (most frequent first, ties in
     reverse term order), then to one_hot / multi_hot / count / tf_idf
-    vectors when ``output_mode`` says so."""
+    vectors when ``output_mode`` says so (SparseTensors with ``sparse``).
+    Ragged inputs keep their rows in int mode and count per row otherwise."""
 
     _kiln_static_shapes = True
     _string = True
@@ -102,7 +112,7 @@ class IndexLookup(Layer):
         self.invert, self.max_tokens = bool(invert), max_tokens
         self.num_oov_indices, self.mask_token, self.oov_token = num_oov_indices, mask_token, \
             oov_token
-        self.output_mode, self.sparse, self.pad_to_max_tokens = output_mode, False, \
+        self.output_mode, self.sparse, self.pad_to_max_tokens = output_mode, bool(sparse), \
             bool(pad_to_max_tokens)
         self.vocabulary_dtype, self.oov_method, self.salt = vocabulary_dtype, oov_method, salt
         self.input_vocabulary = vocabulary if not isinstance(vocabulary, str) else None
@@ -335,16 +345,22 @@ class IndexLookup(Layer):
             if len(idx.shape) > 1:
                 idx = array_ops.squeeze(idx, [-1])
             return array_ops.one_hot(idx, depth, dtype="int64")
-        counts = math_ops.reduce_sum(array_ops.one_hot(idx, depth, dtype="int64"), axis=-2)
+        return self._from_counts(
+            math_ops.reduce_sum(array_ops.one_hot(idx, depth, dtype="int64"), axis=-2))
+
+    def _from_counts(self, counts):
+        """Per-example counts (int64) as multi_hot / count / tf_idf."""
         if self.output_mode == "multi_hot":
             return math_ops.minimum(counts, h.tensor(1, "int64"))
         if self.output_mode == "count":
             return counts
         if self._idf is None:
             raise ValueError("When `output_mode` is `'tf_idf'`, `idf_weights` must be provided.")
-        return dtypes.cast(counts, "float32") * h.tensor(self._idf[:depth], "float32")
+        return dtypes.cast(counts, "float32") * h.tensor(self._idf[:self._depth()], "float32")
 
     def call(self, inputs):
+        if isinstance(inputs, RaggedTensor):
+            return self._call_ragged(inputs)
         x = self._keys(inputs)
         scalar = len(x.shape) == 0
         if scalar:
@@ -354,8 +370,23 @@ class IndexLookup(Layer):
         else:
             out = self._lookup(x)
             if self.output_mode != "int":
-                return self._encode(out)
+                out = self._encode(out)
+                return to_sparse(out) if self.sparse else out
         return array_ops.squeeze(out, [-1]) if scalar else out
+
+    def _call_ragged(self, rt):
+        """Ragged inputs: int outputs keep the rows; the other modes count over each
+        row (2-D inputs, one row per example)."""
+        if self.output_mode == "int":
+            return rt.with_flat_values(self.call(rt.flat_values))
+        if isinstance(rt.values, RaggedTensor) or self.output_mode == "one_hot":
+            raise ValueError(f"output_mode {self.output_mode!r} takes ragged inputs of rank 2 "
+                             "(one row of terms per example)")
+        idx = self._lookup(self._keys(rt.values))
+        onehot = array_ops.one_hot(idx, self._depth(), dtype="int64")
+        counts = math_ops.unsorted_segment_sum(onehot, rt.value_rowids(), rt.nrows())
+        out = self._from_counts(counts)
+        return to_sparse(out) if self.sparse else out
 
     def _output_dtype(self, inputs):
         if self.output_mode == "tf_idf":

@@ -7,6 +7,7 @@ LayerNormalization is ``moments`` over its axes and the same formula: under
 ``jit_compile`` over the last axes, one row kernel (docs/JIT.md).
 """
 from kiln import _kiln
+from kiln.gradient import stop_gradient
 from kiln.keras import initializers
 from kiln.keras.layers import _args
 from kiln.keras.layers.base import Layer, InputSpec
@@ -61,6 +62,39 @@ def _affine_config(layer):
                                           "beta_constraint", "gamma_constraint"))}
 
 
+def _check_renorm_clipping(clipping):
+    """Keras 3's checks of renorm_clipping ({rmax, rmin, dmax}); None means {}."""
+    clipping = clipping or {}
+    keys = ["rmax", "rmin", "dmax"]
+    if set(clipping) - set(keys):
+        raise ValueError("Received invalid keys for `renorm_clipping` argument: "
+                         f"{clipping}. Supported values: {keys}.")
+    rmax, rmin, dmax = (clipping.get(k) for k in keys)
+    if rmax is not None and rmin is not None and rmax < rmin:
+        raise ValueError("rmax should be greater than rmin in the `renorm_clipping` argument. "
+                         f"Received: rmax={rmax}, rmin={rmin}.")
+    if dmax is not None and dmax < 0:
+        raise ValueError("dmax should be non-negative in the `renorm_clipping` argument. "
+                         f"Received: dmax={dmax}.")
+    return clipping
+
+
+def _sqrt_of(init):
+    """An initializer giving sqrt(init(shape, dtype)) (renorm's stddevs)."""
+    def sqrt_init(shape, dtype=None):
+        return math_ops.sqrt(h.tensor(init(shape, dtype=dtype)))
+    return sqrt_init
+
+
+def _ema(var, value, momentum):
+    """var <- var * momentum + value * (1 - momentum)."""
+    m = h.tensor(momentum, value.dtype)
+    one_m = h.tensor(1.0 - momentum, value.dtype)
+    new = raw.AddV2(raw.Mul(h.tensor(var), m), raw.Mul(value, one_m))
+    var.assign(new)
+    return new
+
+
 def _broadcastable(values, axes, dims, rank):
     """[dims] weights shaped to broadcast against a rank-`rank` input."""
     if axes == list(range(rank - len(axes), rank)):
@@ -80,6 +114,11 @@ class BatchNormalization(Layer):
     they are the batch's, and the moving statistics are updated with
     ``moving = moving * momentum + batch * (1 - momentum)``. A layer with
     ``trainable=False`` always runs in inference mode.
+
+    ``renorm`` (batch renormalization, Keras 3's form) adds moving_stddev,
+    renorm_mean and renorm_stddev; training then scales the normalized batch
+    by r = stddev / renorm_stddev and shifts it by d = (mean - renorm_mean) /
+    renorm_stddev (clipped by ``renorm_clipping``; no gradient through r, d).
     """
 
     _kiln_static_shapes = True
@@ -91,9 +130,9 @@ class BatchNormalization(Layer):
                  gamma_constraint=None, renorm=False, renorm_clipping=None,
                  renorm_momentum=0.99, synchronized=False, **kwargs):
         super().__init__(**kwargs)
-        if renorm:
-            raise NotImplementedError("BatchNormalization(renorm=True) is not supported yet")
-        self.renorm, self.renorm_clipping = False, renorm_clipping
+        self.renorm = bool(renorm)
+        self.renorm_clipping = _check_renorm_clipping(renorm_clipping) if renorm \
+            else renorm_clipping
         self.renorm_momentum = renorm_momentum
         self._axes = _axes_list("BatchNormalization", axis)
         self.axis = axis if isinstance(axis, int) else list(axis)
@@ -128,8 +167,20 @@ class BatchNormalization(Layer):
         self.moving_variance = self.add_weight("moving_variance", pshape,
                                                initializer=self.moving_variance_initializer,
                                                trainable=False)
+        if self.renorm:
+            self._build_renorm(pshape)
         self.input_spec = InputSpec(ndim=shape.rank, axes=dict(zip(axes, dims)))
         self.built = True
+
+    def _build_renorm(self, pshape):
+        stddev_init = _sqrt_of(self.moving_variance_initializer)
+        self.moving_stddev = self.add_weight("moving_stddev", pshape, initializer=stddev_init,
+                                             trainable=False)
+        self.renorm_mean = self.add_weight("renorm_mean", pshape,
+                                           initializer=self.moving_mean_initializer,
+                                           trainable=False)
+        self.renorm_stddev = self.add_weight("renorm_stddev", pshape, initializer=stddev_init,
+                                             trainable=False)
 
     def _params(self, rank):
         """(mean, var, beta, gamma) shaped to broadcast against the input."""
@@ -152,14 +203,49 @@ class BatchNormalization(Layer):
         reduce_axes = [a for a in range(rank) if a not in axes]
         mean, var = nn_ops.moments(x, reduce_axes, keepdims=True)
         _, _, beta, gamma = self._params(rank)
-        y = nn_ops.batch_normalization(x, mean, var, beta, gamma, self.epsilon)
         pshape = list(self.moving_mean.shape)
-        m = h.tensor(self.momentum, x.dtype)
-        one_m = h.tensor(1.0 - self.momentum, x.dtype)
-        for moving, batch in ((self.moving_mean, mean), (self.moving_variance, var)):
-            batch = array_ops.reshape(batch, pshape)
-            moving.assign(raw.AddV2(raw.Mul(h.tensor(moving), m), raw.Mul(batch, one_m)))
+        if self.renorm:
+            gamma, beta = self._renorm_affine(mean, var, gamma, beta)
+        y = nn_ops.batch_normalization(x, mean, var, beta, gamma, self.epsilon)
+        mean, var = array_ops.reshape(mean, pshape), array_ops.reshape(var, pshape)
+        if self.renorm:
+            self._update_renorm(mean, var)
+        else:
+            _ema(self.moving_mean, mean, self.momentum)
+            _ema(self.moving_variance, var, self.momentum)
         return y
+
+    def _renorm_affine(self, mean, var, gamma, beta):
+        """gamma * r and gamma * d + beta (batch renormalization's r, d; no gradient)."""
+        shape = mean.shape.as_list()
+        eps = h.tensor(self.epsilon, mean.dtype)
+        stddev = math_ops.sqrt(var + eps)
+        renorm_mean = array_ops.reshape(self.renorm_mean, shape)
+        renorm_stddev = math_ops.maximum(array_ops.reshape(self.renorm_stddev, shape),
+                                         math_ops.sqrt(eps))
+        r = stddev / renorm_stddev
+        d = (mean - renorm_mean) / renorm_stddev
+        clip = self.renorm_clipping
+        if clip.get("rmin") is not None:
+            r = math_ops.maximum(r, h.tensor(clip["rmin"], r.dtype))
+        if clip.get("rmax") is not None:
+            r = math_ops.minimum(r, h.tensor(clip["rmax"], r.dtype))
+        if clip.get("dmax") is not None:
+            d = math_ops.clip_by_value(d, -clip["dmax"], clip["dmax"])
+        r, d = stop_gradient(r), stop_gradient(d)
+        if gamma is not None:
+            r, d = r * gamma, d * gamma
+        return r, (d + beta if beta is not None else d)
+
+    def _update_renorm(self, mean, var):
+        """The renorm and moving statistics' updates (moving_variance from moving_stddev)."""
+        eps = h.tensor(self.epsilon, mean.dtype)
+        stddev = math_ops.sqrt(var + eps)
+        _ema(self.renorm_mean, mean, self.renorm_momentum)
+        _ema(self.renorm_stddev, stddev, self.renorm_momentum)
+        _ema(self.moving_mean, mean, self.momentum)
+        new_stddev = _ema(self.moving_stddev, stddev, self.momentum)
+        self.moving_variance.assign(nn_ops.relu(new_stddev * new_stddev - eps))
 
     def compute_output_shape(self, input_shape):
         return TensorShape(input_shape)

@@ -7,6 +7,7 @@ import kiln.image as image_ops
 from kiln import _kiln, dtypes
 from kiln.keras.layers import _args
 from kiln.keras.layers.base import Layer
+from kiln.keras.layers.index_lookup import to_sparse
 from kiln.ops import _helpers as h
 from kiln.ops import array_ops, math_ops, random_ops
 from kiln.tensor_shape import TensorShape
@@ -288,8 +289,9 @@ class RandomFlip(Layer):
 
 class CategoryEncoding(Layer):
     """Integer categories in [0, num_tokens) as vectors: "one_hot" (one
-    category per example, a trailing axis of 1 dropped), "multi_hot" (1 for
-    each category present in an example's last axis) or "count"."""
+    category per entry, a trailing axis of 1 dropped), "multi_hot" (1 for
+    each category present) or "count", both over axis 1 as Keras (a 1-D input
+    is one example); ``sparse=True``: the same values as a SparseTensor."""
 
     _kiln_static_shapes = True
 
@@ -304,24 +306,26 @@ class CategoryEncoding(Layer):
                              "is not known beforehand, use the IntegerLookup layer instead.")
         if isinstance(num_tokens, bool) or not isinstance(num_tokens, int) or num_tokens < 1:
             raise ValueError(f"`num_tokens` must be >= 1. Received: num_tokens={num_tokens}.")
-        if sparse:
-            raise NotImplementedError("CategoryEncoding(sparse=True) is not supported yet")
-        self.num_tokens, self.output_mode, self.sparse = num_tokens, output_mode, False
+        self.num_tokens, self.output_mode, self.sparse = num_tokens, output_mode, bool(sparse)
 
     def call(self, inputs):
+        out = self._dense(inputs)
+        return to_sparse(out) if self.sparse else out
+
+    def _dense(self, inputs):
+        """Keras 3's encoding: a scalar is one sample; multi_hot and count reduce axis 1
+        (axis 0 of a 1-D input, one sample)."""
         x = h.tensor(inputs)
         if x.dtype.is_floating:
             x = dtypes.cast(x, "int64")
-        if self.output_mode == "one_hot" and len(x.shape) >= 1 and x.shape[-1] == 1 \
-                and len(x.shape) > 1:
+        if len(x.shape) == 0:
+            x = array_ops.expand_dims(x, -1)
+        if self.output_mode == "one_hot" and len(x.shape) > 1 and x.shape[-1] == 1:
             x = array_ops.squeeze(x, [-1])
-        n = self.num_tokens
-        onehot = array_ops.one_hot(x, n, dtype=self._dtype.name)
+        onehot = array_ops.one_hot(x, self.num_tokens, dtype=self._dtype.name)
         if self.output_mode == "one_hot":
             return onehot
-        if len(x.shape) == 0:
-            return onehot
-        counts = math_ops.reduce_sum(onehot, axis=-2) if len(x.shape) >= 2 else onehot
+        counts = math_ops.reduce_sum(onehot, axis=1 if len(x.shape) > 1 else 0)
         if self.output_mode == "multi_hot":
             return math_ops.minimum(counts, h.tensor(1.0, counts.dtype))
         return counts

@@ -1,6 +1,8 @@
 """TextVectorization (Keras 3's arguments, defaults, vocabulary layout and errors): strings
-standardized, split into tokens and looked up in a StringLookup with mask_token "" (index 0 in
-int mode is padding). Not yet: ngrams, ragged outputs, sparse outputs."""
+standardized, split into tokens, joined into ngrams (tf.strings.ngrams' order: each width in
+turn, " " between tokens) and looked up in a StringLookup with mask_token "" (index 0 in int
+mode is padding). ``ragged=True`` keeps int outputs ragged; ``sparse=True`` gives SparseTensors
+for the other modes."""
 import numpy as np
 
 import kiln.strings as string_ops
@@ -8,7 +10,8 @@ from kiln import _kiln
 from kiln.keras.layers.base import Layer
 from kiln.keras.layers.index_lookup import StringLookup, numpy_batches, take
 from kiln.ops import _helpers as h
-from kiln.ops import array_ops
+from kiln.ops import array_ops, math_ops
+from kiln.ragged import RaggedTensor, ragged_ops
 from kiln.tensor_shape import TensorShape
 
 _STANDARDIZE = (None, "lower_and_strip_punctuation", "lower", "strip_punctuation")
@@ -38,16 +41,49 @@ def _check_args(standardize, split, ngrams, output_mode, output_sequence_length,
     if ragged and output_mode != "int":
         raise ValueError("`ragged` must not be true if `output_mode` is `'int'`. Received: "
                          f"ragged={ragged} and output_mode={output_mode}")
-    if ngrams is not None or ragged:
-        raise NotImplementedError("TextVectorization: ngrams and ragged outputs are not "
-                                  "supported yet")
+
+
+def _width_ngrams(rt, n):
+    """The width-n ngrams of each row of a ragged_rank-1 string tensor."""
+    values, splits = rt.values, rt.row_splits
+    starts = splits[:-1]
+    counts = math_ops.maximum(splits[1:] - starts - (n - 1), h.tensor(0, splits.dtype))
+    pos = ragged_ops.range(starts, starts + counts).flat_values
+    parts = [array_ops.gather(values, pos + k) for k in range(n)]
+    joined = string_ops.join(parts, separator=" ") if n > 1 else parts[0]
+    new_splits = array_ops.concat([h.tensor([0], splits.dtype),
+                                   math_ops.cumsum(counts)], 0)
+    return RaggedTensor.from_row_splits(joined, new_splits, validate=False)
+
+
+def ngrams(tokens, widths):
+    """tf.strings.ngrams(tokens, widths, separator=" ") over the last axis."""
+    if any(n < 1 for n in widths):
+        raise ValueError(f"ngram widths must be positive. Received: ngrams={widths}")
+    if isinstance(tokens, RaggedTensor):
+        if isinstance(tokens.values, RaggedTensor):
+            return tokens.with_values(ngrams(tokens.values, widths))
+        parts = [_width_ngrams(tokens, n) for n in widths]
+        return parts[0] if len(parts) == 1 else ragged_ops.concat(parts, axis=1)
+    rank = len(tokens.shape)
+    if rank == 1:  # one sequence
+        size = array_ops.shape(tokens, out_type="int64")[:1]
+        row = RaggedTensor.from_row_splits(
+            tokens, array_ops.concat([h.tensor([0], "int64"), size], 0), validate=False)
+        return ngrams(row, widths).flat_values
+    if rank == 2:
+        return ngrams(RaggedTensor.from_tensor(tokens), widths).to_tensor(default_value="")
+    raise NotImplementedError(f"TextVectorization: ngrams of rank-{rank} tokens")
 
 
 class TextVectorization(Layer):
     """Strings to token indices ("int": [batch, tokens], 0-padded, to
-    ``output_sequence_length`` when given) or to one_hot / multi_hot / count /
-    tf_idf vectors over the vocabulary. The vocabulary is given or learned by
-    ``adapt`` (""=padding, "[UNK]"=out of vocabulary come first)."""
+    ``output_sequence_length`` when given; a RaggedTensor, trimmed only, with
+    ``ragged=True``) or to one_hot / multi_hot / count / tf_idf vectors over
+    the vocabulary (SparseTensors with ``sparse=True``). ``ngrams`` (N: widths
+    1..N, or a tuple of widths) replaces the tokens by their ngrams. The
+    vocabulary is given or learned by ``adapt`` (""=padding, "[UNK]"=out of
+    vocabulary come first)."""
 
     _kiln_static_shapes = True
 
@@ -62,8 +98,9 @@ class TextVectorization(Layer):
         output_mode = {"binary": "multi_hot", "tf-idf": "tf_idf"}.get(output_mode, output_mode)
         _check_args(standardize, split, ngrams, output_mode, output_sequence_length, ragged)
         self._standardize, self._split, self._ngrams_arg = standardize, split, ngrams
+        self._ngrams = tuple(range(1, ngrams + 1)) if isinstance(ngrams, int) else ngrams
         self._output_mode, self._output_sequence_length = output_mode, output_sequence_length
-        self._ragged, self._encoding = False, encoding
+        self._ragged, self._encoding = bool(ragged), encoding
         self._lookup_layer = StringLookup(
             max_tokens=max_tokens, vocabulary=vocabulary, idf_weights=idf_weights,
             pad_to_max_tokens=pad_to_max_tokens, mask_token="", output_mode=output_mode,
@@ -89,23 +126,30 @@ class TextVectorization(Layer):
             self._documents(b) for b in take(numpy_batches(data), steps))
 
     def _documents(self, batch):
-        tokens = np.asarray(self._tokens(h.tensor(np.asarray(batch))).numpy())
-        if tokens.ndim <= 1:
-            tokens = tokens.reshape(1, -1)
-        return [[t.decode("utf-8") for t in row.reshape(-1) if t != b""] for row in tokens]
+        tokens = self._preprocess(h.tensor(np.asarray(batch)))
+        if isinstance(tokens, RaggedTensor):
+            rows = [_flatten(r) for r in tokens.to_list()]
+        else:
+            arr = np.asarray(tokens.numpy())
+            rows = [r.reshape(-1).tolist() for r in (arr.reshape(1, -1) if arr.ndim <= 1
+                                                      else arr)]
+        return [[t.decode("utf-8") for t in row if t != b""] for row in rows]
 
     # ---- calling ----
 
-    def _tokens(self, x):
-        """Standardized and split strings: [batch, tokens] padded with "" (the mask)."""
+    def _preprocess(self, x):
+        """Standardized, split strings (ragged when split), then their ngrams."""
         if self._standardize in ("lower", "lower_and_strip_punctuation"):
             x = string_ops.lower(x)
         if self._standardize in ("strip_punctuation", "lower_and_strip_punctuation"):
             x = string_ops.regex_replace(x, _PUNCTUATION, "")
         if callable(self._standardize):
             x = self._standardize(x)
-        if self._split is None:
-            return x
+        if self._split is not None:
+            x = self._split_tokens(x)
+        return ngrams(x, self._ngrams) if self._ngrams is not None else x
+
+    def _split_tokens(self, x):
         if len(x.shape) > 1:
             if x.shape[-1] != 1:
                 raise ValueError("When using `TextVectorization` to tokenize strings, the input "
@@ -114,24 +158,42 @@ class TextVectorization(Layer):
                                  f"rank={len(x.shape)}")
             x = array_ops.squeeze(x, [-1])
         if self._split == "whitespace":
-            x = string_ops.split(x)
-        elif self._split == "character":
-            x = string_ops.unicode_split(x, "UTF-8")
-        else:
-            x = self._split(x)
-        return x.to_tensor(default_value="") if hasattr(x, "to_tensor") else x
+            return string_ops.split(x)
+        if self._split == "character":
+            return string_ops.unicode_split(x, "UTF-8")
+        return self._split(x)
 
     def call(self, inputs):
         x = h.tensor(inputs)
         if x.dtype.name != "string":
             raise ValueError("TextVectorization expects string inputs. Received: "
                              f"dtype={x.dtype.name}")
-        out = self._lookup_layer.call(self._tokens(x))
+        tokens = self._preprocess(x)
         n = self._output_sequence_length
+        if self._output_mode == "int" and self._ragged:
+            if isinstance(tokens, RaggedTensor):
+                out = tokens.with_flat_values(self._lookup_layer.call(tokens.flat_values))
+            else:
+                out = self._lookup_layer.call(tokens)
+            if n is None:
+                return out
+            return out[:, :n] if isinstance(out, RaggedTensor) else out[..., :n]
+        if isinstance(tokens, RaggedTensor) and self._output_mode == "one_hot":
+            return self._ragged_one_hot(tokens)
+        if isinstance(tokens, RaggedTensor):
+            tokens = tokens.to_tensor(default_value="")  # "" is the mask: 0 or left out
+        out = self._lookup_layer.call(tokens)
         if self._output_mode != "int" or n is None:
             return out
         zeros = array_ops.zeros(array_ops.stack([array_ops.shape(out)[0], n]), dtype="int64")
         return array_ops.concat([out, zeros], 1)[:, :n]
+
+    def _ragged_one_hot(self, tokens):
+        """One one_hot vector per token (Keras: a ragged [batch, None, depth] tensor)."""
+        if self._lookup_layer.sparse:
+            raise ValueError("TextVectorization: `sparse=True` with output_mode 'one_hot' "
+                             "needs `split=None` (split text gives ragged one_hot rows)")
+        return tokens.with_flat_values(self._lookup_layer.call(tokens.flat_values))
 
     def _output_dtype(self, inputs):
         return _kiln.as_dtype("float32" if self._output_mode == "tf_idf" else "int64")
@@ -153,6 +215,19 @@ class TextVectorization(Layer):
                 "ragged": self._ragged, "vocabulary": lookup.get_config()["vocabulary"],
                 "idf_weights": lookup.get_config()["idf_weights"], "encoding": self._encoding,
                 "vocabulary_size": self.vocabulary_size()}
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        if isinstance(config.get("ngrams"), list):
+            config["ngrams"] = tuple(config["ngrams"])
+        return cls(**config)
+
+
+def _flatten(row):
+    if isinstance(row, list):
+        return [t for e in row for t in _flatten(e)]
+    return [row]
 
 
 __all__ = ["TextVectorization"]
