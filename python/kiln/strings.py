@@ -43,6 +43,32 @@ def length(input, unit="BYTE", name=None):  # noqa: A002
     return _map(input, lambda t: raw.StringLength(t, unit=unit))
 
 
+def _num_buckets(num_buckets):
+    if isinstance(num_buckets, bool) or not isinstance(num_buckets, int) or num_buckets < 1:
+        raise errors.InvalidArgumentError(
+            f"num_buckets must be a positive integer, got {num_buckets!r}")
+    return num_buckets
+
+
+def to_hash_bucket_fast(input, num_buckets, name=None):  # noqa: A002
+    """Each string's bucket in [0, num_buckets) (int64): FarmHash's Fingerprint64
+    modulo num_buckets, TensorFlow's buckets for the same strings."""
+    n = _num_buckets(num_buckets)
+    return _map(input, lambda t: raw.StringToHashBucketFast(t, num_buckets=n))
+
+
+def to_hash_bucket_strong(input, num_buckets, key, name=None):  # noqa: A002
+    """Each string's bucket in [0, num_buckets) (int64) by SipHash-2-4 keyed with
+    `key` (two integers), for inputs an adversary may choose."""
+    n = _num_buckets(num_buckets)
+    key = list(key)
+    if len(key) != 2 or not all(isinstance(k, int) and not isinstance(k, bool) for k in key):
+        raise errors.InvalidArgumentError(
+            f"key must be a list of two integers, got {key!r}")
+    key = [k - (1 << 64) if k >= (1 << 63) else k for k in key]  # uint64 bits in int64
+    return _map(input, lambda t: raw.StringToHashBucketStrong(t, num_buckets=n, key=key))
+
+
 def join(inputs, separator="", name=None):
     """Joins the strings of `inputs` element by element (tf.strings.join). Non-scalar
     inputs must have one shape; scalars are repeated. RaggedTensors with one row

@@ -155,6 +155,12 @@ Tensor tensor_from_sequence(nb::handle seq, DType dtype) {
   if (name == "object")
     type_error("Cannot convert " + py_repr(seq) +
                " to a Tensor: the nested lists are ragged or mix incompatible types");
+  if (name.rfind("bytes", 0) == 0 || name.rfind("str", 0) == 0) {
+    // NumPy's fixed-width strings drop trailing NUL bytes; keep every byte.
+    nb::dict kw;
+    kw["dtype"] = "object";
+    arr = numpy().attr("array")(seq, **kw);
+  }
   if (dtype == DType::kInvalid) {
     if (name == "float64") {
       arr = arr.attr("astype")("float32");

@@ -200,6 +200,16 @@ void infer_length(InferContext& c) {
   c.set_output(0, DType::kInt32, c.shape(0));
 }
 
+// inputs: input (strings); attrs: num_buckets (>= 1), key (Strong: two ints).
+void infer_hash_bucket(InferContext& c) {
+  expect_string(c, 0);
+  if (c.attr_int("num_buckets") < 1)
+    c.fail("num_buckets must be >= 1, got ", c.attr_int("num_buckets"));
+  if (c.op().attr_index("key") >= 0 && c.attr_ints("key").size() != 2)
+    c.fail("key must be a list of two integers, got ", c.attr_ints("key").size());
+  c.set_output(0, DType::kInt64, c.shape(0));
+}
+
 void infer_case(InferContext& c) {
   const std::string& enc = c.attr_string("encoding");
   if (!enc.empty() && enc != "utf-8")
@@ -512,6 +522,21 @@ void define_string_ops(OpTableBuilder& t) {
       .attr("separator", AttrType::kString, std::string())
       .traits(kNoGradient)
       .infer(infer_segment_join);
+  t.def(OpId::StringToHashBucketFast)
+      .tf()
+      .inputs({"input"})
+      .outputs({"output"})
+      .attr("num_buckets", AttrType::kInt)
+      .traits(kNoGradient)
+      .infer(infer_hash_bucket);
+  t.def(OpId::StringToHashBucketStrong)
+      .tf()
+      .inputs({"input"})
+      .outputs({"output"})
+      .attr("num_buckets", AttrType::kInt)
+      .attr("key", AttrType::kInts)
+      .traits(kNoGradient)
+      .infer(infer_hash_bucket);
   t.def(OpId::StringCharSplit)
       .inputs({"input"})
       .outputs({"indices", "values", "shape"})
@@ -528,6 +553,15 @@ void define_string_ops(OpTableBuilder& t) {
 
 Tensor string_length(const Tensor& input, const std::string& unit) {
   return call_op1(OpId::StringLength, {input}, {unit});
+}
+
+Tensor string_to_hash_bucket_fast(const Tensor& input, int64_t num_buckets) {
+  return call_op1(OpId::StringToHashBucketFast, {input}, {num_buckets});
+}
+
+Tensor string_to_hash_bucket_strong(const Tensor& input, int64_t num_buckets,
+                                    const std::vector<int64_t>& key) {
+  return call_op1(OpId::StringToHashBucketStrong, {input}, {num_buckets, key});
 }
 
 Tensor string_join(const std::vector<Tensor>& inputs, const std::string& separator) {

@@ -23,6 +23,15 @@ namespace kiln {
 /// "BYTE" (bytes) or "UTF8_CHAR" (bytes that are not UTF-8 continuation bytes).
 Tensor string_length(const Tensor& input, const std::string& unit = "BYTE");
 
+/// StringToHashBucketFast: each string's bucket in [0, num_buckets), int64,
+/// same shape: FarmHash's Fingerprint64 modulo num_buckets (TensorFlow's
+/// buckets; stable across runs and machines, not meant to resist an adversary).
+Tensor string_to_hash_bucket_fast(const Tensor& input, int64_t num_buckets);
+/// StringToHashBucketStrong: the same with SipHash-2-4 keyed by `key` (two
+/// integers, the 128-bit secret), for inputs an adversary may choose.
+Tensor string_to_hash_bucket_strong(const Tensor& input, int64_t num_buckets,
+                                    const std::vector<int64_t>& key);
+
 /// StringJoin: joins the strings of `inputs` element by element with
 /// `separator` between them. Non-scalar inputs must all have the same shape;
 /// scalars are repeated (TensorFlow does not broadcast further). No inputs

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "bind.h"
+#include "core/string_hash.h"
 #include "kernel_util.h"
 #include "kiln/half.h"
 #include "ops/string_util.h"
@@ -641,6 +642,26 @@ void format_kernel(KernelContext& c) {
   c.allocate_output(0).mutable_data<std::string>()[0] = std::move(text);
 }
 
+// ---- StringToHashBucketFast / Strong ----
+
+template <bool kStrong>
+void hash_bucket_kernel(KernelContext& c) {
+  const Tensor& x = c.input(0);
+  const std::string* s = x.data<std::string>();
+  int64_t* o = c.allocate_output(0).mutable_data<int64_t>();
+  const auto buckets = static_cast<uint64_t>(c.attr_int("num_buckets"));
+  uint64_t k0 = 0, k1 = 0;
+  if constexpr (kStrong) {
+    k0 = static_cast<uint64_t>(c.attr_ints("key")[0]);
+    k1 = static_cast<uint64_t>(c.attr_ints("key")[1]);
+  }
+  for_each_element(x.num_elements(), [&](int64_t i) {
+    const uint64_t h = kStrong ? hash::siphash24(s[i], k0, k1) : hash::fingerprint64(s[i]);
+    o[i] = static_cast<int64_t>(h % buckets);
+    return true;
+  });
+}
+
 }  // namespace
 
 void bind_string_kernels(OpTableBuilder& t) {
@@ -657,6 +678,8 @@ void bind_string_kernels(OpTableBuilder& t) {
   t.kernel(OpId::RegexFullMatch, regex_full_match_kernel);
   t.kernel(OpId::StringSplitV2, split_v2_kernel);
   t.kernel(OpId::StringCharSplit, char_split_kernel);
+  t.kernel(OpId::StringToHashBucketFast, hash_bucket_kernel<false>);
+  t.kernel(OpId::StringToHashBucketStrong, hash_bucket_kernel<true>);
   t.kernel(OpId::StringFormat, format_kernel);
   t.kernel(OpId::UnsortedSegmentJoin, segment_join_kernel);
 }
