@@ -69,15 +69,17 @@ def test_forward_pass_at_a_small_size():
     np.testing.assert_allclose(probs.sum(), 1, rtol=1e-5)
 
 
-def test_preprocess_input_and_decode_predictions():
+def test_preprocess_input_and_decode_predictions(monkeypatch, tmp_path):
+    monkeypatch.setenv("KERAS_HOME", str(tmp_path))  # no Keras cache
     x = np.array([[0.0, 127.5, 255.0]], np.float32)
     assert apps.efficientnet.preprocess_input(x) is x
-    with pytest.raises(NotImplementedError):
+    with pytest.raises(ValueError, match="imagenet_class_index.json"):
         apps.efficientnet.decode_predictions(np.zeros((1, 1000)))
 
 
-def test_bad_arguments():
-    with pytest.raises(ValueError, match="pretrained weights"):
+def test_bad_arguments(monkeypatch, tmp_path):
+    monkeypatch.setenv("KERAS_HOME", str(tmp_path))  # no Keras cache
+    with pytest.raises(ValueError, match="kiln does not download"):
         apps.EfficientNetB0(weights="imagenet")
     with pytest.raises(ValueError, match="path to the weights file"):
         apps.EfficientNetB0(weights=3)

@@ -67,8 +67,9 @@ def test_forward_pass_and_the_b_models_normalization():
     assert probs.shape == (1, 3) and np.all(np.isfinite(probs))
 
 
-def test_bad_arguments():
-    with pytest.raises(ValueError, match="pretrained weights"):
+def test_bad_arguments(monkeypatch, tmp_path):
+    monkeypatch.setenv("KERAS_HOME", str(tmp_path))  # no Keras cache
+    with pytest.raises(ValueError, match="kiln does not download"):
         apps.EfficientNetV2B0(weights="imagenet")
     with pytest.raises(ValueError, match="path to the weights file"):
         apps.EfficientNetV2L(weights="no-such-file.h5")

@@ -43,8 +43,9 @@ def test_forward_pass_training_and_preprocessing():
     assert odd.predict(randn(1, 33, 35, 3), verbose=0).shape == (1, 2, 2, 1280)
 
 
-def test_errors():
-    with pytest.raises(ValueError, match="pretrained weights"):
+def test_errors(monkeypatch, tmp_path):
+    monkeypatch.setenv("KERAS_HOME", str(tmp_path))  # no Keras cache
+    with pytest.raises(ValueError, match="kiln does not download"):
         apps.MobileNetV2(weights="imagenet")
     with pytest.raises(ValueError, match="alpha"):
         apps.MobileNetV2(alpha=0)

@@ -88,16 +88,18 @@ def test_weights_from_a_local_file(tmp_path):
         np.testing.assert_array_equal(a, b)
 
 
-def test_preprocess_input_and_decode_predictions():
+def test_preprocess_input_and_decode_predictions(monkeypatch, tmp_path):
+    monkeypatch.setenv("KERAS_HOME", str(tmp_path))  # no Keras cache
     x = np.array([[0.0, 127.5, 255.0]], np.float32)
     assert apps.mobilenet_v3.preprocess_input(x) is x
-    with pytest.raises(NotImplementedError):
+    with pytest.raises(ValueError, match="imagenet_class_index.json"):
         apps.mobilenet_v3.decode_predictions(np.zeros((1, 1000)))
 
 
-def test_bad_arguments():
-    with pytest.raises(ValueError, match="pretrained weights"):
-        apps.MobileNetV3Small(weights="imagenet")
+def test_bad_arguments(monkeypatch, tmp_path):
+    monkeypatch.setenv("KERAS_HOME", str(tmp_path))  # no Keras cache
+    with pytest.raises(ValueError, match="kiln does not download"):
+        apps.MobileNetV3Small(weights="imagenet", input_shape=(224, 224, 3))
     with pytest.raises(ValueError, match="path to the weights file"):
         apps.MobileNetV3Small(weights="/no/such/file.weights.h5")
     with pytest.raises(ValueError, match="at least 32x32"):

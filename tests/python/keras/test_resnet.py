@@ -68,7 +68,8 @@ def test_forward_pass_pooling_and_training():
     assert small.predict(data, verbose=0).shape == (8, 3)
 
 
-def test_preprocess_input_and_errors():
+def test_preprocess_input_and_errors(monkeypatch, tmp_path):
+    monkeypatch.setenv("KERAS_HOME", str(tmp_path))  # no Keras cache
     x = np.array([[[[10.0, 20.0, 30.0]]]], np.float32)
     want = np.array([[[[30 - 103.939, 20 - 116.779, 10 - 123.68]]]], np.float32)
     np.testing.assert_allclose(apps.resnet.preprocess_input(x), want, rtol=1e-6)
@@ -76,7 +77,7 @@ def test_preprocess_input_and_errors():
                                rtol=1e-6)
     np.testing.assert_allclose(apps.resnet.preprocess_input_v2(np.array([0.0, 255.0])),
                                [-1.0, 1.0])
-    with pytest.raises(ValueError, match="pretrained weights"):
+    with pytest.raises(ValueError, match="kiln does not download"):
         apps.ResNet50(weights="imagenet")
     with pytest.raises(ValueError, match="classes"):
         apps.ResNet50(classes=0)

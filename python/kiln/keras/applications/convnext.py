@@ -1,6 +1,7 @@
 """ConvNeXtTiny/Small/Base/Large/XLarge (Liu et al., "A ConvNet for the 2020s", 2022), built
 with the functional API: Keras' layer names, shapes and parameter counts
-(tf.keras.applications.ConvNeXtTiny, ...), so Keras' weights load with ``set_weights``.
+(tf.keras.applications.ConvNeXtTiny, ...), so Keras' weights load with ``set_weights`` or from
+its ImageNet files (weights="imagenet").
 
 A 4x4/4 "patchify" stem, four stages of ConvNeXt blocks (7x7 depthwise
 convolution, layer norm, an MLP 4x wide with GELU, a learned per-channel scale
@@ -129,15 +130,39 @@ def _downsampling(projection_dims, name):
     return blocks
 
 
+def _weights_path(weights, weights_name, depths, projection_dims, name, include_top):
+    if weights != "imagenet":
+        return weights
+    expected = MODEL_CONFIGS[weights_name.split("convnext_")[-1]]
+    if list(depths) != expected["depths"] or \
+            list(projection_dims) != expected["projection_dims"]:
+        raise ValueError(
+            f"Architecture configuration does not match {weights_name} variant. When using "
+            "pre-trained weights, the model architecture must match the pre-trained "
+            f"configuration exactly. Expected depths: {expected['depths']}, got: {depths}. "
+            f"Expected projection_dims: {expected['projection_dims']}, got: "
+            f"{projection_dims}.")
+    if weights_name not in name:
+        raise ValueError(
+            f'Model name "{name}" does not match weights variant "{weights_name}". When '
+            "using imagenet weights, model name must contain the weights variant (e.g., "
+            f'"convnext_{weights_name.split("convnext_")[-1]}").')
+    fname = name + (".h5" if include_top else "_notop.h5")
+    return imagenet_utils.weights_path(
+        weights, fname, f"{imagenet_utils.KERAS_APPLICATIONS}convnext/{fname}")
+
+
 def ConvNeXt(depths, projection_dims, drop_path_rate=0.0, layer_scale_init_value=1e-6,
              default_size=224, name="convnext", include_preprocessing=True, include_top=True,
              weights=None, input_tensor=None, input_shape=None, pooling=None, classes=1000,
-             classifier_activation="softmax"):
+             classifier_activation="softmax", weights_name=None):
     """A ConvNeXt functional model: ``depths`` blocks per stage, of
-    ``projection_dims`` channels."""
-    imagenet_utils.check_args(weights, classes, pooling, classifier_activation)
+    ``projection_dims`` channels. weights="imagenet": Keras' file
+    ``{name}.h5`` (``_notop.h5``) for the ``weights_name`` variant."""
+    imagenet_utils.check_args(weights, classes, pooling, classifier_activation, include_top)
     img_input = imagenet_utils.image_input(input_tensor, input_shape, default_size, 32,
-                                           include_top)
+                                           include_top, weights)
+    path = _weights_path(weights, weights_name, depths, projection_dims, name, include_top)
     x = img_input
     if include_preprocessing and img_input.shape[-1] == 3:
         x = _prestem(x, name)
@@ -154,7 +179,7 @@ def ConvNeXt(depths, projection_dims, drop_path_rate=0.0, layer_scale_init_value
     else:
         x = imagenet_utils.classifier_top(x, False, pooling, classes, classifier_activation)
         x = layers.LayerNormalization(epsilon=1e-6)(x)
-    return imagenet_utils.load_weights(Model(img_input, x, name=name), weights)
+    return imagenet_utils.load_weights(Model(img_input, x, name=name), path)
 
 
 def _variant(size, params):
@@ -165,7 +190,7 @@ def _variant(size, params):
               name=f"convnext_{size}"):
         return ConvNeXt(config["depths"], config["projection_dims"], 0.0, 1e-6, 224, name,
                         include_preprocessing, include_top, weights, input_tensor, input_shape,
-                        pooling, classes, classifier_activation)
+                        pooling, classes, classifier_activation, f"convnext_{size}")
 
     title = "ConvNeXt" + ("XLarge" if size == "xlarge" else size.capitalize())
     build.__name__ = build.__qualname__ = title
@@ -173,7 +198,8 @@ def _variant(size, params):
         f"{title} (tf.keras.applications.{title}): {params} parameters with the top; "
         f"depths {config['depths']}, widths {config['projection_dims']}. Inputs are pixels in "
         "[0, 255] (``include_preprocessing`` normalizes them by ImageNet's mean and std); "
-        "weights: None or a local file.")
+        f"weights: None, \"imagenet\" (Keras' file convnext_{size}.h5 or _notop.h5, from its "
+        "cache folder) or a weights file.")
     return build
 
 

@@ -1,5 +1,5 @@
 """DenseNet121/169/201 (Huang et al., "Densely Connected Convolutional Networks", 2017), built
-with the functional API and random weights: Keras' layer names, shapes and parameter counts
+with the functional API: Keras' layer names, shapes and parameter counts
 (tf.keras.applications.DenseNet121, ...)."""
 from kiln.keras import layers
 from kiln.keras.applications import imagenet_utils
@@ -36,11 +36,24 @@ def transition_block(x, reduction, name):
     return layers.AveragePooling2D(2, strides=2, name=name + "_pool")(x)
 
 
+_FILES = {(6, 12, 24, 16): "densenet121", (6, 12, 32, 32): "densenet169",
+          (6, 12, 48, 32): "densenet201"}
+
+
 def DenseNet(blocks, model_name, include_top=True, weights=None, input_tensor=None,
              input_shape=None, pooling=None, classes=1000, classifier_activation="softmax"):
-    """A DenseNet functional model with ``blocks`` conv blocks per dense block."""
-    imagenet_utils.check_args(weights, classes, pooling, classifier_activation)
-    img_input = imagenet_utils.image_input(input_tensor, input_shape, 224, 32, include_top)
+    """A DenseNet functional model with ``blocks`` conv blocks per dense block
+    (Keras' ImageNet files for 121, 169 and 201 layers)."""
+    imagenet_utils.check_args(weights, classes, pooling, classifier_activation, include_top)
+    img_input = imagenet_utils.image_input(input_tensor, input_shape, 224, 32, include_top,
+                                           weights)
+    path = weights
+    if tuple(blocks) in _FILES:
+        path = imagenet_utils.weights_path(
+            weights, *imagenet_utils.kernels_file("densenet", _FILES[tuple(blocks)],
+                                                  include_top))
+    elif weights == "imagenet":
+        path = None  # Keras has no file for other depths: random weights, as there
     x = layers.ZeroPadding2D(padding=((3, 3), (3, 3)))(img_input)
     x = layers.Conv2D(64, 7, strides=2, use_bias=False, name="conv1_conv")(x)
     x = layers.BatchNormalization(axis=3, epsilon=_EPS, name="conv1_bn")(x)
@@ -55,29 +68,32 @@ def DenseNet(blocks, model_name, include_top=True, weights=None, input_tensor=No
     x = layers.Activation("relu", name="relu")(x)
     x = imagenet_utils.classifier_top(x, include_top, pooling, classes, classifier_activation,
                                       ("avg_pool", "max_pool"))
-    return imagenet_utils.load_weights(Model(img_input, x, name=model_name), weights)
+    return imagenet_utils.load_weights(Model(img_input, x, name=model_name), path)
 
 
 def DenseNet121(include_top=True, weights=None, input_tensor=None, input_shape=None,
-                pooling=None, classes=1000, classifier_activation="softmax"):
-    """DenseNet121 (tf.keras.applications.DenseNet121), randomly initialized:
-    8,062,504 parameters with the top; inputs preprocessed by
+                pooling=None, classes=1000, classifier_activation="softmax",
+                name="densenet121"):
+    """DenseNet121 (tf.keras.applications.DenseNet121), random or Keras' ImageNet
+    weights (weights="imagenet"): 8,062,504 parameters with the top; inputs preprocessed by
     ``densenet.preprocess_input`` (torch: [0, 1], then ImageNet mean and std)."""
-    return DenseNet((6, 12, 24, 16), "densenet121", include_top, weights, input_tensor,
+    return DenseNet((6, 12, 24, 16), name, include_top, weights, input_tensor,
                     input_shape, pooling, classes, classifier_activation)
 
 
 def DenseNet169(include_top=True, weights=None, input_tensor=None, input_shape=None,
-                pooling=None, classes=1000, classifier_activation="softmax"):
-    """DenseNet169 (tf.keras.applications.DenseNet169), randomly initialized."""
-    return DenseNet((6, 12, 32, 32), "densenet169", include_top, weights, input_tensor,
+                pooling=None, classes=1000, classifier_activation="softmax",
+                name="densenet169"):
+    """DenseNet169 (tf.keras.applications.DenseNet169): 14,307,880 parameters."""
+    return DenseNet((6, 12, 32, 32), name, include_top, weights, input_tensor,
                     input_shape, pooling, classes, classifier_activation)
 
 
 def DenseNet201(include_top=True, weights=None, input_tensor=None, input_shape=None,
-                pooling=None, classes=1000, classifier_activation="softmax"):
-    """DenseNet201 (tf.keras.applications.DenseNet201), randomly initialized."""
-    return DenseNet((6, 12, 48, 32), "densenet201", include_top, weights, input_tensor,
+                pooling=None, classes=1000, classifier_activation="softmax",
+                name="densenet201"):
+    """DenseNet201 (tf.keras.applications.DenseNet201): 20,242,984 parameters."""
+    return DenseNet((6, 12, 48, 32), name, include_top, weights, input_tensor,
                     input_shape, pooling, classes, classifier_activation)
 
 

@@ -1,7 +1,8 @@
 """EfficientNetB0..B7 (Tan and Le, "EfficientNet: Rethinking Model Scaling for
 Convolutional Neural Networks", 2019), built with the functional API: Keras'
 layer names, shapes and parameter counts (tf.keras.applications.EfficientNetB0,
-...), so Keras' weights load with ``set_weights``.
+...), so Keras' weights load with ``set_weights`` or from its ImageNet files
+(weights="imagenet").
 
 The models take pixels in [0, 255]: a Rescaling(1/255) and a Normalization
 layer (its mean and variance are weights, as in Keras) come first. Then a 3x3/2
@@ -15,6 +16,9 @@ from kiln.keras import layers
 from kiln.keras.applications import imagenet_utils
 from kiln.keras.applications.efficientnet_v2 import conv_init, dense_init, squeeze_excite
 from kiln.keras.engine.training import Model
+
+WEIGHTS_URL = "https://storage.googleapis.com/keras-applications/"
+IMAGENET_STDDEV_RGB = (0.229, 0.224, 0.225)
 
 BlockArgs = collections.namedtuple(
     "BlockArgs", "kernel_size repeats in_filters out_filters expand_ratio strides se_ratio")
@@ -99,12 +103,21 @@ def EfficientNet(width_coefficient, depth_coefficient, default_size, dropout_rat
                  drop_connect_rate=0.2, activation="swish", blocks_args=DEFAULT_BLOCKS,
                  name="efficientnet", include_top=True, weights=None, input_tensor=None,
                  input_shape=None, pooling=None, classes=1000, classifier_activation="softmax"):
-    """An EfficientNet functional model for width and depth coefficients."""
-    imagenet_utils.check_args(weights, classes, pooling, classifier_activation)
+    """An EfficientNet functional model for width and depth coefficients.
+    weights="imagenet": Keras' file ``{name}.h5`` (``{name}_notop.h5``)."""
+    imagenet_utils.check_args(weights, classes, pooling, classifier_activation, include_top)
     img_input = imagenet_utils.image_input(input_tensor, input_shape, default_size, 32,
-                                           include_top)
+                                           include_top, weights)
+    path = weights
+    if weights == "imagenet":
+        fname = name + (".h5" if include_top else "_notop.h5")
+        path = imagenet_utils.weights_path(weights, fname, WEIGHTS_URL + fname)
     x = layers.Rescaling(1.0 / 255.0)(img_input)
     x = layers.Normalization(axis=3)(x)
+    if weights == "imagenet":
+        # Keras' ImageNet Normalization holds the stds squared as its variance;
+        # as Keras, a second division by the std undoes it.
+        x = layers.Rescaling([1.0 / math.sqrt(s) for s in IMAGENET_STDDEV_RGB])(x)
     x = layers.ZeroPadding2D(padding=imagenet_utils.correct_pad(x, 3), name="stem_conv_pad")(x)
     x = layers.Conv2D(round_filters(32, width_coefficient), 3, strides=2, padding="valid",
                       use_bias=False, kernel_initializer=conv_init(), name="stem_conv")(x)
@@ -122,7 +135,7 @@ def EfficientNet(width_coefficient, depth_coefficient, default_size, dropout_rat
     else:
         x = imagenet_utils.classifier_top(x, False, pooling, classes, classifier_activation,
                                           ("avg_pool", "max_pool"))
-    return imagenet_utils.load_weights(Model(img_input, x, name=name), weights)
+    return imagenet_utils.load_weights(Model(img_input, x, name=name), path)
 
 
 # name: (width, depth, default size, dropout rate); parameters with the top.
@@ -153,7 +166,8 @@ def _variant(key):
     build.__doc__ = (
         f"EfficientNet{key.upper()} (tf.keras.applications.EfficientNet{key.upper()}): width "
         f"x{width}, depth x{depth}, default input {size}x{size}. Inputs are pixels in "
-        "[0, 255] (the model rescales and normalizes them); weights: None or a local file.")
+        "[0, 255] (the model rescales and normalizes them); weights: None, \"imagenet\" (Keras' "
+        "file, from its cache folder) or a weights file.")
     return build
 
 

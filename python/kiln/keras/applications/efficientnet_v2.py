@@ -1,5 +1,6 @@
 """EfficientNetV2 (Tan and Le, "EfficientNetV2: Smaller Models and Faster
-Training", 2021), built with the functional API and random weights.
+Training", 2021), built with the functional API (weights: random, Keras' ImageNet
+files or a weights file).
 
 The network: a 3x3/2 stem convolution, stages of Fused-MBConv blocks (an
 expanding 3x3 convolution, then a 1x1 projection) and MBConv blocks (1x1
@@ -179,10 +180,16 @@ def EfficientNetV2(blocks_args, width_coefficient, depth_coefficient, default_si
                    include_top=True, weights=None, input_tensor=None, input_shape=None,
                    pooling=None, classes=1000, classifier_activation="softmax",
                    include_preprocessing=True):
-    """An EfficientNetV2 functional model for a stage configuration."""
-    imagenet_utils.check_args(weights, classes, pooling, classifier_activation)
+    """An EfficientNetV2 functional model for a stage configuration.
+    weights="imagenet": Keras' file ``{model_name}.h5`` (``_notop.h5``)."""
+    imagenet_utils.check_args(weights, classes, pooling, classifier_activation, include_top)
     img_input = imagenet_utils.image_input(input_tensor, input_shape, default_size, 32,
-                                           include_top)
+                                           include_top, weights)
+    path = weights
+    if weights == "imagenet":
+        fname = model_name + (".h5" if include_top else "_notop.h5")
+        path = imagenet_utils.weights_path(
+            weights, fname, f"{imagenet_utils.KERAS_APPLICATIONS}efficientnet_v2/{fname}")
     x = _preprocessing(img_input, model_name) if include_preprocessing else img_input
     stem = round_filters(blocks_args[0].in_filters, width_coefficient, min_depth, depth_divisor)
     x = _conv_bn(x, stem, 3, 2, "stem", activation, bn_momentum)
@@ -200,7 +207,7 @@ def EfficientNetV2(blocks_args, width_coefficient, depth_coefficient, default_si
     else:
         x = imagenet_utils.classifier_top(x, False, pooling, classes, classifier_activation,
                                           ("avg_pool", "max_pool"))
-    return imagenet_utils.load_weights(Model(img_input, x, name=model_name), weights)
+    return imagenet_utils.load_weights(Model(img_input, x, name=model_name), path)
 
 
 # key: (stages, width, depth, default size); parameters with the top.
@@ -219,8 +226,8 @@ _DOC = """EfficientNetV2-{u} (tf.keras.applications.EfficientNetV2{u}), randomly
 
     Args:
       include_top: end with global pooling, dropout 0.2 and a Dense(classes) layer.
-      weights: None, or the path of a local weights file ("imagenet" cannot
-        be downloaded).
+      weights: None, "imagenet" (Keras' file {n}.h5 or {n}_notop.h5, read
+        from Keras' cache folder, never downloaded) or a weights file.
       input_tensor: an optional Keras tensor to use as the input.
       input_shape: (height, width, channels); default ({s}, {s}, 3) with the
         top, (None, None, 3) without. Height and width must be >= 32.
@@ -249,7 +256,7 @@ def _variant(key):
                               include_preprocessing=include_preprocessing)
 
     build.__name__ = build.__qualname__ = f"EfficientNetV2{key.upper()}"
-    build.__doc__ = _DOC.format(u=key.upper(), s=size, pre=pre)
+    build.__doc__ = _DOC.format(u=key.upper(), s=size, pre=pre, n=f"efficientnetv2-{key}")
     return build
 
 

@@ -10,7 +10,6 @@ Every convolution is Conv2D (no bias), BatchNormalization (no scale), ReLU,
 with Keras' default layer names."""
 from kiln.keras import layers
 from kiln.keras.applications import imagenet_utils
-from kiln.keras.engine.training import Model
 
 
 def conv2d_bn(x, filters, num_row, num_col, padding="same", strides=(1, 1), name=None):
@@ -93,20 +92,14 @@ def InceptionV3(include_top=True, weights=None, input_tensor=None, input_shape=N
                 name="inception_v3"):
     """InceptionV3 (tf.keras.applications.InceptionV3): 23,851,784 parameters
     with the top; default input 299x299, at least 75x75. Inputs preprocessed by
-    ``inception_v3.preprocess_input`` ([-1, 1]); weights: None or a local file."""
-    imagenet_utils.check_args(weights, classes, pooling, classifier_activation)
-    img_input = imagenet_utils.image_input(input_tensor, input_shape, 299, 75, include_top)
-    x = _features(img_input)
-    x = imagenet_utils.classifier_top(x, include_top, pooling, classes, classifier_activation,
-                                      ("avg_pool" if include_top else None, None))
-    return imagenet_utils.load_weights(Model(img_input, x, name=name), weights)
+    ``inception_v3.preprocess_input`` ([-1, 1]); weights: None, "imagenet"
+    (Keras' file, from its cache folder) or the path of a weights file."""
+    return imagenet_utils.inception_style_model(_features, name, 299, 75, "inception_v3", include_top,
+                                                weights, input_tensor, input_shape, pooling,
+                                                classes, classifier_activation)
 
 
-def preprocess_input(x, data_format=None):
-    """Pixel values in [0, 255] scaled to [-1, 1] (TensorFlow's mode)."""
-    return imagenet_utils.preprocess(x, "tf", data_format)
-
-
+preprocess_input = imagenet_utils.preprocess_tf_mode
 decode_predictions = imagenet_utils.decode_predictions
 
 __all__ = ["InceptionV3", "preprocess_input", "decode_predictions"]

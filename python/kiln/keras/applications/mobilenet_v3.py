@@ -1,10 +1,13 @@
 """MobileNetV3Small/Large (Howard et al., "Searching for MobileNetV3", 2019), built with the
 functional API: Keras' layer names, shapes and parameter counts
-(tf.keras.applications.MobileNetV3Small, ...), so Keras' weights load with ``set_weights``.
+(tf.keras.applications.MobileNetV3Small, ...), so Keras' weights load with ``set_weights`` or
+from its ImageNet files (weights="imagenet").
 
 Each block: 1x1 expansion, depthwise convolution, optional squeeze-and-excite
 (gated by a hard sigmoid, relu6(x + 3) / 6), 1x1 projection. The model
 rescales its [0, 255] inputs itself (``include_preprocessing``)."""
+import warnings
+
 from kiln.keras import layers
 from kiln.keras.applications import imagenet_utils
 from kiln.keras.engine.training import Model
@@ -112,15 +115,35 @@ def _top(x, act, last_point_ch, include_top, pooling, classes, dropout_rate,
     return layers.Activation(classifier_activation, name="predictions")(x)
 
 
+def _weights_path(weights, large, minimalistic, alpha, include_top, size):
+    """The file to load: for weights="imagenet", Keras' file for the model
+    (alpha 0.75 or 1.0; 1.0 when minimalistic), trained at 224x224."""
+    if weights != "imagenet":
+        return weights
+    if (alpha not in (0.75, 1.0) and not minimalistic) or (minimalistic and alpha != 1.0):
+        raise ValueError("If imagenet weights are being loaded, alpha can be one of `0.75`, "
+                         "`1.0` for non minimalistic or `1.0` for minimalistic only.")
+    if size[0] != size[1] or size[0] != 224:
+        warnings.warn("`input_shape` is undefined or non-square, or `rows` is not 224. Weights "
+                      "for input shape (224, 224) will be loaded as the default.", stacklevel=4)
+    key = f"{'large' if large else 'small'}{'_minimalistic' if minimalistic else ''}" \
+          f"_224_{alpha}_float"
+    fname = f"weights_mobilenet_v3_{key}{'' if include_top else '_no_top_v2'}.h5"
+    return imagenet_utils.weights_path(weights, fname,
+                                       f"{imagenet_utils.KERAS_APPLICATIONS}mobilenet_v3/{fname}")
+
+
 def MobileNetV3(blocks, last_point_ch, input_shape=None, alpha=1.0, minimalistic=False,
                 include_top=True, weights=None, input_tensor=None, classes=1000, pooling=None,
                 dropout_rate=0.2, classifier_activation="softmax", include_preprocessing=True,
                 name=None):
     """A MobileNetV3 functional model for a block list (_SMALL or _LARGE)."""
-    imagenet_utils.check_args(weights, classes, pooling, classifier_activation)
+    imagenet_utils.check_args(weights, classes, pooling, classifier_activation, include_top)
     _check_alpha(alpha)
     # Keras takes any input size here, with the top too (its classifier is 1x1 convolutions).
     img_input = imagenet_utils.image_input(input_tensor, input_shape, 224, 32, False)
+    path = _weights_path(weights, blocks is _LARGE, minimalistic, alpha, include_top,
+                         img_input.shape[1:3])
     x = img_input
     if include_preprocessing:
         x = layers.Rescaling(scale=1.0 / 127.5, offset=-1.0)(x)
@@ -135,7 +158,7 @@ def MobileNetV3(blocks, last_point_ch, input_shape=None, alpha=1.0, minimalistic
     x = act(_bn(x, "conv_1_bn"))
     x = _top(x, act, last_point_ch, include_top, pooling, classes, dropout_rate,
              classifier_activation)
-    return imagenet_utils.load_weights(Model(img_input, x, name=name), weights)
+    return imagenet_utils.load_weights(Model(img_input, x, name=name), path)
 
 
 def MobileNetV3Small(input_shape=None, alpha=1.0, minimalistic=False, include_top=True,

@@ -1,7 +1,8 @@
 """ResNet50/101/152 and ResNet50V2/101V2/152V2 (He et al., "Deep Residual Learning for Image
 Recognition", 2015, and "Identity Mappings in Deep Residual Networks", 2016), built with the
-functional API and random weights: layer for layer Keras' names, shapes and parameter counts
-(tf.keras.applications.ResNet50, ...), so Keras' weights load with ``set_weights``."""
+functional API: layer for layer Keras' names, shapes and parameter counts
+(tf.keras.applications.ResNet50, ...), so Keras' weights load with ``set_weights`` or from
+its ImageNet files (weights="imagenet")."""
 from kiln.keras import layers
 from kiln.keras.applications import imagenet_utils
 from kiln.keras.engine.training import Model
@@ -64,10 +65,18 @@ def stack_v2(x, filters, blocks, stride1=2, name=None):
 
 def ResNet(stack_fn, preact, use_bias, model_name="resnet", include_top=True, weights=None,
            input_tensor=None, input_shape=None, pooling=None, classes=1000,
-           classifier_activation="softmax"):
-    """A ResNet functional model around the stages ``stack_fn`` builds."""
-    imagenet_utils.check_args(weights, classes, pooling, classifier_activation)
-    img_input = imagenet_utils.image_input(input_tensor, input_shape, 224, 32, include_top)
+           classifier_activation="softmax", weights_name=None):
+    """A ResNet functional model around the stages ``stack_fn`` builds;
+    ``weights_name`` (resnet50, ..., resnet152v2) names Keras' ImageNet file."""
+    imagenet_utils.check_args(weights, classes, pooling, classifier_activation, include_top)
+    img_input = imagenet_utils.image_input(input_tensor, input_shape, 224, 32, include_top,
+                                           weights)
+    path = weights
+    if weights_name is not None:
+        path = imagenet_utils.weights_path(
+            weights, *imagenet_utils.kernels_file("resnet", weights_name, include_top))
+    elif weights == "imagenet":
+        path = None  # Keras has no file for another stack: random weights, as there
     x = layers.ZeroPadding2D(padding=((3, 3), (3, 3)), name="conv1_pad")(img_input)
     x = layers.Conv2D(64, 7, strides=2, use_bias=use_bias, name="conv1_conv")(x)
     if not preact:
@@ -79,7 +88,7 @@ def ResNet(stack_fn, preact, use_bias, model_name="resnet", include_top=True, we
         x = layers.Activation("relu", name="post_relu")(_bn(x, "post_bn"))
     x = imagenet_utils.classifier_top(x, include_top, pooling, classes, classifier_activation,
                                       ("avg_pool", "max_pool"))
-    return imagenet_utils.load_weights(Model(img_input, x, name=model_name), weights)
+    return imagenet_utils.load_weights(Model(img_input, x, name=model_name), path)
 
 
 _DEPTHS = {50: (3, 4, 6, 3), 101: (3, 4, 23, 3), 152: (3, 8, 36, 3)}
@@ -107,49 +116,32 @@ def _v2(depth):
     return stack_fn
 
 
-def ResNet50(include_top=True, weights=None, input_tensor=None, input_shape=None, pooling=None,
-             classes=1000, classifier_activation="softmax"):
-    """ResNet50 (tf.keras.applications.ResNet50), randomly initialized: 25,636,712
-    parameters with the top. Arguments as EfficientNetV2S's; input 224x224 by default,
-    preprocessed by ``resnet.preprocess_input`` (caffe: BGR, ImageNet means subtracted)."""
-    return ResNet(_v1(50), False, True, "resnet50", include_top, weights, input_tensor,
-                  input_shape, pooling, classes, classifier_activation)
+def _variant(depth, v2, doc):
+    key = f"resnet{depth}{'v2' if v2 else ''}"
+
+    def build(include_top=True, weights=None, input_tensor=None, input_shape=None,
+              pooling=None, classes=1000, classifier_activation="softmax", name=key):
+        return ResNet(_v2(depth) if v2 else _v1(depth), v2, True, name, include_top, weights,
+                      input_tensor, input_shape, pooling, classes, classifier_activation, key)
+
+    title = f"ResNet{depth}{'V2' if v2 else ''}"
+    build.__name__ = build.__qualname__ = title
+    fname = imagenet_utils.kernels_file("resnet", key, True)[0]
+    build.__doc__ = (f"{title} (tf.keras.applications.{title}): {doc} weights: None, "
+                     f"\"imagenet\" (Keras' file {fname} or its _notop variant, from Keras' "
+                     "cache folder) or a weights file.")
+    return build
 
 
-def ResNet101(include_top=True, weights=None, input_tensor=None, input_shape=None,
-              pooling=None, classes=1000, classifier_activation="softmax"):
-    """ResNet101 (tf.keras.applications.ResNet101), randomly initialized."""
-    return ResNet(_v1(101), False, True, "resnet101", include_top, weights, input_tensor,
-                  input_shape, pooling, classes, classifier_activation)
-
-
-def ResNet152(include_top=True, weights=None, input_tensor=None, input_shape=None,
-              pooling=None, classes=1000, classifier_activation="softmax"):
-    """ResNet152 (tf.keras.applications.ResNet152), randomly initialized."""
-    return ResNet(_v1(152), False, True, "resnet152", include_top, weights, input_tensor,
-                  input_shape, pooling, classes, classifier_activation)
-
-
-def ResNet50V2(include_top=True, weights=None, input_tensor=None, input_shape=None,
-               pooling=None, classes=1000, classifier_activation="softmax"):
-    """ResNet50V2 (tf.keras.applications.ResNet50V2), randomly initialized; inputs
-    preprocessed by ``resnet_v2.preprocess_input`` (scaled to [-1, 1])."""
-    return ResNet(_v2(50), True, True, "resnet50v2", include_top, weights, input_tensor,
-                  input_shape, pooling, classes, classifier_activation)
-
-
-def ResNet101V2(include_top=True, weights=None, input_tensor=None, input_shape=None,
-                pooling=None, classes=1000, classifier_activation="softmax"):
-    """ResNet101V2 (tf.keras.applications.ResNet101V2), randomly initialized."""
-    return ResNet(_v2(101), True, True, "resnet101v2", include_top, weights, input_tensor,
-                  input_shape, pooling, classes, classifier_activation)
-
-
-def ResNet152V2(include_top=True, weights=None, input_tensor=None, input_shape=None,
-                pooling=None, classes=1000, classifier_activation="softmax"):
-    """ResNet152V2 (tf.keras.applications.ResNet152V2), randomly initialized."""
-    return ResNet(_v2(152), True, True, "resnet152v2", include_top, weights, input_tensor,
-                  input_shape, pooling, classes, classifier_activation)
+ResNet50 = _variant(50, False, "25,636,712 parameters with the top; input 224x224 by default, "
+                    "preprocessed by ``resnet.preprocess_input`` (caffe: BGR, ImageNet means "
+                    "subtracted);")
+ResNet101 = _variant(101, False, "44,707,176 parameters with the top;")
+ResNet152 = _variant(152, False, "60,419,944 parameters with the top;")
+ResNet50V2 = _variant(50, True, "25,613,800 parameters with the top; inputs preprocessed by "
+                      "``resnet_v2.preprocess_input`` (scaled to [-1, 1]);")
+ResNet101V2 = _variant(101, True, "44,675,560 parameters with the top;")
+ResNet152V2 = _variant(152, True, "60,380,648 parameters with the top;")
 
 
 def preprocess_input(x, data_format=None):

@@ -7,7 +7,6 @@ convolutions with 1x1/2 convolution shortcuts), middle flow (eight residual
 blocks of three separable convolutions at 728 channels), exit flow."""
 from kiln.keras import layers
 from kiln.keras.applications import imagenet_utils
-from kiln.keras.engine.training import Model
 
 
 def _sep_bn(x, filters, name):
@@ -65,20 +64,14 @@ def Xception(include_top=True, weights=None, input_tensor=None, input_shape=None
              pooling=None, classes=1000, classifier_activation="softmax", name="xception"):
     """Xception (tf.keras.applications.Xception): 22,910,480 parameters with the
     top; default input 299x299, at least 71x71. Inputs preprocessed by
-    ``xception.preprocess_input`` ([-1, 1]); weights: None or a local file."""
-    imagenet_utils.check_args(weights, classes, pooling, classifier_activation)
-    img_input = imagenet_utils.image_input(input_tensor, input_shape, 299, 71, include_top)
-    x = _flows(img_input)
-    x = imagenet_utils.classifier_top(x, include_top, pooling, classes, classifier_activation,
-                                      ("avg_pool" if include_top else None, None))
-    return imagenet_utils.load_weights(Model(img_input, x, name=name), weights)
+    ``xception.preprocess_input`` ([-1, 1]); weights: None, "imagenet" (Keras'
+    file, from its cache folder) or the path of a weights file."""
+    return imagenet_utils.inception_style_model(_flows, name, 299, 71, "xception", include_top,
+                                                weights, input_tensor, input_shape, pooling,
+                                                classes, classifier_activation)
 
 
-def preprocess_input(x, data_format=None):
-    """Pixel values in [0, 255] scaled to [-1, 1] (TensorFlow's mode)."""
-    return imagenet_utils.preprocess(x, "tf", data_format)
-
-
+preprocess_input = imagenet_utils.preprocess_tf_mode
 decode_predictions = imagenet_utils.decode_predictions
 
 __all__ = ["Xception", "preprocess_input", "decode_predictions"]
