@@ -44,6 +44,10 @@ STATEFUL2_M = "(layer.reset_states(), [layer(x[0], mask=x[1]), layer(x[0], mask=
 STRS = "lit:np.array([['a', 'z', '', 'b'], ['c', 'c', 'b', 'a']])"
 TEXT = ("lit:np.array(['The cat sat.', 'A dog, the dog!', '', 'cat  and DOG dog', "
         "'zebra?'])")
+STRS2 = "lit:np.array([['a', 'z', '', 'b'], ['c', 'q', 'x', 'yy']])"
+INTS = "lit:np.array([[7, 0, 5, 9, -3], [3, 11, 1, -8, 100]])"
+CROSS_A = "lit:np.array(['A', 'B', 'A', 'B', 'A'])"
+CROSS_B = "lit:np.array([101, 101, 101, 102, 102])"
 
 CASES = [
     ("ReLU", "layers.ReLU()", ["f:2,5"], CALL, None, {}),
@@ -324,6 +328,55 @@ CASES = [
     ("Activation(activity_regularizer,scalar)", "layers.Activation('tanh', "
      "activity_regularizer=keras.regularizers.L1(0.3))", ["lit:np.float32(0.7)"],
      "(layer(x[0]), layer.losses)", None, {}),
+    # issue 41: several OOV indices (FarmHash / SipHash buckets), Hashing, HashedCrossing
+    ("StringLookup(oov3,mask)", "layers.StringLookup(vocabulary=['a', 'b', 'c'], "
+     "num_oov_indices=3, mask_token='')", [STRS2], CALL, None, {}),
+    ("StringLookup(oov3,salt)", "layers.StringLookup(vocabulary=['a', 'b', 'c'], "
+     "num_oov_indices=3, salt=[7, 9])", [STRS2], CALL, None, {}),
+    ("StringLookup(oov2,count,adapt)", "layers.StringLookup(num_oov_indices=2, max_tokens=5, "
+     "output_mode='count')", [STRS2], CALL, None, {"adapt": "layer.adapt(x[0])"}),
+    ("StringLookup(oov3,invert,mask)", "layers.StringLookup(vocabulary=['a', 'b', 'c'], "
+     "num_oov_indices=3, mask_token='', invert=True)",
+     ["lit:np.array([[0, 1, 2, 3, 4, 5, 6, 7, -1]])"], CALL, None, {}),
+    ("StringLookup(oov2,one_hot,sparse)", "layers.StringLookup(vocabulary=['a', 'b'], "
+     "num_oov_indices=2, output_mode='one_hot', sparse=True)",
+     ["lit:np.array(['a', 'z', 'q', 'x', 'b'])"], CALL, None, {}),
+    ("StringLookup(oov2,tf_idf,salt)", "layers.StringLookup(vocabulary=['a', 'b', 'c'], "
+     "num_oov_indices=2, salt=11, output_mode='tf_idf', idf_weights=[1.0, 2.0, 3.0])",
+     [STRS2], CALL, None, {}),
+    ("IntegerLookup(oov3,mask,multi_hot)", "layers.IntegerLookup(vocabulary=[7, 3, 9], "
+     "num_oov_indices=3, mask_token=0, output_mode='multi_hot')", [INTS], CALL, None, {}),
+    ("IntegerLookup(oov3,farmhash)", "layers.IntegerLookup(vocabulary=[7, 3, 9], "
+     "num_oov_indices=3, oov_method='farmhash')", [INTS], CALL, None, {}),
+    ("IntegerLookup(oov3,farmhash,salt)", "layers.IntegerLookup(vocabulary=[7, 3, 9], "
+     "num_oov_indices=3, oov_method='farmhash', salt=(1, 2))", [INTS], CALL, None, {}),
+    ("IntegerLookup(oov2,invert)", "layers.IntegerLookup(vocabulary=[7, 3, 9], "
+     "num_oov_indices=2, invert=True)", ["lit:np.array([0, 1, 2, 3, 4, 5])"], CALL, None,
+     {}),
+    ("Hashing(strings)", "layers.Hashing(7)", [STRS2], CALL, None, {}),
+    ("Hashing(mask,salt)", "layers.Hashing(7, mask_value='', salt=[133, 137])", [STRS2],
+     CALL, None, {}),
+    ("Hashing(ints,count)", "layers.Hashing(6, output_mode='count')", [INTS], CALL, None, {}),
+    ("Hashing(ints,mask,int32)", "layers.Hashing(6, mask_value=0, dtype='int32')", [INTS],
+     CALL, None, {}),
+    ("Hashing(floats)", "layers.Hashing(9, salt=5)",
+     ["lit:np.array([1.7, -2.5, 0.0, 3.0, 1e6], 'float32')"], CALL, None, {}),
+    ("Hashing(one_hot)", "layers.Hashing(5, output_mode='one_hot')",
+     ["lit:np.array([['a'], ['b'], ['c']])"], CALL, None, {}),
+    ("Hashing(multi_hot,sparse)", "layers.Hashing(6, output_mode='multi_hot', sparse=True)",
+     [STRS2], CALL, None, {}),
+    ("Hashing(count,rank3)", "layers.Hashing(5, output_mode='count')", ["i9:2,3,2"], CALL,
+     None, {}),
+    ("HashedCrossing", "layers.HashedCrossing(5)", [CROSS_A, CROSS_B], LIST2, None, {}),
+    ("HashedCrossing(one_hot,cols)", "layers.HashedCrossing(7, output_mode='one_hot')",
+     ["lit:np.array([['A'], ['B'], ['']])", "lit:np.array([[-1], [2**62], [0]])"], LIST2,
+     None, {}),
+    ("HashedCrossing(one_hot,sparse)", "layers.HashedCrossing(5, output_mode='one_hot', "
+     "sparse=True)", [CROSS_A, CROSS_B], LIST2, None, {}),
+    ("HashedCrossing(3 inputs,int32)", "layers.HashedCrossing(1000, dtype='int32')",
+     [CROSS_A, CROSS_B, "i50:5"], "layer([x[0], x[1], x[2]])", None, {}),
+    ("HashedCrossing(num_bins=0)", "layers.HashedCrossing(0)", [CROSS_A, CROSS_B], LIST2,
+     None, {}),
 ]
 
 MODELS = [

@@ -132,3 +132,111 @@ def test_text_vectorization_vector_modes_and_config():
         layers.TextVectorization(output_mode="count", output_sequence_length=3)
     with pytest.raises(ValueError, match="last shape dimension must be 1"):
         layers.TextVectorization(vocabulary=["a"])(tf.constant([["a", "b"]]))
+
+
+# Several OOV indices. Every expected value below is a literal printed by TF 2.21 + Keras 3.15.
+WORDS = np.array([["a", "z", "", "b"], ["c", "q", "x", "yy"]])
+NUMBERS = np.array([[7, 0, 5, 9, -3], [3, 11, 1, -8, 100]])
+
+
+@pytest.mark.parametrize("kwargs,want", [
+    ({}, [[3, 1, 2, 4], [5, 2, 2, 1]]),  # FarmHash buckets
+    ({"mask_token": ""}, [[4, 2, 0, 5], [6, 3, 3, 2]]),
+    ({"salt": [7, 9]}, [[3, 0, 0, 4], [5, 2, 1, 0]]),  # SipHash buckets
+    ({"salt": 5}, [[3, 2, 2, 4], [5, 1, 2, 1]]),
+    ({"salt": 5, "oov_method": "farmhash"}, [[3, 2, 2, 4], [5, 1, 2, 1]]),
+])
+def test_string_lookup_several_oov_indices(kwargs, want):
+    layer = layers.StringLookup(vocabulary=["a", "b", "c"], num_oov_indices=3, **kwargs)
+    np.testing.assert_array_equal(layer(tf.constant(WORDS)).numpy(), want)
+    fn = tf.function(lambda t: layer(t))
+    np.testing.assert_array_equal(fn(tf.constant(WORDS)).numpy(), want)
+    ds = tf.data.Dataset.from_tensor_slices(WORDS).map(layer)
+    assert [b.numpy().tolist() for b in ds] == want
+
+
+@pytest.mark.parametrize("kwargs,want", [
+    ({}, [[3, 0, 2, 5, 0], [4, 2, 1, 1, 1]]),  # floormod
+    ({"mask_token": 0}, [[4, 0, 3, 6, 1], [5, 3, 2, 2, 2]]),
+    ({"oov_method": "farmhash"}, [[3, 1, 1, 5, 0], [4, 1, 0, 2, 0]]),
+    ({"oov_method": "farmhash", "salt": [1, 2]}, [[3, 2, 0, 5, 2], [4, 1, 2, 0, 2]]),
+    ({"oov_method": "farmhash", "salt": 42}, [[3, 2, 0, 5, 1], [4, 0, 0, 2, 0]]),
+])
+def test_integer_lookup_several_oov_indices(kwargs, want):
+    layer = layers.IntegerLookup(vocabulary=[7, 3, 9], num_oov_indices=3, **kwargs)
+    np.testing.assert_array_equal(layer(tf.constant(NUMBERS)).numpy(), want)
+    np.testing.assert_array_equal(layer(tf.constant(NUMBERS, "int32")).numpy(), want)
+    fn = tf.function(lambda t: layer(t))
+    np.testing.assert_array_equal(fn(tf.constant(NUMBERS)).numpy(), want)
+    clone = layers.IntegerLookup.from_config(layer.get_config())
+    np.testing.assert_array_equal(clone(tf.constant(NUMBERS)).numpy(), want)
+
+
+def test_several_oov_indices_output_modes_and_ragged():
+    def lookup(n, **kw):
+        return layers.StringLookup(vocabulary=["a", "b", "c"], num_oov_indices=n, **kw)
+    np.testing.assert_array_equal(lookup(3, output_mode="count", mask_token="")(WORDS).numpy(),
+                                  [[0, 1, 0, 1, 1, 0], [0, 1, 2, 0, 0, 1]])
+    np.testing.assert_array_equal(
+        lookup(2, output_mode="one_hot")(np.array(["a", "z", "q", "x"])).numpy(),
+        [[0, 0, 1, 0, 0], [0, 1, 0, 0, 0], [0, 1, 0, 0, 0], [1, 0, 0, 0, 0]])
+    tfidf = lookup(2, output_mode="tf_idf", idf_weights=[1.0, 2.0, 3.0])(WORDS)
+    np.testing.assert_allclose(tfidf.numpy(), [[0, 4, 1, 2, 0], [2, 4, 0, 0, 3]])
+    multi = layers.IntegerLookup(vocabulary=[7, 3, 9], num_oov_indices=2,
+                                 output_mode="multi_hot", oov_method="farmhash")(NUMBERS)
+    np.testing.assert_array_equal(multi.numpy(), [[0, 1, 1, 0, 1], [0, 1, 0, 1, 0]])
+    rag = tf.ragged.constant([["a", "z"], ["q"]])
+    assert lookup(3)(rag).to_list() == [[3, 1], [2]]
+    np.testing.assert_array_equal(lookup(3, output_mode="count")(rag).numpy(),
+                                  [[0, 1, 0, 1, 0, 0], [0, 0, 1, 0, 0, 0]])
+    assert int(lookup(3)(tf.constant("zz")).numpy()) == 1
+    # one OOV index: the salt is kept but unused
+    np.testing.assert_array_equal(
+        layers.StringLookup(vocabulary=["a"], salt=3)(WORDS).numpy(),
+        [[1, 0, 0, 0], [0, 0, 0, 0]])
+
+
+def test_several_oov_indices_vocabulary_invert_and_adapt():
+    layer = layers.StringLookup(vocabulary=["a", "b", "c"], num_oov_indices=3, mask_token="")
+    assert layer.get_vocabulary() == ["", "[UNK]", "[UNK]", "[UNK]", "a", "b", "c"]
+    lead = layers.StringLookup(vocabulary=["", "[UNK]", "[UNK]", "a", "b"], num_oov_indices=2,
+                               mask_token="")
+    assert lead.get_vocabulary() == ["", "[UNK]", "[UNK]", "a", "b"]
+    inv = layers.StringLookup(vocabulary=["a", "b", "c"], num_oov_indices=3, mask_token="",
+                              invert=True)
+    assert inv(tf.constant([[0, 1, 2, 3, 4, 5, 6, 7, -1]])).numpy().tolist() == [
+        [b"", b"[UNK]", b"[UNK]", b"[UNK]", b"a", b"b", b"c", b"[UNK]", b"[UNK]"]]
+    iinv = layers.IntegerLookup(vocabulary=[7, 3, 9], num_oov_indices=2, invert=True)
+    assert iinv(tf.constant([0, 1, 2, 3, 4, 5])).numpy().tolist() == [-1, -1, 7, 3, 9, -1]
+    adapted = layers.StringLookup(num_oov_indices=2, max_tokens=5)
+    adapted.adapt(WORDS)
+    assert adapted.get_vocabulary() == ["[UNK]", "[UNK]", "z", "yy", "x"]
+    np.testing.assert_array_equal(adapted(WORDS).numpy(), [[1, 2, 1, 0], [0, 1, 4, 3]])
+
+
+def test_oov_method_and_salt_config_and_errors():
+    cfg = layers.IntegerLookup(vocabulary=[7, 3, 9], num_oov_indices=3, oov_method="farmhash",
+                               salt=(1, 2)).get_config()
+    assert cfg["oov_method"] == "farmhash" and cfg["salt"] == [1, 2]
+    scfg = layers.StringLookup(vocabulary=["a"], num_oov_indices=3, salt=3).get_config()
+    assert scfg["salt"] == [3, 3] and scfg["oov_method"] == "floormod"
+    assert layers.StringLookup.from_config(scfg).salt == [3, 3]
+    with pytest.raises(ValueError, match=r"`salt` can only be used when "
+                                         r"`oov_method='farmhash'`. Received: "
+                                         r"oov_method=floormod"):
+        layers.IntegerLookup(vocabulary=[7], num_oov_indices=3, salt=42)
+    for cls in (layers.IntegerLookup, layers.StringLookup):
+        with pytest.raises(ValueError, match=rf"Unknown value for `oov_method` argument of "
+                                             rf"{cls.__name__}. Allowed values are: "
+                                             r"\('floormod', 'farmhash'\). Received: "
+                                             r"oov_method=mod"):
+            cls(num_oov_indices=3, oov_method="mod")
+    with pytest.raises(ValueError, match=r"The `salt` argument for `IndexLookup` can only be "
+                                         r"a tuple of 2 integers, or a single integer. "
+                                         r"Received: salt=\[1, 2, 3\]."):
+        layers.StringLookup(num_oov_indices=3, salt=[1, 2, 3])
+    with pytest.raises(ValueError, match="Only `vocabulary_dtype='int64'` is supported"):
+        layers.IntegerLookup(vocabulary_dtype="int32")
+    with pytest.raises(ValueError, match=r"Unknown value for `output_mode` argument of "
+                                         r"StringLookup. Allowed values are: \('int', "):
+        layers.StringLookup(output_mode="foo")

@@ -27,6 +27,7 @@ from kiln.keras.layers.preprocessing import (Normalization, Resizing, CenterCrop
 from kiln.keras.layers.image_augmentation import RandomRotation
 from kiln.keras.layers.convolutional3d import Conv3D, Convolution3D
 from kiln.keras.layers.index_lookup import StringLookup, IntegerLookup
+from kiln.keras.layers.hashing import Hashing, HashedCrossing
 from kiln.keras.layers.text_vectorization import TextVectorization
 from kiln.keras.layers.merging import (Add, Subtract, Multiply, Average, Maximum, Minimum,
                                        Concatenate, add, subtract, multiply, average, maximum,
@@ -56,4 +57,4 @@ __all__ = ["Layer", "InputSpec", "InputLayer", "Input", "Dense", "Activation", "
            "CategoryEncoding", "RepeatVector", "Cropping1D", "ZeroPadding1D", "UpSampling1D",
            "SpatialDropout1D", "StackedRNNCells", "RandomRotation",
            "Conv3D", "Convolution3D", "StringLookup", "IntegerLookup",
-           "TextVectorization"]
+           "TextVectorization", "Hashing", "HashedCrossing"]

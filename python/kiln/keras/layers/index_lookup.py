@@ -9,7 +9,7 @@ import os
 
 import numpy as np
 
-from kiln import _kiln, dtypes, errors
+from kiln import _kiln, dtypes, errors, strings
 from kiln.keras.layers.base import Layer
 from kiln.ops import _helpers as h
 from kiln.ops import array_ops, math_ops
@@ -41,8 +41,14 @@ def take(batches, steps):
         yield b
 
 
-def _check_args(max_tokens, num_oov_indices, output_mode, invert, sparse, idf_weights,
-                pad_to_max_tokens):
+def _unknown(value, allowed, caller, arg):
+    """Keras' validate_string_arg error."""
+    if not (isinstance(value, str) and value in allowed):
+        raise ValueError(f"Unknown value for `{arg}` argument of {caller}. Allowed values are: "
+                         f"{allowed}. Received: {arg}={value}")
+
+
+def _check_args(caller, max_tokens, num_oov_indices, oov_method, pad_to_max_tokens):
     if max_tokens is not None and max_tokens <= 1:
         raise ValueError("If set, `max_tokens` must be greater than 1. Received: "
                          f"max_tokens={max_tokens}")
@@ -52,9 +58,11 @@ def _check_args(max_tokens, num_oov_indices, output_mode, invert, sparse, idf_we
     if num_oov_indices < 0:
         raise ValueError("`num_oov_indices` must be greater than or equal to 0. Received: "
                          f"num_oov_indices={num_oov_indices}")
-    if output_mode not in _MODES:
-        raise ValueError(f"Invalid value for argument output_mode. Expected one of {_MODES}. "
-                         f"Received: output_mode={output_mode}")
+    _unknown(oov_method, ("floormod", "farmhash"), caller, "oov_method")
+
+
+def _check_modes(caller, output_mode, invert, sparse, idf_weights):
+    _unknown(output_mode, _MODES, caller, "output_mode")
     if invert and output_mode != "int":
         raise ValueError("`output_mode` must be `'int'` when `invert` is true. Received: "
                          f"output_mode={output_mode}")
@@ -65,6 +73,19 @@ def _check_args(max_tokens, num_oov_indices, output_mode, invert, sparse, idf_we
     if idf_weights is not None and output_mode != "tf_idf":
         raise ValueError("`idf_weights` should only be set if `output_mode` is `'tf_idf'`. "
                          f"Received: idf_weights={idf_weights} and output_mode={output_mode}")
+
+
+def check_salt(salt, what):
+    """`salt` as Keras keeps it: None, or a list of two integers (an int is used twice)."""
+    if salt is None:
+        return None
+    if isinstance(salt, (tuple, list)) and len(salt) == 2:
+        return list(salt)
+    if isinstance(salt, int):
+        return [salt, salt]
+    size = "size 2 integers" if what == "Hashing" else "2 integers"
+    raise ValueError(f"The `salt` argument for `{what}` can only be a tuple of {size}, or a "
+                     f"single integer. Received: salt={salt}.")
 
 
 def to_sparse(dense):
@@ -101,14 +122,13 @@ class IndexLookup(Layer):
         kwargs.pop("has_input_vocabulary", None)
         super().__init__(**kwargs)
         output_mode = {"binary": "multi_hot", "tf-idf": "tf_idf"}.get(output_mode, output_mode)
-        _check_args(max_tokens, num_oov_indices, output_mode, invert, sparse, idf_weights,
-                    pad_to_max_tokens)
-        if oov_method not in ("floormod", "farmhash"):
-            raise ValueError("Invalid value for argument `oov_method`. Expected one of "
-                             f"('floormod', 'farmhash'). Received: oov_method={oov_method}")
-        if num_oov_indices > 1 and (self._string or oov_method == "farmhash"):
-            raise NotImplementedError("More than one OOV index for strings (FarmHash buckets) "
-                                      "is not supported yet")
+        caller = type(self).__name__
+        _check_args(caller, max_tokens, num_oov_indices, oov_method, pad_to_max_tokens)
+        if salt is not None and not self._string and oov_method != "farmhash":
+            raise ValueError("`salt` can only be used when `oov_method='farmhash'`. "
+                             f"Received: oov_method={oov_method}")
+        salt = check_salt(salt, "IndexLookup")
+        _check_modes(caller, output_mode, invert, sparse, idf_weights)
         self.invert, self.max_tokens = bool(invert), max_tokens
         self.num_oov_indices, self.mask_token, self.oov_token = num_oov_indices, mask_token, \
             oov_token
@@ -292,8 +312,8 @@ class IndexLookup(Layer):
     def _lookup(self, x):
         """Indices of the terms in x (int64), OOV and mask handled as Keras."""
         oov_start = self._oov_start_index()
-        if self.num_oov_indices > 1:  # integers: floormod buckets
-            default = math_ops.floormod(x, h.tensor(self.num_oov_indices, "int64")) + oov_start
+        if self.num_oov_indices > 1:
+            default = self._oov_buckets(x) + oov_start
         else:
             default = h.tensor(-1 if self.num_oov_indices == 0 else oov_start, "int64")
         if self._tokens:
@@ -310,6 +330,18 @@ class IndexLookup(Layer):
         if self.num_oov_indices == 0 and _kiln.executing_eagerly():
             self._check_no_oov(x, idx)
         return idx
+
+    def _oov_buckets(self, x):
+        """Keras' OOV bucket of each input: integers by floormod (or, with oov_method
+        "farmhash", their decimal text hashed); strings by FarmHash, SipHash with `salt`."""
+        n = self.num_oov_indices
+        if not self._string:
+            if self.oov_method != "farmhash":
+                return math_ops.floormod(x, h.tensor(n, "int64"))
+            x = strings.as_string(x)
+        if self.salt is not None:
+            return strings.to_hash_bucket_strong(x, n, self.salt)
+        return strings.to_hash_bucket_fast(x, n)
 
     def _check_no_oov(self, x, idx):
         bad = np.asarray(x.numpy())[np.asarray(idx.numpy()) == -1]
@@ -416,25 +448,24 @@ class IndexLookup(Layer):
                 "salt": self.salt}
 
 
-
-
-
 class StringLookup(IndexLookup):
     """Strings to indices (or, with ``invert``, back): Keras 3's StringLookup
-    (mask_token None, oov_token "[UNK]", one OOV index by default)."""
+    (mask_token None, oov_token "[UNK]", one OOV index by default; several OOV
+    indices take the FarmHash bucket of the string, SipHash with ``salt``)."""
 
     _string = True
 
     def __init__(self, max_tokens=None, num_oov_indices=1, mask_token=None, oov_token="[UNK]",
                  vocabulary=None, idf_weights=None, invert=False, output_mode="int",
-                 pad_to_max_tokens=False, sparse=False, encoding="utf-8", name=None, **kwargs):
+                 pad_to_max_tokens=False, sparse=False, encoding="utf-8", name=None,
+                 salt=None, **kwargs):
         if encoding.lower().replace("-", "") != "utf8":
             raise NotImplementedError("StringLookup: only the utf-8 encoding is supported")
         kwargs.pop("vocabulary_dtype", None)
         super().__init__(max_tokens, num_oov_indices, mask_token, oov_token, "string",
                          vocabulary=vocabulary, idf_weights=idf_weights, invert=invert,
                          output_mode=output_mode, sparse=sparse,
-                         pad_to_max_tokens=pad_to_max_tokens, name=name, **kwargs)
+                         pad_to_max_tokens=pad_to_max_tokens, name=name, salt=salt, **kwargs)
         self.encoding = encoding
 
     def get_config(self):
@@ -444,27 +475,29 @@ class StringLookup(IndexLookup):
 class IntegerLookup(IndexLookup):
     """Integers to indices (or, with ``invert``, back): Keras 3's IntegerLookup
     (mask_token None, oov_token -1, one OOV index by default; several OOV
-    indices take ``input % num_oov_indices``)."""
+    indices take ``input % num_oov_indices``, or with ``oov_method="farmhash"``
+    the FarmHash (SipHash with ``salt``) bucket of the decimal text)."""
 
     _string = False
 
     def __init__(self, max_tokens=None, num_oov_indices=1, mask_token=None, oov_token=-1,
                  vocabulary=None, vocabulary_dtype="int64", idf_weights=None, invert=False,
-                 output_mode="int", sparse=False, pad_to_max_tokens=False, name=None,
-                 **kwargs):
-        if vocabulary_dtype not in ("int32", "int64"):
-            raise ValueError("When vocabulary_dtype is not int, use StringLookup instead. "
-                             f"Received: vocabulary_dtype={vocabulary_dtype}")
+                 output_mode="int", sparse=False, pad_to_max_tokens=False,
+                 oov_method="floormod", salt=None, name=None, **kwargs):
         if max_tokens is not None and max_tokens <= 1:
             raise ValueError("If `max_tokens` is set for `IntegerLookup`, it must be greater "
                              f"than 1. Received: max_tokens={max_tokens}")
         if num_oov_indices < 0:
             raise ValueError("The value of `num_oov_indices` argument for `IntegerLookup` must "
                              f">= 0. Received: num_oov_indices={num_oov_indices}")
+        if vocabulary_dtype != "int64":
+            raise ValueError("Only `vocabulary_dtype='int64'` is supported at this time. "
+                             f"Received: vocabulary_dtype={vocabulary_dtype}")
         super().__init__(max_tokens, num_oov_indices, mask_token, oov_token, vocabulary_dtype,
                          vocabulary=vocabulary, idf_weights=idf_weights, invert=invert,
                          output_mode=output_mode, sparse=sparse,
-                         pad_to_max_tokens=pad_to_max_tokens, name=name, **kwargs)
+                         pad_to_max_tokens=pad_to_max_tokens, oov_method=oov_method,
+                         salt=salt, name=name, **kwargs)
 
     def get_config(self):
         return {**super().get_config(), "vocabulary_dtype": self.vocabulary_dtype}
