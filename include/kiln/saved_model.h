@@ -80,13 +80,16 @@ class Signature {
 
 /// One object of a loaded export (node id = index in SavedModel::objects).
 struct LoadedObject {
-  enum class Kind { kUser, kFunction, kVariable, kSignature };
+  enum class Kind { kUser, kFunction, kVariable, kSignature, kAsset };
   Kind kind = Kind::kUser;
   std::string identifier;                                          ///< user objects
   std::vector<std::pair<std::string, int>> children;               ///< (name, node id)
   std::vector<std::shared_ptr<const ConcreteFunction>> functions;  ///< kFunction
   Variable variable;                                               ///< kVariable
   std::string signature;                                           ///< kSignature: its key
+  /// kAsset: the path of its file in the export's assets/ folder (the string
+  /// the functions bound to it receive, as TensorFlow's Asset.asset_path).
+  std::string asset_path;
 };
 
 /// A loaded export: signatures, objects with their functions and variables.

@@ -17,6 +17,7 @@ from kiln.ops import *  # noqa: F401,F403
 from kiln.ops import range, print  # noqa: A004
 from kiln import math, nn, random, bitwise, linalg, image
 from kiln import strings
+from kiln import io
 from kiln import config
 from kiln.device import device
 from kiln._warnings import KilnWarning, RetracingWarning, NoReturnWarning

@@ -333,15 +333,30 @@ class SignatureFunction:
         return f"<SignatureFunction {self._key}({', '.join(self._inputs)})>"
 
 
+class Asset:
+    """A file a SavedModel carries in its assets/ folder (tf.saved_model.Asset):
+    ``asset_path`` is the file's path, a string tensor, which the export's
+    functions receive. kiln loads assets from TensorFlow's exports; it does not
+    write them yet."""
+
+    def __init__(self, path):
+        self.asset_path = _kiln.convert_to_tensor(os.fspath(path), dtype=_kiln.as_dtype("string"))
+
+    def __repr__(self):
+        return f"<Asset {self.asset_path.numpy().decode()!r}>"
+
+
 def load(export_dir, tags=None, options=None):
     """Loads an export kiln saved (tf.saved_model.load): an object with the
     saved attributes, functions and variables, and ``.signatures``."""
     del tags, options
     objects, sigs = _kiln._load_saved_model(os.fspath(export_dir))
     built = [None] * len(objects)
-    for i, (kind, ident, _children, functions, variable, _sig) in enumerate(objects):
+    for i, (kind, ident, _children, functions, variable, _sig, asset) in enumerate(objects):
         if kind == "variable":
             built[i] = variable
+        elif kind == "asset":
+            built[i] = Asset(asset)
         elif kind == "function":
             built[i] = RestoredFunction(functions, f"function_{i}")
         elif ident == _LIST:
@@ -351,7 +366,7 @@ def load(export_dir, tags=None, options=None):
         elif kind == "user":
             callable_ = any(n == "__call__" for n, _ in _children)
             built[i] = _CallableUserObject() if callable_ else _UserObject()
-    for i, (kind, ident, children, _f, _v, _s) in enumerate(objects):
+    for i, (kind, ident, children, _f, _v, _s, _a) in enumerate(objects):
         obj = built[i]
         for name, child in children:
             if ident == "signature_map" or (i == 0 and name == "signatures"):

@@ -28,7 +28,7 @@ void bind_saved_model(nb::module_& m) {
       "[(TensorFlow op, how kiln imports it)] for docs/TF_OPS.md.");
 
   // (objects, signatures): objects[i] = (kind, identifier, children, functions,
-  // variable or None, signature key); signatures[key] = (function, input keys,
+  // variable or None, signature key, asset path); signatures[key] = (function, input keys,
   // output keys).
   m.def("_load_saved_model", [](const std::string& dir) {
     std::shared_ptr<const saved_model::SavedModel> sm;
@@ -36,7 +36,7 @@ void bind_saved_model(nb::module_& m) {
       nb::gil_scoped_release release;
       sm = saved_model::load(dir);
     }
-    static const char* kinds[] = {"user", "function", "variable", "signature"};
+    static const char* kinds[] = {"user", "function", "variable", "signature", "asset"};
     nb::list objects;
     for (const auto& o : sm->objects()) {
       nb::list children;
@@ -44,7 +44,7 @@ void bind_saved_model(nb::module_& m) {
       nb::object var =
           o.kind == saved_model::LoadedObject::Kind::kVariable ? nb::cast(o.variable) : nb::none();
       objects.append(nb::make_tuple(kinds[static_cast<int>(o.kind)], o.identifier, children,
-                                    nb::cast(o.functions), var, o.signature));
+                                    nb::cast(o.functions), var, o.signature, o.asset_path));
     }
     nb::dict sigs;
     for (const auto& [k, s] : sm->signatures()) {

@@ -210,6 +210,22 @@ void infer_hash_bucket(InferContext& c) {
   c.set_output(0, DType::kInt64, c.shape(0));
 }
 
+// ReadFile: a scalar filename -> the file's bytes; WriteFile: (filename,
+// contents) scalars, no outputs.
+void infer_read_file(InferContext& c) {
+  expect_string(c, 0);
+  if (c.shape(0).rank_known() && c.shape(0).rank() != 0)
+    c.fail("filename must be a scalar, got shape ", c.shape(0).to_string());
+  c.set_output(0, DType::kString, Shape{});
+}
+void infer_write_file(InferContext& c) {
+  for (int i = 0; i < 2; ++i) {
+    expect_string(c, i);
+    if (c.shape(i).rank_known() && c.shape(i).rank() != 0)
+      c.fail(i ? "contents" : "filename", " must be a scalar, got shape ", c.shape(i).to_string());
+  }
+}
+
 void infer_case(InferContext& c) {
   const std::string& enc = c.attr_string("encoding");
   if (!enc.empty() && enc != "utf-8")
@@ -537,6 +553,18 @@ void define_string_ops(OpTableBuilder& t) {
       .attr("key", AttrType::kInts)
       .traits(kNoGradient)
       .infer(infer_hash_bucket);
+  // Files are read and written when the step runs (never folded or merged).
+  t.def(OpId::ReadFile)
+      .tf()
+      .inputs({"filename"})
+      .outputs({"contents"})
+      .traits(kNoGradient | kStateful)
+      .infer(infer_read_file);
+  t.def(OpId::WriteFile)
+      .tf()
+      .inputs({"filename", "contents"})
+      .traits(kNoGradient | kStateful)
+      .infer(infer_write_file);
   t.def(OpId::StringCharSplit)
       .inputs({"input"})
       .outputs({"indices", "values", "shape"})
@@ -562,6 +590,15 @@ Tensor string_to_hash_bucket_fast(const Tensor& input, int64_t num_buckets) {
 Tensor string_to_hash_bucket_strong(const Tensor& input, int64_t num_buckets,
                                     const std::vector<int64_t>& key) {
   return call_op1(OpId::StringToHashBucketStrong, {input}, {num_buckets, key});
+}
+
+Tensor read_file(const Tensor& filename) {
+  return call_op1(OpId::ReadFile, {filename});
+}
+
+void write_file(const Tensor& filename, const Tensor& contents) {
+  const Tensor in[] = {filename, contents};
+  call_op(OpId::WriteFile, in);
 }
 
 Tensor string_join(const std::vector<Tensor>& inputs, const std::string& separator) {

@@ -1,3 +1,4 @@
+#include <filesystem>
 #include <map>
 #include <set>
 
@@ -75,14 +76,34 @@ struct Loader {
         case pb::SavedObject::kFunction: o.kind = LoadedObject::Kind::kFunction; break;
         case pb::SavedObject::kVariable: o.kind = LoadedObject::Kind::kVariable; break;
         case pb::SavedObject::kBareConcreteFunction: o.kind = LoadedObject::Kind::kSignature; break;
+        case pb::SavedObject::kAsset:
+          o.kind = LoadedObject::Kind::kAsset;
+          o.asset_path = asset_path(so.asset().asset_file_def_index(), i);
+          break;
         default:
-          // TensorFlow's assets, constants, resources: a plain object to kiln;
+          // TensorFlow's constants, resources: a plain object to kiln;
           // a function bound to one says so when loaded.
           if (!tf) fail(str_cat("object ", i, " is of a kind kiln does not save"));
           o.kind = LoadedObject::Kind::kUser;
           o.identifier = "_tf_object_kiln_does_not_load";
       }
     }
+  }
+
+  // The file of asset_file_def[index], which must name a file in assets/.
+  std::string asset_path(int index, int object) {
+    if (index < 0 || index >= mg->asset_file_def_size())
+      fail(str_cat("asset object ", object, " names asset file ", index, " of ",
+                   mg->asset_file_def_size()));
+    const std::string& name = mg->asset_file_def(index).filename();
+    const std::filesystem::path rel(name);
+    bool inside = !name.empty() && rel.is_relative();
+    for (const auto& part : rel) inside = inside && part != ".." && part != ".";
+    if (!inside) fail(str_cat("asset file '", name, "' is not a file name inside assets/"));
+    std::string path = str_cat(dir, "/assets/", name);
+    if (!std::filesystem::is_regular_file(path))
+      fail(str_cat("asset file '", name, "' is missing from ", dir, "/assets"));
+    return path;
   }
 
   void variables() {
@@ -126,9 +147,12 @@ struct Loader {
     const std::string at = str_cat("function '", name, "'");
     std::vector<Tensor> handles;
     for (int b : sc->second.bound_inputs()) {
-      if (b < 0 || static_cast<size_t>(b) >= out->objects_.size() ||
-          out->objects_[static_cast<size_t>(b)].kind != LoadedObject::Kind::kVariable)
-        fail(str_cat(at, " is bound to object ", b, ", which is not a variable"));
+      const bool ok = b >= 0 && static_cast<size_t>(b) < out->objects_.size();
+      const auto kind = ok ? out->objects_[static_cast<size_t>(b)].kind : LoadedObject::Kind::kUser;
+      if (kind == LoadedObject::Kind::kAsset && tf) continue;
+      if (kind != LoadedObject::Kind::kVariable)
+        fail(str_cat(at, " is bound to object ", b, ", which is not a variable",
+                     tf ? " or an asset" : ""));
       handles.push_back(out->objects_[static_cast<size_t>(b)].variable.handle());
     }
     FunctionOptions options;
@@ -188,9 +212,12 @@ struct Loader {
                                                       const Value& outputs,
                                                       FunctionOptions options) {
     const auto& sc = mg->object_graph_def().concrete_functions().at(name);
-    std::vector<Variable> captured;
-    for (int b : sc.bound_inputs())
-      captured.push_back(out->objects_[static_cast<size_t>(b)].variable);
+    std::vector<Value> captured;  // variables, and assets' paths
+    for (int b : sc.bound_inputs()) {
+      const LoadedObject& o = out->objects_[static_cast<size_t>(b)];
+      captured.push_back(o.kind == LoadedObject::Kind::kAsset ? Value(Tensor(o.asset_path))
+                                                              : Value(o.variable));
+    }
     options.jit_compile = tf->jit(name);
     for (const Value& v : inputs)
       if (v.kind() == Value::Kind::kSpec) options.arg_names.push_back(v.spec().name);
@@ -279,7 +306,9 @@ struct Loader {
       out_keys[static_cast<size_t>(index)] = k;
     }
     auto c = graph_nodes.find(call);
-    if (call.empty() || c == graph_nodes.end() || c->second->op() != "StatefulPartitionedCall")
+    if (call.empty() || c == graph_nodes.end() ||
+        (c->second->op() != "StatefulPartitionedCall" &&
+         (!tf || c->second->op() != "PartitionedCall")))  // TF's stateless functions
       fail(str_cat(at, ": its outputs do not name a function call"));
     auto f = c->second->attr().find("f");
     if (f == c->second->attr().end() || !f->second.has_func())

@@ -161,7 +161,7 @@ Value pack(const Value& structure, const std::vector<TfValue>& flat, size_t& nex
 
 std::shared_ptr<const ConcreteFunction> TfImporter::concrete(const std::string& name,
                                                              const std::vector<Value>& inputs,
-                                                             const std::vector<Variable>& captured,
+                                                             const std::vector<Value>& captured,
                                                              const Value& outputs,
                                                              FunctionOptions options) const {
   const std::string at = str_cat(where_, ": function '", name, "'");
@@ -177,7 +177,9 @@ std::shared_ptr<const ConcreteFunction> TfImporter::concrete(const std::string& 
         t.tensor = v.tensor();
       bound.push_back(std::move(t));
     }
-    for (const Variable& v : captured) bound.push_back(TfValue{Tensor(), v});
+    for (const Value& v : captured)
+      bound.push_back(v.kind() == Value::Kind::kVariable ? TfValue{Tensor(), v.variable()}
+                                                         : TfValue{v.tensor(), Variable()});
     const std::vector<TfValue> outs = call(name, bound, 0);
     size_t next = 0;
     Value packed = pack(outputs, outs, next, at);

@@ -52,11 +52,12 @@ class TfImporter {
   std::vector<std::string> missing_ops(const std::vector<std::string>& roots) const;
 
   /// Traces function `name` into a concrete function taking `inputs` (the
-  /// structured arguments: specs, variables); its trailing resource args are
-  /// bound to `captured`; its flat outputs fill `outputs` (TensorSpec leaves).
+  /// structured arguments: specs, variables); its trailing args are bound to
+  /// `captured` (variables, and assets' paths as string tensors); its flat outputs fill `outputs`
+  /// (TensorSpec leaves).
   std::shared_ptr<const ConcreteFunction> concrete(const std::string& name,
                                                    const std::vector<Value>& inputs,
-                                                   const std::vector<Variable>& captured,
+                                                   const std::vector<Value>& captured,
                                                    const Value& outputs,
                                                    FunctionOptions options) const;
 

@@ -32,6 +32,13 @@ Tensor string_to_hash_bucket_fast(const Tensor& input, int64_t num_buckets);
 Tensor string_to_hash_bucket_strong(const Tensor& input, int64_t num_buckets,
                                     const std::vector<int64_t>& key);
 
+/// ReadFile: the bytes of the file named by the scalar string `filename`
+/// (NotFoundError when absent; ResourceExhausted above the allocation cap).
+Tensor read_file(const Tensor& filename);
+/// WriteFile: writes the scalar string `contents` to `filename`, replacing it
+/// (the parent directory must exist).
+void write_file(const Tensor& filename, const Tensor& contents);
+
 /// StringJoin: joins the strings of `inputs` element by element with
 /// `separator` between them. Non-scalar inputs must all have the same shape;
 /// scalars are repeated (TensorFlow does not broadcast further). No inputs

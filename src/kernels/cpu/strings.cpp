@@ -14,6 +14,8 @@
 #include <complex>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <limits>
 #include <string>
 #include <string_view>
@@ -642,6 +644,29 @@ void format_kernel(KernelContext& c) {
   c.allocate_output(0).mutable_data<std::string>()[0] = std::move(text);
 }
 
+// ---- ReadFile / WriteFile ----
+
+void read_file_kernel(KernelContext& c) {
+  const std::string& name = c.input(0).data<std::string>()[0];
+  std::error_code ec;
+  const auto size = std::filesystem::file_size(name, ec);
+  if (ec) throw NotFoundError(str_cat("ReadFile: ", name, ": ", ec.message()));
+  check_bytes(c, static_cast<int64_t>(size));
+  std::ifstream f(name, std::ios::binary);
+  std::string data(size, '\0');
+  if (!f || !f.read(data.data(), static_cast<std::streamsize>(size)))
+    throw NotFoundError(str_cat("ReadFile: cannot read ", name));
+  c.allocate_output(0).mutable_data<std::string>()[0] = std::move(data);
+}
+
+void write_file_kernel(KernelContext& c) {
+  const std::string& name = c.input(0).data<std::string>()[0];
+  const std::string& data = c.input(1).data<std::string>()[0];
+  std::ofstream f(name, std::ios::binary | std::ios::trunc);
+  if (!f || !f.write(data.data(), static_cast<std::streamsize>(data.size())) || !f.flush())
+    throw NotFoundError(str_cat("WriteFile: cannot write ", name));
+}
+
 // ---- StringToHashBucketFast / Strong ----
 
 template <bool kStrong>
@@ -678,6 +703,8 @@ void bind_string_kernels(OpTableBuilder& t) {
   t.kernel(OpId::RegexFullMatch, regex_full_match_kernel);
   t.kernel(OpId::StringSplitV2, split_v2_kernel);
   t.kernel(OpId::StringCharSplit, char_split_kernel);
+  t.kernel(OpId::ReadFile, read_file_kernel);
+  t.kernel(OpId::WriteFile, write_file_kernel);
   t.kernel(OpId::StringToHashBucketFast, hash_bucket_kernel<false>);
   t.kernel(OpId::StringToHashBucketStrong, hash_bucket_kernel<true>);
   t.kernel(OpId::StringFormat, format_kernel);

@@ -23,13 +23,13 @@ using testing::write_bytes;
 const fs::path kModule =
     fs::path(KILN_SOURCE_DIR) / "tests/fixtures/tf_written/saved_models/module";
 
-// A copy of the TF-written module whose saved_model.pb `edit` may change.
+// A copy of a TF-written export whose saved_model.pb `edit` may change.
 struct Copy {
   fs::path dir;
-  Copy() {
+  explicit Copy(const fs::path& from = kModule) {
     char tmpl[] = "/tmp/kiln_tfsm_XXXXXX";
     dir = ::mkdtemp(tmpl);
-    fs::copy(kModule, dir, fs::copy_options::recursive);
+    fs::copy(from, dir, fs::copy_options::recursive);
   }
   ~Copy() { fs::remove_all(dir); }
   template <typename F>
@@ -123,6 +123,32 @@ TEST(TfSavedModel, DamagedFunctionsAreClearErrors) {
         },
         Code::kInvalidArgument, {k.fragment});
   }
+}
+
+// Asset files must be files of the export's assets/ folder.
+TEST(TfSavedModel, AssetPathsStayInsideTheExport) {
+  const fs::path assets = kModule.parent_path() / "asset_module";
+  {
+    Copy c(assets);
+    auto sm = saved_model::load(c.str());
+    auto out =
+        sm->signature("serving_default")({{"words", Tensor::from_vector<std::string>({"w"}, {1})}});
+    EXPECT_EQ(out.at("output_0").to_vector<std::string>()[0], "w|red\ngreen\nblue");
+  }
+  for (const char* name : {"../saved_model.pb", "/etc/hostname", "", "sub/../../x"}) {
+    Copy c(assets);
+    c.edit([&](pb::SavedModel& sm) {
+      sm.mutable_meta_graphs(0)->mutable_asset_file_def(0)->set_filename(name);
+    });
+    expect_error([&] { saved_model::load(c.str()); }, Code::kInvalidArgument,
+                 {"is not a file name inside assets/"});
+  }
+  Copy c(assets);
+  c.edit([](pb::SavedModel& sm) {
+    for (auto& n : *sm.mutable_meta_graphs(0)->mutable_object_graph_def()->mutable_nodes())
+      if (n.has_asset()) n.mutable_asset()->set_asset_file_def_index(7);
+  });
+  expect_error([&] { saved_model::load(c.str()); }, Code::kInvalidArgument, {"asset file 7"});
 }
 
 TEST(TfSavedModel, RecursionIsBounded) {

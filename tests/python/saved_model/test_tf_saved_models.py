@@ -89,6 +89,25 @@ def test_keras_export_takes_other_batch_sizes():
     np.testing.assert_allclose(got[4:], E["keras_cnn/y"], rtol=1e-5, atol=1e-6)
 
 
+def test_assets_are_bound_as_their_paths(tmp_path):
+    d = copy_fixture(tmp_path, "asset_module")  # a copy: the path is the export's own
+    m = tf.saved_model.load(str(d))
+    assert m.vocab.asset_path.numpy().decode() == str(d / "assets" / "vocab.txt")
+    words = tf.constant(E["asset_module/x"])
+    assert m(words).numpy().tolist() == E["asset_module/y"].tolist()
+    out = m.signatures["serving_default"](words=words)["output_0"]
+    assert out.numpy().tolist() == E["asset_module/y"].tolist()
+    (d / "assets" / "vocab.txt").write_bytes(b"edited\n")  # read when called, as TF does
+    assert m(words).numpy()[0] == b"green|edited"
+
+
+def test_missing_asset_file_is_a_clear_error(tmp_path):
+    d = copy_fixture(tmp_path, "asset_module")
+    os.remove(d / "assets" / "vocab.txt")
+    with pytest.raises(tf.errors.InvalidArgumentError, match="asset file 'vocab.txt' is missing"):
+        tf.saved_model.load(str(d))
+
+
 def copy_fixture(tmp_path, name):
     dst = tmp_path / name
     shutil.copytree(os.path.join(HERE, name), dst)
