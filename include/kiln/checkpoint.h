@@ -34,7 +34,7 @@ struct Entry {
   int64_t offset = 0;
   int64_t size = 0;
   uint32_t crc32c = 0;       ///< unmasked CRC-32C of the stored bytes
-  bool partitioned = false;  ///< a tensor saved in slices (read refuses it)
+  bool partitioned = false;  ///< a tensor saved in slices (read joins them)
 };
 
 /// TensorFlow's dtype name of a DataType number ("float32", "int16", ...);
@@ -81,7 +81,10 @@ class BundleWriter {
 /// its shard's size); tensors are read on demand, checksummed, and share the
 /// mapped shard (copy-on-write) when their offset is 64-byte aligned. Errors:
 /// NotFoundError (missing files or keys), DataLossError (damaged files),
-/// UnimplementedError (big-endian bundles, partitioned tensors, variants).
+/// UnimplementedError (big-endian bundles, partitioned string tensors,
+/// variants). A tensor TensorFlow saved in slices (partitioned variables) is
+/// read whole: its slices (their keys are not listed) are checked when
+/// opening to cover it exactly once, and joined on first read.
 class BundleReader {
  public:
   explicit BundleReader(const std::string& prefix);

@@ -13,6 +13,7 @@
 
 #include "kiln/checkpoint.h"
 #include "saved_model/bundle_format.h"
+#include "saved_model/bundle_slices.h"
 #include "saved_model/mapped_file.h"
 #include "saved_model/proto_io.h"
 #include "saved_model/table.h"
@@ -20,6 +21,7 @@
 
 namespace kiln::checkpoint {
 namespace detail = saved_model::detail;
+
 namespace pb = ::kiln::tfproto;
 using detail::crc32c;
 using detail::mask_crc;
@@ -187,6 +189,9 @@ struct BundleReader::Impl {
   std::string prefix, where;
   int num_shards = 1;
   std::map<std::string, Entry> entries;
+  std::map<std::string, Entry> slice_entries;               // keys beginning with 0: slices' bytes
+  std::map<std::string, std::vector<slices::Slice>> parts;  // partitioned tensors
+  mutable std::map<std::string, std::string> joined;        // partitioned tensors read, kept
   std::vector<uint64_t> shard_sizes;
   mutable std::mutex mu;
   mutable std::vector<std::shared_ptr<detail::MappedFile>> shards;
@@ -204,18 +209,51 @@ struct BundleReader::Impl {
     return shards[i];
   }
 
-  // The stored bytes of `e`, checksummed.
+  // The stored bytes of `e`, checksummed; a partitioned tensor's joined.
   std::string_view stored(const std::string& key, const Entry& e,
                           std::shared_ptr<detail::MappedFile>* keep) const {
-    if (e.partitioned)
-      throw UnimplementedError(str_cat(where, ": '", key,
-                                       "' is saved in slices (a partitioned "
-                                       "variable); kiln reads whole tensors only"));
+    if (e.partitioned) return join(key, e);
     *keep = shard(e.shard);
     const char* p = (*keep)->data() + e.offset;
     if (dtype_size(e.dtype) && e.size && crc32c(p, e.size) != e.crc32c)
       throw DataLossError(str_cat(where, ": the value of '", key, "' fails its checksum"));
     return {p, static_cast<size_t>(e.size)};
+  }
+
+  std::string_view join(const std::string& key, const Entry& e) const {
+    if (!dtype_size(e.dtype))
+      throw UnimplementedError(str_cat(where, ": '", key,
+                                       "' is a string tensor saved in slices; kiln joins "
+                                       "slices of plain tensors only"));
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      auto it = joined.find(key);
+      if (it != joined.end()) return it->second;
+    }
+    std::vector<std::shared_ptr<detail::MappedFile>> keep;
+    std::string b = slices::join_slices(
+        e.shape, dtype_size(e.dtype), parts.at(key), [&](const slices::Slice& s) {
+          const Entry& part = slice_entries.at(s.key);
+          keep.emplace_back();
+          return stored(str_cat(key, " (a slice)"), part, &keep.back());
+        });
+    std::lock_guard<std::mutex> lock(mu);
+    return joined.emplace(key, std::move(b)).first->second;
+  }
+
+  // Each partitioned tensor's slices: inside it, covering it once, stored
+  // with its dtype and their shapes.
+  void check_slices() {
+    for (const auto& [key, list] : parts) {
+      const Entry& e = entries.at(key);
+      for (const auto& s : list) {
+        auto it = slice_entries.find(s.key);
+        const std::string at = str_cat(where, ": a slice of '", key, "'");
+        if (it == slice_entries.end()) throw DataLossError(str_cat(at, " is missing"));
+        if (it->second.dtype != e.dtype || it->second.shape != s.length)
+          throw DataLossError(str_cat(at, " is stored with another dtype or shape"));
+      }
+    }
   }
 
   void read_header(const std::string& value) {
@@ -259,7 +297,8 @@ struct BundleReader::Impl {
     e.size = p.size();
     e.crc32c = detail::unmask_crc(p.crc32c());
     if (!e.partitioned) check_extent(at, e, n);
-    entries.emplace(key, std::move(e));
+    if (e.partitioned) parts.emplace(key, slices::read_slices(key, e.shape, p.slices(), at));
+    (!key.empty() && key[0] == '\0' ? slice_entries : entries).emplace(key, std::move(e));
   }
 
   void check_extent(const std::string& at, const Entry& e, int64_t n) {
@@ -299,6 +338,7 @@ BundleReader::BundleReader(const std::string& prefix) : impl_(std::make_unique<I
     throw DataLossError(str_cat(r.where, ": the bundle header (key \"\") is missing"));
   r.read_header(table[0].second);
   for (size_t i = 1; i < table.size(); ++i) r.add_entry(table[i].first, table[i].second);
+  r.check_slices();
   if (r.shard_sizes.empty())
     for (int i = 0; i < r.num_shards; ++i) r.shard_sizes.push_back(r.shard_size(i));
   r.shards.resize(r.num_shards);
@@ -367,7 +407,8 @@ Tensor BundleReader::read(const std::string& key) const {
   }
   const std::string_view b = bytes(key);
   std::shared_ptr<detail::MappedFile> m = impl_->shard(e.shard);
-  if (e.offset % kAlign == 0) return detail::tensor_in(m, b.data(), b.size(), dt, shape);
+  if (!e.partitioned && e.offset % kAlign == 0)
+    return detail::tensor_in(m, b.data(), b.size(), dt, shape);
   Tensor t = Tensor::empty(dt, shape);
   if (!b.empty()) std::memcpy(t.mutable_raw_data(), b.data(), b.size());
   return t;

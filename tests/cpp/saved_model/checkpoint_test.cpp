@@ -5,10 +5,12 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <functional>
 
 #include "../../fuzz/fuzz_body.h"
 #include "kiln/kiln.h"
 #include "saved_model/table.h"
+#include "tensor_bundle.pb.h"
 #include "test_util.h"
 
 namespace kiln {
@@ -148,6 +150,69 @@ TEST(Checkpoint, DamagedFilesAreClearErrors) {
   fs::remove(index);
   expect_error(open, Code::kNotFound, {".index"});
   EXPECT_FALSE(checkpoint::is_bundle(prefix));
+}
+
+const std::string kTfPartitioned =
+    std::string(KILN_SOURCE_DIR) + "/tests/fixtures/tf_written/checkpoints/partitioned/ckpt";
+
+// Partitioned variables TensorFlow saved in slices read whole; the slices'
+// own keys are not listed.
+TEST(Checkpoint, ReadsTensorsTensorFlowSavedInSlices) {
+  BundleReader r(kTfPartitioned);
+  EXPECT_EQ(r.keys(), (std::vector<std::string>{"emb", "plain", "w"}));
+  EXPECT_TRUE(r.entry("emb").partitioned);
+  std::vector<float> emb(600), w(30);
+  for (int i = 0; i < 600; ++i) emb[i] = static_cast<float>(i);
+  for (int i = 0; i < 30; ++i) w[i] = 0.5f * static_cast<float>(i);
+  testing::expect_tensor<float>(r.read("emb"), {200, 3}, emb);
+  testing::expect_tensor<float>(r.read("w"), {5, 6}, w);
+  testing::expect_tensor<float>(r.read("emb"), {200, 3}, emb);  // joined once, kept
+  testing::expect_tensor<float>(r.read("plain"), {2}, {1, 2});
+}
+
+TEST(Checkpoint, DamagedSlicesAreClearErrors) {
+  const std::string index = read_bytes(checkpoint::index_path(kTfPartitioned));
+  const auto table = saved_model::detail::read_table(index, "t");
+  struct Case {
+    const char* fragment;
+    std::function<void(tfproto::BundleEntryProto&)> edit_emb;  // the full tensor's entry
+    bool drop_a_slice_entry = false;
+  };
+  const std::vector<Case> cases = {
+      {"overlap", [](auto& e) { e.mutable_slices(1)->mutable_extent(0)->set_start(60); }},
+      {"of dimension 0", [](auto& e) { e.mutable_slices(2)->mutable_extent(0)->set_length(99); }},
+      {"hold 402 of its 600", [](auto& e) { e.mutable_slices()->RemoveLast(); }},
+      {"a slice of rank",
+       [](auto& e) {
+         e.mutable_slices(0)->add_extent();
+         e.mutable_slices(0)->add_extent();
+       }},
+      {"is missing", [](auto&) {}, true},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.fragment);
+    TempDir d;
+    const std::string prefix = d.str("ckpt");
+    fs::copy_file(checkpoint::data_path(kTfPartitioned, 0, 1), checkpoint::data_path(prefix, 0, 1));
+    saved_model::detail::TableBuilder t;
+    bool dropped = false;
+    for (const auto& [key, value] : table) {
+      if (c.drop_a_slice_entry && !dropped && !key.empty() && key[0] == '\0') {
+        dropped = true;
+        continue;
+      }
+      if (key != "emb") {
+        t.add(key, value);
+        continue;
+      }
+      tfproto::BundleEntryProto e;
+      ASSERT_TRUE(e.ParseFromString(value));
+      c.edit_emb(e);
+      t.add(key, e.SerializeAsString());
+    }
+    write_bytes(checkpoint::index_path(prefix), t.finish());
+    expect_error([&] { BundleReader r(prefix); }, Code::kDataLoss, {c.fragment});
+  }
 }
 
 TEST(Checkpoint, TableSpansBlocksAndChecksKeyOrder) {

@@ -97,3 +97,13 @@ def test_keras_model_and_optimizer_values():
         got = reader.get_tensor(f"optimizer/_trainable_variables/{i}/.ATTRIBUTES/VARIABLE_VALUE")
         np.testing.assert_array_equal(got, values[f"w{i}"])
     assert reader.get_tensor("optimizer/_iterations/.ATTRIBUTES/VARIABLE_VALUE") == 1
+
+
+def test_partitioned_variables_read_whole():
+    prefix = os.path.join(HERE, "partitioned", "ckpt")
+    assert dict(tf.train.list_variables(prefix)) == {"emb": [200, 3], "plain": [2], "w": [5, 6]}
+    r = tf.train.load_checkpoint(prefix)
+    np.testing.assert_array_equal(r.get_tensor("emb"),
+                                  np.arange(600, dtype=np.float32).reshape(200, 3))
+    np.testing.assert_array_equal(r.get_tensor("w"),
+                                  np.arange(30, dtype=np.float32).reshape(5, 6) * 0.5)
