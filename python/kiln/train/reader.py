@@ -40,16 +40,25 @@ class CheckpointReader:
 
     def get_variable_to_shape_map(self):
         out = {k: list(e.shape) for k, e in self._reader.index.tensors.items()}
-        out[OBJECT_GRAPH_KEY] = []
+        if self._has_graph():
+            out[OBJECT_GRAPH_KEY] = []
         return out
 
     def get_variable_to_dtype_map(self):
         out = {k: _dtype(e.dtype) for k, e in self._reader.index.tensors.items()}
-        out[OBJECT_GRAPH_KEY] = _kiln.as_dtype("string")
+        if self._has_graph():
+            out[OBJECT_GRAPH_KEY] = _kiln.as_dtype("string")
         return out
 
+    def _has_graph(self):
+        """False for a name-based (TF 1 Saver) checkpoint, which has no object graph."""
+        return (getattr(self._reader.source, "graph_bytes", None) is not None
+                or self._reader.index.graph_json is not None)
+
     def has_tensor(self, name):
-        return name == OBJECT_GRAPH_KEY or name in self._reader.index.tensors
+        if name == OBJECT_GRAPH_KEY:
+            return self._has_graph()
+        return name in self._reader.index.tensors
 
     def get_tensor(self, name):
         """The saved value of key ``name`` as a NumPy array (NotFoundError if absent)."""
