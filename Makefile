@@ -78,7 +78,9 @@ test-peers: build
 	.venv/bin/python tests/peers/write_kiln_saved_models.py $(BUILD)/kiln-saved-models
 	.venv-peers/bin/python tests/peers/check_saved_model.py $(BUILD)/kiln-saved-models/flow \
 	  $(BUILD)/kiln-saved-models/keras_cnn $(BUILD)/kiln-saved-models/jit \
-	  $(BUILD)/kiln-saved-models/keras_rnn $(BUILD)/kiln-saved-models/scan
+	  $(BUILD)/kiln-saved-models/keras_rnn $(BUILD)/kiln-saved-models/scan \
+	  $(BUILD)/kiln-saved-models/mobilenetv3 $(BUILD)/kiln-saved-models/efficientnetb0 \
+	  $(BUILD)/kiln-saved-models/resnet50
 	.venv/bin/python tests/peers/write_kiln_checkpoints.py $(BUILD)/ckpt-peers
 	.venv-peers/bin/python tests/peers/check_checkpoints.py $(BUILD)/ckpt-peers
 	.venv-peers/bin/python tests/peers/check_keras_files.py

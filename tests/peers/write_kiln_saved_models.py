@@ -67,6 +67,17 @@ class Scan(tf.Module):
         return stacked + ta.read(0)
 
 
+def save_application(name, ctor, size, out):
+    """A Keras application built in kiln (logits: no softmax to hide differences)."""
+    tf.keras.utils.set_random_seed(0)
+    model = ctor(weights=None, input_shape=(size, size, 3), classifier_activation=None)
+    serve = tf.function(lambda images: model(images, training=False),
+                        input_signature=[tf.TensorSpec([None, size, size, 3], tf.float32,
+                                                       name="images")])
+    x = np.random.RandomState(1).rand(1, size, size, 3).astype(np.float32) * 255
+    save(name, model, serve, x, out)
+
+
 def save(name, obj, fn, x, out):
     path = os.path.join(out, name)
     tf.saved_model.save(obj, path, signatures={"serving_default": fn})
@@ -96,6 +107,10 @@ def main(out):
                         input_signature=[tf.TensorSpec([None, 7, 3], tf.float32, name="seq")])
     save("keras_rnn", rnn, serve, np.random.RandomState(2).randn(2, 7, 3).astype(np.float32),
          out)
+    for name, ctor, size in (("mobilenetv3", tf.keras.applications.MobileNetV3Small, 96),
+                             ("efficientnetb0", tf.keras.applications.EfficientNetB0, 64),
+                             ("resnet50", tf.keras.applications.ResNet50, 64)):
+        save_application(name, ctor, size, out)
     sc = Scan()
     save("scan", sc, sc.serve, np.random.RandomState(3).randn(5, 3).astype(np.float32), out)
     print("wrote", out)
