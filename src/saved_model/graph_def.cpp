@@ -343,7 +343,7 @@ Ref<Subgraph> LibraryReader::body(const std::string& name, int depth, int64_t dr
     std::unique_ptr<Graph> g = build(f, {}, depth);
     auto& outs = g->outputs();
     const size_t n_in = g->inputs().size();
-    if (drop < 0 || static_cast<size_t>(drop) > outs.size() || outs.size() > n_in)
+    if (drop < 0 || static_cast<size_t>(drop) > outs.size() || (drop && outs.size() > n_in))
       throw InvalidArgumentError(
           str_cat(where_, ": function '", name, "' cannot pass ", drop, " of its args through"));
     for (size_t k = outs.size() - static_cast<size_t>(drop); k < outs.size(); ++k)

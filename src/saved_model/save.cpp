@@ -3,6 +3,7 @@
 #include <cerrno>
 #include <cstring>
 #include <map>
+#include <set>
 
 #include "kiln/saved_model.h"
 #include "saved_model/graph_def.h"
@@ -89,6 +90,55 @@ struct Written {
 void ensure_dir(const std::string& d) {
   if (::mkdir(d.c_str(), 0755) != 0 && errno != EEXIST)
     throw FailedPreconditionError(str_cat(d, ": cannot create directory: ", std::strerror(errno)));
+}
+
+// TensorFlow's signature functions return a dict: a wrapper FunctionDef
+// calling `w`'s function, its outputs keyed by the signature's output keys
+// (kiln inlines the call when loading).
+Written signature_wrapper(pb::FunctionDefLibrary& lib, pb::SavedObjectGraph& og, const Written& w,
+                          const ConcreteFunction& fn, const std::vector<std::string>& out_keys) {
+  const pb::FunctionDef* orig = nullptr;
+  std::set<std::string> names;
+  for (const auto& f : lib.function()) {
+    names.insert(f.signature().name());
+    if (f.signature().name() == w.name) orig = &f;
+  }
+  Written out{str_cat("__inference_signature_wrapper_", fn.name()), w.bound};
+  for (int k = 1; names.count(out.name); ++k)
+    out.name = str_cat("__inference_signature_wrapper_", fn.name(), "_", k);
+  pb::FunctionDef* f = lib.add_function();
+  f->mutable_signature()->set_name(out.name);
+  f->mutable_signature()->set_is_stateful(true);
+  *f->mutable_signature()->mutable_input_arg() = orig->signature().input_arg();
+  *f->mutable_arg_attr() = orig->arg_attr();
+  pb::NodeDef* call = f->add_node_def();
+  call->set_name("StatefulPartitionedCall");
+  call->set_op("StatefulPartitionedCall");
+  (*call->mutable_attr())["f"].mutable_func()->set_name(w.name);
+  auto* tin = (*call->mutable_attr())["Tin"].mutable_list();
+  for (const auto& a : orig->signature().input_arg()) {
+    call->add_input(a.name());
+    tin->add_type(a.type());
+  }
+  auto* tout = (*call->mutable_attr())["Tout"].mutable_list();
+  std::vector<std::pair<std::string, Value>> specs;
+  for (int k = 0; k < orig->signature().output_arg_size(); ++k) {
+    const auto& a = orig->signature().output_arg(k);
+    tout->add_type(a.type());
+    *f->mutable_signature()->add_output_arg() = a;
+    (*f->mutable_ret())[a.name()] = str_cat("StatefulPartitionedCall:output:", k);
+    const TensorSpec& s =
+        fn.graph().outputs()[static_cast<size_t>(k)].node->outputs()[static_cast<size_t>(
+            fn.graph().outputs()[static_cast<size_t>(k)].index)];
+    specs.emplace_back(out_keys[static_cast<size_t>(k)],
+                       Value(ArgSpec{s.dtype, s.shape, out_keys[static_cast<size_t>(k)]}));
+  }
+  pb::SavedConcreteFunction sc = og.concrete_functions().at(w.name);
+  sc.clear_output_signature();
+  detail::to_proto(Value::dict(std::move(specs)), sc.mutable_output_signature(),
+                   str_cat("signature of '", fn.name(), "'"));
+  (*og.mutable_concrete_functions())[out.name] = std::move(sc);
+  return out;
 }
 
 // The main graph TensorFlow's tools read a signature from: its inputs as
@@ -233,7 +283,10 @@ void Exporter::save(const std::string& dir) const {
   };
   for (size_t i = 0; i < im.objects.size(); ++i)
     for (const auto& f : im.objects[i].functions) write_fn(f);
-  for (const auto& s : im.signatures) write_fn(s.fn);
+  std::map<std::string, Written> wrappers;  // per signature key
+  for (const auto& s : im.signatures)
+    wrappers.emplace(s.key, signature_wrapper(*mg.mutable_graph_def()->mutable_library(), og,
+                                              write_fn(s.fn), *s.fn, s.outputs));
 
   // Signatures: root.signatures.<key>, each a bare concrete function.
   int sig_map = -1;
@@ -288,7 +341,7 @@ void Exporter::save(const std::string& dir) const {
         for (const auto& s : im.signatures)
           if (s.key == o.signature) sig = &s;
         auto* b = so->mutable_bare_concrete_function();
-        b->set_concrete_function_name(written.at(sig->fn.get()).name);
+        b->set_concrete_function_name(wrappers.at(sig->key).name);
         for (const std::string& k : sig->inputs) b->add_argument_keywords(k);
         break;
       }
@@ -296,8 +349,7 @@ void Exporter::save(const std::string& dir) const {
   }
   int call_index = 0;
   for (const auto& s : im.signatures)
-    write_signature_graph(mg, s.key, written.at(s.fn.get()), *s.fn, s.inputs, s.outputs,
-                          call_index++);
+    write_signature_graph(mg, s.key, wrappers.at(s.key), *s.fn, s.inputs, s.outputs, call_index++);
 
   ensure_dir(dir);
   ensure_dir(dir + "/variables");
