@@ -6,6 +6,7 @@ passes fuse (with a following BatchNormalization) into one oneDNN primitive.
 """
 from kiln.keras import activations, initializers
 from kiln.keras.layers import _args
+from kiln.keras.layers._conv_nd import ConvND
 from kiln.keras.layers.base import Layer, InputSpec
 from kiln.ops import _helpers as h
 from kiln.ops import array_ops, nn_ops
@@ -373,73 +374,14 @@ class Conv2DTranspose(_Conv2DBase):
                 **_args.extras_config(self, _args.CONV_EXTRAS)}
 
 
-class Conv1D(Layer):
+class Conv1D(ConvND):
     """1-D convolution over [batch, steps, channels] (channels_last):
     kernel [kernel_size, in_channels / groups, filters], bias [filters].
     padding 'valid', 'same' or 'causal' (zeros before the steps only, so an
     output never sees a later step)."""
 
-    _kiln_static_shapes = True
-
-    def __init__(self, filters, kernel_size, strides=1, padding="valid", data_format=None,
-                 dilation_rate=1, groups=1, activation=None, use_bias=True,
-                 kernel_initializer="glorot_uniform", bias_initializer="zeros",
-                 kernel_regularizer=None, bias_regularizer=None, activity_regularizer=None,
-                 kernel_constraint=None, bias_constraint=None, **kwargs):
-        super().__init__(**kwargs)
-        self.filters = _args.positive_int(filters, "filters", "Conv1D")
-        self.kernel_size = _args.int_tuple(kernel_size, 1, "kernel_size")
-        self.strides = _args.int_tuple(strides, 1, "strides")
-        p = padding.lower() if isinstance(padding, str) else padding
-        if p not in ("valid", "same", "causal"):
-            raise ValueError("The `padding` argument must be one of 'valid', 'same', 'causal'. "
-                             f"Received padding={padding!r}")
-        self.padding = p
-        self.data_format = _args.data_format(data_format)
-        self.dilation_rate = _args.int_tuple(dilation_rate, 1, "dilation_rate")
-        if self.strides[0] > 1 and self.dilation_rate[0] > 1:
-            raise ValueError("Conv1D: strides > 1 not supported in conjunction with "
-                             f"dilation_rate > 1. Received strides={self.strides} and "
-                             f"dilation_rate={self.dilation_rate}")
-        self.groups = _args.positive_int(groups, "groups", "Conv1D")
-        if self.filters % self.groups:
-            raise ValueError(f"The number of filters must be evenly divisible by the number "
-                             f"of groups. Received: groups={self.groups}, "
-                             f"filters={self.filters}")
-        self.activation = activations.get(activation)
-        self.use_bias = bool(use_bias)
-        self.kernel_initializer = initializers.get(kernel_initializer)
-        self.bias_initializer = initializers.get(bias_initializer)
-        self.kernel_regularizer, self.bias_regularizer = kernel_regularizer, bias_regularizer
-        self.kernel_constraint, self.bias_constraint = kernel_constraint, bias_constraint
-        self.activity_regularizer = activity_regularizer
-        self.input_spec = InputSpec(ndim=3)
-
-    @property
-    def _channel_axis(self):
-        return -1 if self.data_format == "channels_last" else 1
-
-    def build(self, input_shape):
-        shape = TensorShape(input_shape)
-        c = shape[self._channel_axis] if shape.rank == 3 else None
-        if c is None:
-            raise ValueError("Conv1D: the channel dimension of the inputs should be defined. "
-                             f"Found None in shape {shape}")
-        if c % self.groups:
-            raise ValueError(f"The number of input channels must be evenly divisible by the "
-                             f"number of groups. Received groups={self.groups}, but the input "
-                             f"has {c} channels (full input shape is {shape})")
-        self.compute_output_shape(input_shape)
-        self.kernel = self.add_weight("kernel", self.kernel_size + (c // self.groups,
-                                                                    self.filters),
-                                      initializer=self.kernel_initializer,
-                                      regularizer=self.kernel_regularizer,
-                                      constraint=self.kernel_constraint)
-        self.bias = self.add_weight("bias", (self.filters,), initializer=self.bias_initializer,
-                                    regularizer=self.bias_regularizer,
-                                    constraint=self.bias_constraint) if self.use_bias else None
-        self.input_spec = InputSpec(ndim=3, axes={self._channel_axis: c})
-        self.built = True
+    rank = 1
+    paddings = ("valid", "same", "causal")
 
     def call(self, inputs):
         x = inputs
@@ -460,38 +402,10 @@ class Conv1D(Layer):
             xs = array_ops.split(x, self.groups, axis=2)
             ks = array_ops.split(h.tensor(self.kernel), self.groups, axis=2)
             y = array_ops.concat([conv(a, k) for a, k in zip(xs, ks)], 2)
-        if self.use_bias:
-            y = nn_ops.bias_add(y, self.bias)
-        if self.activation is not activations.linear:
-            y = self.activation(y)
+        y = self._finish(y)
         if self.data_format == "channels_first":
             y = array_ops.transpose(y, (0, 2, 1))
         return y
-
-    def compute_output_shape(self, input_shape):
-        dims = list(TensorShape(input_shape))
-        step_axis = 1 if self.data_format == "channels_last" else 2
-        pad = "same" if self.padding == "causal" else self.padding
-        steps = _args.conv_output_length(dims[step_axis], self.kernel_size[0], pad,
-                                         self.strides[0], self.dilation_rate[0])
-        if steps is not None and steps <= 0:
-            raise ValueError(f"Conv1D {self.name!r}: one of the dimensions in the output is <= 0 "
-                             f"(input shape {TensorShape(input_shape)}, kernel_size="
-                             f"{self.kernel_size}, padding={self.padding!r}). Use a larger input "
-                             "or padding='same'.")
-        if self.data_format == "channels_last":
-            return TensorShape([dims[0], steps, self.filters])
-        return TensorShape([dims[0], self.filters, steps])
-
-    def get_config(self):
-        return {**Layer.get_config(self), "filters": self.filters,
-                "kernel_size": self.kernel_size, "strides": self.strides,
-                "padding": self.padding, "data_format": self.data_format,
-                "dilation_rate": self.dilation_rate, "groups": self.groups,
-                "activation": activations.serialize(self.activation), "use_bias": self.use_bias,
-                "kernel_initializer": _init_name(self.kernel_initializer),
-                "bias_initializer": _init_name(self.bias_initializer),
-                **_args.extras_config(self, _args.CONV_EXTRAS)}
 
 
 def _padding_pairs(padding):
