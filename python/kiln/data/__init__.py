@@ -5,6 +5,10 @@ does not grow with the data.
 """
 from kiln.data.dataset import Dataset, DatasetV2, INFINITE, UNKNOWN
 from kiln.data import transforms  # noqa: F401  (installs map, batch, ... on DatasetV2)
+from kiln.data import interleave, padding, windowing, scan, sampling  # noqa: F401  (more methods)
+from kiln.data import saving  # noqa: F401  (save, load, snapshot)
+from kiln.data.options import Options, ThreadingOptions
+from kiln.data.nested import DatasetSpec
 from kiln.data.iterator import DatasetIterator, Iterator
 from kiln.data.py_func import py_function, numpy_function
 from kiln.data import experimental
@@ -13,5 +17,6 @@ INFINITE_CARDINALITY = INFINITE
 UNKNOWN_CARDINALITY = UNKNOWN
 AUTOTUNE = -1
 
-__all__ = ["Dataset", "DatasetV2", "Iterator", "DatasetIterator", "INFINITE_CARDINALITY",
-           "UNKNOWN_CARDINALITY", "AUTOTUNE", "experimental"]
+__all__ = ["Dataset", "DatasetV2", "DatasetSpec", "Iterator", "DatasetIterator", "Options",
+           "ThreadingOptions", "INFINITE_CARDINALITY", "UNKNOWN_CARDINALITY", "AUTOTUNE",
+           "experimental"]

@@ -82,8 +82,20 @@ class DatasetV2:
         if self._indexable:
             return loops.index_loop(self, body_fn, init_state, extra_test)
         self._check_runnable("iterating")
+        self._check_tensor_elements()
         return loops.stream_loop(self._spec, body_fn, init_state, extra_test,
                                  f"{self._name} iterator", make_iterator=self._eager_iter)
+
+    def _inputs(self):
+        """The datasets this one reads (for options())."""
+        parent = getattr(self, "_parent", None)
+        return [parent] if isinstance(parent, DatasetV2) else []
+
+    def _check_tensor_elements(self):
+        if any(not isinstance(s, TensorSpec) for s in nest.flatten(self._spec)):
+            raise NotImplementedError(
+                f"iterating a {self._name} whose elements are datasets is not supported "
+                "inside a kiln.function; flat_map or interleave them into tensors first")
 
     def _check_runnable(self, what):
         if self._symbolic:
@@ -164,12 +176,9 @@ class DatasetV2:
             raise TypeError(f"apply: the transformation must return a Dataset, got {out!r}")
         return out
 
-    # Transformations (map, filter, batch, take, skip, repeat, enumerate, shuffle,
-    # concatenate, unbatch, prefetch, cache and the static zip) are methods too:
-    # kiln.data.transforms defines their datasets and installs the methods here.
-
-    def with_options(self, options, name=None):
-        return self
+    # Transformations (map, filter, batch, ... in kiln.data.transforms; interleave,
+    # window, padded_batch, scan, save, with_options, ... in the modules beside it)
+    # are methods too: each module defines its datasets and installs the methods.
 
     # sources
 
@@ -199,12 +208,27 @@ class DatasetV2:
         return RangeDataset(*args, **kwargs)
 
     def __repr__(self):
-        shapes = structure.format_structure(self._spec, lambda s: str(s.shape))
-        types = structure.format_structure(self._spec, lambda s: repr(s.dtype))
+        def shape(s):
+            return str(s.shape) if isinstance(s, TensorSpec) else repr(s)
+
+        def dtype(s):
+            return repr(s.dtype) if isinstance(s, TensorSpec) else repr(s)
+        shapes = structure.format_structure(self._spec, shape)
+        types = structure.format_structure(self._spec, dtype)
         return f"<{self._name} shapes: {shapes}, types: {types}>"
 
 
 Dataset = DatasetV2
+
+
+def install_methods(cls, methods):
+    """Copies the methods (and staticmethods) of class `methods` onto cls."""
+    for name, value in vars(methods).items():
+        if name.startswith("__"):
+            continue
+        fn = value.__func__ if isinstance(value, staticmethod) else value
+        fn.__qualname__ = f"{cls.__name__}.{name}"
+        setattr(cls, name, value)
 
 
 def _symbolic_any(element):

@@ -1,4 +1,4 @@
-"""User functions of dataset transformations (map, filter): traced once, as in
+"""User functions of dataset transformations (map, filter, ...): traced once, as in
 tf.data, against the input dataset's element_spec."""
 import collections.abc
 
@@ -110,3 +110,52 @@ def predicate(fn, input_spec, who):
         raise ValueError(f"{who}: the predicate must return a scalar bool tensor, got "
                          f"{spec!r}")
     return f
+
+
+def call_unpacked(fn, element):
+    """fn(*element) for a plain tuple element, fn(element) otherwise (tf.data's rule)."""
+    if isinstance(element, tuple) and not hasattr(type(element), "_fields"):
+        return fn(*element)
+    return fn(element)
+
+
+def probe(fn, input_spec, stand_in, who):
+    """fn's Python result on a traced stand-in of one element of input_spec:
+    symbolic tensors for its TensorSpecs, stand_in(spec) for its other leaves
+    (e.g. a spec-only dataset for a DatasetSpec). The trace never runs."""
+    flat = nest.flatten(input_spec)
+    tensor_specs = [s for s in flat if isinstance(s, _kiln.TensorSpec)]
+    user = convert_for_trace(fn)
+    results = []
+
+    def apply(tensors):
+        it = iter(tensors)
+        leaves = [next(it) if isinstance(s, _kiln.TensorSpec) else stand_in(s) for s in flat]
+        results.append(call_unpacked(user, nest.pack_sequence_as(input_spec, leaves)))
+        return structure.to_tensor(np.int32(0))
+
+    if _kiln.executing_eagerly():
+        wrapper = _flat_wrapper(len(tensor_specs), apply)
+        wrapper.__name__ = f"{who}_probe"
+        function(wrapper, input_signature=tensor_specs, autograph=False).get_concrete_function()
+    elif not tensor_specs:
+        apply(())
+    else:
+        def body(*vals):
+            apply(vals)
+            return vals
+        init = tuple(structure.dummy_value(s) for s in tensor_specs)
+        while_loop(lambda *vals: structure.to_tensor(np.bool_(False)), body, init,
+                   shape_invariants=tuple(s.shape for s in tensor_specs), name="probe")
+    return results[0]
+
+
+def as_structure(value):
+    """A function's result with lists as tuples (tf.data's rule)."""
+    if isinstance(value, list):
+        return tuple(as_structure(c) for c in value)
+    if isinstance(value, dict):
+        return {k: as_structure(v) for k, v in value.items()}
+    if isinstance(value, tuple) and not hasattr(type(value), "_fields"):
+        return tuple(as_structure(c) for c in value)
+    return value

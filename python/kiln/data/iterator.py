@@ -25,6 +25,7 @@ class DatasetIterator:
             self._token = None
         else:
             dataset._check_runnable("iter() over")
+            dataset._check_tensor_elements()
             self._it = None
             self._token = loops.open_token(dataset._eager_iter, self._who())
 

@@ -13,14 +13,14 @@ import numpy as np
 
 from kiln import _kiln, errors, nest
 from kiln.control_flow import TensorArray, cond
-from kiln.data import functions, loops, structure
-from kiln.data.dataset import INFINITE, UNKNOWN, DatasetV2
+from kiln.data import functions, loops, nested, structure
+from kiln.data.dataset import INFINITE, UNKNOWN, DatasetV2, install_methods
 
 _raw = _kiln.raw
 TensorSpec = _kiln.TensorSpec
 
 
-def _count_arg(v, what, who):
+def count_arg(v, what, who):
     """A Python int from an int or an eager integer scalar tensor."""
     if isinstance(v, (bool, np.bool_)):
         raise TypeError(f"{who}: {what} must be an integer, got {v!r}")
@@ -34,7 +34,7 @@ def _count_arg(v, what, who):
                     f"tensor, got {v!r}")
 
 
-class _Unary(DatasetV2):
+class UnaryDataset(DatasetV2):
     """A dataset computed from one input dataset."""
 
     def __init__(self, parent, spec, card):
@@ -44,7 +44,7 @@ class _Unary(DatasetV2):
         self._parent = parent
 
 
-class MapDataset(_Unary):
+class MapDataset(UnaryDataset):
     _name = "MapDataset"
 
     def __init__(self, parent, fn):
@@ -70,7 +70,7 @@ class MapDataset(_Unary):
                                         init_state, extra_test)
 
 
-class FilterDataset(_Unary):
+class FilterDataset(UnaryDataset):
     _name = "FilterDataset"
 
     def __init__(self, parent, predicate):
@@ -89,13 +89,13 @@ class FilterDataset(_Unary):
         return self._parent._graph_loop(body, init_state, extra_test)
 
 
-class BatchDataset(_Unary):
+class BatchDataset(UnaryDataset):
     _name = "BatchDataset"
 
     def __init__(self, parent, batch_size, drop_remainder):
-        bs = _count_arg(batch_size, "batch_size", "batch")
+        bs = count_arg(batch_size, "batch_size", "batch")
         if bs <= 0:
-            raise errors.InvalidArgumentError(f"batch: batch_size must be > 0, got {bs}")
+            raise errors.InvalidArgumentError("Batch size must be greater than zero.")
         drop = bool(drop_remainder)
         n = parent._card
         card = n if n < 0 else (n // bs if drop else -(-n // bs))
@@ -187,11 +187,11 @@ def _stack(items, spec):
     return nest.pack_sequence_as(spec, out)
 
 
-class TakeDataset(_Unary):
+class TakeDataset(UnaryDataset):
     _name = "TakeDataset"
 
     def __init__(self, parent, count):
-        c = _count_arg(count, "count", "take")
+        c = count_arg(count, "count", "take")
         n = parent._card
         if c < 0:
             card = n
@@ -237,11 +237,11 @@ class TakeDataset(_Unary):
         return tuple(out[1])
 
 
-class SkipDataset(_Unary):
+class SkipDataset(UnaryDataset):
     _name = "SkipDataset"
 
     def __init__(self, parent, count):
-        c = _count_arg(count, "count", "skip")
+        c = count_arg(count, "count", "skip")
         n = parent._card
         if c < 0:
             card = 0
@@ -296,11 +296,11 @@ class SkipDataset(_Unary):
         return tuple(out[1])
 
 
-class RepeatDataset(_Unary):
+class RepeatDataset(UnaryDataset):
     _name = "RepeatDataset"
 
     def __init__(self, parent, count):
-        c = -1 if count is None else _count_arg(count, "count", "repeat")
+        c = -1 if count is None else count_arg(count, "count", "repeat")
         n = parent._card
         if c < 0:
             card = 0 if n == 0 else INFINITE
@@ -338,11 +338,11 @@ class RepeatDataset(_Unary):
             epoch += 1
 
 
-class EnumerateDataset(_Unary):
+class EnumerateDataset(UnaryDataset):
     _name = "EnumerateDataset"
 
     def __init__(self, parent, start):
-        self._start = _count_arg(start, "start", "enumerate")
+        self._start = count_arg(start, "start", "enumerate")
         spec = (TensorSpec([], _kiln.as_dtype("int64")), parent.element_spec)
         super().__init__(parent, spec, parent._card)
         self._indexable = parent._indexable
@@ -375,16 +375,16 @@ class EnumerateDataset(_Unary):
         return tuple(self._parent._graph_loop(body, start, test)[1])
 
 
-class ShuffleDataset(_Unary):
+class ShuffleDataset(UnaryDataset):
     _name = "ShuffleDataset"
 
     def __init__(self, parent, buffer_size, seed, reshuffle_each_iteration):
-        size = _count_arg(buffer_size, "buffer_size", "shuffle")
+        size = count_arg(buffer_size, "buffer_size", "shuffle")
         if size <= 0:
             raise errors.InvalidArgumentError(f"shuffle: buffer_size must be > 0, got {size}")
         super().__init__(parent, parent.element_spec, parent._card)
         self._size = size
-        self._seed = None if seed is None else _count_arg(seed, "seed", "shuffle")
+        self._seed = None if seed is None else count_arg(seed, "seed", "shuffle")
         self._reshuffle = bool(reshuffle_each_iteration)
         self._epoch = 0
         if self._seed is None and not self._reshuffle:
@@ -413,7 +413,7 @@ class ShuffleDataset(_Unary):
             yield buf.pop()
 
 
-class UnbatchDataset(_Unary):
+class UnbatchDataset(UnaryDataset):
     _name = "UnbatchDataset"
 
     def __init__(self, parent):
@@ -438,7 +438,7 @@ class UnbatchDataset(_Unary):
                 yield nest.pack_sequence_as(self._spec, [t[i] for t in flat])
 
 
-class PassThroughDataset(_Unary):
+class PassThroughDataset(UnaryDataset):
     """prefetch() and cache(): the same elements."""
 
     def __init__(self, parent, name):
@@ -483,6 +483,9 @@ class ZipDataset(DatasetV2):
         super().__init__(spec, card, any(d._symbolic for d in flat))
         self._structure, self._flat = datasets, flat
         self._indexable = all(d._indexable for d in flat)
+
+    def _inputs(self):
+        return list(self._flat)
 
     def _num_elements(self):
         if self._card >= 0 or self._card == INFINITE:
@@ -533,6 +536,9 @@ class ConcatenateDataset(DatasetV2):
         super().__init__(spec, card, first._symbolic or second._symbolic)
         self._first, self._second = first, second
 
+    def _inputs(self):
+        return [self._first, self._second]
+
     def _eager_iter(self):
         return itertools.chain(self._first._eager_iter(), self._second._eager_iter())
 
@@ -543,6 +549,8 @@ class _Transformations:
     def map(self, map_func, num_parallel_calls=None, deterministic=None, name=None):
         """Applies map_func to each element (tuple elements are unpacked into
         arguments). map_func is traced once, like tf.data's."""
+        if nested.has_datasets(self.element_spec):
+            return nested.NestedMapDataset(self, map_func)
         return MapDataset(self, map_func)
 
     def filter(self, predicate, name=None):
@@ -599,13 +607,4 @@ class _Transformations:
         return ZipDataset(datasets)
 
 
-def _install(cls, methods):
-    for name, value in vars(methods).items():
-        if name.startswith("__"):
-            continue
-        fn = value.__func__ if isinstance(value, staticmethod) else value
-        fn.__qualname__ = f"{cls.__name__}.{name}"
-        setattr(cls, name, value)
-
-
-_install(DatasetV2, _Transformations)
+install_methods(DatasetV2, _Transformations)

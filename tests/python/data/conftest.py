@@ -22,7 +22,7 @@ def graph_elements(ds, autograph=True):
     got = []
 
     def record(*xs):
-        got.append(tuple(x.numpy().tolist() for x in xs))
+        got.append(tuple(np.asarray(x.numpy()).tolist() for x in xs))
 
     if autograph:
         @kiln.function
