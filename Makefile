@@ -80,7 +80,7 @@ test-peers: build
 	  $(BUILD)/kiln-saved-models/keras_cnn $(BUILD)/kiln-saved-models/jit \
 	  $(BUILD)/kiln-saved-models/keras_rnn $(BUILD)/kiln-saved-models/scan \
 	  $(BUILD)/kiln-saved-models/mobilenetv3 $(BUILD)/kiln-saved-models/efficientnetb0 \
-	  $(BUILD)/kiln-saved-models/resnet50
+	  $(BUILD)/kiln-saved-models/resnet50 $(BUILD)/kiln-saved-models/keras_export
 	.venv-peers/bin/python tests/peers/check_random_programs.py --programs 60
 	.venv/bin/python tests/peers/write_kiln_checkpoints.py $(BUILD)/ckpt-peers
 	.venv-peers/bin/python tests/peers/check_checkpoints.py $(BUILD)/ckpt-peers

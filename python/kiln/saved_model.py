@@ -219,6 +219,38 @@ def save(obj, export_dir, signatures=None, options=None):
     b.exporter.save(os.fspath(export_dir))
 
 
+def _export_keras_model(model, filepath, format="tf_saved_model", verbose=None,
+                        input_signature=None, **kwargs):
+    """Keras 3's model.export: a SavedModel whose ``serve`` endpoint (and the
+    serving_default signature) is ``model(inputs, training=False)``, with the
+    model's variable lists, for TensorFlow Serving, tf.saved_model.load or kiln."""
+    if format != "tf_saved_model":
+        raise ValueError(f"Unrecognized format={format!r}: kiln exports format="
+                         "'tf_saved_model' (kiln.onnx.export writes ONNX)")
+    if kwargs:
+        raise TypeError(f"export() got unexpected arguments {sorted(kwargs)}")
+    sig = input_signature or _keras_input_signature(model)
+    if sig is None:
+        raise ValueError(f"Model {model.name} cannot be exported: its input shape is unknown. "
+                         "Give it an Input, call it once, or pass input_signature.")
+    archive = Module(name="export_archive")
+    archive._model = model
+    archive.serve = Function(lambda inputs: model(inputs, training=False), name="serve",
+                             input_signature=list(sig))
+    # Saved lists, as Keras' archive saves them (Module's properties of the same
+    # names stay for kiln; the saver walks __dict__).
+    archive.__dict__.update(variables=list(model.variables),
+                            trainable_variables=list(model.trainable_variables),
+                            non_trainable_variables=list(model.non_trainable_variables))
+    save(archive, filepath, signatures={SERVING_DEFAULT: archive.serve})
+    if verbose is None or verbose:
+        print(f"Saved artifact at '{os.fspath(filepath)}'. The following endpoints are "
+              f"available:\n\n* Endpoint 'serve'\n  args_0: {sig[0]!r}")
+
+
+Model._kiln_export = staticmethod(_export_keras_model)
+
+
 # ---- loading ----
 
 class _UserObject(Module):

@@ -316,7 +316,8 @@ void Exporter::save(const std::string& dir) const {
       case LoadedObject::Kind::kUser:
         so->mutable_user_object()->set_identifier(o.identifier.empty() ? "_generic_user_object"
                                                                        : o.identifier);
-        if (o.identifier == "signature_map") {  // TensorFlow revives it by this version
+        if (o.identifier == "signature_map" || o.identifier == "trackable_list_wrapper" ||
+            o.identifier == "trackable_dict_wrapper") {  // TensorFlow revives them by version
           so->mutable_user_object()->mutable_version()->set_producer(1);
           so->mutable_user_object()->mutable_version()->set_min_consumer(1);
         }

@@ -111,6 +111,12 @@ def main(out):
                              ("efficientnetb0", tf.keras.applications.EfficientNetB0, 64),
                              ("resnet50", tf.keras.applications.ResNet50, 64)):
         save_application(name, ctor, size, out)
+    exp = keras_rnn()  # Keras 3's model.export, the way TensorFlow users write it
+    path = os.path.join(out, "keras_export")
+    exp.export(path, verbose=False)
+    xe = np.random.RandomState(4).randn(3, 7, 3).astype(np.float32)
+    np.save(path + "_input.npy", xe)
+    np.save(path + "_expected.npy", exp(xe).numpy())
     sc = Scan()
     save("scan", sc, sc.serve, np.random.RandomState(3).randn(5, 3).astype(np.float32), out)
     print("wrote", out)

@@ -337,3 +337,35 @@ def test_subclassed_model_and_layer_saved_after_one_call(tmp_path):
     np.testing.assert_array_equal(r(np.array([[1, 2, 255, 128], [0, 0, 0, 1]], np.uint8))[:1],
                                   bits)
     assert r.signatures == {}  # a layer gets no default signature, as in TensorFlow
+
+
+def test_keras_model_export_serves_and_keeps_variable_lists(tmp_path, capsys):
+    """Keras 3's model.export: a `serve` endpoint, the serving_default signature
+    (a dict), the variable lists; TensorFlow 2.21 runs the same export in
+    `make test-peers` (tests/peers/write_kiln_saved_models.py, keras_export)."""
+    L = keras.layers
+    model = keras.Sequential([keras.Input((5, 3)), L.LSTM(4), L.Dense(2)])
+    x = np.random.RandomState(0).randn(2, 5, 3).astype(np.float32)
+    model.export(str(tmp_path / "m"))
+    assert "Saved artifact at" in capsys.readouterr().out
+    r = tf.saved_model.load(str(tmp_path / "m"))
+    np.testing.assert_allclose(r.serve(x).numpy(), model(x).numpy(), rtol=1e-6, atol=1e-7)
+    (out,) = r.signatures["serving_default"](input_1=tf.constant(x)).values()
+    np.testing.assert_allclose(out.numpy(), model(x).numpy(), rtol=1e-6, atol=1e-7)
+    assert len(r.variables) == len(model.variables) == 5
+    assert len(r.trainable_variables) == 5
+    model.export(str(tmp_path / "q"), verbose=False)
+    assert capsys.readouterr().out == ""
+    with pytest.raises(ValueError, match="format"):
+        model.export(str(tmp_path / "o"), format="litert")
+
+    class Sub(keras.Model):
+        def call(self, x):
+            return x * 2.0
+    with pytest.raises(ValueError, match="input shape is unknown"):
+        Sub().export(str(tmp_path / "s"))
+    r = Sub()
+    r.export(str(tmp_path / "t"), verbose=False,
+             input_signature=[tf.TensorSpec([None, 3], tf.float32)])
+    assert tf.saved_model.load(str(tmp_path / "t")).serve(tf.ones([1, 3])).numpy().tolist() == [
+        [2.0, 2.0, 2.0]]

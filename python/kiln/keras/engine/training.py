@@ -451,6 +451,15 @@ class Model(Layer):
         self._kiln_saving.save_model(self, filepath, overwrite=overwrite, zipped=zipped,
                                      **kwargs)
 
+    _kiln_export = None  # set by kiln.saved_model, which sits above this module
+
+    def export(self, filepath, format="tf_saved_model", verbose=None, input_signature=None,
+               **kwargs):
+        """Writes a SavedModel serving ``self(inputs, training=False)`` as the
+        ``serve`` endpoint and the serving_default signature (Keras 3's export)."""
+        self._kiln_export(self, filepath, format=format, verbose=verbose,
+                          input_signature=input_signature, **kwargs)
+
     def save_weights(self, filepath, overwrite=True):
         """Writes the weights to a ``.weights.h5`` file (kiln's format) or a
         checkpoint prefix."""
