@@ -350,7 +350,8 @@ def test_keras_model_export_serves_and_keeps_variable_lists(tmp_path, capsys):
     assert "Saved artifact at" in capsys.readouterr().out
     r = tf.saved_model.load(str(tmp_path / "m"))
     np.testing.assert_allclose(r.serve(x).numpy(), model(x).numpy(), rtol=1e-6, atol=1e-7)
-    (out,) = r.signatures["serving_default"](input_1=tf.constant(x)).values()
+    key = model.inputs[0].name  # the signature's input key: the Input's name
+    (out,) = r.signatures["serving_default"](**{key: tf.constant(x)}).values()
     np.testing.assert_allclose(out.numpy(), model(x).numpy(), rtol=1e-6, atol=1e-7)
     assert len(r.variables) == len(model.variables) == 5
     assert len(r.trainable_variables) == 5
