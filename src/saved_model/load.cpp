@@ -101,7 +101,8 @@ struct Loader {
     for (const auto& part : rel) inside = inside && part != ".." && part != ".";
     if (!inside) fail(str_cat("asset file '", name, "' is not a file name inside assets/"));
     std::string path = str_cat(dir, "/assets/", name);
-    if (!std::filesystem::is_regular_file(path))
+    std::error_code ec;  // a name the filesystem refuses (too long) is missing too
+    if (!std::filesystem::is_regular_file(path, ec))
       fail(str_cat("asset file '", name, "' is missing from ", dir, "/assets"));
     return path;
   }

@@ -143,6 +143,13 @@ TEST(TfSavedModel, AssetPathsStayInsideTheExport) {
     expect_error([&] { saved_model::load(c.str()); }, Code::kInvalidArgument,
                  {"is not a file name inside assets/"});
   }
+  {
+    Copy c(assets);  // longer than any file name may be: missing, not a filesystem error
+    c.edit([&](pb::SavedModel& sm) {
+      sm.mutable_meta_graphs(0)->mutable_asset_file_def(0)->set_filename(std::string(5000, 'a'));
+    });
+    expect_error([&] { saved_model::load(c.str()); }, Code::kInvalidArgument, {"is missing"});
+  }
   Copy c(assets);
   c.edit([](pb::SavedModel& sm) {
     for (auto& n : *sm.mutable_meta_graphs(0)->mutable_object_graph_def()->mutable_nodes())
