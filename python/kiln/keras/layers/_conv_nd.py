@@ -82,10 +82,10 @@ class ConvND(Layer):
         self.input_spec = InputSpec(ndim=self.rank + 2, axes={self._channel_axis: c})
         self.built = True
 
-    def _finish(self, y):
-        """Bias and activation of a channels_last result."""
+    def _finish(self, y, nn_format=None):
+        """Bias and activation of a result (channels_last unless `nn_format`)."""
         if self.use_bias:
-            y = nn_ops.bias_add(y, self.bias)
+            y = nn_ops.bias_add(y, self.bias, data_format=nn_format)
         if self.activation is not activations.linear:
             y = self.activation(y)
         return y

@@ -17,12 +17,6 @@ _DEPTHWISE_EXTRAS = ("depthwise_regularizer", "bias_regularizer", "activity_regu
                      "depthwise_constraint", "bias_constraint")
 
 
-def _init_name(init):
-    if isinstance(init, initializers.Initializer):
-        return initializers.serialize(init)
-    return None
-
-
 class _Conv2DBase(Layer):
     """Shared arguments and shape logic of the 2-D convolutions."""
 
@@ -97,54 +91,33 @@ class _Conv2DBase(Layer):
                 "strides": self.strides, "padding": self.padding,
                 "data_format": self.data_format, "dilation_rate": self.dilation_rate,
                 "activation": activations.serialize(self.activation),
-                "use_bias": self.use_bias, "bias_initializer": _init_name(self.bias_initializer)}
+                "use_bias": self.use_bias, "bias_initializer": _args.init_config(self.bias_initializer)}
 
 
-class Conv2D(_Conv2DBase):
+class Conv2D(ConvND):
     """2-D convolution: kernel [kh, kw, in_channels / groups, filters], bias
     [filters]; output ``activation(conv2d(inputs, kernel) + bias)``.
     padding 'valid' or 'same' (TensorFlow's SAME); groups > 1 convolves each
     group of input channels with its own filters."""
+
+    rank = 2
 
     def __init__(self, filters, kernel_size, strides=(1, 1), padding="valid", data_format=None,
                  dilation_rate=(1, 1), groups=1, activation=None, use_bias=True,
                  kernel_initializer="glorot_uniform", bias_initializer="zeros",
                  kernel_regularizer=None, bias_regularizer=None, activity_regularizer=None,
                  kernel_constraint=None, bias_constraint=None, **kwargs):
-        super().__init__(kernel_size, strides, padding, data_format, dilation_rate, activation,
-                         use_bias, bias_initializer, bias_regularizer, bias_constraint,
-                         **kwargs)
-        self.filters = _args.positive_int(filters, "filters", "Conv2D")
-        self.groups = _args.positive_int(groups, "groups", "Conv2D")
-        if self.filters % self.groups:
-            raise ValueError(f"The number of filters must be evenly divisible by the number "
-                             f"of groups. Received: groups={self.groups}, "
-                             f"filters={self.filters}")
-        self.kernel_initializer = initializers.get(kernel_initializer)
-        self.kernel_regularizer, self.kernel_constraint = kernel_regularizer, kernel_constraint
-        self.activity_regularizer = activity_regularizer
-
-    def build(self, input_shape):
-        c = self._in_channels(input_shape)
-        if c % self.groups:
-            raise ValueError(f"The number of input channels must be evenly divisible by the "
-                             f"number of groups. Received groups={self.groups}, but the input "
-                             f"has {c} channels (full input shape is {TensorShape(input_shape)})")
-        self._spatial_out(input_shape)
-        self.kernel = self.add_weight("kernel", self.kernel_size + (c // self.groups,
-                                                                    self.filters),
-                                      initializer=self.kernel_initializer,
-                                      regularizer=self.kernel_regularizer,
-                                      constraint=self.kernel_constraint)
-        self.bias = self.add_weight("bias", (self.filters,), initializer=self.bias_initializer,
-                                    regularizer=self.bias_regularizer,
-                                    constraint=self.bias_constraint) if self.use_bias else None
-        self.input_spec = InputSpec(ndim=4, axes={self._channel_axis: c})
-        self.built = True
+        super().__init__(filters, kernel_size, strides, padding, data_format, dilation_rate,
+                         groups, activation, use_bias, kernel_initializer, bias_initializer,
+                         kernel_regularizer, bias_regularizer, activity_regularizer,
+                         kernel_constraint, bias_constraint, **kwargs)
 
     def _conv(self, x, kernel):
         return nn_ops.conv2d(x, kernel, list(self.strides), self.padding.upper(),
                              data_format=self._nn_format(), dilations=list(self.dilation_rate))
+
+    def _nn_format(self):
+        return "NHWC" if self.data_format == "channels_last" else "NCHW"
 
     def call(self, inputs):
         if self.groups == 1:
@@ -154,15 +127,7 @@ class Conv2D(_Conv2DBase):
             xs = array_ops.split(inputs, self.groups, axis=axis)
             ks = array_ops.split(h.tensor(self.kernel), self.groups, axis=3)
             y = array_ops.concat([self._conv(x, k) for x, k in zip(xs, ks)], axis)
-        return self._finish(y)
-
-    def compute_output_shape(self, input_shape):
-        return self._out_shape(input_shape, self.filters)
-
-    def get_config(self):
-        return {**self._base_config(), "filters": self.filters, "groups": self.groups,
-                "kernel_initializer": _init_name(self.kernel_initializer),
-                **_args.extras_config(self, _args.CONV_EXTRAS)}
+        return self._finish(y, self._nn_format())
 
 
 class DepthwiseConv2D(_Conv2DBase):
@@ -216,7 +181,7 @@ class DepthwiseConv2D(_Conv2DBase):
 
     def get_config(self):
         return {**self._base_config(), "depth_multiplier": self.depth_multiplier,
-                "depthwise_initializer": _init_name(self.depthwise_initializer),
+                "depthwise_initializer": _args.init_config(self.depthwise_initializer),
                 **_args.extras_config(self, _DEPTHWISE_EXTRAS)}
 
 
@@ -279,8 +244,8 @@ class SeparableConv2D(_Conv2DBase):
     def get_config(self):
         return {**self._base_config(), "filters": self.filters,
                 "depth_multiplier": self.depth_multiplier,
-                "depthwise_initializer": _init_name(self.depthwise_initializer),
-                "pointwise_initializer": _init_name(self.pointwise_initializer),
+                "depthwise_initializer": _args.init_config(self.depthwise_initializer),
+                "pointwise_initializer": _args.init_config(self.pointwise_initializer),
                 **_args.extras_config(self, _DEPTHWISE_EXTRAS + ("pointwise_regularizer",
                                                                  "pointwise_constraint"))}
 
@@ -370,7 +335,7 @@ class Conv2DTranspose(_Conv2DBase):
     def get_config(self):
         return {**self._base_config(), "filters": self.filters,
                 "output_padding": self.output_padding,
-                "kernel_initializer": _init_name(self.kernel_initializer),
+                "kernel_initializer": _args.init_config(self.kernel_initializer),
                 **_args.extras_config(self, _args.CONV_EXTRAS)}
 
 
