@@ -3,14 +3,13 @@
 Each component is padded at the end of each dimension, to the padded shape's
 size there, or (None / -1) to the largest size in the batch; with
 padding_values (scalars, default 0, "" for strings, False for bools)."""
-import itertools
 
 import numpy as np
 
 from kiln import _kiln, errors, nest
 from kiln.data import structure
 from kiln.data.dataset import DatasetV2, install_methods
-from kiln.data.transforms import count_arg, UnaryDataset
+from kiln.data.transforms import count_arg, element_groups, UnaryDataset
 from kiln.tensor_shape import TensorShape, as_shape
 
 TensorSpec = _kiln.TensorSpec
@@ -157,11 +156,7 @@ class PaddedBatchDataset(UnaryDataset):
         self._values = [v.numpy() for v in values]
 
     def _eager_iter(self):
-        it = self._parent._eager_iter()
-        while True:
-            items = list(itertools.islice(it, self._bs))
-            if not items or (self._drop and len(items) < self._bs):
-                return
+        for items in element_groups(self._parent._eager_iter(), self._bs, self._drop):
             yield self._pad(items)
 
     def _pad(self, items):

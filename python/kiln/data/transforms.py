@@ -163,12 +163,18 @@ class BatchDataset(UnaryDataset):
         return tuple(cond(more, lambda: emit(tas, s), lambda: tuple(s)) or ())
 
     def _eager_iter(self):
-        it = self._parent._eager_iter()
-        while True:
-            items = list(itertools.islice(it, self._bs))
-            if not items or (self._drop and len(items) < self._bs):
-                return
+        for items in element_groups(self._parent._eager_iter(), self._bs, self._drop):
             yield _stack(items, self._parent.element_spec)
+
+
+def element_groups(it, size, drop_remainder):
+    """Lists of `size` consecutive elements of `it` (the last shorter unless
+    `drop_remainder`): what batching transforms combine."""
+    while True:
+        items = list(itertools.islice(it, size))
+        if not items or (drop_remainder and len(items) < size):
+            return
+        yield items
 
 
 def _stack(items, spec):
