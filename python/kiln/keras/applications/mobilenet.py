@@ -100,9 +100,7 @@ def MobileNet(input_shape=None, alpha=1.0, depth_multiplier=1, dropout=1e-3, inc
     return imagenet_utils.load_weights(model, path)
 
 
-def preprocess_input(x, data_format=None):
-    """Pixel values in [0, 255] scaled to [-1, 1] (TensorFlow's mode)."""
-    return imagenet_utils.preprocess(x, "tf", data_format)
+preprocess_input = imagenet_utils.preprocess_tf_mode
 
 
 decode_predictions = imagenet_utils.decode_predictions

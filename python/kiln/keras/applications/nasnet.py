@@ -253,9 +253,7 @@ def NASNetLarge(input_shape=None, include_top=True, weights=None, input_tensor=N
                   pooling, classes, 331, classifier_activation, name)
 
 
-def preprocess_input(x, data_format=None):
-    """Pixel values in [0, 255] scaled to [-1, 1] (TensorFlow's mode)."""
-    return imagenet_utils.preprocess(x, "tf", data_format)
+preprocess_input = imagenet_utils.preprocess_tf_mode
 
 
 decode_predictions = imagenet_utils.decode_predictions

@@ -150,9 +150,7 @@ def preprocess_input(x, data_format=None):
     return imagenet_utils.preprocess(x, "caffe", data_format)
 
 
-def preprocess_input_v2(x, data_format=None):
-    """TF-style preprocessing (ResNet V2): pixel values in [0, 255] scaled to [-1, 1]."""
-    return imagenet_utils.preprocess(x, "tf", data_format)
+preprocess_input_v2 = imagenet_utils.preprocess_tf_mode
 
 
 decode_predictions = imagenet_utils.decode_predictions
