@@ -56,16 +56,10 @@ pb::DataType tf_type(DType dt, bool list) {
   return list && dt == DType::kResource ? pb::DT_VARIANT : to_proto(dt);
 }
 
-// Rows whose resource outputs are TensorLists.
-bool makes_lists(OpId id) {
-  switch (id) {
-    case OpId::TensorListReserve:
-    case OpId::TensorListSetItem:
-    case OpId::TensorListFromTensor:
-    case OpId::TensorListAdd:
-    case OpId::TensorListZerosLike: return true;
-    default: return false;
-  }
+// Whether TensorFlow's op declares output `k` a variant (a TensorList's handle).
+bool variant_output(const TfOpSignature* sig, size_t k) {
+  return sig && k < sig->outputs.size() && !sig->outputs[k].is_list() &&
+         sig->outputs[k].fixed == pb::DT_VARIANT;
 }
 
 // TensorFlow's element_shape input of a TensorList op: the row's attribute
@@ -228,19 +222,19 @@ pb::FunctionDef* LibraryWriter::add(const std::string& base, const Graph& g, boo
 
 std::vector<bool> LibraryWriter::write_node(const Node& n, pb::NodeDef* nd, bool jit,
                                             const std::vector<bool>& in_lists) {
-  // Which outputs are TensorLists: a list row's resources, a body's (If,
-  // While), or a resource passed on from a list (Identity).
+  const OpDef& op = n.op();
+  const TfOpSignature* sig = tf_signature(op.type_name);
+  // Which outputs are TensorLists: the resources TensorFlow's op declares
+  // variants, a body's (If, While), or a resource passed on from a list.
   std::vector<bool> out(n.outputs().size(), false);
   const bool from_list = std::find(in_lists.begin(), in_lists.end(), true) != in_lists.end();
   for (size_t k = 0; k < out.size(); ++k)
-    out[k] = n.outputs()[k].dtype == DType::kResource && (makes_lists(n.op().id) || from_list);
+    out[k] = n.outputs()[k].dtype == DType::kResource && (variant_output(sig, k) || from_list);
   nd->set_name(n.name());
-  nd->set_op(n.op().type_name);
-  const OpDef& op = n.op();
+  nd->set_op(op.type_name);
   if (n.attrs().size() > op.attrs.size())
     throw InternalError(str_cat("node '", n.name(), "' has more attributes than its op"));
   auto& attrs = *nd->mutable_attr();
-  const TfOpSignature* sig = tf_signature(op.type_name);
   for (size_t k = 0; k < n.attrs().size(); ++k) {
     const AttrValue& v = n.attrs()[k];
     if (std::holds_alternative<std::monostate>(v)) continue;
