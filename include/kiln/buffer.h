@@ -15,6 +15,7 @@ namespace kiln {
 class Buffer {
  public:
   static constexpr size_t kAlignment = 64;
+  static constexpr uint8_t kWrappedClass = 0xfe;  ///< size class of wrapped memory
 
   /// New buffer for `count` elements of `dtype`, refcount 1. Plain dtypes are
   /// left uninitialized; object dtypes are default-constructed. Throws
@@ -36,6 +37,17 @@ class Buffer {
   /// True when the caller holds the only reference (safe to write in place).
   bool unique() const { return refs_.load(std::memory_order_acquire) == 1; }
 
+  /// A number naming the buffer's current contents: unique across all buffers
+  /// and renewed by touch(), which every write through Tensor's mutable
+  /// pointers calls. Caches of data derived from a buffer (packed conv
+  /// filters) key on it. 0 for wrapped memory, which its owner may change
+  /// unseen: such contents have no version.
+  uint64_t version() const {
+    return size_class_ == kWrappedClass ? 0 : version_.load(std::memory_order_acquire);
+  }
+  /// Gives the contents a new version (before a write).
+  void touch() const;
+
  private:
   Buffer() = default;
   void destroy() const;
@@ -47,6 +59,7 @@ class Buffer {
   size_t nbytes_ = 0;
   int64_t count_ = 0;
   std::function<void()>* release_ = nullptr;  // wrapped buffers only
+  mutable std::atomic<uint64_t> version_{0};
 };
 
 /// Allocator statistics (for tests and debugging).

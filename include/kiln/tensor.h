@@ -190,7 +190,8 @@ class Tensor {
 
   /// Raw element pointer; throws FailedPreconditionError when symbolic.
   const void* raw_data() const;
-  /// Mutable pointer, for kernels filling a freshly allocated output only.
+  /// Mutable pointer, for kernels filling a freshly allocated output only (or
+  /// writing in place); gives the buffer a new version().
   void* mutable_raw_data() const;
   /// Typed element pointer; checks dtype and that the value is concrete.
   template <typename T>
@@ -202,6 +203,7 @@ class Tensor {
   template <typename T>
   T* mutable_data() const {
     check_access(dtype_v<T>);
+    impl_->buffer->touch();
     return reinterpret_cast<T*>(static_cast<char*>(impl_->buffer->data()) + impl_->offset);
   }
   /// Element at a multi-index (checked).

@@ -25,7 +25,8 @@ constexpr int kNumClasses = kMaxShift - kMinShift + 1;
 constexpr int kLocalMaxShift = 16;  // thread-local cache up to 64 KiB blocks
 constexpr size_t kLocalPerClass = 32;
 constexpr uint8_t kDirect = 0xff;
-constexpr uint8_t kWrapped = 0xfe;
+constexpr uint8_t kWrapped = Buffer::kWrappedClass;
+std::atomic<uint64_t> g_next_version{1};
 
 std::atomic<int64_t> g_in_use{0};
 thread_local int64_t t_hits KILN_TLS = 0;  // per thread: no shared cache line
@@ -109,6 +110,7 @@ Buffer* Buffer::allocate(DType dtype, int64_t count) {
   b->data_ = static_cast<char*>(mem) + kHeader;
   b->nbytes_ = nbytes;
   b->count_ = count;
+  b->touch();
   if (dtype == DType::kString) {
     auto* s = static_cast<std::string*>(b->data_);
     for (int64_t i = 0; i < count; ++i) new (s + i) std::string();
@@ -118,6 +120,10 @@ Buffer* Buffer::allocate(DType dtype, int64_t count) {
   }
   g_in_use.fetch_add(static_cast<int64_t>(nbytes), std::memory_order_relaxed);
   return b;
+}
+
+void Buffer::touch() const {
+  version_.store(g_next_version.fetch_add(1, std::memory_order_relaxed), std::memory_order_release);
 }
 
 Buffer* Buffer::wrap(void* data, size_t nbytes, std::function<void()> release) {

@@ -196,6 +196,7 @@ const void* Tensor::raw_data() const {
 }
 void* Tensor::mutable_raw_data() const {
   check_access(DType::kInvalid);
+  impl_->buffer->touch();
   return static_cast<char*>(impl_->buffer->data()) + impl_->offset;
 }
 

@@ -5,8 +5,9 @@
 // LRU of kCacheSize entries), activations stay in NHWC, and the HWIO filter is
 // reordered into the weights layout oneDNN prefers. Reordered filters are
 // kept with their primitive (a few per primitive, for layers that share a
-// geometry) and reused while the filter bytes are unchanged (checked with
-// memcmp, far cheaper than a reorder). An epilogue becomes the
+// geometry) and reused while the filter's buffer keeps the version it had
+// when packed (Buffer::version, renewed by every write), else while its bytes
+// are unchanged (memcmp: wrapped memory, a copy of the same weights). An epilogue becomes the
 // primitive's bias and post-ops (per-channel binary mul/add/sub, eltwise
 // relu/clip/logistic/tanh/swish), so the output is written once. float64 and
 // geometries oneDNN rejects use a direct loop (epilogue applied after it).
@@ -75,7 +76,8 @@ constexpr int64_t kPackedBudget = int64_t{256} << 20;
 // filter bytes it came from: reused only while the filter is bit-identical,
 // so a recycled or rewritten buffer can never give stale weights.
 struct PackedWeights {
-  const void* source = nullptr;  // the filter buffer it was packed from (a hint)
+  const void* source = nullptr;              // the filter buffer it was packed from (a hint)
+  mutable std::atomic<uint64_t> version{0};  // the source buffer's version (0: none)
   std::vector<char> user;
   Tensor packed;
   int64_t bytes = 0;  // counted in g_packed_bytes
@@ -197,38 +199,50 @@ dnnl::memory user_memory(const dnnl::memory::desc& md, const Tensor& t) {
   return dnnl::memory(md, dnnl_engine(), const_cast<void*>(t.raw_data()));
 }
 
-// The filter in p's weights layout: a kept packing of the same bytes, else a reorder
+// A convolution's filter: its elements and the version of its buffer's contents.
+struct FilterRef {
+  const float* data;
+  size_t bytes;
+  uint64_t version;  // Buffer::version(); 0: unknown
+};
+
+FilterRef filter_ref(const Tensor& f) {
+  return {f.data<float>(), f.nbytes(), f.buffer()->version()};
+}
+
+// The kept packing of `f`, if any: this very buffer at the same version (a
+// variable read on every call), else any packing of the same bytes.
+std::shared_ptr<const PackedWeights> find_packed(ConvPrim& p, const FilterRef& f) {
+  const auto kept = [&] {
+    std::lock_guard<std::mutex> lock(p.weights_mu);
+    return p.weights;
+  }();
+  for (const auto& w : kept)
+    if (f.version && w->source == f.data && w->version.load() == f.version) return w;
+  auto same_bytes = [&](const PackedWeights& w) {
+    return std::memcmp(w.user.data(), f.data, f.bytes) == 0;
+  };
+  for (const auto& w : kept)  // this buffer first: it was most likely rewritten unchanged
+    if (w->source == f.data && same_bytes(*w)) {
+      w->version.store(f.version);  // the same contents under the new version
+      return w;
+    }
+  for (const auto& w : kept)
+    if (w->source != f.data && same_bytes(*w)) return w;
+  return nullptr;
+}
+
+// The filter in p's weights layout: a kept packing (find_packed), else a reorder
 // into `holder` (kept for later calls while the budget allows).
-dnnl::memory packed_weights(ConvPrim& p, const float* filter, size_t filter_bytes, Tensor& holder,
+dnnl::memory packed_weights(ConvPrim& p, const FilterRef& f, Tensor& holder,
                             std::shared_ptr<const PackedWeights>& packed) {
   dnnl::stream& s = dnnl_stream();
   const dnnl::engine& e = dnnl_engine();
+  const float* filter = f.data;
+  const size_t filter_bytes = f.bytes;
   dnnl::memory wei(p.user_wei_md, e, const_cast<float*>(filter));
   if (!p.wei_reorder) return wei;
-  auto same_bytes = [&](const PackedWeights& w) {
-    return std::memcmp(w.user.data(), filter, filter_bytes) == 0;
-  };
-  // The packing of this very buffer (a variable read on every call) ...
-  std::shared_ptr<const PackedWeights> mine;
-  {
-    std::lock_guard<std::mutex> lock(p.weights_mu);
-    for (const auto& w : p.weights)
-      if (w->source == filter) mine = w;
-  }
-  if (mine && same_bytes(*mine)) {
-    packed = std::move(mine);
-  } else {
-    // ... else one of another buffer with the same bytes.
-    const auto others = [&] {
-      std::lock_guard<std::mutex> lock(p.weights_mu);
-      return p.weights;
-    }();
-    for (const auto& w : others)
-      if (w->source != filter && same_bytes(*w)) {
-        packed = w;
-        break;
-      }
-  }
+  packed = find_packed(p, f);
   if (packed) return dnnl::memory(p.wei_md, e, const_cast<void*>(packed->packed.raw_data()));
   dnnl::memory user = wei;
   wei = dnnl::memory(p.wei_md, e, dnnl_scratch(holder, p.wei_md.get_size()));
@@ -243,6 +257,7 @@ dnnl::memory packed_weights(ConvPrim& p, const float* filter, size_t filter_byte
   if (g_packed_bytes.load() + bytes <= kPackedBudget) {  // a soft budget
     auto w = std::make_shared<PackedWeights>();
     w->source = filter;
+    w->version = f.version;
     w->user.assign(reinterpret_cast<const char*>(filter),
                    reinterpret_cast<const char*>(filter) + filter_bytes);
     w->packed = holder;
@@ -313,8 +328,8 @@ RowBlocks row_blocks(const Geom& g) {
 
 // Runs `g` as row blocks; false (nothing written) when a block has no primitive or
 // the blocks disagree on the weights layout.
-bool conv_blocks(const Geom& g, const RowBlocks& rb, const float* in, const float* filter,
-                 size_t filter_bytes, float* out, const EpilogueCall* ep) {
+bool conv_blocks(const Geom& g, const RowBlocks& rb, const float* in, const FilterRef& filter,
+                 float* out, const EpilogueCall* ep) {
   // Each block's primitive (created single-threaded; blocks of one shape share
   // the cached one). Blocks differ where padding reaches into them: the first
   // and last, and more of them when a block is shorter than the padding.
@@ -330,7 +345,7 @@ bool conv_blocks(const Geom& g, const RowBlocks& rb, const float* in, const floa
   }
   Tensor holder;
   std::shared_ptr<const PackedWeights> packed;
-  const dnnl::memory wei = packed_weights(*prims[0], filter, filter_bytes, holder, packed);
+  const dnnl::memory wei = packed_weights(*prims[0], filter, holder, packed);
   parallel_for(g.n * rb.per_image, 1, [&](int64_t t0, int64_t t1) {
     LibrariesSingleThreaded task_single;
     for (int64_t t = t0; t < t1; ++t) {
@@ -346,10 +361,10 @@ bool conv_blocks(const Geom& g, const RowBlocks& rb, const float* in, const floa
 
 // Runs the convolution (and `ep`, when given) on oneDNN; false when oneDNN
 // has no implementation for this configuration.
-bool conv_onednn(const Geom& g, const float* in, const float* filter, size_t filter_bytes,
-                 float* out, const EpilogueCall* ep = nullptr) {
+bool conv_onednn(const Geom& g, const float* in, const FilterRef& filter, float* out,
+                 const EpilogueCall* ep = nullptr) {
   const RowBlocks rb = row_blocks(g);
-  if (rb.rows && conv_blocks(g, rb, in, filter, filter_bytes, out, ep)) return true;
+  if (rb.rows && conv_blocks(g, rb, in, filter, out, ep)) return true;
   // Too small to split: one thread (an OpenMP team would cost more than it saves).
   std::optional<LibrariesSingleThreaded> single;
   if (!rb.rows) single.emplace();
@@ -357,7 +372,7 @@ bool conv_onednn(const Geom& g, const float* in, const float* filter, size_t fil
   if (!p) return false;
   Tensor holder;
   std::shared_ptr<const PackedWeights> packed;
-  run_prim(*p, in, packed_weights(*p, filter, filter_bytes, holder, packed), out, ep);
+  run_prim(*p, in, packed_weights(*p, filter, holder, packed), out, ep);
   return true;
 }
 
@@ -455,8 +470,7 @@ void conv_kernel(KernelContext& c) {
   if (x.dtype() == DType::kFloat32) {
     bool done = false;
     try {
-      done =
-          conv_onednn(g, x.data<float>(), f.data<float>(), f.nbytes(), out.mutable_data<float>());
+      done = conv_onednn(g, x.data<float>(), filter_ref(f), out.mutable_data<float>());
     } catch (const dnnl::error&) {
     }
     // A geometry oneDNN rejects still gets a correct (slower) result.
@@ -488,9 +502,9 @@ void fused_conv_kernel(KernelContext& c) {
   const Geom g = geometry(c, kDepthwise);
   bool done = false;
   try {
-    done = conv_onednn(g, x.data<float>(), f.data<float>(), f.nbytes(), y, &ep);
+    done = conv_onednn(g, x.data<float>(), filter_ref(f), y, &ep);
     // No fused implementation: oneDNN's plain convolution, then the epilogue.
-    if (!done && conv_onednn(g, x.data<float>(), f.data<float>(), f.nbytes(), y)) {
+    if (!done && conv_onednn(g, x.data<float>(), filter_ref(f), y)) {
       apply_epilogue(ep, g.oc, y, out.num_elements());
       done = true;
     }

@@ -127,5 +127,34 @@ TEST(Buffer, WrapCallsRelease) {
   EXPECT_TRUE(released);
 }
 
+TEST(Buffer, VersionsNameContents) {
+  Tensor a = Tensor::empty(DType::kFloat32, {8});
+  Tensor b = Tensor::empty(DType::kFloat32, {8});
+  const uint64_t va = a.buffer()->version();
+  EXPECT_NE(va, 0u);
+  EXPECT_NE(va, b.buffer()->version());
+  (void)a.data<float>();  // reads keep the version
+  EXPECT_EQ(a.buffer()->version(), va);
+  a.mutable_data<float>()[0] = 1;  // writes renew it
+  const uint64_t va2 = a.buffer()->version();
+  EXPECT_NE(va2, va);
+  (void)a.mutable_raw_data();
+  EXPECT_NE(a.buffer()->version(), va2);
+  // A recycled block is new contents.
+  const void* where = b.raw_data();
+  const uint64_t vb = b.buffer()->version();
+  b = Tensor();
+  Tensor c = Tensor::empty(DType::kFloat32, {8});
+  if (c.raw_data() == where) EXPECT_NE(c.buffer()->version(), vb);
+  // Wrapped memory changes behind kiln's back: no version.
+  static float storage[4] = {1, 2, 3, 4};
+  Buffer* w = Buffer::wrap(storage, sizeof storage, [] {});
+  Tensor t = Tensor::from_buffer(w, 0, DType::kFloat32, {4});
+  w->unref();
+  EXPECT_EQ(t.buffer()->version(), 0u);
+  (void)t.mutable_raw_data();
+  EXPECT_EQ(t.buffer()->version(), 0u);
+}
+
 }  // namespace
 }  // namespace kiln

@@ -244,6 +244,25 @@ TEST(Conv2D, PackedWeightsFollowFilterContents) {
   }
 }
 
+// Wrapped memory (a NumPy array) can change without kiln seeing a write: its
+// packing is reused only while the bytes match.
+TEST(Conv2D, PackedWeightsOfWrappedMemoryFollowTheBytes) {
+  const ConvCase q{1, 9, 9, 8, 3, 3, 16, 1, 1, 1, 1, true};
+  const Shape xs{q.n, q.h, q.w, q.c}, fs{q.kh, q.kw, q.c, q.oc};
+  const auto xv = wave<float>(xs.num_elements(), 0.7);
+  const Tensor x = Tensor::from_vector(xv, xs);
+  std::vector<float> storage = wave<float>(fs.num_elements(), 1.1);
+  Buffer* b = Buffer::wrap(storage.data(), storage.size() * sizeof(float), [] {});
+  const Tensor f = Tensor::from_buffer(b, 0, DType::kFloat32, fs);
+  b->unref();
+  for (int round = 0; round < 3; ++round) {
+    Shape s;
+    expect_tensor_near<float>(run_conv(q, false, x, f, 2), s, ref_conv(q, false, xv, storage, s),
+                              1e-4);
+    for (auto& v : storage) v = 0.5f * v - 0.125f;  // behind kiln's back
+  }
+}
+
 TEST(Conv2D, ConcurrentCalls) {
   const ConvCase p{2, 12, 10, 16, 3, 3, 8, 2, 1, 1, 1, true};
   const Shape xs{p.n, p.h, p.w, p.c}, fs{p.kh, p.kw, p.c, p.oc};
