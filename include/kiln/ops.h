@@ -4,6 +4,7 @@
 #include "kiln/ops/binary.h"
 #include "kiln/ops/collective.h"
 #include "kiln/ops/creation.h"
+#include "kiln/ops/linalg.h"
 #include "kiln/ops/nn.h"
 #include "kiln/ops/reduce.h"
 #include "kiln/ops/select_cast.h"

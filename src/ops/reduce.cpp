@@ -176,6 +176,18 @@ void cumsum_grad(KILN_GRAD_ARGS) {
                  attr_value<bool>(op, attrs, "exclusive"), !attr_value<bool>(op, attrs, "reverse"));
 }
 
+// TensorFlow's rule: the reverse scan of (prefix products * g) divided by x
+// (0 where x is 0).
+void cumprod_grad(KILN_GRAD_ARGS) {
+  const int64_t axis = attr_value<int64_t>(op, attrs, "axis");
+  const bool exclusive = attr_value<bool>(op, attrs, "exclusive");
+  const bool reverse = attr_value<bool>(op, attrs, "reverse");
+  const Tensor& x = in[0];
+  const Tensor s = cumsum(out[0] * g[0], axis, exclusive, !reverse);
+  const Tensor zero = equal(x, zeros_like(x));
+  gi[0] = where(zero, zeros_like(x), s / where(zero, ones_like(x), x));
+}
+
 // ---- JIT lowerings: a fold over the input's last dims (a row reduction) ----
 template <OpId kFold>
 bool lower_fold(jit::LowerContext& c) {
@@ -293,19 +305,20 @@ void define_reduce_ops(OpTableBuilder& t) {
         .infer(infer_arg)
         .onnx(id == OpId::ArgMax ? onnx_arg<true> : onnx_arg<false>)
         .tf_form({{1, "axis"}});
-  t.def(OpId::Cumsum)
-      .inputs({"x"})
-      .outputs({"out"})
-      .attr("axis", AttrType::kInt, int64_t{0})
-      .attr("exclusive", AttrType::kBool, false)
-      .attr("reverse", AttrType::kBool, false)
-      .infer(infer_cumsum)
-      .grad(cumsum_grad)
-      .onnx(onnx_cumsum)
-      .tf_form({{1, "axis"}});
+  for (OpId id : {OpId::Cumsum, OpId::Cumprod})
+    t.def(id)
+        .inputs({"x"})
+        .outputs({"out"})
+        .attr("axis", AttrType::kInt, int64_t{0})
+        .attr("exclusive", AttrType::kBool, false)
+        .attr("reverse", AttrType::kBool, false)
+        .infer(infer_cumsum)
+        .tf_form({{1, "axis"}});
+  t.def(OpId::Cumsum).grad(cumsum_grad).onnx(onnx_cumsum);
+  t.def(OpId::Cumprod).grad(cumprod_grad);
   define_segment_ops(t);
   for (OpId id : {OpId::ReduceSum, OpId::ReduceMean, OpId::ReduceMax, OpId::ReduceMin,
-                  OpId::ReduceProd, OpId::ArgMax, OpId::ArgMin, OpId::Cumsum})
+                  OpId::ReduceProd, OpId::ArgMax, OpId::ArgMin, OpId::Cumsum, OpId::Cumprod})
     t.def(id).traits(kHalfInFloat);  // float16/bfloat16 in float32
 }
 
@@ -340,6 +353,9 @@ Tensor argmin(const Tensor& t, int64_t axis, DType output_type) {
 
 Tensor cumsum(const Tensor& t, int64_t axis, bool exclusive, bool reverse) {
   return call_op1(OpId::Cumsum, {t}, {axis, exclusive, reverse});
+}
+Tensor cumprod(const Tensor& t, int64_t axis, bool exclusive, bool reverse) {
+  return call_op1(OpId::Cumprod, {t}, {axis, exclusive, reverse});
 }
 
 }  // namespace kiln

@@ -62,6 +62,8 @@ Tensor argmin(const Tensor& t, int64_t axis = 0, DType output_type = DType::kInt
 /// Cumulative sum along `axis` (numeric dtypes, rank >= 1). `exclusive`
 /// shifts by one (the first output is 0); `reverse` sums from the end.
 Tensor cumsum(const Tensor& t, int64_t axis = 0, bool exclusive = false, bool reverse = false);
+/// Cumulative product along `axis` (the same options as cumsum; exclusive starts at 1).
+Tensor cumprod(const Tensor& t, int64_t axis = 0, bool exclusive = false, bool reverse = false);
 
 /// TopKV2: the k largest entries of each row (last dimension) of `input`,
 /// largest first when `sorted` (ties: lower index first; NaN is larger than

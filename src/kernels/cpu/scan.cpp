@@ -1,4 +1,4 @@
-// CPU kernels for argmax/argmin and cumsum. The axis splits the input into
+// CPU kernels for argmax/argmin, cumsum and cumprod. The axis splits the input into
 // [A, R, B]; B > 1 is handled by walking whole rows of B (vectorizable).
 #include <algorithm>
 #include <limits>
@@ -119,14 +119,12 @@ void arg_kernel(KernelContext& c) {
   });
 }
 
-// ---- cumsum ----
+// ---- cumsum / cumprod ----
 
-template <typename T>
-T wrap_add(T a, T b) {
-  return fn::Add()(a, b);  // integers wrap, as everywhere in kiln
-}
-
-void cumsum_kernel(KernelContext& c) {
+// A scan with `Op` (fn::Add or fn::Mul: integers wrap, as everywhere in
+// kiln) from its identity `kIdentity`.
+template <typename Op, int kIdentity>
+void scan_kernel(KernelContext& c) {
   const Tensor& x = c.input(0);
   const int64_t axis = normalize_axis(c.attr_int("axis"), x.rank(), c.op().type_name);
   const bool exclusive = c.attr_bool("exclusive"), reverse = c.attr_bool("reverse");
@@ -147,14 +145,14 @@ void cumsum_kernel(KernelContext& c) {
                        for (int64_t a = a0; a < a1; ++a) {
                          const T* p = in + a * R;
                          T* q = o + a * R;
-                         T acc = T(0);
+                         T acc = T(kIdentity);
                          for (int64_t r = 0; r < R; ++r) {
                            const int64_t k = rowi(r);
                            if (exclusive) {
                              q[k] = acc;
-                             acc = wrap_add(acc, p[k]);
+                             acc = Op()(acc, p[k]);
                            } else {
-                             acc = wrap_add(acc, p[k]);
+                             acc = Op()(acc, p[k]);
                              q[k] = acc;
                            }
                          }
@@ -178,11 +176,12 @@ void cumsum_kernel(KernelContext& c) {
                          const T* pin = p + k * B;
                          T* cur = q + k * B;
                          if (r == 0) {
-                           for (int64_t j = 0; j < w; ++j) cur[j] = exclusive ? T(0) : pin[j];
+                           for (int64_t j = 0; j < w; ++j)
+                             cur[j] = exclusive ? T(kIdentity) : pin[j];
                          } else if (exclusive) {
-                           for (int64_t j = 0; j < w; ++j) cur[j] = wrap_add(prev[j], prev_in[j]);
+                           for (int64_t j = 0; j < w; ++j) cur[j] = Op()(prev[j], prev_in[j]);
                          } else {
-                           for (int64_t j = 0; j < w; ++j) cur[j] = wrap_add(prev[j], pin[j]);
+                           for (int64_t j = 0; j < w; ++j) cur[j] = Op()(prev[j], pin[j]);
                          }
                          prev = cur;
                          prev_in = pin;
@@ -198,7 +197,8 @@ void cumsum_kernel(KernelContext& c) {
 void bind_scan_kernels(OpTableBuilder& t) {
   t.kernel(OpId::ArgMax, arg_kernel<true>);
   t.kernel(OpId::ArgMin, arg_kernel<false>);
-  t.kernel(OpId::Cumsum, cumsum_kernel);
+  t.kernel(OpId::Cumsum, scan_kernel<fn::Add, 0>);
+  t.kernel(OpId::Cumprod, scan_kernel<fn::Mul, 1>);
 }
 
 }  // namespace kiln::cpu
