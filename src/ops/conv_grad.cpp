@@ -283,7 +283,8 @@ void define_conv_grad_ops(OpTableBuilder& t) {
     b.outputs({"output"})
         .attr("strides", AttrType::kInts)
         .attr("padding", AttrType::kString)
-        .attr("dilations", AttrType::kInts, ones);
+        .attr("dilations", AttrType::kInts, ones)
+        .traits(kHalfInFloat);  // float16/bfloat16 in float32
   };
   conv_attrs(t.def(OpId::Conv2DBackpropInput)
                  .tf()
@@ -309,7 +310,8 @@ void define_conv_grad_ops(OpTableBuilder& t) {
     b.outputs({"output"})
         .attr("ksize", AttrType::kInts)
         .attr("strides", AttrType::kInts)
-        .attr("padding", AttrType::kString);
+        .attr("padding", AttrType::kString)
+        .traits(kHalfInFloat);  // float16/bfloat16 in float32
   };
   pool_attrs(t.def(OpId::MaxPoolGrad)
                  .tf()
