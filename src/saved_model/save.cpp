@@ -346,6 +346,10 @@ void Exporter::save(const std::string& dir) const {
         for (const std::string& k : sig->inputs) b->add_argument_keywords(k);
         break;
       }
+      case LoadedObject::Kind::kAsset:
+        throw UnimplementedError(
+            "saving assets (files a loaded SavedModel carries) is not "
+            "supported: save the model without them");
     }
   }
   int call_index = 0;
