@@ -531,16 +531,21 @@ def get_static_value(tensor, partial=False):
 
 def linspace(start, stop, num, name=None, axis=0):
     """num evenly spaced values from start to stop, both included (tf.linspace). start and
-    stop are float scalars or tensors of one shape (broadcast); the values run along a new
-    axis at `axis`. num is an int >= 1 or an int scalar tensor (known when the function runs)."""
+    stop are scalars or tensors of one shape (broadcast); the values run along a new
+    axis at `axis`. num is an int >= 0 or an int scalar tensor (known when the function runs).
+    Integer start and stop give float64 values (float32 for int8/uint8), as TensorFlow's
+    true division of integers does."""
     x0 = h.tensor(start)
-    if not x0.dtype.is_floating:
-        raise TypeError(f"LinSpace: start must be float32 or float64, got {x0.dtype.name}")
+    if not (x0.dtype.is_floating or x0.dtype.is_integer):
+        raise TypeError(f"LinSpace: start must be a float or an integer, got {x0.dtype.name}")
     x1 = h.tensor(stop, dtype=x0.dtype, op="LinSpace")
+    if x0.dtype.is_integer:
+        wide = _kiln.as_dtype("float64" if x0.dtype.size >= 4 else "float32")
+        x0, x1 = raw.Cast(x0, DstT=wide), raw.Cast(x1, DstT=wide)
     if isinstance(num, bool) or (not hasattr(num, "__index__") and not h.is_tensor(num)):
         raise TypeError(f"LinSpace: num must be an int, got {num!r}")
-    if not h.is_tensor(num) and int(num) < 1:
-        raise errors.InvalidArgumentError(f"LinSpace: num must be positive, got {int(num)}")
+    if not h.is_tensor(num) and int(num) < 0:
+        raise errors.InvalidArgumentError(f"LinSpace: num must be >= 0, got {int(num)}")
     n = h.tensor(num) if h.is_tensor(num) else _kiln.convert_to_tensor(int(num), dtype="int32")
     if not n.dtype.is_integer:
         raise TypeError(f"LinSpace: num must be an int, got a {n.dtype.name} tensor")

@@ -106,5 +106,51 @@ def norm(tensor, ord="euclidean", axis=None, keepdims=None, name=None):  # noqa:
                      "'euclidean', 1 or np.inf)")
 
 
+def matrix_transpose(a, name="matrix_transpose", conjugate=False):
+    """a with its last two dimensions swapped (rank >= 2), conjugated too when conjugate
+    is true and a is complex (tf.linalg.matrix_transpose)."""
+    x = h.tensor(a)
+    r = x.ndim
+    if r is not None and r < 2:
+        raise ValueError("Argument `a` should be a (batch) matrix with rank >= 2.  Received "
+                         f"`a` = {a} with shape: {tuple(x.shape.as_list())}")
+    r = h.static_rank(x, "matrix_transpose")
+    out = raw.Transpose(x, perm=list(range(r - 2)) + [r - 1, r - 2])
+    return raw.Conj(out) if conjugate and x.dtype.is_complex else out
+
+
+def adjoint(matrix, name=None):
+    """The conjugate transpose of the innermost matrices (tf.linalg.adjoint)."""
+    return matrix_transpose(matrix, conjugate=True)
+
+
+def _band_bound(value, other):
+    """num_lower/num_upper as an int32/int64 scalar tensor; a Python int takes the
+    other bound's dtype when that one is a tensor (int64 otherwise)."""
+    if h.is_tensor(value):
+        t = h.tensor(value)
+        if t.dtype.name not in ("int32", "int64"):
+            raise errors.InvalidArgumentError(
+                f"MatrixBandPart: num_lower and num_upper must be int32 or int64, got "
+                f"{t.dtype.name}")
+        return t
+    dtype = h.tensor(other).dtype.name if h.is_tensor(other) else "int64"
+    dtype = dtype if dtype == "int32" else "int64"
+    return _kiln.convert_to_tensor(h.one_int(value, "num_lower/num_upper", "MatrixBandPart"),
+                                   dtype=dtype)
+
+
+def band_part(input, num_lower, num_upper, name=None):  # noqa: A002 -- TensorFlow's name
+    """input with the entries outside the band zeroed: num_lower subdiagonals and
+    num_upper superdiagonals are kept, a negative count keeps that whole triangle
+    (tf.linalg.band_part)."""
+    lo, up = _band_bound(num_lower, num_upper), _band_bound(num_upper, num_lower)
+    if lo.dtype != up.dtype:
+        raise errors.InvalidArgumentError(
+            f"MatrixBandPart: num_lower and num_upper must have one dtype, got "
+            f"{lo.dtype.name} and {up.dtype.name}")
+    return raw.MatrixBandPart(h.tensor(input), lo, up)
+
+
 __all__ = ["matmul", "eye", "norm"]
-LINALG_ONLY = ["matvec"]
+LINALG_ONLY = ["matvec", "matrix_transpose", "adjoint", "band_part"]

@@ -317,6 +317,13 @@ def cumsum(x, axis=0, exclusive=False, reverse=False, name=None):
                       exclusive=bool(exclusive), reverse=bool(reverse))
 
 
+def cumprod(x, axis=0, exclusive=False, reverse=False, name=None):
+    """Cumulative product along axis (tf.math.cumprod); exclusive starts at 1. As in
+    TensorFlow, the gradient is 0 at elements equal to 0."""
+    return raw.Cumprod(h.tensor(x), axis=h.one_int(axis, "axis", "Cumprod"),
+                       exclusive=bool(exclusive), reverse=bool(reverse))
+
+
 def _num_segments(num_segments):
     if h.is_tensor(num_segments):
         return h.tensor(num_segments)
@@ -452,7 +459,7 @@ __all__ = [
     "argmax", "argmin", "cumsum",
 ]
 # tf.math only (not top-level names in TensorFlow 2).
-MATH_ONLY = ["expm1", "is_nan", "is_finite", "is_inf", "reciprocal", "softplus", "log_sigmoid",
+MATH_ONLY = ["cumprod", "expm1", "is_nan", "is_finite", "is_inf", "reciprocal", "softplus", "log_sigmoid",
              "count_nonzero", "divide_no_nan",
              "reduce_variance", "reduce_std", "reduce_logsumexp", "unsorted_segment_sum",
              "unsorted_segment_mean", "unsorted_segment_sqrt_n", "unsorted_segment_max",
