@@ -9,6 +9,8 @@ from kiln.data.options import (AutoShardPolicy, AutotuneAlgorithm, AutotuneOptio
                                ServiceOptions, ThreadingOptions)
 from kiln.data.sampling import ChooseFromDatasets, sample_from_datasets  # noqa: F401
 from kiln.data.saving import load as _load, save as _save
+from kiln.data.selection import assert_cardinality, get_single_element  # noqa: F401
+from kiln.data.sources import CounterDataset, RandomDataset
 
 INFINITE_CARDINALITY = INFINITE
 UNKNOWN_CARDINALITY = UNKNOWN
@@ -18,7 +20,11 @@ __all__ = ["INFINITE_CARDINALITY", "UNKNOWN_CARDINALITY", "AUTOTUNE", "AutoShard
            "AutotuneAlgorithm", "AutotuneOptions", "DistributeOptions", "ExternalStatePolicy",
            "OptimizationOptions", "ServiceOptions", "ThreadingOptions", "cardinality", "scan",
            "group_by_window", "bucket_by_sequence_length", "rejection_resample",
-           "sample_from_datasets", "choose_from_datasets", "save", "load", "snapshot"]
+           "sample_from_datasets", "choose_from_datasets", "save", "load", "snapshot",
+           "Counter", "RandomDataset", "SHARD_HINT", "assert_cardinality", "get_single_element",
+           "ignore_errors", "take_while", "unique"]
+
+SHARD_HINT = -1  # dataset.shard(SHARD_HINT, ...): only a distribution strategy may shard it
 
 
 def cardinality(dataset):
@@ -71,3 +77,23 @@ def save(dataset, path, compression=None, shard_func=None, checkpoint_args=None)
 def load(path, element_spec=None, compression=None, reader_func=None):
     """Dataset.load(path, ...)."""
     return _load(path, element_spec, compression, reader_func)
+
+
+def Counter(start=0, step=1, dtype="int64"):  # noqa: N802 -- TensorFlow's name
+    """Dataset.counter(start, step, dtype) (tf.data.experimental.Counter)."""
+    return CounterDataset(start, step, dtype)
+
+
+def ignore_errors(log_warning=False):
+    """For dataset.apply(): dataset.ignore_errors(log_warning)."""
+    return lambda dataset: dataset.ignore_errors(log_warning)
+
+
+def take_while(predicate):
+    """For dataset.apply(): dataset.take_while(predicate)."""
+    return lambda dataset: dataset.take_while(predicate)
+
+
+def unique():
+    """For dataset.apply(): dataset.unique()."""
+    return lambda dataset: dataset.unique()

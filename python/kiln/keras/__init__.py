@@ -10,8 +10,11 @@ from kiln.keras import applications
 from kiln.keras import optimizers
 from kiln.keras import losses, metrics, callbacks
 from kiln.keras.variables import Variable
+from kiln.keras import dtype_policies, mixed_precision
+from kiln.keras.dtype_policies import DTypePolicy, FloatDTypePolicy
 
 __all__ = ["activations", "initializers", "utils", "backend", "layers", "models",
            "applications", "Layer", "Input", "InputLayer", "Model", "Sequential"]
 __all__ += ["optimizers", "constraints", "regularizers"]
 __all__ += ["losses", "metrics", "callbacks", "Variable", "saving"]
+__all__ += ["dtype_policies", "mixed_precision", "DTypePolicy", "FloatDTypePolicy"]

@@ -1,10 +1,13 @@
 """kiln.keras.backend: global Keras state."""
+from kiln.keras import dtype_policies as _dtype_policies
 from kiln.keras.layers import base as _base
 
 
 def clear_session():
-    """Restarts default layer names (dense, dense_1, ...) from the beginning."""
+    """Restarts default layer names (dense, dense_1, ...) from the beginning
+    and sets the global dtype policy back to float32, as Keras 3."""
     _base.reset_names()
+    _dtype_policies.reset()
 
 
 def floatx():

@@ -266,6 +266,13 @@ def reduce_weighted(losses, sample_weight=None, reduction="sum_over_batch_size")
         math_ops.divide_no_nan(total, cast(n, losses.dtype)))
 
 
+def _widen(x):
+    """float16 / bfloat16 tensors as float32; anything else as it is."""
+    if isinstance(x, _kiln.Tensor) and x.dtype.name in ("float16", "bfloat16"):
+        return cast(x, "float32")
+    return x
+
+
 # ---- Loss classes ----
 
 class Loss:
@@ -282,7 +289,9 @@ class Loss:
         self.name = name or _snake(type(self).__name__)
 
     def __call__(self, y_true, y_pred, sample_weight=None):
-        losses = self.call(y_true, y_pred)
+        # Keras 3's losses compute in their dtype (float32): a mixed-precision
+        # model's float16 / bfloat16 outputs are cast first.
+        losses = self.call(_widen(y_true), _widen(y_pred))
         losses = to_tensor(losses)
         if not losses.dtype.is_floating:
             losses = cast(losses, "float32")

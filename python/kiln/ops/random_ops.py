@@ -24,10 +24,29 @@ def _bound(v, dtype, op, what):
     return t
 
 
+_HALF = ("float16", "bfloat16")
+_FLOAT32 = _kiln.as_dtype("float32")
+
+
+def _wide(v):
+    """A bound of a float16 / bfloat16 draw as float32."""
+    if h.is_tensor(v) and h.tensor(v).dtype != _FLOAT32:
+        return raw.Cast(h.tensor(v), DstT=_FLOAT32)
+    return v
+
+
+def _half(draw, dtype, a, b, shape, seed):
+    """A float16 / bfloat16 draw: the kernels draw float32 / float64 only, so
+    float32 values are drawn and cast (TensorFlow draws in the dtype itself)."""
+    return raw.Cast(draw(shape, _wide(a), _wide(b), _FLOAT32, seed), DstT=dtype)
+
+
 def uniform(shape, minval=0, maxval=None, dtype="float32", seed=None, name=None):
     """Uniform values in [minval, maxval) (tf.random.uniform). Floats default to
     [0, 1); integer dtypes need maxval."""
     dtype = _kiln.as_dtype(dtype)
+    if dtype.name in _HALF:
+        return _half(uniform, dtype, minval, 1 if maxval is None else maxval, shape, seed)
     if maxval is None:
         if dtype.is_integer:
             raise ValueError(f"RandomUniform: maxval must be given for integer dtype "
@@ -45,6 +64,8 @@ def normal(shape, mean=0.0, stddev=1.0, dtype="float32", seed=None, name=None):
     if not dtype.is_floating:
         raise errors.InvalidArgumentError(
             f"RandomStandardNormal: dtype must be float32 or float64, got {dtype.name}")
+    if dtype.name in _HALF:
+        return _half(normal, dtype, mean, stddev, shape, seed)
     m = _bound(mean, dtype, "RandomStandardNormal", "mean")
     s = _bound(stddev, dtype, "RandomStandardNormal", "stddev")
     return raw.RandomStandardNormal(h.shape_tensor(shape, "RandomStandardNormal"), m, s,

@@ -276,8 +276,8 @@ def _additional_losses(model):
     """The sum of model.losses (add_loss, activity and weight regularizers), or None."""
     total = None
     for loss in model.losses:
-        if not loss.dtype.is_floating:
-            loss = cast(loss, "float32")
+        if not loss.dtype.is_floating or loss.dtype.name in ("float16", "bfloat16"):
+            loss = cast(loss, "float32")  # activity losses of mixed-precision layers too
         loss = math_ops.reduce_sum(loss)
         total = loss if total is None else total + loss
     return total
@@ -342,10 +342,12 @@ def train_step(model, data):
         with GradientTape() as tape:
             y_pred = model(x, training=True)
             loss = model.compute_loss(x, y, y_pred, sw)
+            scale = getattr(model.optimizer, "scale_loss", None)  # loss scaling (float16)
+            scaled = scale(loss) if scale is not None else loss
         variables = list(model.trainable_variables)
         if not variables:
             raise ValueError(f"Model {model.name!r} has no trainable variables to train")
-        grads = tape.gradient(loss, variables)
+        grads = tape.gradient(scaled, variables)
         model.optimizer.apply_gradients(zip(grads, variables))
     model._kiln_compiled.loss_tracker.update_state(
         distribute_lib.unscale_loss_for_distribution(loss), sample_weight=_batch_size(x))

@@ -217,7 +217,7 @@ class Model(Layer):
 
     def compile(self, optimizer="rmsprop", loss=None, metrics=None, loss_weights=None,
                 weighted_metrics=None, run_eagerly=False, steps_per_execution=1,
-                jit_compile=None, **kwargs):
+                jit_compile=None, auto_scale_loss=True, **kwargs):
         """Configures the model for training (tf.keras.Model.compile).
 
         optimizer: a name ('adam', 'sgd', ...) or an optimizer instance.
@@ -228,6 +228,8 @@ class Model(Layer):
           to fit the loss and the shapes. weighted_metrics also use sample_weight.
         run_eagerly: run the steps op by op instead of as one kiln.function.
         jit_compile: passed to the step's kiln.function.
+        auto_scale_loss: under the "mixed_float16" policy, wrap the optimizer
+          in a LossScaleOptimizer (as Keras 3).
         Unknown names raise ValueError here.
         """
         if kwargs:
@@ -238,7 +240,13 @@ class Model(Layer):
             self._kiln_compiled = trainer.CompiledState(
                 self, optimizer, loss, loss_weights, metrics, weighted_metrics, run_eagerly,
                 jit_compile)
+            given = self._kiln_compiled.optimizer
+            if auto_scale_loss and self.dtype_policy.name == "mixed_float16" and \
+                    given is not None and not isinstance(given, optimizers.LossScaleOptimizer):
+                self._kiln_compiled.optimizer = optimizers.LossScaleOptimizer(
+                    given, name="loss_scale_optimizer")
         self._kiln_compile_args = {  # for get_compile_config (saving)
+            "optimizer": given,  # as given: Keras saves the optimizer before its wrapping
             "loss": loss, "metrics": metrics, "loss_weights": loss_weights,
             "weighted_metrics": weighted_metrics, "run_eagerly": run_eagerly,
             "jit_compile": jit_compile}

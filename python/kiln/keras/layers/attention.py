@@ -110,7 +110,7 @@ class MultiHeadAttention(Layer):
         self.supports_masking = True
 
     def _dense(self, name, shape, bias_shape):
-        layer = _Projection(name=name, dtype=self.dtype)
+        layer = _Projection(name=name, dtype=self.dtype_policy)
         layer.kernel = layer.add_weight("kernel", shape, initializer=self.kernel_initializer)
         layer.bias = layer.add_weight("bias", bias_shape, initializer=self.bias_initializer) \
             if self.use_bias else None

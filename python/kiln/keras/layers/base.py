@@ -14,9 +14,10 @@ import numpy as np
 from kiln import _kiln, _restore_hooks
 from kiln import nest
 from kiln.autograph import maybe_convert
-from kiln.keras import constraints, initializers, regularizers
+from kiln.keras import constraints, dtype_policies, initializers, regularizers
 from kiln.keras.engine import keras_tensor
 from kiln.keras.layers import _args
+from kiln.keras.layers._autocast import autocast_variables, cast_call_args, is_mixed
 from kiln.keras.layers._path_scope import layer_scope, scoped_build, current_path
 from kiln.keras.variables import Variable as KerasVariable
 from kiln.keras.engine.keras_tensor import KerasTensor
@@ -251,9 +252,7 @@ class Layer(Module):
             raise ValueError(f"Layer name must be a non-empty string, got {name!r}")
         super().__init__(name=name or _unique(_snake(type(self).__name__)))
         self._trainable = bool(trainable)
-        if dtype is not None and hasattr(dtype, "name") and not isinstance(dtype, _kiln.DType):
-            dtype = dtype.name
-        self._dtype = _kiln.as_dtype(dtype) if dtype is not None else _kiln.as_dtype("float32")
+        self._set_dtype_policy(dtype)
         self.built = False
         self._kiln_weights = []
         self._kiln_nodes = []
@@ -286,17 +285,50 @@ class Layer(Module):
     def trainable(self, value):
         self._trainable = bool(value)
 
+    # ---- dtypes (Keras 3's dtype policies; _dtype is the compute dtype) ----
+
+    def _set_dtype_policy(self, dtype):
+        policy = dtype_policies.get(dtype)
+        self._dtype_policy = policy
+        self._dtype = _kiln.as_dtype(policy.compute_dtype)
+        self._kiln_variable_dtype = _kiln.as_dtype(policy.variable_dtype)
+
+    @property
+    def dtype_policy(self):
+        """The layer's DTypePolicy (its ``dtype=``, else the global policy)."""
+        return self._dtype_policy
+
+    @dtype_policy.setter
+    def dtype_policy(self, value):
+        self._set_dtype_policy(value)
+
     @property
     def dtype(self):
-        return self._dtype.name
+        """The variables' dtype (Keras 3: the policy's variable_dtype)."""
+        return self._kiln_variable_dtype.name
 
     @property
     def compute_dtype(self):
+        """The dtype inputs are cast to and outputs come in."""
         return self._dtype.name
 
     @property
     def variable_dtype(self):
+        return self._kiln_variable_dtype.name
+
+    @property
+    def input_dtype(self):
         return self._dtype.name
+
+    @property
+    def autocast(self):
+        """Whether floating inputs (and, under a mixed policy, variables) are
+        cast to the compute dtype when the layer is called."""
+        return self._autocast
+
+    @autocast.setter
+    def autocast(self, value):
+        self._autocast = bool(value)
 
     def build(self, input_shape):
         """Creates the weights; called once, before the first call."""
@@ -329,6 +361,7 @@ class Layer(Module):
         if _has_keras_tensor(inputs, args, kwargs):
             return keras_tensor.symbolic_call(self, inputs, args, kwargs)
         inputs = self._convert_inputs(inputs)
+        args, kwargs = cast_call_args(self, args, kwargs)
         if not self.built:
             if self.input_spec is not None:
                 self._check_input_spec(inputs)
@@ -353,14 +386,20 @@ class Layer(Module):
         outer = getattr(_CTX, "training", None)
         _CTX.training = training
         try:
-            if _kiln.executing_eagerly():
-                return call(inputs, *args, **kwargs)
-            # Traced: the layer's ops are named "<layer name>/<op>" (Keras'
-            # name scope), e.g. "CharUnpack/StatefulPartitionedCall".
-            with name_scope(self.name):
-                return call(inputs, *args, **kwargs)
+            if is_mixed(self):  # mixed precision: variables read in the compute dtype
+                with autocast_variables(self):
+                    return self._run_call(call, inputs, args, kwargs)
+            return self._run_call(call, inputs, args, kwargs)
         finally:
             _CTX.training = outer
+
+    def _run_call(self, call, inputs, args, kwargs):
+        if _kiln.executing_eagerly():
+            return call(inputs, *args, **kwargs)
+        # Traced: the layer's ops are named "<layer name>/<op>" (Keras'
+        # name scope), e.g. "CharUnpack/StatefulPartitionedCall".
+        with name_scope(self.name):
+            return call(inputs, *args, **kwargs)
 
     def _convert_inputs(self, inputs):
         """NumPy arrays and Python floats become tensors; floating tensors are
@@ -455,11 +494,13 @@ class Layer(Module):
         return self.weights
 
     def add_weight(self, name=None, shape=None, dtype=None, initializer=None, regularizer=None,
-                   trainable=True, constraint=None, **kwargs):
+                   trainable=True, constraint=None, autocast=True, **kwargs):
         """Creates a variable tracked by this layer, initialized by
-        ``initializer`` (a name, an Initializer or a callable(shape, dtype))."""
+        ``initializer`` (a name, an Initializer or a callable(shape, dtype)),
+        in ``dtype`` (default: the policy's variable dtype). ``autocast``: read
+        in the compute dtype during calls under a mixed policy."""
         shape = () if shape is None else tuple(int(d) for d in shape)
-        dtype = _kiln.as_dtype(dtype) if dtype is not None else self._dtype
+        dtype = _kiln.as_dtype(dtype) if dtype is not None else self._kiln_variable_dtype
         if initializer is None:
             initializer = "glorot_uniform" if dtype.is_floating else "zeros"
         init = initializers.get(initializer)
@@ -479,6 +520,7 @@ class Layer(Module):
                 path = f"{current_path()}/{short}"
             v = KerasVariable(value, short, path, trainable=trainable)
         v._kiln_regularizer = regularizers.get(regularizer)  # names: 'l2', 'non_neg'
+        v._kiln_autocast = bool(autocast)
         v._kiln_constraint = constraints.get(constraint)
         self._kiln_weights.append(v)
         if _restore_hooks.PENDING:  # a kiln.train restore waits for this weight
@@ -637,7 +679,8 @@ class Layer(Module):
     # ---- config ----
 
     def get_config(self):
-        config = {"name": self.name, "trainable": self.trainable, "dtype": self.dtype}
+        config = {"name": self.name, "trainable": self.trainable,
+                  "dtype": dtype_policies.serialize(self._dtype_policy)}
         if self.activity_regularizer is not None:
             config["activity_regularizer"] = _args.serialize(self.activity_regularizer,
                                                              "regularizer")

@@ -335,8 +335,12 @@ class Embedding(Layer):
         if x.dtype.name not in ("int32", "int64"):
             x = raw.Cast(x, DstT=_kiln.as_dtype("int32"))
         if _sparse_rows.active():  # a train step: TensorFlow's sparse row updates
-            return _sparse_rows.lookup(self.embeddings, x)
-        return array_ops.gather(self.embeddings, x, axis=0)
+            out = _sparse_rows.lookup(self.embeddings, x)
+        else:
+            out = array_ops.gather(self.embeddings, x, axis=0)
+        if out.dtype != self._dtype and self._dtype.is_floating:  # mixed precision, as Keras
+            out = raw.Cast(out, DstT=self._dtype)
+        return out
 
     def compute_mask(self, inputs, mask=None):
         if not self.mask_zero:
@@ -345,6 +349,9 @@ class Embedding(Layer):
 
     def compute_output_shape(self, input_shape):
         return TensorShape(_dims(input_shape) + [self.output_dim])
+
+    def _output_dtype(self, inputs):
+        return self._dtype  # rows of the embeddings, whatever the indices' dtype
 
     def get_config(self):
         return {**super().get_config(), "input_dim": self.input_dim,

@@ -51,7 +51,8 @@ class InputLayer(Layer):
         else:
             batch_shape = _as_shape(batch_shape, "batch_shape")
         super().__init__(name=name or _unique("input", zero_based=False),
-                         dtype=dtype, **kwargs)
+                         dtype=dtype if dtype is not None else "float32",  # not the policy's
+                         **kwargs)
         self._batch_input_shape = tuple(batch_shape)
         self.built = True
         node = Node(self, (), {})

@@ -5,6 +5,10 @@ moving statistics, which emits ``x * inv + shift`` with [C] vectors: the
 pattern kiln's graph passes fold into a preceding convolution.
 LayerNormalization is ``moments`` over its axes and the same formula: under
 ``jit_compile`` over the last axes, one row kernel (docs/JIT.md).
+
+Under a float16 / bfloat16 compute dtype (mixed precision) both compute in
+float32 with their float32 weights (made with ``autocast=False``) and return
+the compute dtype, as Keras 3 does.
 """
 from kiln import _kiln
 from kiln.gradient import stop_gradient
@@ -16,6 +20,22 @@ from kiln.ops import array_ops, math_ops, nn_ops
 from kiln.tensor_shape import TensorShape
 
 raw = _kiln.raw
+_HALF = ("float16", "bfloat16")
+_FLOAT32 = _kiln.as_dtype("float32")
+
+
+def _upcast(x):
+    """x in float32 when it is float16 / bfloat16 (normalizing overflows there)."""
+    return raw.Cast(x, DstT=_FLOAT32) if x.dtype.name in _HALF else x
+
+
+def _cast_all(values, dtype):
+    """The weights (None kept) as tensors of ``dtype`` when they are another."""
+    return [v if v is None or v.dtype == dtype else raw.Cast(v, DstT=dtype) for v in values]
+
+
+def _to_compute(layer, y):
+    return y if y.dtype == layer._dtype else raw.Cast(y, DstT=layer._dtype)
 
 
 def _axes_list(name, axis):
@@ -88,6 +108,8 @@ def _sqrt_of(init):
 
 def _ema(var, value, momentum):
     """var <- var * momentum + value * (1 - momentum)."""
+    if value.dtype != var.dtype:
+        value = raw.Cast(value, DstT=var.dtype)
     m = h.tensor(momentum, value.dtype)
     one_m = h.tensor(1.0 - momentum, value.dtype)
     new = raw.AddV2(raw.Mul(h.tensor(var), m), raw.Mul(value, one_m))
@@ -157,16 +179,18 @@ class BatchNormalization(Layer):
         pshape = tuple(dims)
         self.gamma = self.add_weight("gamma", pshape, initializer=self.gamma_initializer,
                                      regularizer=self.gamma_regularizer,
-                                     constraint=self.gamma_constraint) if self.scale else None
+                                     constraint=self.gamma_constraint,
+                                     autocast=False) if self.scale else None
         self.beta = self.add_weight("beta", pshape, initializer=self.beta_initializer,
                                     regularizer=self.beta_regularizer,
-                                    constraint=self.beta_constraint) if self.center else None
+                                    constraint=self.beta_constraint,
+                                    autocast=False) if self.center else None
         self.moving_mean = self.add_weight("moving_mean", pshape,
                                            initializer=self.moving_mean_initializer,
-                                           trainable=False)
+                                           trainable=False, autocast=False)
         self.moving_variance = self.add_weight("moving_variance", pshape,
                                                initializer=self.moving_variance_initializer,
-                                               trainable=False)
+                                               trainable=False, autocast=False)
         if self.renorm:
             self._build_renorm(pshape)
         self.input_spec = InputSpec(ndim=shape.rank, axes=dict(zip(axes, dims)))
@@ -175,34 +199,37 @@ class BatchNormalization(Layer):
     def _build_renorm(self, pshape):
         stddev_init = _sqrt_of(self.moving_variance_initializer)
         self.moving_stddev = self.add_weight("moving_stddev", pshape, initializer=stddev_init,
-                                             trainable=False)
+                                             trainable=False, autocast=False)
         self.renorm_mean = self.add_weight("renorm_mean", pshape,
                                            initializer=self.moving_mean_initializer,
-                                           trainable=False)
+                                           trainable=False, autocast=False)
         self.renorm_stddev = self.add_weight("renorm_stddev", pshape, initializer=stddev_init,
-                                             trainable=False)
+                                             trainable=False, autocast=False)
 
-    def _params(self, rank):
+    def _params(self, rank, dtype):
         """(mean, var, beta, gamma) shaped to broadcast against the input."""
         axes = self._norm_axes(rank)
         vals = [self.moving_mean, self.moving_variance, self.beta, self.gamma]
+        if self.moving_mean.dtype != dtype:
+            vals = _cast_all(vals, dtype)
         if axes == [rank - 1]:
             return vals  # [C] vectors broadcast on the last axis
         return _broadcastable(vals, axes, list(self.moving_mean.shape), rank)
 
     def call(self, inputs, training=None):
-        x = h.tensor(inputs)
+        x = _upcast(h.tensor(inputs))
         rank = h.static_rank(x, "BatchNormalization")
         if training and self.trainable:
-            return self._train_step(x, rank)
-        mean, var, beta, gamma = self._params(rank)
-        return nn_ops.batch_normalization(x, mean, var, beta, gamma, self.epsilon)
+            return _to_compute(self, self._train_step(x, rank))
+        mean, var, beta, gamma = self._params(rank, x.dtype)
+        return _to_compute(self, nn_ops.batch_normalization(x, mean, var, beta, gamma,
+                                                            self.epsilon))
 
     def _train_step(self, x, rank):
         axes = self._norm_axes(rank)
         reduce_axes = [a for a in range(rank) if a not in axes]
         mean, var = nn_ops.moments(x, reduce_axes, keepdims=True)
-        _, _, beta, gamma = self._params(rank)
+        _, _, beta, gamma = self._params(rank, x.dtype)
         pshape = list(self.moving_mean.shape)
         if self.renorm:
             gamma, beta = self._renorm_affine(mean, var, gamma, beta)
@@ -290,21 +317,26 @@ class LayerNormalization(Layer):
         self.axis = sorted(self._axes) if isinstance(self.axis, list) else [self.axis]
         self.gamma = self.add_weight("gamma", tuple(dims), initializer=self.gamma_initializer,
                                      regularizer=self.gamma_regularizer,
-                                     constraint=self.gamma_constraint) if self.scale else None
+                                     constraint=self.gamma_constraint,
+                                     autocast=False) if self.scale else None
         self.beta = self.add_weight("beta", tuple(dims), initializer=self.beta_initializer,
                                     regularizer=self.beta_regularizer,
-                                    constraint=self.beta_constraint) \
+                                    constraint=self.beta_constraint, autocast=False) \
             if self.center and not self.rms_scaling else None
         self.input_spec = InputSpec(ndim=shape.rank, axes=dict(zip(axes, dims)))
         self.built = True
 
     def call(self, inputs):
-        x = h.tensor(inputs)
+        x = _upcast(h.tensor(inputs))
+        return _to_compute(self, self._normalize(x))
+
+    def _normalize(self, x):
         rank = h.static_rank(x, "LayerNormalization")
         axes = _normalized_axes("LayerNormalization", self._axes, rank)
         mean, var = nn_ops.moments(x, axes, keepdims=True)
         dims = [x.shape[a] for a in axes]
-        beta, gamma = _broadcastable([self.beta, self.gamma], axes, dims, rank)
+        beta, gamma = _broadcastable(_cast_all([self.beta, self.gamma], x.dtype), axes, dims,
+                                     rank)
         if self.rms_scaling:
             y = x * math_ops.rsqrt(var + h.tensor(self.epsilon, var.dtype))
             return y * gamma if gamma is not None else y

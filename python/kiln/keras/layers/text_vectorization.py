@@ -206,8 +206,8 @@ class TextVectorization(Layer):
 
     def get_config(self):
         lookup = self._lookup_layer
-        return {"name": self.name, "trainable": self.trainable, "dtype": self.dtype,
-                "max_tokens": lookup.max_tokens, "standardize": self._standardize,
+        return {"name": self.name, "trainable": self.trainable,
+                "dtype": Layer.get_config(self)["dtype"], "max_tokens": lookup.max_tokens, "standardize": self._standardize,
                 "split": self._split, "ngrams": self._ngrams_arg,
                 "output_mode": self._output_mode,
                 "output_sequence_length": self._output_sequence_length,

@@ -16,8 +16,9 @@ from kiln.keras.optimizers.sgd import SGD
 from kiln.keras.optimizers.adam import Adam
 from kiln.keras.optimizers.adamw import AdamW
 from kiln.keras.optimizers.rmsprop import RMSprop
+from kiln.keras.optimizers.loss_scale_optimizer import LossScaleOptimizer
 
-_CLASSES = (SGD, Adam, AdamW, RMSprop)
+_CLASSES = (SGD, Adam, AdamW, RMSprop, LossScaleOptimizer)
 _BY_NAME = {c.__name__: c for c in _CLASSES}
 _BY_NAME.update({c.__name__.lower(): c for c in _CLASSES})
 
@@ -46,6 +47,9 @@ def deserialize(config, custom_objects=None):
     return cls.from_config(dict(config.get("config") or {}))
 
 
+LossScaleOptimizer._kiln_deserialize = staticmethod(deserialize)  # its inner optimizer
+
+
 def get(identifier):
     """An optimizer from a name ('sgd', 'adam', 'adamw', 'rmsprop', any case),
     a ``serialize()`` dict or an Optimizer instance (returned as is); a name
@@ -61,5 +65,5 @@ def get(identifier):
     raise ValueError(f"Could not interpret optimizer identifier: {identifier!r}")
 
 
-__all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "schedules", "get", "serialize",
-           "deserialize"]
+__all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "LossScaleOptimizer", "schedules",
+           "get", "serialize", "deserialize"]

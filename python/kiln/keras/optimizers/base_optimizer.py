@@ -106,10 +106,9 @@ class Optimizer:
                           stacklevel=3)
         if kwargs:
             raise ValueError(f"Argument(s) not recognized: {kwargs}")
-        if use_ema or loss_scale_factor is not None or gradient_accumulation_steps:
+        if use_ema or gradient_accumulation_steps:
             raise NotImplementedError(
-                "kiln optimizers do not support use_ema, loss_scale_factor or "
-                "gradient_accumulation_steps yet")
+                "kiln optimizers do not support use_ema or gradient_accumulation_steps yet")
         self.name = name if name is not None else _snake(type(self).__name__)
         self.weight_decay = _check_number(weight_decay, "weight_decay")
         self.clipnorm = _check_number(clipnorm, "clipnorm")
@@ -123,7 +122,8 @@ class Optimizer:
         self.use_ema = False
         self.ema_momentum = ema_momentum
         self.ema_overwrite_frequency = ema_overwrite_frequency
-        self.loss_scale_factor = None
+        self.loss_scale_factor = _check_number(loss_scale_factor, "loss_scale_factor",
+                                               positive=True)
         self.gradient_accumulation_steps = None
         self.built = False
         self._variables = []
@@ -341,6 +341,8 @@ class Optimizer:
                     "variables, you should recreate a new optimizer instance.")
         grads, trainable_variables = self._filter_empty_gradients(grads, trainable_variables)
         grads = [_gradient_tensor(g, v) for g, v in zip(grads, trainable_variables)]
+        if self.loss_scale_factor is not None:  # scale_loss multiplied the loss
+            grads = [g / K.cast(self.loss_scale_factor, g.dtype) for g in grads]
         if aggregate:
             grads = distribute_lib.aggregate_gradients(grads, trainable_variables)
         grads = self._clip_gradients(grads)
@@ -389,6 +391,13 @@ class Optimizer:
         raise NotImplementedError(f"{type(self).__name__} must implement update_step()")
 
     # ---- gradients from a loss ----
+
+    def scale_loss(self, loss):
+        """``loss * loss_scale_factor`` when one is set, else ``loss`` (the
+        gradients are divided by it again when applied)."""
+        if self.loss_scale_factor is not None:
+            return loss * K.cast(self.loss_scale_factor, loss.dtype)
+        return loss
 
     def compute_gradients(self, loss, var_list, tape=None):
         """[(gradient, variable)] of ``loss`` (a tensor recorded by ``tape``, or a

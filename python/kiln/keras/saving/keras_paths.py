@@ -156,7 +156,8 @@ def optimizer_variables(opt):
             slots[key] = v
             if key[1] not in names:
                 names.append(key[1])
-    groups = [g for g in _SLOT_GROUPS.get(type(opt).__name__, []) if g[0] in names]
+    kind = type(getattr(opt, "inner_optimizer", opt)).__name__  # a LossScaleOptimizer's inner
+    groups = [g for g in _SLOT_GROUPS.get(kind, []) if g[0] in names]
     grouped = {n for g in groups for n in g}
     groups += [(n,) for n in names if n not in grouped]
     groups.sort(key=lambda g: names.index(g[0]))

@@ -315,7 +315,8 @@ def compile_config(model):
     """Keras 3's compile config: the optimizer and compile()'s other arguments."""
     args = dict(getattr(model, "_kiln_compile_args", None) or {})
     try:
-        return {"optimizer": serialization.serialize_keras_object(model.optimizer),
+        optimizer = args.get("optimizer") or model.optimizer  # before compile's LossScale
+        return {"optimizer": serialization.serialize_keras_object(optimizer),
                 "loss": _ser_loss(args.get("loss"), losses),
                 "loss_weights": serialization.jsonable(args.get("loss_weights"), "loss_weights"),
                 "metrics": _ser_loss(args.get("metrics"), metrics),

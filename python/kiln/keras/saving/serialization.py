@@ -18,7 +18,7 @@ import types
 import numpy as np
 
 from kiln import _kiln, nest
-from kiln.keras import activations, layers as layers_mod, optimizers
+from kiln.keras import activations, dtype_policies, layers as layers_mod, optimizers
 from kiln.keras.engine.keras_tensor import KerasTensor
 from kiln.keras.engine.sequential import Sequential
 from kiln.keras.engine.training import Model
@@ -76,6 +76,8 @@ def jsonable(v, where):
         return {_key(k, where): jsonable(x, where) for k, x in v.items()}
     if isinstance(v, _kiln.DType):
         return v.name
+    if isinstance(v, dtype_policies.DTypePolicy):
+        return dtype_policies.serialize(v)
     if hasattr(v, "as_list") and hasattr(v, "rank"):
         return None if v.rank is None else v.as_list()
     if isinstance(v, np.ndarray):
@@ -492,7 +494,8 @@ def sequential_config(model):
     if model._kiln_input is not None:
         layers.append(serialize_keras_object(model._kiln_input._node.layer))
     layers += [serialize_keras_object(layer) for layer in model._kiln_layers]
-    config = {"name": model.name, "trainable": model.trainable, "layers": layers}
+    config = {"name": model.name, "trainable": model.trainable,
+              "dtype": dtype_policies.serialize(model.dtype_policy), "layers": layers}
     if model._kiln_input is not None:
         config["build_input_shape"] = jsonable(model._kiln_input.shape, "the input shape")
     return config
