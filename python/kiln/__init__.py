@@ -33,7 +33,10 @@ from kiln import benchmark  # noqa: F401  (kiln.benchmark: the timing harness)
 from kiln.data.py_func import py_function, numpy_function
 from kiln.gradient import GradientTape, UnconnectedGradients, stop_gradient, custom_gradient
 from kiln import ragged, sparse
+from kiln import types
 from kiln.ragged import RaggedTensor
 from kiln.sparse import SparseTensor
+from kiln import experimental
+from kiln.experimental import type_spec_from_value
 
 __version__ = _kiln.__version__  # the VERSION file, through libkiln

@@ -5,8 +5,12 @@ C++ function layer treats it as a namedtuple: as a `kiln.function` argument it
 is keyed by its components' specs and rebuilt (``type(**components)``) around
 the traced placeholders, and a returned one is rebuilt around the results.
 Everywhere else it is not a sequence: iterating it (which TensorFlow's tensor
-conversion would do) is a TypeError, and kiln.nest treats it as a leaf.
+conversion would do) is a TypeError, and kiln.nest treats it as a leaf (unless asked to
+expand composites: `_kiln_nest_components` / `_kiln_nest_rebuild`).
 """
+from kiln import _kiln
+
+_TENSOR = _kiln.Tensor
 
 
 class CompositeTensor(tuple):
@@ -18,6 +22,18 @@ class CompositeTensor(tuple):
     def _components(self):
         """The component tensors, in `_fields` order."""
         return tuple(tuple.__getitem__(self, i) for i in range(len(self._fields)))
+
+    def _kiln_nest_components(self):
+        """What kiln.nest expands this into with expand_composites=True: its tensor (and
+        composite) components, in `_fields` order."""
+        return [c for c in self._components() if isinstance(c, (_TENSOR, CompositeTensor))]
+
+    def _kiln_nest_rebuild(self, components):
+        """The same composite over new components (as `_kiln_nest_components` lists them)."""
+        it = iter(components)
+        items = [next(it) if isinstance(c, (_TENSOR, CompositeTensor)) else c
+                 for c in self._components()]
+        return type(self)(*items)
 
     def _map_values(self, fn):
         """The same structure with fn applied to the (flat) values (tf.cast and friends)."""

@@ -61,6 +61,71 @@ class _Optimizer:
         """"autoclustering" when set_jit enabled it, else ""."""
         return _Optimizer._jit
 
+    _options = {}  # as given, TensorFlow's dict.update semantics
+
+    @staticmethod
+    def set_experimental_options(options):
+        """TensorFlow's Grappler switches ({"constant_folding": False, ...}),
+        merged into those set before (None unsets one; keys TensorFlow does not
+        know are kept and ignored, as TensorFlow does). kiln records them and
+        reports them through get_experimental_options(); `_disabled_passes()`
+        names the kiln passes they correspond to (_GRAPPLER_TO_KILN), which the
+        function layer does not take yet (see docs/PYTHON.md)."""
+        _Optimizer._options.update(options)
+
+    @staticmethod
+    def get_experimental_options():
+        """The options set, as TensorFlow reports them: its known switches in its
+        order (truthy = on), `disable_model_pruning` and `disable_meta_optimizer`
+        always (False by default), `min_graph_nodes` when not 0."""
+        opts, out = _Optimizer._options, {}
+        for key in _TOGGLES:
+            if key in _ALWAYS:
+                out[key] = bool(opts.get(key) or False)
+            elif opts.get(key) is not None:
+                out[key] = bool(opts[key])
+        if opts.get("min_graph_nodes"):
+            out["min_graph_nodes"] = int(opts["min_graph_nodes"])
+        return out
+
+    @staticmethod
+    def _disabled_passes():
+        """kiln's optimization passes that the options turn off (names as in
+        kiln/passes.h): a switch set to False, or disable_model_pruning /
+        disable_meta_optimizer set to True."""
+        opts = _Optimizer.get_experimental_options()
+        if opts.get("disable_meta_optimizer"):
+            return set(_KILN_PASSES)
+        off = set()
+        for key, passes in _GRAPPLER_TO_KILN.items():
+            if opts.get(key) is (key == "disable_model_pruning"):
+                off.update(passes)
+        return off
+
+
+# TensorFlow's RewriterConfig switches, in the order get_experimental_options lists them.
+_TOGGLES = ("layout_optimizer", "constant_folding", "shape_optimization", "remapping",
+            "arithmetic_optimization", "dependency_optimization", "loop_optimization",
+            "function_optimization", "debug_stripper", "disable_model_pruning",
+            "scoped_allocator_optimization", "pin_to_host_optimization",
+            "implementation_selector", "auto_mixed_precision", "use_plugin_optimizers",
+            "disable_meta_optimizer", "auto_mixed_precision_onednn_bfloat16",
+            "auto_mixed_precision_mkl")
+_ALWAYS = ("disable_model_pruning", "disable_meta_optimizer")
+# Grappler's optimizers with a kiln counterpart (src/passes); the others
+# (layout, shape, loop, debug stripper, scoped allocator, host pinning,
+# implementation selector, mixed precision) have none on kiln's CPU.
+_GRAPPLER_TO_KILN = {
+    "constant_folding": ("fold_constants",),
+    "arithmetic_optimization": ("cse", "simplify"),
+    "remapping": ("fuse_conv", "fuse"),
+    "function_optimization": ("inline",),
+    "disable_model_pruning": ("prune",),
+}
+# What disable_meta_optimizer turns off (schedule_collectives stays: it orders
+# the collectives every worker must issue alike).
+_KILN_PASSES = ("inline", "prune", "fold_constants", "cse", "simplify", "fuse_conv", "fuse")
+
 
 optimizer = _Optimizer()
 

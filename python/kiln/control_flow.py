@@ -46,8 +46,9 @@ _kiln._set_tensor_array_class(TensorArray)  # what write/unstack return, subclas
 
 
 def _flatten_vars(structure):
-    """Leaves as tensors: TensorArrays become their handles, numbers tensors."""
-    flat = nest.flatten(structure)
+    """Leaves as tensors: TensorArrays become their handles, numbers tensors; composite
+    tensors (ragged, sparse, ExtensionType values) stand for their component tensors."""
+    flat = nest.flatten(structure, expand_composites=True)
     out = []
     for x in flat:
         if isinstance(x, TensorArray):
@@ -65,7 +66,7 @@ def _repack(structure, template_flat, tensors):
     leaves = []
     for t, tmpl in zip(tensors, template_flat):
         leaves.append(tmpl._with_handle(t) if isinstance(tmpl, TensorArray) else t)
-    return nest.pack_sequence_as(structure, leaves)
+    return nest.pack_sequence_as(structure, leaves, expand_composites=True)
 
 
 def _describe(structure):
@@ -102,7 +103,7 @@ def cond(pred, true_fn=None, false_fn=None, name=None):
             if key == "false" and "true" in results:
                 t_out = results["true"][0]
                 try:
-                    nest.assert_same_structure(t_out, out)
+                    nest.assert_same_structure(t_out, out, expand_composites=True)
                     same = len(results["true"][1]) == len(flat)
                 except ValueError:
                     same = False
@@ -156,7 +157,8 @@ def while_loop(cond, body, loop_vars, shape_invariants=None, parallel_iterations
         if isinstance(out, list) and isinstance(structure, tuple):
             out = tuple(out)
         try:
-            nest.assert_same_structure(structure, out, check_types=False)
+            nest.assert_same_structure(structure, out, check_types=False,
+                                       expand_composites=True)
         except ValueError:
             raise ValueError(
                 "while_loop: body must return the same structure as loop_vars; loop_vars is "

@@ -80,10 +80,11 @@ class LeakedTensorError(InvalidArgumentError, TypeError):
 __all__.append("LeakedTensorError")
 
 
-def _in_user_code(message):
+def _in_user_code(message, error_name="ValueError"):
     """message prefixed with the innermost frame of user code calling in
     (TensorFlow's "in user code:" block), skipping kiln's and installed
-    packages' frames. Converted (AutoGraph) code keeps the user's file and line."""
+    packages' frames. Converted (AutoGraph) code keeps the user's file and line
+    and shows as TensorFlow marks converted frames: the function's name and "*"."""
     import linecache  # here, not at the top: kiln.errors (tf.errors) lists only errors
     import os
     import sys
@@ -99,5 +100,8 @@ def _in_user_code(message):
         return message
     code = frame.f_code
     line = linecache.getline(code.co_filename, frame.f_lineno).strip()
+    name = code.co_name
+    if name.startswith("ag__"):  # kiln.autograph's converted function
+        name = name[len("ag__"):] + "  *"
     return (f"in user code:\n\n    File \"{code.co_filename}\", line {frame.f_lineno}, in "
-            f"{code.co_name}\n        {line}\n\n    {message}")
+            f"{name}\n        {line}\n\n    {error_name}: {message}\n")

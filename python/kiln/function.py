@@ -11,6 +11,7 @@ import weakref
 
 import numpy as np
 
+from kiln import _function_text as _text
 from kiln import _kiln, nest
 from kiln import config as _config
 from kiln._composite import CompositeTensor
@@ -72,9 +73,17 @@ def _outputs_to_tensors(out):
 def _convert_to_spec(x, spec):
     """A *args value bound to an input_signature spec: converted to its dtype
     (as the C++ call converts named arguments)."""
-    if isinstance(x, (_kiln.Tensor, _kiln.Variable, _kiln.TensorSpec)):
+    if isinstance(x, (_kiln.Tensor, _kiln.Variable, _kiln.TensorSpec)) or \
+            not isinstance(spec, _kiln.TensorSpec):  # a composite spec: kept as given
         return x
     return _kiln.convert_to_tensor(x, dtype=spec.dtype)
+
+
+def _spec_values(structure):
+    """Composite specs (ExtensionType.Spec) replaced by what a trace is made from: a value
+    of the composite type holding TensorSpecs (their `_kiln_trace_value()`)."""
+    return nest.map_structure(
+        lambda s: s._kiln_trace_value() if hasattr(s, "_kiln_trace_value") else s, structure)
 
 
 def _uncanonicalize(params, canon):
@@ -89,6 +98,28 @@ def _uncanonicalize(params, canon):
         else:
             kwargs.update(v)
     return args, kwargs
+
+
+_CF_PREFIX = "ConcreteFunction "
+
+
+class InputSignatureError(TypeError, ValueError):
+    """Arguments that do not fit a function's input_signature: the seed guide's
+    ValueError ("Python inputs incompatible with input_signature"), also a TypeError
+    (what TensorFlow 2.21 raises), so code written for either release catches it."""
+
+
+def _signature_error(inputs, input_signature, detail):
+    """The seed guide's error for a call that does not fit input_signature: the call's
+    inputs and the signature, one per line; kiln's own line (which argument, expected
+    vs actual) as a note."""
+    inputs = ",\n    ".join(str(a) for a in inputs)
+    specs = ",\n    ".join(repr(s) for s in input_signature)
+    err = InputSignatureError(f"Python inputs incompatible with input_signature:\n"
+                              f"  inputs: (\n    {inputs})\n"
+                              f"  input_signature: (\n    {specs}).")
+    err.add_note(detail)
+    return err
 
 
 class RetraceReason:
@@ -134,17 +165,21 @@ class Function(_kiln._Function):
         if input_signature is not None:
             input_signature = list(input_signature)
             for s in input_signature:
-                if not isinstance(s, _kiln.TensorSpec):
+                if not isinstance(s, _kiln.TensorSpec) and not hasattr(s, "_kiln_trace_value"):
                     raise TypeError(
                         f"input_signature must be a list of kiln.TensorSpec, got {s!r}")
             self._input_signature = tuple(input_signature)
+            if not all(isinstance(s, _kiln.TensorSpec) for s in input_signature):
+                self.__class__ = _SpecSignatureFunction  # C++ takes flat TensorSpecs only
         simple = all(p.kind == _P.POSITIONAL_OR_KEYWORD for p in params)
         nparams = len(params) if simple else 2**62
         names = [p.name for p in params]
         self._tracer = _Tracer(python_function, params, autograph, _self_ref)
         # Simple signatures are bound in C++ (keywords, defaults) on each call.
         defaults = tuple(p.default for p in params) if simple else None
-        super().__init__(self._tracer, fname, names, self._input_signature,
+        cpp_signature = None if isinstance(self, _SpecSignatureFunction) else \
+            self._input_signature
+        super().__init__(self._tracer, fname, names, cpp_signature,
                          bool(reduce_retracing), bool(jit_compile), nparams, defaults, _P.empty)
         functools.update_wrapper(self, python_function, updated=())
 
@@ -184,18 +219,32 @@ class Function(_kiln._Function):
 
     @property
     def python_function(self):
-        """The original Python function."""
+        """The Python function given to kiln.function (a Function when one was given)."""
         return self._python_function
 
+    @property
+    def name(self):
+        return self._name
+
     def _raise_signature_error(self, args, detail):
-        # Called by the C++ __call__ when arguments do not match input_signature.
-        inputs = ",\n    ".join(str(a) for a in args)
-        specs = ",\n    ".join(repr(s) for s in self._input_signature)
-        err = InvalidArgumentError(f"Python inputs incompatible with input_signature:\n"
-                                   f"  inputs: (\n    {inputs})\n"
-                                   f"  input_signature: (\n    {specs}).")
-        err.add_note(detail)  # kiln's own line: which argument, expected vs actual
-        raise err
+        # Called by the C++ __call__ when arguments do not match input_signature:
+        # the seed guide's text (the call's inputs, *args items in place of their
+        # tuple, and the signature), kiln's own line as a note.
+        raise _signature_error(self._flat_call_args(args), self._input_signature, detail)
+
+    def _flat_call_args(self, args):
+        # The values of a canonical call: *args items in place of their tuple.
+        args = tuple(args)
+        if len(args) != len(self._params) or \
+                not any(p.kind == _P.VAR_POSITIONAL for p in self._params):
+            return args
+        out = []
+        for p, v in zip(self._params, args):
+            if p.kind == _P.VAR_POSITIONAL:
+                out.extend(v)
+            elif p.kind != _P.VAR_KEYWORD:
+                out.append(v)
+        return tuple(out)
 
     @property
     def input_signature(self):
@@ -214,7 +263,7 @@ class Function(_kiln._Function):
         if self._input_signature is not None and \
                 all(p.kind == _P.POSITIONAL_OR_KEYWORD for p in self._params):
             canon = tuple(self._input_signature) + tuple(canon[len(self._input_signature):])
-        return ConcreteFunction(self._get_concrete(canon), self)
+        return ConcreteFunction(self._get_concrete(_spec_values(canon)), self)
 
     def experimental_get_compiler_ir(self, *args, **kwargs):
         """TensorFlow's API for jit_compile=True functions: returns
@@ -234,8 +283,13 @@ class Function(_kiln._Function):
         return compiler_ir_generator
 
     def pretty_printed_concrete_signatures(self, verbose=True):
-        """Every traced signature, in trace order (as the guide prints them)."""
-        return super().pretty_printed_concrete_signatures().rstrip("\n")
+        """Every traced signature, in trace order, as the seed guide prints them
+        ("double(a)\n  Args:\n ...  Returns:\n ..."; a function with an input_signature
+        is traced for it first, as TensorFlow does)."""
+        if self._input_signature is not None and not self._concrete_functions():
+            self.get_concrete_function()
+        cfs = [ConcreteFunction(cf, self) for cf in self._concrete_functions()]
+        return "\n\n".join(cf.pretty_printed_signature(verbose) for cf in cfs)
 
     def retrace_reasons(self):
         """One record per retrace: the argument that differed and how."""
@@ -273,6 +327,27 @@ class Function(_kiln._Function):
         return f"<kiln.function {self._name} at 0x{id(self):x}>"
 
 
+class _SpecSignatureFunction(Function):
+    """A Function whose input_signature holds composite specs (ExtensionType.Spec): the
+    C++ call path takes flat TensorSpecs only, so each call goes through the one concrete
+    function traced from the signature (the seed's input_signature error when it does not fit)."""
+
+    def __call__(self, *args, **kwargs):
+        if _config.functions_run_eagerly():
+            return self._call_eagerly(*args, **kwargs)
+        bound = self._signature.bind(*args, **kwargs).arguments
+        for p, spec in zip(self._params, self._input_signature):
+            why = spec._kiln_mismatch(bound[p.name]) if p.name in bound and \
+                hasattr(spec, "_kiln_mismatch") else None
+            if why:
+                raise _signature_error(tuple(bound.values()), self._input_signature,
+                                       f"argument '{p.name}': {why}")
+        cf = self.__dict__.get("_signature_cf")
+        if cf is None:
+            cf = self.__dict__["_signature_cf"] = self.get_concrete_function()
+        return cf(*args, **kwargs)
+
+
 class ConcreteFunction:
     """One traced graph of a Function: callable with tensors (positionally or by
     keyword; non-tensor arguments bound at trace time may be left out)."""
@@ -297,8 +372,22 @@ class ConcreteFunction:
 
     @property
     def structured_input_signature(self):
-        """(args, kwargs) as traced; tensor arguments appear as TensorSpecs."""
-        return (self._cf._structured_input_signature, {})
+        """(args, kwargs) as traced (TensorFlow's split: *args items among the
+        positional ones, keyword-only and **kwargs items by name); tensor
+        arguments appear as TensorSpecs."""
+        return _text.structured_signature(self._params, self._traced_values())
+
+    def _traced_values(self):
+        """The traced arguments; when a Python object bound at trace time no longer
+        exists (its weak reference is dead), each argument without a placeholder of
+        its name shows as a dead reference (TensorFlow prints those as dead Weakrefs)."""
+        try:
+            return self._cf._structured_input_signature
+        except ValueError:
+            inputs = {d["name"]: d["outputs"][0] for d in _kiln._graph_of(self._cf, False)._nodes()
+                      if d["op"] == "Placeholder"}
+            return tuple(_kiln.TensorSpec(inputs[n][1], inputs[n][0], name=n) if n in inputs
+                         else _text.DEAD for n in self._cf._arg_names)
 
     @property
     def structured_outputs(self):
@@ -324,26 +413,60 @@ class ConcreteFunction:
         return self._cf.optimize_report
 
     def pretty_printed_signature(self, verbose=True):
-        return self._cf.pretty_signature().rstrip("\n")
+        """The seed guide's text (the C++ pretty_signature without its "ConcreteFunction "
+        prefix): the header "double(a)" (bound Python values shown as "b=2"), then
+        "  Args:" and "  Returns:" blocks ("    a: string Tensor, shape=()"); the header
+        alone when not verbose."""
+        text = self._cf.pretty_signature().rstrip("\n")
+        if text.startswith(_CF_PREFIX):
+            text = text[len(_CF_PREFIX):]
+        return text if verbose else text.split("\n", 1)[0]
 
     def __str__(self):
-        return self.pretty_printed_signature()
+        return _CF_PREFIX + self.pretty_printed_signature()
 
     def __repr__(self):
-        return f"<ConcreteFunction {self.name} at 0x{id(self):X}>\n{self}"
+        return f"<ConcreteFunction {self.pretty_printed_signature(False)} at 0x{id(self):X}>"
 
     def __call__(self, *args, **kwargs):
         try:
             return self._call_structured(args, kwargs)
-        except TypeError:
+        except TypeError as e:
             # TensorFlow's fallback: positional tensors fill the tensor
             # arguments in order; Python values stay as bound at trace time.
             traced = self._cf._structured_input_signature
             if kwargs or not args or not all(isinstance(a, _kiln.Tensor) for a in args) or \
                     len(args) != sum(_count_specs(t) for t in traced):
-                raise
+                flat = self._flat_signature_error(args, kwargs)
+                if flat is None:
+                    raise
+                try:  # as the seed's traceback shows it: the flat signature's error,
+                    raise flat  # then, "during handling", the structured one
+                except TypeError:
+                    e.__suppress_context__ = False
+                    raise e
             leaves = iter(args)
             return self._cf._call([_fill_specs(t, leaves) for t in traced])
+
+    def _flat_signature_error(self, args, kwargs):
+        """The TypeError of the flat signature (the tensor arguments in order) for
+        arguments that fit neither signature, in the seed guide's text ("pow(a) got
+        unexpected keyword arguments: b."); None when the flat one is not the reason."""
+        traced = self._cf._structured_input_signature
+        names = [p.name for p in self._params]
+        flat = [names[i] if i < len(names) else f"args_{i}"
+                for i, t in enumerate(traced) if _has_spec(t)]
+        fname = self._function._name if self._function is not None else self.name
+        missing = [n for n in flat[len(args):] if n not in kwargs]
+        if len(args) > len(flat):
+            why = f"takes {len(flat)} positional arguments, got {len(args)}"
+        elif missing:
+            why = f"missing required arguments: {', '.join(missing)}"
+        elif set(kwargs) - set(flat):
+            why = f"got unexpected keyword arguments: {', '.join(sorted(set(kwargs) - set(flat)))}"
+        else:
+            return None
+        return TypeError(f"{fname}({', '.join(flat)}) {why}.")
 
     def _check_call(self, args, kwargs):
         """TypeError unless these arguments match the traced ones: structure,
@@ -380,7 +503,7 @@ class ConcreteFunction:
                 raise TypeError(f"{self.name}() got multiple values for argument '{k}'")
             values[i] = v
         for i, v in enumerate(values):
-            name = names[i] if i < len(names) else f"args_{i}"
+            name = _arg_name(names, i)
             if v is _UNSET and _has_spec(traced[i]):
                 raise TypeError(f"{self.name}() missing required tensor argument '{name}'")
             if v is not _UNSET:
@@ -390,14 +513,33 @@ class ConcreteFunction:
     def _call_structured(self, args, kwargs):
         traced = self._cf._structured_input_signature
         bound = self._bind(traced, args, kwargs)
-        values = [t if v is _UNSET else v for t, v in zip(traced, bound)]
+        values = [t if v is _UNSET else _convert_leaves(t, v) for t, v in zip(traced, bound)]
         try:
             return self._cf._call(values)
         except InvalidArgumentError as e:
             if "was constructed with" in str(e):
                 # A different value for an argument bound at trace time: TensorFlow's TypeError.
                 raise TypeError(str(e)) from None
-            raise
+            err = self._dtype_error(traced, values, e)
+            if err is e:
+                raise
+            raise err from None
+
+    def _dtype_error(self, traced, values, error):
+        """TensorFlow's InvalidArgumentError for a tensor of the wrong dtype
+        (kiln's own text kept as a note); other errors as they are."""
+        pairs = []
+        _spec_leaves(traced, values, pairs)
+        op = f"__inference_{self.name}"
+        for i, (spec, x) in enumerate(pairs):
+            if isinstance(x, (_kiln.Tensor, _kiln.Variable)) and x.dtype != spec.dtype:
+                err = InvalidArgumentError(
+                    f"cannot compute {op} as input #{i}(zero-based) was expected to be a "
+                    f"{_text.dtype_name(spec.dtype)} tensor but is a "
+                    f"{_text.dtype_name(x.dtype)} tensor [Op:{op}]")
+                err.add_note(str(error))
+                return err
+        return error
 
 
 def _items(v):
@@ -434,7 +576,7 @@ def _check_structure(traced, value, path, fname):
         raise TypeError(f"{fname}(): argument '{path}' does not match the traced structure: "
                         f"it {what}; the concrete function was traced with {traced!r}")
     if isinstance(traced, _kiln.TensorSpec):
-        if isinstance(value, (list, tuple, dict)):
+        if isinstance(value, dict):
             fail(f"is a {type(value).__name__}, expected a tensor")
     elif isinstance(traced, CompositeTensor):  # RaggedTensor, SparseTensor: by component
         if type(value) is not type(traced):
@@ -455,6 +597,37 @@ def _check_structure(traced, value, path, fname):
             fail(f"has keys {sorted(value)}, expected {sorted(traced)}")
         for k in traced:
             _check_structure(traced[k], value[k], f"{path}[{k!r}]", fname)
+
+
+def _arg_name(names, i):
+    return names[i] if i < len(names) else f"args_{i}"
+
+
+def _convert_leaves(traced, value):
+    """value with Python lists, numbers and NumPy arrays given for traced tensor
+    arguments converted to the traced dtype (as TensorFlow's call converts them)."""
+    if isinstance(traced, _kiln.TensorSpec):
+        if isinstance(value, (_kiln.Tensor, _kiln.Variable)) or value is None:
+            return value
+        return _kiln.convert_to_tensor(value, dtype=traced.dtype)
+    if isinstance(traced, (list, tuple)) and not isinstance(traced, CompositeTensor) and \
+            isinstance(value, (list, tuple)) and not hasattr(type(value), "_fields"):
+        return type(value)(_convert_leaves(t, v) for t, v in zip(traced, value))
+    if isinstance(traced, dict) and isinstance(value, dict):
+        return {k: _convert_leaves(traced.get(k), v) for k, v in value.items()}
+    return value
+
+
+def _spec_leaves(traced, value, out):
+    # (TensorSpec, value) pairs in placeholder (flatten) order.
+    if isinstance(traced, _kiln.TensorSpec):
+        out.append((traced, value))
+    elif isinstance(traced, dict) and isinstance(value, dict):
+        for k in sorted(traced):
+            _spec_leaves(traced[k], value.get(k), out)
+    elif isinstance(traced, (list, tuple)) and isinstance(value, (list, tuple)):
+        for t, v in zip(_items(traced), _items(value)):
+            _spec_leaves(t, v, out)
 
 
 def _has_spec(v):
@@ -546,8 +719,8 @@ def function(func=None, input_signature=None, autograph=True, jit_compile=None,
         reduce_retracing = reduce_retracing or experimental_relax_shapes
 
     def decorate(f):
-        if isinstance(f, Function):
-            f = f.python_function
+        # A Function given is called as it is (TensorFlow's nesting: its own trace
+        # cache, one call node in this graph).
         return Function(f, name=name, input_signature=input_signature, autograph=autograph,
                         jit_compile=jit_compile, reduce_retracing=reduce_retracing)
 
@@ -557,4 +730,4 @@ def function(func=None, input_signature=None, autograph=True, jit_compile=None,
 
 
 __all__ = ["function", "Function", "ConcreteFunction", "FuncGraph", "RetraceReason",
-           "TensorShape"]
+           "InputSignatureError", "TensorShape"]

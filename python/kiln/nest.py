@@ -1,4 +1,8 @@
-"""Nested structures (tf.nest): lists, tuples, namedtuples and dicts of leaves."""
+"""Nested structures (tf.nest): lists, tuples, namedtuples and dicts of leaves.
+
+Composite tensors (RaggedTensor, SparseTensor, ExtensionType values) are leaves unless a
+function is asked to expand them (`expand_composites=True`): then they stand for their
+component tensors (`CompositeTensor._kiln_nest_components`)."""
 import collections.abc
 
 from kiln._composite import CompositeTensor
@@ -21,13 +25,21 @@ def _children(x):
     return list(x)
 
 
+def _expands(x, expand_composites):
+    return expand_composites and isinstance(x, CompositeTensor)
+
+
 def flatten(structure, expand_composites=False):
-    """The leaves of `structure`, depth first (dict values in sorted key order)."""
+    """The leaves of `structure`, depth first (dict values in sorted key order); with
+    expand_composites, composite tensors are replaced by their component tensors."""
     out = []
 
     def rec(x):
         if is_nested(x):
             for c in _children(x):
+                rec(c)
+        elif _expands(x, expand_composites):
+            for c in x._kiln_nest_components():
                 rec(c)
         else:
             out.append(x)
@@ -57,6 +69,8 @@ def pack_sequence_as(structure, flat_sequence, expand_composites=False):
     def rec(x):
         if is_nested(x):
             return _rebuild(x, [rec(c) for c in _children(x)])
+        if _expands(x, expand_composites):
+            return x._kiln_nest_rebuild([rec(c) for c in x._kiln_nest_components()])
         if pos[0] >= len(flat):
             raise ValueError(
                 f"Structure had more leaves than the {len(flat)} values given: {structure}")
@@ -75,27 +89,31 @@ def map_structure(func, *structures, **kwargs):
     """Applies func to the corresponding leaves of structures of the same shape."""
     if not structures:
         raise ValueError("map_structure needs at least one structure")
+    expand = kwargs.get("expand_composites", False)
     for s in structures[1:]:
-        assert_same_structure(structures[0], s)
-    flats = [flatten(s) for s in structures]
-    return pack_sequence_as(structures[0], [func(*xs) for xs in zip(*flats)])
+        assert_same_structure(structures[0], s, expand_composites=expand)
+    flats = [flatten(s, expand) for s in structures]
+    return pack_sequence_as(structures[0], [func(*xs) for xs in zip(*flats)], expand)
 
 
-def _shape_of(x):
+def _shape_of(x, expand_composites=False):
     if is_nested(x):
         kind = "dict" if isinstance(x, collections.abc.Mapping) else type(x).__name__
         keys = sorted(x) if isinstance(x, collections.abc.Mapping) else None
-        return (kind, keys, tuple(_shape_of(c) for c in _children(x)))
+        return (kind, keys, tuple(_shape_of(c, expand_composites) for c in _children(x)))
+    if _expands(x, expand_composites):
+        return (type(x).__name__, None, tuple(_shape_of(c, True)
+                                               for c in x._kiln_nest_components()))
     return "."
 
 
 def assert_same_structure(nest1, nest2, check_types=True, expand_composites=False):
     """Raises ValueError (TypeError for type differences) if the structures differ."""
-    a, b = _shape_of(nest1), _shape_of(nest2)
+    a, b = _shape_of(nest1, expand_composites), _shape_of(nest2, expand_composites)
     if a == b:
         return
     if not check_types:
-        if len(flatten(nest1)) == len(flatten(nest2)):
+        if len(flatten(nest1, expand_composites)) == len(flatten(nest2, expand_composites)):
             return
     raise ValueError(
         "The two structures don't have the same nested structure.\n\n"

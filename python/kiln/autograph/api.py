@@ -137,7 +137,7 @@ def maybe_convert(fn):
 
 
 def _unwrap(entity):
-    if _is_kiln_function(entity):
+    while _is_kiln_function(entity):  # kiln.function(kiln.function(f)) wraps twice
         entity = entity.python_function
     if inspect.isclass(entity):
         raise TypeError(f"kiln.autograph converts functions, not classes ({entity!r})")

@@ -1,6 +1,6 @@
 """ONNX export and import (docs/ONNX.md).
 
-``kiln.onnx.export(fn, path, input_signature=None, opset=17)`` writes a kiln.function, a
+``kiln.onnx.export(fn, path, input_signature=None, opset=None)`` writes a kiln.function, a
 ConcreteFunction or a Keras model as an ONNX model; ``kiln.onnx.load(path)`` reads one
 into a callable that runs through kiln's optimizer and executor.
 """

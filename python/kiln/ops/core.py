@@ -1,4 +1,6 @@
 """The first ops: enough for functions and control flow (expanded per family)."""
+import collections
+import pprint
 
 from kiln import _kiln
 
@@ -52,20 +54,78 @@ def range(start, limit=None, delta=1, dtype=None, name="range"):  # noqa: A001
 
 def print(*inputs, output_stream=None, sep=" ", end="\n", summarize=3, name=None):  # noqa: A001
     """Prints tensors and strings when it runs: eagerly now, and on every call of a
-    traced function (tf.print). Writes to sys.stderr unless output_stream says."""
-    args = []
+    traced function (tf.print). Writes to sys.stderr unless output_stream says.
+    Nested lists, tuples and dicts print as TensorFlow prints them (pprint's text
+    with each tensor formatted in place, dict keys sorted)."""
+    summarize = -1 if summarize is None else int(summarize)
+    if len(inputs) == 1 and _eager_string_scalar(inputs[0]):  # printed as it is
+        _kiln._print([inputs[0].numpy().decode("utf-8", "replace")], output_stream, "", end,
+                     summarize)
+        return
+    template, placeholder, tensors = _print_template(inputs, sep)
+    if any(t.dtype.name == "string" for t in tensors) and \
+            not any(t.is_symbolic for t in tensors):
+        # TensorFlow formats strings inside the text quoted ("a"): StringFormat's form.
+        text = _raw.StringFormat(tensors, template=template, placeholder=placeholder,
+                                 summarize=summarize)
+        pieces = [text.numpy().decode("utf-8", "replace")]
+    else:
+        parts = template.split(placeholder)
+        pieces = [parts[0]]
+        for t, text in zip(tensors, parts[1:]):
+            pieces += [t, text]
+    _kiln._print(pieces, output_stream, "", end, summarize)
+
+
+def _eager_string_scalar(x):
+    return isinstance(x, Tensor) and not x.is_symbolic and x.dtype.name == "string" and \
+        x.shape.rank == 0
+
+
+def _print_template(inputs, sep):
+    """TensorFlow's print template: each input's pprint text with "{}" (or a
+    longer placeholder the text does not contain) for each tensor, in order."""
+    free = " ".join(pprint.pformat(_print_structure(x, "", [])) for x in inputs)
+    placeholder, digit = "{}", 0
+    while placeholder in free:
+        placeholder += str(digit % 10)
+        digit += 1
+    tensors, templates = [], []
     for x in inputs:
-        if isinstance(x, (str, Tensor, Variable)):
-            args.append(x)
-        elif isinstance(x, (list, tuple, dict)):
-            args.append(_struct_text(x))
-        else:
-            args.append(_kiln.convert_to_tensor(x))
-    _kiln._print(args, output_stream, sep, end, -1 if summarize is None else int(summarize))
+        templates.append(x if isinstance(x, str) else
+                         pprint.pformat(_print_structure(x, placeholder, tensors)))
+    template = sep.join(templates).replace(f"'{placeholder}'", placeholder)
+    return template, placeholder, [t.read_value() if isinstance(t, Variable) else t
+                                   for t in tensors]
 
 
-def _struct_text(x):
-    # Nested Python structures print with tensors formatted inline.
+def _same_mapping(x, items):
+    # A mapping of x's type (pprint sorts a plain dict's keys, not an OrderedDict's).
+    if type(x) is dict:
+        return dict(items)
+    if isinstance(x, collections.defaultdict):
+        return type(x)(x.default_factory, items)
+    try:
+        return type(x)(items)
+    except TypeError:
+        return dict(items)
+
+
+def _print_structure(x, placeholder, tensors):
+    """x with each tensor replaced by the placeholder (and appended to tensors)
+    in TensorFlow's flatten order (dict keys sorted)."""
     if isinstance(x, (Tensor, Variable)):
-        return x
-    return str(x)
+        tensors.append(x)
+        return placeholder
+    if isinstance(x, tuple) and type(x).__name__ == "SparseTensor" and hasattr(x, "_fields"):
+        tensors.extend([x.indices, x.values, x.dense_shape])
+        return f"SparseTensor(indices={placeholder}, values={placeholder}, shape={placeholder})"
+    if isinstance(x, dict):
+        done = {k: _print_structure(x[k], placeholder, tensors) for k in sorted(x)}
+        return _same_mapping(x, [(k, done[k]) for k in x])
+    if isinstance(x, tuple) and hasattr(type(x), "_fields") and \
+            not hasattr(type(x), "_components"):
+        return type(x)(*[_print_structure(v, placeholder, tensors) for v in x])
+    if isinstance(x, (list, tuple)) and not hasattr(type(x), "_components"):
+        return type(x)(_print_structure(v, placeholder, tensors) for v in x)
+    return x

@@ -124,6 +124,16 @@ class RaggedTensor(CompositeTensor):
             rt = rt.values
         return tuple(out)
 
+    def _kiln_nest_components(self):
+        # tf.nest.flatten(rt, expand_composites=True): flat values, then splits outermost first.
+        return [self.flat_values] + list(self.nested_row_splits)
+
+    def _kiln_nest_rebuild(self, components):
+        out = components[0]
+        for splits in reversed(components[1:]):
+            out = RaggedTensor(out, splits)
+        return out
+
     @property
     def ragged_rank(self):
         """The number of ragged dimensions."""

@@ -47,3 +47,65 @@ def test_thread_counts_are_checked(bad):
         tf.config.threading.set_inter_op_parallelism_threads(bad)
     with pytest.raises(ValueError, match="expected an int >= 0"):
         tf.config.threading.set_intra_op_parallelism_threads(bad)
+
+
+# -- tf.config.optimizer's experimental options (TensorFlow 2.21's dict semantics) --
+
+@pytest.fixture
+def grappler():
+    opt = tf.config.optimizer
+    saved = dict(opt._options)
+    opt._options.clear()
+    yield opt
+    opt._options.clear()
+    opt._options.update(saved)
+
+
+def test_experimental_options_default(grappler):
+    assert grappler.get_experimental_options() == {
+        "disable_model_pruning": False, "disable_meta_optimizer": False}
+    assert grappler._disabled_passes() == set()
+
+
+def test_experimental_options_merge_and_report_in_tensorflows_order(grappler):
+    # The values TensorFlow 2.21 prints for the same calls.
+    grappler.set_experimental_options(
+        {"constant_folding": False, "min_graph_nodes": 5, "disable_meta_optimizer": True})
+    assert list(grappler.get_experimental_options().items()) == [
+        ("constant_folding", False), ("disable_model_pruning", False),
+        ("disable_meta_optimizer", True), ("min_graph_nodes", 5)]
+    grappler.set_experimental_options({"layout_optimizer": True})
+    assert list(grappler.get_experimental_options()) == [
+        "layout_optimizer", "constant_folding", "disable_model_pruning",
+        "disable_meta_optimizer", "min_graph_nodes"]
+    # Unknown keys are kept and not reported; truthy values are "on"; None unsets.
+    grappler.set_experimental_options({"bogus": True, "constant_folding": "yes"})
+    assert grappler.get_experimental_options()["constant_folding"] is True
+    assert "bogus" not in grappler.get_experimental_options()
+    grappler.set_experimental_options({"constant_folding": None, "min_graph_nodes": 0})
+    assert grappler.get_experimental_options() == {
+        "layout_optimizer": True, "disable_model_pruning": False, "disable_meta_optimizer": True}
+
+
+@pytest.mark.parametrize("options, passes", [
+    ({"constant_folding": False}, {"fold_constants"}),
+    ({"arithmetic_optimization": False}, {"cse", "simplify"}),
+    ({"remapping": False, "function_optimization": False}, {"fuse", "fuse_conv", "inline"}),
+    ({"disable_model_pruning": True}, {"prune"}),
+    ({"constant_folding": True, "layout_optimizer": False, "loop_optimization": False}, set()),
+    ({"disable_meta_optimizer": True},
+     {"inline", "prune", "fold_constants", "cse", "simplify", "fuse_conv", "fuse"}),
+])
+def test_experimental_options_name_kilns_passes(grappler, options, passes):
+    grappler.set_experimental_options(options)
+    assert grappler._disabled_passes() == passes
+
+
+def test_experimental_options_leave_functions_working(grappler):
+    grappler.set_experimental_options({"constant_folding": False, "remapping": False})
+
+    @tf.function
+    def f(x):
+        return x * 2.0 + tf.constant(1.0) * 3.0
+
+    assert f(tf.constant([1.0, 2.0])).numpy().tolist() == [5.0, 7.0]

@@ -3,6 +3,7 @@ nested structures, with short descriptions for error messages."""
 import collections.abc
 
 from kiln import _kiln
+from kiln._composite import CompositeTensor
 from kiln.control_flow import TensorArray
 from kiln.ops.core import is_tensor
 
@@ -27,14 +28,18 @@ def truth(x):
     return bool(x)
 
 
-# Nested structures (same rules as kiln.nest: tuples, lists, namedtuples, dicts).
+# Nested structures (same rules as kiln.nest: tuples, lists, namedtuples, dicts; composite
+# tensors, such as ExtensionType values, stand for their component tensors).
 
 def is_nested(x):
-    """Lists, tuples (namedtuples) and mappings are structures; all else leaves."""
+    """Lists, tuples (namedtuples), mappings and composite tensors are structures; all else
+    leaves."""
     return isinstance(x, (list, tuple, collections.abc.Mapping))
 
 
 def children(x):
+    if isinstance(x, CompositeTensor):
+        return x._kiln_nest_components()
     if isinstance(x, collections.abc.Mapping):
         return [x[k] for k in sorted(x)]
     return list(x)
@@ -65,6 +70,8 @@ def pack_as(template, leaves):
     def rec(t):
         if is_nested(t):
             kids = [rec(c) for c in children(t)]
+            if isinstance(t, CompositeTensor):
+                return t._kiln_nest_rebuild(kids)
             if isinstance(t, collections.abc.Mapping):
                 d = dict(zip(sorted(t), kids))
                 return type(t)((k, d[k]) for k in t) if type(t) is not dict else \
