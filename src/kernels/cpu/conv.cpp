@@ -6,9 +6,10 @@
 // reordered into the weights layout oneDNN prefers. Reordered filters are
 // kept with their primitive (a few per primitive, for layers that share a
 // geometry) and reused while the filter's buffer keeps the version it had
-// when packed (Buffer::version, renewed by every write), else while its bytes
-// are unchanged (memcmp: wrapped memory, a copy of the same weights). An epilogue becomes the
-// primitive's bias and post-ops (per-channel binary mul/add/sub, eltwise
+// when packed (Buffer::version, renewed by every write); wrapped memory (no
+// version) keeps a copy of its bytes and is reused while they match (memcmp,
+// far cheaper than a reorder; other buffers with those bytes share it). An
+// epilogue becomes the primitive's bias and post-ops (per-channel binary mul/add/sub, eltwise
 // relu/clip/logistic/tanh/swish), so the output is written once. float64 and
 // geometries oneDNN rejects use a direct loop (epilogue applied after it).
 #include <algorithm>
@@ -219,8 +220,8 @@ std::shared_ptr<const PackedWeights> find_packed(ConvPrim& p, const FilterRef& f
   }();
   for (const auto& w : kept)
     if (f.version && w->source == f.data && w->version.load() == f.version) return w;
-  auto same_bytes = [&](const PackedWeights& w) {
-    return std::memcmp(w.user.data(), f.data, f.bytes) == 0;
+  auto same_bytes = [&](const PackedWeights& w) {  // only packings that kept their bytes
+    return w.user.size() == f.bytes && std::memcmp(w.user.data(), f.data, f.bytes) == 0;
   };
   for (const auto& w : kept)  // this buffer first: it was most likely rewritten unchanged
     if (w->source == f.data && same_bytes(*w)) {
@@ -253,13 +254,16 @@ dnnl::memory packed_weights(ConvPrim& p, const FilterRef& f, Tensor& holder,
                  dnnl_scratch_memory(reorder_scratch_buf, p.reorder_scratch_bytes));
   p.wei_reorder->execute(s, args);
   s.wait();
-  const int64_t bytes = static_cast<int64_t>(filter_bytes + holder.nbytes());
+  // A versioned filter is recognized by its version alone; memory that has
+  // none (wrapped) keeps a copy of its bytes to compare with.
+  const size_t user_bytes = f.version ? 0 : filter_bytes;
+  const int64_t bytes = static_cast<int64_t>(user_bytes + holder.nbytes());
   if (g_packed_bytes.load() + bytes <= kPackedBudget) {  // a soft budget
     auto w = std::make_shared<PackedWeights>();
     w->source = filter;
     w->version = f.version;
     w->user.assign(reinterpret_cast<const char*>(filter),
-                   reinterpret_cast<const char*>(filter) + filter_bytes);
+                   reinterpret_cast<const char*>(filter) + user_bytes);
     w->packed = holder;
     w->bytes = bytes;
     g_packed_bytes += bytes;
