@@ -49,10 +49,20 @@ def graph_size(f, *args):
     return len(f.get_concrete_function(*args).graph.as_graph_def().node)
 
 
+def assert_dataset(ds, spec, card, want):
+    """ds's element_spec (its repr), cardinality and elements, read eagerly and in a
+    kiln.function, are as given (the test files' TensorFlow 2.21 CASES)."""
+    assert repr(ds.element_spec) == spec
+    assert int(ds.cardinality()) == card
+    assert eager_elements(ds) == want
+    assert graph_elements(ds) == want
+
+
 @pytest.fixture
 def helpers():
     class H:
         eager = staticmethod(eager_elements)
         graph = staticmethod(graph_elements)
         size = staticmethod(graph_size)
+        check = staticmethod(assert_dataset)
     return H

@@ -277,9 +277,31 @@ def test_tensor_array_accumulates_guide_values():
     batch_size = 2
     feature_size = 4
     inputs = np.diff(GUIDE_RNN_RESULT, axis=1, prepend=0).astype(np.float32)
-    r = _dynamic_rnn()(rnn_step, tf.constant(inputs), tf.zeros([batch_size, feature_size]))
+    dynamic_rnn = _dynamic_rnn()
+    r = dynamic_rnn(rnn_step, tf.constant(inputs), tf.zeros([batch_size, feature_size]))
     assert r.shape == (2, 3, 4) and r.dtype == tf.float32
     np.testing.assert_allclose(r.numpy(), GUIDE_RNN_RESULT, rtol=1e-6, atol=1e-6)
+    # As TensorFlow 2.21 prints them: a result for a deterministic input (the same trace),
+    # and the signature (in the seed's form), the Python function bound at trace time as
+    # name=value.
+    data = tf.reshape(tf.range(24, dtype=tf.float32), [2, 3, 4])
+    assert str(dynamic_rnn(rnn_step, data, tf.zeros([batch_size, feature_size]))) == guide("""
+        tf.Tensor(
+        [[[ 0.  1.  2.  3.]
+          [ 4.  6.  8. 10.]
+          [12. 15. 18. 21.]]
+
+         [[12. 13. 14. 15.]
+          [28. 30. 32. 34.]
+          [48. 51. 54. 57.]]], shape=(2, 3, 4), dtype=float32)""")
+    assert re.sub(r" at 0x[0-9a-f]+>", " at ADDRESS>",
+                  dynamic_rnn.pretty_printed_concrete_signatures()) == (
+        "dynamic_rnn(rnn_step=<function rnn_step at ADDRESS>, input_data, initial_state)\n"
+        "  Args:\n"
+        "    input_data: float32 Tensor, shape=(2, 3, 4)\n"
+        "    initial_state: float32 Tensor, shape=(2, 4)\n"
+        "  Returns:\n"
+        "    float32 Tensor, shape=(2, 3, 4)")
 
 
 def test_tensor_array_random_input():

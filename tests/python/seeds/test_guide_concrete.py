@@ -1,4 +1,6 @@
 """Guide 002, "Obtención de funciones concretas" and "Obtención de gráficos"."""
+import re
+
 import pytest
 
 import kiln as tf
@@ -73,6 +75,8 @@ def test_print_concrete_function(capsys):
           Returns:
             string Tensor, shape=()
         """)
+    # The repr names the function and its arguments, then the object's address.
+    assert repr(double_strings).split(" at 0x")[0] == "<ConcreteFunction double(a)"
 
 
 def test_structured_outputs(capsys):
@@ -109,6 +113,11 @@ def test_incompatible_type_raises_invalid_argument(capsys):
     assert out.out == caught(tf.errors.InvalidArgumentError)
     assert "InvalidArgumentError" in out.err
     assert "string" in out.err and "int32" in out.err
+    with pytest.raises(tf.errors.InvalidArgumentError) as info:  # TensorFlow 2.21's text
+        double_strings(tf.constant(1))
+    assert re.search(r"cannot compute __inference_double(_\d+)? as input #0\(zero-based\) was "
+                     r"expected to be a string tensor but is a int32 tensor "
+                     r"\[Op:__inference_double(_\d+)?\]", str(info.value)), str(info.value)
 
 
 def test_python_argument_fixed_in_signature(capsys):

@@ -3,6 +3,8 @@ creating Variables, several Keras optimizers with one function.
 
 Skipped from the guide: "Uso con varios modelos de Keras" has no code.
 """
+import re
+
 import pytest
 
 import kiln as tf
@@ -238,6 +240,13 @@ def test_variable_creation_error_text():
     # In user code: the error points at the line that created the variable.
     assert "v = tf.Variable(1.0)" in msg
     assert "defined()" not in msg
+    # TensorFlow 2.21's frame: the user's file and line, then the error, indented.
+    msg = str(info.value)
+    assert msg.startswith('in user code:\n\n    File "')
+    assert re.search(r'line \d+, in f  \*\n        v = tf\.Variable\(1\.0\)\n\n    ValueError: '
+                     r'kiln\.function only supports singleton kiln\.Variables created on the '
+                     r'first call\. Make sure the kiln\.Variable is only created once or '
+                     r'created outside kiln\.function\.', msg), msg
 
 
 class Count(tf.Module):
@@ -261,6 +270,17 @@ def test_create_variable_on_first_call_only(capsys):
         """)
     assert isinstance(c.count, tf.Variable)
     assert [v.numpy() for v in c.trainable_variables] == [2]
+
+
+@pytest.mark.xfail(strict=True, reason="C++: the retrace made after a first trace that "
+                   "created variables is not counted or listed")
+def test_variable_creating_trace_counts_twice():
+    # TensorFlow 2.21 traces Count.__call__ again once its variable exists, and counts and
+    # lists both traces.
+    c = Count()
+    c()
+    assert c.__call__.experimental_get_tracing_count() == 2
+    assert c.__call__.pretty_printed_concrete_signatures().count("Args:") == 2
 
 
 def test_separate_instances_have_separate_variables():
@@ -327,3 +347,4 @@ def test_multiple_optimizers_one_concrete_function_each():
     assert int(opt1.iterations) == 5 and int(opt2.iterations) == 5
     # Each Adam step moves w by about its learning rate (the gradient is positive).
     assert w.numpy() == pytest.approx(2.0 - 5 * 1e-2 - 5 * 1e-3, abs=2e-3)
+    assert round(float(w.numpy()), 4) == 1.945  # TensorFlow 2.21 gives the same

@@ -198,7 +198,8 @@ def test_leaked_tensor_even_if_returned(capsys):
     assert "node 'add'" in out.err
 
 
-def test_leaked_tensor_used_eagerly_is_an_error():
+def _leaked_tensor():
+    """A tensor leaked out of a traced function."""
     leaked = {}
 
     @tf.function
@@ -207,8 +208,21 @@ def test_leaked_tensor_used_eagerly_is_an_error():
         return a
 
     leaky_function(tf.constant(1))
+    return leaked["x"]
+
+
+def test_leaked_tensor_used_eagerly_is_an_error():
     with pytest.raises((TypeError, ValueError, tf.errors.OpError)):
-        leaked["x"] + 1
+        _leaked_tensor() + 1
+
+
+@pytest.mark.xfail(strict=True, reason="C++: a symbolic tensor's type is Tensor (TensorFlow: "
+                   "SymbolicTensor) and its messages are kiln's")
+def test_leaked_tensor_text_is_tensorflows():
+    # TensorFlow 2.21's text (the seed's release said 'Tensor', as checked above).
+    with pytest.raises(AttributeError) as info:
+        _leaked_tensor().numpy()
+    assert str(info.value) == "'SymbolicTensor' object has no attribute 'numpy'"
 
 
 def test_leaking_into_external_collections():
@@ -256,6 +270,9 @@ def test_recursive_function_on_tensor_raises(capsys):
     out = capsys.readouterr()
     assert out.out == caught(Exception)
     assert "recursive_fn" in out.err
+    # TensorFlow recurses until Python's RecursionError (a StagingError "in user code");
+    # kiln stops at the first recursive trace with an error saying why.
+    assert "called itself while being traced" in out.err
 
 
 def test_recursive_function_on_python_int_traces_each_level(capsys):

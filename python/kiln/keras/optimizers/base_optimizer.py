@@ -316,31 +316,9 @@ class Optimizer:
         self._apply(grads, trainable_variables, True)
 
     def _apply(self, grads, trainable_variables, aggregate):
-        grads = list(grads)
-        if trainable_variables is None:
-            if not self.built:
-                raise ValueError("When passing `grads` without `variables`, the optimizer "
-                                 "must already be built on a list of variables. Call "
-                                 "`optimizer.build(trainable_variables)` first.")
-            trainable_variables = self._trainable_variables
-        trainable_variables = list(trainable_variables)
-        if len(grads) != len(trainable_variables):
-            raise ValueError(f"apply: got {len(grads)} gradients for "
-                             f"{len(trainable_variables)} variables")
+        grads, trainable_variables = self._gradients_to_apply(grads, trainable_variables)
         if not grads:
             return
-        for i, v in enumerate(trainable_variables):
-            _check_variable(v, i)
-        if not self.built:
-            self._build_or_undo(trainable_variables)
-        for v in trainable_variables:
-            if v._id not in self._var_index:
-                raise ValueError(
-                    f"Unknown variable: {v.name}. This optimizer can only be called for the "
-                    "variables it was originally built with. When working with a new set of "
-                    "variables, you should recreate a new optimizer instance.")
-        grads, trainable_variables = self._filter_empty_gradients(grads, trainable_variables)
-        grads = [_gradient_tensor(g, v) for g, v in zip(grads, trainable_variables)]
         if self.loss_scale_factor is not None:  # scale_loss multiplied the loss
             grads = [g / K.cast(self.loss_scale_factor, g.dtype) for g in grads]
         if aggregate:
@@ -358,6 +336,39 @@ class Optimizer:
                 v.assign(constraint(v.value()))
         self._iterations.assign_add(_kiln.convert_to_tensor(np.int64(1)))
 
+    def _gradients_to_apply(self, grads, trainable_variables):
+        """What every ``_apply`` starts with: the variables (default: those the
+        optimizer was built with) checked against the gradients, the optimizer
+        built on them, the pairs whose gradient is None dropped (with a warning),
+        and the gradients as tensors of their variable's dtype. Returns
+        ``(grads, variables)``, two empty lists when there is nothing to apply."""
+        grads = list(grads)
+        if trainable_variables is None:
+            if not self.built:
+                raise ValueError("When passing `grads` without `variables`, the optimizer "
+                                 "must already be built on a list of variables. Call "
+                                 "`optimizer.build(trainable_variables)` first.")
+            trainable_variables = self._trainable_variables
+        trainable_variables = list(trainable_variables)
+        if len(grads) != len(trainable_variables):
+            raise ValueError(f"apply: got {len(grads)} gradients for "
+                             f"{len(trainable_variables)} variables")
+        if not grads:
+            return [], []
+        for i, v in enumerate(trainable_variables):
+            _check_variable(v, i)
+        if not self.built:
+            self._build_or_undo(trainable_variables)
+        for v in trainable_variables:
+            if v._id not in self._var_index:
+                raise ValueError(
+                    f"Unknown variable: {v.name}. This optimizer can only be called for the "
+                    "variables it was originally built with. When working with a new set of "
+                    "variables, you should recreate a new optimizer instance.")
+        grads, trainable_variables = self._filter_empty_gradients(grads, trainable_variables)
+        return ([_gradient_tensor(g, v) for g, v in zip(grads, trainable_variables)],
+                trainable_variables)
+
     def _filter_empty_gradients(self, grads, variables):
         kept = [(g, v) for g, v in zip(grads, variables) if g is not None]
         if not kept:
@@ -366,7 +377,7 @@ class Optimizer:
             missing = [v.name for g, v in zip(grads, variables) if g is None]
             warnings.warn(f"Gradients do not exist for variables {missing} when minimizing "
                           "the loss. If using `model.compile()`, did you forget to provide a "
-                          "`loss` argument?", stacklevel=3)
+                          "`loss` argument?", stacklevel=4)
         return [g for g, _ in kept], [v for _, v in kept]
 
     def _clip_gradients(self, grads):

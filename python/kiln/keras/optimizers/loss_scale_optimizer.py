@@ -23,7 +23,7 @@ from kiln import _kiln
 from kiln import ops as K
 from kiln.control_flow import cond
 from kiln.distribute import distribute_lib
-from kiln.keras.optimizers.base_optimizer import Optimizer, _gradient_tensor
+from kiln.keras.optimizers.base_optimizer import Optimizer
 from kiln.ops import math_ops
 from kiln.keras.variables import Variable as KerasVariable
 from kiln.scopes import init_scope
@@ -142,18 +142,9 @@ class LossScaleOptimizer(Optimizer):
 
     def _apply(self, grads, trainable_variables, aggregate):
         unscaled, self._kiln_unscaled = self._kiln_unscaled, False
-        grads = list(grads)
-        if trainable_variables is None:
-            if not self.built:
-                raise ValueError("When passing `grads` without `variables`, the optimizer "
-                                 "must already be built on a list of variables. Call "
-                                 "`optimizer.build(trainable_variables)` first.")
-            trainable_variables = self._trainable_variables
-        trainable_variables = list(trainable_variables)
-        if not self.built:
-            self._build_or_undo(trainable_variables)
-        grads, trainable_variables = self._filter_empty_gradients(grads, trainable_variables)
-        grads = [_gradient_tensor(g, v) for g, v in zip(grads, trainable_variables)]
+        grads, trainable_variables = self._gradients_to_apply(grads, trainable_variables)
+        if not grads:
+            return
         if aggregate:
             grads = distribute_lib.aggregate_gradients(grads, trainable_variables)
         if not unscaled:
