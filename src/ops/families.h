@@ -21,6 +21,7 @@ void define_control_flow_ops(OpTableBuilder& t);
 void define_fused_ops(OpTableBuilder& t);
 void define_collective_ops(OpTableBuilder& t);
 void define_linalg_ops(OpTableBuilder& t);
+void define_image_ops(OpTableBuilder& t);
 /// Every family above, in order.
 void define_all_ops(OpTableBuilder& t);
 }  // namespace kiln

@@ -55,6 +55,7 @@ void define_all_ops(OpTableBuilder& b) {
   define_fused_ops(b);
   define_collective_ops(b);
   define_linalg_ops(b);
+  define_image_ops(b);
 }
 
 const OpDef& op_def(OpId id) {

@@ -12,6 +12,7 @@ void bind_cpu_kernels(OpTableBuilder& t) {
   cpu::bind_reduce_kernels(t);
   cpu::bind_selection_kernels(t);
   cpu::bind_linalg_kernels(t);
+  cpu::bind_image_kernels(t);
   cpu::bind_string_kernels(t);
   cpu::bind_complex_kernels(t);
   cpu::bind_nn_kernels(t);

@@ -17,6 +17,7 @@ void bind_shape_kernels(OpTableBuilder& t);
 void bind_reduce_kernels(OpTableBuilder& t);
 void bind_selection_kernels(OpTableBuilder& t);
 void bind_linalg_kernels(OpTableBuilder& t);
+void bind_image_kernels(OpTableBuilder& t);
 void bind_string_kernels(OpTableBuilder& t);
 void bind_complex_kernels(OpTableBuilder& t);
 void bind_nn_kernels(OpTableBuilder& t);
