@@ -1,15 +1,23 @@
-"""tf.image: resize (bilinear, nearest), flips and convert_image_dtype, composed of
-kiln ops (gathers with precomputed indices and weights), so they run eagerly, traced
-and under a GradientTape."""
+"""tf.image: resize (bilinear, nearest; gathers with precomputed indices and weights)
+here, and the ops of kiln/ops/image_*.py: geometry (flips, rot90, crops, pads), color
+(adjust_*, rgb_to_*), random and stateless_random_*, convert_image_dtype and the measures
+(psnr, ssim, ...). All are compositions of kiln ops, so they run eagerly, traced and
+under a GradientTape."""
 import numpy as np
 
 from kiln import _kiln, errors
 from kiln.ops import _helpers as h
-from kiln.ops.array_ops import reverse
+# The codecs live in tf.io; tf.image names them too.
+from kiln.io import (decode_png, encode_png, decode_jpeg, encode_jpeg,  # noqa: F401
+                     decode_image, is_jpeg)
+from kiln.ops import image_color, image_geometry, image_metrics, image_random
+from kiln.ops.image_convert import convert_image_dtype  # noqa: F401
+from kiln.ops.image_color import *  # noqa: F401,F403
+from kiln.ops.image_geometry import *  # noqa: F401,F403
+from kiln.ops.image_metrics import *  # noqa: F401,F403
+from kiln.ops.image_random import *  # noqa: F401,F403
 
 raw = h.raw
-
-_INT_MAX = {"uint8": 255, "int8": 127, "int32": 2 ** 31 - 1, "int64": 2 ** 63 - 1}
 
 
 def _image(images, op):
@@ -78,50 +86,7 @@ def resize(images, size, method="bilinear", preserve_aspect_ratio=False, antiali
     return _resize_axis(x, hw[1], new_w, method)
 
 
-def flip_left_right(image):
-    """image mirrored along its width (tf.image.flip_left_right)."""
-    x = _image(image, "ReverseV2")
-    return reverse(x, [x.ndim - 2])
-
-
-def flip_up_down(image):
-    """image mirrored along its height (tf.image.flip_up_down)."""
-    x = _image(image, "ReverseV2")
-    return reverse(x, [x.ndim - 3])
-
-
-def convert_image_dtype(image, dtype, saturate=False, name=None):
-    """image converted to dtype with its values rescaled (tf.image.convert_image_dtype):
-    integers span [0, MAX] and floats [0, 1]. Float to integer multiplies by MAX + 0.5 and
-    truncates (clipped first with saturate); integer to integer scales by the ratio of the
-    ranges."""
-    x = h.tensor(image)
-    out = _kiln.as_dtype(dtype)
-    src = x.dtype
-    if src == out:
-        return raw.Identity(x)
-    for d in (src, out):
-        if not (d.is_floating or d.name in _INT_MAX):
-            raise TypeError(f"convert_image_dtype: {d.name} is not an image dtype")
-    if src.is_floating and out.is_floating:
-        return raw.Cast(x, DstT=out)
-    if src.is_floating:  # float -> int
-        top = _INT_MAX[out.name]
-        y = raw.Mul(x, _kiln.convert_to_tensor(top + 0.5, dtype=src))
-        if saturate:
-            y = raw.ClipByValue(y, _kiln.convert_to_tensor(0.0, dtype=src),
-                                _kiln.convert_to_tensor(float(top), dtype=src))
-        return raw.Cast(y, DstT=out)
-    if out.is_floating:  # int -> float
-        top = _INT_MAX[src.name]
-        return raw.Mul(raw.Cast(x, DstT=out), _kiln.convert_to_tensor(1.0 / top, dtype=out))
-    in_top, out_top = _INT_MAX[src.name], _INT_MAX[out.name]
-    if out_top > in_top:  # widen: cast, then scale up
-        y = raw.Cast(x, DstT=out)
-        return raw.Mul(y, _kiln.convert_to_tensor((out_top + 1) // (in_top + 1), dtype=out))
-    y = raw.FloorDiv(x, _kiln.convert_to_tensor((in_top + 1) // (out_top + 1), dtype=src))
-    return raw.Cast(y, DstT=out)
-
-
-
-__all__ = ["resize", "flip_left_right", "flip_up_down", "convert_image_dtype"]
+__all__ = (["resize", "convert_image_dtype", "decode_png", "encode_png", "decode_jpeg",
+            "encode_jpeg", "decode_image", "is_jpeg"] + image_color.IMAGE_COLOR +
+           image_geometry.IMAGE_GEOMETRY + image_metrics.IMAGE_METRICS +
+           image_random.IMAGE_RANDOM)

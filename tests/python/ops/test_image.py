@@ -65,5 +65,5 @@ def test_image_errors():
         tf.image.resize(tf.constant(SMALL), [2, 2], antialias=True)
     with pytest.raises(tf.errors.InvalidArgumentError, match="size must be positive"):
         tf.image.resize(tf.constant(SMALL), [0, 2])
-    with pytest.raises(TypeError, match="not an image dtype"):
+    with pytest.raises(AttributeError, match="image dtype must be either floating point"):
         tf.image.convert_image_dtype(tf.constant([[["a"]]]), tf.float32)
