@@ -69,8 +69,8 @@ class _Optimizer:
         merged into those set before (None unsets one; keys TensorFlow does not
         know are kept and ignored, as TensorFlow does). kiln records them and
         reports them through get_experimental_options(); `_disabled_passes()`
-        names the kiln passes they correspond to (_GRAPPLER_TO_KILN), which the
-        function layer does not take yet (see docs/PYTHON.md)."""
+        names the kiln passes they correspond to (_GRAPPLER_TO_KILN), which
+        kiln.function skips in the functions made after the call."""
         _Optimizer._options.update(options)
 
     @staticmethod

@@ -179,8 +179,10 @@ class Function(_kiln._Function):
         defaults = tuple(p.default for p in params) if simple else None
         cpp_signature = None if isinstance(self, _SpecSignatureFunction) else \
             self._input_signature
+        # tf.config.optimizer's switches as they stand when the function is made.
         super().__init__(self._tracer, fname, names, cpp_signature,
-                         bool(reduce_retracing), bool(jit_compile), nparams, defaults, _P.empty)
+                         bool(reduce_retracing), bool(jit_compile), nparams, defaults, _P.empty,
+                         sorted(_config.optimizer._disabled_passes()))
         functools.update_wrapper(self, python_function, updated=())
 
     # -- the Python side of the call path --

@@ -332,9 +332,10 @@ std::vector<ArgSpec> to_input_signature(nb::handle input_signature) {
 void init_py_function(PyFunction* self, nb::object trace_fn, const std::string& name,
                       std::vector<std::string> arg_names, nb::handle input_signature,
                       bool reduce_retracing, bool jit_compile, size_t nparams, nb::handle defaults,
-                      nb::handle no_default) {
+                      nb::handle no_default, std::vector<std::string> disabled_passes) {
   FunctionOptions o;
   o.name = name;
+  o.disabled_passes.insert(disabled_passes.begin(), disabled_passes.end());
   o.arg_names = std::move(arg_names);
   if (!input_signature.is_none()) o.input_signature = to_input_signature(input_signature);
   std::vector<DType> sig_dtypes;
@@ -501,7 +502,8 @@ void bind_py_function(nb::module_& m) {
       .def("__init__", &init_py_function, nb::arg("trace_fn"), nb::arg("name"),
            nb::arg("arg_names"), nb::arg("input_signature").none(), nb::arg("reduce_retracing"),
            nb::arg("jit_compile"), nb::arg("nparams"), nb::arg("defaults").none() = nb::none(),
-           nb::arg("no_default").none() = nb::none())
+           nb::arg("no_default").none() = nb::none(),
+           nb::arg("disabled_passes") = std::vector<std::string>())
       .def(
           "_get_concrete",
           [](PyFunction& f, nb::handle args) {

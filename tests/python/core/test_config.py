@@ -109,3 +109,25 @@ def test_experimental_options_leave_functions_working(grappler):
         return x * 2.0 + tf.constant(1.0) * 3.0
 
     assert f(tf.constant([1.0, 2.0])).numpy().tolist() == [5.0, 7.0]
+
+
+def _passes_run(fn, *args):
+    fn(*args)
+    report = str(fn.get_concrete_function(*args).optimize_report)
+    return {line.split(":")[0].strip() for line in report.splitlines()[1:] if ":" in line}
+
+
+def test_experimental_options_turn_kilns_passes_off(grappler):
+    def body(x):
+        return x * 2.0 + tf.constant(1.0) * 3.0
+
+    x = tf.constant([1.0, 2.0])
+    assert {"fold_constants", "cse", "fuse"} <= _passes_run(tf.function(body), x)
+    grappler.set_experimental_options({"constant_folding": False, "remapping": False})
+    off = tf.function(body)
+    ran = _passes_run(off, x)
+    assert "fold_constants" not in ran and "fuse" not in ran and "fuse_conv" not in ran
+    assert "cse" in ran
+    assert off(x).numpy().tolist() == [5.0, 7.0]
+    grappler.set_experimental_options({"disable_meta_optimizer": True})
+    assert _passes_run(tf.function(body), x) <= {"schedule_collectives"}
