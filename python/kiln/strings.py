@@ -5,10 +5,12 @@ Strings are byte strings (``.numpy()`` gives ``bytes``). The ops are TensorFlow'
 StringSplitV2, StringFormat, ...) with TensorFlow's semantics; regular expressions use
 RE2's syntax as TensorFlow does. What differs is listed in docs/OPS.md ("Strings"):
 lower/upper map ASCII letters only. ``split``, ``bytes_split`` and ``unicode_split``
-return RaggedTensors; the elementwise functions also take RaggedTensors.
+return RaggedTensors; the elementwise functions also take RaggedTensors. ``ngrams`` is a
+composition of kiln ops (kiln._ngrams).
 """
 from kiln import _kiln
 from kiln import errors
+from kiln._ngrams import ngrams
 from kiln.ops import _helpers as h
 from kiln.ops import array_ops, core, math_ops
 from kiln.ragged import RaggedTensor
@@ -299,4 +301,4 @@ def format(template, inputs, placeholder="{}", summarize=3, name=None):  # noqa:
 
 __all__ = ["length", "join", "reduce_join", "lower", "upper", "strip", "substr", "as_string",
            "to_number", "regex_replace", "regex_full_match", "split", "bytes_split",
-           "unicode_split", "unsorted_segment_join", "format"]
+           "unicode_split", "unsorted_segment_join", "format", "ngrams"]
