@@ -94,3 +94,16 @@ def is_jpeg(contents, name=None):
     three = [_kiln.convert_to_tensor(v, dtype=_kiln.as_dtype("int32")) for v in (0, 3)]
     return raw.Equal(raw.Substr(_scalar_string(contents), *three),
                      _kiln.convert_to_tensor(b"\xff\xd8\xff", dtype=_STRING))
+
+
+def serialize_tensor(tensor, name=None):
+    """The bytes of TensorFlow's TensorProto holding `tensor` (tf.io.serialize_tensor):
+    numbers as raw bytes, strings one by one; parse_tensor (or TensorFlow's) reads them."""
+    return raw.SerializeTensor(h.tensor(tensor) if h.is_tensor(tensor)
+                               else _kiln.convert_to_tensor(tensor))
+
+
+def parse_tensor(serialized, out_type, name=None):
+    """The tensor a serialized TensorProto holds (tf.io.parse_tensor); out_type must be
+    its dtype (InvalidArgumentError "Type mismatch ..." otherwise, as TensorFlow)."""
+    return raw.ParseTensor(_scalar_string(serialized), out_type=_kiln.as_dtype(out_type))
