@@ -71,10 +71,16 @@ def to_hash_bucket_strong(input, num_buckets, key, name=None):  # noqa: A002
     return _map(input, lambda t: raw.StringToHashBucketStrong(t, num_buckets=n, key=key))
 
 
+def _separator(separator):
+    """A separator as the op's string attribute takes it (bytes as UTF-8, as TensorFlow)."""
+    return separator.decode("utf-8") if isinstance(separator, bytes) else separator
+
+
 def join(inputs, separator="", name=None):
     """Joins the strings of `inputs` element by element (tf.strings.join). Non-scalar
     inputs must have one shape; scalars are repeated. RaggedTensors with one row
     partition join their flat values."""
+    separator = _separator(separator)
     if h.is_tensor(inputs) or isinstance(inputs, (str, bytes)):
         raise TypeError("tf.strings.join: inputs must be a list of string tensors, got "
                         f"{type(inputs).__name__}")
@@ -106,6 +112,7 @@ def reduce_join(inputs, axis=None, keepdims=False, separator="", name=None):
     """Joins strings along `axis` (tf.strings.reduce_join); axis=None joins everything in
     row-major order. With several axes the first listed varies fastest, as in TensorFlow
     ([["a", "b"], ["c", "d"]] over [0, 1] is "acbd")."""
+    separator = _separator(separator)
     if _is_ragged(inputs):
         return _ragged_reduce_join(inputs, axis, keepdims, separator)
     t = _strings(inputs)

@@ -309,3 +309,8 @@ def test_a_text_pipeline_traced():
     assert as_list(nums) == [1, 2, 3, 4]
     assert label.numpy() == b"1+2+3+4"
     assert text.numpy() == b"2 rows"
+
+
+def test_join_and_reduce_join_take_bytes_separators():
+    assert tf.strings.join(["a", "b"], separator=b"-").numpy() == b"a-b"
+    assert tf.strings.reduce_join(["a", "b", "c"], separator=b", ").numpy() == b"a, b, c"
