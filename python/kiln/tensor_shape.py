@@ -1,4 +1,5 @@
 """TensorShape: a possibly partially known shape (tf.TensorShape)."""
+import numpy as np
 
 
 def _dim(d):
@@ -45,6 +46,15 @@ class TensorShape:
     @property
     def dims(self):
         return None if self._dims is None else list(self._dims)
+
+    def __array__(self, dtype=None, copy=None):
+        """The dims as an int32 array (int64 past int32's range), so a fully known
+        TensorShape converts to a tensor where one is expected, as in TensorFlow."""
+        if not self.is_fully_defined():
+            raise ValueError(f"Cannot convert a partially known TensorShape {self} to a Tensor.")
+        wide = any(d >= 2**31 for d in self._dims)
+        out = np.asarray(self._dims, dtype=np.int64 if wide else np.int32)
+        return out if dtype is None else out.astype(dtype)
 
     def as_list(self):
         if self._dims is None:

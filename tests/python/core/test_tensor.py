@@ -223,3 +223,17 @@ def test_int_indices_under_a_tape_and_in_a_function():
     np.testing.assert_allclose(f(x, tf.constant(0)).numpy(), [7.0, 10.0])
     assert "StridedSlice" in {n.op for n in
                               f.get_concrete_function(x, tf.constant(0)).graph.as_graph_def().node}
+
+
+def test_a_known_tensor_shape_converts_to_a_tensor():
+    # TensorFlow 2.21's results.
+    t = tf.convert_to_tensor(tf.TensorShape([2, 3]))
+    assert t.dtype == tf.int32 and t.numpy().tolist() == [2, 3]
+    assert tf.convert_to_tensor(tf.TensorShape([2**33, 3])).dtype == tf.int64
+    assert tf.convert_to_tensor(tf.TensorShape([2, 3]), dtype=tf.int64).dtype == tf.int64
+    assert tf.convert_to_tensor(tf.TensorShape([])).shape == (0,)
+    assert tf.zeros(tf.TensorShape([2, 3])).shape == (2, 3)
+    assert tf.reshape(tf.range(6), tf.TensorShape([3, 2])).shape == (3, 2)
+    for dims, text in (([None, 3], r"\(None, 3\)"), (None, "<unknown>")):
+        with pytest.raises(ValueError, match="Cannot convert a partially known TensorShape " + text):
+            tf.convert_to_tensor(tf.TensorShape(dims))
