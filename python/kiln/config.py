@@ -122,9 +122,9 @@ _GRAPPLER_TO_KILN = {
     "function_optimization": ("inline",),
     "disable_model_pruning": ("prune",),
 }
-# What disable_meta_optimizer turns off (schedule_collectives stays: it orders
-# the collectives every worker must issue alike).
-_KILN_PASSES = ("inline", "prune", "fold_constants", "cse", "simplify", "fuse_conv", "fuse")
+# What disable_meta_optimizer turns off: every pass a switch names
+# (schedule_collectives stays: it orders the collectives every worker must issue alike).
+_KILN_PASSES = tuple(sorted({p for passes in _GRAPPLER_TO_KILN.values() for p in passes}))
 
 
 optimizer = _Optimizer()

@@ -77,8 +77,8 @@ constexpr int64_t kPackedBudget = int64_t{256} << 20;
 // filter bytes it came from: reused only while the filter is bit-identical,
 // so a recycled or rewritten buffer can never give stale weights.
 struct PackedWeights {
-  const void* source = nullptr;              // the filter buffer it was packed from (a hint)
-  mutable std::atomic<uint64_t> version{0};  // the source buffer's version (0: none)
+  const void* source = nullptr;  // the filter buffer it was packed from
+  uint64_t version = 0;          // the source buffer's version (0: none, `user` holds its bytes)
   std::vector<char> user;
   Tensor packed;
   int64_t bytes = 0;  // counted in g_packed_bytes
@@ -211,25 +211,24 @@ FilterRef filter_ref(const Tensor& f) {
   return {f.data<float>(), f.nbytes(), f.buffer()->version()};
 }
 
-// The kept packing of `f`, if any: this very buffer at the same version (a
-// variable read on every call), else any packing of the same bytes.
+// The kept packing of `f`, if any: of this very buffer at the same version (a
+// variable read on every call); for memory without a version, any packing that
+// kept the same bytes (compared outside the lock).
 std::shared_ptr<const PackedWeights> find_packed(ConvPrim& p, const FilterRef& f) {
+  {
+    std::lock_guard<std::mutex> lock(p.weights_mu);
+    if (f.version) {
+      for (const auto& w : p.weights)
+        if (w->source == f.data && w->version == f.version) return w;
+      return nullptr;
+    }
+  }
   const auto kept = [&] {
     std::lock_guard<std::mutex> lock(p.weights_mu);
     return p.weights;
   }();
   for (const auto& w : kept)
-    if (f.version && w->source == f.data && w->version.load() == f.version) return w;
-  auto same_bytes = [&](const PackedWeights& w) {  // only packings that kept their bytes
-    return w.user.size() == f.bytes && std::memcmp(w.user.data(), f.data, f.bytes) == 0;
-  };
-  for (const auto& w : kept)  // this buffer first: it was most likely rewritten unchanged
-    if (w->source == f.data && same_bytes(*w)) {
-      w->version.store(f.version);  // the same contents under the new version
-      return w;
-    }
-  for (const auto& w : kept)
-    if (w->source != f.data && same_bytes(*w)) return w;
+    if (w->user.size() == f.bytes && std::memcmp(w->user.data(), f.data, f.bytes) == 0) return w;
   return nullptr;
 }
 

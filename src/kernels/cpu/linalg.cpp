@@ -138,6 +138,19 @@ void visit_float(KernelContext& c, F&& f) {
 
 // ---- LU: determinants, inverse, solve ----
 
+// The LU factors of the row-major n x n `a` (column-major in `lu`, pivots in
+// `piv`); false when the matrix is singular.
+template <typename T>
+bool lu_factor(const T* a, int64_t n, std::vector<T>& lu, std::vector<int>& piv) {
+  lu.resize(static_cast<size_t>(n * n));
+  piv.assign(static_cast<size_t>(std::max<int64_t>(1, n)), 0);
+  to_columns(a, n, n, lu.data());
+  int info = 0;
+  const int ni = static_cast<int>(n);
+  if (n > 0) lapack::getrf(ni, ni, lu.data(), piv.data(), &info);
+  return info == 0;
+}
+
 void determinant_kernel(KernelContext& c) {
   const Tensor& a = c.input(0);
   const bool log = c.op().outputs.size() == 2;
@@ -148,11 +161,9 @@ void determinant_kernel(KernelContext& c) {
     T* logabs = log ? c.allocate_output(1).mutable_data<T>() : nullptr;
     const int n = static_cast<int>(b.n);
     for_each_matrix(b.count, [&](int64_t i) {
-      std::vector<T> lu(static_cast<size_t>(b.n * b.n));
-      std::vector<int> piv(static_cast<size_t>(std::max(1, n)));
-      to_columns(a.data<T>() + i * b.n * b.n, b.n, b.n, lu.data());
-      int info = 0;
-      if (n > 0) lapack::getrf(n, n, lu.data(), piv.data(), &info);
+      std::vector<T> lu;
+      std::vector<int> piv;
+      lu_factor(a.data<T>() + i * b.n * b.n, b.n, lu, piv);  // singular: a zero on U's diagonal
       T parity = 1, value = 1, sign = 1, sum = 0;
       for (int k = 0; k < n; ++k) {
         const T u = lu[static_cast<size_t>(k) * static_cast<size_t>(b.n + 1)];
@@ -171,14 +182,6 @@ void determinant_kernel(KernelContext& c) {
   });
 }
 
-// LU-factors the column-major n x n `lu` in place; false when singular.
-template <typename T>
-bool lu_factor(std::vector<T>& lu, std::vector<int>& piv, int n) {
-  int info = 0;
-  if (n > 0) lapack::getrf(n, n, lu.data(), piv.data(), &info);
-  return info == 0;
-}
-
 void inverse_kernel(KernelContext& c) {
   const Tensor& a = c.input(0);
   const bool adjoint = c.attr_bool("adjoint");
@@ -188,10 +191,9 @@ void inverse_kernel(KernelContext& c) {
     T* out = c.allocate_output(0).mutable_data<T>();
     const int n = static_cast<int>(b.n);
     for_each_matrix(b.count, [&](int64_t i) {
-      std::vector<T> lu(static_cast<size_t>(b.n * b.n)), x(lu.size(), T(0));
-      std::vector<int> piv(static_cast<size_t>(std::max(1, n)));
-      to_columns(a.data<T>() + i * b.n * b.n, b.n, b.n, lu.data());
-      if (!lu_factor(lu, piv, n)) c.fail("Input is not invertible.");
+      std::vector<T> lu, x(static_cast<size_t>(b.n * b.n), T(0));
+      std::vector<int> piv;
+      if (!lu_factor(a.data<T>() + i * b.n * b.n, b.n, lu, piv)) c.fail("Input is not invertible.");
       for (int k = 0; k < n; ++k) x[static_cast<size_t>(k) * (b.n + 1)] = 1;
       int info = 0;
       if (n > 0) lapack::getrs(adjoint ? 'T' : 'N', n, n, lu.data(), piv.data(), x.data(), &info);
@@ -212,10 +214,10 @@ void solve_kernel(KernelContext& c) {
     T* out = c.allocate_output(0).mutable_data<T>();
     const int n = static_cast<int>(b.n), k = static_cast<int>(r.n);
     for_each_matrix(b.count, [&](int64_t i) {
-      std::vector<T> lu(static_cast<size_t>(b.n * b.n)), x(static_cast<size_t>(r.m * r.n));
-      std::vector<int> piv(static_cast<size_t>(std::max(1, n)));
-      to_columns(a.data<T>() + i * b.n * b.n, b.n, b.n, lu.data());
-      if (!lu_factor(lu, piv, n)) c.fail("Input matrix is not invertible.");
+      std::vector<T> lu, x(static_cast<size_t>(r.m * r.n));
+      std::vector<int> piv;
+      if (!lu_factor(a.data<T>() + i * b.n * b.n, b.n, lu, piv))
+        c.fail("Input matrix is not invertible.");
       to_columns(rhs.data<T>() + i * r.m * r.n, r.m, r.n, x.data());
       int info = 0;
       if (n > 0 && k > 0)
