@@ -38,16 +38,6 @@ constexpr DTypePair kDTypes[] = {
 
 constexpr int kMaxDepth = 32;  // protobuf itself stops at 100 nested messages
 
-std::array<uint32_t, 256> crc_table() {
-  std::array<uint32_t, 256> t{};
-  for (uint32_t i = 0; i < 256; ++i) {
-    uint32_t c = i;
-    for (int k = 0; k < 8; ++k) c = (c & 1) ? 0x82f63b78u ^ (c >> 1) : c >> 1;
-    t[i] = c;
-  }
-  return t;
-}
-
 }  // namespace
 
 pb::DataType to_proto(DType t) {
@@ -330,14 +320,6 @@ void write_file(const std::string& path, const std::string& bytes) {
 bool parse(google::protobuf::MessageLite& m, const std::string& bytes) {
   google::protobuf::LogSilencer quiet;
   return m.ParseFromString(bytes);
-}
-
-uint32_t crc32c(const void* data, size_t n, uint32_t crc) {
-  static const std::array<uint32_t, 256> table = crc_table();
-  const auto* p = static_cast<const unsigned char*>(data);
-  crc = ~crc;
-  for (size_t i = 0; i < n; ++i) crc = table[(crc ^ p[i]) & 0xff] ^ (crc >> 8);
-  return ~crc;
 }
 
 }  // namespace kiln::saved_model::detail

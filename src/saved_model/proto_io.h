@@ -5,6 +5,7 @@
 #include <functional>
 #include <string>
 
+#include "core/crc32c.h"
 #include "graph.pb.h"
 #include "kiln/function.h"
 #include "saved_model.pb.h"
@@ -60,6 +61,6 @@ void write_file(const std::string& path, const std::string& bytes);
 bool parse(google::protobuf::MessageLite& m, const std::string& bytes);
 
 /// CRC-32C (Castagnoli) of `n` bytes, as TensorFlow checksums its files.
-uint32_t crc32c(const void* data, size_t n, uint32_t crc = 0);
+using kiln::detail::crc32c;
 
 }  // namespace kiln::saved_model::detail

@@ -10,16 +10,13 @@
 #include <utility>
 #include <vector>
 
+#include "core/crc32c.h"
+
 namespace kiln::saved_model::detail {
 
 /// TensorFlow's masking of CRCs stored next to the data they cover.
-inline uint32_t mask_crc(uint32_t crc) {
-  return ((crc >> 15) | (crc << 17)) + 0xa282ead8u;
-}
-inline uint32_t unmask_crc(uint32_t masked) {
-  const uint32_t rot = masked - 0xa282ead8u;
-  return (rot >> 17) | (rot << 15);
-}
+using kiln::detail::mask_crc;
+using kiln::detail::unmask_crc;
 
 /// Appends `v` as a varint.
 void put_varint64(std::string* out, uint64_t v);
