@@ -30,6 +30,8 @@ ALLOWED = {
     "autodiff": _OPS | {"kernels", "runtime", "graph", "passes", "exec", "jit", "function",
                         "autodiff"},
 }
+# TFRecord files and tf.train.Example parsing (their kernels bound by the registry).
+ALLOWED["io"] = {"core", "op_table", "io"}
 ALLOWED["saved_model"] = set(ALLOWED["autodiff"]) | {"saved_model"}
 ALLOWED["onnx"] = set(ALLOWED["saved_model"]) | {"onnx"}
 ALLOWED["registry"] = set(ALLOWED) | {"registry"}
@@ -49,6 +51,7 @@ PUBLIC = {
     "autodiff": ["gradient_tape.h"],
     "saved_model": ["saved_model.h", "checkpoint.h"],
     "onnx": ["onnx.h"],
+    "io": ["record_io.h"],
     "registry": ["kiln.h"],
 }
 
