@@ -183,6 +183,9 @@ Tensor tensor_from_sequence(nb::handle seq, DType dtype) {
       type_error("Cannot convert " + py_repr(seq) + " to EagerTensor of dtype " +
                  std::string(dtype_name(dtype)));
   }
+  if (dtype == DType::kString && have != DType::kString &&
+      nb::cast<int64_t>(arr.attr("size")) == 0)  // tf.constant([], tf.string)
+    return tensor_from_numpy(arr.attr("astype")("object"));
   if (dtype == DType::kString && have != DType::kString)
     type_error("Cannot convert " + py_repr(seq) + " to EagerTensor of dtype string");
   if (dtype != DType::kString && have == DType::kString)
