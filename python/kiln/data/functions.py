@@ -5,6 +5,7 @@ import collections.abc
 import numpy as np
 
 from kiln import _kiln, nest
+from kiln._composite import CompositeTensor
 from kiln.autograph import convert_for_trace
 from kiln.control_flow import while_loop
 from kiln.data import structure
@@ -24,6 +25,8 @@ def _flat_wrapper(n, impl):
 def _normalize_output(value, who):
     # tf.data rule: a list returned from a map function is a tuple of components.
     def rec(x):
+        if isinstance(x, CompositeTensor):  # SparseTensor and RaggedTensor stay whole
+            return x
         if isinstance(x, list):
             return tuple(rec(c) for c in x)
         if isinstance(x, collections.abc.Mapping):

@@ -234,13 +234,43 @@ def _in_turns(iterables, cycle):
             value = next(slots[index], _END)
             if value is not _END:
                 yield value
-            else:
+            else:  # the slot refills when the cycle comes back to it
                 slots[index], opened = None, opened - 1
-                continue
         index = (index + 1) % cycle
 
 
-class TextLineDataset(DatasetV2):
+class FileDataset(DatasetV2):
+    """Items read from one or more files (lines, records), one file after another
+    or several in turns. Subclasses name themselves and read one file (_read)."""
+
+    def __init__(self, filenames, compression_type=None, buffer_size=None,
+                 num_parallel_reads=None):
+        self._files = _filenames(filenames)
+        self._compression = _compression(compression_type)
+        self._buffer = _BUFFER if buffer_size is None else \
+            count_arg(buffer_size, "buffer_size", self._name)
+        if self._buffer <= 0:
+            self._buffer = _BUFFER
+        reads = None if num_parallel_reads is None else \
+            count_arg(num_parallel_reads, "num_parallel_reads", self._name)
+        self._reads = cpu_count() if reads == AUTOTUNE else reads
+        super().__init__(TensorSpec([], _STRING), UNKNOWN, self._files._symbolic)
+
+    def _read(self, path):
+        raise NotImplementedError
+
+    def _inputs(self):
+        return [self._files]
+
+    def _eager_iter(self):
+        names = (f.numpy().decode("utf-8") for f in self._files._eager_iter())
+        readers = (self._read(n) for n in names)
+        if self._reads is None or self._reads <= 1:
+            return itertools.chain.from_iterable(readers)
+        return _in_turns(readers, self._reads)
+
+
+class TextLineDataset(FileDataset):
     """The lines of one or more text files (tf.data.TextLineDataset).
 
     Args: filenames (a path, a list of them, a string tensor or a dataset of
@@ -252,26 +282,10 @@ class TextLineDataset(DatasetV2):
 
     def __init__(self, filenames, compression_type=None, buffer_size=None,
                  num_parallel_reads=None, name=None):
-        self._files = _filenames(filenames)
-        self._compression = _compression(compression_type)
-        self._buffer = _BUFFER if buffer_size is None else \
-            count_arg(buffer_size, "buffer_size", "TextLineDataset")
-        if self._buffer <= 0:
-            self._buffer = _BUFFER
-        reads = None if num_parallel_reads is None else \
-            count_arg(num_parallel_reads, "num_parallel_reads", "TextLineDataset")
-        self._reads = cpu_count() if reads == AUTOTUNE else reads
-        super().__init__(TensorSpec([], _STRING), UNKNOWN, self._files._symbolic)
+        super().__init__(filenames, compression_type, buffer_size, num_parallel_reads)
 
-    def _inputs(self):
-        return [self._files]
-
-    def _eager_iter(self):
-        names = (f.numpy().decode("utf-8") for f in self._files._eager_iter())
-        readers = (_lines(n, self._compression, self._buffer) for n in names)
-        if self._reads is None or self._reads <= 1:
-            return itertools.chain.from_iterable(readers)
-        return _in_turns(readers, self._reads)
+    def _read(self, path):
+        return _lines(path, self._compression, self._buffer)
 
 
 class _Methods:

@@ -5,6 +5,7 @@ import collections.abc
 import numpy as np
 
 from kiln import _kiln, nest
+from kiln._composite import CompositeTensor
 from kiln.tensor_shape import TensorShape
 
 Tensor, Variable, TensorSpec = _kiln.Tensor, _kiln.Variable, _kiln.TensorSpec
@@ -43,6 +44,10 @@ def normalize_element(element, what="element"):
         if isinstance(x, collections.abc.Mapping):
             return type(x)((k, rec(x[k], f"{path}[{k!r}]")) for k in x) \
                 if type(x) is not dict else {k: rec(x[k], f"{path}[{k!r}]") for k in x}
+        if isinstance(x, CompositeTensor):
+            raise TypeError(f"{what}: {path} is a {type(x).__name__}; kiln's datasets hold "
+                            "tensors only (convert it with to_dense() / to_tensor(), or parse "
+                            "sparse and ragged features after batching, outside the dataset)")
         if isinstance(x, tuple):
             items = [rec(c, f"{path}[{i}]") for i, c in enumerate(x)]
             return type(x)(*items) if hasattr(type(x), "_fields") else tuple(items)
