@@ -61,6 +61,22 @@ class DeadlineExceededError(OpError):
     """An operation waited longer than its limit (a collective's timeout)."""
 
 
+class AlreadyExistsError(OpError):
+    """What an operation tried to create already exists (a file, a directory)."""
+
+
+class PermissionDeniedError(OpError):
+    """The caller may not run the operation (file permissions, a read-only handle)."""
+
+
+class AbortedError(OpError):
+    """The operation was aborted (a deadlock was avoided, a stale handle)."""
+
+
+class CancelledError(OpError):
+    """The operation was cancelled."""
+
+
 class OperatorNotAllowedInGraphError(TypeError):
     """A symbolic tensor was used where a Python value is needed (bool, int, iteration)."""
 
@@ -69,6 +85,7 @@ __all__ = [
     "OpError", "InvalidArgumentError", "NotFoundError", "FailedPreconditionError",
     "OutOfRangeError", "ResourceExhaustedError", "UnimplementedError", "InternalError",
     "UnknownError", "DataLossError", "UnavailableError", "DeadlineExceededError",
+    "AlreadyExistsError", "PermissionDeniedError", "AbortedError", "CancelledError",
     "OperatorNotAllowedInGraphError",
 ]
 

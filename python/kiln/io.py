@@ -2,7 +2,13 @@
 libjpeg-turbo). Paths are local file names; TensorFlow's other filesystems (gs://,
 hdfs://) are not supported."""
 from kiln import _kiln, errors
+from kiln import _gfile as gfile  # noqa: F401
 from kiln.ops import _helpers as h
+from kiln._parse_example import (FixedLenFeature, FixedLenSequenceFeature,  # noqa: F401
+                                 RaggedFeature, SparseFeature, VarLenFeature, parse_example,
+                                 parse_single_example)
+from kiln._tfrecord import (TFRecordCompressionType, TFRecordOptions,  # noqa: F401
+                            TFRecordWriter, tf_record_iterator)
 
 raw = _kiln.raw
 _STRING = _kiln.as_dtype("string")

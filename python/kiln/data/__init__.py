@@ -10,6 +10,7 @@ from kiln.data import saving  # noqa: F401  (save, load, snapshot)
 from kiln.data import selection  # noqa: F401  (shard, take_while, unique, rebatch, ...)
 from kiln.data import composite_batching  # noqa: F401  (ragged_batch, sparse_batch)
 from kiln.data.sources import TextLineDataset  # (and counter, random, list_files)
+from kiln.data.records import TFRecordDataset
 from kiln.data.options import Options, ThreadingOptions
 from kiln.data.nested import DatasetSpec
 from kiln.data.iterator import DatasetIterator, Iterator
@@ -22,4 +23,4 @@ AUTOTUNE = -1
 
 __all__ = ["Dataset", "DatasetV2", "DatasetSpec", "Iterator", "DatasetIterator", "Options",
            "ThreadingOptions", "INFINITE_CARDINALITY", "UNKNOWN_CARDINALITY", "AUTOTUNE",
-           "TextLineDataset", "experimental"]
+           "TextLineDataset", "TFRecordDataset", "experimental"]

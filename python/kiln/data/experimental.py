@@ -10,6 +10,7 @@ from kiln.data.options import (AutoShardPolicy, AutotuneAlgorithm, AutotuneOptio
 from kiln.data.sampling import ChooseFromDatasets, sample_from_datasets  # noqa: F401
 from kiln.data.saving import load as _load, save as _save
 from kiln.data.selection import assert_cardinality, get_single_element  # noqa: F401
+from kiln.data.records import TFRecordWriter  # noqa: F401
 from kiln.data.sources import CounterDataset, RandomDataset
 
 INFINITE_CARDINALITY = INFINITE

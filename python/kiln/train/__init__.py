@@ -12,9 +12,20 @@ from kiln.train.checkpoint import Checkpoint, CheckpointOptions, ListWrapper, Di
 from kiln.train.management import (CheckpointManager, CheckpointState, get_checkpoint_state,
                                    latest_checkpoint, checkpoint_exists,
                                    update_checkpoint_state)
+from kiln.train import example_pb
 from kiln.train.reader import CheckpointReader, list_variables, load_checkpoint, load_variable
 
 __all__ = ["Checkpoint", "CheckpointOptions", "CheckpointManager", "CheckpointState",
            "CheckpointReader", "get_checkpoint_state", "latest_checkpoint",
            "checkpoint_exists", "update_checkpoint_state", "list_variables", "load_checkpoint",
-           "load_variable"]
+           "load_variable", "Example", "SequenceExample", "Features", "Feature", "FeatureList",
+           "FeatureLists", "BytesList", "FloatList", "Int64List"]
+
+
+
+def __getattr__(name):
+    """tf.train.Example and its messages, built on first use (they need protobuf)."""
+    if name not in example_pb.NAMES:
+        raise AttributeError(f"module 'kiln.train' has no attribute {name!r}")
+    globals().update(example_pb.classes())
+    return globals()[name]
