@@ -133,6 +133,8 @@ def check_dtype_conversion(value, dtype):
         return None
     kind = arr.dtype.kind
     if dtype == _kiln.as_dtype("string"):
+        if kind in "SU" and not isinstance(value, np.ndarray):
+            arr = np.array(value, dtype=object)  # NumPy's "S" arrays drop trailing NULs
         return arr if kind in "SUO" else None
     if kind in "SUOV":
         return None

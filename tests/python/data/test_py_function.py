@@ -101,3 +101,14 @@ def test_errors_traced():
         return py_function(lambda v: 1 / 0, [x], kiln.float32)
     with pytest.raises(errors.OpError, match="ZeroDivisionError"):
         raises(kiln.constant(1))
+
+
+def test_bytes_results_keep_trailing_nul_bytes():
+    # Serialized messages often end in 0 bytes; NumPy's "S" arrays would drop them.
+    assert py_function(lambda: b"a\x00", [], kiln.string).numpy() == b"a\x00"
+    ds = kiln.data.Dataset.from_generator(lambda: iter([b"\x00", b"b\x00\x00"]),
+                                        output_types=kiln.string, output_shapes=())
+    assert list(ds.as_numpy_iterator()) == [b"\x00", b"b\x00\x00"]
+    mapped = kiln.data.Dataset.range(2).map(
+        lambda i: py_function(lambda j: b"x\x00" * int(j + 1), [i], kiln.string))
+    assert list(mapped.as_numpy_iterator()) == [b"x\x00", b"x\x00x\x00"]
