@@ -4,13 +4,17 @@ Strings are byte strings (``.numpy()`` gives ``bytes``). The ops are TensorFlow'
 (StringLength, StringJoin, ReduceJoin, Substr, AsString, StringToNumber, RegexReplace,
 StringSplitV2, StringFormat, ...) with TensorFlow's semantics; regular expressions use
 RE2's syntax as TensorFlow does. What differs is listed in docs/OPS.md ("Strings"):
-lower/upper map ASCII letters only. ``split``, ``bytes_split`` and ``unicode_split``
-return RaggedTensors; the elementwise functions also take RaggedTensors. ``ngrams`` is a
-composition of kiln ops (kiln._ngrams).
+lower/upper map ASCII letters only. ``split``, ``bytes_split``, ``unicode_split`` and
+``unicode_decode`` return RaggedTensors (the Unicode functions are kiln._unicode's); the
+elementwise functions also take RaggedTensors. ``ngrams`` is a composition of kiln ops
+(kiln._ngrams).
 """
 from kiln import _kiln
 from kiln import errors
 from kiln._ngrams import ngrams
+from kiln._unicode import (unicode_decode, unicode_decode_with_offsets, unicode_encode,
+                           unicode_script, unicode_split, unicode_split_with_offsets,
+                           unicode_transcode)
 from kiln.ops import _helpers as h
 from kiln.ops import array_ops, core, math_ops
 from kiln.ragged import RaggedTensor
@@ -265,26 +269,6 @@ def bytes_split(input, name=None):  # noqa: A002
         input, lambda t: _kiln.execute("_StringCharSplit", t, unit="BYTE"), "bytes_split")
 
 
-def unicode_split(input, input_encoding, errors="replace", replacement_char=65533,  # noqa: A002
-                  name=None):
-    """Each UTF-8 string split into its characters (as 1-character strings): a
-    RaggedTensor. Ill-formed bytes become U+FFFD, one per maximal ill-formed subsequence
-    (TensorFlow's errors="replace"); other encodings and error modes are not supported."""
-    if str(input_encoding).upper().replace("-", "") != "UTF8":
-        raise errors_module.UnimplementedError(
-            f"tf.strings.unicode_split: kiln decodes UTF-8 only, got {input_encoding!r}")
-    if errors != "replace" or replacement_char != 65533:
-        raise errors_module.UnimplementedError(
-            "tf.strings.unicode_split: kiln supports errors='replace' with "
-            "replacement_char=65533 (U+FFFD) only")
-    return _split_to_ragged(
-        input, lambda t: _kiln.execute("_StringCharSplit", t, unit="UTF8_CHAR"),
-        "unicode_split")
-
-
-errors_module = errors  # unicode_split's `errors` argument shadows the module
-
-
 def unsorted_segment_join(inputs, segment_ids, num_segments, separator="", name=None):
     """Joins the strings of each segment (tf.strings.unsorted_segment_join): output[k]
     joins inputs[i] for the i (in order) with segment_ids[i] == k; empty segments are ""."""
@@ -308,4 +292,6 @@ def format(template, inputs, placeholder="{}", summarize=3, name=None):  # noqa:
 
 __all__ = ["length", "join", "reduce_join", "lower", "upper", "strip", "substr", "as_string",
            "to_number", "regex_replace", "regex_full_match", "split", "bytes_split",
-           "unicode_split", "unsorted_segment_join", "format", "ngrams"]
+           "unicode_split", "unicode_split_with_offsets", "unicode_decode",
+           "unicode_decode_with_offsets", "unicode_encode", "unicode_transcode", "unicode_script",
+           "unsorted_segment_join", "format", "ngrams"]

@@ -120,8 +120,14 @@ void split_v2(std::string_view text, std::string_view sep, int64_t maxsplit,
 }
 
 size_t utf8_next(std::string_view s, size_t i, bool& valid) {
+  char32_t code_point;
+  return utf8_decode(s, i, valid, code_point);
+}
+
+size_t utf8_decode(std::string_view s, size_t i, bool& valid, char32_t& code_point) {
   const auto at = [&](size_t k) { return static_cast<unsigned char>(s[k]); };
   const unsigned char b = at(i);
+  code_point = b;
   valid = b < 0x80;
   if (valid) return 1;
   size_t n;
@@ -145,6 +151,10 @@ size_t utf8_next(std::string_view s, size_t i, bool& valid) {
     while (k < n && i + k < s.size() && is_trail_byte(at(i + k))) ++k;
   }
   valid = k == n;
+  if (valid) {
+    code_point = b & (0x7F >> n);  // the lead byte's payload bits
+    for (size_t j = 1; j < n; ++j) code_point = (code_point << 6) | (at(i + j) & 0x3F);
+  }
   return k;
 }
 

@@ -58,6 +58,9 @@ void split_v2(std::string_view text, std::string_view sep, int64_t maxsplit,
 /// (at least 1): what Unicode's "U+FFFD substitution of maximal subparts"
 /// (and ICU, behind TensorFlow's errors="replace") replaces by one U+FFFD.
 size_t utf8_next(std::string_view s, size_t i, bool& valid);
+/// utf8_next that also gives the character's code point (when `valid`): the
+/// one UTF-8 decoder of the string and Unicode kernels.
+size_t utf8_decode(std::string_view s, size_t i, bool& valid, char32_t& code_point);
 
 /// `s` escaped for a message (printable ASCII; \xNN for other bytes), cut
 /// after `max` bytes with "...".

@@ -14,6 +14,7 @@ void bind_cpu_kernels(OpTableBuilder& t) {
   cpu::bind_linalg_kernels(t);
   cpu::bind_image_kernels(t);
   cpu::bind_string_kernels(t);
+  cpu::bind_unicode_kernels(t);
   cpu::bind_complex_kernels(t);
   cpu::bind_nn_kernels(t);
   cpu::bind_state_kernels(t);

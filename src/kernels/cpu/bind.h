@@ -19,6 +19,7 @@ void bind_selection_kernels(OpTableBuilder& t);
 void bind_linalg_kernels(OpTableBuilder& t);
 void bind_image_kernels(OpTableBuilder& t);
 void bind_string_kernels(OpTableBuilder& t);
+void bind_unicode_kernels(OpTableBuilder& t);
 void bind_complex_kernels(OpTableBuilder& t);
 void bind_nn_kernels(OpTableBuilder& t);
 void bind_state_kernels(OpTableBuilder& t);

@@ -92,3 +92,16 @@ def _sample(dtype, shape, seed, low, high, positive):
         return rng.integers(lo, high + 1, shape).astype(dt)
     lo = 0.1 if positive else low
     return rng.uniform(lo, high, shape).astype(dt)
+
+
+def eager_and_traced(fn, *args):
+    """fn's result eagerly and inside a kiln.function (traced with the same arguments)."""
+    return fn(*args), tf.function(fn, autograph=False)(*args)
+
+
+def as_list(t):
+    """A tensor's or RaggedTensor's value as nested Python lists."""
+    if isinstance(t, tf.RaggedTensor):
+        return t.to_list()
+    v = t.numpy()
+    return v.tolist() if hasattr(v, "tolist") else v

@@ -4,21 +4,13 @@ kiln.function, with the error classes TensorFlow raises."""
 import pytest
 
 import kiln as tf
+from ops_harness import as_list, eager_and_traced
 
 ABC = ["a", "b", "c"]
 ROWS = [["a", "b", "c"], [], ["d"], ["e", "f"]]
 
 
-def both(fn, *args):
-    """fn's result eagerly and inside a kiln.function (traced with the same arguments)."""
-    return fn(*args), tf.function(fn, autograph=False)(*args)
-
-
-def as_list(t):
-    if isinstance(t, tf.RaggedTensor):
-        return t.to_list()
-    v = t.numpy()
-    return v.tolist() if hasattr(v, "tolist") else v
+both = eager_and_traced
 
 
 def ragged(rows):
