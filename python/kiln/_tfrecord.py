@@ -57,7 +57,7 @@ class TFRecordOptions:
 
 
 def _path(path):
-    if isinstance(path, (_kiln.Tensor,)):
+    if isinstance(path, _kiln.Tensor):
         path = path.numpy()
     path = os.fspath(path)
     return path.decode("utf-8") if isinstance(path, bytes) else path

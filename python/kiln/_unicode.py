@@ -1,9 +1,10 @@
 """tf.strings' Unicode functions (re-exported by kiln.strings): decode, encode, transcode,
 script and split, on TensorFlow's ops (UnicodeDecodeWithOffsets, UnicodeEncode,
-UnicodeTranscode, UnicodeScript). Encodings are UTF-8, UTF-16-BE and UTF-32-BE; `errors`
-is "strict", "replace" or "ignore"; ill-formed UTF-8 becomes one replacement character per
-maximal ill-formed subsequence, as in TensorFlow. Decoded results are RaggedTensors one
-rank above the input (a scalar input gives a dense 1-D tensor).
+UnicodeTranscode, UnicodeScript). Input encodings are any ICU reads, outputs UTF-8,
+UTF-16-BE and UTF-32-BE; `errors` is "strict", "replace" or "ignore"; ill-formed input
+becomes one replacement character per ill-formed sequence as ICU delimits it, as in
+TensorFlow. Decoded results are RaggedTensors one rank above the input (a scalar input
+gives a dense 1-D tensor).
 """
 from kiln import _kiln
 from kiln.ops import _helpers as h

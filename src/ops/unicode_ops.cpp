@@ -4,6 +4,8 @@
 // helpers (unicode_util.h); kernels: src/kernels/cpu/unicode.cpp. Decoding
 // yields as many characters as the bytes hold: the counts are unknown here
 // and the kernels size their outputs.
+#include <unicode/ucnv.h>
+
 #include <string>
 
 #include "families.h"
@@ -14,13 +16,15 @@
 namespace kiln {
 namespace unicode {
 
-Encoding input_encoding(const OpCall& c) {
+const std::string& input_encoding(const OpCall& c) {
   const std::string& e = c.attr_string("input_encoding");
-  if (e == "UTF-8") return Encoding::kUtf8;
-  if (e == "UTF-16-BE") return Encoding::kUtf16Be;
-  if (e == "UTF-32-BE") return Encoding::kUtf32Be;
-  c.fail("Could not create converter for input encoding: ", strings::escape_for_message(e, 40),
-         " (kiln reads UTF-8, UTF-16-BE and UTF-32-BE)");
+  if (e == "UTF-8") return e;
+  UErrorCode err = U_ZERO_ERROR;
+  UConverter* conv = e.empty() ? nullptr : ucnv_open(e.c_str(), &err);
+  if (conv) ucnv_close(conv);
+  if (!conv || U_FAILURE(err))
+    c.fail("Could not create converter for input encoding: ", strings::escape_for_message(e, 40));
+  return e;
 }
 
 Encoding output_encoding(const OpCall& c) {

@@ -3,12 +3,13 @@
 // modes and replacement options their attributes name, read and checked once.
 #pragma once
 #include <cstdint>
+#include <string>
 
 #include "kiln/op.h"
 
 namespace kiln::unicode {
 
-/// The encodings TensorFlow's Unicode ops write (and kiln reads).
+/// The encodings TensorFlow's Unicode ops write (they read any ICU knows).
 enum class Encoding : uint8_t { kUtf8, kUtf16Be, kUtf32Be };
 /// The `errors` attribute: fail, substitute `replacement`, or drop.
 enum class Errors : uint8_t { kStrict, kReplace, kIgnore };
@@ -20,9 +21,9 @@ struct Options {
   bool replace_control = false;  ///< C0 controls (U+0000..U+001F) become `replacement`
 };
 
-/// The attribute `name` ("input_encoding"); InvalidArgument with TensorFlow's
-/// text for encodings kiln does not read.
-Encoding input_encoding(const OpCall& c);
+/// "input_encoding": UTF-8 (kiln's decoder) or any encoding ICU's converters
+/// read; InvalidArgument with TensorFlow's text for a name ICU does not know.
+const std::string& input_encoding(const OpCall& c);
 /// "output_encoding"; InvalidArgument with TensorFlow's allowed-values text.
 Encoding output_encoding(const OpCall& c);
 /// "errors", "replacement_char" and (when the row has it)

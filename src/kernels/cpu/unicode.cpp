@@ -1,8 +1,9 @@
 // CPU kernels of the Unicode ops (src/ops/unicode_ops.cpp). UTF-8 is read by
 // the string kernels' one decoder (strings::utf8_decode: one U+FFFD per
-// maximal ill-formed subsequence); UTF-16-BE and UTF-32-BE by next_char
-// below. Every byte sequence is handled; decoded outputs are sized from the
+// maximal ill-formed subsequence, as ICU); other encodings by ICU's
+// converters (Reader below). Every byte sequence is handled; decoded outputs are sized from the
 // data (a character takes at least one byte, so they never outgrow the input).
+#include <unicode/ucnv.h>
 #include <unicode/uscript.h>
 
 #include <string>
@@ -18,62 +19,63 @@ namespace {
 using unicode::Encoding;
 using unicode::Errors;
 
-uint32_t be_unit(std::string_view s, size_t i, size_t bytes) {
-  uint32_t u = 0;
-  for (size_t k = 0; k < bytes; ++k) u = (u << 8) | static_cast<unsigned char>(s[i + k]);
-  return u;
-}
-
-// UTF-16-BE: a lone or unpaired surrogate is one ill-formed unit; an odd last
-// byte is ill-formed on its own, or with a high surrogate just before it.
-size_t utf16_next(std::string_view s, size_t i, bool& valid, char32_t& cp) {
-  const size_t left = s.size() - i;
-  valid = false;
-  if (left < 2) return left;
-  const uint32_t u = be_unit(s, i, 2);
-  if (u >= 0xDC00 && u <= 0xDFFF) return 2;
-  if (u >= 0xD800 && u <= 0xDBFF) {
-    if (left == 3) return 3;  // with the cut-off unit after it (ICU's truncated sequence)
-    const uint32_t lo = left >= 4 ? be_unit(s, i + 2, 2) : 0;
-    if (lo < 0xDC00 || lo > 0xDFFF) return 2;
-    cp = 0x10000 + ((u - 0xD800) << 10) + (lo - 0xDC00);
-    valid = true;
-    return 4;
+// The characters of one string at a time: UTF-8 by the string kernels' decoder,
+// every other encoding by an ICU converter (what TensorFlow reads with), which
+// delimits ill-formed sequences as ICU does and handles byte-order marks.
+class Reader {
+ public:
+  Reader(const OpCall& c, const std::string& encoding) {
+    if (encoding == "UTF-8") return;
+    UErrorCode err = U_ZERO_ERROR;
+    conv_ = ucnv_open(encoding.c_str(), &err);
+    if (U_SUCCESS(err))
+      ucnv_setToUCallBack(conv_, UCNV_TO_U_CALLBACK_STOP, nullptr, nullptr, nullptr, &err);
+    if (U_FAILURE(err)) {
+      if (conv_) ucnv_close(conv_);
+      c.fail("Could not create converter for input encoding: ", encoding);
+    }
   }
-  cp = u;
-  valid = true;
-  return 2;
-}
-
-// UTF-32-BE: a unit that is no scalar value, or a cut-off last unit, is ill-formed.
-size_t utf32_next(std::string_view s, size_t i, bool& valid, char32_t& cp) {
-  const size_t left = s.size() - i;
-  valid = false;
-  if (left < 4) return left;
-  cp = be_unit(s, i, 4);
-  valid = unicode::is_scalar_value(cp);
-  return 4;
-}
-
-// The character at byte i < s.size(): its length in bytes (at least 1).
-size_t next_char(Encoding e, std::string_view s, size_t i, bool& valid, char32_t& cp) {
-  switch (e) {
-    case Encoding::kUtf8: return strings::utf8_decode(s, i, valid, cp);
-    case Encoding::kUtf16Be: return utf16_next(s, i, valid, cp);
-    case Encoding::kUtf32Be: return utf32_next(s, i, valid, cp);
+  ~Reader() {
+    if (conv_) ucnv_close(conv_);
   }
-  return 1;
-}
+  Reader(const Reader&) = delete;
+  Reader& operator=(const Reader&) = delete;
+
+  /// Starts a new string (a converter forgets its byte-order mark and state).
+  void start() {
+    if (conv_) ucnv_resetToUnicode(conv_);
+  }
+  /// The bytes at i < s.size() taken by the next step (at least 1): a
+  /// character (valid, cp), an ill-formed sequence, or, when `none`, bytes
+  /// that hold no character (a byte-order mark at the end).
+  size_t next(std::string_view s, size_t i, bool& valid, bool& none, char32_t& cp) {
+    none = false;
+    if (!conv_) return strings::utf8_decode(s, i, valid, cp);
+    const char* at = s.data() + i;
+    UErrorCode err = U_ZERO_ERROR;
+    const UChar32 u = ucnv_getNextUChar(conv_, &at, s.data() + s.size(), &err);
+    const auto n = static_cast<size_t>(at - (s.data() + i));
+    none = err == U_INDEX_OUTOFBOUNDS_ERROR;
+    valid = U_SUCCESS(err);
+    cp = static_cast<char32_t>(u);
+    return n > 0 ? n : s.size() - i;  // never stuck: an error that took nothing ends the string
+  }
+
+ private:
+  UConverter* conv_ = nullptr;
+};
 
 // Calls emit(code_point, byte_start) for each character of `s`, ill-formed
 // ones per o.errors; control characters, when asked, become o.replacement
 // (dropped with errors="ignore").
 template <typename F>
-void decode(const OpCall& c, Encoding e, const unicode::Options& o, std::string_view s, F&& emit) {
-  bool valid;
+void decode(const OpCall& c, Reader& r, const unicode::Options& o, std::string_view s, F&& emit) {
+  bool valid, none;
   char32_t cp = 0;
+  r.start();
   for (size_t i = 0, n; i < s.size(); i += n) {
-    n = next_char(e, s, i, valid, cp);
+    n = r.next(s, i, valid, none, cp);
+    if (none) continue;
     if (!valid) {
       if (o.errors == Errors::kStrict) c.fail("Invalid formatting on input string");
       if (o.errors == Errors::kIgnore) continue;
@@ -115,14 +117,14 @@ Tensor splits_tensor(const std::vector<int64_t>& splits) {
 }
 
 void decode_kernel(KernelContext& c) {
-  const Encoding e = unicode::input_encoding(c);
+  Reader r(c, unicode::input_encoding(c));
   const unicode::Options o = unicode::options(c);
   const Tensor& in = c.input(0);
   const std::string* s = in.data<std::string>();
   std::vector<int64_t> splits{0}, starts;
   std::vector<int32_t> chars;
   for (int64_t i = 0, n = in.num_elements(); i < n; ++i) {
-    decode(c, e, o, s[i], [&](char32_t cp, size_t at) {
+    decode(c, r, o, s[i], [&](char32_t cp, size_t at) {
       chars.push_back(static_cast<int32_t>(cp));
       starts.push_back(static_cast<int64_t>(at));
     });
@@ -183,7 +185,8 @@ void encode_kernel(KernelContext& c) {
 // ---- UnicodeTranscode ----
 
 void transcode_kernel(KernelContext& c) {
-  const Encoding from = unicode::input_encoding(c), to = unicode::output_encoding(c);
+  Reader from(c, unicode::input_encoding(c));
+  const Encoding to = unicode::output_encoding(c);
   const unicode::Options o = unicode::options(c);
   const Tensor& in = c.input(0);
   const std::string* s = in.data<std::string>();

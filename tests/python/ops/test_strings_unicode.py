@@ -102,6 +102,34 @@ def test_decode_traced_with_unknown_shape():
     assert f(tf.constant(["hé", "", "x"])).to_list() == [[104, 233], [], [120]]
 
 
+# Encodings read through ICU's converters, as TensorFlow reads them. Values from
+# tf.strings.unicode_decode_with_offsets(strings, encoding, errors=...) in TF 2.21.
+OTHER_ENCODINGS = [
+    ("ISO-8859-1", [b"caf\xe9", b"\x00\xff"], "replace",
+     [[99, 97, 102, 233], [0, 255]], [[0, 1, 2, 3], [0, 1]]),
+    ("UTF-16-LE", [b"a\x00\x3d\xd8\x00\xde", b"\x00\xd8x"], "replace",
+     [[97, 128512], [65533]], [[0, 2], [0]]),
+    ("UTF-16-LE", [b"a\x00\x3d\xd8\x00\xde", b"\x00\xd8x"], "ignore",
+     [[97, 128512], []], [[0, 2], []]),
+    ("windows-1252", [b"\x80\x81z"], "strict", [[8364, 129, 122]], [[0, 1, 2]]),
+    ("Shift_JIS", [b"\x82\xa0\x82", b"\x83A"], "replace", [[12354, 65533], [12450]],
+     [[0, 2], [0]]),
+    ("Shift_JIS", [b"\x82\xa0\x82", b"\x83A"], "ignore", [[12354], [12450]], [[0], [0]]),
+    ("UTF-16", [b"\xff\xfea\x00", b"\xfe\xff\x00b"], "strict", [[97], [98]], [[0], [0]]),
+]
+
+
+@pytest.mark.parametrize("encoding,strings,errors,chars,offsets", OTHER_ENCODINGS)
+def test_decode_other_encodings(encoding, strings, errors, chars, offsets):
+    for got in both(lambda: tf.strings.unicode_decode_with_offsets(strings, encoding,
+                                                                  errors=errors)):
+        assert [as_list(g) for g in got] == [chars, offsets]
+    with pytest.raises(tf.errors.InvalidArgumentError, match="Invalid formatting"):
+        tf.strings.unicode_decode([b"\x82\xa0\x82"], "Shift_JIS", errors="strict")
+    got = tf.strings.unicode_transcode([b"caf\xe9"], "ISO-8859-1", "UTF-8")
+    assert got.numpy().tolist() == [b"caf\xc3\xa9"]
+
+
 def test_decode_errors():
     with pytest.raises(tf.errors.InvalidArgumentError, match="Invalid formatting on input string"):
         tf.strings.unicode_decode([b"ok", b"a\xff"], "UTF-8", errors="strict")
