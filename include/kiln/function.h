@@ -81,6 +81,11 @@ class Value {
   const std::string& as_string() const;
   const std::vector<Value>& items() const;       ///< list / tuple / dict values
   const std::vector<std::string>& keys() const;  ///< dict keys (sorted)
+  /// Dict item indices (into items()) in the order the dict was given.
+  std::vector<size_t> insertion_order() const;
+  /// The same list, tuple or dict (keys and their given order kept) holding
+  /// `items` instead, in items() order.
+  Value with_items(std::vector<Value> items) const;
   uint64_t opaque_id() const { return i_; }
   /// Python-like repr: 1, 2.5, 'aa', [1, 2], (t,), {'a': 1}.
   std::string repr() const;
@@ -95,6 +100,7 @@ class Value {
   std::string s_;
   std::shared_ptr<std::vector<Value>> items_;
   std::shared_ptr<std::vector<std::string>> keys_;
+  std::shared_ptr<std::vector<size_t>> order_;  // dict: given order; null when sorted
 };
 
 /// Why a call traced again: the argument that differed from the closest
@@ -113,8 +119,9 @@ inline constexpr const char* kSingletonVariablesError =
     "the kiln.Variable is only created once or created outside kiln.function.";
 
 /// Called around a blocking wait for another thread's trace of the same
-/// function. A binding whose callables need a global lock (Python's GIL)
-/// sets these so the tracing thread can take that lock while this one waits:
+/// function, and around running a traced plan. A binding whose callables need
+/// a global lock (Python's GIL) sets these so other threads can take that
+/// lock meanwhile (the tracing thread; tf.data's prefetch and parallel map):
 /// `release` returns a token passed to `reacquire` afterwards.
 struct BlockingHooks {
   void* (*release)() = nullptr;
@@ -264,7 +271,7 @@ class Function {
   void record_retrace_reason(const detail::Flat& f);
   std::shared_ptr<ConcreteFunction> trace_new(const std::vector<Value>& call_args,
                                               const detail::Flat& f,
-                                              const std::vector<Shape>& shapes);
+                                              const std::vector<Shape>& shapes, int& traces);
   std::shared_ptr<ConcreteFunction> trace_once(const std::vector<Value>& call_args,
                                                const detail::Flat& f,
                                                const std::vector<Shape>& shapes,
@@ -273,7 +280,7 @@ class Function {
   void warn_if_all_pruned(const ConcreteFunction& cf) const;
   std::shared_ptr<const ConcreteFunction> remember(const detail::Flat& f,
                                                    std::shared_ptr<ConcreteFunction> cf,
-                                                   bool generalized);
+                                                   bool generalized, int traces);
   // The call after the key was built: cache lookup, trace on a miss, run.
   // On a miss `args` (or else `tensor_args`) are the call's arguments.
   Value call_cached(std::span<const int64_t> key, std::span<const Tensor> tensors,

@@ -109,6 +109,53 @@ class InputSignatureError(TypeError, ValueError):
     (what TensorFlow 2.21 raises), so code written for either release catches it."""
 
 
+def _conversion_error(inputs, input_signature, detail):
+    """The seed release's error for call arguments an input_signature cannot convert."""
+    inputs = ",\n    ".join(str(a) for a in inputs)
+    specs = ",\n    ".join(repr(s) for s in input_signature)
+    err = InputSignatureError("When input_signature is provided, all inputs to the Python "
+                              "function must be convertible to tensors:\n"
+                              f"  inputs: (\n    {inputs})\n"
+                              f"  input_signature: (\n    {specs}).")
+    err.add_note(detail)
+    return err
+
+
+def _signature_leaves(spec):
+    """The leaves of a (possibly nested: lists, tuples, dicts) input_signature entry."""
+    if isinstance(spec, (list, tuple)):
+        return [x for s in spec for x in _signature_leaves(s)]
+    if isinstance(spec, dict):
+        return [x for k in sorted(spec) for x in _signature_leaves(spec[k])]
+    return [spec]
+
+
+def _fit_nested(value, spec, path):
+    """value converted to a nested input_signature entry (TensorSpec leaves get tensors
+    of their dtype); raises ValueError naming the path where it does not fit."""
+    if isinstance(spec, (list, tuple)):
+        if not isinstance(value, (list, tuple)) or len(value) != len(spec):
+            raise ValueError(f"{path}: expected a {type(spec).__name__} of {len(spec)} "
+                             f"items, got {value!r}")
+        return type(spec)(_fit_nested(v, s, f"{path}[{i}]")
+                          for i, (v, s) in enumerate(zip(value, spec)))
+    if isinstance(spec, dict):
+        if not isinstance(value, dict) or set(value) != set(spec):
+            raise ValueError(f"{path}: expected a dict with keys {sorted(spec)}, got {value!r}")
+        return {k: _fit_nested(value[k], spec[k], f"{path}[{k!r}]") for k in spec}
+    if not isinstance(spec, _kiln.TensorSpec):
+        why = spec._kiln_mismatch(value) if hasattr(spec, "_kiln_mismatch") else None
+        if why:
+            raise ValueError(f"{path}: {why}")
+        return value
+    t = value if isinstance(value, (_kiln.Tensor, _kiln.Variable)) else \
+        _kiln.convert_to_tensor(value, dtype=spec.dtype)
+    if t.dtype != spec.dtype or not spec.shape.is_compatible_with(t.shape):
+        raise ValueError(f"{path}: expected {spec!r}, got a {t.dtype.name} tensor of shape "
+                         f"{t.shape}")
+    return t
+
+
 def _signature_error(inputs, input_signature, detail):
     """The seed guide's error for a call that does not fit input_signature: the call's
     inputs and the signature, one per line; kiln's own line (which argument, expected
@@ -164,13 +211,15 @@ class Function(_kiln._Function):
         self._name = fname
         if input_signature is not None:
             input_signature = list(input_signature)
-            for s in input_signature:
+            for s in _signature_leaves(input_signature):
                 if not isinstance(s, _kiln.TensorSpec) and not hasattr(s, "_kiln_trace_value"):
                     raise TypeError(
                         f"input_signature must be a list of kiln.TensorSpec, got {s!r}")
             self._input_signature = tuple(input_signature)
             if not all(isinstance(s, _kiln.TensorSpec) for s in input_signature):
-                self.__class__ = _SpecSignatureFunction  # C++ takes flat TensorSpecs only
+                # C++ takes one TensorSpec per argument: nested and composite specs
+                # are called through the signature's one concrete function.
+                self.__class__ = _SpecSignatureFunction
         simple = all(p.kind == _P.POSITIONAL_OR_KEYWORD for p in params)
         nparams = len(params) if simple else 2**62
         names = [p.name for p in params]
@@ -195,6 +244,15 @@ class Function(_kiln._Function):
         except TypeError as e:
             raise TypeError(f"{self._name}(): {e}") from None
         bound.apply_defaults()
+        try:
+            return self._canonical_values(bound)
+        except (TypeError, ValueError) as e:
+            if self._input_signature is None:
+                raise
+            raise _conversion_error(tuple(bound.arguments.values()), self._input_signature,
+                                    str(e)) from None
+
+    def _canonical_values(self, bound):
         canon = []
         sig = self._input_signature
         for k, p in enumerate(self._params):
@@ -227,6 +285,10 @@ class Function(_kiln._Function):
     @property
     def name(self):
         return self._name
+
+    def _raise_conversion_error(self, args, detail):
+        # Called by the C++ __call__ when an argument cannot become its spec's tensor.
+        raise _conversion_error(self._flat_call_args(args), self._input_signature, detail)
 
     def _raise_signature_error(self, args, detail):
         # Called by the C++ __call__ when arguments do not match input_signature:
@@ -337,17 +399,20 @@ class _SpecSignatureFunction(Function):
     def __call__(self, *args, **kwargs):
         if _config.functions_run_eagerly():
             return self._call_eagerly(*args, **kwargs)
-        bound = self._signature.bind(*args, **kwargs).arguments
+        binding = self._signature.bind(*args, **kwargs)
+        bound = binding.arguments
         for p, spec in zip(self._params, self._input_signature):
-            why = spec._kiln_mismatch(bound[p.name]) if p.name in bound and \
-                hasattr(spec, "_kiln_mismatch") else None
-            if why:
+            if p.name not in bound:
+                continue
+            try:
+                bound[p.name] = _fit_nested(bound[p.name], spec, f"'{p.name}'")
+            except (TypeError, ValueError) as e:
                 raise _signature_error(tuple(bound.values()), self._input_signature,
-                                       f"argument '{p.name}': {why}")
+                                       f"argument {e}") from None
         cf = self.__dict__.get("_signature_cf")
         if cf is None:
             cf = self.__dict__["_signature_cf"] = self.get_concrete_function()
-        return cf(*args, **kwargs)
+        return cf(*binding.args, **binding.kwargs)
 
 
 class ConcreteFunction:
@@ -422,7 +487,11 @@ class ConcreteFunction:
         text = self._cf.pretty_signature().rstrip("\n")
         if text.startswith(_CF_PREFIX):
             text = text[len(_CF_PREFIX):]
-        return text if verbose else text.split("\n", 1)[0]
+        header = text.split("\n", 1)[0]
+        if not verbose:
+            return header
+        return header + "\n" + _text.signature_blocks(
+            self._cf._arg_names, self._traced_values(), self.structured_outputs)
 
     def __str__(self):
         return _CF_PREFIX + self.pretty_printed_signature()

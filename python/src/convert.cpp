@@ -129,6 +129,13 @@ bool is_integral_dtype(DType dt) {
   return is_integer(dt);
 }
 
+// Whether every item of an object array is a str or bytes (a string tensor).
+bool all_strings(nb::handle arr) {
+  for (nb::handle x : arr.attr("flat"))
+    if (!PyUnicode_Check(x.ptr()) && !PyBytes_Check(x.ptr())) return false;
+  return true;
+}
+
 // NumPy conversion of a Python list/tuple with TensorFlow's default dtypes.
 Tensor tensor_from_sequence(nb::handle seq, DType dtype) {
   if (contains_tensor(seq)) {
@@ -145,21 +152,33 @@ Tensor tensor_from_sequence(nb::handle seq, DType dtype) {
     return stack(parts, 0);
   }
   nb::object arr;
+  nb::dict as_object;
+  as_object["dtype"] = "object";
   try {
     arr = numpy().attr("asarray")(seq);
   } catch (nb::python_error& e) {
-    type_error("Can't convert non-rectangular (ragged) Python sequence " + py_repr(seq) +
-               " to a Tensor: " + e.what());
+    // str mixed with bytes that are not ASCII: NumPy cannot pick a string type.
+    const std::string why = e.what();
+    if (!e.matches(PyExc_UnicodeDecodeError))
+      type_error("Can't convert non-rectangular (ragged) Python sequence " + py_repr(seq) +
+                 " to a Tensor: " + why);
+    try {
+      arr = numpy().attr("array")(seq, **as_object);
+    } catch (nb::python_error&) {
+      type_error("Can't convert non-rectangular (ragged) Python sequence " + py_repr(seq) +
+                 " to a Tensor: " + why);
+    }
   }
-  const std::string name = nb::cast<std::string>(arr.attr("dtype").attr("name"));
-  if (name == "object")
+  std::string name = nb::cast<std::string>(arr.attr("dtype").attr("name"));
+  if (name == "object" && all_strings(arr)) {
+    name = "bytes";
+  } else if (name == "object") {
     type_error("Cannot convert " + py_repr(seq) +
                " to a Tensor: the nested lists are ragged or mix incompatible types");
+  }
   if (name.rfind("bytes", 0) == 0 || name.rfind("str", 0) == 0) {
     // NumPy's fixed-width strings drop trailing NUL bytes; keep every byte.
-    nb::dict kw;
-    kw["dtype"] = "object";
-    arr = numpy().attr("array")(seq, **kw);
+    arr = numpy().attr("array")(seq, **as_object);
   }
   if (dtype == DType::kInvalid) {
     if (name == "float64") {
@@ -242,6 +261,8 @@ Tensor to_tensor(nb::handle h, DType dtype, const char* what) {
   if (nb::isinstance<Variable>(h))
     return check_dtype(nb::cast<const Variable&>(h).read_value(), dtype, what);
   PyObject* o = h.ptr();
+  if (PyFloat_Check(o) && !PyFloat_CheckExact(o) && nb::isinstance(h, numpy().attr("float64")))
+    return to_tensor(numpy().attr("asarray")(h), dtype, what);  // NumPy's dtype, as TensorFlow
   if (PyBool_Check(o)) {
     bool b = o == Py_True;
     if (dtype == DType::kInvalid || dtype == DType::kBool) return Tensor(b);
@@ -398,6 +419,34 @@ nb::object opaque_object(uint64_t id) {
   return o;
 }
 
+// Objects with __tf_tracing_type__ (TensorFlow's tracing protocol) are keyed
+// by their TraceType: equal types share one id, and so one trace, which runs
+// with the type's placeholder_value. The types are kept for the process.
+struct TraceTypes {
+  nb::dict ids;                                    // TraceType -> id
+  std::unordered_map<uint64_t, nb::object> types;  // id -> TraceType
+};
+TraceTypes& trace_types() {
+  static auto* t = new TraceTypes();
+  return *t;
+}
+
+Value trace_type_value(nb::handle h) {
+  nb::object type = h.attr("__tf_tracing_type__")(nb::none());
+  TraceTypes& t = trace_types();
+  PyObject* found = PyDict_GetItemWithError(t.ids.ptr(), type.ptr());  // borrowed
+  if (!found && PyErr_Occurred()) throw nb::python_error();
+  uint64_t id;
+  if (found) {
+    id = nb::cast<uint64_t>(nb::handle(found));
+  } else {
+    id = g_next_id++;
+    t.ids[type] = id;
+    t.types.emplace(id, type);
+  }
+  return Value::opaque(id, py_repr(h));
+}
+
 const char* kNamedTupleKey = "<namedtuple>";
 
 bool is_namedtuple(nb::handle h) {
@@ -458,7 +507,14 @@ Value to_value(nb::handle h) {
   if (nb::hasattr(h, "__array_interface__") && nb::hasattr(h, "shape") &&
       !nb::isinstance(h, numpy().attr("generic")))
     return Value(to_tensor(h));
-  if (nb::isinstance(h, numpy().attr("generic"))) return to_value(h.attr("item")());
+  if (nb::isinstance(h, numpy().attr("generic"))) {
+    // NumPy numbers and bools are traced as tensors (TensorFlow's rule);
+    // NumPy strings and bytes as the Python values they hold.
+    if (nb::isinstance(h, numpy().attr("number")) || nb::isinstance(h, numpy().attr("bool_")))
+      return Value(to_tensor(h));
+    return to_value(h.attr("item")());
+  }
+  if (!PyType_Check(o) && nb::hasattr(h, "__tf_tracing_type__")) return trace_type_value(h);
   return Value::opaque(opaque_id(h), py_repr(h));
 }
 
@@ -472,7 +528,12 @@ nb::object from_value(const Value& v) {
     case Value::Kind::kInt: return nb::int_(v.as_int());
     case Value::Kind::kFloat: return nb::float_(v.as_float());
     case Value::Kind::kString: return nb::str(v.as_string().c_str(), v.as_string().size());
-    case Value::Kind::kOpaque: return opaque_object(v.opaque_id());
+    case Value::Kind::kOpaque: {
+      auto& types = trace_types().types;
+      auto it = types.find(v.opaque_id());
+      if (it != types.end()) return it->second.attr("placeholder_value")(nb::none());
+      return opaque_object(v.opaque_id());
+    }
     case Value::Kind::kList: {
       nb::list l;
       for (const Value& x : v.items()) l.append(from_value(x));
@@ -494,8 +555,7 @@ nb::object from_value(const Value& v) {
           return type(**kw);
         }
       nb::dict d;
-      for (size_t i = 0; i < keys.size(); ++i)
-        d[nb::str(keys[i].c_str())] = from_value(v.items()[i]);
+      for (size_t i : v.insertion_order()) d[nb::str(keys[i].c_str())] = from_value(v.items()[i]);
       return d;
     }
   }

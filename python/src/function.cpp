@@ -236,12 +236,23 @@ nb::object call_function(nb::handle self, PyObject* args, PyObject* kwargs) {
     else
       values.push_back(to_value(a));
   };
-  if (PyTuple_Check(call_args.ptr())) {
-    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(call_args.ptr()); ++i)
-      add(PyTuple_GET_ITEM(call_args.ptr(), i), static_cast<size_t>(i));
-  } else {
-    size_t i = 0;
-    for (nb::handle a : call_args) add(a, i++);
+  try {
+    if (PyTuple_Check(call_args.ptr())) {
+      for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(call_args.ptr()); ++i)
+        add(PyTuple_GET_ITEM(call_args.ptr(), i), static_cast<size_t>(i));
+    } else {
+      size_t i = 0;
+      for (nb::handle a : call_args) add(a, i++);
+    }
+  } catch (nb::python_error& e) {
+    if (f.signature_dtypes.empty() || !(e.matches(PyExc_TypeError) || e.matches(PyExc_ValueError)))
+      throw;
+    self.attr("_raise_conversion_error")(call_args, nb::str(e.value()));
+    throw;
+  } catch (nb::builtin_exception& e) {
+    if (f.signature_dtypes.empty()) throw;
+    self.attr("_raise_conversion_error")(call_args, e.what());
+    throw;
   }
   return call_with_signature_errors(self, f, call_args, [&] { return (*f.fn)(values); });
 }

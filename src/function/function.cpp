@@ -51,17 +51,11 @@ Value map_leaves(const Value& v, size_t& i, F&& leaf) {
     case Value::Kind::kTensor:
     case Value::Kind::kSpec: return leaf(i++, v);
     case Value::Kind::kList:
-    case Value::Kind::kTuple: {
+    case Value::Kind::kTuple:
+    case Value::Kind::kDict: {
       std::vector<Value> items;
       for (const Value& x : v.items()) items.push_back(map_leaves(x, i, leaf));
-      return v.kind() == Value::Kind::kList ? Value::list(std::move(items))
-                                            : Value::tuple(std::move(items));
-    }
-    case Value::Kind::kDict: {
-      std::vector<std::pair<std::string, Value>> items;
-      for (size_t k = 0; k < v.items().size(); ++k)
-        items.emplace_back(v.keys()[k], map_leaves(v.items()[k], i, leaf));
-      return Value::dict(std::move(items));
+      return v.with_items(std::move(items));
     }
     default: return v;
   }
@@ -78,17 +72,11 @@ Value map_outputs(const Value& v, TracingContext& tc) {
       return Value(out);
     }
     case Value::Kind::kList:
-    case Value::Kind::kTuple: {
+    case Value::Kind::kTuple:
+    case Value::Kind::kDict: {
       std::vector<Value> items;
       for (const Value& x : v.items()) items.push_back(map_outputs(x, tc));
-      return v.kind() == Value::Kind::kList ? Value::list(std::move(items))
-                                            : Value::tuple(std::move(items));
-    }
-    case Value::Kind::kDict: {
-      std::vector<std::pair<std::string, Value>> items;
-      for (size_t k = 0; k < v.items().size(); ++k)
-        items.emplace_back(v.keys()[k], map_outputs(v.items()[k], tc));
-      return Value::dict(std::move(items));
+      return v.with_items(std::move(items));
     }
     default: return v;
   }
@@ -168,13 +156,36 @@ void ConcreteFunction::check_flat(std::span<const Tensor> inputs) const {
   }
 }
 
+namespace {
+std::atomic<void* (*)()> g_block_release{nullptr};
+std::atomic<void (*)(void*)> g_block_reacquire{nullptr};
+
+// Runs a plan with the binding's global lock (Python's GIL) released, so
+// other threads (tf.data's prefetch and parallel map) run meanwhile. Kernels
+// that call back into Python take the lock themselves.
+template <typename Runnable>
+std::vector<Tensor> run_released(const Runnable& r, std::span<const Tensor> inputs) {
+  void* (*release)() = g_block_release.load(std::memory_order_relaxed);
+  void* token = release ? release() : nullptr;
+  struct Reacquire {
+    void* token;
+    ~Reacquire() {
+      if (token) g_block_reacquire.load(std::memory_order_relaxed)(token);
+    }
+  } again{token};
+  return r.run(inputs);
+}
+}  // namespace
+
 std::vector<Tensor> ConcreteFunction::call_flat(std::span<const Tensor> inputs) const {
   check_flat(inputs);
-  if (!TracingContext::current() && !op_observer()) return plan_->run(inputs);
+  if (!TracingContext::current() && !op_observer()) return run_released(*plan_, inputs);
   // Inside a trace: one call node. Eagerly under a tape: one recorded call.
   std::vector<Tensor> args(inputs.begin(), inputs.end());
   args.insert(args.end(), call_->hoisted_values.begin(), call_->hoisted_values.end());
   auto fs = Ref<detail::FunctionSubgraph>::adopt(new detail::FunctionSubgraph(shared_from_this()));
+  // Always StatefulPartitionedCall, as the seed's release records a call
+  // (TensorFlow 2.21 records a PartitionedCall for a function without stateful ops).
   const OpDef& call = op_def(OpId::StatefulPartitionedCall);
   if (auto* taped = detail::autodiff_hooks().would_record; taped && taped(args)) {
     // Under a tape: call the forward that also returns what the backward
@@ -194,7 +205,7 @@ std::vector<Tensor> ConcreteFunction::call_flat(std::span<const Tensor> inputs) 
         }
         set_op_observer(obs);
       } else {
-        all = r->forward->run(inputs);
+        all = run_released(*r->forward, inputs);
       }
       Attrs attrs{Ref<Subgraph>(fs)};
       for (size_t k = r->num_outputs; k < all.size(); ++k) attrs.emplace_back(std::move(all[k]));
@@ -391,9 +402,6 @@ bool compatible(const detail::Flat& general, const detail::Flat& call) {
     if (!general.specs[i].shape.is_compatible_with(call.specs[i].shape)) return false;
   return true;
 }
-std::atomic<void* (*)()> g_block_release{nullptr};
-std::atomic<void (*)(void*)> g_block_reacquire{nullptr};
-
 }  // namespace
 
 void set_blocking_hooks(BlockingHooks hooks) {
@@ -413,10 +421,11 @@ std::shared_ptr<const ConcreteFunction> Function::get_concrete_function(
   bool generalized = false;
   const std::vector<Shape> shapes = trace_shapes(f, generalized);
   record_retrace_reason(f);
-  std::shared_ptr<ConcreteFunction> cf = trace_new(call_args, f, shapes);
+  int traces = 0;
+  std::shared_ptr<ConcreteFunction> cf = trace_new(call_args, f, shapes, traces);
   compile(*cf);
-  impl_->tracing_count.fetch_add(1);
-  return remember(f, std::move(cf), generalized);
+  impl_->tracing_count.fetch_add(traces);
+  return remember(f, std::move(cf), generalized, traces);
 }
 
 std::vector<Value> Function::bind_input_signature(const std::vector<Value>& given) const {
@@ -523,16 +532,21 @@ void Function::record_retrace_reason(const detail::Flat& f) {
 
 std::shared_ptr<ConcreteFunction> Function::trace_new(const std::vector<Value>& call_args,
                                                       const detail::Flat& f,
-                                                      const std::vector<Shape>& shapes) {
+                                                      const std::vector<Shape>& shapes,
+                                                      int& traces) {
   // Variables may be created on the first trace only (TensorFlow's rule); a
   // first trace that created some is run again with creation disallowed, as
   // tf.function does, so code that would create a variable on every call
-  // fails on the first call instead of on a later retrace.
+  // fails on the first call instead of on a later retrace. Both traces are
+  // counted and listed (their signatures are the same), as TensorFlow does.
   const bool first_trace = impl_->tracing_count.load() == 0;
   int created = 0;
   std::shared_ptr<ConcreteFunction> cf = trace_once(call_args, f, shapes, first_trace, created);
-  if (first_trace && created > 0)
+  traces = 1;
+  if (first_trace && created > 0) {
     cf = trace_once(call_args, f, shapes, /*allow_variables=*/false, created);
+    traces = 2;
+  }
   cf->signature_ =
       std::make_shared<const detail::Flat>(detail::flatten_args(cf->inputs_, cf->arg_names_));
   return cf;
@@ -572,11 +586,15 @@ std::shared_ptr<ConcreteFunction> Function::trace_once(const std::vector<Value>&
   for (const Value& a : call_args)
     placeholders.push_back(map_leaves(a, leaf, [&](size_t i, const Value&) {
       const ArgSpec& s = f.specs[i];
-      std::string pname = !s.name.empty() ? s.name : detail::placeholder_name(leaf_paths[i]);
-      cf->flat_names_.push_back(leaf_paths[i]);
-      // Specs are named after their argument, as TensorFlow names them.
+      const std::string& path = leaf_paths[i];
+      std::string pname = !s.name.empty() ? s.name : detail::placeholder_name(path);
+      cf->flat_names_.push_back(path);
+      // As TensorFlow names them: specs after their path in the argument
+      // ("x_0"), placeholders after the argument ("x", "x_1", ...).
       cf->flat_specs_.push_back({s.dtype, shapes[i], pname});
-      return Value(tc.add_input(pname, s.dtype, shapes[i]));
+      const std::string node =
+          !s.name.empty() ? s.name : detail::placeholder_name(path.substr(0, path.find('[')));
+      return Value(tc.add_input(node, s.dtype, shapes[i]));
     }));
   Value result = body_(placeholders);
   cf->outputs_ = map_outputs(result, tc);
@@ -677,7 +695,7 @@ void Function::warn_if_all_pruned(const ConcreteFunction& cf) const {
 
 std::shared_ptr<const ConcreteFunction> Function::remember(const detail::Flat& f,
                                                            std::shared_ptr<ConcreteFunction> cf,
-                                                           bool generalized) {
+                                                           bool generalized, int traces) {
   Impl& im = *impl_;
   std::shared_ptr<const ConcreteFunction> result = std::move(cf);
   bool general = generalized;
@@ -686,7 +704,7 @@ std::shared_ptr<const ConcreteFunction> Function::remember(const detail::Flat& f
   im.cache.emplace(f.key, result);
   if (general) im.general.emplace_back(f.key, result);
   im.traced_leaves.push_back(f.leaves);
-  im.traced.push_back(result);
+  im.traced.insert(im.traced.end(), static_cast<size_t>(traces), result);
   return result;
 }
 
@@ -810,7 +828,7 @@ Value Function::call_cached(std::span<const int64_t> k, std::span<const Tensor> 
     }
     note_call(tracing_count() != before);
   }
-  std::vector<Tensor> out = hit ? cf->plan_->run(ts) : cf->call_flat(ts);
+  std::vector<Tensor> out = hit ? run_released(*cf->plan_, ts) : cf->call_flat(ts);
   const Value& outs = cf->structured_outputs();
   if (outs.kind() == Value::Kind::kTensor) return Value(std::move(out[0]));
   size_t i = 0;

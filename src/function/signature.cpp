@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <cstring>
 
 namespace kiln::detail {
@@ -10,7 +11,6 @@ namespace {
 enum Code : int64_t {
   kTensorCode = 1,
   kVariableCode,
-  kBoolCode,
   kIntCode,
   kFloatCode,
   kStringCode,
@@ -89,8 +89,10 @@ void walk(const Value& v, const std::string& path, K& key, T& tensors, Flat* f) 
       if constexpr (Describe)
         f->leaves.push_back({path, str_cat("'", v.variable().name(), "'"), false, "Variable"});
       return;
+    // Python numbers key by value, as TensorFlow's Literal types compare with
+    // ==: 1, 1.0 and True share a trace.
     case Value::Kind::kBool:
-      both(kBoolCode);
+      both(kIntCode);
       both(v.as_bool());
       break;
     case Value::Kind::kInt:
@@ -98,9 +100,14 @@ void walk(const Value& v, const std::string& path, K& key, T& tensors, Flat* f) 
       both(v.as_int());
       break;
     case Value::Kind::kFloat: {
+      const double d = v.as_float();
+      if (d == std::trunc(d) && d >= -0x1p63 && d < 0x1p63) {
+        both(kIntCode);
+        both(static_cast<int64_t>(d));
+        break;
+      }
       both(kFloatCode);
       int64_t bits;
-      double d = v.as_float();
       std::memcpy(&bits, &d, sizeof bits);
       both(bits);
       break;
@@ -205,17 +212,11 @@ Value read_variables(const Value& v) {
   switch (v.kind()) {
     case Value::Kind::kVariable: return Value(v.variable().read_value());
     case Value::Kind::kList:
-    case Value::Kind::kTuple: {
+    case Value::Kind::kTuple:
+    case Value::Kind::kDict: {
       std::vector<Value> items;
       for (const Value& x : v.items()) items.push_back(read_variables(x));
-      return v.kind() == Value::Kind::kList ? Value::list(std::move(items))
-                                            : Value::tuple(std::move(items));
-    }
-    case Value::Kind::kDict: {
-      std::vector<std::pair<std::string, Value>> items;
-      for (size_t k = 0; k < v.items().size(); ++k)
-        items.emplace_back(v.keys()[k], read_variables(v.items()[k]));
-      return Value::dict(std::move(items));
+      return v.with_items(std::move(items));
     }
     default: return v;
   }

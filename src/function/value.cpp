@@ -35,21 +35,31 @@ Value Value::tuple(std::vector<Value> items) {
   return v;
 }
 Value Value::dict(std::vector<std::pair<std::string, Value>> items) {
-  std::sort(items.begin(), items.end(),
-            [](const auto& a, const auto& b) { return a.first < b.first; });
-  for (size_t i = 1; i < items.size(); ++i)
-    if (items[i].first == items[i - 1].first)
-      throw InvalidArgumentError(str_cat("Value::dict: duplicate key '", items[i].first, "'"));
+  // Sorted by key (what keys and flattening use), the given order kept aside.
+  std::vector<size_t> by_key(items.size());
+  for (size_t i = 0; i < by_key.size(); ++i) by_key[i] = i;
+  std::stable_sort(by_key.begin(), by_key.end(),
+                   [&](size_t a, size_t b) { return items[a].first < items[b].first; });
+  for (size_t i = 1; i < by_key.size(); ++i)
+    if (items[by_key[i]].first == items[by_key[i - 1]].first)
+      throw InvalidArgumentError(
+          str_cat("Value::dict: duplicate key '", items[by_key[i]].first, "'"));
   Value v;
   v.kind_ = Kind::kDict;
   v.items_ = std::make_shared<std::vector<Value>>();
   v.keys_ = std::make_shared<std::vector<std::string>>();
-  for (auto& [k, val] : items) {
-    v.keys_->push_back(k);
-    v.items_->push_back(std::move(val));
+  std::vector<size_t> order(items.size());
+  bool sorted = true;
+  for (size_t r = 0; r < by_key.size(); ++r) {
+    v.keys_->push_back(std::move(items[by_key[r]].first));
+    v.items_->push_back(std::move(items[by_key[r]].second));
+    order[by_key[r]] = r;
+    sorted &= by_key[r] == r;
   }
+  if (!sorted) v.order_ = std::make_shared<std::vector<size_t>>(std::move(order));
   return v;
 }
+
 Value Value::opaque(uint64_t id, std::string repr) {
   Value v;
   v.kind_ = Kind::kOpaque;
@@ -102,6 +112,26 @@ const std::vector<std::string>& Value::keys() const {
   return *keys_;
 }
 
+std::vector<size_t> Value::insertion_order() const {
+  if (order_) return *order_;
+  std::vector<size_t> order(items().size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  return order;
+}
+
+Value Value::with_items(std::vector<Value> items) const {
+  if (kind_ != Kind::kList && kind_ != Kind::kTuple && kind_ != Kind::kDict)
+    wrong_kind("list, tuple or dict", *this);
+  if (items.size() != items_->size())
+    throw InvalidArgumentError("Value::with_items: the item count differs");
+  Value v;
+  v.kind_ = kind_;
+  v.items_ = std::make_shared<std::vector<Value>>(std::move(items));
+  v.keys_ = keys_;
+  v.order_ = order_;
+  return v;
+}
+
 std::string Value::repr() const {
   switch (kind_) {
     case Kind::kNone: return "None";
@@ -128,8 +158,9 @@ std::string Value::repr() const {
     }
     case Kind::kDict: {
       std::string s = "{";
-      for (size_t i = 0; i < items_->size(); ++i)
-        s += str_cat(i ? ", " : "", "'", (*keys_)[i], "': ", (*items_)[i].repr());
+      const std::vector<size_t> order = insertion_order();
+      for (size_t i = 0; i < order.size(); ++i)
+        s += str_cat(i ? ", " : "", "'", (*keys_)[order[i]], "': ", (*items_)[order[i]].repr());
       return s + "}";
     }
   }

@@ -58,17 +58,18 @@ def print(*inputs, output_stream=None, sep=" ", end="\n", summarize=3, name=None
     Nested lists, tuples and dicts print as TensorFlow prints them (pprint's text
     with each tensor formatted in place, dict keys sorted)."""
     summarize = -1 if summarize is None else int(summarize)
-    if len(inputs) == 1 and _eager_string_scalar(inputs[0]):  # printed as it is
-        _kiln._print([inputs[0].numpy().decode("utf-8", "replace")], output_stream, "", end,
-                     summarize)
+    if len(inputs) == 1 and _string_scalar(inputs[0]):  # printed as it is
+        x = inputs[0]
+        _kiln._print([x if x.is_symbolic else x.numpy().decode("utf-8", "replace")],
+                     output_stream, "", end, summarize)
         return
     template, placeholder, tensors = _print_template(inputs, sep)
-    if any(t.dtype.name == "string" for t in tensors) and \
-            not any(t.is_symbolic for t in tensors):
+    if any(t.dtype.name == "string" for t in tensors):
         # TensorFlow formats strings inside the text quoted ("a"): StringFormat's form.
+        # Traced, the Print op writes the formatted string scalar as it is.
         text = _raw.StringFormat(tensors, template=template, placeholder=placeholder,
                                  summarize=summarize)
-        pieces = [text.numpy().decode("utf-8", "replace")]
+        pieces = [text if text.is_symbolic else text.numpy().decode("utf-8", "replace")]
     else:
         parts = template.split(placeholder)
         pieces = [parts[0]]
@@ -77,9 +78,8 @@ def print(*inputs, output_stream=None, sep=" ", end="\n", summarize=3, name=None
     _kiln._print(pieces, output_stream, "", end, summarize)
 
 
-def _eager_string_scalar(x):
-    return isinstance(x, Tensor) and not x.is_symbolic and x.dtype.name == "string" and \
-        x.shape.rank == 0
+def _string_scalar(x):
+    return isinstance(x, Tensor) and x.dtype.name == "string" and x.shape.rank == 0
 
 
 def _print_template(inputs, sep):

@@ -67,6 +67,14 @@ void print_kernel(KernelContext& c) {
     c.fail("malformed template: ", error);
   PrintOptions opts;
   opts.summarize = c.attr_int("summarize");
+  // A template that is one string scalar prints the string itself (what
+  // TensorFlow's PrintV2 does with its formatted input).
+  if (pieces.size() == 2 && pieces[0].empty() && pieces[1].empty() &&
+      c.input(0).dtype() == DType::kString && c.input(0).shape().rank() == 0) {
+    write_to_stream(c, c.attr_string("output_stream"),
+                    str_cat(c.input(0).data<std::string>()[0], c.attr_string("end")));
+    return;
+  }
   std::string text = pieces[0];
   for (size_t i = 1; i < pieces.size(); ++i) {
     text += format_tensor(c.input(i - 1), opts);

@@ -28,6 +28,10 @@ TEST(Print, FormatsLikeTfPrint) {
   EXPECT_EQ(printed({Tensor({"ab", "c"})}), "[b'ab' b'c']\n");
   EXPECT_EQ(printed({"t:", Tensor({true, false})}), "t: [1 0]\n");
   EXPECT_EQ(printed({Tensor::empty(DType::kFloat32, {0})}), "[]\n");
+  // A lone string scalar is written as it is (PrintV2's formatted input).
+  EXPECT_EQ(printed({Tensor("abc")}), "abc\n");
+  EXPECT_EQ(printed({"x:", Tensor("abc")}), "x: b'abc'\n");
+  EXPECT_EQ(printed({Tensor({"abc"})}), "[b'abc']\n");
 }
 
 TEST(Print, NumbersAndStdStrings) {

@@ -285,7 +285,6 @@ def cpp(reason):
     return pytest.mark.xfail(strict=True, reason=f"C++: {reason}")
 
 
-@cpp("to_value keys objects by identity; __tf_tracing_type__ is not consulted")
 def test_tracing_protocol_reuses_the_trace():
     class Apple:
         flavor = tf.constant([1, 2])
@@ -302,7 +301,6 @@ def test_tracing_protocol_reuses_the_trace():
     assert get_flavor.experimental_get_tracing_count() == 1
 
 
-@cpp("Python scalars are keyed by kind and value; TensorFlow's Literal keys compare with ==")
 def test_equal_python_numbers_share_a_trace():
     f = _identity()
     for x in (1, 2, 1, 1.0, True):
@@ -321,7 +319,6 @@ def test_variables_of_one_spec_share_a_trace():
     assert f.experimental_get_tracing_count() == 2
 
 
-@cpp("NumPy scalars are keyed as Python values; TensorFlow traces them as tensors")
 def test_numpy_scalars_are_tensors():
     f = _identity()
     f(np.float32(2.0))
@@ -329,8 +326,10 @@ def test_numpy_scalars_are_tensors():
     assert f.experimental_get_tracing_count() == 1
 
 
-@cpp("a call of a function without stateful ops is recorded as StatefulPartitionedCall")
-def test_stateless_nested_call_is_a_partitioned_call():
+def test_nested_call_is_a_stateful_partitioned_call():
+    # The seed's release (seed 000's graph listing) records every call of a function
+    # as StatefulPartitionedCall; TensorFlow 2.21 records a PartitionedCall when the
+    # called function has no stateful op. The seed is the contract.
     @tf.function
     def inner(x):
         return x * 2
@@ -340,10 +339,9 @@ def test_stateless_nested_call_is_a_partitioned_call():
         return inner(x) + 1
 
     ops = [n.op for n in outer.get_concrete_function(tf.constant(1)).graph.as_graph_def().node]
-    assert "PartitionedCall" in ops
+    assert ops.count("StatefulPartitionedCall") == 1 and "PartitionedCall" not in ops
 
 
-@cpp("list items' placeholders are named x_0, x_1 (TensorFlow: x, x_1)")
 def test_list_item_placeholder_names():
     seen = []
 
@@ -356,7 +354,6 @@ def test_list_item_placeholder_names():
     assert seen == ["[<kiln.Tensor 'x:0' shape=() dtype=int32>]"]
 
 
-@cpp("dict arguments come back with sorted keys (TensorFlow keeps their order)")
 def test_dict_argument_order_is_kept():
     @tf.function
     def f(d):
@@ -366,16 +363,12 @@ def test_dict_argument_order_is_kept():
     assert list(cf.structured_input_signature[0][0]) == ["b", "a"]
 
 
-@cpp("values converted to an input_signature dtype in C++ raise the conversion's TypeError "
-     "without the seed release's input_signature text")
 def test_conversion_errors_under_input_signature():
     with pytest.raises(ValueError, match="When input_signature is provided, all inputs to the "
                                          "Python function must be convertible to tensors:"):
         _collatz()("s")
 
 
-@cpp("pretty_signature prints a composite argument or result as its flattened components "
-     "(the seed's release: its TypeSpec)")
 def test_ragged_arguments_print_as_ragged_tensor_specs():
     @tf.function
     def g(r):
@@ -386,8 +379,6 @@ def test_ragged_arguments_print_as_ragged_tensor_specs():
         f"ConcreteFunction g(r)\n  Args:\n    r: {spec}\n  Returns:\n    {spec}")
 
 
-@cpp("pretty_signature prints nested arguments as specs and nested results as symbolic "
-     "tensors (the seed's release: <n> markers, each described below)")
 def test_nested_signatures_print_with_markers():
     @tf.function
     def h(xs):
@@ -401,7 +392,6 @@ def test_nested_signatures_print_with_markers():
         "      <2>: float32 Tensor, shape=()\n      <3>: int32 Tensor, shape=()")
 
 
-@cpp("input_signature entries are one TensorSpec per argument (no nested structures)")
 def test_nested_input_signature():
     @tf.function(input_signature=[[tf.TensorSpec([None], tf.int32),
                                    tf.TensorSpec([], tf.float32)]])

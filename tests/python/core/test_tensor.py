@@ -237,3 +237,21 @@ def test_a_known_tensor_shape_converts_to_a_tensor():
     for dims, text in (([None, 3], r"\(None, 3\)"), (None, "<unknown>")):
         with pytest.raises(ValueError, match="Cannot convert a partially known TensorShape " + text):
             tf.convert_to_tensor(tf.TensorShape(dims))
+
+
+def test_strings_mixed_with_non_utf8_bytes_convert_as_in_tensorflow():
+    # NumPy cannot pick a string type for str beside non-ASCII bytes; TensorFlow
+    # converts each item to bytes (str as UTF-8).
+    assert tf.constant(["a", b"\xff"]).numpy().tolist() == [b"a", b"\xff"]
+    assert tf.constant([[b"\xff"], ["\u00e9"]]).numpy().tolist() == [[b"\xff"], ["\u00e9".encode()]]
+    with pytest.raises(TypeError):
+        tf.constant([["a"], [b"\xff", "b"]])  # ragged stays an error
+    with pytest.raises(TypeError):
+        tf.constant(["a", b"\xff", 1])
+
+
+def test_numpy_scalars_keep_their_dtype():
+    assert tf.constant(np.float64(1)).dtype == tf.float64
+    assert tf.convert_to_tensor(np.float64(1.5), dtype=tf.float32).numpy() == 1.5
+    assert tf.constant(np.float32(1)).dtype == tf.float32
+    assert tf.constant(1.0).dtype == tf.float32

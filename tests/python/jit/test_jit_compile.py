@@ -416,7 +416,9 @@ def test_dense_layers_compute_their_product_in_the_epilogue_kernel():
     ir = j.experimental_get_compiler_ir(x)("hlo")
     assert ir.count("computed here by blocks of rows") == 2, ir
     assert kernels(j, x) == 2
-    assert j.experimental_get_tracing_count() == 1
+    # One signature: the first trace builds the layers' variables, so it runs (and
+    # counts) twice, as TensorFlow 2.21 counts it.
+    assert j.experimental_get_tracing_count() == 2
 
 
 def test_attention_scores_compute_their_batched_product_in_the_softmax_kernel():

@@ -227,8 +227,8 @@ def test_train_step_with_tape(name, mode):
         loss = fn(tf.constant(x.astype(np.float32)), tf.constant(y.astype(np.float32)))
         np.testing.assert_allclose(w.numpy(), want[t], rtol=1e-5, atol=1e-6)
     assert loss.shape == ()
-    if mode == "function":
-        assert fn.experimental_get_tracing_count() == 1
+    if mode == "function":  # the first trace creates the slots: traced twice, as in TF 2.21
+        assert fn.experimental_get_tracing_count() == 2
 
 
 def test_slots_created_once_inside_function():
@@ -250,8 +250,9 @@ def test_slots_created_once_inside_function():
     for i in range(3):
         it = step(tf.constant([1.0, -1.0]))
         assert int(it) == i + 1
-    assert step.experimental_get_tracing_count() == 1
-    assert len(traces) == 2  # the variable-creating first trace runs twice, as in TF
+    # The variable-creating first trace runs twice and counts twice, as in TF 2.21.
+    assert step.experimental_get_tracing_count() == 2
+    assert len(traces) == 2
     assert [v.name for v in opt.variables[2:]] == [  # Keras 3 interleaves per variable
         "dense_kernel_momentum", "dense_kernel_velocity",
         "dense_bias_momentum", "dense_bias_velocity",

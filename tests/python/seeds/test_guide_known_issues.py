@@ -272,8 +272,6 @@ def test_create_variable_on_first_call_only(capsys):
     assert [v.numpy() for v in c.trainable_variables] == [2]
 
 
-@pytest.mark.xfail(strict=True, reason="C++: the retrace made after a first trace that "
-                   "created variables is not counted or listed")
 def test_variable_creating_trace_counts_twice():
     # TensorFlow 2.21 traces Count.__call__ again once its variable exists, and counts and
     # lists both traces.

@@ -610,8 +610,9 @@ def make_data(x, y, sample_weight, batch_size, shuffle, steps, what):
 # ---- the loops ----
 
 def prepare(model, first_batch, train):
-    """Builds the model (eagerly, on ``first_batch()``) and the optimizer's
-    variables before a step is traced, so the steps create no variables."""
+    """Builds the model (eagerly, on ``first_batch()``), the optimizer's variables
+    and the compiled metrics before a step is traced, so the steps create no
+    variables (a trace that creates some runs twice and counts twice)."""
     if not model.built or any(not layer.built for layer in model._sublayers()):
         was_built = model.built
         model(unpack(first_batch())[0], training=False)
@@ -622,6 +623,12 @@ def prepare(model, first_batch, train):
     opt = model.optimizer
     if train and not getattr(opt, "built", True):
         opt.build(list(model.trainable_variables))
+    state = getattr(model, "_kiln_compiled", None)
+    if state is not None and state.metrics is None:  # Keras builds its metrics first too
+        x, y, _ = unpack(first_batch())
+        if y is not None:
+            ys, preds = _flat_outputs(state, y, model(x, training=False), "compute_metrics")
+            state.build_metrics(ys, preds)
 
 
 def _to_floats(logs, model):
