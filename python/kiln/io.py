@@ -7,6 +7,8 @@ from kiln.ops import _helpers as h
 from kiln._parse_example import (FixedLenFeature, FixedLenSequenceFeature,  # noqa: F401
                                  RaggedFeature, SparseFeature, VarLenFeature, parse_example,
                                  parse_single_example)
+from kiln._parse_sequence import (parse_sequence_example,  # noqa: F401
+                                  parse_single_sequence_example)
 from kiln._tfrecord import (TFRecordCompressionType, TFRecordOptions,  # noqa: F401
                             TFRecordWriter, tf_record_iterator)
 
@@ -113,3 +115,18 @@ def parse_tensor(serialized, out_type, name=None):
     """The tensor a serialized TensorProto holds (tf.io.parse_tensor); out_type must be
     its dtype (InvalidArgumentError "Type mismatch ..." otherwise, as TensorFlow)."""
     return raw.ParseTensor(_scalar_string(serialized), out_type=_kiln.as_dtype(out_type))
+
+
+def decode_raw(input_bytes, out_type, little_endian=True, fixed_length=None, name=None):
+    """Each string's bytes as a vector of out_type values (tf.io.decode_raw): the result
+    has the input's shape plus one dimension. Without fixed_length every string must have
+    the same length, a multiple of out_type's size; with it, each is cut or zero-padded
+    to fixed_length bytes."""
+    data = h.tensor(input_bytes) if h.is_tensor(input_bytes) else \
+        _kiln.convert_to_tensor(input_bytes, dtype=_STRING)
+    out_type = _kiln.as_dtype(out_type)
+    if fixed_length is None:
+        return raw.DecodeRaw(data, out_type=out_type, little_endian=bool(little_endian))
+    length = h.tensor(fixed_length) if h.is_tensor(fixed_length) else \
+        _kiln.convert_to_tensor(fixed_length, dtype=_kiln.as_dtype("int32"))
+    return raw.DecodePaddedRaw(data, length, out_type=out_type, little_endian=bool(little_endian))

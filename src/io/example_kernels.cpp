@@ -177,6 +177,69 @@ void varlen(KernelContext& c) {
   c.set_output(1, Tensor::from_vector(splits, Shape{static_cast<int64_t>(splits.size())}));
 }
 
+// One feature list of each serialized SequenceExample: the values of every
+// step of every example, split per step and per example. A dense list
+// (FixedLenSequenceFeature) needs dense_shape's count of values per step and,
+// unless allow_missing, the list itself.
+template <typename T>
+void feature_list(KernelContext& c) {
+  using K = Kind<T>;
+  Examples ex(c);
+  const char* want = kind_name(K::kind);
+  const bool dense = c.attr_bool("dense");
+  const std::vector<int64_t>& dims = c.attr_ints("dense_shape");
+  int64_t stride = 1;
+  for (int64_t d : dims) stride *= d;
+  std::vector<typename K::Elem> values;
+  std::vector<int64_t> value_splits{0}, step_splits{0};
+  FeatureListView list;
+  for (int64_t i = 0; i < ex.count; ++i) {
+    if (!find_feature_list(ex.serialized[i], ex.key, &list))
+      throw InvalidArgumentError(
+          str_cat("Invalid protocol message input, example id: ", ex.name(i)));
+    if (dense && !list.found && !c.attr_bool("allow_missing"))
+      throw InvalidArgumentError(
+          str_cat("Name: ", ex.name(i), ", Feature list '", ex.key,
+                  "' is required but could not be found.  Did you mean to include it in "
+                  "feature_list_dense_missing_assumed_empty or feature_list_dense_defaults?"));
+    for (const FeatureView& step : list.steps) {
+      if (step.kind != FeatureKind::kNone && step.kind != K::kind)
+        throw InvalidArgumentError(str_cat("Name: ", ex.name(i), ", Feature list: ", ex.key,
+                                           ", Index: ", i,
+                                           ".  Data types don't match. Expected type: ", want));
+      const size_t before = values.size();
+      if (step.kind != FeatureKind::kNone && !K::append(step, &values))
+        throw InvalidArgumentError(str_cat(ex.where(i),
+                                           "Can't parse serialized SequenceExample: "
+                                           "the ",
+                                           want, " list is malformed"));
+      const auto n = static_cast<int64_t>(values.size() - before);
+      if (dense && n != stride)
+        throw InvalidArgumentError(str_cat(ex.where(i),
+                                           "Number of values != expected.  values size: ", n,
+                                           " but output shape: ", shape_text(dims, false)));
+      value_splits.push_back(static_cast<int64_t>(values.size()));
+    }
+    step_splits.push_back(static_cast<int64_t>(value_splits.size()) - 1);
+  }
+  Tensor out = Tensor::empty(c.attr_dtype("dtype"), Shape{static_cast<int64_t>(values.size())});
+  T* o = out.mutable_data<T>();
+  for (size_t k = 0; k < values.size(); ++k) o[k] = T(values[k]);
+  c.set_output(0, std::move(out));
+  c.set_output(1,
+               Tensor::from_vector(value_splits, Shape{static_cast<int64_t>(value_splits.size())}));
+  c.set_output(2,
+               Tensor::from_vector(step_splits, Shape{static_cast<int64_t>(step_splits.size())}));
+}
+
+void feature_list_kernel(KernelContext& c) {
+  switch (c.attr_dtype("dtype")) {
+    case DType::kFloat32: return feature_list<float>(c);
+    case DType::kInt64: return feature_list<int64_t>(c);
+    default: return feature_list<std::string>(c);
+  }
+}
+
 void dense_kernel(KernelContext& c) {
   const std::vector<int64_t>& dims = c.attr_ints("dense_shape");
   const bool rows = c.attr_bool("variable_length");
@@ -200,6 +263,7 @@ void varlen_kernel(KernelContext& c) {
 void bind_example_kernels(OpTableBuilder& t) {
   t.kernel(OpId::ParseExampleDense, dense_kernel);
   t.kernel(OpId::ParseExampleVarLen, varlen_kernel);
+  t.kernel(OpId::ParseSequenceFeatureList, feature_list_kernel);
 }
 
 }  // namespace kiln::io

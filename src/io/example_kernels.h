@@ -1,6 +1,6 @@
-// Internal: the CPU kernels of _ParseExampleDense and _ParseExampleVarLen
-// (tf.io.parse_example), bound into the op table by the registry
-// (src/registry/op_table.cpp).
+// Internal: the CPU kernels of _ParseExampleDense, _ParseExampleVarLen
+// (tf.io.parse_example) and _ParseSequenceFeatureList (parse_sequence_example), bound into the op
+// table by the registry (src/registry/op_table.cpp).
 #pragma once
 #include "kiln/op.h"
 

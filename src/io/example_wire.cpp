@@ -161,6 +161,84 @@ bool find_feature(std::string_view example, std::string_view key, FeatureView* o
   return false;
 }
 
+namespace {
+// The steps of a FeatureList message's pieces (repeated Feature feature = 1).
+bool read_steps(const std::vector<std::string_view>& pieces, FeatureListView* out) {
+  for (std::string_view piece : pieces) {
+    Reader r(piece);
+    while (!r.done()) {
+      uint32_t field, type;
+      if (!r.tag(&field, &type)) return false;
+      if (field == 1 && type == kLen) {
+        std::string_view feature;
+        FeatureView step;
+        step.found = true;
+        if (!r.bytes(&feature) || !merge_feature(feature, &step)) return false;
+        out->steps.push_back(std::move(step));
+      } else if (!r.skip(type)) {
+        return false;
+      }
+    }
+  }
+  return true;
+}
+
+// FeatureLists: map<string, FeatureList> feature_list = 1 (the last entry of a key wins).
+bool read_feature_lists(std::string_view bytes, std::string_view key,
+                        std::vector<std::string_view>* pieces, bool* found) {
+  Reader r(bytes);
+  while (!r.done()) {
+    uint32_t field, type;
+    if (!r.tag(&field, &type)) return false;
+    if (field != 1 || type != kLen) {
+      if (!r.skip(type)) return false;
+      continue;
+    }
+    std::string_view entry, entry_key, value;
+    if (!r.bytes(&entry)) return false;
+    Reader e(entry);
+    std::vector<std::string_view> values;
+    while (!e.done()) {
+      uint32_t f, t;
+      if (!e.tag(&f, &t)) return false;
+      if (f == 1 && t == kLen) {
+        if (!e.bytes(&entry_key)) return false;
+      } else if (f == 2 && t == kLen) {
+        if (!e.bytes(&value)) return false;
+        values.push_back(value);
+      } else if (!e.skip(t)) {
+        return false;
+      }
+    }
+    if (entry_key == key) {
+      *found = true;
+      *pieces = std::move(values);
+    }
+  }
+  return true;
+}
+}  // namespace
+
+bool find_feature_list(std::string_view sequence_example, std::string_view key,
+                       FeatureListView* out) {
+  *out = FeatureListView{};
+  Reader r(sequence_example);
+  std::vector<std::string_view> pieces;
+  bool found = false;
+  while (!r.done()) {
+    uint32_t field, type;
+    std::string_view lists;
+    if (!r.tag(&field, &type)) return false;
+    if (field == 2 && type == kLen) {
+      if (!r.bytes(&lists) || !read_feature_lists(lists, key, &pieces, &found)) return false;
+    } else if (!r.skip(type)) {
+      return false;
+    }
+  }
+  out->found = found;
+  return !found || read_steps(pieces, out);
+}
+
 bool append_floats(const FeatureView& f, std::vector<float>* out) {
   return each_value(f, [&](Reader& r, uint32_t type) {
     if (type == kFixed32) {

@@ -1,4 +1,5 @@
-// Internal: reads features out of a serialized tf.train.Example without
+// Internal: reads features out of a serialized tf.train.Example (or the
+// context and feature lists of a tf.train.SequenceExample) without
 // building its message (the wire format walked once per feature, nothing
 // allocated). Protobuf's rules hold: a map key's last entry wins, a Feature's
 // last oneof case wins, repeated list fields and split messages merge.
@@ -24,6 +25,18 @@ struct FeatureView {
 /// not a valid Example.
 bool find_feature(std::string_view example, std::string_view key, FeatureView* out,
                   std::string* error);
+
+/// One feature list of a SequenceExample: one view per step.
+struct FeatureListView {
+  bool found = false;  ///< the SequenceExample has an entry for the key
+  std::vector<FeatureView> steps;
+};
+
+/// Finds `key` among `sequence_example`'s feature lists; false when the bytes
+/// are not a valid SequenceExample. (Its context is read by find_feature:
+/// both messages keep their Features in field 1.)
+bool find_feature_list(std::string_view sequence_example, std::string_view key,
+                       FeatureListView* out);
 
 /// The values of a found feature appended to the vector of its kind; false
 /// when a list is malformed.

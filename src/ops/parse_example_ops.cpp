@@ -1,5 +1,7 @@
 // _ParseExampleDense / _ParseExampleVarLen: one feature of serialized
-// tf.train.Example messages (tf.io.parse_example builds one op per feature).
+// tf.train.Example messages (tf.io.parse_example builds one op per feature);
+// _ParseSequenceFeatureList: one feature list of tf.train.SequenceExamples
+// (tf.io.parse_sequence_example; their context is read by the first two).
 // Definitions and inference here; the kernels read the wire format in the io
 // layer (src/io/example_kernels.cpp, bound by the registry).
 #include "families.h"
@@ -50,6 +52,20 @@ void infer_varlen(InferContext& c) {
   c.set_output(1, DType::kInt64, Shape{rows});
 }
 
+void infer_feature_list(InferContext& c) {
+  const Shape batch = batch_of(c);
+  if (batch.rank_known() && batch.rank() != 1)
+    c.fail("serialized must be a vector of SequenceExamples, got shape ", batch.debug_string());
+  const DType t = c.attr_dtype("dtype");
+  if (!example_dtype(t)) c.fail("dtype must be float32, int64 or string, got ", dtype_name(t));
+  for (int64_t d : c.attr_ints("dense_shape"))
+    if (d < 0) c.fail("dense_shape must be fully defined, got a dim of ", d);
+  c.set_output(0, t, Shape{-1});
+  c.set_output(1, DType::kInt64, Shape{-1});
+  const int64_t rows = batch.rank_known() && batch.dim(0) >= 0 ? batch.dim(0) + 1 : -1;
+  c.set_output(2, DType::kInt64, Shape{rows});
+}
+
 }  // namespace
 
 void define_parse_example_ops(OpTableBuilder& t) {
@@ -73,6 +89,18 @@ void define_parse_example_ops(OpTableBuilder& t) {
       .attr("dtype", AttrType::kDType)
       .traits(kNoGradient | kNoJit)
       .infer(infer_varlen);
+  // Every step's values of every example, one after another; value_splits
+  // between steps, step_splits (into the steps) between examples.
+  t.def(OpId::ParseSequenceFeatureList)
+      .inputs({"serialized", "names"})
+      .outputs({"values", "value_splits", "step_splits"})
+      .attr("key", AttrType::kString)
+      .attr("dtype", AttrType::kDType)
+      .attr("dense", AttrType::kBool, false)
+      .attr("dense_shape", AttrType::kInts, std::vector<int64_t>{})
+      .attr("allow_missing", AttrType::kBool, false)
+      .traits(kNoGradient | kNoJit)
+      .infer(infer_feature_list);
 }
 
 }  // namespace kiln

@@ -15,6 +15,7 @@ void bind_cpu_kernels(OpTableBuilder& t) {
   cpu::bind_image_kernels(t);
   cpu::bind_string_kernels(t);
   cpu::bind_unicode_kernels(t);
+  cpu::bind_decode_raw_kernels(t);
   cpu::bind_complex_kernels(t);
   cpu::bind_nn_kernels(t);
   cpu::bind_state_kernels(t);

@@ -20,6 +20,7 @@ void bind_linalg_kernels(OpTableBuilder& t);
 void bind_image_kernels(OpTableBuilder& t);
 void bind_string_kernels(OpTableBuilder& t);
 void bind_unicode_kernels(OpTableBuilder& t);
+void bind_decode_raw_kernels(OpTableBuilder& t);
 void bind_complex_kernels(OpTableBuilder& t);
 void bind_nn_kernels(OpTableBuilder& t);
 void bind_state_kernels(OpTableBuilder& t);

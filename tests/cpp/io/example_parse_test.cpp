@@ -85,6 +85,49 @@ TEST(ExampleWire, DamagedBytesAreErrors) {
   }
 }
 
+// A SequenceExample with context `ctx` (an Example's body) and one feature
+// list: `steps` are the Feature bodies of its steps.
+std::string sequence_example(const std::string& ctx, const std::string& key,
+                             const std::vector<std::string>& steps) {
+  std::string list;
+  for (const std::string& s : steps) list += len_field(1, s);
+  return ctx + len_field(2, len_field(1, len_field(1, key) + len_field(2, list)));
+}
+
+TEST(ExampleWire, FeatureListsOfSequenceExamples) {
+  const std::string ctx = example("len", int64_list({2}, true));
+  const std::string seq =
+      sequence_example(ctx, "t", {int64_list({1, 2}, true), int64_list({3}, false)});
+  FeatureListView list;
+  ASSERT_TRUE(find_feature_list(seq, "t", &list));
+  ASSERT_TRUE(list.found);
+  ASSERT_EQ(list.steps.size(), 2u);
+  std::vector<int64_t> got;
+  for (const FeatureView& step : list.steps) ASSERT_TRUE(append_int64s(step, &got));
+  EXPECT_EQ(got, (std::vector<int64_t>{1, 2, 3}));
+  // The context reads as an Example; other keys are absent; the last entry wins.
+  FeatureView f;
+  std::string err;
+  ASSERT_TRUE(find_feature(seq, "len", &f, &err));
+  EXPECT_EQ(f.kind, FeatureKind::kInt64);
+  ASSERT_TRUE(find_feature_list(seq, "other", &list));
+  EXPECT_FALSE(list.found);
+  const std::string twice = seq + sequence_example("", "t", {int64_list({9}, true)});
+  ASSERT_TRUE(find_feature_list(twice, "t", &list));
+  ASSERT_EQ(list.steps.size(), 1u);
+  // Damaged bytes: an error or a list, never a crash.
+  EXPECT_FALSE(find_feature_list(std::string("\x12\x05\x0a\x03\x0a\x01", 6), "t", &list));
+  std::mt19937 rng(7);
+  for (int i = 0; i < 2000; ++i) {
+    std::string b = seq;
+    b[rng() % b.size()] = static_cast<char>(rng());
+    b.resize(rng() % (b.size() + 1));
+    std::vector<int64_t> v;
+    if (find_feature_list(b, "t", &list))
+      for (const FeatureView& step : list.steps) (void)append_int64s(step, &v);
+  }
+}
+
 TEST(ExampleOps, DenseAndVarLen) {
   const Tensor serialized = Tensor::from_vector<std::string>(
       {example("k", int64_list({1, 2}, true)), example("k", int64_list({3, 4}, false))}, Shape{2});
