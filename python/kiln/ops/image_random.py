@@ -5,72 +5,20 @@ The stateful ones draw from kiln.random.uniform (an op seed and the global seed,
 TensorFlow). The stateless ones take seed = (a, b), a shape-[2] int32/int64 value, and
 draw from a counter-based hash of it composed of integer ops (so they trace and compile
 like the rest): the same seed gives the same values on every call, another seed other
-values. The values are not TensorFlow's Philox bits."""
+values (kiln.ops.stateless_random). The values are not TensorFlow's Philox bits."""
 from kiln import _kiln, errors
 from kiln.ops import _helpers as h
 from kiln.ops import math_ops as m
-from kiln.ops.array_ops import reverse, reshape, slice as slice_, unstack
+from kiln.ops.array_ops import reverse, reshape, slice as slice_
 from kiln.ops.random_ops import uniform
-from kiln.ops.image_convert import FLOAT32, at_least_3d, static_value, shape_text, dim
+from kiln.ops.stateless_random import bits as _bits, uniform_float32 as stateless_uniform
+from kiln.ops.image_convert import at_least_3d, static_value, shape_text, dim
 from kiln.ops.image_color import (adjust_brightness, adjust_contrast, adjust_saturation,
                                   adjust_hue)
 
 raw = h.raw
 _INT32, _INT64 = _kiln.as_dtype("int32"), _kiln.as_dtype("int64")
-_MASK, _MUL, _GOLDEN = 0xFFFFFFFF, 0x45D9F3B, 0x9E3779B9
 _INT32_MAX = 2 ** 31 - 1
-
-
-def _i64(v):
-    return _kiln.convert_to_tensor(v, dtype=_INT64)
-
-
-def _hash(x):
-    """A 32-bit integer finalizer on int64 values in [0, 2**32) (products stay < 2**59)."""
-    for _ in range(2):
-        x = raw.BitwiseXor(raw.RightShift(x, _i64(16)), x)
-        x = raw.BitwiseAnd(raw.Mul(x, _i64(_MUL)), _i64(_MASK))
-    return raw.BitwiseXor(raw.RightShift(x, _i64(16)), x)
-
-
-def _seed_keys(seed):
-    """Two int64 key scalars of a stateless seed (shape [2], int32 or int64)."""
-    s = h.tensor(seed)
-    if s.dtype not in (_INT32, _INT64):
-        raise errors.InvalidArgumentError(
-            f"StatelessRandomGetKeyCounter: seed must be int32 or int64, got {s.dtype.name}")
-    if s.ndim is not None and (s.ndim != 1 or s.shape[0] not in (2, None)):
-        raise errors.InvalidArgumentError(
-            f"StatelessRandomGetKeyCounter: seed must have shape [2], not {s.shape.as_list()}")
-    s = raw.BitwiseAnd(raw.Cast(s, DstT=_INT64), _i64(_MASK))
-    a, b = unstack(s, 2)
-    ka = _hash(raw.BitwiseXor(a, _i64(_GOLDEN)))
-    return ka, _hash(raw.BitwiseXor(b, ka))
-
-
-def _bits(shape, seed):
-    """int64 values in [0, 2**32) of the given shape (a list of ints or a 1-D int tensor),
-    a function of seed and of each value's position only."""
-    ka, kb = _seed_keys(seed)
-    if h.is_tensor(shape):
-        n = m.reduce_prod(raw.Cast(h.tensor(shape), DstT=_INT64))
-    else:
-        n = 1
-        for d in shape:
-            n *= d
-        n = _i64(n)
-    count = raw.Range(_i64(0), n, _i64(1))
-    mixed = _hash(raw.BitwiseAnd(raw.AddV2(count, kb), _i64(_MASK)))
-    return reshape(_hash(raw.BitwiseXor(mixed, ka)), shape)
-
-
-def stateless_uniform(shape, seed, minval=0.0, maxval=1.0):
-    """float32 values in [minval, maxval) drawn from seed (24 bits each)."""
-    top = raw.RightShift(_bits(shape, seed), _i64(8))
-    u = raw.Mul(raw.Cast(top, DstT=FLOAT32), _kiln.convert_to_tensor(2.0 ** -24, dtype=FLOAT32))
-    lo, hi = (h.tensor(v) if h.is_tensor(v) else h.tensor(float(v), FLOAT32)
-              for v in (minval, maxval))
-    return raw.AddV2(raw.Mul(u, raw.Sub(hi, lo)), lo)
 
 
 # ---- flips ----

@@ -3,6 +3,7 @@ gives a repeatable stream per (op, seed); set_seed restarts every stream."""
 from kiln import _kiln
 from kiln import errors
 from kiln.ops import _helpers as h
+from kiln.ops import stateless_random as sr
 
 raw = h.raw
 
@@ -72,6 +73,29 @@ def normal(shape, mean=0.0, stddev=1.0, dtype="float32", seed=None, name=None):
                                     seed=_seed(seed, "RandomStandardNormal"))
 
 
+def op_seed(seed):
+    """A stateless seed (shape [2], int32) drawn from the stateful stream of an op
+    seed: the stateful ops below are their stateless forms fed by it."""
+    return uniform([2], h.INT32_MIN, h.INT32_MAX, dtype="int32", seed=seed)
+
+
+def truncated_normal(shape, mean=0.0, stddev=1.0, dtype="float32", seed=None, name=None):
+    """Normal values redrawn when more than 2 stddev from mean (tf.random.truncated_normal)."""
+    sr.float_dtype(dtype, mean)
+    return sr.stateless_truncated_normal(shape, op_seed(seed), mean, stddev, dtype)
+
+
+def categorical(logits, num_samples, dtype=None, seed=None, name=None):
+    """Samples of the categorical distributions softmax(logits[i]), shape
+    [batch, num_samples], int64 unless dtype says int32 (tf.random.categorical)."""
+    return sr.categorical_from_seed(logits, num_samples, op_seed(seed), dtype, "Multinomial")
+
+
+def shuffle(value, seed=None, name=None):
+    """value permuted along its first dimension (tf.random.shuffle)."""
+    return sr.shuffle_from_seed(value, op_seed(seed))
+
+
 def set_seed(seed):
     """Sets the global random seed (tf.random.set_seed): every random stream
     restarts, so the same sequence of random calls gives the same values."""
@@ -80,5 +104,5 @@ def set_seed(seed):
     _kiln.set_random_seed(int(seed))
 
 
-RANDOM = ["uniform", "normal", "set_seed"]
+RANDOM = ["uniform", "normal", "truncated_normal", "categorical", "shuffle", "set_seed"]
 __all__ = []
