@@ -25,6 +25,7 @@ from kiln.scopes import init_scope, name_scope
 from kiln.module import Module
 from kiln import debugging, keras, autograph
 from kiln import data
+from kiln.data.composite import RaggedTensorSpec, SparseTensorSpec
 from kiln import train
 from kiln import distribute
 from kiln import saved_model

@@ -4,21 +4,24 @@ SparseFeature): serialized tf.train.Example messages read by kiln's C++ ops, one
 op per feature (_ParseExampleDense, _ParseExampleVarLen; the wire format is read
 in src/io/), so parsing works eagerly, in a kiln.function and in Dataset.map.
 
-Differences from TensorFlow: RaggedFeature's partitions and SparseFeature with
-several index keys are UnimplementedError; a malformed message is an
-InvalidArgumentError naming it (TensorFlow's fast parser sometimes returns an
-empty result for one)."""
+RaggedFeature partitions and SparseFeature index keys are composed here over
+the values and row splits of _ParseExampleVarLen (kiln._parse_partitions),
+as TensorFlow's parsing_config composes them.
+
+Differences from TensorFlow: a malformed message is an InvalidArgumentError
+naming it (TensorFlow's fast parser sometimes returns an empty result for
+one); validate=True partitions fail with kiln's RaggedTensor texts."""
 import collections
 
-from kiln import _kiln, debugging, errors
+from kiln import _kiln, _parse_partitions, errors
 from kiln.ops import _helpers as h
 from kiln.ragged.ragged_tensor import RaggedTensor
-from kiln.sparse import sparse_ops
 from kiln.sparse.sparse_tensor import SparseTensor
 
 raw = _kiln.raw
 _STRING = _kiln.as_dtype("string")
 _INT64 = _kiln.as_dtype("int64")
+_INT32 = _kiln.as_dtype("int32")
 _ALLOWED = ("float32", "int64", "string")
 
 
@@ -84,7 +87,7 @@ class RaggedFeature(collections.namedtuple(
     ValueRowIds = collections.namedtuple("ValueRowIds", ["key"])
     UniformRowLength = collections.namedtuple("UniformRowLength", ["length"])
 
-    def __new__(cls, dtype, value_key=None, partitions=(), row_splits_dtype=_INT64,
+    def __new__(cls, dtype, value_key=None, partitions=(), row_splits_dtype=_INT32,
                 validate=False):
         return super().__new__(cls, dtype, value_key, tuple(partitions), row_splits_dtype,
                                validate)
@@ -117,31 +120,6 @@ def _to_sparse(values, splits, batched):
     return SparseTensor(raw.ExpandDims(ids, axis=1), values, n)
 
 
-def _sparse_feature(serialized, names, spec, batched):
-    if not isinstance(spec.index_key, str):
-        if len(spec.index_key) != 1:
-            raise errors.UnimplementedError(
-                "SparseFeature with several index keys is not supported by kiln")
-        index_key = spec.index_key[0]
-    else:
-        index_key = spec.index_key
-    values, splits = _varlen(serialized, names, spec.value_key, spec.dtype)
-    index, index_splits = _varlen(serialized, names, index_key, _INT64)
-    debugging.Assert(raw.All(raw.Equal(splits, index_splits), axis=[0]),
-                     [f"SparseFeature: the numbers of {index_key!r} indices and "
-                      f"{spec.value_key!r} values differ"])
-    size = _kiln.convert_to_tensor(int(spec.size), dtype=_INT64)
-    if batched:
-        rows = RaggedTensor.from_row_splits(values, splits, validate=False).value_rowids()
-        indices = raw.Pack([raw.Cast(rows, DstT=_INT64), index], axis=1)
-        shape = raw.Pack([raw.Shape(serialized, out_type=_INT64)[0], size], axis=0)
-    else:
-        indices = raw.ExpandDims(index, axis=1)
-        shape = raw.Reshape(size, h.const_ints([1], "int32"))
-    sp = SparseTensor(indices, values, shape)
-    return sp if spec.already_sorted else sparse_ops.reorder(sp)
-
-
 def _one(serialized, names, key, spec, batched):
     if isinstance(spec, FixedLenFeature):
         return _dense(serialized, names, key, spec, False)
@@ -152,19 +130,12 @@ def _one(serialized, names, key, spec, batched):
         return _dense(serialized, names, key, spec, True)
     if isinstance(spec, VarLenFeature):
         return _to_sparse(*_varlen(serialized, names, key, spec.dtype), batched)
-    if isinstance(spec, RaggedFeature):
-        if spec.partitions:
-            raise errors.UnimplementedError(
-                "RaggedFeature partitions are not supported by kiln (values only)")
-        values, splits = _varlen(serialized, names, spec.value_key or key, spec.dtype)
-        if not batched:
-            return values
-        splits_dtype = _kiln.as_dtype(spec.row_splits_dtype)
-        if splits_dtype != _INT64:
-            splits = raw.Cast(splits, DstT=splits_dtype)
-        return RaggedTensor.from_row_splits(values, splits, validate=False)
-    if isinstance(spec, SparseFeature):
-        return _sparse_feature(serialized, names, spec, batched)
+    if isinstance(spec, (RaggedFeature, SparseFeature)):
+        def varlen(k, dtype):
+            return _varlen(serialized, names, k, dtype)
+        if isinstance(spec, SparseFeature):
+            return _parse_partitions.sparse_feature(varlen, spec, batched, serialized)
+        return _parse_partitions.ragged_feature(varlen, key, spec, batched)
     raise ValueError(f"Unsupported {type(spec).__name__} {spec} for key '{key}'")
 
 

@@ -10,13 +10,13 @@ of dense shape [batch] + row_shape (unknown row dimensions: the batch's
 largest), every value of every element listed.
 
 Their element_spec holds the RaggedTensorSpec / SparseTensorSpec below
-(tf.data's reprs). The batches are produced eagerly: iterate them with a
-Python loop, as_numpy_iterator, take/skip/repeat/prefetch; map and loops
-inside a kiln.function need tensor elements and refuse them."""
+(kiln.data.composite, tf.data's reprs). The batches are produced eagerly; a
+loop inside a kiln.function pulls them at run time."""
 import numpy as np
 
 from kiln import _kiln, errors, nest
 from kiln.data import structure
+from kiln.data.composite import RaggedTensorSpec, SparseTensorSpec
 from kiln.data.dataset import DatasetV2, install_methods
 from kiln.data.transforms import UnaryDataset, count_arg, element_groups, _stack
 from kiln.ragged import RaggedTensor
@@ -25,48 +25,6 @@ from kiln.tensor_shape import TensorShape, as_shape
 
 TensorSpec = _kiln.TensorSpec
 _INT64 = _kiln.as_dtype("int64")
-
-
-def _shape_text(shape):
-    return f"TensorShape({shape.as_list()})" if shape.rank is not None else \
-        "TensorShape(None)"
-
-
-class RaggedTensorSpec:
-    """The type of a RaggedTensor element (shape, dtype, ragged_rank, row_splits_dtype)."""
-
-    def __init__(self, shape, dtype, ragged_rank, row_splits_dtype=_INT64):
-        self.shape = TensorShape(shape)
-        self.dtype = _kiln.as_dtype(dtype)
-        self.ragged_rank = int(ragged_rank)
-        self.row_splits_dtype = _kiln.as_dtype(row_splits_dtype)
-
-    def __eq__(self, other):
-        return isinstance(other, RaggedTensorSpec) and repr(self) == repr(other)
-
-    def __hash__(self):
-        return hash(repr(self))
-
-    def __repr__(self):
-        return (f"RaggedTensorSpec({_shape_text(self.shape)}, {self.dtype!r}, "
-                f"{self.ragged_rank}, {self.row_splits_dtype!r})")
-
-
-class SparseTensorSpec:
-    """The type of a SparseTensor element (its dense shape and dtype)."""
-
-    def __init__(self, shape, dtype):
-        self.shape = TensorShape(shape)
-        self.dtype = _kiln.as_dtype(dtype)
-
-    def __eq__(self, other):
-        return isinstance(other, SparseTensorSpec) and repr(self) == repr(other)
-
-    def __hash__(self):
-        return hash(repr(self))
-
-    def __repr__(self):
-        return f"SparseTensorSpec({_shape_text(self.shape)}, {self.dtype!r})"
 
 
 def _batch_size(batch_size, who):

@@ -10,7 +10,7 @@ import numpy as np
 
 from kiln import _kiln, errors, nest
 from kiln.control_flow import TensorArray, while_loop
-from kiln.data import loops, structure
+from kiln.data import composite, composite_slices, extension, loops, structure
 from kiln.data.iterator import DatasetIterator
 from kiln.tensor_shape import TensorShape, as_shape
 
@@ -61,6 +61,8 @@ class DatasetV2:
 
     def _slice(self, start, end):
         """Elements [start, end) stacked along a new first dimension."""
+        if structure.has_composites(self._spec):
+            return composite_slices.slice_elements(self, start, end)
         flat_specs = nest.flatten(self._spec)
         size = _raw.Cast(end - start, DstT=_kiln.as_dtype("int32"))
         tas = tuple(TensorArray(s.dtype, size=size) for s in flat_specs)
@@ -92,7 +94,8 @@ class DatasetV2:
         return [parent] if isinstance(parent, DatasetV2) else []
 
     def _check_tensor_elements(self):
-        if any(not isinstance(s, TensorSpec) for s in nest.flatten(self._spec)):
+        if any(not isinstance(s, TensorSpec) and not composite.is_composite_spec(s)
+               for s in nest.flatten(self._spec)):
             raise NotImplementedError(
                 f"iterating a {self._name} whose elements are datasets is not supported "
                 "inside a kiln.function; flat_map or interleave them into tensors first")
@@ -145,10 +148,11 @@ class DatasetV2:
         if _tracing():
             raise RuntimeError("as_numpy_iterator() is only supported in eager mode, not "
                                "while tracing a function")
+        composite.check_numpy(self._spec)
 
         def gen():
             for el in self._eager_iter():
-                yield nest.map_structure(lambda t: t.numpy(), el)
+                yield nest.map_structure(_numpy, el)
         return gen()
 
     def _kiln_for_loop(self, body_fn, init_state, extra_test):
@@ -231,8 +235,19 @@ def install_methods(cls, methods):
         setattr(cls, name, value)
 
 
+def _numpy(t):
+    return t.numpy() if isinstance(t, _kiln.Tensor) else composite.to_numpy(t)
+
+
 def _symbolic_any(element):
-    return any(structure.is_symbolic(t) for t in nest.flatten(element))
+    return any(structure.is_symbolic(t) for t in nest.flatten(element, expand_composites=True))
+
+
+def _slice_spec(t):
+    if isinstance(t, _kiln.Tensor):
+        return TensorSpec(t.shape[1:] if t.shape.rank is not None else TensorShape(None),
+                          t.dtype)
+    return composite.unbatch_spec(structure.spec_of(t))
 
 
 class TensorSliceDataset(DatasetV2):
@@ -241,11 +256,12 @@ class TensorSliceDataset(DatasetV2):
 
     def __init__(self, tensors):
         element = structure.normalize_element(tensors, "from_tensor_slices")
+        spec = nest.map_structure(_slice_spec, element)
         flat = nest.flatten(element)
         if not flat:
             raise ValueError("from_tensor_slices: needs at least one tensor")
         n = None
-        for i, t in enumerate(flat):
+        for i, t in enumerate(composite.sized_leaves(flat)):
             shape = t.shape
             if shape.rank == 0:
                 raise errors.InvalidArgumentError(
@@ -257,33 +273,27 @@ class TensorSliceDataset(DatasetV2):
                     raise errors.InvalidArgumentError(
                         "from_tensor_slices: all components must have the same size in their "
                         f"first dimension; component {n[1]} has {n[0]} "
-                        f"(shape {flat[n[1]].shape}) but component {i} has {d} (shape {shape})")
-                n = (d, i) if n is None else n
-        spec = nest.map_structure(
-            lambda t: TensorSpec(t.shape[1:] if t.shape.rank is not None else TensorShape(None),
-                                 t.dtype), element)
+                        f"(shape {n[2]}) but component {i} has {d} (shape {shape})")
+                n = (d, i, shape) if n is None else n
         super().__init__(spec, n[0] if n is not None else UNKNOWN, _symbolic_any(element))
         self._flat = flat
 
     def _num_elements(self):
         if self._card >= 0:
             return loops.int64(self._card)
-        shape = _raw.Shape(self._flat[0], out_type=_INT64)
-        return _raw.GatherV2(shape, loops.int64(0), axis=0)
+        return composite.nrows_tensor(self._flat[0])
 
     def _element_at(self, i):
-        return nest.pack_sequence_as(self._spec,
-                                     [_raw.GatherV2(t, i, axis=0) for t in self._flat])
+        return nest.pack_sequence_as(self._spec, [composite.row(t, i) for t in self._flat])
 
     def _slice(self, start, end):
-        idx = _raw.Range(start, end, loops.int64(1))
         return nest.pack_sequence_as(self._spec,
-                                     [_raw.GatherV2(t, idx, axis=0) for t in self._flat])
+                                     [composite.rows(t, start, end) for t in self._flat])
 
     def _eager_iter(self):
         n = len(self)
         for i in range(n):
-            yield nest.pack_sequence_as(self._spec, [t[i] for t in self._flat])
+            yield nest.pack_sequence_as(self._spec, [composite.row(t, i) for t in self._flat])
 
 
 class TensorDataset(DatasetV2):
@@ -299,10 +309,16 @@ class TensorDataset(DatasetV2):
         return self._element
 
     def _slice(self, start, end):
-        return nest.map_structure(lambda t: _raw.Pack([t], axis=0), self._element)
+        return nest.map_structure(_stack_one, self._element, self._spec)
 
     def _eager_iter(self):
         yield self._element
+
+
+def _stack_one(t, spec):
+    if composite.is_composite_spec(spec):
+        return composite.batch(spec, [t])
+    return _raw.Pack([t], axis=0)
 
 
 def _range_arg(v, what):
@@ -384,9 +400,9 @@ def _signature_from(output_types, output_shapes, output_signature):
             raise TypeError("from_generator: give either output_signature or "
                             "output_types/output_shapes, not both")
         for s in nest.flatten(output_signature):
-            if not isinstance(s, TensorSpec):
+            if not isinstance(s, TensorSpec) and not extension.is_spec(s):
                 raise TypeError("from_generator: output_signature must be a structure of "
-                                f"kiln.TensorSpec, got {s!r}")
+                                f"kiln.TensorSpec or ExtensionType Specs, got {s!r}")
         return output_signature
     if output_types is None:
         if output_shapes is not None:
@@ -459,6 +475,9 @@ class GeneratorDataset(DatasetV2):
             flat = [value]
         out = []
         for s, v in zip(nest.flatten(spec), flat):
+            if extension.is_spec(s):
+                out.append(extension.from_generated(v, s))
+                continue
             if isinstance(v, (_kiln.Tensor, _kiln.Variable)):
                 v = structure.to_tensor(v).numpy()
             arr = structure.check_dtype_conversion(v, s.dtype)

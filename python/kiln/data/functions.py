@@ -42,7 +42,8 @@ def _normalize_output(value, who):
 class StructuredFunction:
     """fn(element) for elements of `input_spec`, traced at construction (so its
     errors show at map() time). Tuple elements are passed unpacked (fn(*element)),
-    others as one argument.
+    others as one argument. Ragged and sparse values in and out cross the
+    traced function as their component tensors.
 
     Made eagerly, fn becomes a kiln.function with the element spec as its
     input_signature (traced once, as in tf.data). Made while tracing, fn may
@@ -58,14 +59,17 @@ class StructuredFunction:
         self.output_structure = None
         self._function = None
         if _kiln.executing_eagerly():
-            flat = structure.flat_specs(input_spec)
-            wrapper = _flat_wrapper(len(flat), lambda args: nest.flatten(
-                self._apply(nest.pack_sequence_as(self.input_spec, list(args)))))
+            flat = structure.component_specs(input_spec)
+            wrapper = _flat_wrapper(len(flat), self._apply_components)
             wrapper.__name__ = getattr(fn, "__name__", "fn").replace("<lambda>", "lambda")
             self._function = function(wrapper, input_signature=flat, autograph=False)
             self._function.get_concrete_function()
         else:
             self._probe()
+
+    def _apply_components(self, args):
+        out = self._apply(structure.from_components(self.input_spec, list(args)))
+        return structure.to_components(self.output_structure, out)
 
     def _apply(self, element):
         if isinstance(element, tuple) and not hasattr(type(element), "_fields"):
@@ -78,11 +82,11 @@ class StructuredFunction:
         return out
 
     def _probe(self):
-        flat = structure.flat_specs(self.input_spec)
+        flat = structure.component_specs(self.input_spec)
         init = tuple(structure.dummy_value(s) for s in flat)
 
         def body(*vals):
-            self._apply(nest.pack_sequence_as(self.input_spec, list(vals)))
+            self._apply(structure.from_components(self.input_spec, list(vals)))
             return vals
         while_loop(lambda *vals: structure.to_tensor(np.bool_(False)), body, init,
                    shape_invariants=tuple(s.shape for s in flat), name="probe")
@@ -99,9 +103,9 @@ class StructuredFunction:
     def __call__(self, element):
         if self._function is None:
             return self._apply(element)
-        out = self._function(*nest.flatten(element))
+        out = self._function(*structure.to_components(self.input_spec, element))
         out = out if isinstance(out, (list, tuple)) else [out]
-        return nest.pack_sequence_as(self.output_structure, list(out))
+        return structure.from_components(self.output_structure, list(out))
 
 
 def predicate(fn, input_spec, who):

@@ -4,13 +4,13 @@ their elements taken in turns.
 The order is tf.data's deterministic one: cycle_length slots; the current slot
 gives up to block_length elements, then the turn passes on; a slot whose
 dataset ends is emptied and the turn passes on; an empty slot takes the next
-input element when its turn comes. num_parallel_calls and deterministic=False
-change nothing here (elements are produced one at a time, in that order)."""
-import os
+input element when its turn comes. With num_parallel_calls, eager iteration
+fills each open slot ahead on its own thread (kiln.data.parallel.Prefetcher),
+keeping that order; deterministic=False changes nothing."""
 import warnings
 
 from kiln import errors
-from kiln.data import nested
+from kiln.data import nested, parallel
 from kiln.data.dataset import UNKNOWN, DatasetV2, install_methods
 from kiln.data.transforms import count_arg
 
@@ -19,16 +19,13 @@ AUTOTUNE = -1
 
 def cpu_count():
     """The CPUs this process may run on (what tf.data's AUTOTUNE cycle_length uses)."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:
-        return os.cpu_count() or 1
+    return parallel.usable_cpus()
 
 
 class InterleaveDataset(DatasetV2):
     _name = "InterleaveDataset"
 
-    def __init__(self, parent, map_func, cycle_length, block_length, who):
+    def __init__(self, parent, map_func, cycle_length, block_length, who, prefetch=False):
         if not isinstance(parent, DatasetV2):
             raise TypeError(f"expected a kiln.data.Dataset, got {parent!r}")
         self._fn = nested.DatasetFunction(map_func, parent.element_spec, who)
@@ -42,6 +39,7 @@ class InterleaveDataset(DatasetV2):
             raise errors.InvalidArgumentError("block_length must be greater than zero.")
         super().__init__(self._fn.output_spec, UNKNOWN, parent._symbolic)
         self._parent, self._cycle, self._block = parent, cycle, block
+        self._ahead = block if prefetch else 0  # elements a slot computes ahead (a thread)
 
     def _eager_iter(self):
         inputs = self._parent._eager_iter()
@@ -55,7 +53,7 @@ class InterleaveDataset(DatasetV2):
                 if element is _END:
                     input_done = True
                 else:
-                    slots[index] = self._fn(element)._eager_iter()
+                    slots[index] = self._open(element)
                     opened += 1
                 continue
             if it is not None:
@@ -69,6 +67,13 @@ class InterleaveDataset(DatasetV2):
                 slots[index] = None
                 opened -= 1
             index, count = (index + 1) % self._cycle, 0
+
+    def _open(self, element):
+        it = self._fn(element)._eager_iter()
+        if self._ahead:
+            it = parallel.Prefetcher(it, self._ahead)
+            it.start()
+        return it
 
 
 _END = object()
@@ -91,7 +96,7 @@ class _Methods:
         return InterleaveDataset(self, map_func,
                                  AUTOTUNE if cycle_length is None else cycle_length,
                                  1 if block_length is None else block_length,
-                                 "Dataset.interleave()")
+                                 "Dataset.interleave()", num_parallel_calls is not None)
 
     def flat_map(self, map_func, name=None):
         """Maps each element to a dataset (map_func) and chains their elements."""

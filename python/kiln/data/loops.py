@@ -180,7 +180,7 @@ def pull(get_iterator, inputs, spec, who, at_end="flag"):
     """A PyFunction op taking the next element of get_iterator(*inputs).
     at_end="flag": returns (has_value, element), a dummy element at the end;
     at_end="raise": returns the element; the end raises OutOfRangeError."""
-    flat_specs = nest.flatten(spec)
+    flat_specs = structure.component_specs(spec)
     touts = [s.dtype for s in flat_specs]
     shapes = [s.shape for s in flat_specs]
     flagged = at_end == "flag"
@@ -196,7 +196,7 @@ def pull(get_iterator, inputs, spec, who, at_end="flag"):
                 raise errors.OutOfRangeError(f"{who}: End of sequence") from None
             return [structure.to_tensor(np.bool_(False))] + \
                 [structure.dummy_value(s) for s in flat_specs]
-        flat = nest.flatten(value)
+        flat = structure.to_components(spec, value)
         if len(flat) != len(flat_specs):
             raise errors.InternalError(f"{who}: element has {len(flat)} components, the "
                                        f"dataset's element_spec {len(flat_specs)}")
@@ -204,8 +204,8 @@ def pull(get_iterator, inputs, spec, who, at_end="flag"):
 
     outs = py_func.call_op(run, list(inputs), touts, shapes, True, who)
     if flagged:
-        return outs[0], nest.pack_sequence_as(spec, outs[1:])
-    return nest.pack_sequence_as(spec, outs)
+        return outs[0], structure.from_components(spec, outs[1:])
+    return structure.from_components(spec, outs)
 
 
 def stream_loop(spec, body_fn, init_state, extra_test, who, make_iterator=None,

@@ -7,7 +7,7 @@ padding_values (scalars, default 0, "" for strings, False for bools)."""
 import numpy as np
 
 from kiln import _kiln, errors, nest
-from kiln.data import structure
+from kiln.data import extension, structure
 from kiln.data.dataset import DatasetV2, install_methods
 from kiln.data.transforms import count_arg, element_groups, UnaryDataset
 from kiln.tensor_shape import TensorShape, as_shape
@@ -17,6 +17,7 @@ _INT64 = _kiln.as_dtype("int64")
 
 
 def _check_tensor_specs(spec):
+    extension.check_shape_property(spec)
     for s in nest.flatten(spec):
         if not isinstance(s, TensorSpec):
             if hasattr(s, "element_spec"):

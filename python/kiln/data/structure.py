@@ -1,11 +1,15 @@
-"""Element structures of datasets: nested tuples/dicts/namedtuples of tensors,
-described by matching structures of TensorSpecs (a dataset's element_spec)."""
+"""Element structures of datasets: nested tuples/dicts/namedtuples of tensors
+(RaggedTensors, SparseTensors and ExtensionTypes included), described by matching
+structures of TensorSpecs, RaggedTensorSpecs, SparseTensorSpecs and Specs (a dataset's
+element_spec). Composite leaves travel as their component tensors
+(component_specs / to_components / from_components)."""
 import collections.abc
 
 import numpy as np
 
 from kiln import _kiln, nest
 from kiln._composite import CompositeTensor
+from kiln.data import composite, extension
 from kiln.tensor_shape import TensorShape
 
 Tensor, Variable, TensorSpec = _kiln.Tensor, _kiln.Variable, _kiln.TensorSpec
@@ -44,10 +48,11 @@ def normalize_element(element, what="element"):
         if isinstance(x, collections.abc.Mapping):
             return type(x)((k, rec(x[k], f"{path}[{k!r}]")) for k in x) \
                 if type(x) is not dict else {k: rec(x[k], f"{path}[{k!r}]") for k in x}
+        if composite.is_composite_value(x):
+            return x
         if isinstance(x, CompositeTensor):
             raise TypeError(f"{what}: {path} is a {type(x).__name__}; kiln's datasets hold "
-                            "tensors only (convert it with to_dense() / to_tensor(), or parse "
-                            "sparse and ragged features after batching, outside the dataset)")
+                            "tensors, RaggedTensors, SparseTensors and ExtensionTypes only")
         if isinstance(x, tuple):
             items = [rec(c, f"{path}[{i}]") for i, c in enumerate(x)]
             return type(x)(*items) if hasattr(type(x), "_fields") else tuple(items)
@@ -62,6 +67,8 @@ def normalize_element(element, what="element"):
 
 
 def spec_of(t):
+    if composite.is_composite_value(t):
+        return composite.spec_of_value(t)
     return TensorSpec(TensorShape(t._dims) if not _unknown_rank(t) else TensorShape(None),
                       t.dtype)
 
@@ -78,9 +85,44 @@ def flat_specs(spec):
     return nest.flatten(spec)
 
 
+def has_composites(spec):
+    return any(composite.is_composite_spec(s) for s in nest.flatten(spec))
+
+
+def component_specs(spec):
+    """The TensorSpecs of an element's component tensors (composites expanded)."""
+    out = []
+    for s in nest.flatten(spec):
+        out += composite.component_specs(s) if composite.is_composite_spec(s) else [s]
+    return out
+
+
+def to_components(spec, element):
+    """An element's component tensors, in component_specs order."""
+    out = []
+    for s, v in zip(nest.flatten(spec), nest.flatten(element)):
+        out += composite.to_components(s, v) if composite.is_composite_spec(s) else [v]
+    return out
+
+
+def from_components(spec, flat):
+    """The element of `spec` made of its component tensors."""
+    it = iter(flat)
+    leaves = []
+    for s in nest.flatten(spec):
+        if composite.is_composite_spec(s):
+            parts = [next(it) for _ in composite.component_specs(s)]
+            leaves.append(composite.from_components(s, parts))
+        else:
+            leaves.append(next(it))
+    return nest.pack_sequence_as(spec, leaves)
+
+
 def relax_leading(spec, dim=None):
     """spec with a new leading dimension `dim` (batching)."""
     def leaf(s):
+        if composite.is_composite_spec(s):
+            return s._batch(dim)
         shape = s.shape
         if shape.rank is None:
             return TensorSpec(TensorShape(None), s.dtype)
@@ -163,9 +205,20 @@ def dummy_value(spec):
     return to_tensor(arr, spec.dtype)
 
 
+def with_spec(t, spec):
+    """An ExtensionType value rebuilt on `spec` (its fields other than tensors, a
+    batch's TensorShape, as the dataset's element_spec says); other values as they are."""
+    return composite.from_components(spec, composite.to_components(spec, t)) \
+        if extension.is_spec(spec) else t
+
+
 def ensure_shape(t, spec):
     """t with spec's static shape where the spec knows more (a no-op reshape;
     possible when at most one dim stays unknown)."""
+    if extension.is_spec(spec):
+        return with_spec(t, spec)
+    if composite.is_composite_spec(spec):
+        return t
     shape = spec.shape
     if shape.rank is None or t.shape == shape:
         return t

@@ -1,5 +1,7 @@
 """Dataset transformations: map, filter, batch, take, skip, repeat, enumerate,
-shuffle, zip, concatenate, unbatch, and the pass-through prefetch/cache.
+shuffle, zip, concatenate, unbatch, prefetch, and the pass-through cache.
+prefetch and map's num_parallel_calls use threads when iterated eagerly
+(kiln.data.parallel).
 
 The datasets are subclasses of DatasetV2, and the methods that make them
 (``dataset.map(f)``, ``Dataset.zip(...)``) are installed on DatasetV2 at the
@@ -8,12 +10,13 @@ kiln/data/__init__.py imports this module, so every dataset has the methods."""
 import itertools
 import os
 import random
+import warnings
 
 import numpy as np
 
 from kiln import _kiln, errors, nest
 from kiln.control_flow import TensorArray, cond
-from kiln.data import functions, loops, nested, structure
+from kiln.data import composite, functions, loops, nested, parallel, structure
 from kiln.data.dataset import INFINITE, UNKNOWN, DatasetV2, install_methods
 
 _raw = _kiln.raw
@@ -34,6 +37,17 @@ def count_arg(v, what, who):
                     f"tensor, got {v!r}")
 
 
+def _parallel_calls(num_parallel_calls, deterministic):
+    """map's thread count (None: serial). Results always come in order, which
+    deterministic=False (or Options.deterministic) allows too."""
+    if num_parallel_calls is None:
+        if deterministic is not None:
+            warnings.warn("The `deterministic` argument has no effect unless the "
+                          "`num_parallel_calls` argument is specified.", stacklevel=3)
+        return None
+    return parallel.parallel_calls(count_arg(num_parallel_calls, "num_parallel_calls", "map"))
+
+
 class UnaryDataset(DatasetV2):
     """A dataset computed from one input dataset."""
 
@@ -47,11 +61,14 @@ class UnaryDataset(DatasetV2):
 class MapDataset(UnaryDataset):
     _name = "MapDataset"
 
-    def __init__(self, parent, fn):
+    def __init__(self, parent, fn, threads=None):
         self._fn = functions.StructuredFunction(fn, parent.element_spec, "map")
         super().__init__(parent, self._fn.output_spec, parent._card)
         self._indexable = parent._indexable
         self._symbolic = self._symbolic or self._fn.inline  # may capture traced tensors
+        self._threads = threads  # num_parallel_calls: eager iteration maps on threads
+        if threads:
+            self._name = "ParallelMapDataset"
 
     def _num_elements(self):
         return self._parent._num_elements()
@@ -60,6 +77,11 @@ class MapDataset(UnaryDataset):
         return self._fn(self._parent._element_at(i))
 
     def _eager_iter(self):
+        if self._threads and not self._fn.inline:
+            return parallel.ParallelMap(self._parent._eager_iter(), self._fn, self._threads)
+        return self._serial_iter()
+
+    def _serial_iter(self):
         for el in self._parent._eager_iter():
             yield self._fn(el)
 
@@ -131,8 +153,10 @@ class BatchDataset(UnaryDataset):
     def _accumulating_loop(self, body_fn, init_state, extra_test):
         """Batches built in the graph from a parent that is not index-addressable:
         elements gather in TensorArrays; a full batch runs the body."""
-        flat_specs = nest.flatten(self._parent.element_spec)
-        batch_specs = nest.flatten(self._spec)
+        parent_spec = self._parent.element_spec
+        composite.check_graph_batch(parent_spec)
+        flat_specs = structure.component_specs(parent_spec)
+        batch_specs = structure.component_specs(self._spec)
         bs = structure.to_tensor(np.int32(self._bs))
 
         def fresh():
@@ -140,11 +164,12 @@ class BatchDataset(UnaryDataset):
 
         def emit(tas, s):
             parts = [structure.ensure_shape(ta.stack(), b) for ta, b in zip(tas, batch_specs)]
-            return tuple(body_fn(nest.pack_sequence_as(self._spec, parts), s))
+            return tuple(body_fn(structure.from_components(self._spec, parts), s))
 
         def body(el, st):
             tas, k, s = st
-            tas = tuple(ta.write(k, v) for ta, v in zip(tas, nest.flatten(el)))
+            tas = tuple(ta.write(k, v)
+                        for ta, v in zip(tas, structure.to_components(parent_spec, el)))
             k = k + 1
             out = cond(_raw.Equal(k, bs),
                        lambda: (fresh(), structure.to_tensor(np.int32(0)), emit(tas, s)),
@@ -164,7 +189,8 @@ class BatchDataset(UnaryDataset):
 
     def _eager_iter(self):
         for items in element_groups(self._parent._eager_iter(), self._bs, self._drop):
-            yield _stack(items, self._parent.element_spec)
+            yield nest.map_structure(structure.with_spec, _stack(items, self._parent.element_spec),
+                                     self._spec)
 
 
 def element_groups(it, size, drop_remainder):
@@ -180,8 +206,11 @@ def element_groups(it, size, drop_remainder):
 def _stack(items, spec):
     flats = [nest.flatten(x) for x in items]
     out = []
-    for k in range(len(flats[0])):
+    for k, s in enumerate(nest.flatten(spec)):
         parts = [f[k] for f in flats]
+        if composite.is_composite_spec(s):
+            out.append(composite.batch(s, parts))
+            continue
         first = parts[0].shape
         for j, p in enumerate(parts[1:], 1):
             if p.shape != first:
@@ -424,6 +453,8 @@ class UnbatchDataset(UnaryDataset):
 
     def __init__(self, parent):
         def leaf(s):
+            if composite.is_composite_spec(s):
+                return composite.unbatch_spec(s)
             if s.shape.rank == 0:
                 raise errors.InvalidArgumentError(
                     "unbatch: every component needs at least one dimension, got a scalar")
@@ -434,14 +465,14 @@ class UnbatchDataset(UnaryDataset):
     def _eager_iter(self):
         for el in self._parent._eager_iter():
             flat = nest.flatten(el)
-            n = flat[0].shape[0]
+            n = composite.nrows(flat[0])
             for t in flat[1:]:
-                if t.shape[0] != n:
+                if composite.nrows(t) != n:
                     raise errors.InvalidArgumentError(
                         f"unbatch: components have different first dimensions ({n} and "
-                        f"{t.shape[0]})")
+                        f"{composite.nrows(t)})")
             for i in range(n):
-                yield nest.pack_sequence_as(self._spec, [t[i] for t in flat])
+                yield nest.pack_sequence_as(self._spec, [composite.row(t, i) for t in flat])
 
 
 class PassThroughDataset(UnaryDataset):
@@ -466,6 +497,20 @@ class PassThroughDataset(UnaryDataset):
 
     def _graph_loop(self, body_fn, init_state, extra_test):
         return self._parent._graph_loop(body_fn, init_state, extra_test)
+
+
+class PrefetchDataset(PassThroughDataset):
+    """prefetch(): eager iteration fills a buffer on a background thread
+    (kiln.data.parallel); in functions, the parent's loop as it is."""
+
+    def __init__(self, parent, buffer_size):
+        super().__init__(parent, "PrefetchDataset")
+        self._buffer = parallel.prefetch_size(buffer_size)
+
+    def _eager_iter(self):
+        if self._buffer == 0:
+            return self._parent._eager_iter()
+        return parallel.Prefetcher(self._parent._eager_iter(), self._buffer)
 
 
 class ZipDataset(DatasetV2):
@@ -527,6 +572,8 @@ class ConcatenateDataset(DatasetV2):
                             f"{b}") from None
 
         def merge(x, y):
+            if composite.is_composite_spec(x) or composite.is_composite_spec(y):
+                return composite.supertype(x, y)
             if x.dtype != y.dtype:
                 raise TypeError(f"concatenate: the datasets have different dtypes: "
                                 f"{x.dtype.name} and {y.dtype.name}")
@@ -554,10 +601,13 @@ class _Transformations:
 
     def map(self, map_func, num_parallel_calls=None, deterministic=None, name=None):
         """Applies map_func to each element (tuple elements are unpacked into
-        arguments). map_func is traced once, like tf.data's."""
+        arguments). map_func is traced once, like tf.data's. With
+        num_parallel_calls (AUTOTUNE: the number of CPUs), eager iteration
+        runs map_func on that many threads, results in order."""
+        threads = _parallel_calls(num_parallel_calls, deterministic)
         if nested.has_datasets(self.element_spec):
             return nested.NestedMapDataset(self, map_func)
-        return MapDataset(self, map_func)
+        return MapDataset(self, map_func, threads)
 
     def filter(self, predicate, name=None):
         """Keeps the elements for which predicate (a scalar bool) is true."""
@@ -598,8 +648,11 @@ class _Transformations:
         return UnbatchDataset(self)
 
     def prefetch(self, buffer_size, name=None):
-        """Accepted for compatibility; elements are produced on demand."""
-        return PassThroughDataset(self, "PrefetchDataset")
+        """Eager iteration computes up to buffer_size elements ahead on a
+        background thread (AUTOTUNE or None: a small buffer)."""
+        n = parallel.AUTOTUNE if buffer_size is None else \
+            count_arg(buffer_size, "buffer_size", "prefetch")
+        return PrefetchDataset(self, n)
 
     def cache(self, filename="", name=None):
         """Accepted for compatibility; elements are recomputed each iteration."""

@@ -11,7 +11,7 @@ import collections
 import numpy as np
 
 from kiln import _kiln, errors, nest
-from kiln.data import functions, loops, nested, padding, structure
+from kiln.data import extension, functions, loops, nested, padding, structure
 from kiln.data.dataset import UNKNOWN, DatasetV2, install_methods
 from kiln.data.transforms import count_arg, UnaryDataset
 from kiln.ops import math_ops
@@ -47,6 +47,7 @@ class WindowDataset(UnaryDataset):
         shift = size if shift is None else _positive(shift, "Window shift", "window")
         stride = _positive(stride, "Window stride", "window")
         drop = bool(drop_remainder)
+        extension.check_shape_property(parent.element_spec)
         spec = nest.map_structure(nested.DatasetSpec, parent.element_spec)
         card = _window_count(parent._card, size, shift, stride, drop)
         super().__init__(parent, spec, card)

@@ -267,10 +267,20 @@ def decode(item):
     return item
 
 
+# What leaves() and replace_leaves() stop at; _spec adds ExtensionTypeSpec (a nested
+# ExtensionType's Spec is one component of its parent's Spec).
+_LEAF_TYPES = (Tensor, CompositeTensor, TensorSpec)
+
+
+def add_leaf_type(cls):
+    global _LEAF_TYPES
+    _LEAF_TYPES = _LEAF_TYPES + (cls,)
+
+
 def leaves(value):
     """The tensors and composite tensors in a field value, in order (tuples and mappings
     walked): what tf.nest.flatten(..., expand_composites=True) expands."""
-    if isinstance(value, (Tensor, CompositeTensor, TensorSpec)):
+    if isinstance(value, _LEAF_TYPES):
         return [value]
     if isinstance(value, collections.abc.Mapping):
         return [x for v in value.values() for x in leaves(v)]
@@ -281,7 +291,7 @@ def leaves(value):
 
 def replace_leaves(value, it):
     """value with each tensor / composite leaf replaced by the next of iterator `it`."""
-    if isinstance(value, (Tensor, CompositeTensor, TensorSpec)):
+    if isinstance(value, _LEAF_TYPES):
         return next(it)
     if isinstance(value, collections.abc.Mapping):
         return ImmutableDict((k, replace_leaves(v, it)) for k, v in value.items())

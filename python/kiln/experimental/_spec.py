@@ -191,6 +191,9 @@ class ExtensionTypeSpec:
         return self.value_type._kiln_from_fields(fields)
 
 
+_fields.add_leaf_type(ExtensionTypeSpec)
+
+
 class BatchableExtensionTypeSpec(ExtensionTypeSpec):
     """The Spec of a BatchableExtensionType: `_batch` / `_unbatch` add or drop a leading
     dimension on every TensorSpec (nested batchable Specs included)."""

@@ -53,7 +53,7 @@ def _sort(values, axis, direction, op, want_indices):
     n = y.shape[-1]
     k = _kiln.convert_to_tensor(n, dtype="int32") if n is not None else raw.Cast(
         raw.GatherV2(raw.Shape(y, out_type=_kiln.as_dtype("int32")),
-                     _kiln.convert_to_tensor(-1, dtype="int32"), axis=0, batch_dims=0),
+                     _kiln.convert_to_tensor(y.ndim - 1, dtype="int32"), axis=0, batch_dims=0),
         DstT=_kiln.as_dtype("int32"))
     # Ascending is a descending sort of an order-reversing map: ~x for integers
     # (exact, no overflow at the minimum), -x for floats.

@@ -340,12 +340,11 @@ class RaggedTensor(CompositeTensor):
         rows = [values[splits[i]:splits[i + 1]] for i in range(len(splits) - 1)]
         if not rows:
             return np.zeros((0, 0) + values.shape[1:], dtype=values.dtype)
-        ragged = any(len(row) != len(rows[0]) for row in rows)
-        if ragged or values.dtype == object:
+        if any(len(row) != len(rows[0]) for row in rows):
             out = np.empty(len(rows), dtype=object)
             out[:] = rows
             return out
-        return np.array(rows)
+        return np.array(rows)  # object rows of one length too: a 2-D object array
 
     def _is_eager(self):
         return all(_is_eager_tensor(t) for t in (self.flat_values,) + self.nested_row_splits)

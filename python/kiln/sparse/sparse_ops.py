@@ -135,7 +135,8 @@ def from_dense(tensor, name=None):
     flat = _vec([-1])
     values = _gather(raw.Reshape(t, flat), raw.Squeeze(
         raw.Where(raw.Reshape(mask, flat)), squeeze_dims=[1]))
-    return SparseTensor(indices, values, raw.Shape(t, out_type=INT64))
+    static = tuple(t.shape.as_list()) if t.shape.rank is not None else None
+    return SparseTensor(indices, values, raw.Shape(t, out_type=INT64), static)
 
 
 def sparse_dense_matmul(sp_a, b, adjoint_a=False, adjoint_b=False, name=None):

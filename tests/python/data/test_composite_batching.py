@@ -65,10 +65,22 @@ def test_ragged_batch_numpy_values_and_strings():
     assert [x.to_list() for x in words] == [[[b"a"], [b"bb", b"bb"]]]
 
 
-def test_ragged_batch_is_eager_only():
+def test_ragged_batches_map_unbatch_and_loop_in_a_function():
     ds = ranges(3).ragged_batch(2)
-    with pytest.raises(TypeError, match="TensorSpec"):
-        ds.map(lambda r: r)
+    m = ds.map(lambda r: r.row_lengths())
+    assert repr(m.element_spec) == "TensorSpec(shape=(None,), dtype=tf.int64, name=None)"
+    assert [x.numpy().tolist() for x in m] == [[0, 1], [2]]
+    u = ds.unbatch()
+    assert repr(u.element_spec) == "RaggedTensorSpec(TensorShape([None]), tf.int64, 0, tf.int64)"
+    assert [x.numpy().tolist() for x in u] == [[], [0], [0, 1]]
+
+    @tf.function
+    def f():
+        s = tf.constant(0, tf.int64)
+        for r in ds:
+            s = s * 10 + tf.reduce_sum(r.flat_values) + r.nrows()
+        return s
+    assert int(f()) == 22
 
 
 def sparse_dense(sp):

@@ -125,9 +125,11 @@ def test_sparse_and_ragged_features():
     np.testing.assert_array_equal(sf.indices.numpy(), [[0, 0], [0, 3], [1, 1]])
     np.testing.assert_array_equal(sf.values.numpy(), [2, 1, 9])
     np.testing.assert_array_equal(sf.dense_shape.numpy(), [2, 5])
-    with pytest.raises(tf.errors.InvalidArgumentError, match="indices"):
-        tf.io.parse_single_example(example(ix=[3, 0], v=[1.0]),
-                                   {"sp": tf.io.SparseFeature("ix", "v", tf.float32, 5)})
+    bad = {"sp": tf.io.SparseFeature("ix", "v", tf.float32, 5)}
+    with pytest.raises(ValueError, match="^Dimensions 2 and 1 are not compatible$"):
+        tf.io.parse_single_example(example(ix=[3, 0], v=[1.0]), bad)
+    with pytest.raises(tf.errors.InvalidArgumentError, match="indices"):  # TF: also in a function
+        tf.function(lambda s: tf.io.parse_single_example(s, bad))(example(ix=[3, 0], v=[1.0]))
 
 
 def test_protobuf_merge_rules():
@@ -179,9 +181,15 @@ def test_protobuf_merge_rules():
      r"Could not parse example input, value: '\\377\\377'"),
     ([A, B], {"i": V(tf.int64)}, ["one"], tf.errors.InvalidArgumentError, "len\\(names\\)"),
     ([A], {}, None, ValueError, "features"),
-    ([A], {"r": tf.io.RaggedFeature(tf.int64, partitions=[
-        tf.io.RaggedFeature.RowLengths("n")])}, None, tf.errors.UnimplementedError,
-     "partitions"),
+    ([A], {"s": tf.io.SparseFeature(["i", "j"], "x", tf.float32, [3])}, None, ValueError,
+     r"^sp_ids and vocab_size have to have equal lengths\.$"),
+    ([A], {"s": tf.io.SparseFeature(["i"], "x", tf.float32, 3)}, None, TypeError,
+     r"^vocab_size has to be a list of Tensors or Python ints\. Found <class 'int'>$"),
+    ([A], {"s": tf.io.SparseFeature("i", "x", tf.float32, [3])}, None, TypeError,
+     r"^vocab_size has to be a Tensor or Python int\. Found <class 'list'>$"),
+    ([A], {"s": tf.io.SparseFeature([], "x", tf.float32, [3])}, None, ValueError,
+     r"^Missing index_key for SparseFeature SparseFeature\(index_key=\[\], value_key='x', "
+     r"dtype=tf\.float32, size=\[3\], already_sorted=False\)\.$"),
 ])
 def test_errors(serialized, spec, names, error, match):
     with pytest.raises(error, match=match):
