@@ -250,6 +250,7 @@ bool append_floats(const FeatureView& f, std::vector<float>* out) {
     }
     std::string_view packed;
     if (type != kLen || !r.bytes(&packed) || packed.size() % 4 != 0) return false;
+    if (packed.empty()) return true;  // (memcpy may not take the null data of empty vectors)
     const size_t old = out->size();
     out->resize(old + packed.size() / 4);
     std::memcpy(out->data() + old, packed.data(), packed.size());  // little endian, as x86

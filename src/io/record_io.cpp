@@ -9,6 +9,7 @@
 
 #include "core/crc32c.h"
 #include "core/fd_util.h"
+#include "kiln/config.h"
 #include "kiln/status.h"
 
 namespace kiln::io {
@@ -55,7 +56,7 @@ std::string frame_record(std::string_view record) {
   const uint64_t n = record.size();
   for (int i = 0; i < 8; ++i) out[i] = static_cast<char>(n >> (8 * i));
   put_fixed32(&out[8], detail::mask_crc(detail::crc32c(out.data(), 8)));
-  std::memcpy(&out[kHeader], record.data(), record.size());
+  if (!record.empty()) std::memcpy(&out[kHeader], record.data(), record.size());
   put_fixed32(&out[kHeader + record.size()],
               detail::mask_crc(detail::crc32c(record.data(), record.size())));
   return out;
@@ -285,6 +286,10 @@ bool RecordReader::read(std::string* out) {
   if (n > kMaxRecordBytes)
     throw DataLossError(str_cat("corrupted record at ", start, ": a record of ", n,
                                 " bytes is more than the limit of ", kMaxRecordBytes));
+  if (n > static_cast<uint64_t>(max_allocation_bytes()))  // a compressed file inflates to it
+    throw ResourceExhaustedError(str_cat("record at ", start, " of ", n,
+                                         " bytes exceeds the allocation cap of ",
+                                         max_allocation_bytes(), " bytes"));
   r.buf_pos += kHeader;
   r.offset += kHeader;
   // Grows with the bytes that arrive, so a hostile length cannot reserve memory.

@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cerrno>
 #include <complex>
@@ -100,8 +101,9 @@ void fill_from(Tensor& t, const V& vals, int64_t n, const std::string& where) {
     throw InvalidArgumentError(
         str_cat(where, ": a constant holds ", vals.size(), " values for ", n, " elements"));
   T* out = static_cast<T*>(t.mutable_raw_data());
-  for (int64_t i = 0; i < n; ++i)
-    out[i] = static_cast<T>(vals[std::min<int64_t>(i, vals.size() - 1)]);
+  const auto given = static_cast<int64_t>(vals.size());
+  for (int64_t i = 0; i < given; ++i) out[i] = static_cast<T>(vals[i]);
+  std::fill(out + given, out + n, static_cast<T>(vals[given - 1]));  // one pass, not per value
 }
 
 // TensorFlow's typed value lists (float_val, int_val, ...).

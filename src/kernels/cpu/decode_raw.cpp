@@ -59,7 +59,7 @@ void decode(KernelContext& c, bool padded) {
   dims.push_back(bytes / width);
   Tensor out = Tensor::empty(t, Shape(dims));
   char* o = static_cast<char*>(out.mutable_raw_data());
-  for (int64_t i = 0; i < n; ++i) {
+  for (int64_t i = 0; i < n && bytes > 0; ++i) {  // (no row: o may be null)
     char* row = o + i * bytes;
     const size_t have = std::min<size_t>(s[i].size(), static_cast<size_t>(bytes));
     std::memcpy(row, s[i].data(), have);

@@ -64,6 +64,11 @@ TEST(ExampleWire, PackedUnpackedAndMergeRules) {
   ASSERT_TRUE(find_feature(other, "k", &f, &err));
   EXPECT_FALSE(f.found);
   EXPECT_TRUE(find_feature("", "k", &f, &err));
+  // An empty packed list (the fuzzer's case: no values, nothing copied).
+  ASSERT_TRUE(find_feature(example("k", len_field(2, len_field(1, ""))), "k", &f, &err));
+  fl.clear();
+  ASSERT_TRUE(append_floats(f, &fl));
+  EXPECT_TRUE(fl.empty());
 }
 
 TEST(ExampleWire, DamagedBytesAreErrors) {

@@ -10,6 +10,7 @@
 #include <random>
 
 #include "core/crc32c.h"
+#include "kiln/config.h"
 #include "kiln/status.h"
 
 namespace kiln::io {
@@ -56,6 +57,18 @@ TEST(RecordIo, RoundTripsEachCompression) {
   }
   EXPECT_EQ(compression_from_string("GZIP"), Compression::kGzip);
   EXPECT_THROW(compression_from_string("LZ4"), InvalidArgumentError);
+}
+
+TEST(RecordIo, RecordsBeyondTheAllocationCapAreRefused) {
+  // A small GZIP file may inflate to a huge record (the fuzzer's bomb): the
+  // length is checked against the allocation cap before any byte is read.
+  const std::string path = temp_path("cap");
+  { RecordWriter(path, {Compression::kGzip, 6}).write(std::string(1 << 20, '\0')); }
+  const int64_t before = config().max_allocation_bytes;
+  config().max_allocation_bytes = 1 << 16;
+  EXPECT_THROW(read_all(path, Compression::kGzip), ResourceExhaustedError);
+  config().max_allocation_bytes = before;
+  EXPECT_EQ(read_all(path, Compression::kGzip).at(0).size(), size_t{1} << 20);
 }
 
 TEST(RecordIo, AppendAndClose) {

@@ -43,6 +43,8 @@ TEST(DecodeRaw, ValuesInEitherByteOrder) {
       raw({std::string("\x3f\x80\x00\x00\x40\x00\x00\x00", 8)}, {1}, DType::kComplex64, false),
       {1, 1}, {{1.f, 2.f}});
   expect_tensor<int32_t>(raw({}, {0}, DType::kInt32), {0, 0}, {});
+  expect_tensor<int32_t>(raw({"", ""}, {2}, DType::kInt32), {2, 0}, {});  // no row to copy
+  expect_tensor<int32_t>(padded({"ab"}, 0, DType::kInt32), {1, 0}, {});
 }
 
 TEST(DecodeRaw, PaddedCutsOrFillsWithZeros) {
