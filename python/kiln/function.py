@@ -12,6 +12,8 @@ import weakref
 import numpy as np
 
 from kiln import _function_text as _text
+from kiln import _input_signature as _sig
+from kiln._input_signature import InputSignatureError  # noqa: F401  (kiln.function's)
 from kiln import _kiln, nest
 from kiln import config as _config
 from kiln._composite import CompositeTensor
@@ -70,15 +72,6 @@ def _outputs_to_tensors(out):
     return nest.map_structure(conv, out)
 
 
-def _convert_to_spec(x, spec):
-    """A *args value bound to an input_signature spec: converted to its dtype
-    (as the C++ call converts named arguments)."""
-    if isinstance(x, (_kiln.Tensor, _kiln.Variable, _kiln.TensorSpec)) or \
-            not isinstance(spec, _kiln.TensorSpec):  # a composite spec: kept as given
-        return x
-    return _kiln.convert_to_tensor(x, dtype=spec.dtype)
-
-
 def _spec_values(structure):
     """Composite specs (ExtensionType.Spec) replaced by what a trace is made from: a value
     of the composite type holding TensorSpecs (their `_kiln_trace_value()`)."""
@@ -101,72 +94,6 @@ def _uncanonicalize(params, canon):
 
 
 _CF_PREFIX = "ConcreteFunction "
-
-
-class InputSignatureError(TypeError, ValueError):
-    """Arguments that do not fit a function's input_signature: the seed guide's
-    ValueError ("Python inputs incompatible with input_signature"), also a TypeError
-    (what TensorFlow 2.21 raises), so code written for either release catches it."""
-
-
-def _conversion_error(inputs, input_signature, detail):
-    """The seed release's error for call arguments an input_signature cannot convert."""
-    inputs = ",\n    ".join(str(a) for a in inputs)
-    specs = ",\n    ".join(repr(s) for s in input_signature)
-    err = InputSignatureError("When input_signature is provided, all inputs to the Python "
-                              "function must be convertible to tensors:\n"
-                              f"  inputs: (\n    {inputs})\n"
-                              f"  input_signature: (\n    {specs}).")
-    err.add_note(detail)
-    return err
-
-
-def _signature_leaves(spec):
-    """The leaves of a (possibly nested: lists, tuples, dicts) input_signature entry."""
-    if isinstance(spec, (list, tuple)):
-        return [x for s in spec for x in _signature_leaves(s)]
-    if isinstance(spec, dict):
-        return [x for k in sorted(spec) for x in _signature_leaves(spec[k])]
-    return [spec]
-
-
-def _fit_nested(value, spec, path):
-    """value converted to a nested input_signature entry (TensorSpec leaves get tensors
-    of their dtype); raises ValueError naming the path where it does not fit."""
-    if isinstance(spec, (list, tuple)):
-        if not isinstance(value, (list, tuple)) or len(value) != len(spec):
-            raise ValueError(f"{path}: expected a {type(spec).__name__} of {len(spec)} "
-                             f"items, got {value!r}")
-        return type(spec)(_fit_nested(v, s, f"{path}[{i}]")
-                          for i, (v, s) in enumerate(zip(value, spec)))
-    if isinstance(spec, dict):
-        if not isinstance(value, dict) or set(value) != set(spec):
-            raise ValueError(f"{path}: expected a dict with keys {sorted(spec)}, got {value!r}")
-        return {k: _fit_nested(value[k], spec[k], f"{path}[{k!r}]") for k in spec}
-    if not isinstance(spec, _kiln.TensorSpec):
-        why = spec._kiln_mismatch(value) if hasattr(spec, "_kiln_mismatch") else None
-        if why:
-            raise ValueError(f"{path}: {why}")
-        return value
-    t = value if isinstance(value, (_kiln.Tensor, _kiln.Variable)) else \
-        _kiln.convert_to_tensor(value, dtype=spec.dtype)
-    if t.dtype != spec.dtype or not spec.shape.is_compatible_with(t.shape):
-        raise ValueError(f"{path}: expected {spec!r}, got a {t.dtype.name} tensor of shape "
-                         f"{t.shape}")
-    return t
-
-
-def _signature_error(inputs, input_signature, detail):
-    """The seed guide's error for a call that does not fit input_signature: the call's
-    inputs and the signature, one per line; kiln's own line (which argument, expected
-    vs actual) as a note."""
-    inputs = ",\n    ".join(str(a) for a in inputs)
-    specs = ",\n    ".join(repr(s) for s in input_signature)
-    err = InputSignatureError(f"Python inputs incompatible with input_signature:\n"
-                              f"  inputs: (\n    {inputs})\n"
-                              f"  input_signature: (\n    {specs}).")
-    err.add_note(detail)
-    return err
 
 
 class RetraceReason:
@@ -211,7 +138,7 @@ class Function(_kiln._Function):
         self._name = fname
         if input_signature is not None:
             input_signature = list(input_signature)
-            for s in _signature_leaves(input_signature):
+            for s in _sig.signature_leaves(input_signature):
                 if not isinstance(s, _kiln.TensorSpec) and not hasattr(s, "_kiln_trace_value"):
                     raise TypeError(
                         f"input_signature must be a list of kiln.TensorSpec, got {s!r}")
@@ -249,7 +176,7 @@ class Function(_kiln._Function):
         except (TypeError, ValueError) as e:
             if self._input_signature is None:
                 raise
-            raise _conversion_error(tuple(bound.arguments.values()), self._input_signature,
+            raise _sig.conversion_error(tuple(bound.arguments.values()), self._input_signature,
                                     str(e)) from None
 
     def _canonical_values(self, bound):
@@ -260,11 +187,11 @@ class Function(_kiln._Function):
             if p.kind == _P.VAR_POSITIONAL:
                 v = tuple(v) if v is not _P.empty else ()
                 if sig is not None:  # its specs follow the named ones
-                    v = tuple(_convert_to_spec(x, sig[k + j]) if k + j < len(sig) else x
+                    v = tuple(_sig.convert_to_spec(x, sig[k + j]) if k + j < len(sig) else x
                               for j, x in enumerate(v))
             elif sig is not None and k < len(sig) and v is not _P.empty and \
                     p.kind in (_P.POSITIONAL_ONLY, _P.POSITIONAL_OR_KEYWORD):
-                v = _convert_to_spec(v, sig[k])
+                v = _sig.convert_to_spec(v, sig[k])
             elif p.kind == _P.VAR_KEYWORD:
                 v = dict(v) if v is not _P.empty else {}
             canon.append(v)
@@ -288,13 +215,13 @@ class Function(_kiln._Function):
 
     def _raise_conversion_error(self, args, detail):
         # Called by the C++ __call__ when an argument cannot become its spec's tensor.
-        raise _conversion_error(self._flat_call_args(args), self._input_signature, detail)
+        raise _sig.conversion_error(self._flat_call_args(args), self._input_signature, detail)
 
     def _raise_signature_error(self, args, detail):
         # Called by the C++ __call__ when arguments do not match input_signature:
         # the seed guide's text (the call's inputs, *args items in place of their
         # tuple, and the signature), kiln's own line as a note.
-        raise _signature_error(self._flat_call_args(args), self._input_signature, detail)
+        raise _sig.signature_error(self._flat_call_args(args), self._input_signature, detail)
 
     def _flat_call_args(self, args):
         # The values of a canonical call: *args items in place of their tuple.
@@ -405,9 +332,9 @@ class _SpecSignatureFunction(Function):
             if p.name not in bound:
                 continue
             try:
-                bound[p.name] = _fit_nested(bound[p.name], spec, f"'{p.name}'")
+                bound[p.name] = _sig.fit_nested(bound[p.name], spec, f"'{p.name}'")
             except (TypeError, ValueError) as e:
-                raise _signature_error(tuple(bound.values()), self._input_signature,
+                raise _sig.signature_error(tuple(bound.values()), self._input_signature,
                                        f"argument {e}") from None
         cf = self.__dict__.get("_signature_cf")
         if cf is None:

@@ -1,0 +1,52 @@
+// Internal: helpers shared by the Function and ConcreteFunction sources.
+#pragma once
+#include <atomic>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "kiln/function.h"
+
+namespace kiln::detail {
+
+// Replaces tensor/spec leaves of `v` by `leaf(i)` in walk order.
+template <typename F>
+Value map_leaves(const Value& v, size_t& i, F&& leaf) {
+  switch (v.kind()) {
+    case Value::Kind::kTensor:
+    case Value::Kind::kSpec: return leaf(i++, v);
+    case Value::Kind::kList:
+    case Value::Kind::kTuple:
+    case Value::Kind::kDict: {
+      std::vector<Value> items;
+      for (const Value& x : v.items()) items.push_back(map_leaves(x, i, leaf));
+      return v.with_items(std::move(items));
+    }
+    default: return v;
+  }
+}
+
+/// "float32 Tensor, shape=(2,)".
+std::string describe_spec(const ArgSpec& s);
+
+/// set_blocking_hooks' hooks (function.cpp).
+extern std::atomic<void* (*)()> g_block_release;
+extern std::atomic<void (*)(void*)> g_block_reacquire;
+
+/// Runs a plan with the binding's global lock (Python's GIL) released, so
+/// other threads (tf.data's prefetch and parallel map) run meanwhile. Kernels
+/// that call back into Python take the lock themselves.
+template <typename Runnable>
+std::vector<Tensor> run_released(const Runnable& r, std::span<const Tensor> inputs) {
+  void* (*release)() = g_block_release.load(std::memory_order_relaxed);
+  void* token = release ? release() : nullptr;
+  struct Reacquire {
+    void* token;
+    ~Reacquire() {
+      if (token) g_block_reacquire.load(std::memory_order_relaxed)(token);
+    }
+  } again{token};
+  return r.run(inputs);
+}
+
+}  // namespace kiln::detail
