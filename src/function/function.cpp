@@ -256,11 +256,8 @@ std::unique_lock<std::recursive_mutex> Function::lock_for_trace() {
   if (!lock.owns_lock()) {
     // Another thread is tracing this function; let it take the binding's
     // global lock (if any) while we wait, or both would wait forever.
-    auto* release = detail::g_block_release.load();
-    auto* reacquire = detail::g_block_reacquire.load();
-    void* token = release ? release() : nullptr;
+    detail::BindingLockReleased unlocked;
     lock.lock();
-    if (reacquire) reacquire(token);
   }
   return lock;
 }

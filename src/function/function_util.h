@@ -33,19 +33,30 @@ std::string describe_spec(const ArgSpec& s);
 extern std::atomic<void* (*)()> g_block_release;
 extern std::atomic<void (*)(void*)> g_block_reacquire;
 
-/// Runs a plan with the binding's global lock (Python's GIL) released, so
-/// other threads (tf.data's prefetch and parallel map) run meanwhile. Kernels
-/// that call back into Python take the lock themselves.
+/// While alive, the binding's global lock (Python's GIL) is released, if the
+/// binding installed hooks and this thread holds it.
+class BindingLockReleased {
+ public:
+  BindingLockReleased() {
+    void* (*release)() = g_block_release.load(std::memory_order_relaxed);
+    token_ = release ? release() : nullptr;
+  }
+  ~BindingLockReleased() {
+    if (token_) g_block_reacquire.load(std::memory_order_relaxed)(token_);
+  }
+  BindingLockReleased(const BindingLockReleased&) = delete;
+  BindingLockReleased& operator=(const BindingLockReleased&) = delete;
+
+ private:
+  void* token_;
+};
+
+/// Runs a plan with the binding's lock released, so other threads (tf.data's
+/// prefetch and parallel map) run meanwhile. Kernels that call back into
+/// Python take the lock themselves.
 template <typename Runnable>
 std::vector<Tensor> run_released(const Runnable& r, std::span<const Tensor> inputs) {
-  void* (*release)() = g_block_release.load(std::memory_order_relaxed);
-  void* token = release ? release() : nullptr;
-  struct Reacquire {
-    void* token;
-    ~Reacquire() {
-      if (token) g_block_reacquire.load(std::memory_order_relaxed)(token);
-    }
-  } again{token};
+  BindingLockReleased unlocked;
   return r.run(inputs);
 }
 

@@ -80,46 +80,54 @@ bool merge_feature(std::string_view bytes, FeatureView* f) {
   return true;
 }
 
-// One map entry of Features: its key and its value's pieces.
-bool read_entry(std::string_view bytes, std::string_view key, FeatureView* out, bool* hit) {
-  Reader r(bytes);
-  std::string_view entry_key, value;
-  std::vector<std::string_view> values;
+// Calls `one(bytes)` for each length-delimited value of field `number` of a
+// message, skipping its other fields; false when the message is malformed or
+// `one` fails.
+template <typename One>
+bool each_field(std::string_view message, uint32_t number, One one) {
+  Reader r(message);
   while (!r.done()) {
     uint32_t field, type;
     if (!r.tag(&field, &type)) return false;
-    if (field == 1 && type == kLen) {
-      if (!r.bytes(&entry_key)) return false;
-    } else if (field == 2 && type == kLen) {
-      if (!r.bytes(&value)) return false;
-      values.push_back(value);
+    if (field == number && type == kLen) {
+      std::string_view value;
+      if (!r.bytes(&value) || !one(value)) return false;
     } else if (!r.skip(type)) {
       return false;
     }
   }
-  *hit = entry_key == key;
-  if (!*hit) return true;
-  FeatureView f;
-  f.found = true;
-  for (std::string_view v : values)
-    if (!merge_feature(v, &f)) return false;
-  *out = std::move(f);
   return true;
 }
 
-bool read_features(std::string_view bytes, std::string_view key, FeatureView* out) {
-  Reader r(bytes);
-  while (!r.done()) {
-    uint32_t field, type;
-    if (!r.tag(&field, &type)) return false;
-    if (field == 1 && type == kLen) {
-      std::string_view entry;
-      bool hit = false;
-      if (!r.bytes(&entry) || !read_entry(entry, key, out, &hit)) return false;
-    } else if (!r.skip(type)) {
-      return false;
+// The value pieces of `key`'s entry in a message's map<string, message> field 1
+// (Features, FeatureLists): the last entry of a key wins, as in protobuf.
+bool find_map_entry(std::string_view message, std::string_view key,
+                    std::vector<std::string_view>* pieces, bool* found) {
+  return each_field(message, 1, [&](std::string_view entry) {
+    std::string_view entry_key;
+    std::vector<std::string_view> values;
+    const bool ok =
+        each_field(entry, 1, [&](std::string_view k) { return entry_key = k, true; }) &&
+        each_field(entry, 2, [&](std::string_view v) { return values.push_back(v), true; });
+    if (ok && entry_key == key) {
+      *found = true;
+      *pieces = std::move(values);
     }
-  }
+    return ok;
+  });
+}
+
+// `key`'s feature in one Features message (a later message's entry replaces it).
+bool read_features(std::string_view bytes, std::string_view key, FeatureView* out) {
+  std::vector<std::string_view> pieces;
+  bool found = false;
+  if (!find_map_entry(bytes, key, &pieces, &found)) return false;
+  if (!found) return true;
+  FeatureView f;
+  f.found = true;
+  for (std::string_view v : pieces)
+    if (!merge_feature(v, &f)) return false;
+  *out = std::move(f);
   return true;
 }
 
@@ -146,97 +154,34 @@ bool each_value(const FeatureView& f, One one) {
 bool find_feature(std::string_view example, std::string_view key, FeatureView* out,
                   std::string* error) {
   *out = FeatureView{};
-  Reader r(example);
-  bool ok = true;
-  while (ok && !r.done()) {
-    uint32_t field, type;
-    std::string_view features;
-    ok = r.tag(&field, &type) &&
-         (field == 1 && type == kLen ? r.bytes(&features) && read_features(features, key, out)
-                                     : r.skip(type));
-  }
+  const bool ok = each_field(
+      example, 1, [&](std::string_view features) { return read_features(features, key, out); });
   if (ok) return true;
   *error = "the bytes are not a valid tf.train.Example";
   *out = FeatureView{};
   return false;
 }
 
-namespace {
-// The steps of a FeatureList message's pieces (repeated Feature feature = 1).
-bool read_steps(const std::vector<std::string_view>& pieces, FeatureListView* out) {
-  for (std::string_view piece : pieces) {
-    Reader r(piece);
-    while (!r.done()) {
-      uint32_t field, type;
-      if (!r.tag(&field, &type)) return false;
-      if (field == 1 && type == kLen) {
-        std::string_view feature;
-        FeatureView step;
-        step.found = true;
-        if (!r.bytes(&feature) || !merge_feature(feature, &step)) return false;
-        out->steps.push_back(std::move(step));
-      } else if (!r.skip(type)) {
-        return false;
-      }
-    }
-  }
-  return true;
-}
-
-// FeatureLists: map<string, FeatureList> feature_list = 1 (the last entry of a key wins).
-bool read_feature_lists(std::string_view bytes, std::string_view key,
-                        std::vector<std::string_view>* pieces, bool* found) {
-  Reader r(bytes);
-  while (!r.done()) {
-    uint32_t field, type;
-    if (!r.tag(&field, &type)) return false;
-    if (field != 1 || type != kLen) {
-      if (!r.skip(type)) return false;
-      continue;
-    }
-    std::string_view entry, entry_key, value;
-    if (!r.bytes(&entry)) return false;
-    Reader e(entry);
-    std::vector<std::string_view> values;
-    while (!e.done()) {
-      uint32_t f, t;
-      if (!e.tag(&f, &t)) return false;
-      if (f == 1 && t == kLen) {
-        if (!e.bytes(&entry_key)) return false;
-      } else if (f == 2 && t == kLen) {
-        if (!e.bytes(&value)) return false;
-        values.push_back(value);
-      } else if (!e.skip(t)) {
-        return false;
-      }
-    }
-    if (entry_key == key) {
-      *found = true;
-      *pieces = std::move(values);
-    }
-  }
-  return true;
-}
-}  // namespace
-
 bool find_feature_list(std::string_view sequence_example, std::string_view key,
                        FeatureListView* out) {
   *out = FeatureListView{};
-  Reader r(sequence_example);
-  std::vector<std::string_view> pieces;
+  std::vector<std::string_view> pieces;  // FeatureList: repeated Feature feature = 1
   bool found = false;
-  while (!r.done()) {
-    uint32_t field, type;
-    std::string_view lists;
-    if (!r.tag(&field, &type)) return false;
-    if (field == 2 && type == kLen) {
-      if (!r.bytes(&lists) || !read_feature_lists(lists, key, &pieces, &found)) return false;
-    } else if (!r.skip(type)) {
-      return false;
-    }
-  }
+  if (!each_field(sequence_example, 2, [&](std::string_view lists) {
+        return find_map_entry(lists, key, &pieces, &found);
+      }))
+    return false;
   out->found = found;
-  return !found || read_steps(pieces, out);
+  for (std::string_view piece : pieces)
+    if (!each_field(piece, 1, [&](std::string_view feature) {
+          FeatureView step;
+          step.found = true;
+          if (!merge_feature(feature, &step)) return false;
+          out->steps.push_back(std::move(step));
+          return true;
+        }))
+      return false;
+  return true;
 }
 
 bool append_floats(const FeatureView& f, std::vector<float>* out) {
