@@ -13,9 +13,11 @@ import tempfile
 # Layer -> the layers it may include (its own included). A DAG, bottom first.
 # "op_table" is the op row's definition (kiln/op.h, op_list.def); "jit_ir" is
 # the JIT's IR (src/jit/ir/), which op rows write their lowerings in.
-_OPS = {"core", "comm", "op_table", "jit_ir", "ops"}
+# "profiler" (src/profiler/) records events from every layer above core.
+_OPS = {"core", "comm", "op_table", "jit_ir", "ops", "profiler"}
 ALLOWED = {
     "core": {"core"},
+    "profiler": {"core", "profiler"},
     "comm": {"core", "comm"},
     "op_table": {"core", "op_table"},
     "jit_ir": {"core", "op_table", "jit_ir"},
@@ -42,6 +44,7 @@ PUBLIC = {
     "core": ["dtype.h", "half.h", "shape.h", "buffer.h", "tensor.h", "status.h", "refcount.h",
              "small_vector.h", "config.h", "thread_pool.h", "variable.h", "npy.h"],
     "comm": ["comm.h"],
+    "profiler": ["profiler.h"],
     "op_table": ["op.h", "op_list.def"],
     "ops": ["ops.h", "ops/", "context.h"],
     "graph": ["graph.h"],

@@ -7,6 +7,7 @@
 #include "kiln/gradient_tape.h"
 #include "kiln/op.h"
 #include "kiln/ops.h"
+#include "kiln/profiler.h"
 #include "kiln/saved_model.h"
 #include "kiln/shape.h"
 #include "kiln/status.h"

@@ -31,6 +31,7 @@ from kiln import distribute
 from kiln import saved_model
 from kiln import onnx
 from kiln import benchmark  # noqa: F401  (kiln.benchmark: the timing harness)
+from kiln import profiler  # noqa: F401  (kiln.profiler: traces for Perfetto, the op table)
 from kiln.data.py_func import py_function, numpy_function
 from kiln.gradient import GradientTape, UnconnectedGradients, stop_gradient, custom_gradient
 from kiln import ragged, sparse

@@ -4,6 +4,7 @@
 #include "kiln/config.h"
 #include "kiln/context.h"
 #include "kiln/executor.h"
+#include "kiln/profiler.h"
 #include "kiln/thread_pool.h"
 
 namespace kiln {
@@ -244,6 +245,7 @@ inline __attribute__((always_inline)) void Plan::run_step(const Step& s, const u
   }
   std::span<const Tensor> ins(args.data(), n);
   std::span<Tensor> outs(slots.data() + s.out_begin, static_cast<size_t>(s.num_out));
+  const int64_t t0 = profiler::kernel_begin();  // 0 when the profiler is off
   try {
     if (s.static_specs) {
       KernelContext kc(*s.op, ins, s.attrs, s.specs, outs);
@@ -259,11 +261,17 @@ inline __attribute__((always_inline)) void Plan::run_step(const Step& s, const u
     throw_error(e.code(), str_cat(e.what(), "\n  (in node '", s.name, "' of function '",
                                   function_name_, "')"));
   }
+  profiler::kernel_end(t0, "kernel", s.op->type_name, s.name, outs);
   for (size_t i = 0; i < n; ++i) args[i] = Tensor();
   for (int32_t r : s.release) slots[static_cast<size_t>(r)] = Tensor();
 }
 
 void Plan::run_region(const Region& r, Slots& slots, std::span<const Tensor> inputs) const {
+  profiler::ScopedTrace trace("parallel region", "executor", 2);
+  if (trace.active()) {
+    trace.add_arg("steps", str_cat(r.begin, "..", r.end - 1));
+    trace.add_arg("chains", str_cat(r.chains.size()));
+  }
   {
     Args args;
     for (int32_t k : r.pre) run_step(steps_[k], r.moves[k - r.begin].data(), slots, args, inputs);
@@ -274,9 +282,11 @@ void Plan::run_region(const Region& r, Slots& slots, std::span<const Tensor> inp
   ThreadPool::global().parallel_for(
       static_cast<int64_t>(r.chains.size()), 1, [&](int64_t b, int64_t e) {
         Args args;
-        for (int64_t c = b; c < e; ++c)
+        for (int64_t c = b; c < e; ++c) {
+          profiler::ScopedTrace chain([&] { return str_cat("chain ", c); }, "executor", 2);
           for (int32_t k : r.chains[static_cast<size_t>(c)])
             run_step(steps_[k], r.moves[k - r.begin].data(), slots, args, inputs);
+        }
       });
   {
     Args args;
@@ -333,6 +343,7 @@ void Plan::run_impl(std::span<const Tensor> inputs, Tensor* owned, std::vector<T
                                        input_slots_.size(), " inputs, got ", inputs.size()));
   Slots slots(static_cast<size_t>(num_slots_));
   detail::ScopedFlushDenormals flush;
+  profiler::ScopedTrace trace(function_name_, "function", 2);
   const int state = state_.load(std::memory_order_acquire);
   int expected = kPending;
   if (state == kNone || !config().parallel_branches) {

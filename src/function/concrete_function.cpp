@@ -7,6 +7,7 @@
 #include "kiln/config.h"
 #include "kiln/function.h"
 #include "kiln/ops.h"
+#include "kiln/profiler.h"
 #include "kiln/trace.h"
 #include "signature.h"
 #include "subgraph.h"
@@ -207,6 +208,7 @@ std::string ConcreteFunction::pretty_signature() const {
 }
 
 void ConcreteFunction::compile(const FunctionOptions& options) {
+  profiler::ScopedTrace trace([&] { return str_cat("compile ", name_); }, "compile", 2);
   detail::CompileOptions co;
   co.optimize = options.optimize;
   co.disabled_passes = options.disabled_passes;

@@ -12,6 +12,7 @@
 #include "function_util.h"
 #include "kiln/config.h"
 #include "kiln/ops.h"
+#include "kiln/profiler.h"
 #include "kiln/trace.h"
 #include "signature.h"
 #include "subgraph.h"
@@ -331,6 +332,7 @@ std::shared_ptr<ConcreteFunction> Function::trace_once(const std::vector<Value>&
                                                        const detail::Flat& f,
                                                        const std::vector<Shape>& shapes,
                                                        bool allow_variables, int& created) {
+  profiler::ScopedTrace trace([&] { return str_cat("trace ", options_.name); }, "tracing", 2);
   const std::vector<std::string>& names = options_.arg_names;
   auto cf = std::shared_ptr<ConcreteFunction>(new ConcreteFunction());
   created = 0;

@@ -22,6 +22,7 @@
 #include "jit/runtime/runtime.h"
 #include "kiln/config.h"
 #include "kiln/passes.h"
+#include "kiln/profiler.h"
 
 namespace kiln::jit {
 namespace {
@@ -64,20 +65,26 @@ void load_module(const Toolchain& tc, const std::string& key, const std::string&
   static std::mutex mu;  // one compile per module in this process
   std::lock_guard<std::mutex> lock(mu);
   if (find_kernel(str_cat(key, "/", symbols[0]))) {
+    profiler::ScopedTrace trace("jit loaded in process", "jit", 2);
     r.cache_hit = true;
     return;
   }
   const DiskCache cache(default_cache_dir(), cache_limit());
   try {
+    profiler::ScopedTrace trace("jit disk cache", "jit", 2);
     if (std::optional<std::string> b = cache.load(key)) {
+      trace.add_arg("result", "hit");
       auto so = std::make_shared<LoadedModule>(LoadedModule::load(*b));
       register_module(key, std::move(so), symbols);
       r.cache_hit = true;
       return;
     }
+    trace.add_arg("result", "miss");
   } catch (const Error& e) {  // unreadable, or an entry that verified but does not load
     r.warning = str_cat("jit cache entry not used (", e.what(), "); compiling");
   }
+  profiler::ScopedTrace trace("jit compile", "jit", 2);
+  trace.add_arg("compiler", tc.cxx);
   const std::string bytes = compile(tc, source);
   register_module(key, std::make_shared<LoadedModule>(LoadedModule::load(bytes)), symbols);
   try {
@@ -205,6 +212,7 @@ bool run_stages(JitState& s) {
 }  // namespace
 
 JitResult compile_jit(std::unique_ptr<Graph>& graph) {
+  profiler::ScopedTrace trace([&] { return str_cat("jit ", graph->function_name()); }, "jit", 2);
   JitResult r;
   std::unique_ptr<Graph> g = graph->clone();
   JitState s{*g, {}, {}, {}};

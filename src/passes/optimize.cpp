@@ -3,6 +3,7 @@
 #include <chrono>
 
 #include "kiln/passes.h"
+#include "kiln/profiler.h"
 
 namespace kiln {
 namespace {
@@ -104,6 +105,7 @@ OptimizeReport optimize(Graph& g, const OptimizeOptions& opts) {
   report.nodes_before = g.num_nodes();
   for (const PassEntry& p : kPipeline) {
     if (skipped(p.name)) continue;
+    profiler::ScopedTrace trace(p.name, "optimize", 2);
     const auto start = std::chrono::steady_clock::now();
     PassResult r = p.run(g, opts);
     r.pass = std::string(p.name);

@@ -6,6 +6,7 @@
 
 #include "core/denormal.h"
 #include "kiln/config.h"
+#include "kiln/profiler.h"
 
 namespace kiln {
 namespace {
@@ -27,8 +28,10 @@ void infer_and_run(const OpDef& op, std::span<const Tensor> inputs, const Attrs&
   std::span<Tensor> outs = make_outputs(specs.size());
   KernelContext kc(op, inputs, attrs, specs, outs);
   detail::ScopedFlushDenormals flush;
+  const int64_t t0 = profiler::kernel_begin();  // 0 when the profiler is off
   op.cpu_kernel(kc);
   if (config().check_numerics) check_numerics(op, outs);
+  profiler::kernel_end(t0, "eager", op.type_name, {}, outs);
 }
 
 template <typename T>
