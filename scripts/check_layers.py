@@ -36,6 +36,8 @@ ALLOWED = {
 ALLOWED["io"] = {"core", "op_table", "io"}
 ALLOWED["saved_model"] = set(ALLOWED["autodiff"]) | {"saved_model"}
 ALLOWED["onnx"] = set(ALLOWED["saved_model"]) | {"onnx"}
+# TensorBoard event files (tf.summary): the writer, its ops' kernels.
+ALLOWED["summary"] = set(ALLOWED["saved_model"]) | {"io", "summary"}
 ALLOWED["registry"] = set(ALLOWED) | {"registry"}
 
 # Public headers (include/kiln/...) by layer; a header not listed is an error,
@@ -55,6 +57,7 @@ PUBLIC = {
     "saved_model": ["saved_model.h", "checkpoint.h"],
     "onnx": ["onnx.h"],
     "io": ["record_io.h"],
+    "summary": ["summary.h"],
     "registry": ["kiln.h"],
 }
 

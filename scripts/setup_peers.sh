@@ -21,6 +21,12 @@ REQ=scripts/requirements-peers.txt
 STAMP=$VENV/.requirements.stamp
 UNAVAILABLE=$VENV/torch-unavailable.txt
 
+# Debian's Chromium: the headless browser tests/peers/check_tensorboard_browser.py
+# opens TensorBoard in (checked first: the venv's stamp does not cover it).
+if ! command -v chromium >/dev/null; then
+  echo "setup_peers: installing Debian's chromium (headless TensorBoard check)"
+  apt-get install -y -qq --no-install-recommends chromium >/dev/null
+fi
 if [ -f "$STAMP" ] && cmp -s "$REQ" "$STAMP" && [ -x "$VENV/bin/python" ]; then
   exit 0
 fi

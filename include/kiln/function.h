@@ -130,6 +130,14 @@ struct BlockingHooks {
 /// Installs the hooks (process-wide; set once at start-up).
 void set_blocking_hooks(BlockingHooks hooks);
 
+class ConcreteFunction;
+/// Sees the concrete function of every Function call and direct
+/// ConcreteFunction call made while it is set (tf.summary.trace_on records
+/// the graphs that ran this way). Process-wide; nullptr stops it. Costs one
+/// relaxed atomic load per call when unset.
+using CallObserver = void (*)(const ConcreteFunction& cf);
+void set_call_observer(CallObserver observer);
+
 struct FunctionOptions {
   std::string name = "function";
   /// Names of the positional arguments (placeholders are named after them);

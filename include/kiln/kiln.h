@@ -11,6 +11,7 @@
 #include "kiln/saved_model.h"
 #include "kiln/shape.h"
 #include "kiln/status.h"
+#include "kiln/summary.h"
 #include "kiln/tensor.h"
 #include "kiln/thread_pool.h"
 #include "kiln/variable.h"

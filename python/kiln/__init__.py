@@ -39,6 +39,7 @@ from kiln import types
 from kiln.ragged import RaggedTensor
 from kiln.sparse import SparseTensor
 from kiln import experimental
+from kiln import summary
 from kiln.experimental import type_spec_from_value
 
 __version__ = _kiln.__version__  # the VERSION file, through libkiln

@@ -1,8 +1,23 @@
 """init_scope (run code eagerly, outside the function being traced) and
 name_scope (prefix the names of the ops a trace records)."""
 import contextlib
+import threading
 
 from kiln import _kiln
+
+
+class _Names(threading.local):
+    def __init__(self):
+        self.stack = []
+
+
+_names = _Names()
+
+
+def current_scope_names():
+    """The names of the name_scopes entered on this thread, outermost first (the
+    prefix of tf.summary tags)."""
+    return [n for n in _names.stack if n]
 
 
 @contextlib.contextmanager
@@ -35,9 +50,11 @@ class name_scope:
         if self._token is not None:
             raise RuntimeError(f"name_scope '{self._name}' is already entered")
         self._token, scope = _kiln._enter_name_scope(self._name)
+        _names.stack.append(self._name)
         return scope or (self._name + "/" if self._name else "")
 
     def __exit__(self, *exc):
         token, self._token = self._token, None
+        _names.stack.pop()
         _kiln._exit_name_scope(token)
         return False

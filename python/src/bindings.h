@@ -21,6 +21,7 @@ void bind_distribute(nb::module_& m);
 void bind_checkpoint(nb::module_& m);
 void bind_record_io(nb::module_& m);
 void bind_profiler(nb::module_& m);
+void bind_summary(nb::module_& m);
 
 /// The Tensor operators (+, ==, [], bool, numpy, ...) on another class.
 void add_tensor_operators(nb::class_<Variable>& cls);

@@ -10,6 +10,7 @@
 
 #include "bindings.h"
 #include "convert.h"
+#include "kiln/summary.h"
 #include "kiln/trace.h"
 
 namespace kiln::py {
@@ -437,6 +438,12 @@ void bind_tensor_spec(nb::module_& m) {
 void bind_graph_view(nb::module_& m) {
   nb::class_<GraphView>(m, "_Graph")
       .def_prop_ro("name", [](const GraphView& g) { return g.graph().function_name(); })
+      // TensorBoard's GraphDef of the graph (tf.summary.graph).
+      .def("_tensorboard_graph_def",
+           [](const GraphView& g) {
+             const std::string s = summary::graph_def(g.graph());
+             return nb::bytes(s.data(), s.size());
+           })
       .def("_nodes",
            [](const GraphView& g) {
              nb::list l;

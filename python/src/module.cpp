@@ -52,6 +52,7 @@ NB_MODULE(_kiln, m) {
   bind_checkpoint(m);
   bind_record_io(m);
   bind_profiler(m);
+  bind_summary(m);
   // A thread waiting for another thread's trace releases the GIL, which the
   // tracing thread needs to run the Python function (else both wait forever).
   kiln::set_blocking_hooks(kiln::BlockingHooks{

@@ -159,6 +159,7 @@ Value ConcreteFunction::operator()(const std::vector<Value>& args) const {
   if (f.leaves.size() != traced.leaves.size() || f.specs.size() != traced.specs.size())
     throw InvalidArgumentError(str_cat("ConcreteFunction ", name_, "(", join_names(), ")",
                                        ": the arguments' structure differs from the traced one"));
+  detail::observe_call(*this);
   std::vector<Tensor> out = call_flat(f.tensors);
   size_t i = 0;
   return map_leaves(outputs_, i, [&](size_t k, const Value&) { return Value(out[k]); });

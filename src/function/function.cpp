@@ -21,6 +21,7 @@ namespace kiln {
 namespace detail {
 std::atomic<void* (*)()> g_block_release{nullptr};
 std::atomic<void (*)(void*)> g_block_reacquire{nullptr};
+std::atomic<CallObserver> g_call_observer{nullptr};
 }  // namespace detail
 using detail::map_leaves;
 
@@ -182,6 +183,10 @@ bool compatible(const detail::Flat& general, const detail::Flat& call) {
   return true;
 }
 }  // namespace
+
+void set_call_observer(CallObserver observer) {
+  detail::g_call_observer.store(observer);
+}
 
 void set_blocking_hooks(BlockingHooks hooks) {
   detail::g_block_release.store(hooks.release);
@@ -538,6 +543,7 @@ Value Function::call_cached(std::span<const int64_t> k, std::span<const Tensor> 
     }
     note_call(tracing_count() != before);
   }
+  detail::observe_call(*cf);
   std::vector<Tensor> out = hit ? detail::run_released(*cf->plan_, ts) : cf->call_flat(ts);
   const Value& outs = cf->structured_outputs();
   if (outs.kind() == Value::Kind::kTensor) return Value(std::move(out[0]));

@@ -29,6 +29,12 @@ Value map_leaves(const Value& v, size_t& i, F&& leaf) {
 /// "float32 Tensor, shape=(2,)".
 std::string describe_spec(const ArgSpec& s);
 
+/// set_call_observer's observer (function.cpp); reports `cf` when set.
+extern std::atomic<CallObserver> g_call_observer;
+inline void observe_call(const ConcreteFunction& cf) {
+  if (CallObserver o = g_call_observer.load(std::memory_order_relaxed)) o(cf);
+}
+
 /// set_blocking_hooks' hooks (function.cpp).
 extern std::atomic<void* (*)()> g_block_release;
 extern std::atomic<void (*)(void*)> g_block_reacquire;

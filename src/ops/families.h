@@ -25,6 +25,7 @@ void define_image_ops(OpTableBuilder& t);
 void define_tensor_codec_ops(OpTableBuilder& t);
 void define_parse_example_ops(OpTableBuilder& t);
 void define_unicode_ops(OpTableBuilder& t);
+void define_summary_ops(OpTableBuilder& t);
 /// Every family above, in order.
 void define_all_ops(OpTableBuilder& t);
 }  // namespace kiln

@@ -58,6 +58,7 @@ void define_all_ops(OpTableBuilder& b) {
   define_image_ops(b);
   define_tensor_codec_ops(b);
   define_parse_example_ops(b);
+  define_summary_ops(b);
   define_unicode_ops(b);
 }
 
