@@ -37,6 +37,8 @@ demo: build
 	.venv/bin/python bench/demo.py
 	@echo; echo "== jit_compile vs graph mode on 20 random programs (bench/jit_random.py; 100 in docs/BENCHMARKS.md)"
 	.venv/bin/python bench/jit_random.py --programs 20 --quiet --json bench/results/jit_random.json
+	@echo; echo "== a kiln.profiler trace of EfficientNetV2-S (bench/profile_demo.py; docs/PROFILER.md)"
+	.venv/bin/python bench/profile_demo.py --logdir $(BUILD)/profile
 	@echo; echo "== the C++ harness (examples/bench_demo.cpp)"
 	$(BUILD)/bench_demo
 	.venv/bin/python examples/train_digits.py --export $(BUILD)/export
