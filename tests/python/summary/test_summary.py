@@ -177,7 +177,10 @@ def test_hostile_input(tmp_path):
         tf.summary.create_file_writer(None)
     with pytest.raises(tf.errors.InvalidArgumentError, match="max_queue"):
         tf.summary.create_file_writer(str(tmp_path), max_queue=-1)
-    if os.geteuid() != 0:  # root writes anywhere
+    # A directory that cannot be made (root may write anywhere else: /proc refuses it too).
+    with pytest.raises(tf.errors.FailedPreconditionError, match="cannot create logdir"):
+        tf.summary.create_file_writer("/proc/self/kiln_logs")
+    if os.geteuid() != 0:
         ro = tmp_path / "ro"
         ro.mkdir(mode=0o500)
         with pytest.raises(tf.errors.FailedPreconditionError):
@@ -188,8 +191,15 @@ def test_hostile_input(tmp_path):
         tf.summary.scalar("inf", float("inf"))
         with pytest.raises(ValueError, match="non-empty"):
             tf.summary.scalar("", 1.0)
+        # A large image (12 MB of pixels) is written whole; a bad rank is refused before
+        # anything is written.
+        assert bool(tf.summary.image("big", np.zeros([1, 2048, 2048, 3], np.uint8)).numpy())
+        with pytest.raises(ValueError, match="rank 4"):
+            tf.summary.image("flat", np.zeros([2048 * 2048], np.uint8))
     v = {x["tag"]: x for _, x in _values(tmp_path / "odd")}
     assert np.isnan(v[odd]["tensor"].numpy()) and np.isinf(v["inf"]["tensor"].numpy())
+    assert v["big"]["tensor"].numpy()[:2].tolist() == [b"2048", b"2048"]
+    assert set(v) == {odd, "inf", "big"}
 
 
 def test_a_damaged_file_is_a_clear_error(tmp_path):
