@@ -49,6 +49,10 @@ struct ProfilerOptions {
   int device_tracer_level = 1;
   /// Events that start earlier than this many ms after start() are dropped.
   int64_t delay_ms = 0;
+  /// The worker's rank in a multi-process job (MPI), -1 for none: the trace's
+  /// process is named "kiln worker <rank>" and its file
+  /// "<host>_worker<rank>.trace.json.gz", so ranks on one host keep apart.
+  int worker = -1;
 };
 
 /// One event of the timeline. Times are ns since the profile's start.
@@ -87,6 +91,7 @@ struct Profile {
   std::vector<Event> events;
   int64_t start_unix_us = 0;  ///< wall-clock time of start(), us since the epoch
   int64_t pid = 0;
+  int worker = -1;  ///< ProfilerOptions::worker
   /// OS thread id -> its name (pthread name, "" when none).
   std::vector<std::pair<int64_t, std::string>> threads;
 

@@ -57,13 +57,15 @@ void bind_profiler(nb::module_& m) {
              return out;
            })
       .def_ro("pid", &Profile::pid)
+      .def_ro("worker", &Profile::worker)
       .def_ro("start_unix_us", &Profile::start_unix_us)
       .def_prop_ro("num_events", [](const Profile& p) { return p.events.size(); });
 
   m.def(
       "profiler_start",
-      [](int host, int python, int device, int64_t delay_ms) {
+      [](int host, int python, int device, int64_t delay_ms, int worker) {
         profiler::ProfilerOptions o;
+        o.worker = worker;
         o.host_tracer_level = host;
         o.python_tracer_level = python;
         o.device_tracer_level = device;
@@ -71,7 +73,7 @@ void bind_profiler(nb::module_& m) {
         profiler::start(o);
       },
       nb::arg("host_tracer_level") = 2, nb::arg("python_tracer_level") = 0,
-      nb::arg("device_tracer_level") = 1, nb::arg("delay_ms") = 0);
+      nb::arg("device_tracer_level") = 1, nb::arg("delay_ms") = 0, nb::arg("worker") = -1);
   m.def("profiler_stop", &profiler::stop);
   m.def("profiler_enabled", [] { return profiler::is_enabled(); });
   m.def("profiler_now_ns", &profiler::now_ns);

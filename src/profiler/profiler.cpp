@@ -50,6 +50,7 @@ struct Session {
   int64_t start_ns = 0;
   int64_t keep_from_ns = 0;  // start + delay_ms
   int64_t start_unix_us = 0;
+  int worker = -1;
 };
 
 Session& session() {
@@ -157,11 +158,14 @@ void start(const ProfilerOptions& options) {
                  options.host_tracer_level);
   KILN_CHECK_ARG(options.delay_ms >= 0, "ProfilerOptions: delay_ms must be >= 0, got ",
                  options.delay_ms);
+  KILN_CHECK_ARG(options.worker >= -1, "ProfilerOptions: worker must be >= -1, got ",
+                 options.worker);
   drain(nullptr);  // what a hook recorded while the last session stopped
   s.running = true;
   s.start_ns = now_ns();
   s.keep_from_ns = s.start_ns + options.delay_ms * 1000000;
   s.start_unix_us = unix_us();
+  s.worker = options.worker;
   detail::g_level.store(options.host_tracer_level, std::memory_order_release);
 }
 
@@ -175,6 +179,7 @@ Profile stop() {
   Profile p;
   p.start_unix_us = s.start_unix_us;
   p.pid = static_cast<int64_t>(::getpid());
+  p.worker = s.worker;
   std::vector<Event> all = drain(&p.threads);
   std::erase_if(all, [&](const Event& e) { return e.start_ns < s.keep_from_ns; });
   for (Event& e : all) e.start_ns -= s.start_ns;

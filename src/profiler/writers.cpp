@@ -246,7 +246,8 @@ std::string Profile::table(size_t row_limit) const {
 
 std::string Profile::chrome_trace_json() const {
   std::string out = "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[";
-  append_metadata(out, "process_name", pid, 0, "kiln");
+  append_metadata(out, "process_name", pid, 0,
+                  worker < 0 ? std::string("kiln") : str_cat("kiln worker ", worker));
   for (const auto& [tid, name] : threads) {
     out += ",\n";
     append_metadata(out, "thread_name", pid, tid, name.empty() ? str_cat("thread ", tid) : name);
@@ -265,7 +266,8 @@ std::string Profile::save(const std::string& logdir) const {
   const fs::path base = fs::path(logdir) / "plugins" / "profile";
   make_dirs(base);
   const std::string run = run_name(start_unix_us);
-  const std::string file = host_name() + ".trace.json.gz";
+  const std::string file = str_cat(
+      host_name(), worker < 0 ? std::string() : str_cat("_worker", worker), ".trace.json.gz");
   fs::path dir = base / run;
   std::error_code ec;
   for (int i = 1; fs::exists(dir / file, ec); ++i) dir = base / str_cat(run, "_", i);

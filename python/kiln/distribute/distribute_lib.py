@@ -18,6 +18,7 @@ from kiln import _kiln, _variable_hooks, nest
 from kiln.autograph import maybe_convert
 from kiln.dtypes import cast
 from kiln.function import Function
+from kiln.profiler import experimental as _profiler
 from kiln.ops import array_ops, math_ops
 from kiln.scopes import init_scope
 from kiln.distribute import collectives
@@ -249,6 +250,8 @@ class Strategy:
         self._bucket_bytes = bucket_bytes or collectives.BUCKET_BYTES
         self._extended = StrategyExtended(self)
         self._agreed = weakref.WeakSet()  # the kiln.functions whose graphs were agreed on
+        if self._size > 1:  # profiles of this process name its rank (one file per worker)
+            _profiler._set_worker(self._rank)
 
     # ---- properties ----
 

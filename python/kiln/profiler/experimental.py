@@ -62,6 +62,16 @@ class ProfileResult:
         return f"ProfileResult(events={self._profile.num_events}, trace_path={self.trace_path!r})"
 
 
+_worker = {"rank": -1}
+
+
+def _set_worker(rank):
+    """Labels later profiles with this process's rank in a multi-worker job (kiln.distribute
+    calls it): process "kiln worker <rank>", file "<host>_worker<rank>.trace.json.gz". -1:
+    none."""
+    _worker["rank"] = int(rank)
+
+
 def _check_logdir(logdir):
     """FailedPreconditionError naming the first of logdir/plugins/profile that is a file."""
     path = logdir
@@ -86,7 +96,8 @@ def start(logdir, options=None):
         _check_logdir(logdir)
         try:
             _kiln.profiler_start(int(options.host_tracer_level), int(options.python_tracer_level),
-                                 int(options.device_tracer_level), int(options.delay_ms or 0))
+                                 int(options.device_tracer_level), int(options.delay_ms or 0),
+                                 _worker["rank"])
         except errors.FailedPreconditionError:  # started from C++
             raise errors.AlreadyExistsError("Another profiler is running.") from None
         _logdir = logdir

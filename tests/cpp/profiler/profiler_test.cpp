@@ -389,6 +389,27 @@ TEST_F(ProfilerTest, SaveWritesGzipInTensorBoardsLayout) {
   fs::remove_all(dir);
 }
 
+TEST_F(ProfilerTest, AWorkersProfileNamesItsRank) {
+  // Under MPI each rank writes its own file, named and labelled by rank.
+  const fs::path dir = fs::temp_directory_path() / str_cat("kiln_prof_worker_", ::getpid());
+  fs::remove_all(dir);
+  profiler::ProfilerOptions o;
+  o.worker = 3;
+  profiler::start(o);
+  Tensor(1.f) + Tensor(2.f);
+  const Profile p = profiler::stop();
+  EXPECT_EQ(p.worker, 3);
+  const std::string path = p.save(dir.string());
+  EXPECT_TRUE(path.ends_with("_worker3.trace.json.gz")) << path;
+  EXPECT_NE(p.chrome_trace_json().find("\"kiln worker 3\""), std::string::npos);
+  o.worker = -2;
+  EXPECT_THROW(profiler::start(o), InvalidArgumentError);
+  // The next profile without a worker is labelled as before.
+  profiler::start();
+  EXPECT_EQ(profiler::stop().worker, -1);
+  fs::remove_all(dir);
+}
+
 TEST_F(ProfilerTest, TableListsTopOpsByTotalTime) {
   Tensor a = Tensor::from_vector(std::vector<float>(64 * 64, 1.f), {64, 64});
   profiler::start();

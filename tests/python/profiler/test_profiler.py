@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import kiln
+from kiln.distribute.distribute_lib import Strategy
 from kiln.profiler import experimental as prof
 
 # kiln's MatMul row has TensorFlow's op type; traced nodes are named "MatMul".
@@ -225,3 +226,16 @@ def test_options_levels_and_delay(tmp_path):
 def test_namespace_matches_tensorflows():
     for name in ("Profile", "ProfilerOptions", "Trace", "start", "stop"):
         assert hasattr(kiln.profiler.experimental, name)
+
+
+def test_a_multi_worker_strategy_labels_the_profile_with_its_rank(tmp_path):
+    # kiln.distribute's workers (one process per MPI rank) write one file each.
+    try:
+        Strategy(rank=1, size=2)
+        with prof.Profile(str(tmp_path)):
+            kiln.constant(1.0) + 1.0
+        path = prof.last_profile().trace_path
+        assert path.endswith("_worker1.trace.json.gz")
+        assert '"kiln worker 1"' in prof.last_profile().chrome_trace()
+    finally:
+        prof._set_worker(-1)
