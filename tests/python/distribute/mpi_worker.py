@@ -9,8 +9,11 @@ Scenarios:
           raise UnavailableError naming worker 1 (it prints it and exits 7).
   die     worker 1 dies with os._exit(3) while worker 0 waits in a collective.
 """
+import gzip
+import json
 import os
 import sys
+import tempfile
 
 import numpy as np
 
@@ -74,6 +77,26 @@ def all_reduce_in_function(s, rank, size):
     ops = [n.op for n in step.get_concrete_function(tf.constant([1.0, 2.0])).graph
            .get_operations()]
     assert "CollectiveAllReduce" in ops, ops
+
+
+@check
+def profile_names_the_rank(s, rank, size):
+    # Each worker profiles its own process: the file and process name carry its rank,
+    # and the collective is a kernel event with its op.
+    @tf.function
+    def step(x):
+        return tf.distribute.get_replica_context().all_reduce(SUM, x)
+
+    s.run(step, args=(tf.constant([1.0]),))  # traced and compiled before the profile
+    with tf.profiler.experimental.Profile(tempfile.mkdtemp(prefix=f"kiln-prof-{rank}-")):
+        s.run(step, args=(tf.constant([1.0]),))
+    result = tf.profiler.experimental.last_profile()
+    assert result.trace_path.endswith(f"_worker{rank}.trace.json.gz"), result.trace_path
+    trace = json.loads(gzip.open(result.trace_path).read())
+    names = [e["args"]["name"] for e in trace["traceEvents"] if e["name"] == "process_name"]
+    assert names == [f"kiln worker {rank}"], names
+    assert any(e.get("args", {}).get("op") == "CollectiveAllReduce"
+               for e in trace["traceEvents"]), "no CollectiveAllReduce kernel event"
 
 
 @check
