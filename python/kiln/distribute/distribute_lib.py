@@ -250,7 +250,8 @@ class Strategy:
         self._bucket_bytes = bucket_bytes or collectives.BUCKET_BYTES
         self._extended = StrategyExtended(self)
         self._agreed = weakref.WeakSet()  # the kiln.functions whose graphs were agreed on
-        if self._size > 1:  # profiles of this process name its rank (one file per worker)
+        if self._size > 1 and self._collective:
+            # A worker of a multi-process job: its profiles name its rank (one file each).
             _profiler._set_worker(self._rank)
 
     # ---- properties ----

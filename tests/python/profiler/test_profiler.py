@@ -231,7 +231,11 @@ def test_namespace_matches_tensorflows():
 def test_a_multi_worker_strategy_labels_the_profile_with_its_rank(tmp_path):
     # kiln.distribute's workers (one process per MPI rank) write one file each.
     try:
-        Strategy(rank=1, size=2)
+        Strategy(rank=0, size=2)  # one worker's share of a 2-replica batch, no peers: no label
+        with prof.Profile(str(tmp_path / "single")):
+            kiln.constant(1.0) + 1.0
+        assert prof.last_profile().trace_path.endswith(f"{socket.gethostname()}.trace.json.gz")
+        Strategy(rank=1, size=2, collective=True)
         with prof.Profile(str(tmp_path)):
             kiln.constant(1.0) + 1.0
         path = prof.last_profile().trace_path
