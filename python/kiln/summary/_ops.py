@@ -64,24 +64,22 @@ def write(tag, tensor, step=None, metadata=None, name=None):
         raise TypeError(f"metadata must be serialized SummaryMetadata bytes, got "
                         f"{type(metadata).__name__}")
 
+    step_t = _step(step)  # the missing-step error comes first, as in TensorFlow
+
     def do_write():
         value = tensor() if callable(tensor) else tensor
-        _kiln.raw.WriteSummary(w._handle, _step(step), _kiln.convert_to_tensor(value),
+        _kiln.raw.WriteSummary(w._handle, step_t, _kiln.convert_to_tensor(value),
                                _kiln.constant(tag), _kiln.constant(metadata))
 
-    _step(step)  # the missing-step error comes first, as in TensorFlow
     return _record(_writer.should_record_summaries, do_write)
 
 
 def scalar(name, data, step=None, description=None):
     """tf.summary.scalar: a float32 scalar for TensorBoard's scalars plugin."""
-    def value():
-        t = O.cast(_kiln.convert_to_tensor(data), _FLOAT32)
-        if t.shape.rank is not None and t.shape.rank != 0:
-            raise ValueError(f"Expected scalar shape, saw shape: {t.shape}.")
-        return t
-    value()
-    return write(_tag(name), value, step, _metadata("scalars", description))
+    t = O.cast(_kiln.convert_to_tensor(data), _FLOAT32)
+    if t.shape.rank is not None and t.shape.rank != 0:
+        raise ValueError(f"Expected scalar shape, saw shape: {t.shape}.")
+    return write(_tag(name), t, step, _metadata("scalars", description))
 
 
 def text(name, data, step=None, description=None):

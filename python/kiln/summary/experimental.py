@@ -22,9 +22,9 @@ def write_raw_pb(tensor, step=None, name=None):
     w = _writer.state.writer
     if w is None or isinstance(w, _writer._NoopSummaryWriter):
         return _kiln.constant(False)
-    _step(step)
+    step_t = _step(step)
     return _record(_writer.should_record_summaries, lambda: _kiln.raw.WriteRawProtoSummary(
-        w._handle, _step(step), _kiln.convert_to_tensor(tensor, "string")))
+        w._handle, step_t, _kiln.convert_to_tensor(tensor, "string")))
 
 
 @contextlib.contextmanager
