@@ -94,6 +94,7 @@ test-peers: build
 	.venv/bin/python tests/peers/write_kiln_summaries.py $(BUILD)/summaries-peers
 	.venv-peers/bin/python tests/peers/check_summaries.py $(BUILD)/summaries-peers
 	.venv-peers/bin/python tests/peers/check_tensorboard_browser.py $(BUILD)/summaries-peers
+	.venv-peers/bin/python tests/peers/check_xplane.py $(BUILD)/summaries-peers
 
 # The same on a busy machine: after the idle run above, every workload again with one
 # process spinning per core, kiln and the peers alike; then each one's slowdown.

@@ -42,6 +42,11 @@ void bind_profiler(nb::module_& m) {
   nb::class_<Profile>(m, "ProfileResult")
       .def("table", &Profile::table, nb::arg("row_limit") = 20)
       .def("chrome_trace_json", &Profile::chrome_trace_json)
+      .def("xspace",
+           [](const Profile& p) {
+             const std::string s = p.xspace();
+             return nb::bytes(s.data(), s.size());
+           })
       .def("save", &Profile::save, nb::arg("logdir"), nb::call_guard<nb::gil_scoped_release>())
       .def("events",
            [](const Profile& p) {

@@ -1,5 +1,7 @@
 // The profile's outputs: the Chrome trace JSON (gzip-compressed into
 // TensorBoard's plugins/profile layout) and the table of ops.
+#include "profiler/writers.h"
+
 #include <unistd.h>
 #include <zlib.h>
 
@@ -117,10 +119,20 @@ std::string run_name(int64_t unix_us) {
   return buf;
 }
 
-std::string host_name() {
-  char buf[256] = {};
-  if (gethostname(buf, sizeof(buf) - 1) != 0 || buf[0] == '\0') return "localhost";
-  return buf;
+// Writes `bytes` to `path` through a temporary file renamed into place.
+void write_file(const fs::path& path, const std::string& bytes) {
+  const fs::path tmp = path.string() + ".tmp";
+  bool ok = false;
+  if (FILE* f = std::fopen(tmp.c_str(), "wb")) {
+    ok = std::fwrite(bytes.data(), 1, bytes.size(), f) == bytes.size();
+    ok = std::fclose(f) == 0 && ok;
+  }
+  std::error_code ec;
+  if (ok) fs::rename(tmp, path, ec);
+  if (!ok || ec) {
+    fs::remove(tmp, ec);
+    throw FailedPreconditionError(str_cat("cannot write profile ", path.string()));
+  }
 }
 
 void write_gzip(const fs::path& path, const std::string& text) {
@@ -162,6 +174,14 @@ void append_row(std::string& out, const std::string (&cells)[N], const size_t (&
 }
 
 }  // namespace
+
+namespace internal {
+std::string host_name() {
+  char buf[256] = {};
+  if (gethostname(buf, sizeof(buf) - 1) != 0 || buf[0] == '\0') return "localhost";
+  return buf;
+}
+}  // namespace internal
 
 std::string Event::shapes_string() const {
   std::string s;
@@ -266,12 +286,14 @@ std::string Profile::save(const std::string& logdir) const {
   const fs::path base = fs::path(logdir) / "plugins" / "profile";
   make_dirs(base);
   const std::string run = run_name(start_unix_us);
-  const std::string file = str_cat(
-      host_name(), worker < 0 ? std::string() : str_cat("_worker", worker), ".trace.json.gz");
+  const std::string stem =
+      str_cat(internal::host_name(), worker < 0 ? std::string() : str_cat("_worker", worker));
+  const std::string file = stem + ".trace.json.gz";
   fs::path dir = base / run;
   std::error_code ec;
   for (int i = 1; fs::exists(dir / file, ec); ++i) dir = base / str_cat(run, "_", i);
   make_dirs(dir);
+  write_file(dir / (stem + ".xplane.pb"), xspace());
   const fs::path path = dir / file;
   write_gzip(path, chrome_trace_json());
   return path.string();

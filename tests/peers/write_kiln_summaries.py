@@ -3,7 +3,8 @@
     .venv/bin/python tests/peers/write_kiln_summaries.py DIR
 
 DIR/direct: scalars, histograms, images, text eagerly and inside a kiln.function;
-DIR/fit: a Keras fit with the TensorBoard callback (train/ and validation/ runs).
+DIR/fit: a Keras fit with the TensorBoard callback (train/ and validation/ runs);
+DIR/profile: a kiln.profiler profile of a function (for check_xplane.py).
 """
 import os
 import shutil
@@ -47,11 +48,27 @@ def write_fit(logdir):
     model.fit(x, y, epochs=2, batch_size=16, validation_split=0.25, callbacks=[cb], verbose=0)
 
 
+def write_profile(logdir, calls=5):
+    @tf.function
+    def step(images, w):
+        y = tf.nn.relu(tf.nn.conv2d(images, tf.ones([3, 3, 3, 4]), 1, "SAME"))
+        return tf.nn.relu(tf.matmul(tf.reshape(y, [2, -1]), w))
+
+    images = tf.constant(np.ones((2, 8, 8, 3), np.float32))
+    w = tf.constant(np.ones((8 * 8 * 4, 5), np.float32))
+    step(images, w)  # traced before the profile
+    with tf.profiler.experimental.Profile(logdir):
+        for _ in range(calls):
+            step(images, w)
+        tf.nn.relu(w)  # one eager op
+
+
 def main():
     out = sys.argv[1]
     shutil.rmtree(out, ignore_errors=True)
     write_direct(os.path.join(out, "direct"))
     write_fit(os.path.join(out, "fit"))
+    write_profile(os.path.join(out, "profile"))
     print("wrote", out)
 
 

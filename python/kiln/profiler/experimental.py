@@ -58,6 +58,11 @@ class ProfileResult:
         """The Chrome trace JSON text (what the .trace.json.gz file holds)."""
         return self._profile.chrome_trace_json()
 
+    def xspace(self):
+        """The serialized XSpace (TensorFlow's xplane.proto) that TensorBoard's profile
+        plugin reads: what the .xplane.pb file beside the trace holds."""
+        return self._profile.xspace()
+
     def __repr__(self):
         return f"ProfileResult(events={self._profile.num_events}, trace_path={self.trace_path!r})"
 

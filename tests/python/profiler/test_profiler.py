@@ -103,6 +103,23 @@ def test_profile_of_a_function_loop_writes_the_trace(tmp_path):
     assert threading.get_native_id() in {e["tid"] for e in threads}
 
 
+def test_the_xspace_for_tensorboards_profile_plugin_is_written_beside(tmp_path):
+    x = kiln.constant(np.ones((8, 16), np.float32))
+    w = kiln.constant(np.ones((16, 4), np.float32))
+    _step(x, w)
+    with prof.Profile(str(tmp_path)):
+        _step(x, w)
+    result = prof.last_profile()
+    path = _trace_file(tmp_path).replace(".trace.json.gz", ".xplane.pb")
+    with open(path, "rb") as f:
+        data = f.read()
+    assert data == result.xspace()
+    # The host plane, and the kernel under TensorFlow's op event name "<node>:<op type>".
+    assert b"/host:CPU" in data
+    assert f":{MATMUL}".encode() in data
+    assert socket.gethostname().encode() in data
+
+
 def test_tracing_and_passes_are_recorded(tmp_path):
     @kiln.function
     def f(x):
