@@ -53,12 +53,20 @@ bench-eager-pair: build
 	.venv-peers/bin/python bench/peers/eager_pair.py --only dynamic_rnn while_tanh chain100 eager_add_overhead
 
 # Peers side by side: CPU TensorFlow, JAX and PyTorch in .venv-peers (scripts/setup_peers.sh),
-# the same workloads through each, then ratios kiln/peer (bench/results/compare.json).
+# the same workloads through each, then ratios kiln/peer (bench/results/compare.json); then
+# issue 43's rows: every model beside TF, JAX, PyTorch and the CPU inference engines
+# (onnxruntime and OpenVINO running kiln's ONNX export), alternated in one process, with
+# GFLOP/s against the matmul peak (bench/results/engines.json).
+ENGINE_MODELS ?= lstm2 transformer4 efficientnetv2s_224 efficientnetv2s_224_b8 \
+  efficientnetv2s_384 efficientnetv2s_384_b8 resnet50_224 resnet50_224_b8 resnet50_384 \
+  resnet50_384_b8 mobilenetv3_224 mobilenetv3_224_b8 mobilenetv3_384 mobilenetv3_384_b8
 bench-peers: build
 	@scripts/setup_peers.sh
 	.venv/bin/python bench/demo.py --json-only
 	.venv-peers/bin/python bench/peers/run_peers.py
 	.venv/bin/python bench/peers/compare.py
+	.venv-peers/bin/python bench/peers/model_pair.py --only $(ENGINE_MODELS) \
+	  --out bench/results/engines.json
 
 # Model workloads (issue 41: LSTM, transformer encoder, ResNet50, MobileNetV3) beside
 # TensorFlow, XLA, JAX and PyTorch; the same-run table is bench/peers/model_pair.py's.

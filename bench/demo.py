@@ -133,6 +133,8 @@ def select(args, parser):
     if args.models or any(n in mc.NAMES for n in args.only or []):
         import model_workloads
         chosen, args.models = model_workloads.MODELS, True
+        if not args.only:
+            chosen = [w for w in chosen if w.name in mc.DEFAULT_NAMES]
     if args.only:
         known = {w.name for w in chosen}
         bad = [n for n in args.only if n not in known]

@@ -34,7 +34,7 @@ def transformer4():
 
 def app(name):
     def build():
-        return _modes(mc.build_app(tf.keras, name), mc.image_input())
+        return _modes(mc.build_app(tf.keras, name), mc.image_input(name))
     return build
 
 

@@ -295,9 +295,9 @@ def _hand_model(name):
 def _keras_app(name):
     def build():
         model = mc.build_app(_keras_jax(), name)
-        return _keras_forward(model, _jax.numpy.asarray(mc.image_input()), "jit")
+        return _keras_forward(model, _jax.numpy.asarray(mc.image_input(name)), "jit")
     return _case(name, "jit", build, min_runs=5,
-                 meta={"model": f"keras.applications.{mc.APPS[name]}, KERAS_BACKEND=jax"})
+                 meta={"model": f"keras.applications.{mc.APPS[name][0]}, KERAS_BACKEND=jax"})
 
 
 def model_cases():

@@ -13,16 +13,44 @@ LSTM_SHAPE = (32, 100, 64)  # batch, time, features
 LSTM_UNITS, LSTM_LAYERS = 64, 2
 TR_BATCH, TR_SEQ, TR_D, TR_HEADS, TR_FFN, TR_BLOCKS = 8, 128, 256, 4, 1024, 4
 LN_EPS = 1e-3  # Keras' LayerNormalization default (PyTorch is told the same)
-IMAGE_SHAPE = (1, 224, 224, 3)
+
+# The Keras applications: workload name -> (keras.applications name, batch, image size).
+APPS = {"resnet50_224": ("ResNet50", 1, 224), "mobilenetv3_224": ("MobileNetV3Small", 1, 224)}
+# Issue 43's convnet rows: EfficientNetV2-S (seed 003's model), each at 224 and 384, batch 1
+# and 8 (throughput).
+for _short, _app in (("efficientnetv2s", "EfficientNetV2S"), ("resnet50", "ResNet50"),
+                     ("mobilenetv3", "MobileNetV3Small")):
+    for _size in (224, 384):
+        for _batch in (1, 8):
+            _name = f"{_short}_{_size}" + ("_b8" if _batch == 8 else "")
+            APPS.setdefault(_name, (_app, _batch, _size))
 
 TITLES = {
     "lstm2": "2-layer LSTM(64), return_sequences, [32, 100, 64], inference",
     "transformer4": "4 encoder blocks (d 256, 4 heads, ffn 1024), [8, 128, 256], inference",
-    "resnet50_224": "keras.applications.ResNet50(weights=None), [1, 224, 224, 3]",
-    "mobilenetv3_224": "keras.applications.MobileNetV3Small(weights=None), [1, 224, 224, 3]",
 }
+TITLES.update({n: f"keras.applications.{a}(weights=None), [{b}, {s}, {s}, 3]"
+               for n, (a, b, s) in APPS.items()})
 NAMES = list(TITLES)
-APPS = {"resnet50_224": "ResNet50", "mobilenetv3_224": "MobileNetV3Small"}
+# What `bench/demo.py --models` and the peers' `--models` runs time (issue 41's set).
+DEFAULT_NAMES = ["lstm2", "transformer4", "resnet50_224", "mobilenetv3_224"]
+
+
+def hand_flops(name):
+    """FLOPs (2 x multiply-adds) of one call of lstm2 or transformer4, from the shapes;
+    None for the applications (bench/peers/onnx_engines.py counts their exports)."""
+    if name == "lstm2":
+        b, t, i = LSTM_SHAPE
+        u = LSTM_UNITS
+        return sum(2 * b * t * 4 * u * ((i if layer == 0 else u) + u)
+                   for layer in range(LSTM_LAYERS))
+    if name == "transformer4":
+        tokens = TR_BATCH * TR_SEQ
+        projections = 4 * 2 * tokens * TR_D * TR_D  # q, k, v, output
+        attention = 2 * 2 * tokens * TR_SEQ * TR_D  # scores and the weighted sum
+        ffn = 2 * 2 * tokens * TR_D * TR_FFN
+        return TR_BLOCKS * (projections + attention + ffn)
+    return None
 
 
 def lstm_input():
@@ -33,9 +61,12 @@ def transformer_input():
     return np.random.default_rng(8).standard_normal((TR_BATCH, TR_SEQ, TR_D), dtype=np.float32)
 
 
-def image_input():
-    # [0, 255): MobileNetV3 rescales inside the model; ResNet50 takes it as is.
-    return (np.random.default_rng(9).random(IMAGE_SHAPE, dtype=np.float32) * 255).astype(np.float32)
+def image_input(name="resnet50_224"):
+    """The input of APPS[name]: [batch, size, size, 3] in [0, 255) (MobileNetV3 and
+    EfficientNetV2 rescale inside the model; ResNet50 takes it as is)."""
+    _, batch, size = APPS[name]
+    shape = (batch, size, size, 3)
+    return (np.random.default_rng(9).random(shape, dtype=np.float32) * 255).astype(np.float32)
 
 
 def _one_weight(rng, leaf, shape):
@@ -93,8 +124,11 @@ def build_transformer4(keras):
 
 
 def build_app(keras, name, **kw):
-    """keras.applications.<APPS[name]>(weights=None, **kw) with weights_for's values."""
-    return set_model_weights(getattr(keras.applications, APPS[name])(weights=None, **kw))
+    """keras.applications.<APPS[name]>(weights=None, **kw) at its image size, with
+    weights_for's values."""
+    app, _, size = APPS[name]
+    kw.setdefault("input_shape", (size, size, 3))
+    return set_model_weights(getattr(keras.applications, app)(weights=None, **kw))
 
 
 # ---- the weights by role, for the hand-written PyTorch and JAX versions ----

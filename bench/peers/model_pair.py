@@ -1,15 +1,20 @@
-"""kiln beside TensorFlow, PyTorch and JAX on the model workloads (issue 41),
-alternated in one process.
+"""kiln beside TensorFlow, PyTorch, JAX, onnxruntime and OpenVINO on the model
+workloads (issues 41, 43), alternated in one process.
 
 Separate runs of bench/demo.py --models and run_peers.py --models on a shared
 2-core VM see different load. Here every framework runs in the peers' Python
 (kiln imported from .venv as bench/peers/eager_pair.py does), and each round
 times every side in turn (kiln function, kiln jit, TF graph, TF XLA, PyTorch,
-JAX), so load that comes and goes hits both sides of a ratio alike. Ratios are
-taken per round; the table gives their median and [min-max].
+JAX, and onnxruntime and OpenVINO running kiln's ONNX export of the same model),
+so load that comes and goes hits both sides of a ratio alike. Ratios are taken
+per round; the table gives their median and [min-max], each side's GFLOP/s (the
+convolutions and products of the export) and the machine's matmul peak.
 
     .venv-peers/bin/python bench/peers/model_pair.py [--only lstm2 ...] [--rounds 5]
-        [--round-time 0.5] [--frameworks tensorflow torch jax]
+        [--round-time 0.5] [--frameworks tensorflow torch jax onnxruntime openvino]
+
+--only defaults to issue 41's four; model_common.NAMES lists every workload
+(EfficientNetV2-S, ResNet50, MobileNetV3 at 224/384, batch 1/8).
 """
 import argparse
 import datetime
@@ -21,6 +26,8 @@ import sys
 import time
 import traceback
 
+import numpy as np
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
@@ -28,10 +35,13 @@ import common as cm  # noqa: E402
 import eager_pair  # noqa: E402
 import model_common as mc  # noqa: E402
 
-PEERS = {"tensorflow": "tf_workloads", "torch": "torch_workloads", "jax": "jax_workloads"}
-LABEL = {"tensorflow": "tf", "torch": "torch", "jax": "jax"}
+PEERS = {"tensorflow": "tf_workloads", "torch": "torch_workloads", "jax": "jax_workloads",
+         "onnxruntime": "onnxruntime_workloads", "openvino": "openvino_workloads"}
+LABEL = {"tensorflow": "tf", "torch": "torch", "jax": "jax", "onnxruntime": "onnxruntime",
+         "openvino": "openvino"}
 GOALS = [("kiln function", "tf function", 1.0), ("kiln jit", "tf function", 1.0),
          ("kiln function", "torch eager", 1.5), ("kiln jit", "torch eager", 1.5)]
+BEST_GOAL = 0.8  # issue 43: kiln's best mode <= 0.8x the fastest peer, per round
 
 
 def log(msg):
@@ -109,6 +119,12 @@ def summarize(times):
         if a in times and b in times:
             r = [x / y for x, y in zip(times[a], times[b])]
             ratios[f"{a} / {b}"] = dict(row(r), target=target, met=st.median(r) < target)
+    kiln = [v for k, v in times.items() if k.startswith("kiln ")]
+    peers = [v for k, v in times.items() if not k.startswith("kiln ")]
+    if kiln and peers:
+        r = [min(k) / min(p) for k, p in zip(zip(*kiln), zip(*peers))]
+        ratios["kiln best / fastest peer"] = dict(row(r), target=BEST_GOAL,
+                                                  met=st.median(r) <= BEST_GOAL)
     return {k: row(v) for k, v in times.items()}, ratios
 
 
@@ -123,21 +139,48 @@ def run_model(name, mods, rounds, round_time):
     errors = agreement(name, {k: v[3] for k, v in ready.items()})
     times, calls = measure(ready, rounds, round_time)
     sides, ratios = summarize(times)
+    flops = model_flops(name)
     for label in sides:
         sides[label].update(first_call=ready[label][2], calls_per_round=calls[label],
                             rel_error=errors[label])
-    return {"sides": sides, "ratios": ratios}
+        if flops:
+            sides[label]["gflops"] = flops / sides[label]["median"] / 1e9
+    return {"sides": sides, "ratios": ratios, "flops": flops}
+
+
+def model_flops(name):
+    """FLOPs of one call: by hand for lstm2 and transformer4 (their exports loop), else
+    the convolutions and products of kiln's ONNX export; None when unknown."""
+    if mc.hand_flops(name):
+        return mc.hand_flops(name)
+    try:
+        import onnx_engines
+        return onnx_engines.flops(name)
+    except Exception as e:  # noqa: BLE001 - the count is extra information
+        log(f"  no FLOP count for {name}: {type(e).__name__}: {e}")
+        return None
+
+
+def matmul_peak(kiln, n=1024, runs=7):
+    """The machine's float32 matmul peak as kiln reaches it: best GFLOP/s of n^3."""
+    a = kiln.constant(np.random.default_rng(0).random((n, n), np.float32))
+    kiln.matmul(a, a).numpy()
+    best = min(per_call(lambda: kiln.matmul(a, a).numpy(), (), 1) for _ in range(runs))
+    return 2 * n ** 3 / best / 1e9
 
 
 def print_model(name, res):
     f = cm.kb.format_seconds
-    print(f"\n{name}: {mc.TITLES[name]}")
+    flops = res.get("flops")
+    print(f"\n{name}: {mc.TITLES[name]}"
+          + (f" ({flops / 1e9:.2f} GFLOP per call)" if flops else ""))
     for label, s in res["sides"].items():
-        print(f"  {label:15s} {f(s['median']):>9s} [{f(s['min'])}-{f(s['max'])}]  "
+        rate = f"  {s['gflops']:6.1f} GFLOP/s" if "gflops" in s else ""
+        print(f"  {label:20s} {f(s['median']):>9s} [{f(s['min'])}-{f(s['max'])}]{rate}  "
               f"first call {f(s['first_call']):>9s}  {s['calls_per_round']} calls/round  "
               f"rel. error {s['rel_error']:.1g}")
     for k, r in res["ratios"].items():
-        print(f"  {k:30s} {r['median']:.2f} [{r['min']:.2f}-{r['max']:.2f}]  "
+        print(f"  {k:32s} {r['median']:.2f} [{r['min']:.2f}-{r['max']:.2f}]  "
               f"goal < {r['target']:g}: {'met' if r['met'] else 'NOT met'}")
 
 
@@ -153,7 +196,7 @@ def configure(frameworks, threads):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--only", nargs="*", default=mc.NAMES, choices=mc.NAMES)
+    ap.add_argument("--only", nargs="*", default=mc.DEFAULT_NAMES, choices=mc.NAMES)
     ap.add_argument("--frameworks", nargs="*", default=list(PEERS), choices=list(PEERS))
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--round-time", type=float, default=0.5, help="seconds per side per round")
@@ -166,6 +209,9 @@ def main(argv=None):
     doc = {"kiln": kiln.__version__, "date": datetime.datetime.now().isoformat(timespec="seconds"),
            "command": " ".join([os.path.relpath(sys.argv[0])] + (argv or sys.argv[1:])),
            "machine": cm.machine(), "load_start": cm.kb.machine_load(), "results": {}}
+    doc["matmul_peak_gflops"] = matmul_peak(kiln)
+    print(f"machine: float32 matmul peak {doc['matmul_peak_gflops']:.1f} GFLOP/s "
+          f"(kiln, 1024^3, best of 7)")
     for name in a.only:
         doc["results"][name] = run_model(name, mods, a.rounds, a.round_time)
         print_model(name, doc["results"][name])

@@ -67,6 +67,7 @@ def worker(framework, partial, only, min_time, models=False):
     doc.update(notes)
     _save(partial, doc)
     log(f"{framework} {version} ({notes.get('threads', '')})")
+    only = only or (mc.DEFAULT_NAMES if models else None)
     for case in (mod.model_cases() if models else mod.cases()):
         if only and case.name not in only:
             continue

@@ -273,7 +273,7 @@ def _model_case(name, mode):
 
     def build():
         model = make[0](tf.keras) if make else mc.build_app(tf.keras, name)
-        x = (make[1] if make else mc.image_input)()
+        x = make[1]() if make else mc.image_input(name)
         return tf.function(model, jit_compile=(mode == "jit")), (tf.constant(x),)
 
     def check(out):
