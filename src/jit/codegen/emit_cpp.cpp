@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <bit>
+#include <cctype>
 #include <functional>
 #include <set>
 #include <span>
+#include <unordered_map>
 
 #include "jit/codegen/emit_util.h"
 #include "jit/codegen/stages.h"
@@ -639,6 +641,48 @@ static inline void kiln_stream_fence() {
 
 )";
 
+namespace {
+
+// What the compiler sees of a kernel's text: its comments dropped and its
+// name replaced, so two kernels of one code compare equal.
+std::string kernel_code(const std::string& text, const std::string& name) {
+  std::string out;
+  out.reserve(text.size());
+  for (size_t i = 0; i < text.size();) {
+    if (text.compare(i, 2, "//") == 0) {
+      i = text.find('\n', i);
+      if (i == std::string::npos) break;
+      continue;
+    }
+    const bool at_name = text.compare(i, name.size(), name) == 0 &&
+                         (i + name.size() == text.size() ||
+                          !(std::isalnum(static_cast<unsigned char>(text[i + name.size()])) ||
+                            text[i + name.size()] == '_'));
+    if (at_name) {
+      out += '@';
+      i += name.size();
+    } else {
+      out += text[i++];
+    }
+  }
+  return out;
+}
+
+// `name` declared as an alias of the kernel `target` of the same code: the
+// declaration line of `text` (name's own kernel text) with the alias attribute.
+std::string alias_text(const std::string& text, const std::string& name,
+                       const std::string& target) {
+  const std::string head = "extern \"C\" KILN_JIT_EXPORT void " + name + "(";
+  const size_t b = text.find(head);
+  const size_t e = b == std::string::npos ? b : text.find(") {", b);
+  if (e == std::string::npos) throw InternalError(str_cat("jit: no signature in kernel ", name));
+  return str_cat("// ", name, ": the code of ", target, "\nextern \"C\" __attribute__((alias(\"",
+                 target, "\"), visibility(\"default\"))) void ", name, "(",
+                 text.substr(b + head.size(), e - b - head.size()), ");\n\n");
+}
+
+}  // namespace
+
 // Kernels are `flatten`: every prelude function is inlined into them. GCC's
 // inliner otherwise stops after a few transcendentals in one function ("the
 // unit grows too large") and calls tanh_f32 out of line, which leaves the
@@ -655,7 +699,15 @@ std::string emit_module(const std::vector<Kernel>& kernels) {
                           "  int64_t fast;\n  int64_t stream;\n  const void* const* tile;\n"
                           "  int64_t tile_pitch;\n};\n\n") +
                   kStreamHelpers + vector_functions_text(kernels);
-  for (const Kernel& k : kernels) s += kernel_text(k);
+  // Kernels whose code differs only in their names and comments (a model's
+  // repeated blocks: 282 kernels of EfficientNetV2-S are 21 codes) are
+  // compiled once; the others are aliases of the first.
+  std::unordered_map<std::string, std::string> first_of_code;
+  for (const Kernel& k : kernels) {
+    std::string text = kernel_text(k);
+    auto [it, fresh] = first_of_code.try_emplace(kernel_code(text, k.name), k.name);
+    s += fresh ? text : alias_text(text, k.name, it->second);
+  }
   return s;
 }
 

@@ -218,6 +218,34 @@ TEST(Jit, RepeatedShapesReuseTheLayoutAndNewShapesRebuildIt) {
   EXPECT_EQ(j.tracing_count(), 1);
 }
 
+TEST(Jit, KernelsOfOneCodeAreCompiledOnceAndAliased) {
+  // A model's repeated blocks: two identical chains around a convolution (which
+  // stops the JIT) are two kernels of one code; the second is an alias of the
+  // first in the source, and each still runs on its own operands.
+  const Tensor w = random_tensor(DType::kFloat32, Shape({3, 3, 4, 4}), 2);
+  auto body = [&](const std::vector<Value>& a) {
+    const Tensor y = tanh(a[0].tensor()) * 0.5f + 1.f;
+    const Tensor z = conv2d(y, w, {1, 1}, "SAME");
+    return Value(tanh(z) * 0.5f + 1.f);
+  };
+  const Tensor x = random_tensor(DType::kFloat32, Shape({1, 8, 8, 4}), 1);
+  check_all_modes(body, {Value(x)}, 2);
+  auto cf = make(body, true).get_concrete_function({Value(x)});
+  const std::string src = cf->compiler_ir("source");
+  ASSERT_EQ(cf->jit_kernels(), 2u) << src;
+  EXPECT_NE(src.find("alias(\"kiln_jit_k0\")"), std::string::npos) << src;
+  EXPECT_EQ(src.find("KILN_JIT_EXPORT void kiln_jit_k1("), std::string::npos) << src;
+  // A chain of another code keeps its own body.
+  auto other = [&](const std::vector<Value>& a) {
+    const Tensor z = conv2d(tanh(a[0].tensor()) * 0.5f + 1.f, w, {1, 1}, "SAME");
+    return Value(exp(z) - 1.f);
+  };
+  check_all_modes(other, {Value(x)}, 2);
+  const std::string src2 =
+      make(other, true).get_concrete_function({Value(x)})->compiler_ir("source");
+  EXPECT_EQ(src2.find("alias("), std::string::npos) << src2;
+}
+
 TEST(Jit, SeveralOutputsAndAnOutputSmallerThanTheKernel) {
   // exp(x) is used inside the cluster and returned; with x [?] and y [?],
   // x of size 1 makes exp(x) smaller than the kernel's iteration space.
