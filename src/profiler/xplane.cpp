@@ -26,23 +26,10 @@ class PlaneBuilder {
   explicit PlaneBuilder(xp::XPlane* plane) : plane_(plane) {}
 
   int64_t event_id(const std::string& name) {
-    auto [it, fresh] = events_.try_emplace(name, static_cast<int64_t>(events_.size()) + 1);
-    if (fresh) {
-      xp::XEventMetadata& m = (*plane_->mutable_event_metadata())[it->second];
-      m.set_id(it->second);
-      m.set_name(name);
-    }
-    return it->second;
+    return intern(events_, *plane_->mutable_event_metadata(), name);
   }
-
   int64_t stat_id(const std::string& name) {
-    auto [it, fresh] = stats_.try_emplace(name, static_cast<int64_t>(stats_.size()) + 1);
-    if (fresh) {
-      xp::XStatMetadata& m = (*plane_->mutable_stat_metadata())[it->second];
-      m.set_id(it->second);
-      m.set_name(name);
-    }
-    return it->second;
+    return intern(stats_, *plane_->mutable_stat_metadata(), name);
   }
 
   void add_str(xp::XEvent* e, const std::string& key, const std::string& value) {
@@ -58,6 +45,20 @@ class PlaneBuilder {
   }
 
  private:
+  // The id of `name` in `metadata` (keyed by id), added on first use.
+  template <typename Metadata>
+  static int64_t intern(std::unordered_map<std::string, int64_t>& ids,
+                        google::protobuf::Map<int64_t, Metadata>& metadata,
+                        const std::string& name) {
+    auto [it, fresh] = ids.try_emplace(name, static_cast<int64_t>(ids.size()) + 1);
+    if (fresh) {
+      Metadata& m = metadata[it->second];
+      m.set_id(it->second);
+      m.set_name(name);
+    }
+    return it->second;
+  }
+
   xp::XPlane* plane_;
   std::unordered_map<std::string, int64_t> events_, stats_;
 };
