@@ -45,6 +45,8 @@ demo: build
 	@echo; echo "== serving the exports from C++, no Python (examples/serve.cpp, kiln-run)"
 	$(BUILD)/serve $(BUILD)/export
 	$(BUILD)/kiln-run $(BUILD)/export/digits
+	@echo; echo "== kiln-serve: TensorFlow Serving's REST API on the digits export (examples/serve_demo.py; docs/SERVING.md)"
+	.venv/bin/python examples/serve_demo.py $(BUILD)/export
 
 # Eager kiln and PyTorch alternated round by round in one process (microsecond workloads,
 # where separate runs on a shared machine differ more than the frameworks do).
