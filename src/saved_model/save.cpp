@@ -2,6 +2,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <map>
 #include <set>
 
@@ -87,9 +88,13 @@ struct Written {
   std::vector<int> bound;  // variable nodes of its resource args
 };
 
+// The folder and any missing parents (as TensorFlow's save makes them).
 void ensure_dir(const std::string& d) {
-  if (::mkdir(d.c_str(), 0755) != 0 && errno != EEXIST)
-    throw FailedPreconditionError(str_cat(d, ": cannot create directory: ", std::strerror(errno)));
+  std::error_code ec;
+  std::filesystem::create_directories(d, ec);
+  if (!std::filesystem::is_directory(d))
+    throw FailedPreconditionError(
+        str_cat(d, ": cannot create directory: ", ec ? ec.message() : "a file is in the way"));
 }
 
 // TensorFlow's signature functions return a dict: a wrapper FunctionDef

@@ -370,3 +370,17 @@ def test_keras_model_export_serves_and_keeps_variable_lists(tmp_path, capsys):
              input_signature=[tf.TensorSpec([None, 3], tf.float32)])
     assert tf.saved_model.load(str(tmp_path / "t")).serve(tf.ones([1, 3])).numpy().tolist() == [
         [2.0, 2.0, 2.0]]
+
+
+def test_save_makes_missing_parent_folders_and_names_a_file_in_the_way(tmp_path):
+    class Twice(tf.Module):
+        @tf.function(input_signature=[tf.TensorSpec([None], tf.float32)])
+        def __call__(self, x):
+            return x * 2.0
+
+    path = tmp_path / "a" / "b" / "model"  # TensorFlow's save makes the parents too
+    tf.saved_model.save(Twice(), str(path))
+    assert np.allclose(tf.saved_model.load(str(path))(tf.constant([1.0, 2.0])), [2.0, 4.0])
+    (tmp_path / "file").write_text("")
+    with pytest.raises(tf.errors.FailedPreconditionError, match="cannot create directory"):
+        tf.saved_model.save(Twice(), str(tmp_path / "file" / "model"))
