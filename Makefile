@@ -7,7 +7,7 @@ FUZZ_TIME ?= 600
 CMAKE_FLAGS ?=
 JOBS ?= $(shell nproc)
 
-.PHONY: all setup build py demo tour bench-models bench-peers bench-peers-busy bench-eager-pair test-peers test test-cpp test-py check-deps test-asan test-tsan fuzz fuzz-build fuzz-saved-model fuzz-tf-saved-model fuzz-onnx fuzz-bundle fuzz-decoders onnx-node-tests bench format format-check clean
+.PHONY: all setup build py demo tour bench-models bench-peers bench-peers-busy bench-eager-pair test-peers test test-cpp test-py check-deps test-asan test-tsan fuzz fuzz-build fuzz-saved-model fuzz-tf-saved-model fuzz-onnx fuzz-bundle fuzz-decoders fuzz-serve onnx-node-tests bench format format-check clean
 
 all: build
 
@@ -144,7 +144,7 @@ test-asan: setup
 # built with clang, FUZZ_TIME seconds each. Seeds: real exports (tests/fuzz/make_seeds.py),
 # ONNX's node-test models (tests/fuzz/make_onnx_seeds.py) and the checked-in corpora; new
 # inputs and any crash go to $(FUZZ_BUILD)/corpus*, $(FUZZ_BUILD)/crash-*.
-fuzz: fuzz-saved-model fuzz-tf-saved-model fuzz-onnx fuzz-bundle fuzz-decoders
+fuzz: fuzz-saved-model fuzz-tf-saved-model fuzz-onnx fuzz-bundle fuzz-decoders fuzz-serve
 
 # Every ONNX backend node test through kiln; the pass table goes into docs/ONNX.md.
 onnx-node-tests: py
@@ -154,7 +154,8 @@ fuzz-build: build
 	@command -v clang++ >/dev/null || apt-get install -y -qq --no-install-recommends clang
 	CC=clang CXX=clang++ cmake -S . -B $(FUZZ_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
 	  -DKILN_BUILD_BENCH=OFF -DKILN_BUILD_TESTS=OFF -DKILN_FUZZ=ON -DKILN_SANITIZE=address,undefined
-	cmake --build $(FUZZ_BUILD) -j $(JOBS) --target saved_model_fuzz onnx_fuzz bundle_fuzz decoders_fuzz
+	cmake --build $(FUZZ_BUILD) -j $(JOBS) --target saved_model_fuzz onnx_fuzz bundle_fuzz decoders_fuzz \
+	  serve_fuzz
 
 fuzz-saved-model: fuzz-build
 	.venv/bin/python tests/fuzz/make_seeds.py $(FUZZ_BUILD)/base $(FUZZ_BUILD)/seeds
@@ -190,6 +191,14 @@ fuzz-decoders: fuzz-build
 	cd $(FUZZ_BUILD) && ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
 	  ./decoders_fuzz -max_total_time=$(FUZZ_TIME) -rss_limit_mb=4096 -timeout=60 -print_final_stats=1 \
 	  decoders_corpus decoders_seeds $(CURDIR)/tests/fuzz/decoders_corpus
+
+# kiln-serve's REST request parsing (predict bodies, URL paths; tests/fuzz/serve_fuzz.cpp).
+fuzz-serve: fuzz-build
+	python3 tests/fuzz/make_serve_seeds.py $(FUZZ_BUILD)/serve_seeds
+	mkdir -p $(FUZZ_BUILD)/serve_corpus
+	cd $(FUZZ_BUILD) && ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+	  ./serve_fuzz -max_total_time=$(FUZZ_TIME) -rss_limit_mb=4096 -timeout=60 -print_final_stats=1 \
+	  serve_corpus serve_seeds $(CURDIR)/tests/fuzz/serve_corpus
 
 fuzz-onnx: fuzz-build
 	.venv/bin/python tests/fuzz/make_onnx_seeds.py $(FUZZ_BUILD)/onnx_seeds
