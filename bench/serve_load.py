@@ -1,0 +1,146 @@
+"""kiln-serve under load (issue 46): `wrk` (Debian's) against build/kiln-serve on loopback,
+serving a digits-sized MLP and EfficientNetV2-S (random weights) exported by kiln.
+
+    .venv/bin/python bench/serve_load.py [--seconds 20] [--json OUT]
+
+For each (model, connections): wrk's requests/s, latency p50/p90/p99 and the count of
+failed requests (socket errors and non-2xx answers, which must be 0), beside the same
+signature called in-process through kiln (p50 of sequential calls), so the difference at
+one connection is the server's overhead (HTTP, JSON both ways, queueing). wrk runs on the
+same 2 cores as the server: the numbers include its cost.
+"""
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+import numpy as np
+
+import kiln as tf
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+BIN = os.path.join(HERE, "..", "build", "kiln-serve")
+
+
+def signature(model, shape):
+    @tf.function(input_signature=[tf.TensorSpec([None, *shape], tf.float32, name="x")])
+    def serve(x):
+        return {"y": model(x, training=False)}
+    return serve
+
+
+def export(tmp):
+    """{model: (base path, one request body, in-process callable, its input)}."""
+    rng = np.random.default_rng(0)
+    mlp = tf.keras.Sequential([tf.keras.Input((64,)), tf.keras.layers.Dense(64, "relu"),
+                               tf.keras.layers.Dense(10)])
+    eff = tf.keras.applications.EfficientNetV2S(weights=None, input_shape=(224, 224, 3))
+    out = {}
+    for name, model, shape in (("mlp", mlp, [64]), ("effnet", eff, [224, 224, 3])):
+        serve = signature(model, shape)
+        base = os.path.join(tmp, name)
+        tf.saved_model.save(model, os.path.join(base, "1"), signatures={"serving_default": serve})
+        x = rng.random([1, *shape], np.float32)
+        body = json.dumps({"instances": x.tolist()})
+        out[name] = (base, body, serve, tf.constant(x))
+    return out
+
+
+def in_process_p50(fn, x, n=200):
+    fn(x)
+    times = []
+    for _ in range(n):
+        t = time.perf_counter()
+        fn(x)["y"].numpy()
+        times.append(time.perf_counter() - t)
+    return sorted(times)[len(times) // 2]
+
+
+def start(models, tmp):
+    cfg = os.path.join(tmp, "models.config")
+    with open(cfg, "w") as f:
+        f.write("model_config_list {\n" + "".join(
+            f'  config {{ name: "{n}" base_path: "{b}" }}\n' for n, (b, *_) in models.items())
+            + "}\n")
+    proc = subprocess.Popen([BIN, f"--model_config_file={cfg}", "--rest_api_port=0",
+                             "--rest_api_host=127.0.0.1"], stderr=subprocess.PIPE, text=True)
+    port, ready = {}, threading.Event()
+
+    def read():
+        for line in proc.stderr:
+            if '"event":"listening"' in line:
+                port["p"] = json.loads(line)["port"]
+                ready.set()
+        ready.set()
+
+    threading.Thread(target=read, daemon=True).start()
+    if not ready.wait(120) or "p" not in port:
+        proc.kill()
+        sys.exit("kiln-serve did not start")
+    return proc, port["p"]
+
+
+def wrk(port, model, body, connections, seconds, tmp):
+    script = os.path.join(tmp, f"{model}.lua")
+    with open(script, "w") as f:
+        f.write('wrk.method = "POST"\nwrk.headers["Content-Type"] = "application/json"\n'
+                f"wrk.body = {json.dumps(body)}\n")
+    r = subprocess.run(["wrk", f"-t{min(2, connections)}", f"-c{connections}", f"-d{seconds}s",
+                        "--latency", "-s", script, f"http://127.0.0.1:{port}/v1/models/{model}:predict"],
+                       capture_output=True, text=True, timeout=seconds + 60)
+    text = r.stdout
+
+    def lat(q):
+        m = re.search(rf"^\s+{q}%\s+([\d.]+)(us|ms|s)\s*$", text, re.M)
+        return float(m.group(1)) * {"us": 1e-6, "ms": 1e-3, "s": 1.0}[m.group(2)] if m else None
+
+    done = re.search(r"(\d+) requests in", text)
+    errors = sum(int(x) for x in re.findall(r"(?:connect|read|write|timeout) (\d+)", text))
+    non2xx = re.search(r"Non-2xx or 3xx responses: (\d+)", text)
+    return {"requests": int(done.group(1)) if done else 0,
+            "rps": float(re.search(r"Requests/sec:\s+([\d.]+)", text).group(1)),
+            "p50_s": lat(50), "p90_s": lat(90), "p99_s": lat(99),
+            "failed": errors + (int(non2xx.group(1)) if non2xx else 0)}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--seconds", type=int, default=20)
+    ap.add_argument("--json")
+    a = ap.parse_args()
+    if not shutil.which("wrk"):
+        sys.exit("wrk is not installed: apt-get install wrk")
+    tmp = tempfile.mkdtemp(prefix="kiln-serve-load-")
+    try:
+        models = export(tmp)
+        local = {n: in_process_p50(m[2], m[3], 200 if n == "mlp" else 20)
+                 for n, m in models.items()}
+        proc, port = start(models, tmp)
+        rows = []
+        for name, conns in (("mlp", 1), ("mlp", 8), ("effnet", 1), ("effnet", 8)):
+            r = wrk(port, name, models[name][1], conns, a.seconds, tmp)
+            r.update(model=name, connections=conns, in_process_p50_s=local[name],
+                     load=os.getloadavg()[0])
+            rows.append(r)
+            print(f"{name:6s} {conns} conn: {r['rps']:8.1f} req/s  p50 {r['p50_s'] * 1e3:7.3f} ms  "
+                  f"p90 {r['p90_s'] * 1e3:7.3f} ms  p99 {r['p99_s'] * 1e3:7.3f} ms  "
+                  f"failed {r['failed']}/{r['requests']}  (in-process p50 "
+                  f"{local[name] * 1e3:.3f} ms)", flush=True)
+        proc.terminate()
+        proc.wait(30)
+        if a.json:
+            with open(a.json, "w") as f:
+                json.dump({"date": time.strftime("%Y-%m-%d %H:%M"), "rows": rows}, f, indent=1)
+        return 1 if any(r["failed"] for r in rows) else 0
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
