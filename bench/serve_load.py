@@ -6,7 +6,8 @@ serving a digits-sized MLP and EfficientNetV2-S (random weights) exported by kil
 For each (model, connections): wrk's requests/s, latency p50/p90/p99 and the count of
 failed requests (socket errors and non-2xx answers, which must be 0), beside the same
 signature called in-process through kiln (p50 of sequential calls), so the difference at
-one connection is the server's overhead (HTTP, JSON both ways, queueing). wrk runs on the
+one connection is the server's overhead (HTTP, JSON both ways, queueing); then 8 connections
+again with --enable_batching (max_batch_size 8, batch_timeout_micros 50000). wrk runs on the
 same 2 cores as the server: the numbers include its cost.
 """
 import argparse
@@ -62,14 +63,27 @@ def in_process_p50(fn, x, n=200):
     return sorted(times)[len(times) // 2]
 
 
-def start(models, tmp):
+BATCHING = """max_batch_size { value: 8 }
+batch_timeout_micros { value: 50000 }
+num_batch_threads { value: 1 }
+"""
+
+
+def start(models, tmp, batching=False):
     cfg = os.path.join(tmp, "models.config")
     with open(cfg, "w") as f:
         f.write("model_config_list {\n" + "".join(
             f'  config {{ name: "{n}" base_path: "{b}" }}\n' for n, (b, *_) in models.items())
             + "}\n")
+    flags = []
+    if batching:
+        params = os.path.join(tmp, "batching.config")
+        with open(params, "w") as f:
+            f.write(BATCHING)
+        flags = ["--enable_batching=true", f"--batching_parameters_file={params}"]
     proc = subprocess.Popen([BIN, f"--model_config_file={cfg}", "--rest_api_port=0",
-                             "--rest_api_host=127.0.0.1"], stderr=subprocess.PIPE, text=True)
+                             "--rest_api_host=127.0.0.1", *flags], stderr=subprocess.PIPE,
+                            text=True)
     port, ready = {}, threading.Event()
 
     def read():
@@ -121,19 +135,23 @@ def main():
         models = export(tmp)
         local = {n: in_process_p50(m[2], m[3], 200 if n == "mlp" else 20)
                  for n, m in models.items()}
-        proc, port = start(models, tmp)
         rows = []
-        for name, conns in (("mlp", 1), ("mlp", 8), ("effnet", 1), ("effnet", 8)):
-            r = wrk(port, name, models[name][1], conns, a.seconds, tmp)
-            r.update(model=name, connections=conns, in_process_p50_s=local[name],
-                     load=os.getloadavg()[0])
-            rows.append(r)
-            print(f"{name:6s} {conns} conn: {r['rps']:8.1f} req/s  p50 {r['p50_s'] * 1e3:7.3f} ms  "
-                  f"p90 {r['p90_s'] * 1e3:7.3f} ms  p99 {r['p99_s'] * 1e3:7.3f} ms  "
-                  f"failed {r['failed']}/{r['requests']}  (in-process p50 "
-                  f"{local[name] * 1e3:.3f} ms)", flush=True)
-        proc.terminate()
-        proc.wait(30)
+        plan = ((False, (("mlp", 1), ("mlp", 8), ("effnet", 1), ("effnet", 8))),
+                (True, (("mlp", 8), ("effnet", 8))))
+        for batching, cases in plan:
+            proc, port = start(models, tmp, batching)
+            for name, conns in cases:
+                r = wrk(port, name, models[name][1], conns, a.seconds, tmp)
+                r.update(model=name, connections=conns, batching=batching,
+                         in_process_p50_s=local[name], load=os.getloadavg()[0])
+                rows.append(r)
+                print(f"{name:6s} {conns} conn{' batching' if batching else '         '}: "
+                      f"{r['rps']:8.1f} req/s  p50 {r['p50_s'] * 1e3:7.3f} ms  "
+                      f"p90 {r['p90_s'] * 1e3:7.3f} ms  p99 {r['p99_s'] * 1e3:7.3f} ms  "
+                      f"failed {r['failed']}/{r['requests']}  (in-process p50 "
+                      f"{local[name] * 1e3:.3f} ms)", flush=True)
+            proc.terminate()
+            proc.wait(30)
         if a.json:
             with open(a.json, "w") as f:
                 json.dump({"date": time.strftime("%Y-%m-%d %H:%M"), "rows": rows}, f, indent=1)

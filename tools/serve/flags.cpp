@@ -28,6 +28,14 @@ Setter int_flag(T Flags::*field, int64_t lo, int64_t hi) {
   };
 }
 
+Setter bool_flag(bool Flags::*field) {
+  return [=](Flags& f, const std::string& v) -> std::string {
+    if (v != "true" && v != "false") return "is not true or false: '" + v + "'";
+    f.*field = v == "true";
+    return "";
+  };
+}
+
 Setter str_flag(std::string Flags::*field) {
   return [=](Flags& f, const std::string& v) -> std::string {
     f.*field = v;
@@ -48,6 +56,8 @@ const std::map<std::string, Setter>& setters() {
       {"max_body_bytes", int_flag(&Flags::max_body_bytes, 1, int64_t{1} << 40)},
       {"rest_api_timeout_in_ms", int_flag(&Flags::rest_api_timeout_in_ms, 1, 86400000)},
       {"rest_api_read_timeout_in_ms", int_flag(&Flags::rest_api_read_timeout_in_ms, 1, 86400000)},
+      {"enable_batching", bool_flag(&Flags::enable_batching)},
+      {"batching_parameters_file", str_flag(&Flags::batching_parameters_file)},
   };
   return m;
 }
@@ -89,6 +99,8 @@ FlagsOrError parse_flags(const std::vector<std::string>& args) {
   const Flags& f = r.flags;
   if (f.model_base_path.empty() == f.model_config_file.empty())
     r.error = "give exactly one of --model_base_path and --model_config_file";
+  else if (!f.batching_parameters_file.empty() && !f.enable_batching)
+    r.error = "--batching_parameters_file needs --enable_batching=true";
   return r;
 }
 
@@ -117,6 +129,11 @@ appear, removed ones unloaded.
   --rest_api_timeout_in_ms=30000  per-request deadline (reading it, queueing,
                                   running): past it, 504
   --rest_api_read_timeout_in_ms=5000  per socket read; idle keep-alive limit
+  --enable_batching=false         merge concurrent predicts of one signature
+                                  into one call (docs/SERVING.md)
+  --batching_parameters_file=FILE BatchingParameters text proto: max_batch_size,
+                                  batch_timeout_micros, num_batch_threads,
+                                  max_enqueued_batches
   --port=0                        gRPC port: not implemented yet (reported)
   --help                          this text
 

@@ -19,6 +19,8 @@ struct Flags {
   int64_t max_body_bytes = 64 << 20;
   int64_t rest_api_timeout_in_ms = 30000;      ///< per request: reading it, queueing, running
   int64_t rest_api_read_timeout_in_ms = 5000;  ///< per read; also the keep-alive idle limit
+  bool enable_batching = false;                ///< merge concurrent predicts (batching.h)
+  std::string batching_parameters_file;        ///< BatchingParameters text proto
   bool help = false;
 };
 

@@ -8,9 +8,11 @@
 #include <cerrno>
 #include <cstdio>
 #include <fstream>
+#include <memory>
 #include <sstream>
 #include <thread>
 
+#include "batching.h"
 #include "executor.h"
 #include "flags.h"
 #include "http_server.h"
@@ -78,7 +80,8 @@ std::thread watch_signals(HttpServer& server) {
   });
 }
 
-int serve(const Flags& flags, const std::vector<ModelConfig>& configs) {
+int serve(const Flags& flags, const std::vector<ModelConfig>& configs,
+          const BatchingOptions& batching) {
   ModelManager models(configs);
   models.poll_all();
   for (const auto& m : models.models()) {
@@ -90,7 +93,9 @@ int serve(const Flags& flags, const std::vector<ModelConfig>& configs) {
   }
   Metrics metrics;
   Executor executor(worker_threads(flags));
-  Rest rest(models, metrics, &executor);
+  std::unique_ptr<Batcher> batcher;
+  if (flags.enable_batching) batcher = std::make_unique<Batcher>(batching);
+  Rest rest(models, metrics, &executor, batcher.get());
   HttpServer server(flags, rest, metrics);
   const int port = server.bind();
   if (port < 0) {
@@ -135,5 +140,24 @@ int main(int argc, char** argv) {
          {"message", std::string("--port (gRPC) is not implemented yet; serving REST only")}});
   const ConfigOrError configs = model_configs(flags);
   if (!configs.error.empty()) return usage_error(configs.error);
-  return serve(flags, configs.models);
+  BatchingOptions batching;
+  if (!flags.batching_parameters_file.empty()) {
+    std::ifstream in(flags.batching_parameters_file);
+    std::stringstream text;
+    text << in.rdbuf();
+    if (!in)
+      return usage_error("cannot read --batching_parameters_file " +
+                         flags.batching_parameters_file);
+    try {
+      batching = parse_batching_parameters(text.str());
+    } catch (const kiln::Error& e) {
+      return usage_error(flags.batching_parameters_file + ": " + e.what());
+    }
+  }
+  if (flags.enable_batching)
+    log_event("info", "batching",
+              {{"max_batch_size", batching.max_batch_size},
+               {"batch_timeout_micros", batching.batch_timeout_micros},
+               {"num_batch_threads", batching.num_batch_threads}});
+  return serve(flags, configs.models, batching);
 }

@@ -3,6 +3,7 @@
 
 #include <charconv>
 
+#include "batching.h"
 #include "convert.h"
 #include "executor.h"
 #include "json.h"
@@ -201,6 +202,13 @@ HttpReply Rest::predict(const Route& r, std::string_view body, Clock::time_point
   PredictRequest req;
   req.parse(body);
   const saved_model::Signature& sig = find_signature(*h.model, req.signature_name());
+  if (Clock::now() >= deadline)
+    throw DeadlineExceededError(
+        "Deadline exceeded: the request took longer than --rest_api_timeout_in_ms");
+  if (batcher_)
+    return {200,
+            predict_response(batcher_->run(h.model, sig, req.tensors(input_infos(sig)), deadline),
+                             sig.output_keys(), req.row_format())};
   auto inputs = std::make_shared<std::map<std::string, Tensor>>(req.tensors(input_infos(sig)));
   auto outputs = std::make_shared<std::map<std::string, Tensor>>();
   // The task owns the model and the tensors: it may outlive this request.

@@ -14,6 +14,7 @@ namespace kiln::serve {
 class ModelManager;
 class Metrics;
 class Executor;
+class Batcher;
 
 /// A request path taken apart.
 struct Route {
@@ -42,8 +43,9 @@ class Rest {
  public:
   using Clock = std::chrono::steady_clock;
   /// `executor` may be null: calls then run on the caller's thread.
-  Rest(const ModelManager& models, Metrics& metrics, Executor* executor)
-      : models_(models), metrics_(metrics), executor_(executor) {}
+  /// `batcher` (may be null): predicts go through it instead (batching.h).
+  Rest(const ModelManager& models, Metrics& metrics, Executor* executor, Batcher* batcher = nullptr)
+      : models_(models), metrics_(metrics), executor_(executor), batcher_(batcher) {}
   /// Never throws: every failure is an {"error": "..."} reply.
   HttpReply handle(std::string_view method, std::string_view path, std::string_view body,
                    Clock::time_point deadline);
@@ -56,6 +58,7 @@ class Rest {
   const ModelManager& models_;
   Metrics& metrics_;
   Executor* executor_;
+  Batcher* batcher_;
 };
 
 }  // namespace kiln::serve
