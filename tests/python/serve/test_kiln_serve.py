@@ -451,3 +451,35 @@ def test_flags_and_model_config_file(exports, tmp_path):
     assert s.predict(body, "/v1/models/b:predict")[1] == {"predictions": [[3.0, 5.0]]}
     assert len(s.request("GET", "/v1/models/a")[1]["model_version_status"]) == 2
     assert s.stop() == 0
+
+
+def test_batching_flags_and_concurrent_predicts(exports, tmp_path):
+    params = tmp_path / "batching.config"
+    params.write_text("max_batch_size { value: 4 }\nbatch_timeout_micros { value: 100000 }\n")
+    bad = tmp_path / "bad_batching.config"
+    bad.write_text("max_batch_size { value: 0 }\n")
+    base = ["--model_base_path=/x"]
+    for args, why in (([f"--batching_parameters_file={params}"], "needs --enable_batching"),
+                      (["--enable_batching=yes"], "not true or false"),
+                      (["--enable_batching=true", f"--batching_parameters_file={bad}"],
+                       "out of range"),
+                      (["--enable_batching=true", f"--batching_parameters_file={tmp_path}/no"],
+                       "cannot read")):
+        r = subprocess.run([BIN, *base, *args], capture_output=True, text=True, timeout=30)
+        assert r.returncode == 2 and why in r.stderr, r.stderr
+    shutil.copytree(exports / "v1", tmp_path / "m" / "1")
+    s = Server(tmp_path / "m", "--enable_batching=true", f"--batching_parameters_file={params}")
+    assert s.events("batching")[0]["max_batch_size"] == 4
+    results = {}
+
+    def call(i):
+        results[i] = s.predict({"instances": [[i, i]]})
+
+    threads = [threading.Thread(target=call, args=(i,)) for i in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    # y = x + x + 1 on each row, whichever batch it ran in.
+    assert results == {i: (200, {"predictions": [[2.0 * i + 1, 2.0 * i + 1]]}) for i in range(8)}
+    assert s.stop() == 0
