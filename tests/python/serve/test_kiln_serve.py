@@ -9,10 +9,12 @@ import http.client
 import json
 import os
 import random
+import re
 import shutil
 import signal
 import socket
 import subprocess
+import tempfile
 import threading
 import time
 
@@ -483,3 +485,73 @@ def test_batching_flags_and_concurrent_predicts(exports, tmp_path):
     # y = x + x + 1 on each row, whichever batch it ran in.
     assert results == {i: (200, {"predictions": [[2.0 * i + 1, 2.0 * i + 1]]}) for i in range(8)}
     assert s.stop() == 0
+
+
+def wrk(port, seconds, connections=8):
+    """wrk (Debian's, installed by scripts/setup.sh) posting predicts for `seconds`:
+    (requests done, failed = socket errors + non-2xx answers, wrk's text)."""
+    script = f"""wrk.method = "POST"
+wrk.headers["Content-Type"] = "application/json"
+wrk.body = '{json.dumps({"instances": [[1, 2]]})}'
+"""
+    with tempfile.NamedTemporaryFile("w", suffix=".lua", delete=False) as f:
+        f.write(script)
+    try:
+        r = subprocess.run(["wrk", "-t2", f"-c{connections}", f"-d{seconds}s", "-s", f.name,
+                            f"http://127.0.0.1:{port}/v1/models/m:predict"],
+                           capture_output=True, text=True, timeout=seconds + 60)
+    finally:
+        os.unlink(f.name)
+    done = int(re.search(r"(\d+) requests in", r.stdout).group(1))
+    failed = sum(int(x) for x in re.findall(r"(?:connect|read|write|timeout) (\d+)", r.stdout))
+    non2xx = re.search(r"Non-2xx or 3xx responses: (\d+)", r.stdout)
+    return done, failed + (int(non2xx.group(1)) if non2xx else 0), r.stdout
+
+
+def test_versions_swapped_and_damaged_under_load(exports, tmp_path):
+    """12 s of wrk load (8 connections) while version 2 appears and a damaged version 3
+    follows: no failed request, version 2 serves after it loads, version 3's error shows."""
+    assert shutil.which("wrk"), "wrk is missing: scripts/setup.sh installs it"
+    base = tmp_path / "base"
+    shutil.copytree(exports / "v1", base / "1")
+    s = Server(base, "--file_system_poll_wait_seconds=1")
+
+    def faults():
+        time.sleep(3)
+        shutil.copytree(exports / "v2", tmp_path / "staging")
+        os.rename(tmp_path / "staging", base / "2")
+        time.sleep(3)
+        (base / "3").mkdir()
+        (base / "3" / "saved_model.pb").write_bytes(b"\x08garbage")
+
+    t = threading.Thread(target=faults)
+    t.start()
+    done, failed, text = wrk(s.port, 12)
+    t.join()
+    assert failed == 0 and done > 1000, text
+    states = {v["version"]: v for v in s.request("GET", "/v1/models/m")[1]["model_version_status"]}
+    assert states["2"]["state"] == "AVAILABLE" and states["3"]["state"] == "END", states
+    assert states["3"]["status"]["error_message"]
+    assert s.predict({"instances": [[1, 2]]})[1] == {"predictions": [[4.0, 6.0]]}
+    assert s.stop() == 0
+
+
+def test_sigterm_under_load_finishes_every_request_in_flight(exports, tmp_path):
+    shutil.copytree(exports / "v1", tmp_path / "1")
+    s = Server(tmp_path)
+    n = slow_n(1)
+    replies = []
+
+    def call():
+        replies.append(s.predict({"signature_name": "slow", "inputs": n}, timeout=120))
+
+    threads = [threading.Thread(target=call) for _ in range(4)]
+    for t in threads:
+        t.start()
+    time.sleep(0.5)
+    assert all(t.is_alive() for t in threads)  # four requests in flight
+    s.proc.send_signal(signal.SIGTERM)
+    for t in threads:
+        t.join(120)
+    assert replies == [(200, {"outputs": n})] * 4
+    assert s.proc.wait(60) == 0
