@@ -108,14 +108,16 @@ struct Profile {
   std::string chrome_trace_json() const;
   /// The serialized XSpace (TensorFlow's xplane.proto) TensorBoard's profile
   /// plugin reads: plane "/host:CPU", a line per thread, kernels named
-  /// "<node>:<op type>" with shapes, dtype, bytes and is_eager stats.
-  /// Counters are left out.
+  /// "<function>/<node>:<op type>" (the function run enclosing them on their
+  /// thread, when there is one) with shapes, dtype, bytes and is_eager
+  /// stats. Counters are left out.
   std::string xspace() const;
   /// Writes chrome_trace_json() gzip-compressed as
   /// <logdir>/plugins/profile/<run>/<host>.trace.json.gz (TensorBoard's
   /// layout; run: "YYYY_MM_DD_HH_MM_SS" of start(), made unique) beside
-  /// xspace() as <host>.xplane.pb, and returns the trace's path. FailedPreconditionError when a path component is a file or
-  /// a folder cannot be created.
+  /// xspace() as <host>.xplane.pb, and returns the trace's path.
+  /// FailedPreconditionError when a path component is a file or a folder
+  /// cannot be created.
   std::string save(const std::string& logdir) const;
 };
 
