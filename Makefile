@@ -87,6 +87,7 @@ test-peers: build
 	.venv/bin/python examples/export_model.py $(BUILD)/export-peers
 	.venv-peers/bin/python tests/peers/check_saved_model.py $(BUILD)/export-peers/digits \
 	  $(BUILD)/export-peers/charunpack
+	.venv-peers/bin/python tests/peers/check_serving.py $(BUILD)/export-peers --bin $(BUILD)/kiln-serve
 	.venv/bin/python tests/peers/write_kiln_saved_models.py $(BUILD)/kiln-saved-models
 	.venv-peers/bin/python tests/peers/check_saved_model.py $(BUILD)/kiln-saved-models/flow \
 	  $(BUILD)/kiln-saved-models/keras_cnn $(BUILD)/kiln-saved-models/jit \

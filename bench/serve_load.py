@@ -7,8 +7,9 @@ For each (model, connections): wrk's requests/s, latency p50/p90/p99 and the cou
 failed requests (socket errors and non-2xx answers, which must be 0), beside the same
 signature called in-process through kiln (p50 of sequential calls), so the difference at
 one connection is the server's overhead (HTTP, JSON both ways, queueing); then 8 connections
-again with --enable_batching (max_batch_size 8, batch_timeout_micros 50000). wrk runs on the
-same 2 cores as the server: the numbers include its cost.
+again with --enable_batching (max_batch_size 8, batch_timeout_micros 50000); and rows
+"grpc": one gRPC channel from Python, sequential Predicts (TensorProto both ways). wrk and
+the Python client run on the same 2 cores as the server: the numbers include their cost.
 """
 import argparse
 import json
@@ -18,7 +19,6 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 
 import numpy as np
@@ -27,6 +27,8 @@ import kiln as tf
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 BIN = os.path.join(HERE, "..", "build", "kiln-serve")
+sys.path.insert(0, os.path.join(HERE, "..", "tools", "serve"))
+import serve_client  # noqa: E402 (tools/serve/serve_client.py)
 
 
 def signature(model, shape):
@@ -81,23 +83,30 @@ def start(models, tmp, batching=False):
         with open(params, "w") as f:
             f.write(BATCHING)
         flags = ["--enable_batching=true", f"--batching_parameters_file={params}"]
-    proc = subprocess.Popen([BIN, f"--model_config_file={cfg}", "--rest_api_port=0",
-                             "--rest_api_host=127.0.0.1", *flags], stderr=subprocess.PIPE,
-                            text=True)
-    port, ready = {}, threading.Event()
+    try:
+        return serve_client.start(BIN, [f"--model_config_file={cfg}", *flags], timeout=120)
+    except RuntimeError as e:
+        sys.exit(str(e))
 
-    def read():
-        for line in proc.stderr:
-            if '"event":"listening"' in line:
-                port["p"] = json.loads(line)["port"]
-                ready.set()
-        ready.set()
 
-    threading.Thread(target=read, daemon=True).start()
-    if not ready.wait(120) or "p" not in port:
-        proc.kill()
-        sys.exit("kiln-serve did not start")
-    return proc, port["p"]
+def grpc_loop(port, model, x, seconds):
+    """One gRPC channel, sequential Predicts for `seconds` (a Python client: its own cost is
+    in the numbers): requests/s, p50/p90/p99 and failures, as wrk() reports them."""
+    c = serve_client.GrpcClient(port)
+    inputs = {"x": serve_client.tensor_proto(np.asarray(x))}
+    times, failed, end = [], 0, time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        t = time.perf_counter()
+        try:
+            c.predict(model, inputs, full=True)
+        except serve_client.grpc.RpcError:
+            failed += 1
+        times.append(time.perf_counter() - t)
+    c.close()
+    times.sort()
+    q = lambda f: times[min(len(times) - 1, int(len(times) * f))]  # noqa: E731
+    return {"requests": len(times), "rps": len(times) / seconds, "p50_s": q(0.5),
+            "p90_s": q(0.9), "p99_s": q(0.99), "failed": failed}
 
 
 def wrk(port, model, body, connections, seconds, tmp):
@@ -139,9 +148,14 @@ def main():
         plan = ((False, (("mlp", 1), ("mlp", 8), ("effnet", 1), ("effnet", 8))),
                 (True, (("mlp", 8), ("effnet", 8))))
         for batching, cases in plan:
-            proc, port = start(models, tmp, batching)
+            server = start(models, tmp, batching)
+            if not batching:  # gRPC first: one channel, sequential
+                cases = (("mlp", "grpc"), ("effnet", "grpc")) + cases
             for name, conns in cases:
-                r = wrk(port, name, models[name][1], conns, a.seconds, tmp)
+                if conns == "grpc":
+                    r = grpc_loop(server.grpc_port, name, models[name][3], a.seconds // 2)
+                else:
+                    r = wrk(server.port, name, models[name][1], conns, a.seconds, tmp)
                 r.update(model=name, connections=conns, batching=batching,
                          in_process_p50_s=local[name], load=os.getloadavg()[0])
                 rows.append(r)
@@ -150,8 +164,8 @@ def main():
                       f"p90 {r['p90_s'] * 1e3:7.3f} ms  p99 {r['p99_s'] * 1e3:7.3f} ms  "
                       f"failed {r['failed']}/{r['requests']}  (in-process p50 "
                       f"{local[name] * 1e3:.3f} ms)", flush=True)
-            proc.terminate()
-            proc.wait(30)
+            server.proc.terminate()
+            server.proc.wait(30)
         if a.json:
             with open(a.json, "w") as f:
                 json.dump({"date": time.strftime("%Y-%m-%d %H:%M"), "rows": rows}, f, indent=1)

@@ -1,12 +1,14 @@
 """kiln-serve on the exported digits classifier, for `make demo`: starts the server
 (build/kiln-serve, no Python inside), asks for the model's status and signature, sends
-predict requests in TensorFlow Serving's row and column formats, compares the answers
-with what Python computed at export, times small requests, then stops it with SIGTERM.
+predict requests in TensorFlow Serving's REST row and column formats and over its gRPC
+API, compares the answers with what Python computed at export, times small requests on
+both, then stops it with SIGTERM.
 
     .venv/bin/python examples/serve_demo.py EXPORT_DIR [--bin build/kiln-serve]
 
 EXPORT_DIR as examples/export_model.py writes it (digits/, digits_input.npy,
-digits_expected.npy). Only the standard library and NumPy on the client side.
+digits_expected.npy). The client side: the standard library and NumPy for REST, grpcio
+for gRPC (tools/serve/serve_client.py; TensorFlow users would use tensorflow-serving-api).
 """
 import argparse
 import http.client
@@ -14,39 +16,16 @@ import json
 import os
 import shutil
 import signal
-import subprocess
 import sys
 import tempfile
-import threading
 import time
 
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 DEFAULT_BIN = os.path.join(HERE, "..", "build", "kiln-serve")
-
-
-def start(binary, base):
-    """(process, port) of kiln-serve serving `base` as model "digits" on loopback."""
-    proc = subprocess.Popen([binary, "--model_name=digits", f"--model_base_path={base}",
-                             "--rest_api_port=0", "--rest_api_host=127.0.0.1"],
-                            stderr=subprocess.PIPE, text=True)
-    found, lines = {}, []
-    ready = threading.Event()
-
-    def read():
-        for line in proc.stderr:
-            lines.append(line)
-            if '"event":"listening"' in line:
-                found["port"] = json.loads(line)["port"]
-                ready.set()
-        ready.set()
-
-    threading.Thread(target=read, daemon=True).start()
-    if not ready.wait(60) or "port" not in found:
-        proc.kill()
-        raise RuntimeError("kiln-serve did not start:\n" + "".join(lines))
-    return proc, found["port"]
+sys.path.insert(0, os.path.join(HERE, "..", "tools", "serve"))
+import serve_client  # noqa: E402 (tools/serve/serve_client.py: start, the gRPC client)
 
 
 def call(conn, method, path, body=None):
@@ -69,6 +48,26 @@ def latency(conn, row, n=300):
     return times[len(times) // 2], times[int(len(times) * 0.99)]
 
 
+def grpc_demo(port, x, expected):
+    """The same model over TensorFlow Serving's gRPC API."""
+    c = serve_client.GrpcClient(port)
+    print(f"gRPC on 127.0.0.1:{port}: status {c.status('digits')[0][1]}, signatures "
+          f"{sorted(c.metadata('digits')[1].signature_def)}")
+    got = c.predict("digits", {"features": x})["logits"]
+    print(f"gRPC Predict, {len(x)} digits: classes {got.argmax(1)[:4].tolist()}..., max |diff| "
+          f"{np.abs(got - expected).max():.2g}")
+    one = {"features": serve_client.tensor_proto(x[:1])}
+    times = []
+    for _ in range(320):
+        t = time.perf_counter()
+        c.predict("digits", one)
+        times.append((time.perf_counter() - t) * 1e6)
+    times = sorted(times[20:])
+    print(f"1-row predict round trip (gRPC, one channel): p50 {times[len(times) // 2]:.0f} us, "
+          f"p99 {times[int(len(times) * 0.99)]:.0f} us")
+    c.close()
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("export_dir")
@@ -79,7 +78,9 @@ def main(argv=None):
     base = tempfile.mkdtemp(prefix="kiln-serve-demo-")
     try:
         shutil.copytree(os.path.join(args.export_dir, "digits"), os.path.join(base, "1"))
-        proc, port = start(args.bin, base)
+        server = serve_client.start(args.bin, ["--model_name=digits",
+                                               f"--model_base_path={base}"])
+        proc, port = server.proc, server.port
         try:
             conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
             print(f"kiln-serve on 127.0.0.1:{port}, model digits version 1 ({args.bin})")
@@ -103,6 +104,7 @@ def main(argv=None):
             print(f"1-row predict round trip (REST + JSON, one keep-alive connection): "
                   f"p50 {p50:.0f} us, p99 {p99:.0f} us")
             conn.close()
+            grpc_demo(server.grpc_port, x, expected)
         finally:
             proc.send_signal(signal.SIGTERM)
             code = proc.wait(30)

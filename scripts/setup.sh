@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 # nothing else is used). Installed without Recommends, as on a minimal machine.
 DEB_PACKAGES=(g++ cmake ninja-build make pkg-config libopenblas-dev libdnnl-dev libre2-dev libssl-dev libpng-dev libturbojpeg0-dev zlib1g-dev libicu-dev
   libprotobuf-dev protobuf-compiler libopenmpi-dev openmpi-bin libgtest-dev libgmock-dev libbenchmark-dev python3 python3-venv python3-dev clang-format
-  libcpp-httplib-dev libsimdjson-dev wrk)
+  libcpp-httplib-dev libsimdjson-dev libgrpc++-dev protobuf-compiler-grpc wrk)
 
 die() { echo "setup: $*" >&2; exit 1; }
 

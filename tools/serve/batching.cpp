@@ -9,6 +9,7 @@
 
 #include "kiln/ops.h"
 #include "kiln/status.h"
+#include "service.h"
 
 namespace kiln::serve {
 
@@ -117,6 +118,14 @@ struct Batcher::Item {
 
 namespace {
 
+// Rows of a request that runs alone, for the metrics: its first input's
+// leading dimension (1 for a scalar).
+int64_t own_rows(const Batcher::Tensors& inputs) {
+  if (inputs.empty()) return 1;
+  const Tensor& t = inputs.begin()->second;
+  return t.rank() >= 1 ? t.shape().dim(0) : 1;
+}
+
 int64_t leading_rows(const Batcher::Tensors& inputs) {
   int64_t rows = -1;
   for (const auto& [k, t] : inputs) {
@@ -202,7 +211,7 @@ std::vector<std::shared_ptr<Batcher::Item>> Batcher::take_batch(
       break;
   }
   ++batches_;
-  rows_ += std::max<int64_t>(total, 1);
+  rows_ += total > 0 ? total : own_rows(batch[0]->inputs);
   return batch;
 }
 
@@ -278,8 +287,7 @@ Batcher::Tensors Batcher::run(std::shared_ptr<const saved_model::SavedModel> mod
   std::unique_lock<std::mutex> lock(item->mu);
   if (!item->cv.wait_until(lock, deadline, [&] { return item->done; })) {
     item->cancelled = true;
-    throw DeadlineExceededError(
-        "Deadline exceeded: the request took longer than --rest_api_timeout_in_ms");
+    throw_deadline_exceeded();
   }
   if (item->error) std::rethrow_exception(item->error);
   return std::move(item->outputs);

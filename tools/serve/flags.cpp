@@ -54,6 +54,7 @@ const std::map<std::string, Setter>& setters() {
       {"rest_api_num_threads", int_flag(&Flags::rest_api_num_threads, 0, 4096)},
       {"file_system_poll_wait_seconds", int_flag(&Flags::file_system_poll_wait_seconds, 0, 86400)},
       {"max_body_bytes", int_flag(&Flags::max_body_bytes, 1, int64_t{1} << 40)},
+      {"max_tensor_bytes", int_flag(&Flags::max_tensor_bytes, 1, int64_t{1} << 46)},
       {"rest_api_timeout_in_ms", int_flag(&Flags::rest_api_timeout_in_ms, 1, 86400000)},
       {"rest_api_read_timeout_in_ms", int_flag(&Flags::rest_api_read_timeout_in_ms, 1, 86400000)},
       {"enable_batching", bool_flag(&Flags::enable_batching)},
@@ -113,32 +114,36 @@ std::string usage_text() {
   return R"(usage: kiln-serve --model_base_path=DIR [--model_name=NAME] [flags]
        kiln-serve --model_config_file=FILE [flags]
 
-Serves kiln SavedModels over TensorFlow Serving's REST API (no Python).
+Serves kiln SavedModels over TensorFlow Serving's REST and gRPC APIs (no
+Python).
 DIR holds numbered versions (DIR/1, DIR/2, ...); new ones are loaded as they
 appear, removed ones unloaded.
 
+  --port=8500                     gRPC port (0: any free port, logged)
   --rest_api_port=8501            REST port (0: any free port, logged)
-  --rest_api_host=0.0.0.0         address to listen on
+  --rest_api_host=0.0.0.0         address both listen on
   --model_name=default            the model's name in URLs
   --model_base_path=DIR           the model's versions
   --model_config_file=FILE        several models: ModelServerConfig text proto
                                   (see docs/SERVING.md for the subset read)
   --rest_api_num_threads=0        HTTP worker threads (0: 4 per core)
   --file_system_poll_wait_seconds=1  seconds between scans for versions (0: once)
-  --max_body_bytes=67108864       larger request bodies get 413
+  --max_body_bytes=67108864       larger request bodies get 413 (gRPC:
+                                  RESOURCE_EXHAUSTED)
+  --max_tensor_bytes=1073741824   larger decoded gRPC input tensors are refused
   --rest_api_timeout_in_ms=30000  per-request deadline (reading it, queueing,
-                                  running): past it, 504
+                                  running): past it, 504; caps a gRPC
+                                  client's deadline too
   --rest_api_read_timeout_in_ms=5000  per socket read; idle keep-alive limit
   --enable_batching=false         merge concurrent predicts of one signature
                                   into one call (docs/SERVING.md)
   --batching_parameters_file=FILE BatchingParameters text proto: max_batch_size,
                                   batch_timeout_micros, num_batch_threads,
                                   max_enqueued_batches
-  --port=0                        gRPC port: not implemented yet (reported)
   --help                          this text
 
 Exit status: 0 after SIGTERM/SIGINT (in-flight requests finish), 1 when a
-model cannot be served or the port cannot be bound, 2 on bad usage.
+model cannot be served or a port cannot be bound, 2 on bad usage.
 )";
 }
 

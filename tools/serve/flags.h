@@ -10,17 +10,18 @@ namespace kiln::serve {
 struct Flags {
   int rest_api_port = 8501;  ///< 0: any free port (printed in the "listening" log line)
   std::string rest_api_host = "0.0.0.0";
-  int grpc_port = 0;  ///< --port: gRPC is not implemented; a non-zero value is reported
+  int grpc_port = 8500;  ///< --port (gRPC); 0: any free port
   std::string model_name = "default";
   std::string model_base_path;
   std::string model_config_file;
-  int rest_api_num_threads = 0;           ///< 0: 4 per core, as TensorFlow Serving
-  int file_system_poll_wait_seconds = 1;  ///< 0: load once at start-up
-  int64_t max_body_bytes = 64 << 20;
-  int64_t rest_api_timeout_in_ms = 30000;      ///< per request: reading it, queueing, running
-  int64_t rest_api_read_timeout_in_ms = 5000;  ///< per read; also the keep-alive idle limit
-  bool enable_batching = false;                ///< merge concurrent predicts (batching.h)
-  std::string batching_parameters_file;        ///< BatchingParameters text proto
+  int rest_api_num_threads = 0;                 ///< 0: 4 per core, as TensorFlow Serving
+  int file_system_poll_wait_seconds = 1;        ///< 0: load once at start-up
+  int64_t max_body_bytes = 64 << 20;            ///< also gRPC's largest message
+  int64_t max_tensor_bytes = int64_t{1} << 30;  ///< one decoded gRPC input tensor
+  int64_t rest_api_timeout_in_ms = 30000;       ///< per request: reading it, queueing, running
+  int64_t rest_api_read_timeout_in_ms = 5000;   ///< per read; also the keep-alive idle limit
+  bool enable_batching = false;                 ///< merge concurrent predicts (batching.h)
+  std::string batching_parameters_file;         ///< BatchingParameters text proto
   bool help = false;
 };
 

@@ -1,5 +1,5 @@
-// kiln-serve: serves kiln SavedModels with TensorFlow Serving's REST API,
-// no Python (docs/SERVING.md). Exit status 0 after SIGTERM/SIGINT, 1 when
+// kiln-serve: serves kiln SavedModels with TensorFlow Serving's REST and
+// gRPC APIs, no Python (docs/SERVING.md). Exit status 0 after SIGTERM/SIGINT, 1 when
 // it cannot serve, 2 on bad usage.
 #include <signal.h>
 #include <unistd.h>
@@ -15,12 +15,14 @@
 #include "batching.h"
 #include "executor.h"
 #include "flags.h"
+#include "grpc_server.h"
 #include "http_server.h"
 #include "log.h"
 #include "metrics.h"
 #include "model_config.h"
 #include "models.h"
 #include "rest.h"
+#include "service.h"
 
 namespace {
 
@@ -67,16 +69,17 @@ bool install_signal_handlers() {
   return sigaction(SIGTERM, &sa, nullptr) == 0 && sigaction(SIGINT, &sa, nullptr) == 0;
 }
 
-// The thread that stops the server on a signal; a 0 byte (written once the
-// server has stopped some other way) ends it without stopping anything.
-std::thread watch_signals(HttpServer& server) {
-  return std::thread([&server] {
+// The thread that stops the servers on a signal; a 0 byte (written once the
+// HTTP server has stopped some other way) ends it without stopping anything.
+std::thread watch_signals(HttpServer& server, GrpcServer& grpc) {
+  return std::thread([&server, &grpc] {
     char c = 0;
     while (read(g_signal_pipe[0], &c, 1) < 0 && errno == EINTR) {
     }
     if (c == 0) return;
     log_event("info", "shutdown", {{"signal", std::string(c == SIGTERM ? "SIGTERM" : "SIGINT")}});
     server.stop();
+    grpc.stop();  // returns once its in-flight calls have finished
   });
 }
 
@@ -96,20 +99,36 @@ int serve(const Flags& flags, const std::vector<ModelConfig>& configs,
   std::unique_ptr<Batcher> batcher;
   if (flags.enable_batching) batcher = std::make_unique<Batcher>(batching);
   Rest rest(models, metrics, &executor, batcher.get());
+  const Runner runner(&executor, batcher.get());
+  GrpcServer grpc(flags, models, metrics, runner);
+  const int grpc_port = grpc.start();
+  if (grpc_port < 0) {
+    log_event("error", "bind_failed",
+              {{"host", flags.rest_api_host},
+               {"port", int64_t{flags.grpc_port}},
+               {"api", std::string("grpc")}});
+    return 1;
+  }
   HttpServer server(flags, rest, metrics);
   const int port = server.bind();
   if (port < 0) {
     log_event("error", "bind_failed",
-              {{"host", flags.rest_api_host}, {"port", int64_t{flags.rest_api_port}}});
+              {{"host", flags.rest_api_host},
+               {"port", int64_t{flags.rest_api_port}},
+               {"api", std::string("rest")}});
     return 1;
   }
-  std::thread watcher = watch_signals(server);
+  std::thread watcher = watch_signals(server, grpc);
   models.start_polling(flags.file_system_poll_wait_seconds);
+  // The REST line comes last: launchers wait for "listening" (ports of both by then).
+  log_event("info", "grpc_listening",
+            {{"host", flags.rest_api_host}, {"port", int64_t{grpc_port}}});
   log_event("info", "listening", {{"host", flags.rest_api_host}, {"port", int64_t{port}}});
   const bool ok = server.listen();
   const char wake = 0;
   [[maybe_unused]] ssize_t woke = write(g_signal_pipe[1], &wake, 1);
   watcher.join();  // it may still be in server.stop()
+  grpc.stop();
   models.stop_polling();
   log_event("info", "stopped", {});
   return ok ? 0 : 1;
@@ -133,11 +152,6 @@ int main(int argc, char** argv) {
   }
   if (!parsed.error.empty()) return usage_error(parsed.error);
   const Flags& flags = parsed.flags;
-  if (flags.grpc_port != 0)
-    log_event(
-        "warning", "grpc_not_implemented",
-        {{"port", int64_t{flags.grpc_port}},
-         {"message", std::string("--port (gRPC) is not implemented yet; serving REST only")}});
   const ConfigOrError configs = model_configs(flags);
   if (!configs.error.empty()) return usage_error(configs.error);
   BatchingOptions batching;

@@ -9,10 +9,10 @@
 namespace kiln::serve {
 
 void Metrics::record(const std::string& model, const std::string& api, const std::string& status,
-                     double micros) {
+                     double micros, const char* entrypoint) {
   std::lock_guard<std::mutex> lock(mu_);
   ++requests_[{model, status}];
-  Histogram& h = latency_[{model, api}];
+  Histogram& h = latency_[{model, api, entrypoint}];
   size_t b = 0;
   while (b < kBuckets.size() && micros > kBuckets[b]) ++b;
   ++h.counts[b];
@@ -72,11 +72,13 @@ std::string Metrics::prometheus(const ModelManager& models) const {
        << k.second << "\"} " << n << "\n";
   os << "# HELP :tensorflow:serving:request_latency Request latency in microseconds.\n"
      << "# TYPE :tensorflow:serving:request_latency histogram\n";
-  for (const auto& [k, h] : latency_)
-    write_histogram(
-        os,
-        "model_name=\"" + prom_label(k.first) + "\",API=\"" + k.second + "\",entrypoint=\"REST\"",
-        h.counts, h.sum, h.count);
+  for (const auto& [k, h] : latency_) {
+    const auto& [model, api, entrypoint] = k;
+    write_histogram(os,
+                    "model_name=\"" + prom_label(model) + "\",API=\"" + api + "\",entrypoint=\"" +
+                        entrypoint + "\"",
+                    h.counts, h.sum, h.count);
+  }
   os << "# HELP kiln_serve_http_responses_total HTTP responses by status code.\n"
      << "# TYPE kiln_serve_http_responses_total counter\n";
   for (const auto& [code, n] : http_)

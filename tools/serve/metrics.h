@@ -15,9 +15,10 @@ class ModelManager;
 
 class Metrics {
  public:
-  /// One API call on a configured model: `status` is TensorFlow's code name.
+  /// One API call on a configured model: `status` is TensorFlow's code name,
+  /// `entrypoint` "REST" or "GRPC".
   void record(const std::string& model, const std::string& api, const std::string& status,
-              double micros);
+              double micros, const char* entrypoint = "REST");
   /// Any HTTP response, by status code.
   void record_http(int status);
   std::string prometheus(const ModelManager& models) const;
@@ -34,7 +35,8 @@ class Metrics {
   };
   mutable std::mutex mu_;
   std::map<std::pair<std::string, std::string>, uint64_t> requests_;  // (model, status)
-  std::map<std::pair<std::string, std::string>, Histogram> latency_;  // (model, api)
+  // (model, api, entrypoint)
+  std::map<std::tuple<std::string, std::string, std::string>, Histogram> latency_;
   std::map<int, uint64_t> http_;
 };
 

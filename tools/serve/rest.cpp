@@ -3,12 +3,11 @@
 
 #include <charconv>
 
-#include "batching.h"
 #include "convert.h"
-#include "executor.h"
 #include "json.h"
 #include "metrics.h"
 #include "models.h"
+#include "service.h"
 
 namespace kiln::serve {
 
@@ -105,11 +104,6 @@ const char* api_name(Route::Kind k) {
   }
 }
 
-const Model& find_model(const ModelManager& models, const std::string& name) {
-  if (const Model* m = models.find(name)) return *m;
-  throw NotFoundError("Servable not found for request: Latest(" + name + ")");
-}
-
 void write_status(JsonWriter& w, const VersionStatus& s) {
   w.begin_object().key("version").string(std::to_string(s.version));
   w.key("state").string(state_name(s.state));
@@ -131,53 +125,19 @@ void write_tensor_info(JsonWriter& w, const TensorInfo& t, const std::string& te
   w.key("name").string(tensor_name).end_object();
 }
 
-std::vector<TensorInfo> input_infos(const saved_model::Signature& s) {
-  std::vector<TensorInfo> out;
-  for (size_t i = 0; i < s.input_keys().size(); ++i)
-    out.push_back({s.input_keys()[i], s.input_specs()[i].dtype, s.input_specs()[i].shape});
-  return out;
-}
-
-std::vector<TensorInfo> output_infos(const saved_model::Signature& s) {
-  std::vector<TensorInfo> out;
-  const auto& outs = s.function()->graph().outputs();
-  for (size_t i = 0; i < s.output_keys().size() && i < outs.size(); ++i) {
-    const TensorSpec& t = outs[i].node->outputs()[static_cast<size_t>(outs[i].index)];
-    out.push_back({s.output_keys()[i], t.dtype, t.shape});
-  }
-  return out;
-}
-
 void write_signature(JsonWriter& w, const saved_model::Signature& s) {
   w.key(s.key()).begin_object().key("inputs").begin_object();
-  for (const auto& t : input_infos(s)) write_tensor_info(w, t, s.key() + "_" + t.name + ":0");
+  for (const auto& t : input_infos(s)) write_tensor_info(w, t, input_tensor_name(s, t));
   w.end_object().key("outputs").begin_object();
-  int i = 0;
-  for (const auto& t : output_infos(s))
-    write_tensor_info(w, t, "StatefulPartitionedCall:" + std::to_string(i++));
+  size_t i = 0;
+  for (const auto& t : output_infos(s)) write_tensor_info(w, t, output_tensor_name(i++));
   w.end_object().key("method_name").string(saved_model::kPredictMethod).end_object();
-}
-
-const saved_model::Signature& find_signature(const saved_model::SavedModel& m,
-                                             const std::string& key) {
-  auto it = m.signatures().find(key);
-  if (it == m.signatures().end())
-    throw InvalidArgumentError("Serving signature name: \"" + key.substr(0, 128) +
-                               "\" not found in signature def");
-  return it->second;
 }
 
 }  // namespace
 
 HttpReply Rest::status(const Route& r) {
-  const Model& m = find_model(models_, r.model);
-  std::optional<int64_t> version = r.version;
-  if (!r.label.empty()) version = m.find(std::nullopt, r.label).version;
-  const auto st = m.status(version);
-  if (st.empty())
-    throw NotFoundError(version ? "Could not find version " + std::to_string(*version) +
-                                      " of model " + r.model
-                                : "Could not find any versions of model " + r.model);
+  const auto st = version_status(find_model(models_, r.model), r.version, r.label);
   JsonWriter w;
   w.begin_object().key("model_version_status").begin_array();
   for (const auto& s : st) write_status(w, s);
@@ -202,22 +162,8 @@ HttpReply Rest::predict(const Route& r, std::string_view body, Clock::time_point
   PredictRequest req;
   req.parse(body);
   const saved_model::Signature& sig = find_signature(*h.model, req.signature_name());
-  if (Clock::now() >= deadline)
-    throw DeadlineExceededError(
-        "Deadline exceeded: the request took longer than --rest_api_timeout_in_ms");
-  if (batcher_)
-    return {200,
-            predict_response(batcher_->run(h.model, sig, req.tensors(input_infos(sig)), deadline),
-                             sig.output_keys(), req.row_format())};
-  auto inputs = std::make_shared<std::map<std::string, Tensor>>(req.tensors(input_infos(sig)));
-  auto outputs = std::make_shared<std::map<std::string, Tensor>>();
-  // The task owns the model and the tensors: it may outlive this request.
-  auto run = [model = h.model, &sig, inputs, outputs] { *outputs = sig(*inputs); };
-  if (Clock::now() >= deadline || (executor_ && !executor_->run(run, deadline)))
-    throw DeadlineExceededError(
-        "Deadline exceeded: the request took longer than --rest_api_timeout_in_ms");
-  if (!executor_) run();
-  return {200, predict_response(*outputs, sig.output_keys(), req.row_format())};
+  const Tensors outputs = runner_.predict(h, sig, req.tensors(input_infos(sig)), deadline);
+  return {200, predict_response(outputs, sig.output_keys(), req.row_format())};
 }
 
 HttpReply Rest::dispatch(const Route& r, std::string_view body, Clock::time_point deadline) {

@@ -8,13 +8,12 @@
 #include <string_view>
 
 #include "kiln/status.h"
+#include "service.h"
 
 namespace kiln::serve {
 
 class ModelManager;
 class Metrics;
-class Executor;
-class Batcher;
 
 /// A request path taken apart.
 struct Route {
@@ -45,7 +44,7 @@ class Rest {
   /// `executor` may be null: calls then run on the caller's thread.
   /// `batcher` (may be null): predicts go through it instead (batching.h).
   Rest(const ModelManager& models, Metrics& metrics, Executor* executor, Batcher* batcher = nullptr)
-      : models_(models), metrics_(metrics), executor_(executor), batcher_(batcher) {}
+      : models_(models), metrics_(metrics), runner_(executor, batcher) {}
   /// Never throws: every failure is an {"error": "..."} reply.
   HttpReply handle(std::string_view method, std::string_view path, std::string_view body,
                    Clock::time_point deadline);
@@ -57,8 +56,7 @@ class Rest {
   HttpReply predict(const Route& r, std::string_view body, Clock::time_point deadline);
   const ModelManager& models_;
   Metrics& metrics_;
-  Executor* executor_;
-  Batcher* batcher_;
+  Runner runner_;
 };
 
 }  // namespace kiln::serve

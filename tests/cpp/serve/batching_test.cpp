@@ -130,6 +130,7 @@ TEST(ServeBatching, RequestsThatCannotMergeRunAlone) {
   });
   EXPECT_THROW(bad.get(), Error);
   EXPECT_EQ(values(good.get().at("y")), (std::vector<float>{3, 3}));
+  EXPECT_EQ(b.rows(), 5);  // merged or alone, each request's own rows
   // Past the deadline: 504's error, nothing left waiting.
   EXPECT_THROW(b.run(model, sig, {{"x", rows({1, 1})}}, Batcher::Clock::now()),
                DeadlineExceededError);

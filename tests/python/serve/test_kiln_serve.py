@@ -14,10 +14,12 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import threading
 import time
 
+import grpc
 import numpy as np
 import pytest
 
@@ -25,6 +27,8 @@ import kiln as tf
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(
     __file__)))))
+sys.path.insert(0, os.path.join(ROOT, "tools", "serve"))
+import serve_client  # noqa: E402 (tools/serve/serve_client.py)
 BIN = os.environ.get("KILN_SERVE_BIN", os.path.join(ROOT, "build", "kiln-serve"))
 MATRIX = 160  # the slow signature multiplies MATRIX x MATRIX matrices n times
 
@@ -86,24 +90,11 @@ class Server:
         after the test that started it unless module_scoped."""
         assert os.access(BIN, os.X_OK), f"{BIN} is missing: run make build first"
         model = [f"--model_base_path={base}", "--model_name=m"] if base else []
-        self.proc = subprocess.Popen(
-            [BIN, *model, "--rest_api_port=0", "--rest_api_host=127.0.0.1", *flags],
-            stderr=subprocess.PIPE, text=True)
+        started = serve_client.start(BIN, [*model, *flags])
+        self.proc, self.port, self.grpc_port, self.lines = (
+            started.proc, started.port, started.grpc_port, started.lines)
         if not module_scoped:
             STARTED.append(self.proc)
-        self.lines = []
-        ready = threading.Event()
-
-        def read():
-            for line in self.proc.stderr:
-                self.lines.append(line)
-                if '"event":"listening"' in line:
-                    self.port = json.loads(line)["port"]
-                    ready.set()
-            ready.set()
-
-        threading.Thread(target=read, daemon=True).start()
-        assert ready.wait(60) and hasattr(self, "port"), "".join(self.lines)
 
     def request(self, method, path, body=None, timeout=30):
         c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
@@ -188,6 +179,53 @@ def test_predict_matches_in_process(server, exports):
     assert status == 200 and body == {"outputs": {"count": 3, "mean": 2.5}}
     status, body = server.predict({"instances": [[1, 2]]}, "/v1/models/m/versions/1:predict")
     assert status == 200 and body == {"predictions": [[3.0, 5.0]]}
+
+
+def test_grpc_predict_metadata_and_status(server, exports):
+    """TensorFlow Serving's gRPC API beside REST on the same server."""
+    c = serve_client.GrpcClient(server.grpc_port)
+    local = tf.saved_model.load(str(exports / "v1"))
+    x = np.array([[1.5, -2.0], [0.1, 3e-8]], np.float32)
+    want = local.signatures["serving_default"](x=tf.constant(x))["y"].numpy()
+    np.testing.assert_array_equal(c.predict("m", {"x": x})["y"], want)
+    resp = c.predict("m", {"x": x}, full=True)
+    assert (resp.model_spec.name, resp.model_spec.version.value,
+            resp.model_spec.signature_name) == ("m", 1, "serving_default")
+    raw = b"\x00\xffkiln"
+    inputs = {"a": np.array([[1, 2], [3, 4]], np.float32), "s": np.array([raw, b"hi"], object)}
+    out = c.predict("m", inputs, signature="multi")
+    assert out["echo_bytes"].tolist() == [raw + raw, b"hihi"]
+    np.testing.assert_array_equal(out["total"], [3.0, 7.0])
+    assert set(c.predict("m", inputs, signature="multi", output_filter=["total"])) == {"total"}
+    out = c.predict("m", {"x": np.array([1.0, 2.0, 4.5], np.float32)}, signature="stats")
+    assert out["count"].shape == () and out["count"] == 3 and out["mean"] == 2.5
+    version, sigs = c.metadata("m")
+    assert version == 1 and sorted(sigs.signature_def) == ["multi", "serving_default", "slow",
+                                                           "stats"]
+    xi = sigs.signature_def["serving_default"].inputs["x"]
+    assert xi.name == "serving_default_x:0" and xi.dtype == 1  # DT_FLOAT
+    assert [d.size for d in xi.tensor_shape.dim] == [-1, 2]
+    assert c.status("m") == [(1, "AVAILABLE", 0, "")]
+    for call, code, part in (
+            (lambda: c.predict("nope", {"x": x}), grpc.StatusCode.NOT_FOUND, "Latest(nope)"),
+            (lambda: c.predict("m", {"x": x}, version=9), grpc.StatusCode.NOT_FOUND, "9"),
+            (lambda: c.predict("m", {"x": x.astype(np.int64)}), grpc.StatusCode.INVALID_ARGUMENT,
+             "expects DT_FLOAT but DT_INT64 is provided"),
+            (lambda: c.predict("m", {"w": x}), grpc.StatusCode.INVALID_ARGUMENT,
+             "input tensor alias not found in signature: w"),
+            (lambda: c.predict("m", {"x": np.zeros((30000, 2), np.float32)}),
+             grpc.StatusCode.RESOURCE_EXHAUSTED, ""),  # over --max_body_bytes
+            (lambda: c.status("nope"), grpc.StatusCode.NOT_FOUND, "nope"),
+            (lambda: c.metadata("m", fields=["bogus"]), grpc.StatusCode.INVALID_ARGUMENT,
+             "Metadata field bogus is not supported"),
+            (lambda: c.channel.unary_unary("/tensorflow.serving.PredictionService/Classify")(
+                b"", timeout=10), grpc.StatusCode.UNIMPLEMENTED, "")):
+        with pytest.raises(grpc.RpcError) as e:
+            call()
+        assert e.value.code() == code and part in e.value.details(), e.value
+    c.close()
+    text = server.request("GET", "/monitoring/prometheus/metrics")[1]
+    assert 'request_latency_count{model_name="m",API="predict",entrypoint="GRPC"}' in text
 
 
 def test_keep_alive_latency(server):
@@ -319,8 +357,18 @@ def test_new_version_and_a_damaged_one(exports, tmp_path):
             else:
                 seen.add(body["predictions"][0][0])
 
-    t = threading.Thread(target=hammer)
-    t.start()
+    def hammer_grpc():
+        c = serve_client.GrpcClient(s.grpc_port)
+        while not stop.is_set():
+            try:
+                seen.add(float(c.predict("m", {"x": np.array([[1, 2]], np.float32)})["y"][0, 0]))
+            except grpc.RpcError as e:
+                failures.append((e.code(), e.details()))
+        c.close()
+
+    threads = [threading.Thread(target=hammer), threading.Thread(target=hammer_grpc)]
+    for t in threads:
+        t.start()
     try:
         shutil.copytree(exports / "v2", tmp_path / "staging")
         os.rename(tmp_path / "staging", base / "2")  # appears whole
@@ -336,7 +384,8 @@ def test_new_version_and_a_damaged_one(exports, tmp_path):
         time.sleep(0.3)
     finally:
         stop.set()
-        t.join()
+        for t in threads:
+            t.join()
     assert failures == []
     assert seen <= {3.0, 4.0}
     status, body = s.request("GET", "/v1/models/m")
@@ -374,13 +423,21 @@ def test_sigterm_finishes_the_request_in_flight(exports, tmp_path):
     def call():
         result["reply"] = s.predict({"signature_name": "slow", "inputs": n}, timeout=60)
 
-    t = threading.Thread(target=call)
-    t.start()
+    def call_grpc():
+        c = serve_client.GrpcClient(s.grpc_port)
+        result["grpc"] = c.predict("m", {"n": np.int32(n)}, signature="slow", timeout=60)
+        c.close()
+
+    threads = [threading.Thread(target=call), threading.Thread(target=call_grpc)]
+    for t in threads:
+        t.start()
     time.sleep(0.4)
-    assert t.is_alive()  # the request is in flight
+    assert all(t.is_alive() for t in threads)  # both requests are in flight
     s.proc.send_signal(signal.SIGTERM)
-    t.join(60)
+    for t in threads:
+        t.join(60)
     assert result["reply"] == (200, {"outputs": n})  # one output: its value alone
+    assert result["grpc"]["done"] == n
     assert s.proc.wait(30) == 0
     assert s.events("shutdown") and s.events("stopped")
 
@@ -438,8 +495,13 @@ def test_flags_and_model_config_file(exports, tmp_path):
                model_version_policy {{ all {{}} }} version_labels {{ key: "old" value: 1 }} }}
       config {{ name: "b" base_path: "{tmp_path / 'b'}" }}
     }}""")
-    s = Server(tmp_path / "unused", "--port=8500")  # gRPC: reported, REST serves
-    assert s.events("grpc_not_implemented")
+    s = Server(tmp_path / "unused")  # gRPC on its own port; a second server cannot share it
+    assert s.events("grpc_listening")[0]["port"] == s.grpc_port != s.port
+    r = subprocess.run([BIN, f"--model_base_path={tmp_path / 'unused'}", "--rest_api_port=0",
+                        "--rest_api_host=127.0.0.1", f"--port={s.grpc_port}"],
+                       capture_output=True, text=True, timeout=30)
+    assert r.returncode == 1 and '"event":"bind_failed"' in r.stderr, r.stderr
+    assert '"api":"grpc"' in r.stderr
     assert s.stop() == 0
     bad = tmp_path / "bad.config"
     bad.write_text("model_config_list { config { name: 'a' } }")

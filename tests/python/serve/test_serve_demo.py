@@ -1,6 +1,6 @@
 """examples/serve_demo.py (the end of `make demo`) on a small digits-like export: it
-starts build/kiln-serve, gets the status, signature and both predict formats right, and
-stops it cleanly."""
+starts build/kiln-serve, gets the status, signature and both predict formats right over
+REST and gRPC, and stops it cleanly."""
 import os
 import sys
 
@@ -29,3 +29,6 @@ def test_serve_demo_runs_against_the_server(tmp_path, capsys):
     assert f"classes {want} (expected {want})" in out
     assert "column format, 6 digits" in out
     assert "p50" in out and "SIGTERM: kiln-serve exited with 0" in out
+    assert "status AVAILABLE, signatures ['serving_default']" in out
+    assert f"gRPC Predict, 6 digits: classes {want}..." in out
+    assert "(gRPC, one channel): p50" in out
