@@ -71,7 +71,7 @@ num_batch_threads { value: 1 }
 """
 
 
-def start(models, tmp, batching=False):
+def start(binary, models, tmp, batching=False):
     cfg = os.path.join(tmp, "models.config")
     with open(cfg, "w") as f:
         f.write("model_config_list {\n" + "".join(
@@ -84,7 +84,7 @@ def start(models, tmp, batching=False):
             f.write(BATCHING)
         flags = ["--enable_batching=true", f"--batching_parameters_file={params}"]
     try:
-        return serve_client.start(BIN, [f"--model_config_file={cfg}", *flags], timeout=120)
+        return serve_client.start(binary, [f"--model_config_file={cfg}", *flags], timeout=120)
     except RuntimeError as e:
         sys.exit(str(e))
 
@@ -136,6 +136,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--seconds", type=int, default=20)
     ap.add_argument("--json")
+    ap.add_argument("--bin", default=BIN, help="the kiln-serve binary (default build/kiln-serve)")
     a = ap.parse_args()
     if not shutil.which("wrk"):
         sys.exit("wrk is not installed: apt-get install wrk")
@@ -148,7 +149,7 @@ def main():
         plan = ((False, (("mlp", 1), ("mlp", 8), ("effnet", 1), ("effnet", 8))),
                 (True, (("mlp", 8), ("effnet", 8))))
         for batching, cases in plan:
-            server = start(models, tmp, batching)
+            server = start(a.bin, models, tmp, batching)
             if not batching:  # gRPC first: one channel, sequential
                 cases = (("mlp", "grpc"), ("effnet", "grpc")) + cases
             for name, conns in cases:

@@ -79,9 +79,8 @@ void to_proto(const TensorInfo& t, const std::string& tensor_name, tensorflow::T
 
 }  // namespace
 
-Tensors decode_inputs(const tfs::PredictRequest& req, const saved_model::Signature& sig,
+Tensors decode_inputs(const tfs::PredictRequest& req, const std::vector<TensorInfo>& infos,
                       int64_t max_tensor_bytes) {
-  const std::vector<TensorInfo> infos = input_infos(sig);
   std::vector<std::string> keys;
   for (const auto& t : infos) keys.push_back(t.name);
   for (const auto& [name, p] : req.inputs())
@@ -100,8 +99,7 @@ Tensors decode_inputs(const tfs::PredictRequest& req, const saved_model::Signatu
 }
 
 std::vector<std::string> output_names(const tfs::PredictRequest& req,
-                                      const saved_model::Signature& sig) {
-  const std::vector<std::string>& keys = sig.output_keys();
+                                      const std::vector<std::string>& keys) {
   if (req.output_filter().empty()) return keys;
   std::vector<std::string> names;
   for (const std::string& name : req.output_filter()) {

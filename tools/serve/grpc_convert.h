@@ -19,16 +19,17 @@ namespace tfs = ::tensorflow::serving;
 inline constexpr const char* kSignatureDefMapUrl =
     "type.googleapis.com/tensorflow.serving.SignatureDefMap";
 
-/// The inputs of `sig` from `req`; InvalidArgumentError for names missing or
-/// not in the signature, a dtype other than the signature's, a shape whose
-/// values would take more than `max_tensor_bytes`, or a malformed tensor.
-Tensors decode_inputs(const tfs::PredictRequest& req, const saved_model::Signature& sig,
+/// The signature's `inputs` from `req`; InvalidArgumentError for names
+/// missing or not in the signature, a dtype other than the signature's, a
+/// shape whose values would take more than `max_tensor_bytes`, or a
+/// malformed tensor.
+Tensors decode_inputs(const tfs::PredictRequest& req, const std::vector<TensorInfo>& inputs,
                       int64_t max_tensor_bytes);
 
-/// The outputs to answer: the signature's, or those `req.output_filter`
-/// names (InvalidArgumentError for names not in the signature or repeated).
+/// The outputs to answer: all of the signature's `keys`, or those
+/// `req.output_filter` names (InvalidArgumentError for other names, repeats).
 std::vector<std::string> output_names(const tfs::PredictRequest& req,
-                                      const saved_model::Signature& sig);
+                                      const std::vector<std::string>& keys);
 
 /// Puts `names` of `outputs` into `resp` as TensorProtos.
 void encode_outputs(const Tensors& outputs, const std::vector<std::string>& names,

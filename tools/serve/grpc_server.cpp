@@ -69,8 +69,8 @@ class PredictionService final : public tfs::PredictionService::Service {
       const ModelHandle h = find_version(models_, req->model_spec());
       const saved_model::Signature& sig =
           find_signature(*h.model, req->model_spec().signature_name());
-      const std::vector<std::string> names = output_names(*req, sig);
-      Tensors inputs = decode_inputs(*req, sig, flags_.max_tensor_bytes);
+      const std::vector<std::string> names = output_names(*req, sig.output_keys());
+      Tensors inputs = decode_inputs(*req, input_infos(sig), flags_.max_tensor_bytes);
       const Tensors outputs = runner_.predict(h, sig, std::move(inputs), deadline(ctx));
       encode_outputs(outputs, names, resp);
       echo_spec(req->model_spec(), h, sig.key(), resp->mutable_model_spec());

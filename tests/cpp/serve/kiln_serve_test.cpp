@@ -473,6 +473,28 @@ TEST(ServeExecutor, RunsAndTimesOut) {
   EXPECT_EQ(ran->load(), 1);
 }
 
+TEST(ServeExecutor, YieldingCallersAndWorkersLoseNothing) {
+  // A single client (callers and idle workers yield before they sleep) and
+  // then eight at once (nobody yields): every call runs exactly once, and a
+  // deadline shorter than the yield still ends the wait on time.
+  Executor ex(2);
+  const auto soon = [] { return Executor::Clock::now() + std::chrono::seconds(30); };
+  std::atomic<int> n{0};
+  for (int i = 0; i < 2000; ++i) ASSERT_TRUE(ex.run([&n] { ++n; }, soon()));
+  EXPECT_EQ(n.load(), 2000);
+  std::vector<std::thread> clients;
+  for (int c = 0; c < 8; ++c)
+    clients.emplace_back([&] {
+      for (int i = 0; i < 500; ++i) EXPECT_TRUE(ex.run([&n] { ++n; }, soon()));
+    });
+  for (auto& t : clients) t.join();
+  EXPECT_EQ(n.load(), 6000);
+  const auto t0 = Executor::Clock::now();
+  EXPECT_FALSE(ex.run([] { std::this_thread::sleep_for(std::chrono::milliseconds(100)); },
+                      t0 + std::chrono::microseconds(10)));
+  EXPECT_LT(Executor::Clock::now() - t0, std::chrono::milliseconds(50));
+}
+
 TEST(ServeModels, ErrorReplies) {
   TempDir d;
   save_double(d.path.string() + "/1", 0);
