@@ -69,6 +69,7 @@ bench-peers: build
 	.venv/bin/python bench/peers/compare.py
 	.venv-peers/bin/python bench/peers/model_pair.py --only $(ENGINE_MODELS) \
 	  --out bench/results/engines.json
+	.venv-peers/bin/python bench/peers/train_pair.py --out bench/results/train_pair.json
 
 # Model workloads (issue 41: LSTM, transformer encoder, ResNet50, MobileNetV3) beside
 # TensorFlow, XLA, JAX and PyTorch; the same-run table is bench/peers/model_pair.py's.

@@ -3,11 +3,35 @@
 Each is written with kiln.nn ops so the graph passes see the usual patterns:
 relu is a Relu op, swish/silu is ``x * sigmoid(x)``.
 """
+import collections
+
 from kiln import _kiln
 from kiln.ops import nn_ops, math_ops
 from kiln.ops import _helpers as h
 
 raw = _kiln.raw
+
+# Keras 3 keeps the logits of a softmax or sigmoid output (its backend sets
+# `output._keras_logits`) and the cross-entropy losses compute from them:
+# stable, and no gradient lost where the probabilities saturate. kiln's
+# tensors take no attributes, so the last few outputs are remembered here,
+# by identity (a loss follows its model's output at once).
+_LOGITS = collections.OrderedDict()  # id(output) -> (output, logits)
+_KEEP = 8
+
+
+def _remember_logits(output, logits):
+    _LOGITS[id(output)] = (output, logits)
+    _LOGITS.move_to_end(id(output))
+    while len(_LOGITS) > _KEEP:
+        _LOGITS.popitem(last=False)
+    return output
+
+
+def logits_of(output):
+    """The logits `output` was computed from by softmax or sigmoid here, else None."""
+    entry = _LOGITS.get(id(output))
+    return entry[1] if entry is not None and entry[0] is output else None
 
 
 def _t(x):
@@ -69,8 +93,9 @@ def selu(x):
 
 
 def sigmoid(x):
-    """1 / (1 + exp(-x))."""
-    return nn_ops.sigmoid(x)
+    """1 / (1 + exp(-x)); the cross-entropy losses use ``x`` (logits_of)."""
+    x = _t(x)
+    return _remember_logits(nn_ops.sigmoid(x), x)
 
 
 def hard_sigmoid(x):
@@ -103,11 +128,12 @@ def tanh(x):
 
 
 def softmax(x, axis=-1):
-    """exp(x) / sum(exp(x)) along ``axis``."""
+    """exp(x) / sum(exp(x)) along ``axis``; the cross-entropy losses use ``x``
+    (logits_of)."""
     x = _t(x)
     if x.ndim is not None and x.ndim < 1:
         raise ValueError("softmax: input must have rank >= 1, got a scalar")
-    return nn_ops.softmax(x, axis=axis)
+    return _remember_logits(nn_ops.softmax(x, axis=axis), x)
 
 
 def log_softmax(x, axis=-1):

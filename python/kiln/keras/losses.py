@@ -13,6 +13,8 @@ kiln.function, and a GradientTape differentiates through them. The
 ``from_logits=True`` paths use log_softmax / softplus forms, which stay finite
 for large logits; the probability paths clip to [epsilon, 1 - epsilon].
 """
+import warnings
+
 import numpy as np
 
 from kiln import _kiln
@@ -21,6 +23,7 @@ from kiln.distribute import distribute_lib
 from kiln.dtypes import cast
 from kiln.ops import array_ops, math_ops, nn_ops
 from kiln.tensor_shape import TensorShape
+from kiln.keras import activations
 from kiln.keras._registry import Registry
 
 raw = _kiln.raw
@@ -125,6 +128,20 @@ def mean_absolute_error(y_true, y_pred):
     return math_ops.reduce_mean(math_ops.abs(y_pred - y_true), axis=-1)
 
 
+def _keras_logits(y_pred, from_logits, fn_name):
+    """(y_pred, from_logits), or the logits of a softmax/sigmoid output of
+    kiln.keras.activations and True, as Keras 3 does (with its warning when
+    from_logits was already True)."""
+    logits = activations.logits_of(y_pred)
+    if logits is None:
+        return y_pred, from_logits
+    if from_logits:
+        warnings.warn(f"`{fn_name}` received `from_logits=True`, but the `output` argument was "
+                      "produced by a softmax or sigmoid activation and thus does not represent "
+                      "logits. Was this intended?", stacklevel=3)
+    return logits, True
+
+
 def categorical_crossentropy(y_true, y_pred, from_logits=False, label_smoothing=0.0, axis=-1):
     """-sum(y_true * log(p)) over ``axis``, with y_true one-hot (or a
     distribution). p = softmax(y_pred) when from_logits (computed as
@@ -132,6 +149,7 @@ def categorical_crossentropy(y_true, y_pred, from_logits=False, label_smoothing=
     [EPSILON, 1 - EPSILON]. label_smoothing s: y_true * (1 - s) + s / classes."""
     axis = _axis_arg(axis)
     ls = _check_smoothing(label_smoothing)
+    y_pred, from_logits = _keras_logits(y_pred, from_logits, "categorical_crossentropy")
     y_pred = pred_tensor(y_pred)
     y_true = to_tensor(y_true, y_pred.dtype)
     _check_same_shape(y_true, y_pred, "categorical_crossentropy")
@@ -180,6 +198,7 @@ def sparse_categorical_crossentropy(y_true, y_pred, from_logits=False, axis=-1,
                                     ignore_class=None):
     """-log(p[y_true]) per sample, with y_true integer class indices; p as in
     categorical_crossentropy. Only axis=-1 is supported."""
+    y_pred, from_logits = _keras_logits(y_pred, from_logits, "sparse_categorical_crossentropy")
     y_pred = pred_tensor(y_pred)
     axis = _axis_arg(axis)
     if axis != -1 and axis != (rank(y_pred) or 0) - 1:
@@ -204,6 +223,7 @@ def binary_crossentropy(y_true, y_pred, from_logits=False, label_smoothing=0.0, 
     [EPSILON, 1 - EPSILON]. label_smoothing s: y * (1 - s) + s / 2."""
     axis = _axis_arg(axis)
     ls = _check_smoothing(label_smoothing)
+    y_pred, from_logits = _keras_logits(y_pred, from_logits, "binary_crossentropy")
     y_true, y_pred = _dense_pair(y_true, y_pred)
     if ls:
         y_true = y_true * (1.0 - ls) + 0.5 * ls

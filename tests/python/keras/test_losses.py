@@ -1,4 +1,6 @@
 """kiln.keras.losses against NumPy references, eagerly and inside kiln.function."""
+import warnings
+
 import numpy as np
 import pytest
 
@@ -125,6 +127,45 @@ def test_probability_paths_clip_zero_probabilities():
     out = losses.BinaryCrossentropy()(np.array([[1.0]], np.float32),
                                       np.array([[0.0]], np.float32)).numpy()
     np.testing.assert_allclose(out, -np.log(EPS), rtol=1e-3)
+
+
+def test_softmax_and_sigmoid_outputs_use_their_logits():
+    """Keras 3: a cross-entropy of a softmax/sigmoid activation's output computes from
+    its logits (TensorFlow's numbers, checked with TF 2.21: 30.2038, 60, 40), so
+    saturated probabilities keep their gradient; eagerly, traced and in evaluate()."""
+    x = np.array([[30.0, -30.0, 0.0], [1.0, 2.0, 3.0]], np.float32)
+    y = np.array([1, 2], np.int32)
+    m = tf.keras.Sequential([tf.keras.Input((3,)), tf.keras.layers.Dense(
+        3, activation="softmax", kernel_initializer="identity", bias_initializer="zeros")])
+    loss = losses.SparseCategoricalCrossentropy()
+    want = -_np_log_softmax(x)[np.arange(2), y].mean()
+    np.testing.assert_allclose(float(loss(y, m(x))), want, rtol=1e-6)
+
+    @tf.function
+    def step(x, y):
+        with tf.GradientTape() as tape:
+            value = loss(y, m(x))
+        return value, tape.gradient(value, m.trainable_variables)[0]
+
+    value, grad = step(tf.constant(x), tf.constant(y))
+    np.testing.assert_allclose(float(value), want, rtol=1e-6)
+    assert float(tf.reduce_sum(tf.abs(grad))) > 30  # the clipped path's is ~1e-6
+    m.compile("sgd", "sparse_categorical_crossentropy")
+    np.testing.assert_allclose(m.evaluate(x, y, verbose=0), want, rtol=1e-6)
+    onehot = np.eye(3, dtype=np.float32)[y]
+    np.testing.assert_allclose(
+        float(losses.categorical_crossentropy(onehot, m(x))[0]), 60.0, rtol=1e-6)
+    sig = tf.keras.activations.sigmoid(tf.constant([[-40.0]]))
+    np.testing.assert_allclose(
+        float(losses.binary_crossentropy(np.float32([[1.0]]), sig)[0]), 40.0, rtol=1e-6)
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        losses.sparse_categorical_crossentropy(y, m(x), from_logits=True)
+    assert any("does not represent logits" in str(e.message) for e in w)
+    # Plain probabilities (not an activation's output) still take the clipped path.
+    p = tf.constant(np.array([[1.0, 0.0]], np.float32))
+    np.testing.assert_allclose(float(losses.categorical_crossentropy(
+        np.float32([[0.0, 1.0]]), p)[0]), -np.log(EPS), rtol=1e-3)
 
 
 # ---- reductions and sample weights ----
