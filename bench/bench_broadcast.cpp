@@ -8,12 +8,11 @@
 // --kiln_threads=N sets kiln::config().num_threads (default: one per core).
 #include <benchmark/benchmark.h>
 
-#include "bench_flags.h"
-
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "bench_flags.h"
 #include "kiln/kiln.h"
 
 namespace {

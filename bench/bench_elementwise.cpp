@@ -11,14 +11,13 @@
 // reference, which gives a fair ratio on a machine busy with other work.
 #include <benchmark/benchmark.h>
 
-#include "bench_flags.h"
-
 #include <cstdio>
 #include <cstring>
 #include <map>
 #include <string>
 #include <vector>
 
+#include "bench_flags.h"
 #include "kiln/kiln.h"
 
 namespace {

@@ -15,11 +15,11 @@ namespace kiln {
 
 struct BenchmarkOptions {
   std::string name = "benchmark";
-  double min_time = 1.0;          ///< seconds of samples to collect, at least
-  int min_runs = 7;               ///< samples to collect, at least
-  int max_runs = 10000;           ///< samples to collect, at most
-  double sample_time = 2e-3;      ///< a sample batches calls until it lasts this long
-  double max_warmup_time = 5.0;   ///< warm-up stops after this many seconds
+  double min_time = 1.0;         ///< seconds of samples to collect, at least
+  int min_runs = 7;              ///< samples to collect, at least
+  int max_runs = 10000;          ///< samples to collect, at most
+  double sample_time = 2e-3;     ///< a sample batches calls until it lasts this long
+  double max_warmup_time = 5.0;  ///< warm-up stops after this many seconds
   /// Seconds from an arbitrary origin; steady_clock when empty (tests pass a fake).
   std::function<double()> clock;
 };

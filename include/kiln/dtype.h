@@ -1,7 +1,7 @@
 // Element types. One table (kDTypeTable in dtype.cpp) holds names and sizes.
 #pragma once
-#include <cstddef>
 #include <complex>
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>

@@ -9,7 +9,9 @@ Config& config() {
   return c;
 }
 
-const char* version() { return KILN_VERSION; }
+const char* version() {
+  return KILN_VERSION;
+}
 
 int64_t max_allocation_bytes() {
   const int64_t set = config().max_allocation_bytes;

@@ -1,9 +1,9 @@
 #include "kiln/npy.h"
 
-#include <charconv>
-#include <cstring>
 #include <cerrno>
+#include <charconv>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <iterator>
 

@@ -44,8 +44,7 @@ int library_threads() {
   return n;
 }
 
-LibrariesSingleThreaded::LibrariesSingleThreaded()
-    : outer_(!t_single), saved_(omp_threads_now()) {
+LibrariesSingleThreaded::LibrariesSingleThreaded() : outer_(!t_single), saved_(omp_threads_now()) {
   t_single = true;
 }
 LibrariesSingleThreaded::~LibrariesSingleThreaded() {

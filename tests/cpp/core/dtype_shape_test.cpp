@@ -11,11 +11,11 @@ TEST(DType, NamesAndSizesComeFromOneTable) {
     size_t size;
   };
   const Row rows[] = {
-      {DType::kBool, "bool", 1},       {DType::kInt8, "int8", 1},
-      {DType::kUInt8, "uint8", 1},     {DType::kInt32, "int32", 4},
-      {DType::kInt64, "int64", 8},     {DType::kFloat32, "float32", 4},
-      {DType::kFloat64, "float64", 8}, {DType::kString, "string", sizeof(std::string)},
-      {DType::kFloat16, "float16", 2}, {DType::kBFloat16, "bfloat16", 2},
+      {DType::kBool, "bool", 1},           {DType::kInt8, "int8", 1},
+      {DType::kUInt8, "uint8", 1},         {DType::kInt32, "int32", 4},
+      {DType::kInt64, "int64", 8},         {DType::kFloat32, "float32", 4},
+      {DType::kFloat64, "float64", 8},     {DType::kString, "string", sizeof(std::string)},
+      {DType::kFloat16, "float16", 2},     {DType::kBFloat16, "bfloat16", 2},
       {DType::kComplex64, "complex64", 8}, {DType::kComplex128, "complex128", 16}};
   for (const Row& r : rows) {
     EXPECT_EQ(dtype_name(r.dt), r.name);

@@ -76,8 +76,7 @@ TEST(Npy, DamagedFilesAreClearErrors) {
   }
   expect_error([] { npy::read("/nonexistent.npy"); }, Code::kNotFound, {"/nonexistent.npy"});
   // A write that fails says why.
-  expect_error([] { npy::write("/nonexistent/dir/x.npy", Tensor(1.f)); },
-               Code::kFailedPrecondition,
+  expect_error([] { npy::write("/nonexistent/dir/x.npy", Tensor(1.f)); }, Code::kFailedPrecondition,
                {"/nonexistent/dir/x.npy: cannot write: No such file or directory"});
   expect_error([] { npy::write("/", Tensor(1.f)); }, Code::kFailedPrecondition,
                {"/: cannot write: Is a directory"});

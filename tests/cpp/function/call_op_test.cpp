@@ -38,18 +38,18 @@ TEST(CallOp, ANestedCallIsOneNodeInlinedByTheOptimizer) {
   EXPECT_EQ(count_nodes(cf->optimized_graph(), OpId::StatefulPartitionedCall), 0);
   const PassResult& inl = cf->optimize_report().passes.at(0);
   EXPECT_EQ(inl.pass, "inline");
-  EXPECT_EQ(inl.removed, (std::vector<NodeRef>{{"StatefulPartitionedCall",
-                                                "StatefulPartitionedCall"}}));
+  EXPECT_EQ(inl.removed,
+            (std::vector<NodeRef>{{"StatefulPartitionedCall", "StatefulPartitionedCall"}}));
 }
 
 TEST(CallOp, WithoutInliningTheCallKernelRunsTheFunction) {
   Function inner = unary([](const Tensor& x) { return tanh(x) * 3.f; }, "inner");
-  Function outer = unary([&](const Tensor& x) { return inner({x}).tensor() + x; }, "outer",
-                         nullptr, {"inline"});
+  Function outer =
+      unary([&](const Tensor& x) { return inner({x}).tensor() + x; }, "outer", nullptr, {"inline"});
   Tensor x({0.5f, -1.f, 2.f});
   auto r = outer({x}).tensor();
-  expect_tensor_near<float>(r, {3}, {std::tanh(0.5f) * 3 + 0.5f, std::tanh(-1.f) * 3 - 1,
-                                     std::tanh(2.f) * 3 + 2});
+  expect_tensor_near<float>(
+      r, {3}, {std::tanh(0.5f) * 3 + 0.5f, std::tanh(-1.f) * 3 - 1, std::tanh(2.f) * 3 + 2});
   auto cf = outer.get_concrete_function({ArgSpec{DType::kFloat32, Shape{3}, ""}});
   EXPECT_EQ(count_nodes(cf->optimized_graph(), OpId::StatefulPartitionedCall), 1);
 }
@@ -136,10 +136,9 @@ TEST(CallOp, InlinedNodesTakeTheCallersMoreSpecificShapes) {
   io.name = "inner";
   io.arg_names = {"x"};
   io.input_signature = std::vector<ArgSpec>{{DType::kFloat32, Shape{Shape::kUnknownDim}, "x"}};
-  Function inner([](const std::vector<Value>& a) { return Value(tanh(a[0].tensor()) * 2.f); },
-                 io);
-  Function outer = unary([&](const Tensor& x) { return inner({x}).tensor() + 1.f; }, "outer",
-                         nullptr, {"fuse"});
+  Function inner([](const std::vector<Value>& a) { return Value(tanh(a[0].tensor()) * 2.f); }, io);
+  Function outer =
+      unary([&](const Tensor& x) { return inner({x}).tensor() + 1.f; }, "outer", nullptr, {"fuse"});
   auto cf = outer.get_concrete_function({ArgSpec{DType::kFloat32, Shape{3}, ""}});
   // The call's own output is [None] (the callee's signature) ...
   for (const auto& n : cf->graph().nodes()) {
@@ -179,8 +178,8 @@ TEST(CallGrad, EagerTapeRecordsOneCallAndDifferentiatesIt) {
 TEST(CallGrad, CapturedVariablesGetGradients) {
   Variable w(Tensor({1.f, 2.f}), "w");
   Variable frozen(Tensor({5.f, 5.f}), "frozen", /*trainable=*/false);
-  Function f = unary(
-      [&](const Tensor& x) { return reduce_sum(w.read_value() * w.read_value() * x); }, "f");
+  Function f =
+      unary([&](const Tensor& x) { return reduce_sum(w.read_value() * w.read_value() * x); }, "f");
   GradientTape tape;
   Tensor y = f({Tensor({3.f, 4.f})}).tensor();
   std::vector<Tensor> g = tape.gradient(y, {w, frozen});
@@ -211,7 +210,8 @@ TEST(CallGrad, InsideATraceTheBackwardIsInlinedAndDeduplicated) {
   EXPECT_EQ(count_nodes(cf->graph(), OpId::StatefulPartitionedCall), 1);  // forward
   EXPECT_EQ(count_nodes(cf->graph(), OpId::PartitionedCall), 1);          // backward
   const Graph& opt = cf->optimized_graph();
-  EXPECT_EQ(count_nodes(opt, OpId::StatefulPartitionedCall) + count_nodes(opt, OpId::PartitionedCall), 0);
+  EXPECT_EQ(
+      count_nodes(opt, OpId::StatefulPartitionedCall) + count_nodes(opt, OpId::PartitionedCall), 0);
   EXPECT_EQ(count_nodes(opt, OpId::Tanh), 1);  // the recomputed forward merged by CSE
 }
 
@@ -271,8 +271,8 @@ TEST(CallGrad, ATracedCallKeepsWhatItsBackwardReads) {
 TEST(CallGrad, RandomOpsUnderAHigherOrderGradientAreAClearError) {
   // A gradient another tape records recomputes the forward from the call's
   // inputs, which would draw again.
-  Function noisy = unary([](const Tensor& x) { return x * x * random_uniform(x.shape()); },
-                         "noisy");
+  Function noisy =
+      unary([](const Tensor& x) { return x * x * random_uniform(x.shape()); }, "noisy");
   Tensor x({1.f, 2.f});
   GradientTape outer;
   outer.watch(x);
@@ -298,8 +298,8 @@ TEST(CondGrad, BothBranchesDifferentiateInsideATrace) {
         Tensor y = cond(
             p, [&] { return std::vector<Tensor>{x * v.read_value()}; },
             [&] { return std::vector<Tensor>{x * x}; })[0];
-        std::vector<Tensor> g = tape.gradient(y, {GradSource(x), GradSource(v)}, Tensor(),
-                                              UnconnectedGradients::kZero);
+        std::vector<Tensor> g =
+            tape.gradient(y, {GradSource(x), GradSource(v)}, Tensor(), UnconnectedGradients::kZero);
         return Value::list({y, g[0], g[1]});
       },
       o);

@@ -327,13 +327,9 @@ TEST(Function, VariablesMayBeCreatedOnTheFirstTraceOnly) {
         return Value(v.read_value() + a[0].tensor());
       },
       o);
-  expect_error(
-      [&] {
-        buggy({Tensor(1.f)});
-      },
-      Code::kInvalidArgument,
-      {"only supports singleton kiln.Variables created on the first call",
-       "function 'f' created variable 'v' when traced again"});
+  expect_error([&] { buggy({Tensor(1.f)}); }, Code::kInvalidArgument,
+               {"only supports singleton kiln.Variables created on the first call",
+                "function 'f' created variable 'v' when traced again"});
   EXPECT_EQ(buggy_traces, 2);
   EXPECT_EQ(buggy.tracing_count(), 0);
   // Correct: created once, on the first call, and reused.

@@ -4,17 +4,17 @@
 // inside traced loops and straight-line traced code.
 #include <optional>
 
+#include "function/tensor_fn_util.h"
 #include "kiln/control_flow.h"
 #include "kiln/function.h"
-#include "function/tensor_fn_util.h"
 #include "test_util.h"
 
 namespace kiln {
 namespace {
+using testing::call;
 using testing::expect_error;
 using testing::expect_tensor;
 using testing::expect_tensor_near;
-using testing::call;
 using testing::make_fn;
 using testing::Vars;
 

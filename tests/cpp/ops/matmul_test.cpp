@@ -190,9 +190,9 @@ TEST(MatMul, SplitProductsAgainstReference) {
     for (size_t i = 0; i < y.size(); ++i) y[i] = std::cos(0.11f * static_cast<float>(i));
     Shape s;
     const auto want = ref_matmul(x, y, p, s);
-    expect_tensor_near<float>(matmul(Tensor::from_vector(x, Shape(p.a)),
-                                     Tensor::from_vector(y, Shape(p.b)), p.ta, p.tb),
-                              s, want, 1e-3);
+    expect_tensor_near<float>(
+        matmul(Tensor::from_vector(x, Shape(p.a)), Tensor::from_vector(y, Shape(p.b)), p.ta, p.tb),
+        s, want, 1e-3);
   }
 }
 

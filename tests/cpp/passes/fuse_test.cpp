@@ -41,9 +41,8 @@ TEST(Fuse, ChainBecomesOneNodeAndComputesTheSame) {
 
 TEST(Fuse, SingleElementChainKeepsItsShape) {
   // [1] inputs mixed with scalar constants: the fused node is [1], not [].
-  auto g = trace1(DType::kFloat32, Shape({1}), [](const Tensor& x) {
-    return std::vector<Tensor>{(x + 1.f) * 2.f};
-  });
+  auto g = trace1(DType::kFloat32, Shape({1}),
+                  [](const Tensor& x) { return std::vector<Tensor>{(x + 1.f) * 2.f}; });
   fuse_elementwise(*g);
   g->verify();
   ASSERT_EQ(count_nodes(*g, OpId::FusedElementwise), 1);

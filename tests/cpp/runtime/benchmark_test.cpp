@@ -92,10 +92,12 @@ TEST(BenchmarkTest, RefusesNoResult) {
 TEST(BenchmarkTest, RefusesFunctionReturningNothing) {
   FunctionOptions fo;
   fo.name = "no_return";
-  Function f([](const std::vector<Value>& args) {
-    (void)(args[0].tensor() * 2.f);
-    return Value();
-  }, fo);
+  Function f(
+      [](const std::vector<Value>& args) {
+        (void)(args[0].tensor() * 2.f);
+        return Value();
+      },
+      fo);
   Tensor x({1.f, 2.f});
   EXPECT_THROW(benchmark([&] { return f({x}); }), InvalidArgumentError);
 }
