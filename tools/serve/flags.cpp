@@ -48,6 +48,7 @@ const std::map<std::string, Setter>& setters() {
       {"rest_api_port", int_flag(&Flags::rest_api_port, 0, 65535)},
       {"rest_api_host", str_flag(&Flags::rest_api_host)},
       {"port", int_flag(&Flags::grpc_port, 0, 65535)},
+      {"grpc_max_threads", int_flag(&Flags::grpc_max_threads, 2, 65536)},
       {"model_name", str_flag(&Flags::model_name)},
       {"model_base_path", str_flag(&Flags::model_base_path)},
       {"model_config_file", str_flag(&Flags::model_config_file)},
@@ -120,6 +121,8 @@ DIR holds numbered versions (DIR/1, DIR/2, ...); new ones are loaded as they
 appear, removed ones unloaded.
 
   --port=8500                     gRPC port (0: any free port, logged)
+  --grpc_max_threads=1024         gRPC calls in flight at once; more get
+                                  RESOURCE_EXHAUSTED
   --rest_api_port=8501            REST port (0: any free port, logged)
   --rest_api_host=0.0.0.0         address both listen on
   --model_name=default            the model's name in URLs

@@ -10,7 +10,8 @@ namespace kiln::serve {
 struct Flags {
   int rest_api_port = 8501;  ///< 0: any free port (printed in the "listening" log line)
   std::string rest_api_host = "0.0.0.0";
-  int grpc_port = 8500;  ///< --port (gRPC); 0: any free port
+  int grpc_port = 8500;         ///< --port (gRPC); 0: any free port
+  int grpc_max_threads = 1024;  ///< gRPC calls in flight at once (each waits on a thread)
   std::string model_name = "default";
   std::string model_base_path;
   std::string model_config_file;

@@ -161,8 +161,10 @@ int GrpcServer::start() {
   b.RegisterService(&impl_->predict_);
   b.RegisterService(&impl_->status_);
   b.SetMaxReceiveMessageSize(static_cast<int>(std::min<int64_t>(f.max_body_bytes, INT32_MAX)));
+  // Each call holds a gRPC thread while it waits for a model thread; past the
+  // quota gRPC answers RESOURCE_EXHAUSTED instead of queueing.
   grpc::ResourceQuota quota("kiln-serve");
-  quota.SetMaxThreads(worker_threads(f) + 2);
+  quota.SetMaxThreads(f.grpc_max_threads);
   b.SetResourceQuota(quota);
   std::unique_ptr<grpc::Server> server = b.BuildAndStart();
   if (!server || port <= 0) return -1;

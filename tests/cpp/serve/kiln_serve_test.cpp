@@ -56,11 +56,15 @@ TEST(ServeFlags, Table) {
 }
 
 TEST(ServeFlags, Values) {
-  const FlagsOrError r =
-      parse_flags({"--model_base_path=/m", "--model_name=digits", "--rest_api_port=0",
-                   "--port=8500", "--file_system_poll_wait_seconds=0",
-                   "--rest_api_timeout_in_ms=250", "--max_body_bytes=1000"});
+  const FlagsOrError r = parse_flags(
+      {"--model_base_path=/m", "--model_name=digits", "--rest_api_port=0", "--port=8500",
+       "--file_system_poll_wait_seconds=0", "--rest_api_timeout_in_ms=250", "--max_body_bytes=1000",
+       "--grpc_max_threads=64", "--max_tensor_bytes=4096"});
   ASSERT_EQ(r.error, "");
+  EXPECT_EQ(r.flags.grpc_max_threads, 64);
+  EXPECT_EQ(r.flags.max_tensor_bytes, 4096);
+  EXPECT_EQ(parse_flags({"--model_base_path=/m"}).flags.grpc_port, 8500);  // TF Serving's
+  EXPECT_NE(parse_flags({"--model_base_path=/m", "--grpc_max_threads=1"}).error, "");
   EXPECT_EQ(r.flags.model_name, "digits");
   EXPECT_EQ(r.flags.rest_api_port, 0);
   EXPECT_EQ(r.flags.grpc_port, 8500);

@@ -228,6 +228,30 @@ def test_grpc_predict_metadata_and_status(server, exports):
     assert 'request_latency_count{model_name="m",API="predict",entrypoint="GRPC"}' in text
 
 
+def test_grpc_concurrent_clients_all_answered(server):
+    """32 gRPC clients at once, each call waiting for one of the few model threads: every
+    call is answered (none refused for want of a gRPC thread)."""
+    n = slow_n(0.03)
+    failures, done = [], []
+
+    def client():
+        c = serve_client.GrpcClient(server.grpc_port)
+        for _ in range(2):
+            try:
+                done.append(int(c.predict("m", {"n": np.int32(n)}, signature="slow",
+                                          timeout=120)["done"]))
+            except grpc.RpcError as e:
+                failures.append((e.code(), e.details()))
+        c.close()
+
+    threads = [threading.Thread(target=client) for _ in range(32)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(180)
+    assert failures == [] and done == [n] * 64
+
+
 def test_keep_alive_latency(server):
     """Sequential predicts on one connection: no 40 ms Nagle/delayed-ACK stalls."""
     c = http.client.HTTPConnection("127.0.0.1", server.port, timeout=30)
