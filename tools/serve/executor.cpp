@@ -11,8 +11,8 @@ struct Executor::Task {
   std::function<void()> fn;
   std::mutex mu;
   std::condition_variable cv;
-  bool started = false, done = false, cancelled = false;
-  std::atomic<bool> finished{false};  // `done`, readable without the lock
+  bool started = false, cancelled = false;
+  std::atomic<bool> finished{false};  // set under mu; read without it while yielding
   std::exception_ptr error;
 };
 
@@ -65,7 +65,6 @@ void Executor::worker() {
       t->error = std::current_exception();
     }
     std::lock_guard<std::mutex> lock(t->mu);
-    t->done = true;
     t->finished.store(true, std::memory_order_release);
     t->cv.notify_all();
   }
@@ -105,7 +104,8 @@ bool Executor::run(std::function<void()> fn, Clock::time_point deadline) {
       std::this_thread::yield();
   }
   std::unique_lock<std::mutex> lock(t->mu);
-  if (!t->cv.wait_until(lock, deadline, [&] { return t->done; })) {
+  if (!t->cv.wait_until(lock, deadline,
+                        [&] { return t->finished.load(std::memory_order_acquire); })) {
     t->cancelled = true;
     return false;
   }

@@ -98,8 +98,8 @@ int serve(const Flags& flags, const std::vector<ModelConfig>& configs,
   Executor executor(worker_threads(flags));
   std::unique_ptr<Batcher> batcher;
   if (flags.enable_batching) batcher = std::make_unique<Batcher>(batching);
-  Rest rest(models, metrics, &executor, batcher.get());
   const Runner runner(&executor, batcher.get());
+  Rest rest(models, metrics, runner);
   GrpcServer grpc(flags, models, metrics, runner);
   const int grpc_port = grpc.start();
   if (grpc_port < 0) {

@@ -41,10 +41,9 @@ struct HttpReply {
 class Rest {
  public:
   using Clock = std::chrono::steady_clock;
-  /// `executor` may be null: calls then run on the caller's thread.
-  /// `batcher` (may be null): predicts go through it instead (batching.h).
-  Rest(const ModelManager& models, Metrics& metrics, Executor* executor, Batcher* batcher = nullptr)
-      : models_(models), metrics_(metrics), runner_(executor, batcher) {}
+  /// Predicts run through `runner` (the one gRPC shares; service.h).
+  Rest(const ModelManager& models, Metrics& metrics, const Runner& runner)
+      : models_(models), metrics_(metrics), runner_(runner) {}
   /// Never throws: every failure is an {"error": "..."} reply.
   HttpReply handle(std::string_view method, std::string_view path, std::string_view body,
                    Clock::time_point deadline);
@@ -56,7 +55,7 @@ class Rest {
   HttpReply predict(const Route& r, std::string_view body, Clock::time_point deadline);
   const ModelManager& models_;
   Metrics& metrics_;
-  Runner runner_;
+  const Runner& runner_;
 };
 
 }  // namespace kiln::serve

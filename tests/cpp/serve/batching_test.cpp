@@ -148,7 +148,8 @@ TEST(ServeBatching, RestPredictsGoThroughTheBatcher) {
   BatchingOptions o;
   o.batch_timeout_micros = 0;
   Batcher b(o);
-  Rest rest(models, metrics, nullptr, &b);
+  const Runner runner(nullptr, &b);
+  Rest rest(models, metrics, runner);
   const HttpReply r = rest.handle("POST", "/v1/models/m:predict", R"({"instances": [[1, 2]]})",
                                   Rest::Clock::now() + std::chrono::seconds(30));
   EXPECT_EQ(r.status, 200);

@@ -392,7 +392,8 @@ TEST(ServeModels, VersionsSwapAndFailuresKeepServing) {
   c.labels["stable"] = 1;
   ModelManager models({c});
   Metrics metrics;
-  Rest rest(models, metrics, nullptr);
+  const Runner runner(nullptr, nullptr);
+  Rest rest(models, metrics, runner);
   models.poll_all();
   const std::string body = R"({"instances": [[1, 2]]})";
   EXPECT_EQ(call(rest, "POST", "/v1/models/m:predict", body).body, R"({"predictions":[[2,4]]})");
@@ -507,7 +508,8 @@ TEST(ServeModels, ErrorReplies) {
   c.base_path = d.path.string();
   ModelManager models({c});
   Metrics metrics;
-  Rest rest(models, metrics, nullptr);
+  const Runner runner(nullptr, nullptr);
+  Rest rest(models, metrics, runner);
   models.poll_all();
   const std::vector<std::tuple<const char*, std::string, std::string, int>> cases = {
       {"POST", "/v1/models/nope:predict", R"({"instances": [[1, 2]]})", 404},
