@@ -101,7 +101,7 @@ struct ConvPrim {
   std::vector<std::shared_ptr<const PackedWeights>> weights;
 };
 
-constexpr size_t kPackedPerPrim = 32;
+constexpr size_t kPackedPerPrim = 128;
 
 dnnl::algorithm dnnl_alg(PostOp op) {
   switch (op) {
@@ -196,8 +196,10 @@ std::shared_ptr<ConvPrim> cached_prim(const Geom& g, const EpilogueCall* ep) {
   });
 }
 
-dnnl::memory user_memory(const dnnl::memory::desc& md, const Tensor& t) {
-  return dnnl::memory(md, dnnl_engine(), const_cast<void*>(t.raw_data()));
+// An epilogue input from channel `ch0` on (one element: itself).
+dnnl::memory user_memory(const dnnl::memory::desc& md, const Tensor& t, int64_t ch0) {
+  const float* v = t.data<float>() + (t.num_elements() == 1 ? 0 : ch0);
+  return dnnl::memory(md, dnnl_engine(), const_cast<float*>(v));
 }
 
 // A convolution's filter: its elements and the version of its buffer's contents.
@@ -277,8 +279,10 @@ dnnl::memory packed_weights(ConvPrim& p, const FilterRef& f, Tensor& holder,
 }
 
 // Executes one convolution primitive on this thread.
+// `ch0`: the first output channel of `p` (a channel block reads its part of the
+// epilogue's per-channel inputs).
 void run_prim(ConvPrim& p, const float* in, const dnnl::memory& wei, float* out,
-              const EpilogueCall* ep) {
+              const EpilogueCall* ep, int64_t ch0) {
   dnnl::stream& s = dnnl_stream();
   const dnnl::engine& e = dnnl_engine();
   std::unordered_map<int, dnnl::memory> args = {
@@ -287,10 +291,10 @@ void run_prim(ConvPrim& p, const float* in, const dnnl::memory& wei, float* out,
       {DNNL_ARG_DST, dnnl::memory(p.dst_md, e, out)}};
   if (ep) {
     size_t a = 0;
-    if (p.bias) args.emplace(DNNL_ARG_BIAS, user_memory(p.bias_md, *ep->args[a++]));
+    if (p.bias) args.emplace(DNNL_ARG_BIAS, user_memory(p.bias_md, *ep->args[a++], ch0));
     for (size_t j = 0; j < p.arg_md.size(); ++j, ++a)
       args.emplace(DNNL_ARG_ATTR_MULTIPLE_POST_OP(p.arg_post_index[j]) | DNNL_ARG_SRC_1,
-                   user_memory(p.arg_md[j], *ep->args[a]));
+                   user_memory(p.arg_md[j], *ep->args[a], ch0));
   }
   Tensor scratch_buf;
   if (p.scratch_bytes)
@@ -299,64 +303,123 @@ void run_prim(ConvPrim& p, const float* in, const dnnl::memory& wei, float* out,
   s.wait();
 }
 
-// ---- row blocks on kiln's pool ----
-// A large convolution runs as blocks of output rows, each a single-threaded primitive,
-// taken dynamically by kiln's pool: a thread the OS deschedules (a busy machine) delays
+// ---- blocks on kiln's pool ----
+// A large convolution runs as blocks, each a single-threaded primitive, taken
+// dynamically by kiln's pool: a thread the OS deschedules (a busy machine) delays
 // only its own block, where OpenMP's static split holds every thread at its barrier.
+// Blocks are output rows of one image; where an image has too few pixels for enough
+// row blocks that keep oneDNN's kernels efficient (EfficientNet's and ResNet's 14x14
+// and 7x7 stages), they are also split by output channels, each such block writing a
+// dense buffer copied into its channels.
 
-// Blocks of `rows` output rows, `per_image` of them per image; rows == 0: no split.
-struct RowBlocks {
-  int64_t rows = 0, per_image = 0;
+// Blocks of `rows` output rows, `per_image` of them per image, each split into
+// blocks of `oc_block` output channels (0: not split by channels); rows == 0: no split.
+struct Split {
+  int64_t rows = 0, per_image = 0, oc_block = 0;
 };
 
 // Measured on EfficientNetV2-S (docs/BENCHMARKS.md): more blocks per thread
-// balance no better.
+// balance no better, fewer leave a busy machine's threads waiting.
 constexpr int kBlocksPerThread = 4;
+// A row block of fewer output pixels runs oneDNN's kernels well below their speed.
+constexpr int64_t kMinBlockPixels = 96;
+// Channel blocks: at least this many channels (a multiple of oneDNN's 16).
+constexpr int64_t kMinOcBlock = 64;
+// Depthwise convolutions read and write as much as they compute: split smaller ones.
+constexpr double kMinSplitMacsDepthwise = 1 << 18, kMinBlockMacsDepthwise = 1 << 16;
 
-RowBlocks row_blocks(const Geom& g) {
-  const double macs = conv_macs(g);
-  if (macs < kMinSplitMacs) return {};
-  const double row_macs = macs / static_cast<double>(g.n * g.oh);
-  const int threads = ThreadPool::global().num_threads();  // large work starts the pool
-  if (threads <= 1) return {};
-  const int64_t min_rows = static_cast<int64_t>(std::ceil(kMinBlockMacs / std::max(1.0, row_macs)));
-  const int64_t want =
-      std::max<int64_t>(1, (threads * kBlocksPerThread + g.n - 1) / g.n);  // blocks per image
-  RowBlocks b;
-  b.rows = std::clamp<int64_t>((g.oh + want - 1) / want, std::min(min_rows, g.oh), g.oh);
-  b.per_image = (g.oh + b.rows - 1) / b.rows;
-  if (b.per_image * g.n < 2) return {};
-  return b;
+int64_t ceil_div(int64_t a, int64_t b) {
+  return (a + b - 1) / b;
 }
 
-// Runs `g` as row blocks; false (nothing written) when a block has no primitive or
-// the blocks disagree on the weights layout.
-bool conv_blocks(const Geom& g, const RowBlocks& rb, const float* in, const FilterRef& filter,
-                 float* out, const EpilogueCall* ep) {
-  // Each block's primitive (created single-threaded; blocks of one shape share
-  // the cached one). Blocks differ where padding reaches into them: the first
-  // and last, and more of them when a block is shorter than the padding.
-  LibrariesSingleThreaded single;
-  std::vector<std::shared_ptr<ConvPrim>> prims(static_cast<size_t>(rb.per_image));
-  for (int64_t k = 0; k < rb.per_image; ++k) {
-    int64_t in_row;
-    const Geom bg = conv_row_block(g, k * rb.rows, std::min(g.oh, (k + 1) * rb.rows), in_row);
-    if (bg.h <= 0) return false;
-    auto& p = prims[static_cast<size_t>(k)];
-    p = cached_prim(bg, ep);
-    if (!p || p->wei_md != prims[0]->wei_md) return false;
+// Row blocks of at least `min_rows` rows, about kBlocksPerThread per thread.
+Split row_split(const Geom& g, int threads, int64_t min_rows) {
+  const int64_t want = std::max<int64_t>(1, ceil_div(threads * kBlocksPerThread, g.n));
+  Split s;
+  s.rows = std::clamp<int64_t>(ceil_div(g.oh, want), std::min(min_rows, g.oh), g.oh);
+  s.per_image = ceil_div(g.oh, s.rows);
+  return s;
+}
+
+// How `g` runs on the pool: row blocks of enough pixels, split by channels too
+// when they are fewer than half the blocks wanted (channel blocks read slices of
+// the filter, kept packed by the buffer's version); else row blocks below that
+// size; else no split.
+Split split_of(const Geom& g, bool versioned_filter) {
+  const double macs = conv_macs(g);
+  if (macs < (g.depthwise ? kMinSplitMacsDepthwise : kMinSplitMacs)) return {};
+  const int threads = ThreadPool::global().num_threads();  // large work starts the pool
+  if (threads <= 1) return {};
+  const double row_macs = macs / static_cast<double>(g.n * g.oh);
+  const double min_block = g.depthwise ? kMinBlockMacsDepthwise : kMinBlockMacs;
+  const int64_t min_rows = static_cast<int64_t>(std::ceil(min_block / std::max(1.0, row_macs)));
+  const int64_t want = threads * kBlocksPerThread;
+  if (!g.depthwise) {
+    Split s = row_split(g, threads, std::max(min_rows, ceil_div(kMinBlockPixels, g.ow)));
+    const int64_t blocks = s.per_image * g.n;
+    if (2 * blocks >= want) return s;
+    const int64_t by_channel = std::min(ceil_div(want, blocks), g.oc / kMinOcBlock);
+    if (versioned_filter && by_channel >= 2) {
+      s.oc_block = ceil_div(ceil_div(g.oc, by_channel), 16) * 16;
+      return s;
+    }
   }
-  Tensor holder;
-  std::shared_ptr<const PackedWeights> packed;
-  const dnnl::memory wei = packed_weights(*prims[0], filter, holder, packed);
-  parallel_for(g.n * rb.per_image, 1, [&](int64_t t0, int64_t t1) {
-    LibrariesSingleThreaded task_single;
-    for (int64_t t = t0; t < t1; ++t) {
-      const int64_t img = t / rb.per_image, k = t % rb.per_image, r0 = k * rb.rows;
+  Split s = row_split(g, threads, min_rows);
+  return s.per_image * g.n >= 2 ? s : Split{};
+}
+
+// Runs `g` as the blocks of `sp` (rows x channels); false (nothing written) when a
+// block has no primitive or blocks of one width disagree on the weights layout.
+bool conv_blocks(const Geom& g, const Split& sp, const float* in, const FilterRef& filter,
+                 float* out, const EpilogueCall* ep) {
+  // Each block's primitive (created single-threaded; blocks of one shape share the
+  // cached one), per row block and channel width (full blocks, the last one). Row
+  // blocks differ where padding reaches into them: the first and last, and more of
+  // them when a block is shorter than the padding.
+  LibrariesSingleThreaded single;
+  const bool by_channel = sp.oc_block > 0;
+  const int64_t ocb = by_channel ? sp.oc_block : g.oc, oc_blocks = ceil_div(g.oc, ocb);
+  const int64_t last = g.oc - (oc_blocks - 1) * ocb;
+  std::vector<std::shared_ptr<ConvPrim>> prims(static_cast<size_t>(sp.per_image) * 2);
+  for (int64_t k = 0; k < sp.per_image; ++k)
+    for (int wide = 0; wide < 2; ++wide) {
       int64_t in_row;
-      conv_row_block(g, r0, std::min(g.oh, r0 + rb.rows), in_row);
-      run_prim(*prims[static_cast<size_t>(k)], in + (img * g.h + in_row) * g.w * g.c, wei,
-               out + (img * g.oh + r0) * g.ow * g.oc, ep);
+      Geom bg = conv_row_block(g, k * sp.rows, std::min(g.oh, (k + 1) * sp.rows), in_row);
+      if (bg.h <= 0) return false;
+      bg.oc = wide ? last : ocb;
+      if (by_channel) bg.wei_ld = g.oc;
+      auto& p = prims[static_cast<size_t>(k * 2 + wide)];
+      p = cached_prim(bg, ep);
+      if (!p || p->wei_md != prims[static_cast<size_t>(wide)]->wei_md) return false;
+    }
+  // The filter (each channel block's slice) in the blocks' weights layout.
+  std::vector<Tensor> holders(static_cast<size_t>(oc_blocks));
+  std::vector<std::shared_ptr<const PackedWeights>> packed(static_cast<size_t>(oc_blocks));
+  std::vector<dnnl::memory> weis;
+  for (int64_t b = 0; b < oc_blocks; ++b) {
+    const FilterRef part{filter.data + b * ocb, by_channel ? 0 : filter.bytes, filter.version};
+    weis.push_back(packed_weights(*prims[b == oc_blocks - 1 ? 1 : 0], part,
+                                  holders[static_cast<size_t>(b)], packed[static_cast<size_t>(b)]));
+  }
+  parallel_for(g.n * sp.per_image * oc_blocks, 1, [&](int64_t t0, int64_t t1) {
+    LibrariesSingleThreaded task_single;
+    Tensor tmp;
+    float* buf = nullptr;
+    if (by_channel)
+      buf = static_cast<float*>(dnnl_scratch(tmp, static_cast<size_t>(sp.rows * g.ow * ocb) * 4));
+    for (int64_t t = t0; t < t1; ++t) {
+      const int64_t b = t % oc_blocks, k = t / oc_blocks % sp.per_image;
+      const int64_t img = t / oc_blocks / sp.per_image, r0 = k * sp.rows;
+      const int64_t r1 = std::min(g.oh, r0 + sp.rows), width = b == oc_blocks - 1 ? last : ocb;
+      int64_t in_row;
+      conv_row_block(g, r0, r1, in_row);
+      const float* x = in + (img * g.h + in_row) * g.w * g.c;
+      float* y = out + (img * g.oh + r0) * g.ow * g.oc + b * ocb;
+      ConvPrim& p = *prims[static_cast<size_t>(k * 2 + (width == ocb ? 0 : 1))];
+      run_prim(p, x, weis[static_cast<size_t>(b)], by_channel ? buf : y, ep, b * ocb);
+      if (!by_channel) continue;
+      for (int64_t m = 0; m < (r1 - r0) * g.ow; ++m)
+        std::memcpy(y + m * g.oc, buf + m * width, static_cast<size_t>(width) * sizeof(float));
     }
   });
   return true;
@@ -366,16 +429,16 @@ bool conv_blocks(const Geom& g, const RowBlocks& rb, const float* in, const Filt
 // has no implementation for this configuration.
 bool conv_onednn(const Geom& g, const float* in, const FilterRef& filter, float* out,
                  const EpilogueCall* ep = nullptr) {
-  const RowBlocks rb = row_blocks(g);
-  if (rb.rows && conv_blocks(g, rb, in, filter, out, ep)) return true;
+  const Split sp = split_of(g, filter.version != 0);
+  if (sp.rows && conv_blocks(g, sp, in, filter, out, ep)) return true;
   // Too small to split: one thread (an OpenMP team would cost more than it saves).
   std::optional<LibrariesSingleThreaded> single;
-  if (!rb.rows) single.emplace();
+  if (!sp.rows) single.emplace();
   const std::shared_ptr<ConvPrim> p = cached_prim(g, ep);
   if (!p) return false;
   Tensor holder;
   std::shared_ptr<const PackedWeights> packed;
-  run_prim(*p, in, packed_weights(*p, filter, holder, packed), out, ep);
+  run_prim(*p, in, packed_weights(*p, filter, holder, packed), out, ep, 0);
   return true;
 }
 

@@ -49,8 +49,9 @@ size_t ConvKeyHash::operator()(const ConvKey& k) const {
 }
 
 ConvKey conv_key(const ConvGeom& g) {
-  return {{g.n,  g.h,  g.w,  g.c,  g.kh, g.kw, g.oc, g.mult, g.oh,        g.ow,
-           g.sh, g.sw, g.dh, g.dw, g.pt, g.pl, g.pb, g.pr,   g.depthwise, library_threads()},
+  return {{g.n,     g.h,  g.w,  g.c,  g.kh, g.kw, g.oc, g.mult, g.oh,        g.ow,
+           g.sh,    g.sw, g.dh, g.dw, g.pt, g.pl, g.pb, g.pr,   g.depthwise, library_threads(),
+           g.wei_ld},
           {}};
 }
 
@@ -69,7 +70,8 @@ ConvDescs conv_descs(const ConvGeom& g) {
     d.any_wei = dnnl::memory::desc(wdims, dt::f32, tag::any);
   } else {
     const dims wdims = {g.oc, g.c, g.kh, g.kw};
-    d.user_wei = dnnl::memory::desc(wdims, dt::f32, tag::hwio);
+    const int64_t ld = g.wei_ld ? g.wei_ld : g.oc;  // HWIO: o, i, h, w strides
+    d.user_wei = dnnl::memory::desc(wdims, dt::f32, dims{1, ld, g.kw * g.c * ld, g.c * ld});
     d.any_wei = dnnl::memory::desc(wdims, dt::f32, tag::any);
   }
   return d;

@@ -22,6 +22,9 @@ namespace kiln::cpu {
 struct ConvGeom {
   int64_t n, h, w, c, kh, kw, oc, mult, oh, ow, sh, sw, dh, dw, pt, pl, pb, pr;
   bool depthwise;
+  /// The filter's output-channel stride when the convolution reads a slice of
+  /// a wider filter's output channels (0: dense, oc).
+  int64_t wei_ld = 0;
   bool operator==(const ConvGeom&) const = default;
 };
 
@@ -33,7 +36,7 @@ ConvGeom conv_geometry(const KernelContext& c, const Shape& in, const Shape& f, 
 /// A primitive cache key: the geometry, the OpenMP threads the primitive is
 /// created for (library_threads()), and `extra` (what else tells two apart).
 struct ConvKey {
-  std::array<int64_t, 20> geom;
+  std::array<int64_t, 21> geom;
   std::vector<int64_t> extra;
   bool operator==(const ConvKey&) const = default;
 };
@@ -82,7 +85,8 @@ class PrimCache {
 
 /// oneDNN memory descriptors of a convolution: NHWC source and destination,
 /// the user's filter layout (TensorFlow's HWIO, or [kh, kw, c, mult] as
-/// groups when depthwise) and the same dims with a layout oneDNN picks.
+/// groups when depthwise; output channels `wei_ld` apart when set) and the
+/// same dims with a layout oneDNN picks.
 struct ConvDescs {
   dnnl::memory::desc src, dst, user_wei, any_wei;
 };

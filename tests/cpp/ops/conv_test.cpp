@@ -113,6 +113,12 @@ const std::vector<ConvCase>& conv_cases() {
       {1, 50, 30, 16, 5, 3, 48, 1, 1, 2, 1, false},  // dilated, VALID
       {1, 64, 64, 8, 7, 7, 16, 3, 3, 1, 1, true},    // stride 3, 7x7
       {4, 20, 20, 32, 1, 1, 64, 1, 1, 1, 1, false},  // 1x1, a batch
+      // Too few pixels per image for enough row blocks: blocks of output channels
+      // too (the last one narrower), of one image and of a batch.
+      {1, 7, 7, 64, 3, 3, 200, 1, 1, 1, 1, true},
+      {2, 7, 7, 64, 3, 3, 144, 1, 1, 1, 1, true},
+      {1, 7, 7, 256, 1, 1, 384, 1, 1, 1, 1, false},
+      {1, 14, 14, 64, 3, 3, 208, 1, 1, 1, 1, true},  // rows x channels
   };
   return c;
 }
@@ -218,6 +224,30 @@ TEST(Conv2D, RowBlocksShorterThanThePadding) {
         run_conv(p, false, Tensor::from_vector(x, xs), Tensor::from_vector(f, fs), 2), s, want,
         1e-3);
   }
+}
+
+// Channel blocks pack slices of the filter: a rewritten filter is repacked, and a
+// filter without a buffer version (wrapped memory) runs as row blocks instead.
+TEST(Conv2D, ChannelBlocksFollowFilterContents) {
+  const ConvCase p{1, 7, 7, 64, 3, 3, 200, 1, 1, 1, 1, true};
+  const Shape xs{p.n, p.h, p.w, p.c}, fs{p.kh, p.kw, p.c, p.oc};
+  const auto xv = wave<float>(xs.num_elements(), 0.7);
+  const Tensor x = Tensor::from_vector(xv, xs);
+  auto fv = wave<float>(fs.num_elements(), 1.3);
+  Tensor f = Tensor::from_vector(fv, fs);
+  for (int round = 0; round < 3; ++round) {
+    SCOPED_TRACE(str_cat("round ", round));
+    Shape s;
+    expect_tensor_near<float>(run_conv(p, false, x, f, 2), s, ref_conv(p, false, xv, fv, s), 1e-3);
+    for (auto& v : fv) v = -0.5f * v + 0.125f;
+    std::copy(fv.begin(), fv.end(), f.mutable_data<float>());
+  }
+  Buffer* b = Buffer::wrap(fv.data(), fv.size() * sizeof(float), [] {});
+  const Tensor wrapped = Tensor::from_buffer(b, 0, DType::kFloat32, fs);
+  b->unref();
+  Shape s;
+  expect_tensor_near<float>(run_conv(p, false, x, wrapped, 2), s, ref_conv(p, false, xv, fv, s),
+                            1e-3);
 }
 
 TEST(Conv2D, PackedWeightsFollowFilterContents) {

@@ -117,6 +117,12 @@ const std::vector<Geo> kGeos = {
     // Large enough to run as row blocks on the pool, the epilogue in every block.
     {1, 48, 40, 32, 3, 32, {1, 1}, {1, 1}, "SAME", false},
     {1, 64, 64, 32, 3, 2, {2, 2}, {1, 1}, "SAME", true},
+    // Too few pixels for row blocks: blocks of output channels, each reading its part
+    // of the per-channel operands (the last block narrower; a batch).
+    {1, 7, 7, 64, 3, 200, {1, 1}, {1, 1}, "SAME", false},
+    {2, 7, 7, 256, 1, 144, {1, 1}, {1, 1}, "VALID", false},
+    {1, 14, 14, 64, 3, 208, {1, 1}, {1, 1}, "SAME", false},  // rows x channels
+    {1, 14, 14, 96, 3, 1, {1, 1}, {1, 1}, "SAME", true},  // depthwise row blocks
 };
 
 // Conv + BiasAdd + BN (Mul, AddV2) + swish: the EfficientNet block epilogue.
