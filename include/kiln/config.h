@@ -23,6 +23,11 @@ struct Config {
   /// heavy from about 4 * parallel_grain element-operations, a value read
   /// when the plan is analysed (at compile time or after its first run).
   bool parallel_branches = true;
+  /// Bytes of convolution filters kept reordered into oneDNN's weights layout
+  /// (per process; each reordered once per version of its buffer). To make room
+  /// for new ones, filters not used in a while (models no longer run) are
+  /// dropped; past the budget, new filters are reordered on every call.
+  int64_t packed_weights_bytes = int64_t{256} << 20;
   /// Bytes of freed blocks kept per size class in the shared pool.
   int64_t pool_cache_bytes = int64_t{256} << 20;
   /// Log level for the function layer: 0 = off (default); 1 = log every

@@ -16,6 +16,7 @@
 #include <array>
 #include <atomic>
 #include <bit>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <memory>
@@ -28,6 +29,7 @@
 #include "conv_util.h"
 #include "functors.h"
 #include "kernel_util.h"
+#include "kiln/config.h"
 #include "ops/fused_conv.h"
 #include "ops/window.h"
 #include "threading.h"
@@ -69,9 +71,12 @@ ConvKey key_of(const Geom& g, const EpilogueCall* ep) {
   return k;
 }
 
-// Bytes held by all PackedWeights; new ones are not kept past the budget.
+// Bytes held by all PackedWeights, kept within config().packed_weights_bytes.
 std::atomic<int64_t> g_packed_bytes{0};
-constexpr int64_t kPackedBudget = int64_t{256} << 20;
+// Filters reordered so far (kept or not), for tests.
+std::atomic<int64_t> g_reorders{0};
+// A kept packing unused this long may make room for a new one (make_room).
+constexpr auto kPackedIdle = std::chrono::seconds(1);
 
 // A filter reordered into the primitive's weights layout, with a copy of the
 // filter bytes it came from: reused only while the filter is bit-identical,
@@ -82,6 +87,11 @@ struct PackedWeights {
   std::vector<char> user;
   Tensor packed;
   int64_t bytes = 0;  // counted in g_packed_bytes
+  mutable std::atomic<std::chrono::steady_clock::rep> last_use{0};
+  void used() const {
+    last_use.store(std::chrono::steady_clock::now().time_since_epoch().count(),
+                   std::memory_order_relaxed);
+  }
   ~PackedWeights() { g_packed_bytes -= bytes; }
 };
 
@@ -102,6 +112,43 @@ struct ConvPrim {
 };
 
 constexpr size_t kPackedPerPrim = 128;
+
+// Every kept packing with its primitive, for the budget (make_room).
+struct PackedRegistry {
+  std::mutex mu;
+  std::vector<std::pair<std::weak_ptr<ConvPrim>, std::weak_ptr<const PackedWeights>>> kept;
+};
+PackedRegistry& packed_registry() {
+  static auto& r = *new PackedRegistry;  // never destroyed
+  return r;
+}
+
+// True when `bytes` more fit the budget, after dropping the least recently used
+// packings among those idle for kPackedIdle: filters of models no longer run (a
+// dead filter's version never comes back). A model whose own filters pass the
+// budget keeps its first ones (its packings are not idle: no cyclic eviction).
+bool make_room(int64_t bytes) {
+  const int64_t budget = config().packed_weights_bytes;
+  if (g_packed_bytes.load() + bytes <= budget) return true;
+  PackedRegistry& r = packed_registry();
+  std::lock_guard<std::mutex> lock(r.mu);
+  std::erase_if(r.kept, [](const auto& e) { return e.second.expired(); });
+  const auto before = (std::chrono::steady_clock::now() - kPackedIdle).time_since_epoch().count();
+  std::vector<std::pair<std::chrono::steady_clock::rep, size_t>> idle;  // (last use, index)
+  for (size_t i = 0; i < r.kept.size(); ++i)
+    if (const auto w = r.kept[i].second.lock(); w && w->last_use.load() < before)
+      idle.emplace_back(w->last_use.load(), i);
+  std::sort(idle.begin(), idle.end());
+  for (const auto& [use, i] : idle) {
+    if (g_packed_bytes.load() + bytes <= budget) break;
+    const auto prim = r.kept[i].first.lock();
+    if (!prim) continue;
+    std::lock_guard<std::mutex> prim_lock(prim->weights_mu);
+    const auto w = r.kept[i].second.lock();
+    std::erase(prim->weights, w);  // freed now unless a call still runs with it
+  }
+  return g_packed_bytes.load() + bytes <= budget;
+}
 
 dnnl::algorithm dnnl_alg(PostOp op) {
   switch (op) {
@@ -221,7 +268,10 @@ std::shared_ptr<const PackedWeights> find_packed(ConvPrim& p, const FilterRef& f
     std::lock_guard<std::mutex> lock(p.weights_mu);
     if (f.version) {
       for (const auto& w : p.weights)
-        if (w->source == f.data && w->version == f.version) return w;
+        if (w->source == f.data && w->version == f.version) {
+          w->used();
+          return w;
+        }
       return nullptr;
     }
   }
@@ -230,14 +280,18 @@ std::shared_ptr<const PackedWeights> find_packed(ConvPrim& p, const FilterRef& f
     return p.weights;
   }();
   for (const auto& w : kept)
-    if (w->user.size() == f.bytes && std::memcmp(w->user.data(), f.data, f.bytes) == 0) return w;
+    if (w->user.size() == f.bytes && std::memcmp(w->user.data(), f.data, f.bytes) == 0) {
+      w->used();
+      return w;
+    }
   return nullptr;
 }
 
 // The filter in p's weights layout: a kept packing (find_packed), else a reorder
 // into `holder` (kept for later calls while the budget allows).
-dnnl::memory packed_weights(ConvPrim& p, const FilterRef& f, Tensor& holder,
-                            std::shared_ptr<const PackedWeights>& packed) {
+dnnl::memory packed_weights(const std::shared_ptr<ConvPrim>& prim, const FilterRef& f,
+                            Tensor& holder, std::shared_ptr<const PackedWeights>& packed) {
+  ConvPrim& p = *prim;
   dnnl::stream& s = dnnl_stream();
   const dnnl::engine& e = dnnl_engine();
   const float* filter = f.data;
@@ -255,11 +309,12 @@ dnnl::memory packed_weights(ConvPrim& p, const FilterRef& f, Tensor& holder,
                  dnnl_scratch_memory(reorder_scratch_buf, p.reorder_scratch_bytes));
   p.wei_reorder->execute(s, args);
   s.wait();
+  ++g_reorders;
   // A versioned filter is recognized by its version alone; memory that has
   // none (wrapped) keeps a copy of its bytes to compare with.
   const size_t user_bytes = f.version ? 0 : filter_bytes;
   const int64_t bytes = static_cast<int64_t>(user_bytes + holder.nbytes());
-  if (g_packed_bytes.load() + bytes <= kPackedBudget) {  // a soft budget
+  if (make_room(bytes)) {  // a soft budget
     auto w = std::make_shared<PackedWeights>();
     w->source = filter;
     w->version = f.version;
@@ -267,13 +322,20 @@ dnnl::memory packed_weights(ConvPrim& p, const FilterRef& f, Tensor& holder,
                    reinterpret_cast<const char*>(filter) + user_bytes);
     w->packed = holder;
     w->bytes = bytes;
+    w->used();
     g_packed_bytes += bytes;
-    std::lock_guard<std::mutex> lock(p.weights_mu);
-    auto& ws = p.weights;
-    // Newest first; an older packing of the same buffer is stale.
-    std::erase_if(ws, [&](const auto& o) { return o->source == filter; });
-    ws.insert(ws.begin(), std::move(w));
-    if (ws.size() > kPackedPerPrim) ws.pop_back();
+    std::weak_ptr<const PackedWeights> kept = w;
+    {
+      std::lock_guard<std::mutex> lock(p.weights_mu);
+      auto& ws = p.weights;
+      // Newest first; an older packing of the same buffer is stale.
+      std::erase_if(ws, [&](const auto& o) { return o->source == filter; });
+      ws.insert(ws.begin(), std::move(w));
+      if (ws.size() > kPackedPerPrim) ws.pop_back();
+    }
+    PackedRegistry& r = packed_registry();
+    std::lock_guard<std::mutex> lock(r.mu);
+    r.kept.emplace_back(prim, std::move(kept));
   }
   return wei;
 }
@@ -398,7 +460,7 @@ bool conv_blocks(const Geom& g, const Split& sp, const float* in, const FilterRe
   std::vector<dnnl::memory> weis;
   for (int64_t b = 0; b < oc_blocks; ++b) {
     const FilterRef part{filter.data + b * ocb, by_channel ? 0 : filter.bytes, filter.version};
-    weis.push_back(packed_weights(*prims[b == oc_blocks - 1 ? 1 : 0], part,
+    weis.push_back(packed_weights(prims[b == oc_blocks - 1 ? 1 : 0], part,
                                   holders[static_cast<size_t>(b)], packed[static_cast<size_t>(b)]));
   }
   parallel_for(g.n * sp.per_image * oc_blocks, 1, [&](int64_t t0, int64_t t1) {
@@ -438,7 +500,7 @@ bool conv_onednn(const Geom& g, const float* in, const FilterRef& filter, float*
   if (!p) return false;
   Tensor holder;
   std::shared_ptr<const PackedWeights> packed;
-  run_prim(*p, in, packed_weights(*p, filter, holder, packed), out, ep, 0);
+  run_prim(*p, in, packed_weights(p, filter, holder, packed), out, ep, 0);
   return true;
 }
 
@@ -583,6 +645,14 @@ void fused_conv_kernel(KernelContext& c) {
 }
 
 }  // namespace
+
+int64_t packed_filter_bytes() {
+  return g_packed_bytes.load();
+}
+
+int64_t filter_reorders() {
+  return g_reorders.load();
+}
 
 void bind_conv_grad_kernels(OpTableBuilder& t);  // conv_grad.cpp: the backward ops
 

@@ -1,0 +1,106 @@
+// The budget of convolution filters kept reordered into oneDNN's layout
+// (Config::packed_weights_bytes): filters of models no longer run make room for
+// new ones, a model larger than the budget keeps its first filters, and every
+// result stays right whichever filters are kept.
+#include <chrono>
+#include <cmath>
+#include <thread>
+#include <vector>
+
+#include "kernels/cpu/conv_util.h"
+#include "kiln/config.h"
+#include "kiln/ops.h"
+#include "test_util.h"
+
+namespace kiln {
+namespace {
+using testing::expect_tensor_near;
+
+constexpr int64_t kC = 64;                             // channels in and out
+constexpr int64_t kFilterBytes = 3 * 3 * kC * kC * 4;  // 147 KB, reordered about as large
+
+Tensor wave(const Shape& s, double freq) {
+  std::vector<float> v(static_cast<size_t>(s.num_elements()));
+  for (size_t i = 0; i < v.size(); ++i)
+    v[i] = static_cast<float>(0.3 * std::sin(freq * static_cast<double>(i) + 0.2));
+  return Tensor::from_vector(v, s);
+}
+
+// Filters of one "model": 3x3 convolutions of one geometry.
+std::vector<Tensor> filters(int count, double freq) {
+  std::vector<Tensor> f;
+  for (int i = 0; i < count; ++i) f.push_back(wave({3, 3, kC, kC}, freq + 0.01 * i));
+  return f;
+}
+
+// Runs every filter on x, checking each against the float64 convolution.
+void run_model(const Tensor& x, const std::vector<Tensor>& fs) {
+  const Tensor x64 = cast(x, DType::kFloat64);
+  for (const Tensor& f : fs) {
+    const Tensor want =
+        cast(conv2d(x64, cast(f, DType::kFloat64), {1, 1}, "SAME"), DType::kFloat32);
+    expect_tensor_near<float>(conv2d(x, f, {1, 1}, "SAME"), want.shape(), want.to_vector<float>(),
+                              1e-4);
+  }
+}
+
+// Each test starts with every earlier packing idle (kPackedIdle, 1 s), so they
+// make room as needed, and a budget counted in filters.
+class PackedBudget : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    saved_ = config().packed_weights_bytes;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1100));
+  }
+  void TearDown() override { config().packed_weights_bytes = saved_; }
+  // Filters reordered while running `fs` once.
+  static int64_t reorders(const Tensor& x, const std::vector<Tensor>& fs) {
+    const int64_t before = cpu::filter_reorders();
+    run_model(x, fs);
+    return cpu::filter_reorders() - before;
+  }
+  int64_t saved_ = 0;
+};
+
+// Model a stays alive but is no longer run (an idle model; a dead one's buffers
+// may be recycled, which also replaces its packings): b's filters take its room.
+TEST_F(PackedBudget, FiltersNotRunLatelyMakeRoom) {
+  const Tensor x = wave({1, 12, 12, kC}, 0.37);
+  config().packed_weights_bytes = 10 * kFilterBytes;
+  const std::vector<Tensor> a = filters(6, 0.5), b = filters(6, 0.9);
+  EXPECT_EQ(reorders(x, a), 6);
+  EXPECT_EQ(reorders(x, a), 0);  // all kept
+  std::this_thread::sleep_for(std::chrono::milliseconds(1100));
+  EXPECT_EQ(reorders(x, b), 6);
+  // Two of a's idle packings were dropped: b keeps all of its filters (without
+  // that, it kept 4 and reordered 2 on every call).
+  EXPECT_EQ(reorders(x, b), 0);
+  EXPECT_LE(cpu::packed_filter_bytes(), config().packed_weights_bytes);
+  // a again: on its first call back its idle packings make room for one another,
+  // then it keeps four beside b's recent six, results unchanged throughout.
+  EXPECT_LE(reorders(x, a), 6);
+  for (int round = 0; round < 2; ++round) EXPECT_EQ(reorders(x, a), 2);
+}
+
+TEST_F(PackedBudget, AModelPastTheBudgetKeepsItsFirstFilters) {
+  const Tensor x = wave({1, 12, 12, kC}, 0.41);
+  config().packed_weights_bytes = 4 * kFilterBytes;
+  const std::vector<Tensor> big = filters(10, 1.3);
+  EXPECT_EQ(reorders(x, big), 10);
+  for (int round = 0; round < 2; ++round) {
+    // Its own packings are in use, so none is dropped for a later layer (which
+    // would reorder all ten on every call): the first four stay kept.
+    EXPECT_EQ(reorders(x, big), 6);
+    EXPECT_LE(cpu::packed_filter_bytes(), config().packed_weights_bytes);
+  }
+}
+
+TEST_F(PackedBudget, NoBudgetReordersEveryCall) {
+  config().packed_weights_bytes = 0;
+  const Tensor x = wave({1, 12, 12, kC}, 0.29);
+  const std::vector<Tensor> fs = filters(3, 0.7);
+  for (int round = 0; round < 2; ++round) EXPECT_EQ(reorders(x, fs), 3);
+}
+
+}  // namespace
+}  // namespace kiln
