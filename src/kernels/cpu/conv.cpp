@@ -369,13 +369,14 @@ void run_prim(ConvPrim& p, const float* in, const dnnl::memory& wei, float* out,
 // A large convolution runs as blocks, each a single-threaded primitive, taken
 // dynamically by kiln's pool: a thread the OS deschedules (a busy machine) delays
 // only its own block, where OpenMP's static split holds every thread at its barrier.
-// Blocks are output rows of one image; where an image has too few pixels for enough
-// row blocks that keep oneDNN's kernels efficient (EfficientNet's and ResNet's 14x14
-// and 7x7 stages), they are also split by output channels, each such block writing a
-// dense buffer copied into its channels.
+// Blocks are output rows of one image; where an image has too few pixels for row
+// blocks that keep oneDNN's kernels efficient (EfficientNet's and ResNet's 7x7
+// stages), output channels, each such block writing a dense buffer copied into
+// its channels.
 
 // Blocks of `rows` output rows, `per_image` of them per image, each split into
-// blocks of `oc_block` output channels (0: not split by channels); rows == 0: no split.
+// blocks of `oc_block` output channels (0: not split by channels); rows == 0: no
+// split. split_of splits by rows or by channels; conv_blocks runs either.
 struct Split {
   int64_t rows = 0, per_image = 0, oc_block = 0;
 };
@@ -394,19 +395,39 @@ int64_t ceil_div(int64_t a, int64_t b) {
   return (a + b - 1) / b;
 }
 
-// Row blocks of at least `min_rows` rows, about kBlocksPerThread per thread.
+// The most rows any thread runs when n images' blocks of `rows` rows are taken in
+// order by `threads` threads, each taking the next block when it finishes.
+int64_t makespan(int64_t oh, int64_t n, int64_t rows, int threads) {
+  std::vector<int64_t> load(static_cast<size_t>(threads), 0);
+  for (int64_t img = 0; img < n; ++img)
+    for (int64_t r0 = 0; r0 < oh; r0 += rows)
+      *std::min_element(load.begin(), load.end()) += std::min(rows, oh - r0);
+  return *std::max_element(load.begin(), load.end());
+}
+
+// Row blocks of at least `min_rows` rows, about kBlocksPerThread per thread; when
+// that makes few blocks, the most blocks of the least makespan (14 rows as 2
+// blocks of 7, not 7 of 2 where one thread runs 4).
 Split row_split(const Geom& g, int threads, int64_t min_rows) {
   const int64_t want = std::max<int64_t>(1, ceil_div(threads * kBlocksPerThread, g.n));
   Split s;
   s.rows = std::clamp<int64_t>(ceil_div(g.oh, want), std::min(min_rows, g.oh), g.oh);
+  const int64_t blocks = ceil_div(g.oh, s.rows);
+  if (blocks * g.n < 2 * threads * kBlocksPerThread) {
+    int64_t best = makespan(g.oh, g.n, s.rows, threads);
+    for (int64_t b = blocks - 1; b >= 1; --b)  // fewer, taller blocks
+      if (const int64_t r = ceil_div(g.oh, b), m = makespan(g.oh, g.n, r, threads); m < best) {
+        best = m;
+        s.rows = r;
+      }
+  }
   s.per_image = ceil_div(g.oh, s.rows);
   return s;
 }
 
-// How `g` runs on the pool: row blocks of enough pixels, split by channels too
-// when they are fewer than half the blocks wanted (channel blocks read slices of
-// the filter, kept packed by the buffer's version); else row blocks below that
-// size; else no split.
+// How `g` runs on the pool: row blocks of enough pixels; else, when they are
+// fewer than the threads, channel blocks (they read slices of the filter, kept
+// packed by the buffer's version); else row blocks below that size; else no split.
 Split split_of(const Geom& g, bool versioned_filter) {
   const double macs = conv_macs(g);
   if (macs < (g.depthwise ? kMinSplitMacsDepthwise : kMinSplitMacs)) return {};
@@ -415,16 +436,12 @@ Split split_of(const Geom& g, bool versioned_filter) {
   const double row_macs = macs / static_cast<double>(g.n * g.oh);
   const double min_block = g.depthwise ? kMinBlockMacsDepthwise : kMinBlockMacs;
   const int64_t min_rows = static_cast<int64_t>(std::ceil(min_block / std::max(1.0, row_macs)));
-  const int64_t want = threads * kBlocksPerThread;
   if (!g.depthwise) {
     Split s = row_split(g, threads, std::max(min_rows, ceil_div(kMinBlockPixels, g.ow)));
-    const int64_t blocks = s.per_image * g.n;
-    if (2 * blocks >= want) return s;
-    const int64_t by_channel = std::min(ceil_div(want, blocks), g.oc / kMinOcBlock);
-    if (versioned_filter && by_channel >= 2) {
-      s.oc_block = ceil_div(ceil_div(g.oc, by_channel), 16) * 16;
-      return s;
-    }
+    if (s.per_image * g.n >= threads) return s;
+    const int64_t blocks = std::min<int64_t>(threads * kBlocksPerThread, g.oc / kMinOcBlock);
+    if (versioned_filter && blocks >= 2)
+      return Split{g.oh, 1, ceil_div(ceil_div(g.oc, blocks), 16) * 16};
   }
   Split s = row_split(g, threads, min_rows);
   return s.per_image * g.n >= 2 ? s : Split{};

@@ -118,7 +118,7 @@ const std::vector<ConvCase>& conv_cases() {
       {1, 7, 7, 64, 3, 3, 200, 1, 1, 1, 1, true},
       {2, 7, 7, 64, 3, 3, 144, 1, 1, 1, 1, true},
       {1, 7, 7, 256, 1, 1, 384, 1, 1, 1, 1, false},
-      {1, 14, 14, 64, 3, 3, 208, 1, 1, 1, 1, true},  // rows x channels
+      {1, 14, 14, 64, 3, 3, 208, 1, 1, 1, 1, true},  // 2 row blocks for 4 threads
   };
   return c;
 }

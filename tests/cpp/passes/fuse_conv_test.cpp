@@ -121,8 +121,8 @@ const std::vector<Geo> kGeos = {
     // of the per-channel operands (the last block narrower; a batch).
     {1, 7, 7, 64, 3, 200, {1, 1}, {1, 1}, "SAME", false},
     {2, 7, 7, 256, 1, 144, {1, 1}, {1, 1}, "VALID", false},
-    {1, 14, 14, 64, 3, 208, {1, 1}, {1, 1}, "SAME", false},  // rows x channels
-    {1, 14, 14, 96, 3, 1, {1, 1}, {1, 1}, "SAME", true},  // depthwise row blocks
+    {1, 14, 14, 64, 3, 208, {1, 1}, {1, 1}, "SAME", false},  // 2 row blocks, 4 threads
+    {1, 14, 14, 96, 3, 1, {1, 1}, {1, 1}, "SAME", true},     // depthwise row blocks
 };
 
 // Conv + BiasAdd + BN (Mul, AddV2) + swish: the EfficientNet block epilogue.
