@@ -388,6 +388,9 @@ constexpr int kBlocksPerThread = 4;
 constexpr int64_t kMinBlockPixels = 96;
 // Channel blocks: at least this many channels (a multiple of oneDNN's 16).
 constexpr int64_t kMinOcBlock = 64;
+// A filter this large splits by channels even where it computes little (a
+// classifier head on one pixel reads 4 MB): each thread reads its part.
+constexpr int64_t kMinSplitFilterBytes = 1 << 20;
 // Depthwise convolutions read and write as much as they compute: split smaller ones.
 constexpr double kMinSplitMacsDepthwise = 1 << 18, kMinBlockMacsDepthwise = 1 << 16;
 
@@ -426,22 +429,28 @@ Split row_split(const Geom& g, int threads, int64_t min_rows) {
 }
 
 // How `g` runs on the pool: row blocks of enough pixels; else, when they are
-// fewer than the threads, channel blocks (they read slices of the filter, kept
-// packed by the buffer's version); else row blocks below that size; else no split.
+// fewer than the threads (or the filter is large), channel blocks (they read
+// slices of the filter, kept packed by the buffer's version); else row blocks
+// below that size; else no split.
 Split split_of(const Geom& g, bool versioned_filter) {
   const double macs = conv_macs(g);
-  if (macs < (g.depthwise ? kMinSplitMacsDepthwise : kMinSplitMacs)) return {};
+  const bool rows_pay = macs >= (g.depthwise ? kMinSplitMacsDepthwise : kMinSplitMacs);
+  const bool big_filter = !g.depthwise && g.kh * g.kw * g.c * g.oc * 4 >= kMinSplitFilterBytes;
+  if (!rows_pay && !big_filter) return {};
   const int threads = ThreadPool::global().num_threads();  // large work starts the pool
   if (threads <= 1) return {};
   const double row_macs = macs / static_cast<double>(g.n * g.oh);
   const double min_block = g.depthwise ? kMinBlockMacsDepthwise : kMinBlockMacs;
   const int64_t min_rows = static_cast<int64_t>(std::ceil(min_block / std::max(1.0, row_macs)));
   if (!g.depthwise) {
-    Split s = row_split(g, threads, std::max(min_rows, ceil_div(kMinBlockPixels, g.ow)));
-    if (s.per_image * g.n >= threads) return s;
+    if (rows_pay) {
+      Split s = row_split(g, threads, std::max(min_rows, ceil_div(kMinBlockPixels, g.ow)));
+      if (s.per_image * g.n >= threads) return s;
+    }
     const int64_t blocks = std::min<int64_t>(threads * kBlocksPerThread, g.oc / kMinOcBlock);
     if (versioned_filter && blocks >= 2)
       return Split{g.oh, 1, ceil_div(ceil_div(g.oc, blocks), 16) * 16};
+    if (!rows_pay) return {};
   }
   Split s = row_split(g, threads, min_rows);
   return s.per_image * g.n >= 2 ? s : Split{};

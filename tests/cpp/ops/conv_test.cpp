@@ -118,7 +118,8 @@ const std::vector<ConvCase>& conv_cases() {
       {1, 7, 7, 64, 3, 3, 200, 1, 1, 1, 1, true},
       {2, 7, 7, 64, 3, 3, 144, 1, 1, 1, 1, true},
       {1, 7, 7, 256, 1, 1, 384, 1, 1, 1, 1, false},
-      {1, 14, 14, 64, 3, 3, 208, 1, 1, 1, 1, true},  // 2 row blocks for 4 threads
+      {1, 14, 14, 64, 3, 3, 208, 1, 1, 1, 1, true},   // 2 row blocks for 4 threads
+      {1, 1, 1, 1024, 1, 1, 520, 1, 1, 1, 1, false},  // one pixel, a 2 MB filter
   };
   return c;
 }

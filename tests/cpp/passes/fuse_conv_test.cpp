@@ -121,8 +121,9 @@ const std::vector<Geo> kGeos = {
     // of the per-channel operands (the last block narrower; a batch).
     {1, 7, 7, 64, 3, 200, {1, 1}, {1, 1}, "SAME", false},
     {2, 7, 7, 256, 1, 144, {1, 1}, {1, 1}, "VALID", false},
-    {1, 14, 14, 64, 3, 208, {1, 1}, {1, 1}, "SAME", false},  // 2 row blocks, 4 threads
-    {1, 14, 14, 96, 3, 1, {1, 1}, {1, 1}, "SAME", true},     // depthwise row blocks
+    {1, 14, 14, 64, 3, 208, {1, 1}, {1, 1}, "SAME", false},   // 2 row blocks, 4 threads
+    {2, 1, 1, 1024, 1, 600, {1, 1}, {1, 1}, "VALID", false},  // one pixel, 2.4 MB filter
+    {1, 14, 14, 96, 3, 1, {1, 1}, {1, 1}, "SAME", true},      // depthwise row blocks
 };
 
 // Conv + BiasAdd + BN (Mul, AddV2) + swish: the EfficientNet block epilogue.
