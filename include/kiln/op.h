@@ -52,6 +52,9 @@ enum OpTrait : uint32_t {
   /// attributes may name code loaded in this process): never traced or
   /// saved, so a loaded graph (a SavedModel) holding one is refused.
   kPassOnly = 1u << 14,
+  /// With kHalfInFloat: bfloat16 inputs run on the op's own kernel (float16
+  /// ones still in float32). Convolutions: oneDNN's bf16 kernels.
+  kNativeBFloat16 = 1u << 15,
 };
 
 struct TensorSpec;

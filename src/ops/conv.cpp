@@ -178,24 +178,35 @@ onnx::NamedAttrs window_attrs(onnx::ExportContext& c, const char* dilations) {
   if (dilations) a.emplace_back("dilations", spatial(c.attr_ints(dilations)));
   return a;
 }
-// `op` on in(0) as NCHW, the result written to out(0) as NHWC.
+// `op` on in(0) as NCHW, the result written to out(0) as NHWC. A bfloat16
+// convolution (ONNX's Conv has no bf16) runs on float32 between casts.
 void emit_nchw(onnx::ExportContext& c, const char* op, std::vector<std::string> extra,
                onnx::NamedAttrs attrs) {
-  std::vector<std::string> ins = {c.node1("Transpose", {c.in(0)}, {{"perm", kToNchw}})};
+  const DType dt = c.input_spec(0).dtype;
+  const bool bf16 = dt == DType::kBFloat16;
+  const std::string x = bf16 ? c.cast(c.in(0), dt, DType::kFloat32) : c.in(0);
+  std::vector<std::string> ins = {c.node1("Transpose", {x}, {{"perm", kToNchw}})};
   ins.insert(ins.end(), extra.begin(), extra.end());
   const std::string y = c.node1(op, std::move(ins), std::move(attrs));
-  c.emit("Transpose", {y}, {{"perm", kToNhwc}});
+  if (!bf16) return c.emit("Transpose", {y}, {{"perm", kToNhwc}});
+  c.emit("Cast", {c.node1("Transpose", {y}, {{"perm", kToNhwc}})}, {{"to", c.onnx_dtype(dt)}});
+}
+// Input i (a filter) as float32 when it is bfloat16.
+std::string float_filter(onnx::ExportContext& c, size_t i) {
+  const DType dt = c.input_spec(i).dtype;
+  return dt == DType::kBFloat16 ? c.cast(c.in(i), dt, DType::kFloat32) : c.in(i);
 }
 void onnx_conv(onnx::ExportContext& c) {
   const std::string w =
-      c.node1("Transpose", {c.in(1)}, {{"perm", std::vector<int64_t>{3, 2, 0, 1}}});
+      c.node1("Transpose", {float_filter(c, 1)}, {{"perm", std::vector<int64_t>{3, 2, 0, 1}}});
   emit_nchw(c, "Conv", {w}, window_attrs(c, "dilations"));
 }
 // Depthwise: HWCM filter -> [C*M, 1, H, W], one group per input channel.
 void onnx_depthwise(onnx::ExportContext& c) {
   const Shape& f = c.input_spec(1).shape;
   if (!f.is_fully_defined()) c.unsupported("the filter's shape is not known");
-  const std::string r = c.node1("Reshape", {c.in(1), c.ints({f[0], f[1], 1, f[2] * f[3]})});
+  const std::string r =
+      c.node1("Reshape", {float_filter(c, 1), c.ints({f[0], f[1], 1, f[2] * f[3]})});
   const std::string w = c.node1("Transpose", {r}, {{"perm", std::vector<int64_t>{3, 2, 0, 1}}});
   onnx::NamedAttrs a = window_attrs(c, "dilations");
   a.emplace_back("group", f[2]);
@@ -220,7 +231,7 @@ void define_conv_ops(OpTableBuilder& t) {
       .attr("strides", AttrType::kInts)
       .attr("padding", AttrType::kString)
       .attr("dilations", AttrType::kInts, ones)
-      .traits(kHalfInFloat)  // float16/bfloat16 in float32
+      .traits(kHalfInFloat | kNativeBFloat16)  // float16 in float32, bfloat16 native
       .cost(conv_cost)
       .infer(infer_conv<false>)
       .grad(conv2d_grad_rule)
@@ -232,7 +243,7 @@ void define_conv_ops(OpTableBuilder& t) {
       .attr("strides", AttrType::kInts)
       .attr("padding", AttrType::kString)
       .attr("dilations", AttrType::kInts, ones)
-      .traits(kHalfInFloat)  // float16/bfloat16 in float32
+      .traits(kHalfInFloat | kNativeBFloat16)  // float16 in float32, bfloat16 native
       .cost(conv_cost)
       .infer(infer_conv<true>)
       .grad(depthwise_conv2d_grad_rule)

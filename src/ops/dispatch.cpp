@@ -33,6 +33,11 @@ DType half_input(const OpDef& op, std::span<const Tensor> inputs) {
   return half;
 }
 
+// A half dtype the op's own kernel computes (kNativeBFloat16).
+bool native_half(const OpDef& op, DType half) {
+  return half == DType::kBFloat16 && op.has(kNativeBFloat16);
+}
+
 // Runs a kHalfInFloat row on float32 copies of its half inputs and rounds its
 // float32 outputs back to `half`: eagerly or traced (the casts are recorded).
 void execute_in_float(const OpDef& op, std::span<const Tensor> inputs, const Attrs& attrs,
@@ -90,7 +95,7 @@ void set_op_observer(OpObserver* obs) {
 void execute_op(const OpDef& op, std::span<const Tensor> inputs, const Attrs& attrs,
                 std::vector<Tensor>& outputs) {
   if (op.has(kHalfInFloat)) [[unlikely]]
-    if (DType half = half_input(op, inputs); half != DType::kInvalid)
+    if (DType half = half_input(op, inputs); half != DType::kInvalid && !native_half(op, half))
       return execute_in_float(op, inputs, attrs, half, outputs);
   current_context().execute(op, inputs, attrs, outputs);
   if (OpObserver* obs = t_observer) [[unlikely]]
@@ -108,7 +113,7 @@ std::vector<Tensor> call_op(OpId id, std::span<const Tensor> inputs, Attrs attrs
 namespace {
 Tensor dispatch1(const OpDef& op, std::span<const Tensor> inputs, const Attrs& attrs) {
   if (op.has(kHalfInFloat)) [[unlikely]]
-    if (half_input(op, inputs) != DType::kInvalid) {
+    if (DType half = half_input(op, inputs); half != DType::kInvalid && !native_half(op, half)) {
       std::vector<Tensor> out;
       execute_op(op, inputs, attrs, out);
       return std::move(out.at(0));

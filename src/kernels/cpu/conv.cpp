@@ -251,13 +251,13 @@ dnnl::memory user_memory(const dnnl::memory::desc& md, const Tensor& t, int64_t 
 
 // A convolution's filter: its elements and the version of its buffer's contents.
 struct FilterRef {
-  const float* data;
+  const char* data;
   size_t bytes;
   uint64_t version;  // Buffer::version(); 0: unknown
 };
 
 FilterRef filter_ref(const Tensor& f) {
-  return {f.data<float>(), f.nbytes(), f.buffer()->version()};
+  return {static_cast<const char*>(f.raw_data()), f.nbytes(), f.buffer()->version()};
 }
 
 // The kept packing of `f`, if any: of this very buffer at the same version (a
@@ -294,9 +294,9 @@ dnnl::memory packed_weights(const std::shared_ptr<ConvPrim>& prim, const FilterR
   ConvPrim& p = *prim;
   dnnl::stream& s = dnnl_stream();
   const dnnl::engine& e = dnnl_engine();
-  const float* filter = f.data;
+  const char* filter = f.data;
   const size_t filter_bytes = f.bytes;
-  dnnl::memory wei(p.user_wei_md, e, const_cast<float*>(filter));
+  dnnl::memory wei(p.user_wei_md, e, const_cast<char*>(filter));
   if (!p.wei_reorder) return wei;
   packed = find_packed(p, f);
   if (packed) return dnnl::memory(p.wei_md, e, const_cast<void*>(packed->packed.raw_data()));
@@ -318,8 +318,7 @@ dnnl::memory packed_weights(const std::shared_ptr<ConvPrim>& prim, const FilterR
     auto w = std::make_shared<PackedWeights>();
     w->source = filter;
     w->version = f.version;
-    w->user.assign(reinterpret_cast<const char*>(filter),
-                   reinterpret_cast<const char*>(filter) + user_bytes);
+    w->user.assign(filter, filter + user_bytes);
     w->packed = holder;
     w->bytes = bytes;
     w->used();
@@ -343,12 +342,12 @@ dnnl::memory packed_weights(const std::shared_ptr<ConvPrim>& prim, const FilterR
 // Executes one convolution primitive on this thread.
 // `ch0`: the first output channel of `p` (a channel block reads its part of the
 // epilogue's per-channel inputs).
-void run_prim(ConvPrim& p, const float* in, const dnnl::memory& wei, float* out,
+void run_prim(ConvPrim& p, const void* in, const dnnl::memory& wei, void* out,
               const EpilogueCall* ep, int64_t ch0) {
   dnnl::stream& s = dnnl_stream();
   const dnnl::engine& e = dnnl_engine();
   std::unordered_map<int, dnnl::memory> args = {
-      {DNNL_ARG_SRC, dnnl::memory(p.src_md, e, const_cast<float*>(in))},
+      {DNNL_ARG_SRC, dnnl::memory(p.src_md, e, const_cast<void*>(in))},
       {DNNL_ARG_WEIGHTS, wei},
       {DNNL_ARG_DST, dnnl::memory(p.dst_md, e, out)}};
   if (ep) {
@@ -458,13 +457,14 @@ Split split_of(const Geom& g, bool versioned_filter) {
 
 // Runs `g` as the blocks of `sp` (rows x channels); false (nothing written) when a
 // block has no primitive or blocks of one width disagree on the weights layout.
-bool conv_blocks(const Geom& g, const Split& sp, const float* in, const FilterRef& filter,
-                 float* out, const EpilogueCall* ep) {
+bool conv_blocks(const Geom& g, const Split& sp, const char* in, const FilterRef& filter, char* out,
+                 const EpilogueCall* ep) {
   // Each block's primitive (created single-threaded; blocks of one shape share the
   // cached one), per row block and channel width (full blocks, the last one). Row
   // blocks differ where padding reaches into them: the first and last, and more of
   // them when a block is shorter than the padding.
   LibrariesSingleThreaded single;
+  const int64_t es = g.bf16 ? 2 : 4;  // element bytes
   const bool by_channel = sp.oc_block > 0;
   const int64_t ocb = by_channel ? sp.oc_block : g.oc, oc_blocks = ceil_div(g.oc, ocb);
   const int64_t last = g.oc - (oc_blocks - 1) * ocb;
@@ -485,29 +485,29 @@ bool conv_blocks(const Geom& g, const Split& sp, const float* in, const FilterRe
   std::vector<std::shared_ptr<const PackedWeights>> packed(static_cast<size_t>(oc_blocks));
   std::vector<dnnl::memory> weis;
   for (int64_t b = 0; b < oc_blocks; ++b) {
-    const FilterRef part{filter.data + b * ocb, by_channel ? 0 : filter.bytes, filter.version};
+    const FilterRef part{filter.data + b * ocb * es, by_channel ? 0 : filter.bytes, filter.version};
     weis.push_back(packed_weights(prims[b == oc_blocks - 1 ? 1 : 0], part,
                                   holders[static_cast<size_t>(b)], packed[static_cast<size_t>(b)]));
   }
   parallel_for(g.n * sp.per_image * oc_blocks, 1, [&](int64_t t0, int64_t t1) {
     LibrariesSingleThreaded task_single;
     Tensor tmp;
-    float* buf = nullptr;
+    char* buf = nullptr;
     if (by_channel)
-      buf = static_cast<float*>(dnnl_scratch(tmp, static_cast<size_t>(sp.rows * g.ow * ocb) * 4));
+      buf = static_cast<char*>(dnnl_scratch(tmp, static_cast<size_t>(sp.rows * g.ow * ocb * es)));
     for (int64_t t = t0; t < t1; ++t) {
       const int64_t b = t % oc_blocks, k = t / oc_blocks % sp.per_image;
       const int64_t img = t / oc_blocks / sp.per_image, r0 = k * sp.rows;
       const int64_t r1 = std::min(g.oh, r0 + sp.rows), width = b == oc_blocks - 1 ? last : ocb;
       int64_t in_row;
       conv_row_block(g, r0, r1, in_row);
-      const float* x = in + (img * g.h + in_row) * g.w * g.c;
-      float* y = out + (img * g.oh + r0) * g.ow * g.oc + b * ocb;
+      const char* x = in + (img * g.h + in_row) * g.w * g.c * es;
+      char* y = out + ((img * g.oh + r0) * g.ow * g.oc + b * ocb) * es;
       ConvPrim& p = *prims[static_cast<size_t>(k * 2 + (width == ocb ? 0 : 1))];
       run_prim(p, x, weis[static_cast<size_t>(b)], by_channel ? buf : y, ep, b * ocb);
       if (!by_channel) continue;
       for (int64_t m = 0; m < (r1 - r0) * g.ow; ++m)
-        std::memcpy(y + m * g.oc, buf + m * width, static_cast<size_t>(width) * sizeof(float));
+        std::memcpy(y + m * g.oc * es, buf + m * width * es, static_cast<size_t>(width * es));
     }
   });
   return true;
@@ -515,10 +515,12 @@ bool conv_blocks(const Geom& g, const Split& sp, const float* in, const FilterRe
 
 // Runs the convolution (and `ep`, when given) on oneDNN; false when oneDNN
 // has no implementation for this configuration.
-bool conv_onednn(const Geom& g, const float* in, const FilterRef& filter, float* out,
+bool conv_onednn(const Geom& g, const void* in, const FilterRef& filter, void* out,
                  const EpilogueCall* ep = nullptr) {
   const Split sp = split_of(g, filter.version != 0);
-  if (sp.rows && conv_blocks(g, sp, in, filter, out, ep)) return true;
+  if (sp.rows &&
+      conv_blocks(g, sp, static_cast<const char*>(in), filter, static_cast<char*>(out), ep))
+    return true;
   // Too small to split: one thread (an OpenMP team would cost more than it saves).
   std::optional<LibrariesSingleThreaded> single;
   if (!sp.rows) single.emplace();
@@ -610,6 +612,30 @@ void apply_epilogue(const EpilogueCall& ep, int64_t oc, float* out, int64_t n) {
   });
 }
 
+// A bfloat16 convolution where oneDNN has no bf16 kernel (CPUs without
+// AVX512_BF16/AMX): on float32 copies, the output rounded to bfloat16 (as the
+// kHalfInFloat path computed it before kernels ran bf16).
+void conv_bf16_in_float(Geom g, const Tensor& x, const Tensor& f, Tensor& out) {
+  auto up = [](const Tensor& t) {
+    std::vector<float> v(static_cast<size_t>(t.num_elements()));
+    const auto* h = static_cast<const uint16_t*>(t.raw_data());
+    for (size_t i = 0; i < v.size(); ++i) v[i] = fn::detail::bf16_to_f32(h[i]);
+    return v;
+  };
+  const std::vector<float> xf = up(x), ff = up(f);
+  std::vector<float> yf(static_cast<size_t>(out.num_elements()));
+  g.bf16 = false;
+  const Tensor filter = Tensor::from_vector(ff, f.shape());  // a buffer with a version
+  bool done = false;
+  try {
+    done = conv_onednn(g, xf.data(), filter_ref(filter), yf.data());
+  } catch (const dnnl::error&) {
+  }
+  if (!done) conv_direct<float>(g, xf.data(), ff.data(), yf.data());
+  auto* y = static_cast<uint16_t*>(out.mutable_raw_data());
+  for (size_t i = 0; i < yf.size(); ++i) y[i] = fn::detail::f32_to_bf16(yf[i]);
+}
+
 template <bool kDepthwise>
 void conv_kernel(KernelContext& c) {
   const Tensor& x = c.input(0);
@@ -620,8 +646,16 @@ void conv_kernel(KernelContext& c) {
     std::memset(out.mutable_raw_data(), 0, out.nbytes());
     return;
   }
-  const Geom g = geometry(c, kDepthwise);
-  if (x.dtype() == DType::kFloat32) {
+  Geom g = geometry(c, kDepthwise);
+  if (x.dtype() == DType::kBFloat16) {
+    g.bf16 = true;
+    bool done = false;
+    try {
+      done = conv_onednn(g, x.raw_data(), filter_ref(f), out.mutable_raw_data());
+    } catch (const dnnl::error&) {
+    }
+    if (!done) conv_bf16_in_float(g, x, f, out);  // no bf16 kernel on this CPU
+  } else if (x.dtype() == DType::kFloat32) {
     bool done = false;
     try {
       done = conv_onednn(g, x.data<float>(), filter_ref(f), out.mutable_data<float>());

@@ -49,9 +49,9 @@ size_t ConvKeyHash::operator()(const ConvKey& k) const {
 }
 
 ConvKey conv_key(const ConvGeom& g) {
-  return {{g.n,     g.h,  g.w,  g.c,  g.kh, g.kw, g.oc, g.mult, g.oh,        g.ow,
-           g.sh,    g.sw, g.dh, g.dw, g.pt, g.pl, g.pb, g.pr,   g.depthwise, library_threads(),
-           g.wei_ld},
+  return {{g.n,      g.h,   g.w,  g.c,  g.kh, g.kw, g.oc, g.mult, g.oh,        g.ow,
+           g.sh,     g.sw,  g.dh, g.dw, g.pt, g.pl, g.pb, g.pr,   g.depthwise, library_threads(),
+           g.wei_ld, g.bf16},
           {}};
 }
 
@@ -60,19 +60,20 @@ ConvDescs conv_descs(const ConvGeom& g) {
   using tag = dnnl::memory::format_tag;
   using dims = dnnl::memory::dims;
   ConvDescs d;
-  d.src = dnnl::memory::desc({g.n, g.c, g.h, g.w}, dt::f32, tag::nhwc);
-  d.dst = dnnl::memory::desc({g.n, g.oc, g.oh, g.ow}, dt::f32, tag::nhwc);
+  const dt t = g.bf16 ? dt::bf16 : dt::f32;
+  d.src = dnnl::memory::desc({g.n, g.c, g.h, g.w}, t, tag::nhwc);
+  d.dst = dnnl::memory::desc({g.n, g.oc, g.oh, g.ow}, t, tag::nhwc);
   if (g.depthwise) {
     // Groups = channels; TF's [kh, kw, c, mult] as (g, o, i, h, w) strides.
     const dims wdims = {g.c, g.mult, 1, g.kh, g.kw};
     d.user_wei =
-        dnnl::memory::desc(wdims, dt::f32, dims{g.mult, 1, 1, g.kw * g.c * g.mult, g.c * g.mult});
-    d.any_wei = dnnl::memory::desc(wdims, dt::f32, tag::any);
+        dnnl::memory::desc(wdims, t, dims{g.mult, 1, 1, g.kw * g.c * g.mult, g.c * g.mult});
+    d.any_wei = dnnl::memory::desc(wdims, t, tag::any);
   } else {
     const dims wdims = {g.oc, g.c, g.kh, g.kw};
     const int64_t ld = g.wei_ld ? g.wei_ld : g.oc;  // HWIO: o, i, h, w strides
-    d.user_wei = dnnl::memory::desc(wdims, dt::f32, dims{1, ld, g.kw * g.c * ld, g.c * ld});
-    d.any_wei = dnnl::memory::desc(wdims, dt::f32, tag::any);
+    d.user_wei = dnnl::memory::desc(wdims, t, dims{1, ld, g.kw * g.c * ld, g.c * ld});
+    d.any_wei = dnnl::memory::desc(wdims, t, tag::any);
   }
   return d;
 }

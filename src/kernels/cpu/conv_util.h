@@ -25,6 +25,8 @@ struct ConvGeom {
   /// The filter's output-channel stride when the convolution reads a slice of
   /// a wider filter's output channels (0: dense, oc).
   int64_t wei_ld = 0;
+  /// bfloat16 input, filter and output (float32 accumulation); else float32.
+  bool bf16 = false;
   bool operator==(const ConvGeom&) const = default;
 };
 
@@ -36,7 +38,7 @@ ConvGeom conv_geometry(const KernelContext& c, const Shape& in, const Shape& f, 
 /// A primitive cache key: the geometry, the OpenMP threads the primitive is
 /// created for (library_threads()), and `extra` (what else tells two apart).
 struct ConvKey {
-  std::array<int64_t, 21> geom;
+  std::array<int64_t, 22> geom;
   std::vector<int64_t> extra;
   bool operator==(const ConvKey&) const = default;
 };

@@ -155,6 +155,29 @@ def test_layers_under_mixed_bfloat16_match_float32():
     np.testing.assert_allclose(np.asarray(got.numpy(), np.float32), ref(x).numpy(), atol=0.05)
 
 
+
+def test_convolutions_under_mixed_bfloat16_match_float32():
+    # Conv2D and DepthwiseConv2D run bf16 natively (float32 accumulation): eager,
+    # traced and under jit_compile they agree with the float32 model.
+    x = np.random.default_rng(3).random((2, 12, 12, 3)).astype("float32")
+
+    def build():
+        return keras.Sequential([keras.Input((12, 12, 3)),
+                                 L.Conv2D(16, 3, padding="same", activation="swish"),
+                                 L.BatchNormalization(), L.DepthwiseConv2D(3),
+                                 L.Conv2D(8, 1), L.GlobalAveragePooling2D()])
+    ref = build()
+    want = ref(x, training=False).numpy()
+    mp.set_global_policy("mixed_bfloat16")
+    mixed = build()
+    mixed.set_weights(ref.get_weights())
+    for run in (lambda v: mixed(v, training=False),
+                tf.function(lambda v: mixed(v, training=False)),
+                tf.function(lambda v: mixed(v, training=False), jit_compile=True)):
+        got = run(x)
+        assert dtype_of(got) == "bfloat16"
+        np.testing.assert_allclose(np.asarray(got.numpy(), np.float32), want, atol=0.05)
+
 def test_attention_casts_every_argument():
     mp.set_global_policy("mixed_float16")
     out = L.MultiHeadAttention(2, 2)(tf.ones((1, 2, 4)), tf.ones((1, 2, 4)))

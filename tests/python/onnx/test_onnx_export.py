@@ -88,6 +88,24 @@ def test_keras_conv_model(tmp_path):
     _check(lambda v: model(v, training=False).numpy(), path, x)
 
 
+
+def test_bfloat16_convolutions_run_on_float_between_casts(tmp_path):
+    # kiln runs bf16 convolutions natively; ONNX's Conv has no bf16, so the export
+    # casts around it (onnxruntime: float32 products of the same bf16 values).
+    rng = np.random.default_rng(5)
+    w = tf.constant(rng.standard_normal((3, 3, 4, 8)).astype(np.float32) * 0.3)
+    d = tf.constant(rng.standard_normal((3, 3, 8, 1)).astype(np.float32) * 0.3)
+
+    @tf.function(input_signature=[tf.TensorSpec([None, 9, 9, 4], tf.float32)])
+    def f(x):
+        y = tf.nn.conv2d(tf.cast(x, tf.bfloat16), tf.cast(w, tf.bfloat16), 1, "SAME")
+        y = tf.nn.depthwise_conv2d(y, tf.cast(d, tf.bfloat16), [1, 1, 1, 1], "VALID")
+        return tf.cast(y, tf.float32)
+
+    path = tf.onnx.export(f, tmp_path / "bf16_conv.onnx")
+    x = rng.standard_normal((2, 9, 9, 4)).astype(np.float32)
+    _check(lambda v: f(v).numpy(), path, x, rtol=2e-2, atol=2e-2)
+
 def test_while_loop_of_tanh(tmp_path):
     @tf.function(input_signature=[tf.TensorSpec([None], tf.float32)])
     def f(x):

@@ -1,0 +1,22 @@
+// bfloat16 convolutions on a CPU without oneDNN bf16 kernels: oneDNN is held
+// to AVX2 (ONEDNN_MAX_CPU_ISA, set before its first use), so the kernel falls
+// back to float32 copies and rounds the output; same cases and reference as
+// conv_bf16_test.cpp.
+#include <cstdlib>
+
+#include "conv_bf16_util.h"
+
+namespace kiln {
+namespace {
+const bool kAvx2Only = (setenv("ONEDNN_MAX_CPU_ISA", "AVX2", 1),
+                        setenv("DNNL_MAX_CPU_ISA", "AVX2", 1), config().num_threads = 4, true);
+
+TEST(ConvBFloat16Fallback, MatchesTheReferenceInEverySplit) {
+  for (const testing::Bf16Case& p : testing::bf16_cases()) {
+    SCOPED_TRACE(testing::bf16_case_name(p));
+    testing::check_bf16_conv(p);
+  }
+}
+
+}  // namespace
+}  // namespace kiln
