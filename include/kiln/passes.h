@@ -125,6 +125,15 @@ PassResult fuse_elementwise(Graph& g);
 /// take the epilogue's elementwise ops.
 PassResult fuse_conv(Graph& g);
 
+/// conv_float_filters: a bfloat16 Conv2D or DepthwiseConv2dNative whose filter
+/// is a Cast of a float32 value (Keras's mixed_bfloat16 casts the variable on
+/// every call) reads the float32 value instead, as a _FusedConv2D /
+/// _FusedDepthwiseConv2dNative without epilogue: the convolution rounds it to
+/// bfloat16 while packing it, once per version of the variable's buffer, where
+/// a new cast buffer each call was packed on every call. Runs in every mode
+/// (not a fusion: jit_compile and check_numerics keep it).
+PassResult conv_float_filters(Graph& g);
+
 /// schedule_collectives: moves each CollectiveAllReduceStart as early as
 /// its inputs allow (its inputs' computations first) and each
 /// CollectiveAllReduceDone as late as its users allow, so a gradient

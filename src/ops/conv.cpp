@@ -35,9 +35,9 @@ void spatial_out(InferContext& c, const Shape& in, const Window& w, const std::s
 
 // Conv2D / DepthwiseConv2dNative. Attrs: strides, padding, dilations.
 template <bool kDepthwise>
-void infer_conv(InferContext& c) {
+void infer_conv(InferContext& c, bool same_dtypes) {
   expect_float(c, 0);
-  c.expect_same_dtype(0, 1);
+  if (same_dtypes) c.expect_same_dtype(0, 1);
   Window w;
   w.stride = window::hw_attr(c, "strides");
   w.padding = window::padding_attr(c);
@@ -78,9 +78,17 @@ void infer_conv(InferContext& c) {
 template <bool kDepthwise>
 void infer_fused_conv(InferContext& c) {
   using namespace fused_conv;
-  c.expect_dtype(0, DType::kFloat32);
-  c.expect_dtype(1, DType::kFloat32);
-  infer_conv<kDepthwise>(c);
+  // bfloat16 input with a float32 filter (conv_float_filters: packed to bf16 once
+  // per version), no epilogue; else float32.
+  const bool bf16 = c.dtype(0) == DType::kBFloat16;
+  if (bf16 && c.dtype(1) != DType::kFloat32) c.expect_dtype(1, DType::kBFloat16);
+  if (!bf16) {
+    c.expect_dtype(0, DType::kFloat32);
+    c.expect_dtype(1, DType::kFloat32);
+  }
+  if (bf16 && !c.attr_string("fused_ops").empty())
+    c.fail("a bfloat16 input takes no fused_ops, got '", c.attr_string("fused_ops"), "'");
+  infer_conv<kDepthwise>(c, false);
   const int64_t oc = c.output(0).shape.rank_known() ? c.output(0).shape.dim(3) : -1;
   std::vector<PostOp> ops;
   const std::string err = parse_post_ops(c.attr_string("fused_ops"), ops);
@@ -233,7 +241,7 @@ void define_conv_ops(OpTableBuilder& t) {
       .attr("dilations", AttrType::kInts, ones)
       .traits(kHalfInFloat | kNativeBFloat16)  // float16 in float32, bfloat16 native
       .cost(conv_cost)
-      .infer(infer_conv<false>)
+      .infer([](InferContext& c) { infer_conv<false>(c, true); })
       .grad(conv2d_grad_rule)
       .onnx(onnx_conv);
   t.def(OpId::DepthwiseConv2D)
@@ -245,7 +253,7 @@ void define_conv_ops(OpTableBuilder& t) {
       .attr("dilations", AttrType::kInts, ones)
       .traits(kHalfInFloat | kNativeBFloat16)  // float16 in float32, bfloat16 native
       .cost(conv_cost)
-      .infer(infer_conv<true>)
+      .infer([](InferContext& c) { infer_conv<true>(c, true); })
       .grad(depthwise_conv2d_grad_rule)
       .onnx(onnx_depthwise);
   for (OpId id : {OpId::FusedConv2D, OpId::FusedDepthwiseConv2D})

@@ -24,6 +24,7 @@ constexpr PassEntry kPipeline[] = {
      [](Graph& g, const OptimizeOptions& o) { return fold_constants(g, o.max_fold_elements); }},
     {"cse", [](Graph& g, const OptimizeOptions&) { return cse(g); }},
     {"simplify", [](Graph& g, const OptimizeOptions&) { return simplify(g); }},
+    {"conv_float_filters", [](Graph& g, const OptimizeOptions&) { return conv_float_filters(g); }},
     {"prune", [](Graph& g, const OptimizeOptions&) { return prune(g); }},
     {"fuse_conv", [](Graph& g, const OptimizeOptions&) { return fuse_conv(g); }},
     {"fuse", [](Graph& g, const OptimizeOptions&) { return fuse_elementwise(g); }},

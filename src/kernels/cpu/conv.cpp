@@ -616,15 +616,17 @@ void apply_epilogue(const EpilogueCall& ep, int64_t oc, float* out, int64_t n) {
 // AVX512_BF16/AMX): on float32 copies, the output rounded to bfloat16 (as the
 // kHalfInFloat path computed it before kernels ran bf16).
 void conv_bf16_in_float(Geom g, const Tensor& x, const Tensor& f, Tensor& out) {
-  auto up = [](const Tensor& t) {
+  auto up = [](const Tensor& t) {  // a float32 filter rounded to bfloat16 first
     std::vector<float> v(static_cast<size_t>(t.num_elements()));
     const auto* h = static_cast<const uint16_t*>(t.raw_data());
-    for (size_t i = 0; i < v.size(); ++i) v[i] = fn::detail::bf16_to_f32(h[i]);
+    const float* w = t.dtype() == DType::kFloat32 ? t.data<float>() : nullptr;
+    for (size_t i = 0; i < v.size(); ++i)
+      v[i] = fn::detail::bf16_to_f32(w ? fn::detail::f32_to_bf16(w[i]) : h[i]);
     return v;
   };
   const std::vector<float> xf = up(x), ff = up(f);
   std::vector<float> yf(static_cast<size_t>(out.num_elements()));
-  g.bf16 = false;
+  g.bf16 = g.f32_filter = false;
   const Tensor filter = Tensor::from_vector(ff, f.shape());  // a buffer with a version
   bool done = false;
   try {
@@ -634,6 +636,18 @@ void conv_bf16_in_float(Geom g, const Tensor& x, const Tensor& f, Tensor& out) {
   if (!done) conv_direct<float>(g, xf.data(), ff.data(), yf.data());
   auto* y = static_cast<uint16_t*>(out.mutable_raw_data());
   for (size_t i = 0; i < yf.size(); ++i) y[i] = fn::detail::f32_to_bf16(yf[i]);
+}
+
+// A bfloat16 convolution (the filter bfloat16, or float32 packed to bfloat16).
+void conv_bf16(Geom g, const Tensor& x, const Tensor& f, Tensor& out) {
+  g.bf16 = true;
+  g.f32_filter = f.dtype() == DType::kFloat32;
+  bool done = false;
+  try {
+    done = conv_onednn(g, x.raw_data(), filter_ref(f), out.mutable_raw_data());
+  } catch (const dnnl::error&) {
+  }
+  if (!done) conv_bf16_in_float(g, x, f, out);  // no bf16 kernel on this CPU
 }
 
 template <bool kDepthwise>
@@ -646,15 +660,9 @@ void conv_kernel(KernelContext& c) {
     std::memset(out.mutable_raw_data(), 0, out.nbytes());
     return;
   }
-  Geom g = geometry(c, kDepthwise);
+  const Geom g = geometry(c, kDepthwise);
   if (x.dtype() == DType::kBFloat16) {
-    g.bf16 = true;
-    bool done = false;
-    try {
-      done = conv_onednn(g, x.raw_data(), filter_ref(f), out.mutable_raw_data());
-    } catch (const dnnl::error&) {
-    }
-    if (!done) conv_bf16_in_float(g, x, f, out);  // no bf16 kernel on this CPU
+    conv_bf16(g, x, f, out);
   } else if (x.dtype() == DType::kFloat32) {
     bool done = false;
     try {
@@ -676,6 +684,13 @@ void fused_conv_kernel(KernelContext& c) {
   const Tensor& f = c.input(1);
   Tensor& out = c.allocate_output(0);
   if (out.num_elements() == 0) return;
+  if (x.dtype() == DType::kBFloat16) {  // no epilogue (inference)
+    if (x.num_elements() == 0 || f.num_elements() == 0)
+      std::memset(out.mutable_raw_data(), 0, out.nbytes());
+    else
+      conv_bf16(geometry(c, kDepthwise), x, f, out);
+    return;
+  }
   EpilogueCall ep;
   parse_post_ops(c.attr_string("fused_ops"), ep.ops);  // validated by inference
   for (size_t i = 2; i < c.num_inputs(); ++i) ep.args.push_back(&c.input(i));

@@ -49,9 +49,11 @@ size_t ConvKeyHash::operator()(const ConvKey& k) const {
 }
 
 ConvKey conv_key(const ConvGeom& g) {
-  return {{g.n,      g.h,   g.w,  g.c,  g.kh, g.kw, g.oc, g.mult, g.oh,        g.ow,
-           g.sh,     g.sw,  g.dh, g.dw, g.pt, g.pl, g.pb, g.pr,   g.depthwise, library_threads(),
-           g.wei_ld, g.bf16},
+  return {{g.n,      g.h,    g.w,         g.c,         g.kh,
+           g.kw,     g.oc,   g.mult,      g.oh,        g.ow,
+           g.sh,     g.sw,   g.dh,        g.dw,        g.pt,
+           g.pl,     g.pb,   g.pr,        g.depthwise, library_threads(),
+           g.wei_ld, g.bf16, g.f32_filter},
           {}};
 }
 
@@ -66,13 +68,14 @@ ConvDescs conv_descs(const ConvGeom& g) {
   if (g.depthwise) {
     // Groups = channels; TF's [kh, kw, c, mult] as (g, o, i, h, w) strides.
     const dims wdims = {g.c, g.mult, 1, g.kh, g.kw};
-    d.user_wei =
-        dnnl::memory::desc(wdims, t, dims{g.mult, 1, 1, g.kw * g.c * g.mult, g.c * g.mult});
+    d.user_wei = dnnl::memory::desc(wdims, g.f32_filter ? dt::f32 : t,
+                                    dims{g.mult, 1, 1, g.kw * g.c * g.mult, g.c * g.mult});
     d.any_wei = dnnl::memory::desc(wdims, t, tag::any);
   } else {
     const dims wdims = {g.oc, g.c, g.kh, g.kw};
     const int64_t ld = g.wei_ld ? g.wei_ld : g.oc;  // HWIO: o, i, h, w strides
-    d.user_wei = dnnl::memory::desc(wdims, t, dims{1, ld, g.kw * g.c * ld, g.c * ld});
+    d.user_wei = dnnl::memory::desc(wdims, g.f32_filter ? dt::f32 : t,
+                                    dims{1, ld, g.kw * g.c * ld, g.c * ld});
     d.any_wei = dnnl::memory::desc(wdims, t, tag::any);
   }
   return d;

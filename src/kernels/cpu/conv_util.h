@@ -27,6 +27,8 @@ struct ConvGeom {
   int64_t wei_ld = 0;
   /// bfloat16 input, filter and output (float32 accumulation); else float32.
   bool bf16 = false;
+  /// With bf16: the filter is float32, rounded to bfloat16 when packed.
+  bool f32_filter = false;
   bool operator==(const ConvGeom&) const = default;
 };
 
@@ -38,7 +40,7 @@ ConvGeom conv_geometry(const KernelContext& c, const Shape& in, const Shape& f, 
 /// A primitive cache key: the geometry, the OpenMP threads the primitive is
 /// created for (library_threads()), and `extra` (what else tells two apart).
 struct ConvKey {
-  std::array<int64_t, 22> geom;
+  std::array<int64_t, 23> geom;
   std::vector<int64_t> extra;
   bool operator==(const ConvKey&) const = default;
 };

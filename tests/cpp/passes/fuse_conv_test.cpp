@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/cpu/conv_util.h"
 #include "kiln/executor.h"
 #include "kiln/function.h"
 #include "kiln/passes.h"
@@ -684,6 +685,68 @@ TEST(FusedConvOp, Errors) {
       Code::kInvalidArgument, {"_FusedDepthwiseConv2dNative", "do not match filter channels 5"});
   expect_error([&] { run({x}, fused_attrs("Relu")); }, Code::kInvalidArgument,
                {"at least 2 inputs"});
+}
+
+// ---- conv_float_filters ----
+
+// mixed_bfloat16's convolutions: a bf16 input, the filter a Cast of float32.
+TEST(ConvFloatFilters, ConvolutionsReadTheFloatFilterAndPackItOnce) {
+  const Tensor x = cast(wave({1, 9, 9, 8}, 0.37), DType::kBFloat16);
+  const Tensor w = wave({3, 3, 8, 16}, 0.91, 0.3, 0.5), d = wave({3, 3, 16, 1}, 0.5, 0.1, 0.5);
+  const Body body = [](const std::vector<Tensor>& a) {
+    const Tensor y = conv2d(a[0], cast(a[1], DType::kBFloat16), {1, 1}, "SAME");
+    const Tensor z = depthwise_conv2d(y, cast(a[2], DType::kBFloat16), {1, 1}, "VALID");
+    return std::vector<Tensor>{z, cast(a[1], DType::kBFloat16)};  // a Cast with another user
+  };
+  const std::vector<Tensor> in = {x, w, d};
+  auto g = trace(in, body);
+  const std::vector<Tensor> want = Plan::compile(*g)->run(in);
+  PassResult r = conv_float_filters(*g);
+  g->verify();
+  EXPECT_EQ(r.rewritten.size(), 2u);
+  EXPECT_EQ(count_ops(*g, OpId::FusedConv2D), 1);
+  EXPECT_EQ(count_ops(*g, OpId::FusedDepthwiseConv2D), 1);
+  const auto plan = Plan::compile(*g);
+  // Rounded while packed as Cast rounds: the same values.
+  for (int call = 0; call < 2; ++call) {
+    const int64_t reorders = cpu::filter_reorders();
+    const std::vector<Tensor> got = plan->run(in);
+    if (call == 1) {
+      EXPECT_EQ(cpu::filter_reorders(), reorders);  // packed once
+    }
+    for (size_t i = 0; i < got.size(); ++i)
+      EXPECT_EQ(cast(got[i], DType::kFloat32).to_vector<float>(),
+                cast(want[i], DType::kFloat32).to_vector<float>());
+  }
+}
+
+TEST(ConvFloatFilters, OtherFiltersAreLeftAlone) {
+  const Tensor x = cast(wave({1, 6, 6, 4}, 0.3), DType::kBFloat16);
+  const Tensor wb = cast(wave({3, 3, 4, 4}, 0.5), DType::kBFloat16);
+  const Tensor w64 = cast(wave({3, 3, 4, 4}, 0.5), DType::kFloat64);
+  auto g = trace({x, wb, w64}, [](const std::vector<Tensor>& a) {
+    return std::vector<Tensor>{conv2d(a[0], a[1], {1, 1}, "SAME"),  // no Cast
+                               conv2d(a[0], cast(a[2], DType::kBFloat16), {1, 1}, "SAME"),
+                               conv2d(cast(a[0], DType::kFloat32), cast(a[1], DType::kFloat32),
+                                      {1, 1}, "SAME")};  // float32
+  });
+  EXPECT_TRUE(conv_float_filters(*g).rewritten.empty());
+}
+
+TEST(ConvFloatFilters, FusedOpChecksItsDtypes) {
+  const Tensor x = cast(wave({1, 4, 4, 2}, 0.3), DType::kBFloat16), f = wave({3, 3, 2, 3}, 0.5);
+  expect_error(
+      [&] {
+        call_op(OpId::FusedConv2D, std::vector<Tensor>{x, f, wave({3}, 0.2)},
+                fused_attrs("BiasAdd"));
+      },
+      Code::kInvalidArgument, {"bfloat16 input takes no fused_ops"});
+  expect_error(
+      [&] {
+        call_op(OpId::FusedConv2D, std::vector<Tensor>{x, cast(f, DType::kFloat64)},
+                fused_attrs(""));
+      },
+      Code::kInvalidArgument, {"float64"});
 }
 
 }  // namespace
