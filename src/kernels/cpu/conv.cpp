@@ -464,7 +464,8 @@ bool conv_blocks(const Geom& g, const Split& sp, const char* in, const FilterRef
   // blocks differ where padding reaches into them: the first and last, and more of
   // them when a block is shorter than the padding.
   LibrariesSingleThreaded single;
-  const int64_t es = g.bf16 ? 2 : 4;  // element bytes
+  const int64_t es = g.bf16 ? 2 : 4;                          // element bytes
+  const int64_t filter_es = g.bf16 && !g.f32_filter ? 2 : 4;  // the filter's
   const bool by_channel = sp.oc_block > 0;
   const int64_t ocb = by_channel ? sp.oc_block : g.oc, oc_blocks = ceil_div(g.oc, ocb);
   const int64_t last = g.oc - (oc_blocks - 1) * ocb;
@@ -485,7 +486,8 @@ bool conv_blocks(const Geom& g, const Split& sp, const char* in, const FilterRef
   std::vector<std::shared_ptr<const PackedWeights>> packed(static_cast<size_t>(oc_blocks));
   std::vector<dnnl::memory> weis;
   for (int64_t b = 0; b < oc_blocks; ++b) {
-    const FilterRef part{filter.data + b * ocb * es, by_channel ? 0 : filter.bytes, filter.version};
+    const FilterRef part{filter.data + b * ocb * filter_es, by_channel ? 0 : filter.bytes,
+                         filter.version};
     weis.push_back(packed_weights(prims[b == oc_blocks - 1 ? 1 : 0], part,
                                   holders[static_cast<size_t>(b)], packed[static_cast<size_t>(b)]));
   }

@@ -720,6 +720,34 @@ TEST(ConvFloatFilters, ConvolutionsReadTheFloatFilterAndPackItOnce) {
   }
 }
 
+// The same in every split (4 threads): row blocks, channel blocks (filter slices
+// of the float32 filter), a one-pixel convolution with a 2 MB filter, depthwise rows.
+TEST(ConvFloatFilters, EverySplitMatchesTheCastFilter) {
+  struct Case {
+    Shape x, f;
+    bool depthwise;
+  };
+  for (const Case& c :
+       {Case{{1, 48, 40, 32}, {3, 3, 32, 32}, false}, Case{{1, 7, 7, 64}, {3, 3, 64, 200}, false},
+        Case{{1, 1, 1, 1024}, {1, 1, 1024, 520}, false},
+        Case{{1, 64, 64, 32}, {3, 3, 32, 1}, true}}) {
+    SCOPED_TRACE(str_cat(c.x.debug_string(), " ", c.f.debug_string()));
+    const std::vector<Tensor> in = {cast(wave(c.x, 0.37), DType::kBFloat16),
+                                    wave(c.f, 0.91, 0.3, 0.5)};
+    const Body body = [&](const std::vector<Tensor>& a) {
+      const Tensor f = cast(a[1], DType::kBFloat16);
+      return std::vector<Tensor>{c.depthwise ? depthwise_conv2d(a[0], f, {1, 1}, "SAME")
+                                             : conv2d(a[0], f, {1, 1}, "SAME")};
+    };
+    auto g = trace(in, body);
+    const std::vector<Tensor> want = Plan::compile(*g)->run(in);
+    EXPECT_EQ(conv_float_filters(*g).rewritten.size(), 1u);
+    const std::vector<Tensor> got = Plan::compile(*g)->run(in);
+    EXPECT_EQ(cast(got[0], DType::kFloat32).to_vector<float>(),
+              cast(want[0], DType::kFloat32).to_vector<float>());
+  }
+}
+
 TEST(ConvFloatFilters, OtherFiltersAreLeftAlone) {
   const Tensor x = cast(wave({1, 6, 6, 4}, 0.3), DType::kBFloat16);
   const Tensor wb = cast(wave({3, 3, 4, 4}, 0.5), DType::kBFloat16);
