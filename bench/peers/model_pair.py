@@ -6,7 +6,9 @@ Separate runs of bench/demo.py --models and run_peers.py --models on a shared
 (kiln imported from .venv as bench/peers/eager_pair.py does), and each round
 times every side in turn (kiln function, kiln jit, TF graph, TF XLA, PyTorch,
 JAX, and onnxruntime and OpenVINO running kiln's ONNX export of the same model),
-so load that comes and goes hits both sides of a ratio alike. Ratios are taken
+so load that comes and goes hits both sides of a ratio alike. The convnets also
+run as "kiln jit bf16" (the same model under mixed_bfloat16), ratioed to the fastest
+peer apart from kiln's best float32 mode. Ratios are taken
 per round; the table gives their median and [min-max], each side's GFLOP/s (the
 convolutions and products of the export) and the machine's matmul peak.
 
@@ -42,6 +44,7 @@ LABEL = {"tensorflow": "tf", "torch": "torch", "jax": "jax", "onnxruntime": "onn
 GOALS = [("kiln function", "tf function", 1.0), ("kiln jit", "tf function", 1.0),
          ("kiln function", "torch eager", 1.5), ("kiln jit", "torch eager", 1.5)]
 BEST_GOAL = 0.8  # issue 43: kiln's best mode <= 0.8x the fastest peer, per round
+BF16_SIDE = "kiln jit bf16"  # mixed_bfloat16 under jit_compile (convnets), ratioed apart
 
 
 def log(msg):
@@ -59,7 +62,21 @@ def kiln_sides(name):
         fn, args = w.build()["function"]
         return (fn if mode == "function" else
                 tf.function(fn._python_function, jit_compile=True)), args
-    return [("kiln function", lambda: build("function")), ("kiln jit", lambda: build("jit"))]
+
+    def build_bf16():
+        # The same model and weights under mixed_bfloat16 (bf16 convolutions, float32
+        # accumulation), jit; its output cast to float32 for the agreement check.
+        tf.keras.mixed_precision.set_global_policy("mixed_bfloat16")
+        try:
+            fn, args = w.build()["function"]
+        finally:
+            tf.keras.mixed_precision.set_global_policy("float32")
+        inner = fn._python_function
+        return tf.function(lambda *a: tf.cast(inner(*a), tf.float32), jit_compile=True), args
+    sides = [("kiln function", lambda: build("function")), ("kiln jit", lambda: build("jit"))]
+    if name in mc.APPS:
+        sides.append((BF16_SIDE, build_bf16))
+    return sides
 
 
 def peer_sides(name, mods):
@@ -119,12 +136,17 @@ def summarize(times):
         if a in times and b in times:
             r = [x / y for x, y in zip(times[a], times[b])]
             ratios[f"{a} / {b}"] = dict(row(r), target=target, met=st.median(r) < target)
-    kiln = [v for k, v in times.items() if k.startswith("kiln ")]
+    # kiln's best float32 mode; the bf16 side (a policy the user asks for) apart.
+    kiln = [v for k, v in times.items() if k.startswith("kiln ") and k != BF16_SIDE]
     peers = [v for k, v in times.items() if not k.startswith("kiln ")]
     if kiln and peers:
         r = [min(k) / min(p) for k, p in zip(zip(*kiln), zip(*peers))]
         ratios["kiln best / fastest peer"] = dict(row(r), target=BEST_GOAL,
                                                   met=st.median(r) <= BEST_GOAL)
+    if BF16_SIDE in times and peers:
+        r = [b / min(p) for b, p in zip(times[BF16_SIDE], zip(*peers))]
+        ratios[f"{BF16_SIDE} / fastest peer"] = dict(row(r), target=BEST_GOAL,
+                                                     met=st.median(r) <= BEST_GOAL)
     return {k: row(v) for k, v in times.items()}, ratios
 
 
