@@ -469,17 +469,23 @@ bool conv_blocks(const Geom& g, const Split& sp, const char* in, const FilterRef
   const bool by_channel = sp.oc_block > 0;
   const int64_t ocb = by_channel ? sp.oc_block : g.oc, oc_blocks = ceil_div(g.oc, ocb);
   const int64_t last = g.oc - (oc_blocks - 1) * ocb;
+  // prims[2k]: row block k's full-width blocks; prims[2k + 1]: its last channel
+  // block, looked up only when narrower (else the same primitive).
   std::vector<std::shared_ptr<ConvPrim>> prims(static_cast<size_t>(sp.per_image) * 2);
   for (int64_t k = 0; k < sp.per_image; ++k)
-    for (int wide = 0; wide < 2; ++wide) {
+    for (int narrow = 0; narrow < 2; ++narrow) {
+      auto& p = prims[static_cast<size_t>(k * 2 + narrow)];
+      if (narrow && last == ocb) {
+        p = prims[static_cast<size_t>(k * 2)];
+        continue;
+      }
       int64_t in_row;
       Geom bg = conv_row_block(g, k * sp.rows, std::min(g.oh, (k + 1) * sp.rows), in_row);
       if (bg.h <= 0) return false;
-      bg.oc = wide ? last : ocb;
+      bg.oc = narrow ? last : ocb;
       if (by_channel) bg.wei_ld = g.oc;
-      auto& p = prims[static_cast<size_t>(k * 2 + wide)];
       p = cached_prim(bg, ep);
-      if (!p || p->wei_md != prims[static_cast<size_t>(wide)]->wei_md) return false;
+      if (!p || p->wei_md != prims[static_cast<size_t>(narrow)]->wei_md) return false;
     }
   // The filter (each channel block's slice) in the blocks' weights layout.
   std::vector<Tensor> holders(static_cast<size_t>(oc_blocks));
@@ -618,26 +624,21 @@ void apply_epilogue(const EpilogueCall& ep, int64_t oc, float* out, int64_t n) {
 // AVX512_BF16/AMX): on float32 copies, the output rounded to bfloat16 (as the
 // kHalfInFloat path computed it before kernels ran bf16).
 void conv_bf16_in_float(Geom g, const Tensor& x, const Tensor& f, Tensor& out) {
-  auto up = [](const Tensor& t) {  // a float32 filter rounded to bfloat16 first
-    std::vector<float> v(static_cast<size_t>(t.num_elements()));
-    const auto* h = static_cast<const uint16_t*>(t.raw_data());
-    const float* w = t.dtype() == DType::kFloat32 ? t.data<float>() : nullptr;
-    for (size_t i = 0; i < v.size(); ++i)
-      v[i] = fn::detail::bf16_to_f32(w ? fn::detail::f32_to_bf16(w[i]) : h[i]);
-    return v;
-  };
-  const std::vector<float> xf = up(x), ff = up(f);
-  std::vector<float> yf(static_cast<size_t>(out.num_elements()));
+  Tensor fb = f;  // a float32 filter rounded to bfloat16 first
+  if (f.dtype() == DType::kFloat32) {
+    fb = Tensor::empty(DType::kBFloat16, f.shape());
+    round_to_half(f.data<float>(), fb);
+  }
+  const Tensor xf = as_float32(x, "Conv2D"), ff = as_float32(fb, "Conv2D");
+  Tensor yf = Tensor::empty(DType::kFloat32, out.shape());
   g.bf16 = g.f32_filter = false;
-  const Tensor filter = Tensor::from_vector(ff, f.shape());  // a buffer with a version
   bool done = false;
   try {
-    done = conv_onednn(g, xf.data(), filter_ref(filter), yf.data());
+    done = conv_onednn(g, xf.data<float>(), filter_ref(ff), yf.mutable_data<float>());
   } catch (const dnnl::error&) {
   }
-  if (!done) conv_direct<float>(g, xf.data(), ff.data(), yf.data());
-  auto* y = static_cast<uint16_t*>(out.mutable_raw_data());
-  for (size_t i = 0; i < yf.size(); ++i) y[i] = fn::detail::f32_to_bf16(yf[i]);
+  if (!done) conv_direct<float>(g, xf.data<float>(), ff.data<float>(), yf.mutable_data<float>());
+  round_to_half(yf.data<float>(), out);
 }
 
 // A bfloat16 convolution (the filter bfloat16, or float32 packed to bfloat16).

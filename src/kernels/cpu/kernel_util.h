@@ -44,4 +44,11 @@ size_t stream_bytes();
 /// Sets stream_bytes() (0: back to the default); for tests.
 void set_stream_bytes_for_tests(size_t bytes);
 
+/// x (any plain dtype or a 16-bit float) as float32 (x itself when float32);
+/// `op` names the op in a dtype error (select_cast.cpp).
+Tensor as_float32(const Tensor& x, const char* op);
+/// Rounds float32 values into `out`, a float16 or bfloat16 tensor of as many
+/// elements (nearest, ties to even; select_cast.cpp).
+void round_to_half(const float* in, Tensor& out);
+
 }  // namespace kiln::cpu

@@ -47,7 +47,8 @@ void float_to_half(const float* in, H* out, int64_t n) {
   });
 }
 
-// x (any plain dtype or a 16-bit float) as float32.
+}  // namespace
+
 Tensor as_float32(const Tensor& x, const char* op) {
   if (x.dtype() == DType::kFloat32) return x;
   Tensor f = Tensor::empty(DType::kFloat32, x.shape());
@@ -64,6 +65,15 @@ Tensor as_float32(const Tensor& x, const char* op) {
   return f;
 }
 
+void round_to_half(const float* in, Tensor& out) {
+  if (out.dtype() == DType::kFloat16)
+    float_to_half(in, out.mutable_data<Half>(), out.num_elements());
+  else
+    float_to_half(in, out.mutable_data<BFloat16>(), out.num_elements());
+}
+
+namespace {
+
 // Casts from or to a 16-bit float go through float32 (as Eigen's half does).
 void cast_half(KernelContext& c, const Tensor& x, DType to) {
   const char* op = c.op().type_name;
@@ -71,10 +81,8 @@ void cast_half(KernelContext& c, const Tensor& x, DType to) {
   const int64_t n = x.num_elements();
   if (to == DType::kFloat32) return c.set_output(0, f);
   Tensor& out = c.allocate_output(0);
-  if (to == DType::kFloat16) {
-    float_to_half(f.data<float>(), out.mutable_data<Half>(), n);
-  } else if (to == DType::kBFloat16) {
-    float_to_half(f.data<float>(), out.mutable_data<BFloat16>(), n);
+  if (is_half(to)) {
+    round_to_half(f.data<float>(), out);
   } else {
     visit_types(PlainTypes{}, to, op, [&](auto tag) {
       using To = decltype(tag);
@@ -114,10 +122,7 @@ void cast_complex(KernelContext& c, const Tensor& x, DType to) {
   } else if (is_half(to)) {
     Tensor f(Tensor::empty(DType::kFloat32, x.shape()));
     unary_map(pr, f.mutable_data<float>(), n, fn::Cast<float>{});
-    if (to == DType::kFloat16)
-      float_to_half(f.data<float>(), out.mutable_data<Half>(), n);
-    else
-      float_to_half(f.data<float>(), out.mutable_data<BFloat16>(), n);
+    round_to_half(f.data<float>(), out);
   } else {
     visit_types(PlainTypes{}, to, op, [&](auto tag) {
       using To = decltype(tag);
