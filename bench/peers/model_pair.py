@@ -6,8 +6,8 @@ Separate runs of bench/demo.py --models and run_peers.py --models on a shared
 (kiln imported from .venv as bench/peers/eager_pair.py does), and each round
 times every side in turn (kiln function, kiln jit, TF graph, TF XLA, PyTorch,
 JAX, and onnxruntime and OpenVINO running kiln's ONNX export of the same model),
-so load that comes and goes hits both sides of a ratio alike. The convnets also
-run as "kiln jit bf16" (the same model under mixed_bfloat16), ratioed to the fastest
+so load that comes and goes hits both sides of a ratio alike. The convnets and
+transformer4 also run as "kiln jit bf16" (the same model under mixed_bfloat16), ratioed to the fastest
 peer apart from kiln's best float32 mode. Ratios are taken
 per round; the table gives their median and [min-max], each side's GFLOP/s (the
 convolutions and products of the export) and the machine's matmul peak.
@@ -44,7 +44,7 @@ LABEL = {"tensorflow": "tf", "torch": "torch", "jax": "jax", "onnxruntime": "onn
 GOALS = [("kiln function", "tf function", 1.0), ("kiln jit", "tf function", 1.0),
          ("kiln function", "torch eager", 1.5), ("kiln jit", "torch eager", 1.5)]
 BEST_GOAL = 0.8  # issue 43: kiln's best mode <= 0.8x the fastest peer, per round
-BF16_SIDE = "kiln jit bf16"  # mixed_bfloat16 under jit_compile (convnets), ratioed apart
+BF16_SIDE = "kiln jit bf16"  # mixed_bfloat16 under jit_compile (convnets, transformer4), ratioed apart
 
 
 def log(msg):
@@ -64,8 +64,8 @@ def kiln_sides(name):
                 tf.function(fn._python_function, jit_compile=True)), args
 
     def build_bf16():
-        # The same model and weights under mixed_bfloat16 (bf16 convolutions, float32
-        # accumulation), jit; its output cast to float32 for the agreement check.
+        # The same model and weights under mixed_bfloat16 (bf16 convolutions and products,
+        # float32 accumulation), jit; its output cast to float32 for the agreement check.
         tf.keras.mixed_precision.set_global_policy("mixed_bfloat16")
         try:
             fn, args = w.build()["function"]
@@ -74,7 +74,7 @@ def kiln_sides(name):
         inner = fn._python_function
         return tf.function(lambda *a: tf.cast(inner(*a), tf.float32), jit_compile=True), args
     sides = [("kiln function", lambda: build("function")), ("kiln jit", lambda: build("jit"))]
-    if name in mc.APPS:
+    if name in mc.APPS or name == "transformer4":
         sides.append((BF16_SIDE, build_bf16))
     return sides
 

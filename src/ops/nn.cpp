@@ -100,9 +100,16 @@ std::string onnx_adjoint(onnx::ExportContext& c, size_t i, bool adj) {
   for (int64_t k = 0; k < r; ++k) perm.push_back(k < r - 2 ? k : (k == r - 2 ? r - 1 : r - 2));
   return c.node1("Transpose", {c.in(i)}, {{"perm", perm}});
 }
+// A bfloat16 product runs on float32 between casts (onnxruntime's CPU MatMul
+// has no bf16 kernel).
 void onnx_matmul(onnx::ExportContext& c) {
-  c.emit("MatMul",
-         {onnx_adjoint(c, 0, c.attr_bool("adj_x")), onnx_adjoint(c, 1, c.attr_bool("adj_y"))});
+  const DType dt = c.input_spec(0).dtype;
+  const bool bf16 = dt == DType::kBFloat16;
+  std::vector<std::string> ins = {onnx_adjoint(c, 0, c.attr_bool("adj_x")),
+                                  onnx_adjoint(c, 1, c.attr_bool("adj_y"))};
+  if (!bf16) return c.emit("MatMul", std::move(ins));
+  for (std::string& in : ins) in = c.cast(in, dt, DType::kFloat32);
+  c.emit("Cast", {c.node1("MatMul", std::move(ins))}, {{"to", c.onnx_dtype(dt)}});
 }
 // MatMul as a product a compiled kernel computes itself: float32/64, y of
 // rank 2 (x's leading dims fold into its rows; x not transposed then), or
@@ -128,7 +135,7 @@ void define_matmul(OpTableBuilder& t) {
       .outputs({"output"})
       .attr("adj_x", AttrType::kBool, false)
       .attr("adj_y", AttrType::kBool, false)
-      .traits(kHalfInFloat)  // float16/bfloat16 in float32
+      .traits(kHalfInFloat | kNativeBFloat16)  // float16 in float32, bfloat16 on oneDNN
       .cost(matmul_cost)
       .infer(infer_matmul)
       .grad(matmul_grad)

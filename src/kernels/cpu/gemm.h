@@ -4,6 +4,8 @@
 #pragma once
 #include <cstdint>
 
+#include "kiln/half.h"
+
 namespace kiln::cpu {
 
 /// A product's sizes and operands: A stored [m, k] ([k, m] when ta), B
@@ -32,5 +34,24 @@ void gemm_product_rows(const GemmArgs<T>& g, int64_t r0, int64_t r1, T* c);
 int64_t gemm_row_blocks(int64_t m, int64_t n, int64_t k);
 /// Whether the BLAS backend takes these sizes (each fits its index type).
 bool gemm_fits(int64_t m, int64_t n, int64_t k);
+
+/// One bfloat16 product C[m, n] = op(A) op(B), row-major with leading
+/// dimensions as stored (A [k, m] when ta, B [n, k] when tb).
+struct Bf16Gemm {
+  bool ta = false, tb = false;
+  int64_t m = 0, n = 0, k = 0;
+  const BFloat16* a = nullptr;
+  int64_t lda = 0;
+  const BFloat16* b = nullptr;
+  int64_t ldb = 0;
+  BFloat16* c = nullptr;
+  int64_t ldc = 0;
+};
+/// Runs `g` on this thread (matmul_bf16.cpp): oneDNN's bf16 kernel with float32
+/// accumulation, or float32 on OpenBLAS where oneDNN has none for it.
+void bf16_gemm_call(const Bf16Gemm& g);
+/// Whether oneDNN has bf16 kernels on this CPU (else MatMul computes bf16 in
+/// float32 copies).
+bool bf16_gemm_native();
 
 }  // namespace kiln::cpu

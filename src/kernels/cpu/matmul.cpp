@@ -1,5 +1,5 @@
-// CPU kernel for batched matmul: OpenBLAS gemm for float32/float64, a blocked
-// loop for integers.
+// CPU kernel for batched matmul: OpenBLAS gemm for float32/float64, oneDNN
+// for bfloat16 (matmul_bf16.cpp), a blocked loop for integers.
 #include <cblas.h>
 
 #include <algorithm>
@@ -97,6 +97,13 @@ void gemm_call(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, in
   else
     cblas_dgemm(CblasRowMajor, cta, ctb, i(m), i(n), i(k), 1.0, a, i(lda), b, i(ldb), 0.0, c,
                 i(ldc));
+}
+
+// A bfloat16 product on oneDNN, split as float32 products are.
+void gemm_call(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const BFloat16* a, int64_t lda,
+               const BFloat16* b, int64_t ldb, BFloat16* c, int64_t ldc) {
+  LibrariesSingleThreaded single;
+  bf16_gemm_call({ta, tb, m, n, k, a, lda, b, ldb, c, ldc});
 }
 
 // How many blocks of C a product splits into on the pool, and whether they are
@@ -256,6 +263,19 @@ void int_matmul(const MatMulPlan& p, const T* a, const T* b, T* c) {
                });
 }
 
+// bfloat16: oneDNN's kernels, or (a CPU without them) float32 copies with the
+// result rounded once, as kHalfInFloat ops compute.
+void bf16_matmul(const MatMulPlan& p, const Tensor& a, const Tensor& b, Tensor& out) {
+  if (bf16_gemm_native()) {
+    blas_matmul<BFloat16>(p, a.data<BFloat16>(), b.data<BFloat16>(), out.mutable_data<BFloat16>());
+    return;
+  }
+  const Tensor af = as_float32(a, "MatMul"), bf = as_float32(b, "MatMul");
+  Tensor y = Tensor::empty(DType::kFloat32, out.shape());
+  blas_matmul<float>(p, af.data<float>(), bf.data<float>(), y.mutable_data<float>());
+  round_to_half(y.data<float>(), out);
+}
+
 void matmul_kernel(KernelContext& c) {
   const Tensor& a = c.input(0);
   const Tensor& b = c.input(1);
@@ -266,13 +286,19 @@ void matmul_kernel(KernelContext& c) {
     std::memset(out.mutable_raw_data(), 0, out.nbytes());
     return;
   }
+  constexpr int64_t kBlasMax = std::numeric_limits<blasint>::max();
+  const bool is_float =
+      a.dtype() == DType::kBFloat16 || a.dtype() == DType::kFloat32 || a.dtype() == DType::kFloat64;
+  if (is_float && std::max({p.m, p.n, p.k, p.a_cols, p.b_cols}) > kBlasMax)
+    throw UnimplementedError(str_cat(c.op().type_name, ": matrix dimension above ", kBlasMax,
+                                     " is not supported by the BLAS backend"));
+  if (a.dtype() == DType::kBFloat16) {
+    bf16_matmul(p, a, b, out);
+    return;
+  }
   visit_numeric(a.dtype(), c.op().type_name, [&](auto tag) {
     using T = decltype(tag);
-    constexpr int64_t kBlasMax = std::numeric_limits<blasint>::max();
     if constexpr (std::is_floating_point_v<T>) {
-      if (std::max({p.m, p.n, p.k, p.a_cols, p.b_cols}) > kBlasMax)
-        throw UnimplementedError(str_cat(c.op().type_name, ": matrix dimension above ", kBlasMax,
-                                         " is not supported by the BLAS backend"));
       blas_matmul<T>(p, a.data<T>(), b.data<T>(), out.mutable_data<T>());
     } else if constexpr (!std::is_same_v<T, bool>)
       int_matmul<T>(p, a.data<T>(), b.data<T>(), out.mutable_data<T>());

@@ -178,6 +178,32 @@ def test_convolutions_under_mixed_bfloat16_match_float32():
         assert dtype_of(got) == "bfloat16"
         np.testing.assert_allclose(np.asarray(got.numpy(), np.float32), want, atol=0.05)
 
+def test_products_under_mixed_bfloat16_match_float32():
+    # Dense and MultiHeadAttention's products run bf16 MatMuls natively (float32
+    # accumulation, no casts around them): eager, traced and under jit_compile they
+    # agree with the float32 model.
+    x = np.random.default_rng(4).random((2, 16, 32)).astype("float32")
+
+    def build():
+        inp = keras.Input((16, 32))
+        a = L.MultiHeadAttention(4, 8)(inp, inp)
+        h = L.LayerNormalization()(L.Add()([inp, a]))
+        return keras.Model(inp, L.Dense(32)(L.Dense(64, activation="relu")(h)))
+    ref = build()
+    want = ref(x).numpy()
+    mp.set_global_policy("mixed_bfloat16")
+    mixed = build()
+    mixed.set_weights(ref.get_weights())
+    traced = tf.function(lambda v: mixed(v))
+    for run in (mixed, traced, tf.function(lambda v: mixed(v), jit_compile=True)):
+        got = run(x)
+        assert dtype_of(got) == "bfloat16"
+        np.testing.assert_allclose(np.asarray(got.numpy(), np.float32), want, atol=0.05)
+    graph = traced.get_concrete_function(tf.TensorSpec((2, 16, 32), tf.float32)).graph
+    products = [n for n in graph.get_operations() if n.op in ("MatMul", "BatchMatMulV2")]
+    assert len(products) == 8 and all(n.outputs[0][0] == tf.bfloat16 for n in products)
+
+
 def test_attention_casts_every_argument():
     mp.set_global_policy("mixed_float16")
     out = L.MultiHeadAttention(2, 2)(tf.ones((1, 2, 4)), tf.ones((1, 2, 4)))

@@ -106,6 +106,24 @@ def test_bfloat16_convolutions_run_on_float_between_casts(tmp_path):
     x = rng.standard_normal((2, 9, 9, 4)).astype(np.float32)
     _check(lambda v: f(v).numpy(), path, x, rtol=2e-2, atol=2e-2)
 
+def test_bfloat16_products_run_on_float_between_casts(tmp_path):
+    # kiln runs bf16 MatMuls natively; onnxruntime's CPU MatMul has no bf16, so the
+    # export casts around them (float32 products of the same bf16 values).
+    rng = np.random.default_rng(6)
+    w = tf.constant(rng.standard_normal((8, 6)).astype(np.float32) * 0.3)
+
+    @tf.function(input_signature=[tf.TensorSpec([None, 5, 8], tf.float32)])
+    def f(x):
+        xb = tf.cast(x, tf.bfloat16)
+        y = tf.matmul(xb, tf.cast(w, tf.bfloat16))
+        y = tf.matmul(y, xb, transpose_a=True)
+        return tf.cast(y, tf.float32)
+
+    path = tf.onnx.export(f, tmp_path / "bf16_matmul.onnx")
+    x = rng.standard_normal((2, 5, 8)).astype(np.float32)
+    _check(lambda v: f(v).numpy(), path, x, rtol=2e-2, atol=2e-2)
+
+
 def test_while_loop_of_tanh(tmp_path):
     @tf.function(input_signature=[tf.TensorSpec([None], tf.float32)])
     def f(x):

@@ -1,0 +1,59 @@
+// bfloat16 MatMul on a CPU without oneDNN bf16 kernels: oneDNN is held to AVX2
+// (ONEDNN_MAX_CPU_ISA, set before its first use), so MatMul computes on float32
+// copies and rounds the output once; a single product handed to oneDNN
+// directly (bf16_gemm_call, strided and transposed as row and column blocks
+// are) runs its float32 path too. Same cases and reference as
+// matmul_bf16_test.cpp.
+#include <cstdlib>
+#include <vector>
+
+#include "kernels/cpu/gemm.h"
+#include "matmul_bf16_util.h"
+
+namespace kiln {
+namespace {
+const bool kAvx2Only = (setenv("ONEDNN_MAX_CPU_ISA", "AVX2", 1),
+                        setenv("DNNL_MAX_CPU_ISA", "AVX2", 1), config().num_threads = 4, true);
+
+TEST(MatMulBFloat16Fallback, NoNativeKernel) {
+  EXPECT_FALSE(cpu::bf16_gemm_native());
+}
+
+TEST(MatMulBFloat16Fallback, MatchesTheReferenceInEverySplit) {
+  for (const testing::MatMulBf16Case& p : testing::mm_bf16_cases()) {
+    SCOPED_TRACE(testing::mm_case_name(p));
+    testing::check_bf16_matmul(p);
+  }
+}
+
+// Columns [2, 7) of op(A) op(B) for A [5, 6] (stored [6, 5] when ta) and B
+// [6, 9] (stored [9, 6] when tb), written into a wider C (ldc 11).
+TEST(MatMulBFloat16Fallback, OneStridedBlock) {
+  const int64_t m = 5, k = 6, n = 9, ldc = 11, c0 = 2, width = 5;
+  for (bool ta : {false, true})
+    for (bool tb : {false, true}) {
+      SCOPED_TRACE(str_cat("ta ", ta, " tb ", tb));
+      const Tensor a =
+          cast(testing::mm_wave(ta ? Shape{k, m} : Shape{m, k}, 0.7), DType::kBFloat16);
+      const Tensor b =
+          cast(testing::mm_wave(tb ? Shape{n, k} : Shape{k, n}, 1.3), DType::kBFloat16);
+      const Tensor want =
+          cast(matmul(cast(a, DType::kFloat64), cast(b, DType::kFloat64), ta, tb), DType::kFloat32);
+      std::vector<BFloat16> c(static_cast<size_t>(m * ldc), to_bfloat16(-7.f));
+      const BFloat16* bp = b.data<BFloat16>();
+      cpu::bf16_gemm_call({ta, tb, m, width, k, a.data<BFloat16>(), ta ? m : k,
+                           bp + (tb ? c0 * k : c0), tb ? k : n, c.data() + c0, ldc});
+      const std::vector<float> w = want.to_vector<float>();
+      for (int64_t i = 0; i < m; ++i)
+        for (int64_t j = 0; j < ldc; ++j) {
+          const float got = to_float(c[static_cast<size_t>(i * ldc + j)]);
+          if (j < c0 || j >= c0 + width)
+            EXPECT_EQ(got, -7.f) << i << "," << j;  // outside the block: untouched
+          else
+            EXPECT_NEAR(got, w[static_cast<size_t>(i * n + j)], 8e-3) << i << "," << j;
+        }
+    }
+}
+
+}  // namespace
+}  // namespace kiln
