@@ -19,21 +19,24 @@ def configure(threads):
                    "INFERENCE_PRECISION_HINT=f32, CPU plugin"}
 
 
-def _case(name):
+def _case(name, precision="f32"):
     def build():
         core = _ov.Core()
         compiled = core.compile_model(core.read_model(oe.export(name)), "CPU", {
             "INFERENCE_NUM_THREADS": _threads, "PERFORMANCE_HINT": "LATENCY",
-            "INFERENCE_PRECISION_HINT": "f32"})
+            "INFERENCE_PRECISION_HINT": precision})
         request = compiled.create_infer_request()
         out = compiled.output(0)
 
         def run(x):
             return request.infer([x])[out].copy()  # the request reuses its buffer
         return run, (oe.model_input(name),)
-    return Case(name, "compiled", build, min_runs=5,
-                meta={"model": f"kiln.onnx.export of {name}"})
+    mode = "compiled" if precision == "f32" else f"compiled {precision}"
+    return Case(name, mode, build, min_runs=5,
+                meta={"model": f"kiln.onnx.export of {name}", "precision": precision})
 
 
 def model_cases():
-    return [_case(n) for n in mc.NAMES]
+    """Every workload in float32, and in bf16 (OpenVINO's own bf16 inference, the peer of
+    kiln's mixed_bfloat16 side in model_pair)."""
+    return [_case(n) for n in mc.NAMES] + [_case(n, "bf16") for n in mc.NAMES]
