@@ -1,6 +1,7 @@
 // CPU kernels for slicing, gathering, joining and splitting. Slices that are
 // one contiguous run of the input (x[1:3], unstack/split along the first
-// non-trivial axis) are returned as views of the input's buffer.
+// non-trivial axis, a gather of consecutive first-axis rows) are returned as
+// views of the input's buffer.
 #include <algorithm>
 #include <cstring>
 #include <vector>
@@ -205,6 +206,16 @@ void gather_kernel(KernelContext& c) {
     check_indices<int32_t>(c, indices, n);
   else
     check_indices<int64_t>(c, indices, n);
+  // Consecutive rows of the first axis (an RNN's step t of its time-major
+  // inputs) are one contiguous run of params: a view.
+  if (outer == 1 && nidx > 0 && c.output_spec(0).shape.num_elements() > 0) {
+    const int64_t first = i32 ? indices.data<int32_t>()[0] : indices.data<int64_t>()[0];
+    bool consecutive = true;
+    for (int64_t q = 1; q < nidx && consecutive; ++q)
+      consecutive = (i32 ? indices.data<int32_t>()[q] : indices.data<int64_t>()[q]) == first + q;
+    if (consecutive)
+      return c.set_output(0, sub_view(params, first * inner, c.output_spec(0).shape));
+  }
   Tensor& out = c.allocate_output(0);
   if (out.num_elements() == 0) return;
   visit_elem(params.dtype(), "GatherV2", [&](auto tag) {

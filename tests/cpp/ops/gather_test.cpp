@@ -74,6 +74,23 @@ TEST(Gather, Examples) {
                              {"c", "a"});
 }
 
+TEST(Gather, ConsecutiveFirstAxisRowsAreViews) {
+  const Tensor p = iota(DType::kFloat32, {5, 3, 2});
+  // Step t of a time-major sequence (a scalar index) and a run of rows: views.
+  const Tensor row = gather(p, Tensor(int32_t{3}));
+  EXPECT_TRUE(testing::shares_buffer(row, p));
+  expect_tensor<float>(row, {3, 2}, {18.5f, 19.5f, 20.5f, 21.5f, 22.5f, 23.5f});  // iota: i + 0.5
+  const Tensor run = gather(p, Tensor::from_vector(std::vector<int64_t>{1, 2}, {2}));
+  EXPECT_TRUE(testing::shares_buffer(run, p));
+  EXPECT_EQ(run.shape(), Shape({2, 3, 2}));
+  EXPECT_EQ(run.to_vector<float>()[0], 6.5f);
+  // Not consecutive, or not the first axis: copies.
+  EXPECT_FALSE(testing::shares_buffer(gather(p, Tensor({2, 1})), p));
+  EXPECT_FALSE(testing::shares_buffer(gather(p, Tensor(int32_t{1}), 1), p));
+  // An index out of range still fails before any view is made.
+  expect_error([&] { gather(p, Tensor({4, 5})); }, Code::kInvalidArgument, {"not in [0, 5)"});
+}
+
 TEST(Gather, Errors) {
   Tensor p = iota(DType::kFloat32, {4, 3});
   expect_error(
