@@ -26,10 +26,29 @@ def get_flush_denormals():
     return _kiln._flush_denormals()
 
 
+def set_jit_excess_precision(enabled):
+    """Whether jit_compile=True functions may keep float values unrounded between
+    the ops of one fused kernel where each op would round them to float16/bfloat16
+    (True, the default, as XLA's xla_allow_excess_precision in TensorFlow): a
+    mixed_bfloat16 model runs faster and at least as accurately. False rounds
+    after every op, matching graph mode bit for bit (as does
+    XLA_FLAGS=--xla_allow_excess_precision=false). Read when a function is
+    compiled. Returns the previous setting."""
+    old = _kiln._jit_excess_precision()
+    _kiln._set_jit_excess_precision(bool(enabled))
+    return old
+
+
+def get_jit_excess_precision():
+    return _kiln._jit_excess_precision()
+
+
 class _Experimental:
     run_functions_eagerly = staticmethod(run_functions_eagerly)
     set_flush_denormals = staticmethod(set_flush_denormals)
     get_flush_denormals = staticmethod(get_flush_denormals)
+    set_jit_excess_precision = staticmethod(set_jit_excess_precision)
+    get_jit_excess_precision = staticmethod(get_jit_excess_precision)
 
 
 experimental = _Experimental()

@@ -337,6 +337,8 @@ void bind_ops(nb::module_& m) {
   m.def("_parallel_branches", [] { return config().parallel_branches; });
   m.def("_set_flush_denormals", [](bool on) { config().flush_denormals = on; });
   m.def("_flush_denormals", [] { return config().flush_denormals; });
+  m.def("_set_jit_excess_precision", [](bool on) { config().jit_excess_precision = on; });
+  m.def("_jit_excess_precision", [] { return config().jit_excess_precision; });
 }
 
 }  // namespace kiln::py

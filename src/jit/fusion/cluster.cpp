@@ -256,7 +256,7 @@ Clusters form_clusters(Graph& g, const std::string& prefix, size_t min_ops) {
     out_nodes.insert(out_nodes.end(), plan.outputs[ci].begin(), plan.outputs[ci].end());
     for (Node* m : out_nodes) k.outputs.push_back(value_of.at(m));
     auto prog = std::make_shared<Program>();
-    prog->kernel = optimize_kernel(k);
+    prog->kernel = optimize_kernel(k, excess_precision_allowed());
     Kernel& opt = prog->kernel;
     std::vector<TensorSpec> specs;
     for (Node* m : out_nodes) specs.push_back(m->outputs()[0]);

@@ -26,7 +26,13 @@ Clusters form_clusters(Graph& g, const std::string& prefix, size_t min_ops = 2);
 /// result, with the outputs fold_reductions added).
 std::vector<Kernel> compiled_kernels(const Clusters& cl);
 
-/// Drops instructions no output needs and merges identical ones.
-Kernel optimize_kernel(const Kernel& k);
+/// Drops instructions no output needs and merges identical ones; with
+/// `excess_precision`, a float value rounded to a half type and widened back
+/// to its own type is the value itself (Config::jit_excess_precision).
+Kernel optimize_kernel(const Kernel& k, bool excess_precision = false);
+
+/// Config::jit_excess_precision, unless XLA_FLAGS holds
+/// --xla_allow_excess_precision=false (TensorFlow's switch).
+bool excess_precision_allowed();
 
 }  // namespace kiln::jit

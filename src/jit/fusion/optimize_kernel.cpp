@@ -1,15 +1,38 @@
 // The kernel passes: CSE and dead-code removal over a lowered kernel (the
-// "optimized_hlo" stage).
+// "optimized_hlo" stage), and optionally excess precision (round trips through
+// a half type dropped, as XLA's xla_allow_excess_precision does).
 #include <map>
 #include <string>
 #include <tuple>
 #include <vector>
 
+#include "core/env.h"
 #include "jit/fusion/cluster.h"
+#include "kiln/config.h"
 
 namespace kiln::jit {
 
-Kernel optimize_kernel(const Kernel& k) {
+bool excess_precision_allowed() {
+  static const bool xla_off = [] {
+    const std::string flags = env("XLA_FLAGS");
+    return flags.find("--xla_allow_excess_precision=false") != std::string::npos ||
+           flags.find("--xla_allow_excess_precision=0") != std::string::npos;
+  }();
+  return config().jit_excess_precision && !xla_off;
+}
+
+namespace {
+// With cse[] numbering: `in` widens a value that was rounded to a half type from
+// `in`'s own dtype (f32 -> bf16 -> f32); returns that value, else -1.
+int32_t half_round_trip(const Instr& in, const std::vector<Instr>& cse) {
+  if (in.kind != Instr::kCast || in.a < 0) return -1;
+  const Instr& half = cse[static_cast<size_t>(in.a)];
+  if (half.kind != Instr::kCast || !is_half(half.dtype) || half.a < 0) return -1;
+  return cse[static_cast<size_t>(half.a)].dtype == in.dtype ? half.a : -1;
+}
+}  // namespace
+
+Kernel optimize_kernel(const Kernel& k, bool excess_precision) {
   // CSE: identical instructions over identical (renumbered) arguments.
   std::vector<int32_t> map(k.body.size());
   std::vector<Instr> cse;
@@ -20,6 +43,12 @@ Kernel optimize_kernel(const Kernel& k) {
     if (in.kind != Instr::kLoad)
       for (int32_t* a : {&in.a, &in.b, &in.c})
         if (*a >= 0) *a = map[static_cast<size_t>(*a)];
+    if (excess_precision) {
+      if (const int32_t v = half_round_trip(in, cse); v >= 0) {
+        map[i] = v;
+        continue;
+      }
+    }
     const auto key =
         std::make_tuple(int(in.kind), int(in.dtype), int(in.op), in.a, in.b, in.c, in.bits);
     auto [it, fresh] = seen.emplace(key, static_cast<int32_t>(cse.size()));

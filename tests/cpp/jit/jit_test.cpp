@@ -572,7 +572,15 @@ TEST(Jit, EveryLoweredOpOnEveryDtypeMatchesEager) {
 // float16/bfloat16: their rows compute in float32, so traced graphs hold a
 // cast on each side of every op; a kernel loads the 16-bit bits, converts,
 // computes and rounds once per op as the graph does, and stores the bits.
+size_t count_of(const std::string& s, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = s.find(what); at != std::string::npos; at = s.find(what, at + 1)) ++n;
+  return n;
+}
+
+// Without excess precision, kernels round after every op, as graph mode does.
 TEST(Jit, HalfChainsRoundOncePerOpLikeGraphMode) {
+  const testing::ScopedExcessPrecision strict(false);
   const float inf = std::numeric_limits<float>::infinity();
   // Subnormal halves, ties, the largest half, inf, NaN, -0.
   const std::vector<float> edge = {
@@ -607,6 +615,48 @@ TEST(Jit, HalfChainsRoundOncePerOpLikeGraphMode) {
       EXPECT_NE(src.find(h == DType::kFloat16 ? "f32_to_f16(" : "f32_to_bf16("), std::string::npos);
       EXPECT_NE(cf->compiler_ir("hlo").find(str_cat(dtype_name(h), " load")), std::string::npos);
     }
+  }
+}
+
+// Excess precision (the default, XLA's): inside a kernel a half chain keeps
+// float32 between its ops (the input's own cast to half included) and rounds
+// once where a value leaves the kernel: closer to float64 than graph mode, with
+// fewer conversions.
+TEST(Jit, HalfChainsKeepExcessPrecisionInsideAKernel) {
+  const Tensor x32 = random_tensor(DType::kFloat32, Shape({33, 130}), 71) * 3.f;
+  for (DType h : {DType::kFloat16, DType::kBFloat16}) {
+    SCOPED_TRACE(dtype_name(h));
+    auto body = [h](const std::vector<Value>& a) {
+      const Tensor x = cast(a[0].tensor(), h);
+      return Value(tanh(x * x + cast(Tensor(0.5f), h)) * x);
+    };
+    const std::vector<Value> args = {Value(x32)};
+    Function j = make(body, true), g = make(body, false);
+    const std::vector<float> got = cast(j(args).tensor(), DType::kFloat32).to_vector<float>();
+    const std::vector<float> graph = cast(g(args).tensor(), DType::kFloat32).to_vector<float>();
+    // The cast of the input is a round trip inside the kernel too (as in XLA).
+    const Tensor x64 = cast(x32, DType::kFloat64);
+    const std::vector<double> ref = (tanh(x64 * x64 + 0.5) * x64).to_vector<double>();
+    const double ulp = h == DType::kBFloat16 ? 0x1p-7 : 0x1p-10;
+    double err_jit = 0, err_graph = 0;
+    size_t differ = 0;
+    for (size_t i = 0; i < ref.size(); ++i) {
+      // Rounded once: within one ulp of float64 (the float32 chain's error is far smaller).
+      EXPECT_NEAR(got[i], ref[i], ulp * std::fabs(ref[i]) + 1e-30) << i;
+      err_jit += std::fabs(got[i] - ref[i]);
+      err_graph += std::fabs(graph[i] - ref[i]);
+      differ += got[i] != graph[i];
+    }
+    EXPECT_LT(err_jit, err_graph);
+    EXPECT_GT(differ, 0u);
+    const std::string fast = j.get_concrete_function(args)->compiler_ir("source");
+    std::string strict;
+    {
+      const testing::ScopedExcessPrecision off(false);
+      strict = make(body, true).get_concrete_function(args)->compiler_ir("source");
+    }
+    const std::string to_half = h == DType::kBFloat16 ? "f32_to_bf16(" : "f32_to_f16(";
+    EXPECT_LT(count_of(fast, to_half), count_of(strict, to_half));
   }
 }
 

@@ -15,6 +15,7 @@
 
 #include "jit/ir/jit_ir.h"
 #include "jit/ir/program.h"
+#include "kiln/config.h"
 #include "kiln/function.h"
 #include "kiln/ops.h"
 #include "test_util.h"
@@ -108,10 +109,23 @@ inline Tensor random_tensor(DType dt, const Shape& s, uint32_t seed) {
   return cast(Tensor::from_vector(v, s), dt);
 }
 
+/// Sets Config::jit_excess_precision while alive. The helpers below compare
+/// half results bit for bit, so they hold it off (kernels round every op).
+struct ScopedExcessPrecision {
+  bool old;
+  explicit ScopedExcessPrecision(bool on) : old(config().jit_excess_precision) {
+    config().jit_excess_precision = on;
+  }
+  ~ScopedExcessPrecision() { config().jit_excess_precision = old; }
+  ScopedExcessPrecision(const ScopedExcessPrecision&) = delete;
+  ScopedExcessPrecision& operator=(const ScopedExcessPrecision&) = delete;
+};
+
 // Runs `body` eagerly, traced and jit-compiled on `args`; all must agree
 // (expect_same), and the jit function must run at least `min_kernels`.
 inline void check_all_modes(const std::function<Value(const std::vector<Value>&)>& body,
                             const std::vector<Value>& args, size_t min_kernels = 1) {
+  const ScopedExcessPrecision strict(false);
   const Tensor eager = body(args).tensor();
   Function g = make(body, false), j = make(body, true);
   expect_same(g(args).tensor(), eager);
@@ -133,6 +147,7 @@ inline std::vector<Tensor> tensors_of(const Value& v) {
 /// (expect_same).
 inline void expect_modes_agree(const std::function<Value(const std::vector<Value>&)>& body,
                                const std::vector<Value>& args, Function& g, Function& j) {
+  const ScopedExcessPrecision strict(false);
   const std::vector<Tensor> eager = tensors_of(body(args));
   const std::vector<Tensor> graph = tensors_of(g(args)), jit = tensors_of(j(args));
   ASSERT_EQ(graph.size(), eager.size());

@@ -2,6 +2,11 @@
 TensorFlow's experimental_get_compiler_ir, the unsupported-op error, gradients, control
 flow and Keras (the cache and the compiler: test_jit_cache.py)."""
 
+import inspect
+import os
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
@@ -76,10 +81,18 @@ def test_integer_and_bool_ops_are_exact():
         np.testing.assert_array_equal(got.numpy(), want.numpy())
 
 
+@pytest.fixture
+def strict_halves():
+    old = tf.config.experimental.set_jit_excess_precision(False)
+    yield
+    tf.config.experimental.set_jit_excess_precision(old)
+
+
 @pytest.mark.parametrize("dtype", [tf.float16, tf.bfloat16])
-def test_half_chains_round_once_per_op_like_graph_mode(dtype):
-    # Each op computes in float32 and rounds to the half dtype; the kernel
-    # does the same, so results are bit-exact, edge values included.
+def test_half_chains_round_once_per_op_like_graph_mode(dtype, strict_halves):
+    # Without excess precision each op computes in float32 and rounds to the
+    # half dtype; the kernel does the same, so results are bit-exact, edge
+    # values included.
     def fn(x, w):
         y = tf.tanh(x * w + tf.constant(0.5, dtype)) * x
         return tf.nn.relu(y - w), tf.cast(y, tf.int32), tf.cast(x, tf.float32) * 3.0
@@ -98,6 +111,43 @@ def test_half_chains_round_once_per_op_like_graph_mode(dtype):
         np.testing.assert_array_equal(a, b)
     assert kernels(j, x, w) >= 1
     assert f"{dtype.name} load" in j.experimental_get_compiler_ir(x, w)("hlo")
+
+
+def _half_chain(x):
+    xb = tf.cast(x, tf.bfloat16)
+    return tf.cast(tf.tanh(xb * xb + tf.constant(0.5, tf.bfloat16)) * xb, tf.float32)
+
+
+def test_half_chains_keep_excess_precision_by_default():
+    # As XLA (xla_allow_excess_precision): inside a kernel the chain stays in
+    # float32, rounded once to bfloat16 at the end, so it is closer to float64.
+    assert tf.config.experimental.get_jit_excess_precision() is True
+    x = np.random.RandomState(5).uniform(-3, 3, (40, 50)).astype(np.float32)
+    j, g = both(_half_chain)
+    got, graph = j(tf.constant(x)).numpy(), g(tf.constant(x)).numpy()
+    x64 = x.astype(np.float64)
+    ref = np.tanh(x64 * x64 + 0.5) * x64
+    np.testing.assert_allclose(got, ref, rtol=2 ** -7, atol=1e-30)  # one bf16 rounding
+    assert np.abs(got - ref).sum() < np.abs(graph - ref).sum()
+    source = j.experimental_get_compiler_ir(tf.constant(x))("source")
+    assert source.count("f32_to_bf16(") == 1
+
+
+def test_xla_flags_turn_excess_precision_off():
+    # TensorFlow's switch, read from the environment: kernels then round every op.
+    code = (f"import numpy as np, kiln as tf\n{_chain_source()}\n"
+            "x = tf.constant(np.random.RandomState(5).uniform(-3, 3, (40, 50)).astype(np.float32))\n"
+            "j, g = tf.function(_half_chain, jit_compile=True), tf.function(_half_chain)\n"
+            "assert (j(x).numpy() == g(x).numpy()).all()\n"
+            "print('ok')\n")
+    env = dict(os.environ, XLA_FLAGS="--xla_cpu_foo=1 --xla_allow_excess_precision=false")
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                         timeout=300)
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr
+
+
+def _chain_source():
+    return inspect.getsource(_half_chain)
 
 
 @pytest.mark.parametrize("dtype", [tf.complex64, tf.complex128])
