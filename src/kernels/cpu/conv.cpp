@@ -32,6 +32,7 @@
 #include "kiln/config.h"
 #include "ops/fused_conv.h"
 #include "ops/window.h"
+#include "packed_weights.h"
 #include "threading.h"
 
 namespace kiln::cpu {
@@ -71,84 +72,18 @@ ConvKey key_of(const Geom& g, const EpilogueCall* ep) {
   return k;
 }
 
-// Bytes held by all PackedWeights, kept within config().packed_weights_bytes.
-std::atomic<int64_t> g_packed_bytes{0};
-// Filters reordered so far (kept or not), for tests.
-std::atomic<int64_t> g_reorders{0};
-// A kept packing unused this long may make room for a new one (make_room).
-constexpr auto kPackedIdle = std::chrono::seconds(1);
-
-// A filter reordered into the primitive's weights layout, with a copy of the
-// filter bytes it came from: reused only while the filter is bit-identical,
-// so a recycled or rewritten buffer can never give stale weights.
-struct PackedWeights {
-  const void* source = nullptr;  // the filter buffer it was packed from
-  uint64_t version = 0;          // the source buffer's version (0: none, `user` holds its bytes)
-  std::vector<char> user;
-  Tensor packed;
-  int64_t bytes = 0;  // counted in g_packed_bytes
-  mutable std::atomic<std::chrono::steady_clock::rep> last_use{0};
-  void used() const {
-    last_use.store(std::chrono::steady_clock::now().time_since_epoch().count(),
-                   std::memory_order_relaxed);
-  }
-  ~PackedWeights() { g_packed_bytes -= bytes; }
-};
-
 struct ConvPrim {
   dnnl::convolution_forward conv;
-  dnnl::memory::desc src_md, dst_md, user_wei_md, wei_md;
+  dnnl::memory::desc src_md, dst_md;
   bool bias = false;  // the epilogue's BiasAdd is the primitive's bias
   dnnl::memory::desc bias_md;
   std::vector<int> arg_post_index;  // post-op index of each remaining epilogue input
   std::vector<dnnl::memory::desc> arg_md;
   size_t scratch_bytes = 0;
-  std::optional<dnnl::reorder> wei_reorder;  // absent when layouts agree
-  size_t reorder_scratch_bytes = 0;
-  std::mutex weights_mu;
-  // Recently packed filters, newest first (at most kPackedPerPrim): layers
-  // sharing one geometry (a CNN's repeated blocks) each keep theirs.
-  std::vector<std::shared_ptr<const PackedWeights>> weights;
+  // The filter's layouts and its kept packings (layers sharing one geometry,
+  // a CNN's repeated blocks, each keep theirs).
+  std::shared_ptr<WeightPacks> wei = std::make_shared<WeightPacks>();
 };
-
-constexpr size_t kPackedPerPrim = 128;
-
-// Every kept packing with its primitive, for the budget (make_room).
-struct PackedRegistry {
-  std::mutex mu;
-  std::vector<std::pair<std::weak_ptr<ConvPrim>, std::weak_ptr<const PackedWeights>>> kept;
-};
-PackedRegistry& packed_registry() {
-  static auto& r = *new PackedRegistry;  // never destroyed
-  return r;
-}
-
-// True when `bytes` more fit the budget, after dropping the least recently used
-// packings among those idle for kPackedIdle: filters of models no longer run (a
-// dead filter's version never comes back). A model whose own filters pass the
-// budget keeps its first ones (its packings are not idle: no cyclic eviction).
-bool make_room(int64_t bytes) {
-  const int64_t budget = config().packed_weights_bytes;
-  if (g_packed_bytes.load() + bytes <= budget) return true;
-  PackedRegistry& r = packed_registry();
-  std::lock_guard<std::mutex> lock(r.mu);
-  std::erase_if(r.kept, [](const auto& e) { return e.second.expired(); });
-  const auto before = (std::chrono::steady_clock::now() - kPackedIdle).time_since_epoch().count();
-  std::vector<std::pair<std::chrono::steady_clock::rep, size_t>> idle;  // (last use, index)
-  for (size_t i = 0; i < r.kept.size(); ++i)
-    if (const auto w = r.kept[i].second.lock(); w && w->last_use.load() < before)
-      idle.emplace_back(w->last_use.load(), i);
-  std::sort(idle.begin(), idle.end());
-  for (const auto& [use, i] : idle) {
-    if (g_packed_bytes.load() + bytes <= budget) break;
-    const auto prim = r.kept[i].first.lock();
-    if (!prim) continue;
-    std::lock_guard<std::mutex> prim_lock(prim->weights_mu);
-    const auto w = r.kept[i].second.lock();
-    std::erase(prim->weights, w);  // freed now unless a call still runs with it
-  }
-  return g_packed_bytes.load() + bytes <= budget;
-}
 
 dnnl::algorithm dnnl_alg(PostOp op) {
   switch (op) {
@@ -198,7 +133,6 @@ std::shared_ptr<ConvPrim> create_prim(const Geom& g, const EpilogueCall* ep) {
   const ConvDescs descs = conv_descs(g);
   p->src_md = descs.src;
   p->dst_md = descs.dst;
-  p->user_wei_md = descs.user_wei;
   const dnnl::memory::desc& any_wei = descs.any_wei;
   // Two attrs: copies of a dnnl handle share one object.
   dnnl::primitive_attr attr, conv_attr;
@@ -215,15 +149,9 @@ std::shared_ptr<ConvPrim> create_prim(const Geom& g, const EpilogueCall* ep) {
                            p->src_md, any_wei, p->dst_md, dims{g.sh, g.sw},
                            dims{g.dh - 1, g.dw - 1}, dims{g.pt, g.pl}, dims{g.pb, g.pr});
   dnnl::convolution_forward::primitive_desc pd(d, conv_attr, dnnl_engine());
-  p->wei_md = pd.weights_desc();
   p->scratch_bytes = pd.scratchpad_desc().get_size();
   p->conv = dnnl::convolution_forward(pd);
-  if (p->wei_md != p->user_wei_md) {
-    dnnl::reorder::primitive_desc rpd(dnnl_engine(), p->user_wei_md, dnnl_engine(), p->wei_md,
-                                      attr);
-    p->reorder_scratch_bytes = rpd.scratchpad_desc().get_size();
-    p->wei_reorder = dnnl::reorder(rpd);
-  }
+  init_weight_packs(*p->wei, descs.user_wei, pd.weights_desc());
   return p;
 }
 
@@ -247,96 +175,6 @@ std::shared_ptr<ConvPrim> cached_prim(const Geom& g, const EpilogueCall* ep) {
 dnnl::memory user_memory(const dnnl::memory::desc& md, const Tensor& t, int64_t ch0) {
   const float* v = t.data<float>() + (t.num_elements() == 1 ? 0 : ch0);
   return dnnl::memory(md, dnnl_engine(), const_cast<float*>(v));
-}
-
-// A convolution's filter: its elements and the version of its buffer's contents.
-struct FilterRef {
-  const char* data;
-  size_t bytes;
-  uint64_t version;  // Buffer::version(); 0: unknown
-};
-
-FilterRef filter_ref(const Tensor& f) {
-  return {static_cast<const char*>(f.raw_data()), f.nbytes(), f.buffer()->version()};
-}
-
-// The kept packing of `f`, if any: of this very buffer at the same version (a
-// variable read on every call); for memory without a version, any packing that
-// kept the same bytes (compared outside the lock).
-std::shared_ptr<const PackedWeights> find_packed(ConvPrim& p, const FilterRef& f) {
-  {
-    std::lock_guard<std::mutex> lock(p.weights_mu);
-    if (f.version) {
-      for (const auto& w : p.weights)
-        if (w->source == f.data && w->version == f.version) {
-          w->used();
-          return w;
-        }
-      return nullptr;
-    }
-  }
-  const auto kept = [&] {
-    std::lock_guard<std::mutex> lock(p.weights_mu);
-    return p.weights;
-  }();
-  for (const auto& w : kept)
-    if (w->user.size() == f.bytes && std::memcmp(w->user.data(), f.data, f.bytes) == 0) {
-      w->used();
-      return w;
-    }
-  return nullptr;
-}
-
-// The filter in p's weights layout: a kept packing (find_packed), else a reorder
-// into `holder` (kept for later calls while the budget allows).
-dnnl::memory packed_weights(const std::shared_ptr<ConvPrim>& prim, const FilterRef& f,
-                            Tensor& holder, std::shared_ptr<const PackedWeights>& packed) {
-  ConvPrim& p = *prim;
-  dnnl::stream& s = dnnl_stream();
-  const dnnl::engine& e = dnnl_engine();
-  const char* filter = f.data;
-  const size_t filter_bytes = f.bytes;
-  dnnl::memory wei(p.user_wei_md, e, const_cast<char*>(filter));
-  if (!p.wei_reorder) return wei;
-  packed = find_packed(p, f);
-  if (packed) return dnnl::memory(p.wei_md, e, const_cast<void*>(packed->packed.raw_data()));
-  dnnl::memory user = wei;
-  wei = dnnl::memory(p.wei_md, e, dnnl_scratch(holder, p.wei_md.get_size()));
-  Tensor reorder_scratch_buf;
-  std::unordered_map<int, dnnl::memory> args = {{DNNL_ARG_FROM, user}, {DNNL_ARG_TO, wei}};
-  if (p.reorder_scratch_bytes)
-    args.emplace(DNNL_ARG_SCRATCHPAD,
-                 dnnl_scratch_memory(reorder_scratch_buf, p.reorder_scratch_bytes));
-  p.wei_reorder->execute(s, args);
-  s.wait();
-  ++g_reorders;
-  // A versioned filter is recognized by its version alone; memory that has
-  // none (wrapped) keeps a copy of its bytes to compare with.
-  const size_t user_bytes = f.version ? 0 : filter_bytes;
-  const int64_t bytes = static_cast<int64_t>(user_bytes + holder.nbytes());
-  if (make_room(bytes)) {  // a soft budget
-    auto w = std::make_shared<PackedWeights>();
-    w->source = filter;
-    w->version = f.version;
-    w->user.assign(filter, filter + user_bytes);
-    w->packed = holder;
-    w->bytes = bytes;
-    w->used();
-    g_packed_bytes += bytes;
-    std::weak_ptr<const PackedWeights> kept = w;
-    {
-      std::lock_guard<std::mutex> lock(p.weights_mu);
-      auto& ws = p.weights;
-      // Newest first; an older packing of the same buffer is stale.
-      std::erase_if(ws, [&](const auto& o) { return o->source == filter; });
-      ws.insert(ws.begin(), std::move(w));
-      if (ws.size() > kPackedPerPrim) ws.pop_back();
-    }
-    PackedRegistry& r = packed_registry();
-    std::lock_guard<std::mutex> lock(r.mu);
-    r.kept.emplace_back(prim, std::move(kept));
-  }
-  return wei;
 }
 
 // Executes one convolution primitive on this thread.
@@ -485,7 +323,7 @@ bool conv_blocks(const Geom& g, const Split& sp, const char* in, const FilterRef
       bg.oc = narrow ? last : ocb;
       if (by_channel) bg.wei_ld = g.oc;
       p = cached_prim(bg, ep);
-      if (!p || p->wei_md != prims[static_cast<size_t>(narrow)]->wei_md) return false;
+      if (!p || p->wei->md != prims[static_cast<size_t>(narrow)]->wei->md) return false;
     }
   // The filter (each channel block's slice) in the blocks' weights layout.
   std::vector<Tensor> holders(static_cast<size_t>(oc_blocks));
@@ -494,7 +332,7 @@ bool conv_blocks(const Geom& g, const Split& sp, const char* in, const FilterRef
   for (int64_t b = 0; b < oc_blocks; ++b) {
     const FilterRef part{filter.data + b * ocb * filter_es, by_channel ? 0 : filter.bytes,
                          filter.version};
-    weis.push_back(packed_weights(prims[b == oc_blocks - 1 ? 1 : 0], part,
+    weis.push_back(packed_weights(prims[b == oc_blocks - 1 ? 1 : 0]->wei, part,
                                   holders[static_cast<size_t>(b)], packed[static_cast<size_t>(b)]));
   }
   parallel_for(g.n * sp.per_image * oc_blocks, 1, [&](int64_t t0, int64_t t1) {
@@ -536,7 +374,7 @@ bool conv_onednn(const Geom& g, const void* in, const FilterRef& filter, void* o
   if (!p) return false;
   Tensor holder;
   std::shared_ptr<const PackedWeights> packed;
-  run_prim(*p, in, packed_weights(p, filter, holder, packed), out, ep, 0);
+  run_prim(*p, in, packed_weights(p->wei, filter, holder, packed), out, ep, 0);
   return true;
 }
 
@@ -723,14 +561,6 @@ void fused_conv_kernel(KernelContext& c) {
 }
 
 }  // namespace
-
-int64_t packed_filter_bytes() {
-  return g_packed_bytes.load();
-}
-
-int64_t filter_reorders() {
-  return g_reorders.load();
-}
 
 void bind_conv_grad_kernels(OpTableBuilder& t);  // conv_grad.cpp: the backward ops
 

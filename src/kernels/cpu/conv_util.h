@@ -109,7 +109,7 @@ inline constexpr double kMinBlockMacs = 1 << 19;
 /// first input row (the rows its windows read, with the padding they need).
 ConvGeom conv_row_block(const ConvGeom& g, int64_t r0, int64_t r1, int64_t& in_row);
 
-/// Bytes of convolution filters kept reordered into oneDNN's layouts (conv.cpp),
+/// Bytes of weights kept reordered into oneDNN's layouts (packed_weights.cpp),
 /// within Config::packed_weights_bytes.
 int64_t packed_filter_bytes();
 /// Filters reordered into oneDNN's layouts so far, kept or not (for tests).

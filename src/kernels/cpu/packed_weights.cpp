@@ -1,0 +1,177 @@
+// Weights kept reordered into oneDNN primitives' layouts (packed_weights.h).
+#include "packed_weights.h"
+
+#include <algorithm>
+#include <cstring>
+#include <unordered_map>
+
+#include "conv_util.h"
+#include "kiln/config.h"
+
+namespace kiln::cpu {
+namespace {
+
+// Bytes held by all PackedWeights, kept within config().packed_weights_bytes.
+std::atomic<int64_t> g_packed_bytes{0};
+// Filters reordered so far (kept or not), for tests.
+std::atomic<int64_t> g_reorders{0};
+// A kept packing unused this long may make room for a new one (make_room).
+constexpr auto kPackedIdle = std::chrono::seconds(1);
+
+constexpr size_t kPackedPerPrim = 128;
+
+// Every kept packing with its primitive, for the budget (make_room).
+struct PackedRegistry {
+  std::mutex mu;
+  std::vector<std::pair<std::weak_ptr<WeightPacks>, std::weak_ptr<const PackedWeights>>> kept;
+};
+PackedRegistry& packed_registry() {
+  static auto& r = *new PackedRegistry;  // never destroyed
+  return r;
+}
+
+// True when `bytes` more fit the budget, after dropping the least recently used
+// packings among those idle for kPackedIdle: filters of models no longer run (a
+// dead filter's version never comes back). A model whose own filters pass the
+// budget keeps its first ones (its packings are not idle: no cyclic eviction).
+bool make_room(int64_t bytes) {
+  const int64_t budget = config().packed_weights_bytes;
+  if (g_packed_bytes.load() + bytes <= budget) return true;
+  PackedRegistry& r = packed_registry();
+  std::lock_guard<std::mutex> lock(r.mu);
+  std::erase_if(r.kept, [](const auto& e) { return e.second.expired(); });
+  const auto before = (std::chrono::steady_clock::now() - kPackedIdle).time_since_epoch().count();
+  std::vector<std::pair<std::chrono::steady_clock::rep, size_t>> idle;  // (last use, index)
+  for (size_t i = 0; i < r.kept.size(); ++i)
+    if (const auto w = r.kept[i].second.lock(); w && w->last_use.load() < before)
+      idle.emplace_back(w->last_use.load(), i);
+  std::sort(idle.begin(), idle.end());
+  for (const auto& [use, i] : idle) {
+    if (g_packed_bytes.load() + bytes <= budget) break;
+    const auto packs = r.kept[i].first.lock();
+    if (!packs) continue;
+    std::lock_guard<std::mutex> packs_lock(packs->mu);
+    const auto w = r.kept[i].second.lock();
+    std::erase(packs->kept, w);  // freed now unless a call still runs with it
+  }
+  return g_packed_bytes.load() + bytes <= budget;
+}
+
+}  // namespace
+
+void PackedWeights::used() const {
+  last_use.store(std::chrono::steady_clock::now().time_since_epoch().count(),
+                 std::memory_order_relaxed);
+}
+PackedWeights::~PackedWeights() {
+  g_packed_bytes -= bytes;
+}
+
+void init_weight_packs(WeightPacks& w, const dnnl::memory::desc& user,
+                       const dnnl::memory::desc& packed) {
+  w.user_md = user;
+  w.md = packed;
+  if (packed == user) return;
+  dnnl::primitive_attr attr;
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  dnnl::reorder::primitive_desc rpd(dnnl_engine(), user, dnnl_engine(), packed, attr);
+  w.reorder_scratch_bytes = rpd.scratchpad_desc().get_size();
+  w.reorder = dnnl::reorder(rpd);
+}
+
+FilterRef filter_ref(const Tensor& f) {
+  return {static_cast<const char*>(f.raw_data()), f.nbytes(), f.buffer()->version()};
+}
+
+// The kept packing of `f`, if any: of this very buffer at the same version (a
+// variable read on every call); for memory without a version, any packing that
+// kept the same bytes (compared outside the lock).
+namespace {
+
+std::shared_ptr<const PackedWeights> find_packed(WeightPacks& p, const FilterRef& f) {
+  {
+    std::lock_guard<std::mutex> lock(p.mu);
+    if (f.version) {
+      for (const auto& w : p.kept)
+        if (w->source == f.data && w->version == f.version) {
+          w->used();
+          return w;
+        }
+      return nullptr;
+    }
+  }
+  const auto kept = [&] {
+    std::lock_guard<std::mutex> lock(p.mu);
+    return p.kept;
+  }();
+  for (const auto& w : kept)
+    if (w->user.size() == f.bytes && std::memcmp(w->user.data(), f.data, f.bytes) == 0) {
+      w->used();
+      return w;
+    }
+  return nullptr;
+}
+
+}  // namespace
+
+// The weights in p's layout: a kept packing (find_packed), else a reorder
+// into `holder` (kept for later calls while the budget allows).
+dnnl::memory packed_weights(const std::shared_ptr<WeightPacks>& packs, const FilterRef& f,
+                            Tensor& holder, std::shared_ptr<const PackedWeights>& packed) {
+  WeightPacks& p = *packs;
+  dnnl::stream& s = dnnl_stream();
+  const dnnl::engine& e = dnnl_engine();
+  const char* filter = f.data;
+  const size_t filter_bytes = f.bytes;
+  dnnl::memory wei(p.user_md, e, const_cast<char*>(filter));
+  if (!p.reorder) return wei;
+  packed = find_packed(p, f);
+  if (packed) return dnnl::memory(p.md, e, const_cast<void*>(packed->packed.raw_data()));
+  dnnl::memory user = wei;
+  wei = dnnl::memory(p.md, e, dnnl_scratch(holder, p.md.get_size()));
+  Tensor reorder_scratch_buf;
+  std::unordered_map<int, dnnl::memory> args = {{DNNL_ARG_FROM, user}, {DNNL_ARG_TO, wei}};
+  if (p.reorder_scratch_bytes)
+    args.emplace(DNNL_ARG_SCRATCHPAD,
+                 dnnl_scratch_memory(reorder_scratch_buf, p.reorder_scratch_bytes));
+  p.reorder->execute(s, args);
+  s.wait();
+  ++g_reorders;
+  // A versioned filter is recognized by its version alone; memory that has
+  // none (wrapped) keeps a copy of its bytes to compare with.
+  const size_t user_bytes = f.version ? 0 : filter_bytes;
+  const int64_t bytes = static_cast<int64_t>(user_bytes + holder.nbytes());
+  if (make_room(bytes)) {  // a soft budget
+    auto w = std::make_shared<PackedWeights>();
+    w->source = filter;
+    w->version = f.version;
+    w->user.assign(filter, filter + user_bytes);
+    w->packed = holder;
+    w->bytes = bytes;
+    w->used();
+    g_packed_bytes += bytes;
+    std::weak_ptr<const PackedWeights> kept = w;
+    {
+      std::lock_guard<std::mutex> lock(p.mu);
+      auto& ws = p.kept;
+      // Newest first; an older packing of the same buffer is stale.
+      std::erase_if(ws, [&](const auto& o) { return o->source == filter; });
+      ws.insert(ws.begin(), std::move(w));
+      if (ws.size() > kPackedPerPrim) ws.pop_back();
+    }
+    PackedRegistry& r = packed_registry();
+    std::lock_guard<std::mutex> lock(r.mu);
+    r.kept.emplace_back(packs, std::move(kept));
+  }
+  return wei;
+}
+
+int64_t packed_filter_bytes() {
+  return g_packed_bytes.load();
+}
+
+int64_t filter_reorders() {
+  return g_reorders.load();
+}
+
+}  // namespace kiln::cpu

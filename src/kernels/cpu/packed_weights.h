@@ -1,0 +1,60 @@
+// Internal: weights reordered into a oneDNN primitive's layout, kept for
+// later calls (conv.cpp's filters, matmul_bf16.cpp's float32 products), within
+// one budget (Config::packed_weights_bytes). A packing is reused while its
+// source buffer keeps the version it had when packed (Buffer::version, renewed
+// by every write); wrapped memory (no version) keeps a copy of its bytes and is
+// reused while they match. Packings idle for a second make room for new ones.
+#pragma once
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <oneapi/dnnl/dnnl.hpp>
+#include <optional>
+#include <vector>
+
+#include "kiln/tensor.h"
+
+namespace kiln::cpu {
+
+/// Weights reordered into a primitive's layout, with what they came from.
+struct PackedWeights {
+  const void* source = nullptr;  ///< the buffer it was packed from
+  uint64_t version = 0;          ///< the source's version (0: none, `user` holds its bytes)
+  std::vector<char> user;
+  Tensor packed;
+  int64_t bytes = 0;  ///< counted against the budget
+  mutable std::atomic<std::chrono::steady_clock::rep> last_use{0};
+  void used() const;
+  ~PackedWeights();
+};
+
+/// One primitive's weights: the user's layout, the primitive's, the reorder
+/// between them and the packings kept (newest first).
+struct WeightPacks {
+  dnnl::memory::desc user_md, md;
+  std::optional<dnnl::reorder> reorder;  ///< absent when the layouts agree
+  size_t reorder_scratch_bytes = 0;
+  std::mutex mu;
+  std::vector<std::shared_ptr<const PackedWeights>> kept;
+};
+
+/// Sets `w`'s layouts, creating the reorder when they differ.
+void init_weight_packs(WeightPacks& w, const dnnl::memory::desc& user,
+                       const dnnl::memory::desc& packed);
+
+/// Weights as given: their elements and the version of their buffer's contents.
+struct FilterRef {
+  const char* data;
+  size_t bytes;
+  uint64_t version;  ///< Buffer::version(); 0: unknown
+};
+FilterRef filter_ref(const Tensor& f);
+
+/// `f` in `w`'s layout: a kept packing (`packed` set), else a reorder into
+/// `holder`, kept for later calls while the budget allows.
+dnnl::memory packed_weights(const std::shared_ptr<WeightPacks>& w, const FilterRef& f,
+                            Tensor& holder, std::shared_ptr<const PackedWeights>& packed);
+
+}  // namespace kiln::cpu
