@@ -134,6 +134,13 @@ PassResult fuse_conv(Graph& g);
 /// (not a fusion: jit_compile and check_numerics keep it).
 PassResult conv_float_filters(Graph& g);
 
+/// matmul_float_weights: a bfloat16 MatMul whose y is a Cast of a float32
+/// value of rank 2 (a mixed_bfloat16 Dense or EinsumDense kernel, cast on every
+/// call) reads the float32 value instead, as a _FusedMatMul: the product packs
+/// it to bfloat16 in oneDNN's layout once per version of its buffer. Runs in
+/// every mode, as conv_float_filters.
+PassResult matmul_float_weights(Graph& g);
+
 /// schedule_collectives: moves each CollectiveAllReduceStart as early as
 /// its inputs allow (its inputs' computations first) and each
 /// CollectiveAllReduceDone as late as its users allow, so a gradient

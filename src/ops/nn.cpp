@@ -25,9 +25,8 @@ void expect_numeric_not_bool(InferContext& c, size_t i) {
 // ---- MatMul ----
 
 // BatchMatMulV2. Attrs: adj_x, adj_y.
-void infer_matmul(InferContext& c) {
-  c.expect_same_dtype(0, 1);
-  expect_numeric_not_bool(c, 0);
+// MatMul's output shape (batch dims broadcast), of dtype `dt`.
+void infer_matmul_shape(InferContext& c, DType dt) {
   const Shape& a = c.shape(0);
   const Shape& b = c.shape(1);
   const bool ta = c.attr_bool("adj_x"), tb = c.attr_bool("adj_y");
@@ -35,7 +34,7 @@ void infer_matmul(InferContext& c) {
     if (c.shape(i).rank_known() && c.shape(i).rank() < 2)
       c.fail(c.input_name(i), " must have rank >= 2, got shape ", c.shape(i).debug_string());
   if (!a.rank_known() || !b.rank_known()) {
-    c.set_output(0, c.dtype(0), Shape::unknown_rank());
+    c.set_output(0, dt, Shape::unknown_rank());
     return;
   }
   const int64_t ra = a.rank(), rb = b.rank();
@@ -58,7 +57,25 @@ void infer_matmul(InferContext& c) {
   }
   out.push_back(m);
   out.push_back(n);
-  c.set_output(0, c.dtype(0), std::move(out));
+  c.set_output(0, dt, std::move(out));
+}
+
+void infer_matmul(InferContext& c) {
+  c.expect_same_dtype(0, 1);
+  expect_numeric_not_bool(c, 0);
+  infer_matmul_shape(c, c.dtype(0));
+}
+
+// _FusedMatMul (matmul_float_weights): a bfloat16 x times float32 weights y of
+// rank 2 (rounded to bf16 when packed); x of rank 2 when adj_x.
+void infer_fused_matmul(InferContext& c) {
+  c.expect_dtype(0, DType::kBFloat16);
+  c.expect_dtype(1, DType::kFloat32);
+  if (c.shape(1).rank_known() && c.shape(1).rank() != 2)
+    c.fail("y must have rank 2, got shape ", c.shape(1).debug_string());
+  if (c.attr_bool("adj_x") && c.shape(0).rank_known() && c.shape(0).rank() != 2)
+    c.fail("x must have rank 2 when adj_x, got shape ", c.shape(0).debug_string());
+  infer_matmul_shape(c, DType::kBFloat16);
 }
 
 // MatMul: the four transpose cases, then batch broadcasting summed back.
@@ -141,6 +158,14 @@ void define_matmul(OpTableBuilder& t) {
       .grad(matmul_grad)
       .jit_product(matmul_product)
       .onnx(onnx_matmul);
+  t.def(OpId::FusedMatMul)
+      .inputs({"x", "y"})
+      .outputs({"output"})
+      .attr("adj_x", AttrType::kBool, false)
+      .attr("adj_y", AttrType::kBool, false)
+      .traits(kGraphOnly | kPassOnly)
+      .cost(matmul_cost)
+      .infer(infer_fused_matmul);
 }
 
 // ---- BiasAdd ----

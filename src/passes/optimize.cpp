@@ -25,6 +25,8 @@ constexpr PassEntry kPipeline[] = {
     {"cse", [](Graph& g, const OptimizeOptions&) { return cse(g); }},
     {"simplify", [](Graph& g, const OptimizeOptions&) { return simplify(g); }},
     {"conv_float_filters", [](Graph& g, const OptimizeOptions&) { return conv_float_filters(g); }},
+    {"matmul_float_weights",
+     [](Graph& g, const OptimizeOptions&) { return matmul_float_weights(g); }},
     {"prune", [](Graph& g, const OptimizeOptions&) { return prune(g); }},
     {"fuse_conv", [](Graph& g, const OptimizeOptions&) { return fuse_conv(g); }},
     {"fuse", [](Graph& g, const OptimizeOptions&) { return fuse_elementwise(g); }},

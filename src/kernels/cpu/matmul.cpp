@@ -342,6 +342,7 @@ void gemm_product_rows(const GemmArgs<T>& g, int64_t r0, int64_t r1, T* c) {
 
 template void gemm_product<float>(const GemmArgs<float>&, float*);
 template void gemm_product<double>(const GemmArgs<double>&, double*);
+template void gemm_product<BFloat16>(const GemmArgs<BFloat16>&, BFloat16*);
 template void gemm_batches<float>(const GemmArgs<float>&, int64_t, int64_t, int64_t, float*);
 template void gemm_batches<double>(const GemmArgs<double>&, int64_t, int64_t, int64_t, double*);
 template void gemm_product_rows<float>(const GemmArgs<float>&, int64_t, int64_t, float*);
@@ -357,8 +358,11 @@ bool gemm_fits(int64_t m, int64_t n, int64_t k) {
   return std::max({m, n, k}) <= kBlasMax;
 }
 
+void bind_fused_matmul_kernel(OpTableBuilder& t);  // matmul_bf16.cpp
+
 void bind_matmul_kernels(OpTableBuilder& t) {
   t.kernel(OpId::MatMul, matmul_kernel);
+  bind_fused_matmul_kernel(t);
 }
 
 }  // namespace kiln::cpu

@@ -4,6 +4,8 @@
 // Primitives are cached by sizes, strides and OpenMP threads. Where oneDNN
 // has no bf16 kernel for a product (a CPU without AVX512_BF16/AMX, or only
 // its reference code for this layout), the block runs in float32 on OpenBLAS.
+// _FusedMatMul (matmul_float_weights) multiplies by float32 weights packed to
+// bf16 in the primitive's own layout once per version of their buffer.
 #include <cblas.h>
 
 #include <oneapi/dnnl/dnnl.hpp>
@@ -12,7 +14,9 @@
 
 #include "conv_util.h"
 #include "gemm.h"
+#include "kernel_util.h"
 #include "kiln/half.h"
+#include "packed_weights.h"
 #include "threading.h"
 
 namespace kiln::cpu {
@@ -83,7 +87,118 @@ void gemm_in_float(const Bf16Gemm& g) {
       g.c[r * g.ldc + j] = to_bfloat16(c[static_cast<size_t>(r * g.n + j)]);
 }
 
+// ---- _FusedMatMul: float32 weights packed to bf16 ----
+
+// Rows [0, m) of x [m, k] (row stride k) times weights packed in the layout this
+// primitive chose; `wei` holds the float32 weights' layout and packings.
+struct PackedPrim {
+  dnnl::matmul mm;
+  dnnl::memory::desc a_md, c_md;
+  size_t scratch_bytes = 0;
+  std::shared_ptr<WeightPacks> wei = std::make_shared<WeightPacks>();
+};
+
+std::shared_ptr<PackedPrim> create_packed_prim(int64_t m, int64_t n, int64_t k, bool tb) {
+  using dt = dnnl::memory::data_type;
+  auto p = std::make_shared<PackedPrim>();
+  p->a_md = strided_md(m, k, k, false);
+  p->c_md = strided_md(m, n, n, false);
+  const dnnl::memory::desc any_b({k, n}, dt::bf16, dnnl::memory::format_tag::any);
+  dnnl::primitive_attr attr;
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(p->a_md, any_b, p->c_md), attr,
+                                        dnnl_engine());
+  if (std::string(pd.impl_info_str()).rfind("ref", 0) == 0) return nullptr;
+  p->scratch_bytes = pd.scratchpad_desc().get_size();
+  p->mm = dnnl::matmul(pd);
+  const dnnl::memory::desc user = tb ? dnnl::memory::desc({k, n}, dt::f32, {1, k})
+                                     : dnnl::memory::desc({k, n}, dt::f32, {n, 1});
+  init_weight_packs(*p->wei, user, pd.weights_desc());
+  return p;
+}
+
+std::shared_ptr<PackedPrim> cached_packed_prim(int64_t m, int64_t n, int64_t k, bool tb) {
+  static auto& cache = *new PrimCache<PackedPrim>(kCacheSize);
+  ConvKey key{};
+  key.geom = {1, tb, m, n, k, library_threads()};
+  return cache.get(key, [&]() -> std::shared_ptr<PackedPrim> {
+    try {
+      return create_packed_prim(m, n, k, tb);
+    } catch (const dnnl::error&) {
+      return nullptr;
+    }
+  });
+}
+
+// x [m, k] (bf16) times the float32 weights `y` as rows blocks on kiln's pool, the
+// weights packed once per version; false (nothing written) where oneDNN has no
+// such primitive or the blocks' packed layouts disagree.
+bool packed_product(const BFloat16* x, const Tensor& y, bool tb, int64_t m, int64_t n, int64_t k,
+                    BFloat16* out) {
+  if (!bf16_gemm_native()) return false;
+  const int64_t row_blocks = gemm_row_blocks(m, n, k);
+  if (row_blocks == 0 && static_cast<double>(m) * n * k >= (1 << 19)) return false;  // by columns
+  const int64_t blocks = std::max<int64_t>(1, row_blocks);
+  const int64_t step = (m + blocks - 1) / blocks, last = m - (blocks - 1) * step;
+  LibrariesSingleThreaded single;  // primitives for one thread each
+  const std::shared_ptr<PackedPrim> full = cached_packed_prim(step, n, k, tb);
+  const std::shared_ptr<PackedPrim> tail = last == step ? full : cached_packed_prim(last, n, k, tb);
+  if (!full || !tail || full->wei->md != tail->wei->md) return false;
+  Tensor holder;
+  std::shared_ptr<const PackedWeights> packed;
+  const dnnl::memory wei = packed_weights(full->wei, filter_ref(y), holder, packed);
+  parallel_for(blocks, 1, [&](int64_t b0, int64_t b1) {
+    LibrariesSingleThreaded task_single;
+    dnnl::stream& s = dnnl_stream();
+    const dnnl::engine& e = dnnl_engine();
+    for (int64_t b = b0; b < b1; ++b) {
+      const int64_t r0 = b * step;
+      if (r0 >= m) continue;
+      const PackedPrim& p = r0 + step > m ? *tail : *full;
+      std::unordered_map<int, dnnl::memory> args = {
+          {DNNL_ARG_SRC, dnnl::memory(p.a_md, e, const_cast<BFloat16*>(x + r0 * k))},
+          {DNNL_ARG_WEIGHTS, wei},
+          {DNNL_ARG_DST, dnnl::memory(p.c_md, e, out + r0 * n)}};
+      Tensor scratch;
+      if (p.scratch_bytes)
+        args.emplace(DNNL_ARG_SCRATCHPAD, dnnl_scratch_memory(scratch, p.scratch_bytes));
+      p.mm.execute(s, args);
+      s.wait();
+    }
+  });
+  return true;
+}
+
+// _FusedMatMul: x bf16 [..., m, k] (leading dims folded into rows; rank 2 when
+// adj_x) times float32 y [k, n] ([n, k] when adj_y).
+void fused_matmul_kernel(KernelContext& c) {
+  const Tensor& x = c.input(0);
+  const Tensor& y = c.input(1);
+  Tensor& out = c.allocate_output(0);
+  if (out.num_elements() == 0) return;
+  const bool ta = c.attr_bool("adj_x"), tb = c.attr_bool("adj_y");
+  const int64_t k = tb ? y.dim(1) : y.dim(0), n = tb ? y.dim(0) : y.dim(1);
+  const int64_t m = out.num_elements() / n;
+  BFloat16* o = out.mutable_data<BFloat16>();
+  if (k == 0) {
+    std::fill(o, o + out.num_elements(), BFloat16{});
+    return;
+  }
+  try {
+    if (!ta && packed_product(x.data<BFloat16>(), y, tb, m, n, k, o)) return;
+  } catch (const dnnl::error&) {
+  }
+  // Elsewhere: the weights rounded to bf16 here, then MatMul's bf16 product.
+  Tensor yb = Tensor::empty(DType::kBFloat16, y.shape());
+  round_to_half(y.data<float>(), yb);
+  gemm_product<BFloat16>({ta, tb, m, n, k, x.data<BFloat16>(), yb.data<BFloat16>()}, o);
+}
+
 }  // namespace
+
+void bind_fused_matmul_kernel(OpTableBuilder& t) {
+  t.kernel(OpId::FusedMatMul, fused_matmul_kernel);
+}
 
 bool bf16_gemm_native() {
   static const bool native = [] {

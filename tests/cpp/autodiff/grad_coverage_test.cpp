@@ -26,6 +26,7 @@ const std::map<std::string, std::string>& not_differentiable_by_design() {
       {"FusedElementwise", "optimized graphs only"},
       {"_FusedConv2D", "optimized graphs only"},
       {"_FusedDepthwiseConv2dNative", "optimized graphs only"},
+      {"_FusedMatMul", "optimized graphs only"},
   };
   return m;
 }

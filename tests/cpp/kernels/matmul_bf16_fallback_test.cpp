@@ -8,6 +8,9 @@
 #include <vector>
 
 #include "kernels/cpu/gemm.h"
+#include "kiln/executor.h"
+#include "kiln/passes.h"
+#include "kiln/trace.h"
 #include "matmul_bf16_util.h"
 
 namespace kiln {
@@ -53,6 +56,27 @@ TEST(MatMulBFloat16Fallback, OneStridedBlock) {
             EXPECT_NEAR(got, w[static_cast<size_t>(i * n + j)], 8e-3) << i << "," << j;
         }
     }
+}
+
+// matmul_float_weights' _FusedMatMul rounds the float32 weights itself, then
+// multiplies as MatMul does: the same values as the cast path.
+TEST(MatMulBFloat16Fallback, FloatWeights) {
+  const Tensor x = cast(testing::mm_wave({300, 64}, 0.7), DType::kBFloat16);
+  const Tensor w = testing::mm_wave({64, 96}, 1.3);
+  Graph g("f");
+  {
+    TracingContext tc(g);
+    ContextScope scope(tc);
+    const Tensor a = tc.add_input("x", x.dtype(), x.shape());
+    const Tensor b = tc.add_input("w", w.dtype(), w.shape());
+    g.outputs().push_back(tc.edge_for(matmul(a, cast(b, DType::kBFloat16))));
+  }
+  const std::vector<Tensor> in = {x, w};
+  const std::vector<Tensor> want = Plan::compile(g)->run(in);
+  ASSERT_EQ(matmul_float_weights(g).rewritten.size(), 1u);
+  const std::vector<Tensor> got = Plan::compile(g)->run(in);
+  EXPECT_EQ(cast(got[0], DType::kFloat32).to_vector<float>(),
+            cast(want[0], DType::kFloat32).to_vector<float>());
 }
 
 }  // namespace

@@ -1,5 +1,10 @@
 // Helpers for the pass tests: trace a graph, name its outputs.
 #pragma once
+#include <cmath>
+#include <functional>
+#include <memory>
+#include <vector>
+
 #include "kiln/passes.h"
 #include "kiln/trace.h"
 #include "test_util.h"
@@ -33,6 +38,29 @@ inline int count_ops(const Graph& g, OpId id) {
   int c = 0;
   for (const auto& n : g.nodes()) c += n->op().id == id;
   return c;
+}
+
+using Body = std::function<std::vector<Tensor>(const std::vector<Tensor>&)>;
+
+/// A smooth, sign-changing pattern (deterministic, no RNG).
+inline Tensor wave(const Shape& s, double freq, double phase = 0.0, double amp = 1.0) {
+  std::vector<float> v(static_cast<size_t>(s.num_elements()));
+  for (size_t i = 0; i < v.size(); ++i)
+    v[i] = static_cast<float>(amp * std::sin(freq * static_cast<double>(i) + phase));
+  return Tensor::from_vector(v, s);
+}
+
+/// Traces `body` with one placeholder per example tensor; results are graph
+/// outputs directly (no Identity), so a fused root may itself be an output.
+inline std::unique_ptr<Graph> trace(const std::vector<Tensor>& examples, const Body& body) {
+  auto g = std::make_unique<Graph>("f");
+  TracingContext tc(*g);
+  ContextScope scope(tc);
+  std::vector<Tensor> args;
+  for (size_t i = 0; i < examples.size(); ++i)
+    args.push_back(tc.add_input(str_cat("a", i), examples[i].dtype(), examples[i].shape()));
+  for (const Tensor& t : body(args)) g->outputs().push_back(tc.edge_for(t));
+  return g;
 }
 
 }  // namespace kiln::testing

@@ -202,6 +202,10 @@ def test_products_under_mixed_bfloat16_match_float32():
     graph = traced.get_concrete_function(tf.TensorSpec((2, 16, 32), tf.float32)).graph
     products = [n for n in graph.get_operations() if n.op in ("MatMul", "BatchMatMulV2")]
     assert len(products) == 8 and all(n.outputs[0][0] == tf.bfloat16 for n in products)
+    # The six kernels (attention's four, two Dense) are read as float32 and packed
+    # to bf16 once (matmul_float_weights), not cast on every call.
+    optimized = traced.get_concrete_function(tf.TensorSpec((2, 16, 32), tf.float32))
+    assert [n.op for n in optimized.optimized_graph.get_operations()].count("_FusedMatMul") == 6
 
 
 def test_attention_casts_every_argument():

@@ -1,0 +1,123 @@
+// matmul_float_weights: a bfloat16 product of float32 weights (a mixed_bfloat16
+// Dense or EinsumDense kernel, cast on every call) reads the float32 value as a
+// _FusedMatMul that packs it to bf16 once per version; results equal the cast
+// path's in every way the product splits, fallbacks included.
+#include <vector>
+
+#include "kernels/cpu/conv_util.h"
+#include "kiln/executor.h"
+#include "kiln/function.h"
+#include "kiln/ops.h"
+#include "pass_test_util.h"
+
+namespace kiln {
+namespace {
+using testing::count_ops;
+using testing::trace;
+using testing::wave;
+
+// A budget of 4 threads (before the pool starts): the large cases run as blocks.
+const bool kFourThreads = (config().num_threads = 4, true);
+
+std::vector<float> as_floats(const Tensor& t) {
+  return cast(t, DType::kFloat32).to_vector<float>();
+}
+
+struct Case {
+  Shape x, w;
+  bool adj_x = false, adj_y = false;
+};
+
+// One product, small (one block); row blocks with a short last one; blocks of
+// columns (left to MatMul's split); weights transposed; rank-3 x folded into
+// rows; x transposed (rank 2: the weights rounded, then MatMul's product).
+TEST(MatMulFloatWeights, EverySplitMatchesTheCastWeights) {
+  for (const Case& c : {Case{{5, 7}, {7, 3}}, Case{{515, 96}, {96, 160}},
+                        Case{{16, 256}, {256, 1024}}, Case{{300, 64}, {200, 64}, false, true},
+                        Case{{4, 70, 32}, {32, 48}}, Case{{64, 40}, {64, 24}, true, false}}) {
+    SCOPED_TRACE(str_cat(c.x.debug_string(), " x ", c.w.debug_string(), " adj ", c.adj_x, c.adj_y));
+    const std::vector<Tensor> in = {cast(wave(c.x, 0.37), DType::kBFloat16),
+                                    wave(c.w, 0.91, 0.3, 0.5)};
+    const testing::Body body = [&](const std::vector<Tensor>& a) {
+      return std::vector<Tensor>{matmul(a[0], cast(a[1], DType::kBFloat16), c.adj_x, c.adj_y)};
+    };
+    auto g = trace(in, body);
+    const std::vector<Tensor> want = Plan::compile(*g)->run(in);
+    const PassResult r = matmul_float_weights(*g);
+    g->verify();
+    ASSERT_EQ(r.rewritten.size(), 1u);
+    EXPECT_EQ(count_ops(*g, OpId::FusedMatMul), 1);
+    const auto plan = Plan::compile(*g);
+    for (int call = 0; call < 2; ++call) {
+      const int64_t reorders = cpu::filter_reorders();
+      const std::vector<Tensor> got = plan->run(in);
+      ASSERT_EQ(got[0].dtype(), DType::kBFloat16);
+      EXPECT_EQ(as_floats(got[0]), as_floats(want[0]));            // rounded as Cast rounds
+      if (call == 1) EXPECT_EQ(cpu::filter_reorders(), reorders);  // packed at most once
+    }
+  }
+}
+
+// EinsumDense's kernels are reshaped after the cast: the reshape moves before it
+// (a view of the float32 buffer). A new version of the weights is packed again.
+TEST(MatMulFloatWeights, ReshapedWeightsAndNewVersions) {
+  const Tensor x = cast(wave({128, 64}, 0.37), DType::kBFloat16);
+  Tensor w = wave({64, 4, 16}, 0.91, 0.3, 0.5);
+  const testing::Body body = [](const std::vector<Tensor>& a) {
+    return std::vector<Tensor>{matmul(a[0], reshape(cast(a[1], DType::kBFloat16), {64, 64}))};
+  };
+  auto g = trace({x, w}, body);
+  const auto cast_plan = Plan::compile(*g);
+  ASSERT_EQ(matmul_float_weights(*g).rewritten.size(), 1u);
+  g->verify();
+  EXPECT_EQ(count_ops(*g, OpId::FusedMatMul), 1);
+  const auto plan = Plan::compile(*g);
+  for (int version = 0; version < 2; ++version) {
+    if (version == 1) w = wave({64, 4, 16}, 0.4, 0.1, 0.5);  // new weights
+    const std::vector<Tensor> in = {x, w};
+    const int64_t reorders = cpu::filter_reorders();
+    EXPECT_EQ(as_floats(plan->run(in)[0]), as_floats(cast_plan->run(in)[0]));
+    EXPECT_EQ(cpu::filter_reorders(), reorders + 1);  // this version packed once
+    EXPECT_EQ(as_floats(plan->run(in)[0]), as_floats(cast_plan->run(in)[0]));
+    EXPECT_EQ(cpu::filter_reorders(), reorders + 1);
+  }
+}
+
+TEST(MatMulFloatWeights, OtherProductsAreLeftAlone) {
+  const Tensor xb = cast(wave({8, 6}, 0.3), DType::kBFloat16), w = wave({6, 4}, 0.5);
+  const Tensor x3 = cast(wave({2, 6, 8}, 0.3), DType::kBFloat16), w3 = wave({2, 6, 4}, 0.5);
+  const Tensor wb3 = wave({2, 8, 4}, 0.5);
+  auto g = trace({xb, w, x3, w3, wb3}, [](const std::vector<Tensor>& a) {
+    const Tensor wb = cast(a[1], DType::kBFloat16);
+    return std::vector<Tensor>{
+        matmul(a[0], wb),                                  // rewritten
+        matmul(cast(a[0], DType::kFloat32), a[1]),         // float32
+        matmul(a[2], cast(a[3], DType::kBFloat16), true),  // rank-3 x transposed
+        matmul(a[2], cast(a[4], DType::kBFloat16)),        // batched weights (rank 3)
+        matmul(a[0], reshape(wb, {6, 4})),                 // rewritten: the Cast has other users
+        wb};                                               // the Cast is an output too
+  });
+  const std::vector<Tensor> in = {xb, w, x3, w3, wb3};
+  const std::vector<Tensor> want = Plan::compile(*g)->run(in);
+  EXPECT_EQ(matmul_float_weights(*g).rewritten.size(), 2u);
+  g->verify();
+  const std::vector<Tensor> got = Plan::compile(*g)->run(in);
+  for (size_t i = 0; i < want.size(); ++i) EXPECT_EQ(as_floats(got[i]), as_floats(want[i])) << i;
+}
+
+TEST(MatMulFloatWeights, FusedOpChecksItsInputs) {
+  const Tensor xb = cast(wave({4, 6}, 0.3), DType::kBFloat16), w = wave({6, 3}, 0.5);
+  testing::expect_error(
+      [&] {
+        call_op(OpId::FusedMatMul, std::vector<Tensor>{xb, cast(w, DType::kBFloat16)});
+      },
+      Code::kInvalidArgument, {"_FusedMatMul", "float32"});
+  testing::expect_error(
+      [&] {
+        call_op(OpId::FusedMatMul, std::vector<Tensor>{xb, wave({1, 6, 3}, 0.5)});
+      },
+      Code::kInvalidArgument, {"y must have rank 2"});
+}
+
+}  // namespace
+}  // namespace kiln
