@@ -130,14 +130,20 @@ std::shared_ptr<PackedPrim> cached_packed_prim(int64_t m, int64_t n, int64_t k, 
   });
 }
 
+// A product of at most this many rows reads its weights more than it computes.
+constexpr int64_t kFewRows = 16;
+
 // x [m, k] (bf16) times the float32 weights `y` as rows blocks on kiln's pool, the
 // weights packed once per version; false (nothing written) where oneDNN has no
 // such primitive or the blocks' packed layouts disagree.
 bool packed_product(const BFloat16* x, const Tensor& y, bool tb, int64_t m, int64_t n, int64_t k,
                     BFloat16* out) {
   if (!bf16_gemm_native()) return false;
+  // Large products MatMul splits by columns run there (the weights rounded per
+  // call), unless they have few rows: then reading the weights is the work, and
+  // packed bf16 weights read by one thread beat rounding them on every call.
   const int64_t row_blocks = gemm_row_blocks(m, n, k);
-  if (row_blocks == 0 && static_cast<double>(m) * n * k >= (1 << 19)) return false;  // by columns
+  if (row_blocks == 0 && m > kFewRows && static_cast<double>(m) * n * k >= (1 << 19)) return false;
   const int64_t blocks = std::max<int64_t>(1, row_blocks);
   const int64_t step = (m + blocks - 1) / blocks, last = m - (blocks - 1) * step;
   LibrariesSingleThreaded single;  // primitives for one thread each
