@@ -10,6 +10,7 @@
 
 #include <oneapi/dnnl/dnnl.hpp>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "conv_util.h"
@@ -35,7 +36,24 @@ dnnl::memory::desc strided_md(int64_t rows, int64_t cols, int64_t ld, bool trans
                     : dnnl::memory::desc({rows, cols}, dt::bf16, {ld, 1});
 }
 
-// Null when oneDNN offers only its reference code (far slower than float32).
+// Whether oneDNN offers only its reference code here (far slower than float32).
+bool reference_only(const dnnl::matmul::primitive_desc& pd) {
+  return std::string(pd.impl_info_str()).rfind("ref", 0) == 0;
+}
+
+// Runs `mm` on this thread: a (src), w (weights), c (dst), with user scratch.
+void run_matmul(const dnnl::matmul& mm, const dnnl::memory& a, const dnnl::memory& w,
+                const dnnl::memory& c, size_t scratch_bytes) {
+  dnnl::stream& s = dnnl_stream();
+  std::unordered_map<int, dnnl::memory> args = {
+      {DNNL_ARG_SRC, a}, {DNNL_ARG_WEIGHTS, w}, {DNNL_ARG_DST, c}};
+  Tensor scratch;
+  if (scratch_bytes) args.emplace(DNNL_ARG_SCRATCHPAD, dnnl_scratch_memory(scratch, scratch_bytes));
+  mm.execute(s, args);
+  s.wait();
+}
+
+// Null when oneDNN offers only its reference code.
 std::shared_ptr<MatMulPrim> create_prim(const Bf16Gemm& g) {
   auto p = std::make_shared<MatMulPrim>();
   p->a_md = strided_md(g.m, g.k, g.lda, g.ta);
@@ -45,7 +63,7 @@ std::shared_ptr<MatMulPrim> create_prim(const Bf16Gemm& g) {
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
   const dnnl::matmul::desc d(p->a_md, p->b_md, p->c_md);
   const dnnl::matmul::primitive_desc pd(d, attr, dnnl_engine());
-  if (std::string(pd.impl_info_str()).rfind("ref", 0) == 0) return nullptr;
+  if (reference_only(pd)) return nullptr;
   p->scratch_bytes = pd.scratchpad_desc().get_size();
   p->mm = dnnl::matmul(pd);
   return p;
@@ -108,7 +126,7 @@ std::shared_ptr<PackedPrim> create_packed_prim(int64_t m, int64_t n, int64_t k, 
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
   const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(p->a_md, any_b, p->c_md), attr,
                                         dnnl_engine());
-  if (std::string(pd.impl_info_str()).rfind("ref", 0) == 0) return nullptr;
+  if (reference_only(pd)) return nullptr;
   p->scratch_bytes = pd.scratchpad_desc().get_size();
   p->mm = dnnl::matmul(pd);
   const dnnl::memory::desc user = tb ? dnnl::memory::desc({k, n}, dt::f32, {1, k})
@@ -144,8 +162,8 @@ bool packed_product(const BFloat16* x, const Tensor& y, bool tb, int64_t m, int6
   // packed bf16 weights read by one thread beat rounding them on every call.
   const int64_t row_blocks = gemm_row_blocks(m, n, k);
   if (row_blocks == 0 && m > kFewRows && static_cast<double>(m) * n * k >= (1 << 19)) return false;
-  const int64_t blocks = std::max<int64_t>(1, row_blocks);
-  const int64_t step = (m + blocks - 1) / blocks, last = m - (blocks - 1) * step;
+  const int64_t want = std::max<int64_t>(1, row_blocks), step = (m + want - 1) / want;
+  const int64_t blocks = (m + step - 1) / step, last = m - (blocks - 1) * step;  // last > 0
   LibrariesSingleThreaded single;  // primitives for one thread each
   const std::shared_ptr<PackedPrim> full = cached_packed_prim(step, n, k, tb);
   const std::shared_ptr<PackedPrim> tail = last == step ? full : cached_packed_prim(last, n, k, tb);
@@ -155,21 +173,12 @@ bool packed_product(const BFloat16* x, const Tensor& y, bool tb, int64_t m, int6
   const dnnl::memory wei = packed_weights(full->wei, filter_ref(y), holder, packed);
   parallel_for(blocks, 1, [&](int64_t b0, int64_t b1) {
     LibrariesSingleThreaded task_single;
-    dnnl::stream& s = dnnl_stream();
     const dnnl::engine& e = dnnl_engine();
     for (int64_t b = b0; b < b1; ++b) {
       const int64_t r0 = b * step;
-      if (r0 >= m) continue;
-      const PackedPrim& p = r0 + step > m ? *tail : *full;
-      std::unordered_map<int, dnnl::memory> args = {
-          {DNNL_ARG_SRC, dnnl::memory(p.a_md, e, const_cast<BFloat16*>(x + r0 * k))},
-          {DNNL_ARG_WEIGHTS, wei},
-          {DNNL_ARG_DST, dnnl::memory(p.c_md, e, out + r0 * n)}};
-      Tensor scratch;
-      if (p.scratch_bytes)
-        args.emplace(DNNL_ARG_SCRATCHPAD, dnnl_scratch_memory(scratch, p.scratch_bytes));
-      p.mm.execute(s, args);
-      s.wait();
+      const PackedPrim& p = b == blocks - 1 ? *tail : *full;
+      run_matmul(p.mm, dnnl::memory(p.a_md, e, const_cast<BFloat16*>(x + r0 * k)), wei,
+                 dnnl::memory(p.c_md, e, out + r0 * n), p.scratch_bytes);
     }
   });
   return true;
@@ -222,17 +231,10 @@ void bf16_gemm_call(const Bf16Gemm& g) {
     gemm_in_float(g);
     return;
   }
-  dnnl::stream& s = dnnl_stream();
   const dnnl::engine& e = dnnl_engine();
-  std::unordered_map<int, dnnl::memory> args = {
-      {DNNL_ARG_SRC, dnnl::memory(p->a_md, e, const_cast<BFloat16*>(g.a))},
-      {DNNL_ARG_WEIGHTS, dnnl::memory(p->b_md, e, const_cast<BFloat16*>(g.b))},
-      {DNNL_ARG_DST, dnnl::memory(p->c_md, e, g.c)}};
-  Tensor scratch;
-  if (p->scratch_bytes)
-    args.emplace(DNNL_ARG_SCRATCHPAD, dnnl_scratch_memory(scratch, p->scratch_bytes));
-  p->mm.execute(s, args);
-  s.wait();
+  run_matmul(p->mm, dnnl::memory(p->a_md, e, const_cast<BFloat16*>(g.a)),
+             dnnl::memory(p->b_md, e, const_cast<BFloat16*>(g.b)), dnnl::memory(p->c_md, e, g.c),
+             p->scratch_bytes);
 }
 
 }  // namespace kiln::cpu
