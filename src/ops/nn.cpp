@@ -24,7 +24,6 @@ void expect_numeric_not_bool(InferContext& c, size_t i) {
 
 // ---- MatMul ----
 
-// BatchMatMulV2. Attrs: adj_x, adj_y.
 // MatMul's output shape (batch dims broadcast), of dtype `dt`.
 void infer_matmul_shape(InferContext& c, DType dt) {
   const Shape& a = c.shape(0);
@@ -60,6 +59,7 @@ void infer_matmul_shape(InferContext& c, DType dt) {
   c.set_output(0, dt, std::move(out));
 }
 
+// BatchMatMulV2. Attrs: adj_x, adj_y.
 void infer_matmul(InferContext& c) {
   c.expect_same_dtype(0, 1);
   expect_numeric_not_bool(c, 0);
