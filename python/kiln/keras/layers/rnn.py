@@ -389,7 +389,10 @@ class RNN(Layer):
     def call(self, inputs, mask=None, training=None, initial_state=None):
         cell = self.cell
         x = h.tensor(inputs)
-        batch, steps = array_ops.shape(x)[0], array_ops.shape(x)[1]
+        # Sizes read from the time-major inputs: between stacked layers the
+        # transposes then cancel (the batch-major sequence is not computed).
+        xt = _time_major(x)
+        batch, steps = array_ops.shape(xt)[1], array_ops.shape(xt)[0]
         if initial_state is None:
             states = self._stateful_initial(x) if self._kiln_states is not None \
                 else cell.get_initial_state(batch, x.dtype)
@@ -403,10 +406,12 @@ class RNN(Layer):
             states = [h.tensor(s, x.dtype) for s in states]
         x_mask, r_mask = self._dropout_masks(x, training)
         if x_mask is not None:
-            x = x * array_ops.expand_dims(x_mask, 1)
-        # Every step's input projection in one product ([batch, steps, gates]:
-        # the gates' width stays static for the step's splits), then time major.
-        proj = _time_major(cell.project(x))
+            xt = xt * x_mask
+        # Every step's input projection in one product of the time-major inputs
+        # ([steps, batch, gates]: the gates' width stays static for the step's
+        # splits; transposing the inputs moves a quarter of the values, or none
+        # between stacked layers, whose transposes cancel).
+        proj = cell.project(xt)
         m = None
         if mask is not None:
             m = _time_major(dtypes.cast(h.tensor(mask), "bool"))
