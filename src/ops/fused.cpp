@@ -77,15 +77,13 @@ std::vector<Shape> kernel_input_shapes(InferContext& c, const jit::Program& p) {
   const int64_t rank = p.kernel.rank;
   std::vector<Shape> in;
   for (size_t i = 0; i < p.num_kernel_inputs(); ++i) {
-    if (p.product && i == static_cast<size_t>(p.product->slot)) {
-      in.push_back(product_result(c, i, p.product->how));
-      if (in.back().rank() > rank) c.fail("the product has rank over the kernel's ", rank);
-      continue;
-    }
-    if (c.dtype(i) != p.kernel.inputs[i])
+    const bool product = p.product && p.product->reads(i);
+    if (!product && c.dtype(i) != p.kernel.inputs[i])
       c.fail("input ", i, " is ", dtype_name(c.dtype(i)), ", not the ",
              dtype_name(p.kernel.inputs[i]), " its kernel reads");
-    const Shape& s = c.shape(i);
+    const Shape s = product
+                        ? product_result(c, static_cast<size_t>(p.product->slot), p.product->how)
+                        : c.shape(i);
     if (!p.viewed(i)) {
       if (!s.rank_known() || s.rank() > rank)
         c.fail("input ", i, " must have a known rank <= ", rank);

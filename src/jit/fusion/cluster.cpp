@@ -131,21 +131,30 @@ int64_t work_per_point(const Kernel& k) {
 // the loads say so.
 ProductInput take_product(const Node* p, std::vector<Edge>& ext, Kernel& k, Kernel& opt) {
   Product how;
-  const auto it = std::find(ext.begin(), ext.end(), Edge{const_cast<Node*>(p), 0});
-  if (!product_of(p, how) || it == ext.end())
-    throw InternalError(str_cat("jit: the product '", p->name(), "' changed"));
-  const auto slot = static_cast<int32_t>(it - ext.begin());
+  ProductInput in;
+  in.slot = -1;
   const Edge a = p->inputs()[0], b = p->inputs()[1];
+  for (size_t i = 0; i < ext.size(); ++i) {
+    if (!(ext[i] == Edge{const_cast<Node*>(p), 0})) continue;
+    if (in.slot < 0)
+      in.slot = static_cast<int32_t>(i);
+    else
+      in.also.push_back(static_cast<int32_t>(i));
+    ext[i] = a;  // (unread in the `also` slots)
+  }
+  if (!product_of(p, how) || in.slot < 0)
+    throw InternalError(str_cat("jit: the product '", p->name(), "' changed"));
+  in.how = how;
   const std::string note =
       str_cat(" = ", p->op().type_name, " '", p->name(), "' of ", a.node->tensor_name(a.index),
               how.transpose_a ? " (transposed)" : "", " and ", b.node->tensor_name(b.index),
               how.transpose_b ? " (transposed)" : "", ", computed here by blocks of rows");
   for (Kernel* kk : {&k, &opt})
     for (size_t i = 0; i < kk->body.size(); ++i)
-      if (kk->body[i].kind == Instr::kLoad && kk->body[i].a == slot) kk->origin[i] += note;
-  *it = a;
+      if (kk->body[i].kind == Instr::kLoad && in.reads(static_cast<size_t>(kk->body[i].a)))
+        kk->origin[i] += note;
   ext.push_back(b);
-  return {slot, how};
+  return in;
 }
 
 // A value of the full size of a relabelled space but not of its shape (an

@@ -212,8 +212,10 @@ class Former {
   }
 
   // A product (OpDef::jit_product) the cluster can compute itself: only
-  // members read it, each as it is, and it has the space's shape (its rows
-  // are the kernel's rows; at most the last dim reduced).
+  // members read it, each as it is (then it has the space's shape) or through
+  // views of column runs of its rows (an LSTM's gates: reads_columns) whose
+  // values members read; its rows are the kernel's rows (at most the last
+  // dim reduced).
   Node* product_for(const std::vector<Node*>& members, const Space& space) {
     if (space.reduced > 1) return nullptr;
     const std::unordered_set<const Node*> set(members.begin(), members.end());
@@ -224,12 +226,29 @@ class Former {
         if (set.count(p) || outs_.count(p) || !uses_.control_readers(p).empty() ||
             !p->control_inputs().empty() || !product_of(p, how))
           continue;
-        bool ok = p->outputs()[0].shape == space.shape;
+        bool ok = true;
         for (const Node* u : uses_.readers(p))
-          ok &= set.count(u) && !reads_in_place(u) && !is_relabel(u);
+          ok &= set.count(u) && !is_relabel(u) &&
+                (reads_in_place(u) ? reads_columns_of(u, p, set)
+                                   : p->outputs()[0].shape == space.shape);
         if (ok) return p;
       }
     return nullptr;
+  }
+
+  // Whether every output of view row `u` reads column runs of whole rows of
+  // product `p` (reads_columns), read as it is by members only.
+  bool reads_columns_of(const Node* u, const Node* p, const std::unordered_set<const Node*>& set) {
+    const Shape& ps = p->outputs()[0].shape;
+    if (!ps.rank_known() || ps.rank() < 1 || u->inputs()[0].node != p) return false;
+    const std::vector<int64_t> dims(ps.dims().begin(), ps.dims().end());
+    for (const Node* w : uses_.readers(u))
+      if (!set.count(w) || reads_in_place(w) || is_relabel(w)) return false;
+    for (size_t i = 0; i < u->outputs().size(); ++i) {
+      View v;
+      if (!view_of(u, i, v) || !reads_columns(v, dims)) return false;
+    }
+    return true;
   }
 
   bool lowerable(const Node* n) {

@@ -314,6 +314,18 @@ bool composes(const View& inner, const View& outer) {
   return true;
 }
 
+bool reads_columns(const View& v, std::span<const int64_t> src) {
+  const size_t rank = src.size();
+  if (rank == 0 || v.dims.size() != rank || v.start.size() != rank) return false;
+  for (size_t d = 0; d < rank; ++d) {
+    const ViewDim& x = v.dims[d];
+    if (x.src != static_cast<int64_t>(d) || x.step != 1 || v.start[d] < 0) return false;
+    const bool whole = x.size == -1 || (src[d] >= 0 && x.size == src[d] && v.start[d] == 0);
+    if (d + 1 < rank && !whole) return false;
+  }
+  return true;
+}
+
 View compose(const View& inner, const View& outer) {
   View r;
   r.start = inner.start;

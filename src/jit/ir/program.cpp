@@ -67,9 +67,22 @@ std::string Program::check(size_t n_inputs) const {
     if (static_cast<int64_t>(views[i].dims.size()) > k.rank)
       return str_cat("input ", i, "'s view has rank over the kernel's");
   }
-  if (product && (product->slot < 0 || static_cast<size_t>(product->slot) >= n_in ||
-                  viewed(static_cast<size_t>(product->slot))))
-    return "its product's input";
+  if (product) {
+    std::vector<int32_t> slots = product->also;
+    slots.push_back(product->slot);
+    std::sort(slots.begin(), slots.end());
+    if (std::adjacent_find(slots.begin(), slots.end()) != slots.end())
+      return "its product's inputs";
+    for (int32_t k : slots) {
+      if (k < 0 || static_cast<size_t>(k) >= n_in) return "its product's inputs";
+      // A product read through a view reads columns of whole rows (the
+      // product's rank is the kernel's; checked against its dims at run time).
+      const auto i = static_cast<size_t>(k);
+      if (viewed(i) &&
+          !reads_columns(views[i], std::vector<int64_t>(views[i].dims.size(), int64_t{-1})))
+        return "its product's view";
+    }
+  }
   if (why = check_outputs(*this); !why.empty()) return why;
   if (why = check_folds(*this); !why.empty()) return why;
   return work < 1 ? "its work per point" : "";

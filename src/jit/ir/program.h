@@ -52,10 +52,21 @@ struct OutputRule {
 };
 
 /// A product the kernel computes itself: kernel input `slot` is op(A) x
-/// op(B) (Product), A the node's input `slot` and B its last input.
+/// op(B) (Product), A the node's input `slot` and B its last input. Kernel
+/// inputs `also` read the product too (the node passes A there, unread),
+/// each through a view of column runs of whole rows (reads_columns: an
+/// LSTM's gates); `slot` may be read through one as well.
 struct ProductInput {
   int32_t slot = 0;
   Product how;
+  std::vector<int32_t> also;
+  /// Whether kernel input k is the product.
+  bool reads(size_t k) const {
+    if (k == static_cast<size_t>(slot)) return true;
+    for (int32_t a : also)
+      if (static_cast<size_t>(a) == k) return true;
+    return false;
+  }
 };
 
 /// What the runtime derives from a call's input shapes (runtime.cpp), kept

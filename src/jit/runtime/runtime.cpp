@@ -205,6 +205,7 @@ void split(int64_t work, KernelFn fn, const KernelArgs& args, int64_t rows, int6
 // fold into the rows; else there is one product per batch, stacked.
 struct ProductCall {
   size_t slot = 0;
+  std::vector<int32_t> also;  // other kernel inputs reading the product (ProductInput)
   DType dtype = DType::kInvalid;
   struct {
     bool ta = false, tb = false;
@@ -217,6 +218,7 @@ struct ProductCall {
   ProductCall(KernelContext& c, const ProductInput& in) {
     const size_t n = c.num_inputs();
     slot = static_cast<size_t>(in.slot);
+    also = in.also;
     const Product& how = in.how;
     g.ta = how.transpose_a;
     g.tb = how.transpose_b;
@@ -238,6 +240,10 @@ struct ProductCall {
     batches = bs.rank() > 2 ? g.m / std::max<int64_t>(1, batch_rows) : 1;
     if (!cpu::gemm_fits(batch_rows, g.n, g.k))
       c.fail("a matrix dimension of the product is above the BLAS backend's limit");
+  }
+
+  bool reads(size_t k) const {
+    return k == slot || std::find(also.begin(), also.end(), static_cast<int32_t>(k)) != also.end();
   }
 
   // Batch i's operands.
@@ -269,30 +275,43 @@ struct ProductCall {
   }
 };
 
-// Runs `fn` with a product computed first. When the product fills the
-// iteration space and MatMul would split it by rows, each thread computes its
-// block of rows (as MatMul's block) and runs the kernel over it at once,
-// while the rows are in cache; otherwise the whole product comes first.
-// (Computing a few rows at a time into a scratch block was no faster on a
-// [4096, 32] x [32, 1024] dense layer, and OpenBLAS rounds small calls
-// differently: docs/BENCHMARKS.md.)
-void run_with_product(KernelContext& c, const ProductCall& pc, KernelFn fn, const KernelArgs& args,
-                      std::span<const void*> in, std::span<const int64_t> dims, const Layout& l,
-                      int reduced, int64_t work) {
-  bool fills = dims.size() == pc.dims.size() && l.rows() == pc.g.m && reduced <= 1;
-  for (size_t d = 0; fills && d < dims.size(); ++d) fills = dims[d] == pc.dims[d];
-  const int64_t blocks = fills ? cpu::gemm_row_blocks(pc.g.m, pc.g.n, pc.g.k) : 0;
-  Tensor prod =
-      Tensor::empty(pc.dtype, Shape(std::span<const int64_t>(pc.dims.data(), pc.dims.size())));
+// Runs `fn` with a product computed first. When the kernel's rows are the
+// product's (the space is the product's shape, or its reads of the product
+// are views of column runs of whole rows) and the product is worth splitting,
+// each thread computes its block of rows (MatMul's row blocks, or blocks of
+// a product MatMul would split by columns: gemm_kernel_row_blocks) and runs
+// the kernel over it at once, while the rows are in cache; otherwise the
+// whole product comes first. (Computing a few rows at a time into a scratch
+// block was no faster on a [4096, 32] x [32, 1024] dense layer, and OpenBLAS
+// rounds small calls differently: docs/BENCHMARKS.md.)
+void run_with_product(KernelContext& c, const Program& prog, const ProductCall& pc, KernelFn fn,
+                      const KernelArgs& args, std::span<const void*> in,
+                      std::span<const int64_t> offset, std::span<const int64_t> dims,
+                      const Layout& l, int reduced, int64_t work) {
+  const size_t rank = pc.dims.size();
+  const std::span<const int64_t> pdims(pc.dims.data(), rank);
+  bool rows = dims.size() == rank && l.rows() == pc.g.m && reduced <= 1, all_viewed = true;
+  for (size_t k = 0; k < in.size(); ++k) {
+    if (!pc.reads(k)) continue;
+    all_viewed &= prog.viewed(k);
+    if (prog.viewed(k)) rows &= reads_columns(prog.views[k], pdims);
+  }
+  for (size_t d = 0; rows && d < rank; ++d)
+    rows = dims[d] == pdims[d] || (all_viewed && d + 1 == rank);
+  const int64_t elem = static_cast<int64_t>(dtype_size(pc.dtype));
+  const int64_t blocks =
+      rows ? cpu::gemm_kernel_row_blocks(pc.g.m, pc.g.n, pc.g.k, pc.g.k * pc.g.n * elem) : 0;
+  Tensor prod = Tensor::empty(pc.dtype, Shape(pdims));
   char* base = static_cast<char*>(prod.mutable_raw_data());
-  in[pc.slot] = base;  // args.in is `in`
+  for (size_t k = 0; k < in.size(); ++k)
+    if (pc.reads(k)) in[k] = base + offset[k];  // args.in is `in`
   if (blocks < 2) {
     pc.rows(c, 0, pc.g.m, base, true);
     split(work, fn, args, l.rows(), l.cols(), reduced == 0);
     return;
   }
   const int64_t step = (pc.g.m + blocks - 1) / blocks;
-  const int64_t row_bytes = pc.g.n * static_cast<int64_t>(dtype_size(pc.dtype));
+  const int64_t row_bytes = pc.g.n * elem;
   parallel_for(blocks, 1, [&](int64_t b0, int64_t b1) {
     for (int64_t i = b0; i < b1; ++i) {
       const int64_t lo = i * step, hi = std::min(pc.g.m, lo + step);
@@ -397,7 +416,7 @@ void input_layouts(KernelContext& c, const Program& prog, const std::optional<Pr
       product ? Shape(std::span<const int64_t>(product->dims.data(), product->dims.size()))
               : Shape();
   for (size_t k = 0; k < n_in; ++k) {
-    const Shape& s = product && k == product->slot ? product_shape : c.input(k).shape();
+    const Shape& s = product && product->reads(k) ? product_shape : c.input(k).shape();
     int64_t* d = in_dims.data() + k * rank;
     const bool viewed = prog.viewed(k);
     const View* v = viewed ? &prog.views[k] : nullptr;
@@ -461,7 +480,7 @@ void prepare(KernelContext& c, const Program& prog, Prepared& p, Extras& x) {
       bool broadcast = false;
       for (size_t j = rank - static_cast<size_t>(reduced); j < rank; ++j)
         broadcast |= d[j] != dims[j];
-      if (broadcast && pattern[k] == 1 && !(product && k == product->slot)) {
+      if (broadcast && pattern[k] == 1 && !(product && product->reads(k))) {
         x.expanded.resize(n_in);
         x.expanded[k] = full_rows(c.input(k), d, p.space(), reduced);
       }
@@ -512,7 +531,8 @@ void execute_direct(KernelContext& c, KernelFn fn, const Prepared& p) {
 }
 
 // Runs kernel `fn` as `p` and `x` say.
-void execute(KernelContext& c, KernelFn fn, const Prepared& p, const Extras& x) {
+void execute(KernelContext& c, const Program& prog, const Prepared& p, const Extras& x) {
+  const KernelFn fn = prog.fn;
   const Layout& l = p.l;
   const int64_t rows = l.rows();
   Outputs outs(c, p.space(), p.reduced, p.total, rows, x.folds);
@@ -523,7 +543,7 @@ void execute(KernelContext& c, KernelFn fn, const Prepared& p, const Extras& x) 
   }
   SmallVec<const void*, 16> in(p.n_in);
   for (size_t k = 0; k < p.n_in; ++k)
-    in[k] = x.product && k == x.product->slot ? nullptr  // set by run_with_product
+    in[k] = x.product && x.product->reads(k) ? nullptr  // set by run_with_product
             : k < x.expanded.size() && x.expanded[k].defined()
                 ? x.expanded[k].raw_data()
                 : static_cast<const char*>(c.input(k).raw_data()) + p.offset[k];
@@ -538,8 +558,9 @@ void execute(KernelContext& c, KernelFn fn, const Prepared& p, const Extras& x) 
   const KernelArgs args{in.data(),        outs.ptrs.data(), l.rank, l.shape,
                         l.strides.data(), p.fast,           stream};
   if (x.product)
-    run_with_product(c, *x.product, fn, args, std::span<const void*>(in.data(), in.size()),
-                     p.space(), l, p.reduced, p.work);
+    run_with_product(c, prog, *x.product, fn, args, std::span<const void*>(in.data(), in.size()),
+                     std::span<const int64_t>(p.offset.data(), p.offset.size()), p.space(), l,
+                     p.reduced, p.work);
   else if (!x.folds.empty())
     run_folded(c, x.folds, fn, args, std::span<void*>(outs.ptrs.data(), outs.ptrs.size()),
                p.space(), l);
@@ -593,13 +614,13 @@ void jit_kernel(KernelContext& c) {
     if (last->p.direct)
       execute_direct(c, prog.fn, last->p);
     else
-      execute(c, prog.fn, last->p, last->x);
+      execute(c, prog, last->p, last->x);
     return;
   }
   auto call = std::make_shared<PreparedCall>();
   prepare(c, prog, call->p, call->x);  // checks the inputs against the program first
   if (!prog.fn) c.fail("kernel ", prog.kernel.name, " is not loaded in this process");
-  execute(c, prog.fn, call->p, call->x);
+  execute(c, prog, call->p, call->x);
   if (call->x.reusable()) {
     input_shapes(c, call->shapes);
     prog.last_call.store(std::move(call));

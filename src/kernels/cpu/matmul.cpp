@@ -353,6 +353,15 @@ int64_t gemm_row_blocks(int64_t m, int64_t n, int64_t k) {
   return s.blocks >= 2 && s.by_rows ? s.blocks : 0;
 }
 
+int64_t gemm_kernel_row_blocks(int64_t m, int64_t n, int64_t k, int64_t b_bytes) {
+  constexpr int64_t kMinRows = 8, kCachedB = 256 << 10;
+  const Split s = split_of(m, n, macs_of(m, n, k));
+  if (s.blocks < 2) return 0;
+  if (s.by_rows) return s.blocks;
+  const int64_t blocks = std::min(s.blocks, m / kMinRows);
+  return blocks >= 2 && b_bytes <= kCachedB ? blocks : 0;
+}
+
 bool gemm_fits(int64_t m, int64_t n, int64_t k) {
   constexpr int64_t kBlasMax = std::numeric_limits<blasint>::max();
   return std::max({m, n, k}) <= kBlasMax;

@@ -106,6 +106,69 @@ TEST(JitProducts, DenseEpiloguesComputeTheProductInTheirKernel) {
   }
 }
 
+// A product read through views of column runs of its rows (an LSTM step's
+// gates: `z = p + h @ u`, split in four along the columns) is computed by the
+// kernel too; where MatMul would split its columns, by blocks of rows each
+// thread runs the kernel over. Views of rows, or of a transpose, keep it a
+// MatMul node.
+TEST(JitProducts, ColumnViewsOfAProductComputeItInTheKernel) {
+  struct Case {
+    const char* name;
+    int64_t rows, k, units;
+    int form;  // 0: LSTM cell, 1: slices of columns, 2: split by rows, 3: transposed halves
+    bool fused;
+  };
+  const std::vector<Case> cases = {
+      {"LSTM step, row blocks", 32, 64, 64, 0, true},
+      {"LSTM step, one block", 5, 8, 3, 0, true},
+      {"LSTM step, odd rows", 37, 64, 64, 0, true},
+      {"columns 1..7 and 9..", 40, 32, 16, 1, true},
+      {"split by rows", 32, 64, 64, 2, false},
+      {"halves of the transpose", 32, 64, 64, 3, false},
+  };
+  uint32_t seed = 40;
+  for (const Case& cs : cases) {
+    SCOPED_TRACE(cs.name);
+    const int form = cs.form;
+    Body body = [form](const std::vector<Value>& a) {
+      const Tensor z = a[0].tensor() + matmul(a[1].tensor(), a[2].tensor());
+      if (form == 1) {
+        const int64_t n = z.shape().dim(1);
+        return Value(tanh(slice(z, {0, 1}, {-1, 6})) * sigmoid(slice(z, {0, 9}, {-1, 6})) +
+                     slice(z, {0, n - 6}, {-1, 6}));
+      }
+      if (form == 3) {
+        const std::vector<Tensor> g = split(transpose(z, {1, 0}), 2, 0);
+        return Value(tanh(g[0]) * g[1]);
+      }
+      const std::vector<Tensor> g = split(z, 4, form == 2 ? 0 : 1);
+      if (form == 2) return Value(tanh(g[0]) * sigmoid(g[1]) + g[2] * g[3]);
+      const Tensor c = sigmoid(g[1]) * a[3].tensor() + sigmoid(g[0]) * tanh(g[2]);
+      return Value::tuple({Value(sigmoid(g[3]) * tanh(c)), Value(c)});
+    };
+    const auto f32 = DType::kFloat32;
+    const int64_t gates = 4 * cs.units;
+    const std::vector<Value> args = {Value(random_tensor(f32, Shape({cs.rows, gates}), seed++)),
+                                     Value(random_tensor(f32, Shape({cs.rows, cs.k}), seed++)),
+                                     Value(random_tensor(f32, Shape({cs.k, gates}), seed++)),
+                                     Value(random_tensor(f32, Shape({cs.rows, cs.units}), seed++))};
+    const Value eager = body(args);
+    Function g = make(body, false), j = make(body, true);
+    const Value graph = g(args), jitted = j(args);
+    if (form == 0) {
+      for (size_t i = 0; i < 2; ++i) {
+        expect_same(graph.items()[i].tensor(), eager.items()[i].tensor());
+        expect_same(jitted.items()[i].tensor(), eager.items()[i].tensor());
+      }
+    } else {
+      expect_same(graph.tensor(), eager.tensor());
+      expect_same(jitted.tensor(), eager.tensor());
+    }
+    EXPECT_EQ(products_in(j, args) > 0, cs.fused);
+    EXPECT_EQ(nodes_of(j, args, OpId::MatMul), cs.fused ? 0u : 1u);
+  }
+}
+
 // Row kernels over a product stream their rows (non-temporal stores) when the
 // outputs are large; forced here on a small one, by blocks of rows and not.
 TEST(JitProducts, StreamedRowsOfAProduct) {
@@ -230,7 +293,7 @@ TEST(JitProducts, MalformedProductsAreRefused) {
   auto program = [](int32_t slot, bool ta, bool tb) {
     Program p = testing::one_input_program({3, 5});
     p.kernel.input_dims = {{-1, -1}};
-    p.product = ProductInput{slot, Product{ta, tb}};
+    p.product = ProductInput{slot, Product{ta, tb}, {}};
     return p;
   };
   const Tensor a = random_tensor(DType::kFloat32, Shape({3, 4}), 1);
@@ -252,10 +315,23 @@ TEST(JitProducts, MalformedProductsAreRefused) {
         "not computed");
   fails({random_tensor(DType::kFloat32, Shape({4}), 3), b}, program(0, false, false),
         "not computed");
-  // The product read through a view (x[1:3] of it).
+  // The product read through a view of some of its rows (x[1:3] of it): its
+  // rows are not the kernel's.
   Program viewed = program(0, false, false);
   viewed.views = {View{{1, 0}, {{0, 1, 2}, {1, 1, -1}}}};
-  fails({a, b}, viewed, "its product's input");
+  fails({a, b}, viewed, "its product's view");
+  // Through a transpose.
+  viewed.views = {View{{0, 0}, {{1, 1, -1}, {0, 1, -1}}}};
+  fails({a, b}, viewed, "its product's view");
+  // Other inputs reading the product: out of range, or the slot twice.
+  Program twice = program(0, false, false);
+  twice.product->also = {1};
+  fails({a, b}, twice, "its product's inputs");
+  twice.product->also = {0};
+  fails({a, b}, twice, "its product's inputs");
+  // Columns 1.. of whole rows (x[:, 1:]) are a view the kernel computes by rows.
+  viewed.views = {View{{0, 1}, {{0, 1, -1}, {1, 1, 4}}}};
+  fails({a, b}, viewed, "is not loaded");
   // A valid product reaches the kernel.
   fails({a, b}, program(0, false, false), "is not loaded");
 }

@@ -447,6 +447,38 @@ def test_slices_and_split_parts_are_read_in_place():
     assert j.experimental_get_tracing_count() == 1
 
 
+def test_lstm_step_computes_its_recurrent_product_in_the_cell_kernel():
+    # z = p + h @ u read through four column splits: the cell's kernel computes
+    # the product itself (by blocks of rows on both threads at batch 32).
+    units = 64
+
+    def step(p, h, c, u):
+        i, f, g, o = tf.split(p + tf.matmul(h, u), 4, axis=1)
+        c = tf.sigmoid(f) * c + tf.sigmoid(i) * tf.tanh(g)
+        return tf.sigmoid(o) * tf.tanh(c), c
+
+    j, g = both(step)
+    rng = np.random.RandomState(3)
+    for b in (32, 5):
+        args = [tf.constant(rng.randn(*s).astype(np.float32) / 4) for s in
+                ((b, 4 * units), (b, units), (b, units), (units, 4 * units))]
+        for got, want in zip(j(*args), g(*args)):  # (FMAs contract in generated code)
+            np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-6, atol=1e-6)
+        ir = j.experimental_get_compiler_ir(*args)("hlo")
+        assert ir.count("computed here by blocks of rows") == 4, ir
+        assert kernels(j, *args) == 1
+
+
+def test_keras_lstm_under_jit_matches_graph_mode():
+    model = tf.keras.Sequential([tf.keras.Input((20, 12)),
+                                 tf.keras.layers.LSTM(16, return_sequences=True),
+                                 tf.keras.layers.LSTM(16, return_sequences=True)])
+    x = tf.constant(np.random.RandomState(4).randn(32, 20, 12).astype(np.float32))
+    j, g = both(lambda x: model(x))
+    np.testing.assert_allclose(j(x).numpy(), g(x).numpy(), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(j(x).numpy(), model(x).numpy(), rtol=1e-5, atol=1e-6)
+
+
 def test_dense_layers_compute_their_product_in_the_epilogue_kernel():
     # A Keras Dense layer's MatMul is computed inside the kernel of its bias
     # and activation (by blocks of rows), for any batch size, one trace.
