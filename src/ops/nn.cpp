@@ -133,7 +133,7 @@ void onnx_matmul(onnx::ExportContext& c) {
 // batched with the same, statically known batch dims (no broadcasting).
 bool matmul_product(const jit::ViewQuery& q, jit::Product& p) {
   const DType dt = q.inputs[0].dtype;
-  if (dt != DType::kFloat32 && dt != DType::kFloat64) return false;
+  if (dt != DType::kFloat32 && dt != DType::kFloat64 && dt != DType::kBFloat16) return false;
   const Shape &x = q.inputs[0].shape, &y = q.inputs[1].shape;
   if (!x.rank_known() || !y.rank_known() || x.rank() < 2 || y.rank() < 2) return false;
   p.transpose_a = attr_value<bool>(q.op, q.attrs, "adj_x");

@@ -1,5 +1,6 @@
 #include "node_rules.h"
 
+#include "kernels/cpu/gemm.h"
 #include "passes/pass_util.h"
 
 namespace kiln::jit {
@@ -47,6 +48,9 @@ ViewQuery query_of(const Node* n, size_t i, std::vector<TensorSpec>& ins,
 
 bool product_of(const Node* n, Product& p) {
   if (!n->op().jit_product || n->inputs().size() != 2 || n->outputs().size() != 1) return false;
+  // bfloat16 products run on oneDNN's kernels only where it has them (else
+  // MatMul widens whole operands to float32).
+  if (n->outputs()[0].dtype == DType::kBFloat16 && !cpu::bf16_gemm_native()) return false;
   std::vector<TensorSpec> ins;
   std::vector<const Tensor*> values;
   return n->op().jit_product(query_of(n, 0, ins, values), p);

@@ -357,9 +357,11 @@ View compose(const View& inner, const View& outer) {
 
 std::string product_dims(const Product& p, const TensorSpec& as, const TensorSpec& bs,
                          int64_t* dims) {
-  if ((as.dtype != DType::kFloat32 && as.dtype != DType::kFloat64) || bs.dtype != as.dtype)
-    return str_cat("a product needs two float32 or float64 operands, not ", dtype_name(as.dtype),
-                   " and ", dtype_name(bs.dtype));
+  if ((as.dtype != DType::kFloat32 && as.dtype != DType::kFloat64 &&
+       as.dtype != DType::kBFloat16) ||
+      bs.dtype != as.dtype)
+    return str_cat("a product needs two float32, float64 or bfloat16 operands, not ",
+                   dtype_name(as.dtype), " and ", dtype_name(bs.dtype));
   const Shape &a = as.shape, &b = bs.shape;
   const bool batched = b.rank_known() && b.rank() > 2;
   if (!a.rank_known() || !b.rank_known() || a.rank() < 2 || a.rank() > 16 || b.rank() < 2 ||

@@ -213,7 +213,7 @@ struct Product {
 };
 /// The dims of product `p` of operands `a` and `b` (unknown dims stay
 /// unknown) into dims[0, a.shape.rank()) (at most 16); an empty string, or why
-/// the operands do not fit (dtypes other than one of float32/64, ranks, inner
+/// the operands do not fit (dtypes other than float32/64 or bfloat16, ranks, inner
 /// or batch dims).
 std::string product_dims(const Product& p, const TensorSpec& a, const TensorSpec& b, int64_t* dims);
 

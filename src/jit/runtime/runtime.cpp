@@ -271,7 +271,12 @@ struct ProductCall {
                                dst + (lo - r0) * g.n);
       }
     };
-    dtype == DType::kFloat32 ? run(0.f) : run(0.0);
+    if (dtype == DType::kFloat32)
+      run(0.f);
+    else if (dtype == DType::kFloat64)
+      run(0.0);
+    else
+      run(BFloat16{});
   }
 };
 

@@ -347,6 +347,9 @@ template void gemm_batches<float>(const GemmArgs<float>&, int64_t, int64_t, int6
 template void gemm_batches<double>(const GemmArgs<double>&, int64_t, int64_t, int64_t, double*);
 template void gemm_product_rows<float>(const GemmArgs<float>&, int64_t, int64_t, float*);
 template void gemm_product_rows<double>(const GemmArgs<double>&, int64_t, int64_t, double*);
+template void gemm_batches<BFloat16>(const GemmArgs<BFloat16>&, int64_t, int64_t, int64_t,
+                                     BFloat16*);
+template void gemm_product_rows<BFloat16>(const GemmArgs<BFloat16>&, int64_t, int64_t, BFloat16*);
 
 int64_t gemm_row_blocks(int64_t m, int64_t n, int64_t k) {
   const Split s = split_of(m, n, macs_of(m, n, k));

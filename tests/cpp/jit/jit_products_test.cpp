@@ -6,6 +6,7 @@
 
 #include "jit/runtime/runtime.h"
 #include "jit_test_util.h"
+#include "kernels/cpu/gemm.h"
 #include "kernels/cpu/kernel_util.h"
 #include "kiln/context.h"
 #include "kiln/gradient_tape.h"
@@ -169,6 +170,51 @@ TEST(JitProducts, ColumnViewsOfAProductComputeItInTheKernel) {
   }
 }
 
+// bfloat16 products (oneDNN's bf16 kernels, float32 accumulation, rounded
+// once) are computed by their kernel too, with the blocks MatMul uses or by
+// rows where it would split columns; strict (no excess precision), the
+// results are graph mode's and eager's bit for bit. Where oneDNN has no bf16
+// kernels they stay MatMul nodes.
+TEST(JitProducts, BFloat16ProductsComputeInTheirKernel) {
+  const testing::ScopedExcessPrecision strict(false);
+  struct Case {
+    const char* name;
+    Shape x, w;
+    int form;  // 0: relu(x @ w + b), 1: softmax rows, 2: LSTM gates of z = b + x @ w
+  };
+  const std::vector<Case> cases = {
+      {"dense", Shape({37, 20}), Shape({20, 24}), 0},
+      {"row blocks", Shape({1030, 96}), Shape({96, 200}), 0},
+      {"softmax rows", Shape({64, 32}), Shape({32, 128}), 1},
+      {"LSTM gates, row blocks", Shape({32, 64}), Shape({64, 256}), 2},
+  };
+  const bool native = cpu::bf16_gemm_native();
+  uint32_t seed = 70;
+  for (const Case& cs : cases) {
+    SCOPED_TRACE(cs.name);
+    const int form = cs.form;
+    Body body = [form](const std::vector<Value>& a) {
+      const Tensor p = matmul(a[0].tensor(), a[1].tensor());
+      if (form == 0) return Value(relu(bias_add(p, a[2].tensor())));
+      if (form == 1) return Value(softmax(p + a[2].tensor()));
+      const std::vector<Tensor> g = split(p + a[2].tensor(), 4, 1);
+      return Value(sigmoid(g[0]) * tanh(g[1]) + sigmoid(g[2]) * g[3]);
+    };
+    const auto bf = DType::kBFloat16;
+    const int64_t n = cs.w.dim(1);
+    const std::vector<Value> args = {
+        Value(cast(random_tensor(DType::kFloat32, cs.x, seed++), bf)),
+        Value(cast(random_tensor(DType::kFloat32, cs.w, seed++), bf)),
+        Value(cast(random_tensor(DType::kFloat32, Shape({n}), seed++), bf))};
+    const Tensor eager = body(args).tensor();
+    Function g = make(body, false), j = make(body, true);
+    expect_same(g(args).tensor(), eager);
+    expect_same(j(args).tensor(), eager);
+    EXPECT_EQ(products_in(j, args) > 0, native);
+    EXPECT_EQ(nodes_of(j, args, OpId::MatMul), native ? 0u : 1u);
+  }
+}
+
 // Row kernels over a product stream their rows (non-temporal stores) when the
 // outputs are large; forced here on a small one, by blocks of rows and not.
 TEST(JitProducts, StreamedRowsOfAProduct) {
@@ -308,9 +354,9 @@ TEST(JitProducts, MalformedProductsAreRefused) {
   fails({a, b}, program(-1, false, false), "its product's input");   // negative slot
   fails({a}, program(0, false, false), "it reads 2 inputs, not 1");  // no second operand
   fails({a, b}, program(0, false, true), "do not match");            // [3, 4] x [5, 4]^T
-  fails({a, cast(b, DType::kFloat64)}, program(0, false, false), "float32 or float64");
+  fails({a, cast(b, DType::kFloat64)}, program(0, false, false), "float32, float64 or bfloat16");
   fails({cast(a, DType::kInt32), cast(b, DType::kInt32)}, program(0, false, false),
-        "float32 or float64");
+        "float32, float64 or bfloat16");
   fails({random_tensor(DType::kFloat32, Shape({2, 3, 4}), 3), b}, program(0, true, false),
         "not computed");
   fails({random_tensor(DType::kFloat32, Shape({4}), 3), b}, program(0, false, false),

@@ -9,6 +9,7 @@
 
 #include "kernels/cpu/gemm.h"
 #include "kiln/executor.h"
+#include "kiln/function.h"
 #include "kiln/passes.h"
 #include "kiln/trace.h"
 #include "matmul_bf16_util.h"
@@ -77,6 +78,35 @@ TEST(MatMulBFloat16Fallback, FloatWeights) {
   const std::vector<Tensor> got = Plan::compile(g)->run(in);
   EXPECT_EQ(cast(got[0], DType::kFloat32).to_vector<float>(),
             cast(want[0], DType::kFloat32).to_vector<float>());
+}
+
+// Under jit_compile a bf16 product stays a MatMul node here (the kernel
+// computes only products oneDNN has bf16 kernels for), and its epilogue's
+// kernel reads it: eager's values.
+TEST(MatMulBFloat16Fallback, JitKeepsTheProductANode) {
+  const Tensor x = cast(testing::mm_wave({40, 32}, 0.7), DType::kBFloat16);
+  const Tensor w = cast(testing::mm_wave({32, 24}, 1.3), DType::kBFloat16);
+  auto body = [](const std::vector<Value>& a) {
+    return Value(tanh(matmul(a[0].tensor(), a[1].tensor())) * 2.0f);
+  };
+  FunctionOptions o;
+  o.jit_compile = true;
+  const bool excess = config().jit_excess_precision;
+  config().jit_excess_precision = false;  // each op rounds to bf16, as eagerly
+  Function f(body, o);
+  const std::vector<Value> args = {Value(x), Value(w)};
+  const Value got = f(args);
+  EXPECT_EQ(cast(got.tensor(), DType::kFloat32).to_vector<float>(),
+            cast(body(args).tensor(), DType::kFloat32).to_vector<float>());
+  const Graph& g = f.get_concrete_function(args)->optimized_graph();
+  config().jit_excess_precision = excess;
+  size_t matmuls = 0, kernels = 0;
+  for (const auto& n : g.nodes()) {
+    matmuls += n->op().id == OpId::MatMul;
+    kernels += n->op().id == OpId::JitKernel;
+  }
+  EXPECT_EQ(matmuls, 1u);
+  EXPECT_EQ(kernels, 1u);
 }
 
 }  // namespace

@@ -447,9 +447,11 @@ def test_slices_and_split_parts_are_read_in_place():
     assert j.experimental_get_tracing_count() == 1
 
 
-def test_lstm_step_computes_its_recurrent_product_in_the_cell_kernel():
+@pytest.mark.parametrize("dtype", [tf.float32, tf.bfloat16])
+def test_lstm_step_computes_its_recurrent_product_in_the_cell_kernel(dtype):
     # z = p + h @ u read through four column splits: the cell's kernel computes
-    # the product itself (by blocks of rows on both threads at batch 32).
+    # the product itself (by blocks of rows on both threads at batch 32);
+    # bfloat16 products on oneDNN's bf16 kernels.
     units = 64
 
     def step(p, h, c, u):
@@ -460,10 +462,13 @@ def test_lstm_step_computes_its_recurrent_product_in_the_cell_kernel():
     j, g = both(step)
     rng = np.random.RandomState(3)
     for b in (32, 5):
-        args = [tf.constant(rng.randn(*s).astype(np.float32) / 4) for s in
+        args = [tf.cast(rng.randn(*s).astype(np.float32) / 4, dtype) for s in
                 ((b, 4 * units), (b, units), (b, units), (units, 4 * units))]
-        for got, want in zip(j(*args), g(*args)):  # (FMAs contract in generated code)
-            np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-6, atol=1e-6)
+        # (FMAs contract in generated code; bf16 values stay float32 between ops)
+        tol = 1e-6 if dtype == tf.float32 else 1e-2
+        for got, want in zip(j(*args), g(*args)):
+            np.testing.assert_allclose(tf.cast(got, tf.float32).numpy(),
+                                       tf.cast(want, tf.float32).numpy(), rtol=tol, atol=tol)
         ir = j.experimental_get_compiler_ir(*args)("hlo")
         assert ir.count("computed here by blocks of rows") == 4, ir
         assert kernels(j, *args) == 1

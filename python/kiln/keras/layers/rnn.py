@@ -393,6 +393,8 @@ class RNN(Layer):
         # transposes then cancel (the batch-major sequence is not computed).
         xt = _time_major(x)
         batch, steps = array_ops.shape(xt)[1], array_ops.shape(xt)[0]
+        if x.shape[0] is not None:  # static states: the step's ops fuse whole under jit
+            batch = x.shape[0]
         if initial_state is None:
             states = self._stateful_initial(x) if self._kiln_states is not None \
                 else cell.get_initial_state(batch, x.dtype)
