@@ -7,7 +7,7 @@ Separate runs of bench/demo.py --models and run_peers.py --models on a shared
 times every side in turn (kiln function, kiln jit, TF graph, TF XLA, PyTorch,
 JAX, and onnxruntime and OpenVINO running kiln's ONNX export of the same model),
 so load that comes and goes hits both sides of a ratio alike. The convnets and
-transformer4 also run as "kiln jit bf16" (the same model under mixed_bfloat16), ratioed to the fastest
+transformer4 and lstm2 also run as "kiln jit bf16" (the same model under mixed_bfloat16), ratioed to the fastest
 peer apart from kiln's best float32 mode. Ratios are taken
 per round; the table gives their median and [min-max], each side's GFLOP/s (the
 convolutions and products of the export) and the machine's matmul peak.
@@ -44,7 +44,7 @@ LABEL = {"tensorflow": "tf", "torch": "torch", "jax": "jax", "onnxruntime": "onn
 GOALS = [("kiln function", "tf function", 1.0), ("kiln jit", "tf function", 1.0),
          ("kiln function", "torch eager", 1.5), ("kiln jit", "torch eager", 1.5)]
 BEST_GOAL = 0.8  # issue 43: kiln's best mode <= 0.8x the fastest peer, per round
-BF16_SIDE = "kiln jit bf16"  # mixed_bfloat16 under jit_compile (convnets, transformer4), ratioed apart
+BF16_SIDE = "kiln jit bf16"  # mixed_bfloat16 under jit_compile (convnets, transformer4, lstm2), ratioed apart
 
 
 def log(msg):
@@ -74,7 +74,7 @@ def kiln_sides(name):
         inner = fn._python_function
         return tf.function(lambda *a: tf.cast(inner(*a), tf.float32), jit_compile=True), args
     sides = [("kiln function", lambda: build("function")), ("kiln jit", lambda: build("jit"))]
-    if name in mc.APPS or name == "transformer4":
+    if name in mc.APPS or name in ("transformer4", "lstm2"):
         sides.append((BF16_SIDE, build_bf16))
     return sides
 
