@@ -116,10 +116,13 @@ TEST(JitProducts, ColumnViewsOfAProductComputeItInTheKernel) {
   struct Case {
     const char* name;
     int64_t rows, k, units;
-    int form;  // 0: LSTM cell, 1: slices of columns, 2: split by rows, 3: transposed halves
+    int form;  // 0: LSTM cell, 1: slices of columns, 2: split by rows, 3: transposed halves,
+               // 4: z * z[:, :1] (read as it is and through a view), 5: softmax of a view
     bool fused;
   };
   const std::vector<Case> cases = {
+      {"as it is and a column", 48, 32, 16, 4, true},
+      {"softmax of columns", 48, 32, 16, 5, true},
       {"LSTM step, row blocks", 32, 64, 64, 0, true},
       {"LSTM step, one block", 5, 8, 3, 0, true},
       {"LSTM step, odd rows", 37, 64, 64, 0, true},
@@ -138,6 +141,8 @@ TEST(JitProducts, ColumnViewsOfAProductComputeItInTheKernel) {
         return Value(tanh(slice(z, {0, 1}, {-1, 6})) * sigmoid(slice(z, {0, 9}, {-1, 6})) +
                      slice(z, {0, n - 6}, {-1, 6}));
       }
+      if (form == 4) return Value(z * slice(z, {0, 0}, {-1, 1}));
+      if (form == 5) return Value(softmax(slice(z, {0, 8}, {-1, 24})) * 2.0f);
       if (form == 3) {
         const std::vector<Tensor> g = split(transpose(z, {1, 0}), 2, 0);
         return Value(tanh(g[0]) * g[1]);
