@@ -9,9 +9,11 @@ first compile takes minutes here). Before training, each model's inference-mode 
 batch is compared (same weights: they must agree; training-mode losses differ by design,
 dropout and stochastic depth being random; both use the softmax's logits, as Keras 3
 does). Then `--rounds` rounds time `--steps` steps of
-every side in turn; ratios are per round.
+every side in turn; ratios are per round. `--policy mixed_bfloat16` builds every model under
+Keras' mixed_bfloat16 policy (bf16 convolutions and products, float32 variables).
 
     .venv-peers/bin/python bench/peers/train_pair.py [--rounds 5] [--steps 2] [--no-xla]
+        [--policy mixed_bfloat16]
 """
 import argparse
 import datetime
@@ -51,7 +53,7 @@ def make_step(lib, model, jit):
     return step
 
 
-def sides(kiln, tf, batch, size, xla):
+def sides(kiln, tf, batch, size, xla, policy="float32"):
     """{label: (step, (x, y))}, and the weights every model starts from."""
     rng = np.random.default_rng(0)
     x = rng.random((batch, size, size, 3), np.float32)
@@ -63,8 +65,12 @@ def sides(kiln, tf, batch, size, xla):
                             ("tf function", tf, False), ("tf xla", tf, True)):
         if label == "tf xla" and not xla:
             continue
-        model = lib.keras.applications.EfficientNetV2S(weights=None,
-                                                       input_shape=(size, size, 3))
+        lib.keras.mixed_precision.set_global_policy(policy)
+        try:
+            model = lib.keras.applications.EfficientNetV2S(weights=None,
+                                                           input_shape=(size, size, 3))
+        finally:
+            lib.keras.mixed_precision.set_global_policy("float32")
         model.set_weights(weights)
         loss = lib.keras.losses.SparseCategoricalCrossentropy()(y, model(x, training=False))
         out[label] = (make_step(lib, model, jit), (lib.constant(x), lib.constant(y)),
@@ -86,6 +92,7 @@ def main(argv=None):
     ap.add_argument("--batch", type=int, default=8)
     ap.add_argument("--size", type=int, default=224)
     ap.add_argument("--no-xla", dest="xla", action="store_false")
+    ap.add_argument("--policy", default="float32", choices=["float32", "mixed_bfloat16"])
     ap.add_argument("--kiln-python", default=os.path.join(cm.REPO, ".venv", "bin", "python"))
     ap.add_argument("--out", default=os.path.join(cm.REPO, "bench", "results", "train_pair.json"))
     a = ap.parse_args(argv)
@@ -95,8 +102,8 @@ def main(argv=None):
     doc = {"kiln": kiln.__version__, "tensorflow": tf_version,
            "date": datetime.datetime.now().isoformat(timespec="seconds"),
            "machine": cm.machine(), "load_start": cm.kb.machine_load(),
-           "batch": a.batch, "size": a.size}
-    ready = sides(kiln, tf, a.batch, a.size, a.xla)
+           "batch": a.batch, "size": a.size, "policy": a.policy}
+    ready = sides(kiln, tf, a.batch, a.size, a.xla, a.policy)
     first = {}
     for label, (step, args, loss) in ready.items():
         t = time.perf_counter()
@@ -121,7 +128,7 @@ def main(argv=None):
     doc["kiln_best_over_tf_best"] = {"median": st.median(ratios), "min": min(ratios),
                                      "max": max(ratios)}
     doc["load_end"] = cm.kb.machine_load()
-    print(f"EfficientNetV2-S training step, batch {a.batch}, {a.size}x{a.size} "
+    print(f"EfficientNetV2-S training step, batch {a.batch}, {a.size}x{a.size}, {a.policy} "
           f"({a.rounds} rounds x {a.steps} steps)")
     for k, v in doc["seconds_per_step"].items():
         print(f"  {k:14s} {v['median']:.3f} s [{v['min']:.3f}-{v['max']:.3f}]  "

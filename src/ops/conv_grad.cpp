@@ -284,7 +284,7 @@ void define_conv_grad_ops(OpTableBuilder& t) {
         .attr("strides", AttrType::kInts)
         .attr("padding", AttrType::kString)
         .attr("dilations", AttrType::kInts, ones)
-        .traits(kHalfInFloat);  // float16/bfloat16 in float32
+        .traits(kHalfInFloat | kNativeBFloat16);  // float16 in float32, bfloat16 on oneDNN
   };
   conv_attrs(t.def(OpId::Conv2DBackpropInput)
                  .tf()

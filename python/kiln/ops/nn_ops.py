@@ -218,13 +218,9 @@ def conv2d_transpose(input, filters, output_shape, strides, padding="SAME",
     strides = h.int_list(strides, "strides", op)
     dilations = [1] if dilations is None else h.int_list(dilations, "dilations", op)
     f = h.tensor(filters, None if h.is_tensor(filters) else x.dtype, op)
-    half = x.dtype if x.dtype.name in ("float16", "bfloat16") else None
-    if half is not None:  # the kernel has float32/float64 rows only: computed in float32
-        x, f = (raw.Cast(t, DstT=_kiln.as_dtype("float32")) for t in (x, f))
+    # (bfloat16 on oneDNN's bf16 kernels, float16 in float32: the op's traits)
     out = raw.Conv2DBackpropInput(sizes, f, x, strides=strides, padding=padding,
                                   dilations=dilations)
-    if half is not None:
-        out = raw.Cast(out, DstT=half)
     return raw.Transpose(out, perm=[0, 3, 1, 2]) if nchw else out
 
 

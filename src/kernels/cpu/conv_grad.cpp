@@ -1,6 +1,7 @@
 // CPU kernels for the convolution backward ops: Conv2DBackpropInput/Filter and
 // DepthwiseConv2dNativeBackpropInput/Filter (NHWC).
-// float32 runs on oneDNN's backward-data / backward-weights primitives
+// float32 (and bfloat16: oneDNN's bf16 kernels, float32 accumulation, each
+// gradient rounded once) runs on oneDNN's backward-data / backward-weights primitives
 // (cached by geometry; the HWIO filter is reordered to and from the layout
 // oneDNN prefers on every call). Large convolutions run as parts on kiln's
 // pool, each a single-threaded primitive (see "parts on kiln's pool").
@@ -45,14 +46,19 @@ std::shared_ptr<BwdPrim> create_bwd(const ConvGeom& g, bool weights) {
   p->src_md = descs.src;
   p->dst_md = descs.dst;
   p->user_wei_md = descs.user_wei;
-  const dnnl::memory::desc& any_wei = descs.any_wei;
+  // bfloat16 backward weights sum their products in a float32 gradient (parts
+  // summed, rounded once by the kernel); g.f32_filter made user_wei float32.
+  const dnnl::memory::desc any_wei =
+      weights && g.bf16 ? dnnl::memory::desc(descs.any_wei.dims(), dnnl::memory::data_type::f32,
+                                             dnnl::memory::format_tag::any)
+                        : descs.any_wei;
   const dims strides{g.sh, g.sw}, dil{g.dh - 1, g.dw - 1}, pad_l{g.pt, g.pl}, pad_r{g.pb, g.pr};
   dnnl::primitive_attr attr, reorder_attr;
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
   reorder_attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
   const dnnl::convolution_forward::primitive_desc hint(
       dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training,
-                                      dnnl::algorithm::convolution_direct, p->src_md, any_wei,
+                                      dnnl::algorithm::convolution_direct, p->src_md, descs.any_wei,
                                       p->dst_md, strides, dil, pad_l, pad_r),
       e);
   if (weights) {
@@ -110,8 +116,13 @@ void execute(const dnnl::primitive& prim, size_t scratch_bytes,
   s.wait();
 }
 
-dnnl::memory mem(const dnnl::memory::desc& md, const float* data) {
-  return dnnl::memory(md, dnnl_engine(), const_cast<float*>(data));
+dnnl::memory mem(const dnnl::memory::desc& md, const void* data) {
+  return dnnl::memory(md, dnnl_engine(), const_cast<void*>(data));
+}
+
+// Bytes of one element of x, dy and dx (bfloat16 or float32).
+int64_t elem_bytes(const ConvGeom& g) {
+  return g.bf16 ? 2 : 4;
 }
 
 // ---- parts on kiln's pool ----
@@ -276,22 +287,25 @@ bool run_onednn(const ConvGeom& g, bool weights, Run run) {
 }
 
 // dx from (filter, dy); false when oneDNN has no implementation.
-bool backprop_input_onednn(const ConvGeom& g, const float* f, const float* dy, float* dx) {
+bool backprop_input_onednn(const ConvGeom& g, const void* f, const void* dy_data, void* dx_data) {
+  const auto* dy = static_cast<const char*>(dy_data);
+  auto* dx = static_cast<char*>(dx_data);
+  const int64_t es = elem_bytes(g);
   return run_onednn(g, false, [&](const std::vector<Part>& parts) {
     const BwdPrim& p0 = *parts[0].prim;
     Tensor packed;
-    const float* wei = f;
+    const void* wei = f;
     if (p0.reorder) {
-      wei = static_cast<float*>(dnnl_scratch(packed, p0.wei_md.get_size()));
+      wei = dnnl_scratch(packed, p0.wei_md.get_size());
       execute(*p0.reorder, p0.reorder_scratch_bytes,
               {{DNNL_ARG_FROM, mem(p0.user_wei_md, f)}, {DNNL_ARG_TO, mem(p0.wei_md, wei)}});
     }
     for_parts(parts.size(), [&](int64_t i) {
       const Part& q = parts[i];
       execute(q.prim->prim, q.prim->scratch_bytes,
-              {{DNNL_ARG_DIFF_DST, mem(q.prim->dst_md, dy + q.dy_off)},
+              {{DNNL_ARG_DIFF_DST, mem(q.prim->dst_md, dy + q.dy_off * es)},
                {DNNL_ARG_WEIGHTS, mem(q.prim->wei_md, wei)},
-               {DNNL_ARG_DIFF_SRC, mem(q.prim->src_md, dx + q.x_off)}});
+               {DNNL_ARG_DIFF_SRC, mem(q.prim->src_md, dx + q.x_off * es)}});
     });
   });
 }
@@ -309,7 +323,11 @@ void sum_partials(const float* partial, int64_t n, int64_t stride, int64_t size,
 }
 
 // df from (x, dy); false when oneDNN has no implementation.
-bool backprop_filter_onednn(const ConvGeom& g, const float* x, const float* dy, float* df) {
+// (bfloat16 x and dy: df is float32, the kernel rounds it.)
+bool backprop_filter_onednn(const ConvGeom& g, const void* x_data, const void* dy_data, float* df) {
+  const auto* x = static_cast<const char*>(x_data);
+  const auto* dy = static_cast<const char*>(dy_data);
+  const int64_t es = elem_bytes(g);
   return run_onednn(g, true, [&](const std::vector<Part>& parts) {
     const BwdPrim& p0 = *parts[0].prim;
     const auto n = static_cast<int64_t>(parts.size());
@@ -323,8 +341,8 @@ bool backprop_filter_onednn(const ConvGeom& g, const float* x, const float* dy, 
     for_parts(parts.size(), [&](int64_t i) {
       const Part& q = parts[i];
       execute(q.prim->prim, q.prim->scratch_bytes,
-              {{DNNL_ARG_SRC, mem(q.prim->src_md, x + q.x_off)},
-               {DNNL_ARG_DIFF_DST, mem(q.prim->dst_md, dy + q.dy_off)},
+              {{DNNL_ARG_SRC, mem(q.prim->src_md, x + q.x_off * es)},
+               {DNNL_ARG_DIFF_DST, mem(q.prim->dst_md, dy + q.dy_off * es)},
                {DNNL_ARG_DIFF_WEIGHTS, mem(q.prim->wei_md, partial + i * stride)}});
     });
     if (n > 1) sum_partials(partial, n, stride, size, p0.reorder ? partial : df);
@@ -408,6 +426,64 @@ void backprop_filter_loop(const ConvGeom& g, const T* x, const T* dy, T* df) {
   });
 }
 
+// dx from (filter, dy) in float32: oneDNN, else the loops.
+void backprop_input_f32(const ConvGeom& g, const float* f, const float* dy, float* dx) {
+  bool done = false;
+  try {
+    done = backprop_input_onednn(g, f, dy, dx);
+  } catch (const dnnl::error&) {
+  }
+  if (!done) backprop_input_loop<float>(g, f, dy, dx);
+}
+
+// df from (x, dy) in float32: oneDNN, else the loops.
+void backprop_filter_f32(const ConvGeom& g, const float* x, const float* dy, float* df) {
+  bool done = false;
+  try {
+    done = backprop_filter_onednn(g, x, dy, df);
+  } catch (const dnnl::error&) {
+  }
+  if (!done) backprop_filter_loop<float>(g, x, dy, df);
+}
+
+// bfloat16 dx: oneDNN's bf16 kernels (float32 accumulation, dx rounded once);
+// where it has none (CPUs without AVX512_BF16), float32 copies rounded once,
+// as the kHalfInFloat path computed it.
+void backprop_input_bf16(ConvGeom g, const Tensor& f, const Tensor& dy, Tensor& dx) {
+  g.bf16 = true;
+  bool done = false;
+  try {
+    done = backprop_input_onednn(g, f.raw_data(), dy.raw_data(), dx.mutable_raw_data());
+  } catch (const dnnl::error&) {
+  }
+  if (done) return;
+  g.bf16 = false;
+  const Tensor ff = as_float32(f, "Conv2DBackpropInput");
+  const Tensor dyf = as_float32(dy, "Conv2DBackpropInput");
+  Tensor dxf = Tensor::empty(DType::kFloat32, dx.shape());
+  backprop_input_f32(g, ff.data<float>(), dyf.data<float>(), dxf.mutable_data<float>());
+  round_to_half(dxf.data<float>(), dx);
+}
+
+// bfloat16 df: oneDNN's bf16 kernels summing into a float32 gradient, rounded
+// once; else float32 copies.
+void backprop_filter_bf16(ConvGeom g, const Tensor& x, const Tensor& dy, Tensor& df) {
+  Tensor dff = Tensor::empty(DType::kFloat32, df.shape());
+  g.bf16 = g.f32_filter = true;
+  bool done = false;
+  try {
+    done = backprop_filter_onednn(g, x.raw_data(), dy.raw_data(), dff.mutable_data<float>());
+  } catch (const dnnl::error&) {
+  }
+  if (!done) {
+    g.bf16 = g.f32_filter = false;
+    const Tensor xf = as_float32(x, "Conv2DBackpropFilter");
+    const Tensor dyf = as_float32(dy, "Conv2DBackpropFilter");
+    backprop_filter_f32(g, xf.data<float>(), dyf.data<float>(), dff.mutable_data<float>());
+  }
+  round_to_half(dff.data<float>(), df);
+}
+
 // (input_sizes, filter, out_backprop) -> dx.
 template <bool kDepthwise>
 void backprop_input_kernel(KernelContext& c) {
@@ -420,17 +496,12 @@ void backprop_input_kernel(KernelContext& c) {
     return;
   }
   const ConvGeom g = conv_geometry(c, dx.shape(), f.shape(), kDepthwise);
-  if (dx.dtype() == DType::kFloat32) {
-    bool done = false;
-    try {
-      done = backprop_input_onednn(g, f.data<float>(), dy.data<float>(), dx.mutable_data<float>());
-    } catch (const dnnl::error&) {
-    }
-    if (!done)
-      backprop_input_loop<float>(g, f.data<float>(), dy.data<float>(), dx.mutable_data<float>());
-  } else {
+  if (dx.dtype() == DType::kFloat32)
+    backprop_input_f32(g, f.data<float>(), dy.data<float>(), dx.mutable_data<float>());
+  else if (dx.dtype() == DType::kBFloat16)
+    backprop_input_bf16(g, f, dy, dx);
+  else
     backprop_input_loop<double>(g, f.data<double>(), dy.data<double>(), dx.mutable_data<double>());
-  }
 }
 
 // (input, filter_sizes, out_backprop) -> df.
@@ -445,17 +516,12 @@ void backprop_filter_kernel(KernelContext& c) {
     return;
   }
   const ConvGeom g = conv_geometry(c, x.shape(), df.shape(), kDepthwise);
-  if (df.dtype() == DType::kFloat32) {
-    bool done = false;
-    try {
-      done = backprop_filter_onednn(g, x.data<float>(), dy.data<float>(), df.mutable_data<float>());
-    } catch (const dnnl::error&) {
-    }
-    if (!done)
-      backprop_filter_loop<float>(g, x.data<float>(), dy.data<float>(), df.mutable_data<float>());
-  } else {
+  if (df.dtype() == DType::kFloat32)
+    backprop_filter_f32(g, x.data<float>(), dy.data<float>(), df.mutable_data<float>());
+  else if (df.dtype() == DType::kBFloat16)
+    backprop_filter_bf16(g, x, dy, df);
+  else
     backprop_filter_loop<double>(g, x.data<double>(), dy.data<double>(), df.mutable_data<double>());
-  }
 }
 
 }  // namespace

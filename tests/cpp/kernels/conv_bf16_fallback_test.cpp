@@ -18,5 +18,12 @@ TEST(ConvBFloat16Fallback, MatchesTheReferenceInEverySplit) {
   }
 }
 
+TEST(ConvBFloat16Fallback, GradientsMatchTheReferenceInEverySplit) {
+  for (const testing::Bf16Case& p : testing::bf16_cases()) {
+    SCOPED_TRACE(testing::bf16_case_name(p));
+    testing::check_bf16_conv_backprop(p);
+  }
+}
+
 }  // namespace
 }  // namespace kiln

@@ -21,6 +21,13 @@ TEST(ConvBFloat16, MatchesTheReferenceInEverySplit) {
   }
 }
 
+TEST(ConvBFloat16, GradientsMatchTheReferenceInEverySplit) {
+  for (const testing::Bf16Case& p : testing::bf16_cases()) {
+    SCOPED_TRACE(testing::bf16_case_name(p));
+    testing::check_bf16_conv_backprop(p);
+  }
+}
+
 TEST(ConvBFloat16, TracedWithoutCasts) {
   const testing::Bf16Case p{1, 9, 9, 8, 3, 16, false, "SAME"};
   const Tensor x = testing::bf16_wave({p.n, p.h, p.w, p.c}, 0.7);

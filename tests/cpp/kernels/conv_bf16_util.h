@@ -4,6 +4,7 @@
 #pragma once
 #include <cmath>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "kiln/executor.h"
@@ -63,6 +64,35 @@ inline void check_bf16_conv(const Bf16Case& p) {
   // Called again (packed filters reused): the same values.
   EXPECT_EQ(cast(run(x, f), DType::kFloat32).to_vector<float>(),
             cast(got, DType::kFloat32).to_vector<float>());
+}
+
+/// The bf16 gradients of `p`'s convolution (Conv2DBackpropInput/Filter or the
+/// depthwise ones) against float64 on the same (bf16) values: float32
+/// accumulation, each gradient rounded once; the cases' sizes run them in one
+/// primitive and as parts on the pool.
+inline void check_bf16_conv_backprop(const Bf16Case& p) {
+  const auto bf = DType::kBFloat16, f64 = DType::kFloat64;
+  const Tensor x = cast(bf16_wave({p.n, p.h, p.w, p.c}, 0.7), bf);
+  const Tensor f = cast(bf16_wave({p.k, p.k, p.c, p.out}, 1.3), bf);
+  const Shape ys =
+      (p.depthwise ? depthwise_conv2d(x, f, {1, 1}, p.padding) : conv2d(x, f, {1, 1}, p.padding))
+          .shape();
+  const Tensor dy = cast(bf16_wave(ys, 0.45), bf);
+  auto sizes = [](const Shape& s) { return Tensor::from_vector(s.to_vector(), Shape{s.rank()}); };
+  auto grads = [&](const Tensor& a, const Tensor& b, const Tensor& d) {
+    if (p.depthwise)
+      return std::pair{depthwise_conv2d_backprop_input(sizes(a.shape()), b, d, {1, 1}, p.padding),
+                       depthwise_conv2d_backprop_filter(a, sizes(b.shape()), d, {1, 1}, p.padding)};
+    return std::pair{conv2d_backprop_input(sizes(a.shape()), b, d, {1, 1}, p.padding),
+                     conv2d_backprop_filter(a, sizes(b.shape()), d, {1, 1}, p.padding)};
+  };
+  const auto [dx, df] = grads(x, f, dy);
+  const auto [want_dx, want_df] = grads(cast(x, f64), cast(f, f64), cast(dy, f64));
+  for (const auto& [got, want] : {std::pair{dx, want_dx}, std::pair{df, want_df}}) {
+    ASSERT_EQ(got.dtype(), bf);
+    expect_tensor_near<float>(cast(got, DType::kFloat32), want.shape(),
+                              cast(want, DType::kFloat32).to_vector<float>(), 8e-3);
+  }
 }
 
 }  // namespace kiln::testing

@@ -178,6 +178,31 @@ def test_convolutions_under_mixed_bfloat16_match_float32():
         assert dtype_of(got) == "bfloat16"
         np.testing.assert_allclose(np.asarray(got.numpy(), np.float32), want, atol=0.05)
 
+def test_convolution_gradients_under_mixed_bfloat16_match_float32():
+    # The gradients of Conv2D, DepthwiseConv2D and Conv2DTranspose run bf16
+    # natively too (float32 accumulation, rounded once): close to float32's.
+    x = np.random.default_rng(4).random((2, 12, 12, 3)).astype("float32")
+
+    def build():
+        return keras.Sequential([keras.Input((12, 12, 3)), L.Conv2D(16, 3, padding="same"),
+                                 L.DepthwiseConv2D(3, padding="same"),
+                                 L.Conv2DTranspose(4, 3, strides=2, padding="same"),
+                                 L.GlobalAveragePooling2D()])
+
+    def grads(model):
+        with tf.GradientTape() as tape:
+            y = tf.reduce_sum(tf.cast(model(x), "float32") ** 2)
+        return [np.asarray(g.numpy(), np.float32)
+                for g in tape.gradient(y, model.trainable_variables)]
+    ref = build()
+    want = grads(ref)
+    mp.set_global_policy("mixed_bfloat16")
+    mixed = build()
+    mixed.set_weights(ref.get_weights())
+    for g, w in zip(grads(mixed), want):
+        assert np.linalg.norm(g - w) <= 0.02 * np.linalg.norm(w)
+
+
 def test_products_under_mixed_bfloat16_match_float32():
     # Dense and MultiHeadAttention's products run bf16 MatMuls natively (float32
     # accumulation, no casts around them): eager, traced and under jit_compile they
