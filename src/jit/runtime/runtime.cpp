@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -304,8 +305,14 @@ void run_with_product(KernelContext& c, const Program& prog, const ProductCall& 
   for (size_t d = 0; rows && d < rank; ++d)
     rows = dims[d] == pdims[d] || (all_viewed && d + 1 == rank);
   const int64_t elem = static_cast<int64_t>(dtype_size(pc.dtype));
-  const int64_t blocks =
-      rows ? cpu::gemm_kernel_row_blocks(pc.g.m, pc.g.n, pc.g.k, pc.g.k * pc.g.n * elem) : 0;
+  // The kernel's own work counts beside the product's (a recurrent cell's
+  // transcendentals): cost units per point, as split() weighs them.
+  int64_t kernel_work;
+  if (__builtin_mul_overflow(work, l.rows() * l.cols(), &kernel_work))
+    kernel_work = std::numeric_limits<int64_t>::max();
+  const int64_t blocks = rows ? cpu::gemm_kernel_row_blocks(pc.g.m, pc.g.n, pc.g.k,
+                                                            pc.g.k * pc.g.n * elem, kernel_work)
+                              : 0;
   Tensor prod = Tensor::empty(pc.dtype, Shape(pdims));
   char* base = static_cast<char*>(prod.mutable_raw_data());
   for (size_t k = 0; k < in.size(); ++k)

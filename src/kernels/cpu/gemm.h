@@ -33,11 +33,13 @@ void gemm_product_rows(const GemmArgs<T>& g, int64_t r0, int64_t r1, T* c);
 /// the pool; 0 when it would run one call or split C's columns.
 int64_t gemm_row_blocks(int64_t m, int64_t n, int64_t k);
 /// The blocks of C's rows a kernel computing the product beside its own work
-/// splits it into (jit::Product): MatMul's row blocks, or, where MatMul would
-/// split C's columns of a product whose B (`b_bytes`) stays in cache, blocks of
-/// at least 8 rows (each block then runs the kernel over its rows too: an
-/// LSTM step's [32, 256] gates); 0 for one call.
-int64_t gemm_kernel_row_blocks(int64_t m, int64_t n, int64_t k, int64_t b_bytes);
+/// (`kernel_work`, in multiply-adds) splits it into (jit::Product): MatMul's
+/// split of the product and that work together, its row blocks, or, where it
+/// would split C's columns of a product whose B (`b_bytes`) stays in cache,
+/// blocks of at least 8 rows (each block then runs the kernel over its rows
+/// too: an LSTM step's [32, 256] gates, a GRU's [32, 192]); 0 for one call.
+int64_t gemm_kernel_row_blocks(int64_t m, int64_t n, int64_t k, int64_t b_bytes,
+                               int64_t kernel_work);
 /// Whether the BLAS backend takes these sizes (each fits its index type).
 bool gemm_fits(int64_t m, int64_t n, int64_t k);
 

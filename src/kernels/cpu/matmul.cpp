@@ -356,12 +356,18 @@ int64_t gemm_row_blocks(int64_t m, int64_t n, int64_t k) {
   return s.blocks >= 2 && s.by_rows ? s.blocks : 0;
 }
 
-int64_t gemm_kernel_row_blocks(int64_t m, int64_t n, int64_t k, int64_t b_bytes) {
+int64_t gemm_kernel_row_blocks(int64_t m, int64_t n, int64_t k, int64_t b_bytes,
+                               int64_t kernel_work) {
   constexpr int64_t kMinRows = 8, kCachedB = 256 << 10;
-  const Split s = split_of(m, n, macs_of(m, n, k));
+  int64_t work;
+  if (__builtin_add_overflow(macs_of(m, n, k), std::max<int64_t>(0, kernel_work), &work))
+    work = std::numeric_limits<int64_t>::max();
+  const Split s = split_of(m, n, work);
   if (s.blocks < 2) return 0;
   if (s.by_rows) return s.blocks;
-  const int64_t blocks = std::min(s.blocks, m / kMinRows);
+  // One block of rows per thread: smaller ones run the product below speed.
+  const int64_t blocks =
+      std::min({s.blocks, m / kMinRows, int64_t{ThreadPool::global().num_threads()}});
   return blocks >= 2 && b_bytes <= kCachedB ? blocks : 0;
 }
 

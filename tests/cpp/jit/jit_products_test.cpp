@@ -124,6 +124,8 @@ TEST(JitProducts, ColumnViewsOfAProductComputeItInTheKernel) {
       {"as it is and a column", 48, 32, 16, 4, true},
       {"softmax of columns", 48, 32, 16, 5, true},
       {"LSTM step, row blocks", 32, 64, 64, 0, true},
+      // MatMul would not split [32, 64] x [64, 192]; with the cell's work, rows.
+      {"192 gates, row blocks for the kernel's work", 32, 64, 48, 0, true},
       {"LSTM step, one block", 5, 8, 3, 0, true},
       {"LSTM step, odd rows", 37, 64, 64, 0, true},
       {"columns 1..7 and 9..", 40, 32, 16, 1, true},
