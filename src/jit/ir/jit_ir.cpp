@@ -320,7 +320,10 @@ bool reads_columns(const View& v, std::span<const int64_t> src) {
   for (size_t d = 0; d < rank; ++d) {
     const ViewDim& x = v.dims[d];
     if (x.src != static_cast<int64_t>(d) || x.step != 1 || v.start[d] < 0) return false;
-    const bool whole = x.size == -1 || (src[d] >= 0 && x.size == src[d] && v.start[d] == 0);
+    // All of the dim, or from 0 a count that is all of it (unknown: checked
+    // against the dims at run time).
+    const bool whole =
+        x.size == -1 || (v.start[d] == 0 && (src[d] < 0 ? x.size >= 0 : x.size == src[d]));
     if (d + 1 < rank && !whole) return false;
   }
   return true;

@@ -185,9 +185,10 @@ View compose(const View& inner, const View& outer);
 /// values at its end, which the composed view could not check.
 bool composes(const View& inner, const View& outer);
 /// Whether `v` reads runs of the columns of whole rows of a source of dims
-/// `src` (-1: unknown): every dim but the last whole and in order, the last
-/// a run of the source's last dim in steps of 1 (a Split of a product's
-/// columns, as an LSTM's gates). Row r of such a value is row r of its source.
+/// `src` (-1: unknown, where a count from 0 is taken as the whole dim): every
+/// dim but the last whole and in order, the last a run of the source's last
+/// dim in steps of 1 (a Split of a product's columns, as an LSTM's gates).
+/// Row r of such a value is row r of its source.
 bool reads_columns(const View& v, std::span<const int64_t> src);
 /// What a row's view rule (OpDef::jit_view) sees of its node.
 struct ViewQuery {
