@@ -188,12 +188,14 @@ inline float bf16_to_f32(uint16_t b) {
   return std::bit_cast<float>(static_cast<uint32_t>(b) << 16);
 }
 
-/// The nearest bfloat16 (ties to even); NaN stays a quiet NaN.
+/// The nearest bfloat16 (ties to even); NaN stays a quiet NaN. (Selected
+/// on the 32-bit values, then shifted once: the same results for every float,
+/// checked exhaustively, in fewer vector instructions than shifting both.)
 inline uint16_t f32_to_bf16(float f) {
   const uint32_t x = std::bit_cast<uint32_t>(f);
-  const uint32_t rounded = (x + 0x7fffu + ((x >> 16) & 1u)) >> 16;
-  return static_cast<uint16_t>(
-      select_u32((x & 0x7fffffffu) > 0x7f800000u, (x >> 16) | 0x40u, rounded));
+  const uint32_t r =
+      select_u32((x & 0x7fffffffu) > 0x7f800000u, x | 0x00400000u, x + 0x7fffu + ((x >> 16) & 1u));
+  return static_cast<uint16_t>(r >> 16);
 }
 
 // erf for float32: at most 0.96 ulp from libm's erf over the sweep of
