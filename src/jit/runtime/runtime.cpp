@@ -205,8 +205,7 @@ void split(int64_t work, KernelFn fn, const KernelArgs& args, int64_t rows, int6
 // op(A) x op(B), A the node's input `slot` and B its last input. With B of rank 2, A's leading dims
 // fold into the rows; else there is one product per batch, stacked.
 struct ProductCall {
-  size_t slot = 0;
-  std::vector<int32_t> also;  // other kernel inputs reading the product (ProductInput)
+  ProductInput in;  // the program's: the kernel inputs reading the product
   DType dtype = DType::kInvalid;
   struct {
     bool ta = false, tb = false;
@@ -216,10 +215,9 @@ struct ProductCall {
   SmallVec<int64_t, kMaxDims> dims;     // the product's shape
 
   // Checks the operands (their shapes are only known now).
-  ProductCall(KernelContext& c, const ProductInput& in) {
+  ProductCall(KernelContext& c, const ProductInput& program_in) : in(program_in) {
     const size_t n = c.num_inputs();
-    slot = static_cast<size_t>(in.slot);
-    also = in.also;
+    const auto slot = static_cast<size_t>(in.slot);
     const Product& how = in.how;
     g.ta = how.transpose_a;
     g.tb = how.transpose_b;
@@ -243,14 +241,12 @@ struct ProductCall {
       c.fail("a matrix dimension of the product is above the BLAS backend's limit");
   }
 
-  bool reads(size_t k) const {
-    return k == slot || std::find(also.begin(), also.end(), static_cast<int32_t>(k)) != also.end();
-  }
+  bool reads(size_t k) const { return in.reads(k); }
 
   // Batch i's operands.
   template <typename T>
   cpu::GemmArgs<T> typed(KernelContext& c, int64_t i) const {
-    const T* a = c.input(slot).data<T>() + i * batch_rows * g.k;
+    const T* a = c.input(static_cast<size_t>(in.slot)).data<T>() + i * batch_rows * g.k;
     const T* b = c.input(c.num_inputs() - 1).data<T>() + (batches > 1 ? i * g.k * g.n : 0);
     return {g.ta, g.tb, batch_rows, g.n, g.k, a, b};
   }

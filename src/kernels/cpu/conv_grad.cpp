@@ -426,24 +426,26 @@ void backprop_filter_loop(const ConvGeom& g, const T* x, const T* dy, T* df) {
   });
 }
 
+// run() (a *_onednn call); false also when oneDNN throws (no implementation).
+template <typename Run>
+bool try_onednn(Run run) {
+  try {
+    return run();
+  } catch (const dnnl::error&) {
+    return false;
+  }
+}
+
 // dx from (filter, dy) in float32: oneDNN, else the loops.
 void backprop_input_f32(const ConvGeom& g, const float* f, const float* dy, float* dx) {
-  bool done = false;
-  try {
-    done = backprop_input_onednn(g, f, dy, dx);
-  } catch (const dnnl::error&) {
-  }
-  if (!done) backprop_input_loop<float>(g, f, dy, dx);
+  if (!try_onednn([&] { return backprop_input_onednn(g, f, dy, dx); }))
+    backprop_input_loop<float>(g, f, dy, dx);
 }
 
 // df from (x, dy) in float32: oneDNN, else the loops.
 void backprop_filter_f32(const ConvGeom& g, const float* x, const float* dy, float* df) {
-  bool done = false;
-  try {
-    done = backprop_filter_onednn(g, x, dy, df);
-  } catch (const dnnl::error&) {
-  }
-  if (!done) backprop_filter_loop<float>(g, x, dy, df);
+  if (!try_onednn([&] { return backprop_filter_onednn(g, x, dy, df); }))
+    backprop_filter_loop<float>(g, x, dy, df);
 }
 
 // bfloat16 dx: oneDNN's bf16 kernels (float32 accumulation, dx rounded once);
@@ -451,12 +453,10 @@ void backprop_filter_f32(const ConvGeom& g, const float* x, const float* dy, flo
 // as the kHalfInFloat path computed it.
 void backprop_input_bf16(ConvGeom g, const Tensor& f, const Tensor& dy, Tensor& dx) {
   g.bf16 = true;
-  bool done = false;
-  try {
-    done = backprop_input_onednn(g, f.raw_data(), dy.raw_data(), dx.mutable_raw_data());
-  } catch (const dnnl::error&) {
-  }
-  if (done) return;
+  if (try_onednn([&] {
+        return backprop_input_onednn(g, f.raw_data(), dy.raw_data(), dx.mutable_raw_data());
+      }))
+    return;
   g.bf16 = false;
   const Tensor ff = as_float32(f, "Conv2DBackpropInput");
   const Tensor dyf = as_float32(dy, "Conv2DBackpropInput");
@@ -470,12 +470,9 @@ void backprop_input_bf16(ConvGeom g, const Tensor& f, const Tensor& dy, Tensor& 
 void backprop_filter_bf16(ConvGeom g, const Tensor& x, const Tensor& dy, Tensor& df) {
   Tensor dff = Tensor::empty(DType::kFloat32, df.shape());
   g.bf16 = g.f32_filter = true;
-  bool done = false;
-  try {
-    done = backprop_filter_onednn(g, x.raw_data(), dy.raw_data(), dff.mutable_data<float>());
-  } catch (const dnnl::error&) {
-  }
-  if (!done) {
+  if (!try_onednn([&] {
+        return backprop_filter_onednn(g, x.raw_data(), dy.raw_data(), dff.mutable_data<float>());
+      })) {
     g.bf16 = g.f32_filter = false;
     const Tensor xf = as_float32(x, "Conv2DBackpropFilter");
     const Tensor dyf = as_float32(dy, "Conv2DBackpropFilter");

@@ -38,6 +38,7 @@ int64_t gemm_row_blocks(int64_t m, int64_t n, int64_t k);
 /// would split C's columns of a product whose B (`b_bytes`) stays in cache,
 /// blocks of at least 8 rows (each block then runs the kernel over its rows
 /// too: an LSTM step's [32, 256] gates, a GRU's [32, 192]); 0 for one call.
+/// b_bytes 0: no bound (_FusedMatMul's packed weights, read by every block).
 int64_t gemm_kernel_row_blocks(int64_t m, int64_t n, int64_t k, int64_t b_bytes,
                                int64_t kernel_work);
 /// Whether the BLAS backend takes these sizes (each fits its index type).

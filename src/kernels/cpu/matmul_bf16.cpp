@@ -149,9 +149,6 @@ std::shared_ptr<PackedPrim> cached_packed_prim(int64_t m, int64_t n, int64_t k, 
   });
 }
 
-// A product of at most this many rows reads its weights more than it computes.
-constexpr int64_t kFewRows = 16;
-
 // x [m, k] (bf16) times the float32 weights `y` as rows blocks on kiln's pool, the
 // weights packed once per version; false (nothing written) where oneDNN has no
 // such primitive or the blocks' packed layouts disagree.
@@ -159,12 +156,11 @@ bool packed_product(const BFloat16* x, const Tensor& y, bool tb, int64_t m, int6
                     BFloat16* out) {
   if (!bf16_gemm_native()) return false;
   // MatMul's row blocks; where it would split the columns (few rows, wide
-  // weights: a classifier head over a batch), blocks of at least kFewRows rows,
-  // one per thread, each reading all the packed weights: reading packed bf16
-  // weights twice costs less than rounding the float32 ones on every call (a
-  // Dense(1000) over [32, 1280]: 659 -> 210 us); with few rows one block.
-  int64_t want = gemm_row_blocks(m, n, k);
-  if (want == 0) want = std::clamp<int64_t>(m / kFewRows, 1, ThreadPool::global().num_threads());
+  // weights: a classifier head over a batch), rows all the same, one block per
+  // thread, each reading all the packed weights: that costs less than rounding
+  // the float32 weights on every call, however large they are (b_bytes 0; a
+  // Dense(1000) over [32, 1280]: 659 -> 210 us). A small product: one block.
+  const int64_t want = std::max<int64_t>(1, gemm_kernel_row_blocks(m, n, k, 0, 0));
   const int64_t step = (m + want - 1) / want;
   const int64_t blocks = (m + step - 1) / step, last = m - (blocks - 1) * step;  // last > 0
   LibrariesSingleThreaded single;  // primitives for one thread each
