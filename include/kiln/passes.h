@@ -120,9 +120,10 @@ PassResult fuse_elementwise(Graph& g);
 /// operand order) and Sub (y - a) with a float32 operand of shape [C],
 /// [1, ..., 1, C] or one element; Relu; Relu6 as Minimum(Relu(y), c >= 0);
 /// ClipByValue with constant scalar bounds (lo <= hi); Sigmoid; Tanh; swish
-/// as Mul(y, Sigmoid(y)). Operands stay runtime inputs (nothing is folded
-/// into the filter). Runs before fuse_elementwise, which would otherwise
-/// take the epilogue's elementwise ops.
+/// as Mul(y, Sigmoid(y)). Operands stay runtime inputs; the kernel folds the
+/// leading affine steps (a batch norm) into the filter as it packs it. Runs
+/// before fuse_elementwise, which would otherwise take the epilogue's
+/// elementwise ops.
 PassResult fuse_conv(Graph& g);
 
 /// conv_float_filters: a bfloat16 Conv2D or DepthwiseConv2dNative whose filter

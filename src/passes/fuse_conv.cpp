@@ -5,7 +5,8 @@
 // BiasAdd, BatchNormalization's Mul/AddV2 (or Sub) with [C] operands, Relu,
 // Relu6 (Minimum(Relu(y), 6)), ClipByValue with constant bounds, Sigmoid,
 // Tanh, and swish (Mul(y, Sigmoid(y))). Operands stay runtime inputs (they
-// come from variables), so nothing is folded into the filter.
+// come from variables); the kernel folds the leading affine steps (a batch
+// norm's scale and shift) into the filter as it packs it (kernels/cpu/conv.cpp).
 #include <algorithm>
 #include <unordered_map>
 #include <unordered_set>

@@ -10,7 +10,9 @@
 // version) keeps a copy of its bytes and is reused while they match (memcmp,
 // far cheaper than a reorder; other buffers with those bytes share it). An
 // epilogue becomes the primitive's bias and post-ops (per-channel binary mul/add/sub, eltwise
-// relu/clip/logistic/tanh/swish), so the output is written once. float64 and
+// relu/clip/logistic/tanh/swish), so the output is written once; its leading
+// affine steps (a batch norm) are folded into the packed filter and the bias
+// first (fused_conv_onednn), so they cost nothing per pixel. float64 and
 // geometries oneDNN rejects use a direct loop (epilogue applied after it).
 #include <algorithm>
 #include <array>
@@ -330,8 +332,12 @@ bool conv_blocks(const Geom& g, const Split& sp, const char* in, const FilterRef
   std::vector<std::shared_ptr<const PackedWeights>> packed(static_cast<size_t>(oc_blocks));
   std::vector<dnnl::memory> weis;
   for (int64_t b = 0; b < oc_blocks; ++b) {
-    const FilterRef part{filter.data + b * ocb * filter_es, by_channel ? 0 : filter.bytes,
-                         filter.version};
+    const FilterRef part{filter.data + b * ocb * filter_es,
+                         by_channel ? 0 : filter.bytes,
+                         filter.version,
+                         filter.scale ? filter.scale + b * ocb : nullptr,
+                         g.oc,
+                         b == oc_blocks - 1 ? last : ocb};
     weis.push_back(packed_weights(prims[b == oc_blocks - 1 ? 1 : 0]->wei, part,
                                   holders[static_cast<size_t>(b)], packed[static_cast<size_t>(b)]));
   }
@@ -517,6 +523,75 @@ void conv_kernel(KernelContext& c) {
   }
 }
 
+// The epilogue's leading affine steps (BiasAdd, Mul, Add, Sub before the first
+// other step: a BatchNorm at inference) as a factor per output channel folded
+// into the filter and one bias: conv(x, f) * s + b = conv(x, f * s) + b, with
+// the bias the primitive's own. `folded` gets the bias step (when a step adds)
+// and the steps after the run, `scale` the factors (empty when no step
+// multiplies). False, `folded` untouched, when the run is at most a BiasAdd.
+bool fold_affine(const EpilogueCall& ep, int64_t oc, EpilogueCall& folded,
+                 std::vector<float>& scale, Tensor& bias) {
+  size_t n = 0;
+  bool mul = false, add = false;
+  for (; n < ep.ops.size() && fused_conv::takes_arg(ep.ops[n]); ++n) {
+    mul |= ep.ops[n] == PostOp::kMul;
+    add |= ep.ops[n] != PostOp::kMul;
+  }
+  if (!mul && (n == 0 || (n == 1 && ep.ops[0] == PostOp::kBiasAdd))) return false;
+  std::vector<float> s(static_cast<size_t>(oc), 1.f), b(static_cast<size_t>(oc), 0.f);
+  for (size_t i = 0; i < n; ++i) {
+    const Tensor& t = *ep.args[i];
+    const float* v = t.data<float>();
+    const int64_t step = t.num_elements() == 1 ? 0 : 1;
+    for (int64_t ch = 0; ch < oc; ++ch) {
+      const float x = v[ch * step];
+      float &sc = s[static_cast<size_t>(ch)], &bc = b[static_cast<size_t>(ch)];
+      switch (ep.ops[i]) {
+        case PostOp::kMul:
+          sc *= x;
+          bc *= x;
+          break;
+        case PostOp::kSub: bc -= x; break;
+        default: bc += x; break;  // BiasAdd, Add
+      }
+    }
+  }
+  folded.ops.clear();
+  folded.args.clear();
+  if (add) {
+    bias = Tensor::empty(DType::kFloat32, Shape{oc});
+    std::copy(b.begin(), b.end(), bias.mutable_data<float>());
+    folded.ops.push_back(PostOp::kBiasAdd);
+    folded.args.push_back(&bias);
+  }
+  folded.ops.insert(folded.ops.end(), ep.ops.begin() + static_cast<std::ptrdiff_t>(n),
+                    ep.ops.end());
+  folded.args.insert(folded.args.end(), ep.args.begin() + static_cast<std::ptrdiff_t>(n),
+                     ep.args.end());
+  folded.clip_min = ep.clip_min;
+  folded.clip_max = ep.clip_max;
+  scale.clear();
+  if (mul) scale = std::move(s);
+  return true;
+}
+
+// The fused convolution on oneDNN with its leading affine steps folded into the
+// filter (packed with the factors, kept while the filter and factors stay) and
+// the primitive's bias; false when oneDNN has no implementation.
+bool fused_conv_onednn(const Geom& g, const float* x, const Tensor& f, float* y,
+                       const EpilogueCall& ep) {
+  EpilogueCall folded;
+  std::vector<float> scale;
+  Tensor bias;
+  if (!fold_affine(ep, g.oc, folded, scale, bias)) return conv_onednn(g, x, filter_ref(f), y, &ep);
+  FilterRef filter = filter_ref(f);
+  if (!scale.empty()) {
+    filter.scale = scale.data();
+    filter.scale_ld = filter.scale_n = g.oc;
+  }
+  return conv_onednn(g, x, filter, y, folded.ops.empty() ? nullptr : &folded);
+}
+
 // _FusedConv2D / _FusedDepthwiseConv2dNative (float32 only, by inference).
 template <bool kDepthwise>
 void fused_conv_kernel(KernelContext& c) {
@@ -546,7 +621,7 @@ void fused_conv_kernel(KernelContext& c) {
   const Geom g = geometry(c, kDepthwise);
   bool done = false;
   try {
-    done = conv_onednn(g, x.data<float>(), filter_ref(f), y, &ep);
+    done = fused_conv_onednn(g, x.data<float>(), f, y, ep);
     // No fused implementation: oneDNN's plain convolution, then the epilogue.
     if (!done && conv_onednn(g, x.data<float>(), filter_ref(f), y)) {
       apply_epilogue(ep, g.oc, y, out.num_elements());

@@ -88,12 +88,18 @@ FilterRef filter_ref(const Tensor& f) {
 // kept the same bytes (compared outside the lock).
 namespace {
 
+// Whether `w` was packed with f's factors (or, like f, with none).
+bool same_scale(const PackedWeights& w, const FilterRef& f) {
+  const size_t n = f.scale ? static_cast<size_t>(f.scale_n) : 0;
+  return w.scale.size() == n && (n == 0 || std::memcmp(w.scale.data(), f.scale, n * 4) == 0);
+}
+
 std::shared_ptr<const PackedWeights> find_packed(WeightPacks& p, const FilterRef& f) {
   {
     std::lock_guard<std::mutex> lock(p.mu);
     if (f.version) {
       for (const auto& w : p.kept)
-        if (w->source == f.data && w->version == f.version) {
+        if (w->source == f.data && w->version == f.version && same_scale(*w, f)) {
           w->used();
           return w;
         }
@@ -105,11 +111,30 @@ std::shared_ptr<const PackedWeights> find_packed(WeightPacks& p, const FilterRef
     return p.kept;
   }();
   for (const auto& w : kept)
-    if (w->user.size() == f.bytes && std::memcmp(w->user.data(), f.data, f.bytes) == 0) {
+    if (w->user.size() == f.bytes && std::memcmp(w->user.data(), f.data, f.bytes) == 0 &&
+        same_scale(*w, f)) {
       w->used();
       return w;
     }
   return nullptr;
+}
+
+// f's float32 elements times their channel's factor, in f's user layout
+// (`md`), into `out`: the span from f.data to its last element, gaps zeroed.
+void scaled_copy(const dnnl::memory::desc& md, const FilterRef& f, Tensor& out) {
+  int64_t elems = 1;
+  for (const int64_t d : md.dims()) elems *= d;
+  const int64_t rows = elems / f.scale_n, span = (rows - 1) * f.scale_ld + f.scale_n;
+  out = Tensor::empty(DType::kFloat32, Shape{span});
+  const float* src = reinterpret_cast<const float*>(f.data);
+  float* dst = out.mutable_data<float>();
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* a = src + r * f.scale_ld;
+    float* b = dst + r * f.scale_ld;
+    for (int64_t ch = 0; ch < f.scale_n; ++ch) b[ch] = a[ch] * f.scale[ch];
+    if (r + 1 < rows)
+      for (int64_t ch = f.scale_n; ch < f.scale_ld; ++ch) b[ch] = 0.f;
+  }
 }
 
 }  // namespace
@@ -124,28 +149,40 @@ dnnl::memory packed_weights(const std::shared_ptr<WeightPacks>& packs, const Fil
   const char* filter = f.data;
   const size_t filter_bytes = f.bytes;
   dnnl::memory wei(p.user_md, e, const_cast<char*>(filter));
-  if (!p.reorder) return wei;
+  if (!p.reorder && !f.scale) return wei;
   packed = find_packed(p, f);
   if (packed) return dnnl::memory(p.md, e, const_cast<void*>(packed->packed.raw_data()));
   dnnl::memory user = wei;
-  wei = dnnl::memory(p.md, e, dnnl_scratch(holder, p.md.get_size()));
-  Tensor reorder_scratch_buf;
-  std::unordered_map<int, dnnl::memory> args = {{DNNL_ARG_FROM, user}, {DNNL_ARG_TO, wei}};
-  if (p.reorder_scratch_bytes)
-    args.emplace(DNNL_ARG_SCRATCHPAD,
-                 dnnl_scratch_memory(reorder_scratch_buf, p.reorder_scratch_bytes));
-  p.reorder->execute(s, args);
-  s.wait();
+  Tensor scaled;
+  if (f.scale) {  // the factors multiplied in first, in the user's layout
+    scaled_copy(p.user_md, f, scaled);
+    user = dnnl::memory(p.user_md, e, scaled.mutable_raw_data());
+    if (!p.reorder) holder = scaled;
+  }
+  if (p.reorder) {
+    wei = dnnl::memory(p.md, e, dnnl_scratch(holder, p.md.get_size()));
+    Tensor reorder_scratch_buf;
+    std::unordered_map<int, dnnl::memory> args = {{DNNL_ARG_FROM, user}, {DNNL_ARG_TO, wei}};
+    if (p.reorder_scratch_bytes)
+      args.emplace(DNNL_ARG_SCRATCHPAD,
+                   dnnl_scratch_memory(reorder_scratch_buf, p.reorder_scratch_bytes));
+    p.reorder->execute(s, args);
+    s.wait();
+  } else {
+    wei = user;
+  }
   ++g_reorders;
   // A versioned filter is recognized by its version alone; memory that has
   // none (wrapped) keeps a copy of its bytes to compare with.
   const size_t user_bytes = f.version ? 0 : filter_bytes;
-  const int64_t bytes = static_cast<int64_t>(user_bytes + holder.nbytes());
+  const size_t scale_n = f.scale ? static_cast<size_t>(f.scale_n) : 0;
+  const int64_t bytes = static_cast<int64_t>(user_bytes + scale_n * 4 + holder.nbytes());
   if (make_room(bytes)) {  // a soft budget
     auto w = std::make_shared<PackedWeights>();
     w->source = filter;
     w->version = f.version;
     w->user.assign(filter, filter + user_bytes);
+    if (scale_n) w->scale.assign(f.scale, f.scale + scale_n);
     w->packed = holder;
     w->bytes = bytes;
     w->used();
@@ -154,8 +191,12 @@ dnnl::memory packed_weights(const std::shared_ptr<WeightPacks>& packs, const Fil
     {
       std::lock_guard<std::mutex> lock(p.mu);
       auto& ws = p.kept;
-      // Newest first; an older packing of the same buffer is stale.
-      std::erase_if(ws, [&](const auto& o) { return o->source == filter; });
+      // Newest first; an older packing of the same buffer is stale, but for
+      // one of its other version kept with (or without) factors: a model run
+      // both with its batch norms folded and without (inference and training).
+      std::erase_if(ws, [&](const auto& o) {
+        return o->source == filter && (o->version != f.version || o->scale.empty() == !scale_n);
+      });
       ws.insert(ws.begin(), std::move(w));
       if (ws.size() > kPackedPerPrim) ws.pop_back();
     }

@@ -4,6 +4,8 @@
 // source buffer keeps the version it had when packed (Buffer::version, renewed
 // by every write); wrapped memory (no version) keeps a copy of its bytes and is
 // reused while they match. Packings idle for a second make room for new ones.
+// A float32 filter may be packed with per-output-channel factors folded in (a
+// BatchNorm's scale): the packing then also matches only those factors.
 #pragma once
 #include <atomic>
 #include <chrono>
@@ -23,6 +25,7 @@ struct PackedWeights {
   const void* source = nullptr;  ///< the buffer it was packed from
   uint64_t version = 0;          ///< the source's version (0: none, `user` holds its bytes)
   std::vector<char> user;
+  std::vector<float> scale;  ///< the factors folded in (FilterRef::scale), empty: none
   Tensor packed;
   int64_t bytes = 0;  ///< counted against the budget
   mutable std::atomic<std::chrono::steady_clock::rep> last_use{0};
@@ -49,6 +52,12 @@ struct FilterRef {
   const char* data;
   size_t bytes;
   uint64_t version;  ///< Buffer::version(); 0: unknown
+  /// float32 weights only: per-output-channel factors multiplied in when
+  /// packed (nullptr: none). Element i of the user layout (output channels
+  /// last, `scale_ld` apart) belongs to channel i % scale_ld; those from
+  /// `scale_n` on belong to other parts of a wider filter.
+  const float* scale = nullptr;
+  int64_t scale_ld = 0, scale_n = 0;
 };
 FilterRef filter_ref(const Tensor& f);
 

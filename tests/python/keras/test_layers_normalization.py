@@ -99,6 +99,35 @@ def test_batchnorm_training_inside_function_updates_moving_stats():
     np.testing.assert_allclose(layer.moving_mean.numpy(), 0.75 * x.mean(axis=0), rtol=1e-5)
 
 
+def _conv_bn_reference(x, w, layer):
+    """A 'SAME' 3x3 convolution (NumPy) then the batch norm's inference formula."""
+    n, h, wd, c = x.shape
+    p = np.pad(x, ((0, 0), (1, 1), (1, 1), (0, 0)))
+    y = sum(np.einsum("nhwc,co->nhwo", p[:, i:i + h, j:j + wd], w[i, j])
+            for i in range(3) for j in range(3))
+    mean, var = layer.moving_mean.numpy(), layer.moving_variance.numpy()
+    inv = layer.gamma.numpy() / np.sqrt(var + layer.epsilon)
+    return (y - mean) * inv + layer.beta.numpy()
+
+
+@pytest.mark.parametrize("jit", [False, True])
+def test_conv_batchnorm_inference_follows_new_statistics(jit):
+    # Inference folds the batch norm into the convolution's packed filter; a
+    # training step (new moving statistics) or a new filter must show at once.
+    conv = layers.Conv2D(8, 3, padding="same", use_bias=False)
+    bn = layers.BatchNormalization(momentum=0.5)
+    x = tf.constant(randn(2, 9, 7, 5))
+    infer = tf.function(lambda t: bn(conv(t), training=False), jit_compile=jit)
+    train = tf.function(lambda t: bn(conv(t), training=True))
+    for step in range(3):
+        got = infer(x).numpy()
+        want = _conv_bn_reference(x.numpy(), conv.kernel.numpy(), bn)
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+        train(x + float(step + 1))  # moves the moving mean and variance
+        if step == 1:
+            conv.kernel.assign(conv.kernel * -0.5)
+
+
 def _layer_norm_reference(x, axes, gamma, beta, eps):
     mean = x.mean(axis=tuple(axes), keepdims=True)
     var = x.var(axis=tuple(axes), keepdims=True)
