@@ -126,6 +126,15 @@ PassResult fuse_elementwise(Graph& g);
 /// elementwise ops.
 PassResult fuse_conv(Graph& g);
 
+/// fold_pad: a Conv2D or DepthwiseConv2dNative with VALID padding whose input
+/// is a Pad (no control inputs) of a value with static height and width, with
+/// constant paddings of the height and width only and a constant +0 fill,
+/// reads that value with SAME padding instead when SAME pads exactly those
+/// rows and columns (Keras' ZeroPadding2D(correct_pad(...)) before a strided
+/// convolution, as MobileNet and EfficientNet write it): the padded copy is
+/// never made (prune drops the Pad once unused).
+PassResult fold_pad(Graph& g);
+
 /// conv_float_filters: a bfloat16 Conv2D or DepthwiseConv2dNative whose filter
 /// is a Cast of a float32 value (Keras's mixed_bfloat16 casts the variable on
 /// every call) reads the float32 value instead, as a _FusedConv2D /

@@ -24,6 +24,7 @@ constexpr PassEntry kPipeline[] = {
      [](Graph& g, const OptimizeOptions& o) { return fold_constants(g, o.max_fold_elements); }},
     {"cse", [](Graph& g, const OptimizeOptions&) { return cse(g); }},
     {"simplify", [](Graph& g, const OptimizeOptions&) { return simplify(g); }},
+    {"fold_pad", [](Graph& g, const OptimizeOptions&) { return fold_pad(g); }},
     {"conv_float_filters", [](Graph& g, const OptimizeOptions&) { return conv_float_filters(g); }},
     {"matmul_float_weights",
      [](Graph& g, const OptimizeOptions&) { return matmul_float_weights(g); }},
