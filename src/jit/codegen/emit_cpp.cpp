@@ -316,6 +316,17 @@ std::string buffers_text(const Kernel& k, const Stages& sg) {
   return s;
 }
 
+// Whether a kernel reads or writes 16-bit floats (bfloat16, float16).
+bool reads_halves(const Kernel& k) {
+  for (DType d : k.inputs)
+    if (d == DType::kBFloat16 || d == DType::kFloat16) return true;
+  for (int32_t o : k.outputs) {
+    const DType d = k.body[static_cast<size_t>(o)].dtype;
+    if (d == DType::kBFloat16 || d == DType::kFloat16) return true;
+  }
+  return false;
+}
+
 // A loop over columns [lo, hi) of row `ob` with loads `load`: one loop per
 // stage, within blocks of sg.block columns when there are several stages
 // (a block loop is left out when `hi - lo` is a constant that fits one).
@@ -332,11 +343,24 @@ std::string columns_text(const Kernel& k, const Stages& sg,
   const std::string pragmas =
       trip > 0 ? "#pragma GCC ivdep\n#pragma GCC unroll 1\n" : "#pragma GCC ivdep\n";
   if (sg.count() <= 1) {
-    pl.open = str_cat(pragmas, indent, "for (int64_t c = ", lo, "; c < ", hi,
-                      "; ++c) {  // kiln:{kind}\n");
     pl.close = indent + "}\n";
     pl.indent = indent + "  ";
     pl.buf_index = "c";
+    if (trip <= 0 && !strided && !(sg.count() == 1 && sg.scalar[0]) && reads_halves(k)) {
+      // GCC runs the last (hi - lo) % 16 points of a loop over 16-bit values
+      // one by one (its vector epilogue takes 16); a loop of 8-point vectors
+      // takes them (a [rows, 72] bf16 batch norm: 2.7x faster).
+      pl.open =
+          str_cat(pragmas, indent, "for (int64_t c = ", lo, "; c < cm; ++c) {  // kiln:{kind}\n");
+      std::string s =
+          str_cat(indent, "const int64_t cm = ", hi, " - ((", hi, " - ", lo, ") & 15);\n") +
+          stages_text(k, sg, pl, vector);
+      pl.open = str_cat("#pragma omp simd simdlen(8)\n", indent, "for (int64_t c = cm; c < ", hi,
+                        "; ++c) {  // kiln:tail\n");
+      return s + stages_text(k, sg, pl, "tail");
+    }
+    pl.open = str_cat(pragmas, indent, "for (int64_t c = ", lo, "; c < ", hi,
+                      "; ++c) {  // kiln:{kind}\n");
     return stages_text(k, sg, pl, vector);
   }
   const bool one_block = trip > 0 && trip <= sg.block;
