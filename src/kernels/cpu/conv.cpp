@@ -157,9 +157,12 @@ std::shared_ptr<ConvPrim> create_prim(const Geom& g, const EpilogueCall* ep) {
   return p;
 }
 
-// Enough for a large CNN's distinct (geometry, epilogue) pairs, row blocks
-// included (up to three per large convolution).
-constexpr size_t kCacheSize = 1024;
+// Enough for the distinct (geometry, epilogue) pairs of a few large CNNs, row
+// blocks included (up to three per large convolution, two when the last channel
+// block is narrower): EfficientNetV2-S run both as a function and under
+// jit_compile (different epilogues) passed 1024, and each call then re-created
+// primitives evicted by the other (its convolutions 20-40 % slower).
+constexpr size_t kCacheSize = 4096;
 
 // Primitives by geometry and epilogue.
 std::shared_ptr<ConvPrim> cached_prim(const Geom& g, const EpilogueCall* ep) {
