@@ -317,14 +317,10 @@ std::string buffers_text(const Kernel& k, const Stages& sg) {
 }
 
 // Whether a kernel reads or writes 16-bit floats (bfloat16, float16).
-bool reads_halves(const Kernel& k) {
-  for (DType d : k.inputs)
-    if (d == DType::kBFloat16 || d == DType::kFloat16) return true;
-  for (int32_t o : k.outputs) {
-    const DType d = k.body[static_cast<size_t>(o)].dtype;
-    if (d == DType::kBFloat16 || d == DType::kFloat16) return true;
-  }
-  return false;
+bool moves_halves(const Kernel& k) {
+  return std::any_of(k.inputs.begin(), k.inputs.end(), is_half) ||
+         std::any_of(k.outputs.begin(), k.outputs.end(),
+                     [&](int32_t o) { return is_half(k.body[static_cast<size_t>(o)].dtype); });
 }
 
 // A loop over columns [lo, hi) of row `ob` with loads `load`: one loop per
@@ -346,7 +342,7 @@ std::string columns_text(const Kernel& k, const Stages& sg,
     pl.close = indent + "}\n";
     pl.indent = indent + "  ";
     pl.buf_index = "c";
-    if (trip <= 0 && !strided && !(sg.count() == 1 && sg.scalar[0]) && reads_halves(k)) {
+    if (trip <= 0 && !strided && !(sg.count() == 1 && sg.scalar[0]) && moves_halves(k)) {
       // GCC runs the last (hi - lo) % 16 points of a loop over 16-bit values
       // one by one (its vector epilogue takes 16); a loop of 8-point vectors
       // takes them (a [rows, 72] bf16 batch norm: 2.7x faster).

@@ -191,9 +191,9 @@ dnnl::memory packed_weights(const std::shared_ptr<WeightPacks>& packs, const Fil
     {
       std::lock_guard<std::mutex> lock(p.mu);
       auto& ws = p.kept;
-      // Newest first; an older packing of the same buffer is stale, but for
-      // one of its other version kept with (or without) factors: a model run
-      // both with its batch norms folded and without (inference and training).
+      // Newest first. Older packings of this buffer are stale (another version,
+      // or other factors), but one with factors and one without stay side by
+      // side: a filter read by a folded and an unfolded convolution alike.
       std::erase_if(ws, [&](const auto& o) {
         return o->source == filter && (o->version != f.version || o->scale.empty() == !scale_n);
       });
