@@ -55,6 +55,13 @@ struct Config {
   /// XLA_FLAGS=--xla_allow_excess_precision=false) rounds after every op, as
   /// graph mode does. Read when a function is compiled.
   bool jit_excess_precision = true;
+  /// Convolutions and products may trade float32 precision for speed:
+  /// TensorFlow's tf.config.experimental.enable_tensor_float_32_execution, on
+  /// by default there too (where it allows TF32 math on GPUs: errors ~1e-3).
+  /// In kiln, float32 3x3 stride-1 convolutions then run as Winograd's
+  /// algorithm (errors ~1e-5 of the output's scale, against ~1e-6 direct;
+  /// docs/OPS.md). Checked per call.
+  bool tensor_float_32 = true;
 
 #ifdef NDEBUG
   static constexpr bool kDebugBuild = false;

@@ -339,6 +339,8 @@ void bind_ops(nb::module_& m) {
   m.def("_flush_denormals", [] { return config().flush_denormals; });
   m.def("_set_jit_excess_precision", [](bool on) { config().jit_excess_precision = on; });
   m.def("_jit_excess_precision", [] { return config().jit_excess_precision; });
+  m.def("_set_tensor_float_32", [](bool on) { config().tensor_float_32 = on; });
+  m.def("_tensor_float_32", [] { return config().tensor_float_32; });
 }
 
 }  // namespace kiln::py

@@ -30,7 +30,8 @@ Tensor einsum(const std::string& equation, const std::vector<Tensor>& inputs);
 
 /// 2-D convolution: input [batch, height, width, in_channels], filter
 /// [filter_height, filter_width, in_channels, out_channels], output
-/// [batch, out_height, out_width, out_channels]. float32 runs on oneDNN;
+/// [batch, out_height, out_width, out_channels]. float32 runs on oneDNN (3x3
+/// stride-1 ones as Winograd's algorithm while Config::tensor_float_32 allows);
 /// float64 uses a direct loop.
 Tensor conv2d(const Tensor& input, const Tensor& filter, const std::vector<int64_t>& strides,
               const std::string& padding, const std::vector<int64_t>& dilations = {1, 1});

@@ -49,11 +49,11 @@ size_t ConvKeyHash::operator()(const ConvKey& k) const {
 }
 
 ConvKey conv_key(const ConvGeom& g) {
-  return {{g.n,      g.h,    g.w,         g.c,         g.kh,
-           g.kw,     g.oc,   g.mult,      g.oh,        g.ow,
-           g.sh,     g.sw,   g.dh,        g.dw,        g.pt,
-           g.pl,     g.pb,   g.pr,        g.depthwise, library_threads(),
-           g.wei_ld, g.bf16, g.f32_filter},
+  return {{g.n,      g.h,    g.w,          g.c,         g.kh,
+           g.kw,     g.oc,   g.mult,       g.oh,        g.ow,
+           g.sh,     g.sw,   g.dh,         g.dw,        g.pt,
+           g.pl,     g.pb,   g.pr,         g.depthwise, library_threads(),
+           g.wei_ld, g.bf16, g.f32_filter, g.winograd},
           {}};
 }
 

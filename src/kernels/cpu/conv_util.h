@@ -29,6 +29,9 @@ struct ConvGeom {
   bool bf16 = false;
   /// With bf16: the filter is float32, rounded to bfloat16 when packed.
   bool f32_filter = false;
+  /// float32 3x3 stride-1 convolution computed by Winograd's algorithm on
+  /// oneDNN's blocked layout (conv.cpp, winograd_split).
+  bool winograd = false;
   bool operator==(const ConvGeom&) const = default;
 };
 
@@ -40,7 +43,7 @@ ConvGeom conv_geometry(const KernelContext& c, const Shape& in, const Shape& f, 
 /// A primitive cache key: the geometry, the OpenMP threads the primitive is
 /// created for (library_threads()), and `extra` (what else tells two apart).
 struct ConvKey {
-  std::array<int64_t, 23> geom;
+  std::array<int64_t, 24> geom;
   std::vector<int64_t> extra;
   bool operator==(const ConvKey&) const = default;
 };
@@ -114,6 +117,8 @@ ConvGeom conv_row_block(const ConvGeom& g, int64_t r0, int64_t r1, int64_t& in_r
 int64_t packed_filter_bytes();
 /// Filters reordered into oneDNN's layouts so far, kept or not (for tests).
 int64_t filter_reorders();
+/// Convolution blocks computed by Winograd's algorithm so far (conv.cpp; for tests).
+int64_t winograd_blocks();
 
 /// The process-wide oneDNN CPU engine and this thread's stream.
 dnnl::engine& dnnl_engine();

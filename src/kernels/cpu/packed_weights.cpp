@@ -74,9 +74,19 @@ void init_weight_packs(WeightPacks& w, const dnnl::memory::desc& user,
   if (packed == user) return;
   dnnl::primitive_attr attr;
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-  dnnl::reorder::primitive_desc rpd(dnnl_engine(), user, dnnl_engine(), packed, attr);
-  w.reorder_scratch_bytes = rpd.scratchpad_desc().get_size();
-  w.reorder = dnnl::reorder(rpd);
+  const dnnl::engine& e = dnnl_engine();
+  std::optional<dnnl::reorder::primitive_desc> rpd;
+  try {
+    rpd.emplace(e, user, e, packed, attr);
+  } catch (const dnnl::error&) {
+    const dnnl::memory::dims dims = user.dims();
+    if (dims.size() != 4) throw;  // a 4-d filter slice (o, i, h, w): via dense HWIO
+    w.dense_md = dnnl::memory::desc(dims, user.data_type(), dnnl::memory::format_tag::hwio);
+    w.to_dense = dnnl::reorder(dnnl::reorder::primitive_desc(e, user, e, w.dense_md));
+    rpd.emplace(e, w.dense_md, e, packed, attr);
+  }
+  w.reorder_scratch_bytes = rpd->scratchpad_desc().get_size();
+  w.reorder = dnnl::reorder(*rpd);
 }
 
 FilterRef filter_ref(const Tensor& f) {
@@ -162,6 +172,12 @@ dnnl::memory packed_weights(const std::shared_ptr<WeightPacks>& packs, const Fil
   if (p.reorder) {
     wei = dnnl::memory(p.md, e, dnnl_scratch(holder, p.md.get_size()));
     Tensor reorder_scratch_buf;
+    Tensor dense;
+    if (p.to_dense) {
+      dnnl::memory d(p.dense_md, e, dnnl_scratch(dense, p.dense_md.get_size()));
+      p.to_dense->execute(s, user, d);
+      user = d;
+    }
     std::unordered_map<int, dnnl::memory> args = {{DNNL_ARG_FROM, user}, {DNNL_ARG_TO, wei}};
     if (p.reorder_scratch_bytes)
       args.emplace(DNNL_ARG_SCRATCHPAD,

@@ -39,6 +39,10 @@ struct WeightPacks {
   dnnl::memory::desc user_md, md;
   std::optional<dnnl::reorder> reorder;  ///< absent when the layouts agree
   size_t reorder_scratch_bytes = 0;
+  /// Where oneDNN reorders no strided filter slice into `md` (Winograd's
+  /// layout): the slice copied to a dense layout first (`dense_md`).
+  std::optional<dnnl::reorder> to_dense;
+  dnnl::memory::desc dense_md;
   std::mutex mu;
   std::vector<std::shared_ptr<const PackedWeights>> kept;
 };

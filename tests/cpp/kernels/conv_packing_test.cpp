@@ -48,11 +48,18 @@ void run_model(const Tensor& x, const std::vector<Tensor>& fs) {
 // make room as needed, and a budget counted in filters.
 class PackedBudget : public ::testing::Test {
  protected:
+  // Direct convolutions: one packing per filter of kFilterBytes (Winograd's
+  // channel blocks pack two, each larger than the filter).
   void SetUp() override {
     saved_ = config().packed_weights_bytes;
+    saved_tf32_ = config().tensor_float_32;
+    config().tensor_float_32 = false;
     std::this_thread::sleep_for(std::chrono::milliseconds(1100));
   }
-  void TearDown() override { config().packed_weights_bytes = saved_; }
+  void TearDown() override {
+    config().packed_weights_bytes = saved_;
+    config().tensor_float_32 = saved_tf32_;
+  }
   // Filters reordered while running `fs` once.
   static int64_t reorders(const Tensor& x, const std::vector<Tensor>& fs) {
     const int64_t before = cpu::filter_reorders();
@@ -60,6 +67,7 @@ class PackedBudget : public ::testing::Test {
     return cpu::filter_reorders() - before;
   }
   int64_t saved_ = 0;
+  bool saved_tf32_ = true;
 };
 
 // Model a stays alive but is no longer run (an idle model; a dead one's buffers

@@ -213,3 +213,37 @@ def test_activation_aliases():
           kind="transcendental")
     check(tf.nn.tanh, lambda v: np.tanh(v.astype(np.float64)).astype(v.dtype), x,
           kind="transcendental")
+
+
+@pytest.mark.parametrize("xs,fs,padding", [
+    ((1, 28, 28, 32), (3, 3, 32, 48), "SAME"),  # row blocks
+    ((1, 14, 14, 64), (3, 3, 64, 64), "SAME"),  # channel blocks
+    ((2, 20, 20, 16), (3, 3, 16, 32), "VALID"),  # a batch
+])
+@pytest.mark.parametrize("mode", ["eager", "function", "jit"])
+def test_conv2d_3x3_under_tensor_float_32_is_winograd_within_float32_tolerance(
+        xs, fs, padding, mode):
+    """TensorFlow's switch (on by default) lets float32 3x3 stride-1 convolutions
+    run as Winograd's algorithm: errors ~1e-5 of the output's scale; off, every
+    convolution is direct (~1e-6)."""
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal(xs).astype(np.float32)
+    f = (rng.standard_normal(fs) / np.sqrt(9 * fs[2])).astype(np.float32)
+    want = conv2d_ref(x.astype(np.float64), f.astype(np.float64), (1, 1), padding)
+    conv = lambda a, b: tf.nn.conv2d(a, b, 1, padding)
+    if mode != "eager":
+        conv = tf.function(conv, jit_compile=mode == "jit")
+    assert tf.config.experimental.tensor_float_32_execution_enabled()
+    try:
+        got = {}
+        for on in (True, False):
+            tf.config.experimental.enable_tensor_float_32_execution(on)
+            assert tf.config.experimental.tensor_float_32_execution_enabled() is on
+            got[on] = conv(tf.constant(x), tf.constant(f)).numpy()
+    finally:
+        tf.config.experimental.enable_tensor_float_32_execution(True)
+    scale = np.abs(want).max()
+    err_on = np.abs(got[True] - want).max() / scale
+    err_off = np.abs(got[False] - want).max() / scale
+    assert err_on < 5e-5 and err_off < 5e-6, (err_on, err_off)
+    assert not np.array_equal(got[True], got[False])  # another algorithm ran
