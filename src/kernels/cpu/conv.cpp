@@ -4,14 +4,13 @@
 // float32 runs on oneDNN: primitives are cached by geometry and epilogue (an
 // LRU of kCacheSize entries), activations stay in NHWC, and the HWIO filter is
 // reordered into the weights layout oneDNN prefers. Reordered filters are
-// kept with their primitive (a few per primitive, for layers that share a
-// geometry) and reused while the filter's buffer keeps the version it had
-// when packed (Buffer::version, renewed by every write); wrapped memory (no
-// version) keeps a copy of its bytes and is reused while they match (memcmp,
-// far cheaper than a reorder; other buffers with those bytes share it). An
-// epilogue becomes the primitive's bias and post-ops (per-channel binary mul/add/sub, eltwise
-// relu/clip/logistic/tanh/swish), so the output is written once; its leading
-// affine steps (a batch norm) are folded into the packed filter and the bias
+// kept per pair of layouts (shared by the primitives that have them: layers
+// of one geometry, one layer's epilogues) and reused while the filter's buffer keeps the version it
+// had when packed (Buffer::version, renewed by every write); wrapped memory (no version) keeps a
+// copy of its bytes and is reused while they match (memcmp, far cheaper than a reorder; other
+// buffers with those bytes share it). An epilogue becomes the primitive's bias and post-ops
+// (per-channel binary mul/add/sub, eltwise relu/clip/logistic/tanh/swish), so the output is written
+// once; its leading affine steps (a batch norm) are folded into the packed filter and the bias
 // first (fused_conv_onednn), so they cost nothing per pixel. 3x3 stride-1
 // convolutions run as Winograd's algorithm while Config::tensor_float_32
 // allows (on oneDNN's blocked layout, reordered per block). float64 and
@@ -92,9 +91,10 @@ struct ConvPrim {
   std::optional<dnnl::reorder> to_blocked, from_blocked;
   dnnl::memory::desc user_src_md, user_dst_md;
   std::vector<dnnl::eltwise_forward> after;  // activations oneDNN's Winograd does not fuse
-  // The filter's layouts and its kept packings (layers sharing one geometry,
-  // a CNN's repeated blocks, each keep theirs).
-  std::shared_ptr<WeightPacks> wei = std::make_shared<WeightPacks>();
+  // The filter's layouts and its kept packings, shared by the primitives of
+  // these layouts (layers sharing one geometry, a CNN's repeated blocks, each
+  // keep theirs; a layer's other epilogues find its packing).
+  std::shared_ptr<WeightPacks> wei;
 };
 
 dnnl::algorithm dnnl_alg(PostOp op) {
@@ -221,7 +221,7 @@ std::shared_ptr<ConvPrim> create_prim(const Geom& g, const EpilogueCall* ep) {
     p->to_blocked = dnnl::reorder(in);
     p->from_blocked = dnnl::reorder(out);
   }
-  init_weight_packs(*p->wei, descs.user_wei, pd.weights_desc());
+  p->wei = weight_packs(descs.user_wei, pd.weights_desc());
   return p;
 }
 

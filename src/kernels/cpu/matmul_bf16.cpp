@@ -114,7 +114,7 @@ struct PackedPrim {
   dnnl::matmul mm;
   dnnl::memory::desc a_md, c_md;
   size_t scratch_bytes = 0;
-  std::shared_ptr<WeightPacks> wei = std::make_shared<WeightPacks>();
+  std::shared_ptr<WeightPacks> wei;
 };
 
 std::shared_ptr<PackedPrim> create_packed_prim(int64_t m, int64_t n, int64_t k, bool tb) {
@@ -132,7 +132,7 @@ std::shared_ptr<PackedPrim> create_packed_prim(int64_t m, int64_t n, int64_t k, 
   p->mm = dnnl::matmul(pd);
   const dnnl::memory::desc user = tb ? dnnl::memory::desc({k, n}, dt::f32, {1, k})
                                      : dnnl::memory::desc({k, n}, dt::f32, {n, 1});
-  init_weight_packs(*p->wei, user, pd.weights_desc());
+  p->wei = weight_packs(user, pd.weights_desc());
   return p;
 }
 

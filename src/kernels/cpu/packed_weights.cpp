@@ -67,6 +67,9 @@ PackedWeights::~PackedWeights() {
   g_packed_bytes -= bytes;
 }
 
+namespace {
+
+// Sets `w`'s layouts, creating the reorder when they differ.
 void init_weight_packs(WeightPacks& w, const dnnl::memory::desc& user,
                        const dnnl::memory::desc& packed) {
   w.user_md = user;
@@ -87,6 +90,27 @@ void init_weight_packs(WeightPacks& w, const dnnl::memory::desc& user,
   }
   w.reorder_scratch_bytes = rpd->scratchpad_desc().get_size();
   w.reorder = dnnl::reorder(*rpd);
+}
+
+// Every live WeightPacks, to share one per pair of layouts.
+struct PacksRegistry {
+  std::mutex mu;
+  std::vector<std::weak_ptr<WeightPacks>> all;
+};
+
+}  // namespace
+
+std::shared_ptr<WeightPacks> weight_packs(const dnnl::memory::desc& user,
+                                          const dnnl::memory::desc& packed) {
+  static auto& r = *new PacksRegistry;  // never destroyed
+  std::lock_guard<std::mutex> lock(r.mu);
+  std::erase_if(r.all, [](const auto& w) { return w.expired(); });
+  for (const auto& weak : r.all)
+    if (auto w = weak.lock(); w && w->user_md == user && w->md == packed) return w;
+  auto w = std::make_shared<WeightPacks>();
+  init_weight_packs(*w, user, packed);
+  r.all.push_back(w);
+  return w;
 }
 
 FilterRef filter_ref(const Tensor& f) {

@@ -47,9 +47,12 @@ struct WeightPacks {
   std::vector<std::shared_ptr<const PackedWeights>> kept;
 };
 
-/// Sets `w`'s layouts, creating the reorder when they differ.
-void init_weight_packs(WeightPacks& w, const dnnl::memory::desc& user,
-                       const dnnl::memory::desc& packed);
+/// The packings of weights in layout `user` for primitives whose weights
+/// layout is `packed`: one object per pair of layouts, shared by every
+/// primitive that has them (a layer's convolution in graph mode and under
+/// jit_compile, with other epilogues, packs its filter once).
+std::shared_ptr<WeightPacks> weight_packs(const dnnl::memory::desc& user,
+                                          const dnnl::memory::desc& packed);
 
 /// Weights as given: their elements and the version of their buffer's contents.
 struct FilterRef {

@@ -110,5 +110,45 @@ TEST_F(PackedBudget, NoBudgetReordersEveryCall) {
   for (int round = 0; round < 2; ++round) EXPECT_EQ(reorders(x, fs), 3);
 }
 
+// A layer's convolution with other epilogues (graph mode's and jit_compile's
+// fused steps) is another primitive with the same weights layout: it finds the
+// filter's packing instead of packing it again, directly and as Winograd's.
+TEST(PackedShared, OneFiltersEpiloguesShareItsPacking) {
+  const bool saved = config().tensor_float_32;
+  for (bool winograd : {false, true}) {
+    config().tensor_float_32 = winograd;
+    const Tensor x = wave({1, 24, 24, kC}, 0.43), f = wave({3, 3, kC, kC}, 0.61);
+    const Tensor bias = wave({kC}, 0.7);
+    const Attrs relu = {std::vector<int64_t>{1, 1},
+                        std::string("SAME"),
+                        std::vector<int64_t>{1, 1},
+                        std::string("BiasAdd,Relu"),
+                        0.0,
+                        6.0};
+    const Attrs sigmoid = {std::vector<int64_t>{1, 1},
+                           std::string("SAME"),
+                           std::vector<int64_t>{1, 1},
+                           std::string("BiasAdd,Sigmoid"),
+                           0.0,
+                           6.0};
+    const int64_t before = cpu::filter_reorders();
+    const Tensor plain = conv2d(x, f, {1, 1}, "SAME");
+    const int64_t first = cpu::filter_reorders() - before;
+    EXPECT_GE(first, 1) << winograd;
+    const std::vector<Tensor> in = {x, f, bias};
+    const Tensor a = call_op(OpId::FusedConv2D, in, relu)[0];
+    const Tensor b = call_op(OpId::FusedConv2D, in, sigmoid)[0];
+    EXPECT_EQ(cpu::filter_reorders() - before, first) << winograd;
+    const std::vector<float> y = plain.to_vector<float>(), ya = a.to_vector<float>(),
+                             yb = b.to_vector<float>(), bv = bias.to_vector<float>();
+    for (size_t i = 0; i < y.size(); ++i) {
+      const float z = y[i] + bv[i % kC];
+      EXPECT_NEAR(ya[i], std::max(z, 0.f), 1e-4);
+      EXPECT_NEAR(yb[i], 1 / (1 + std::exp(-z)), 1e-4);
+    }
+  }
+  config().tensor_float_32 = saved;
+}
+
 }  // namespace
 }  // namespace kiln
