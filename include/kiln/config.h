@@ -59,9 +59,10 @@ struct Config {
   /// Convolutions and products may trade float32 precision for speed:
   /// TensorFlow's tf.config.experimental.enable_tensor_float_32_execution, on
   /// by default there too (where it allows TF32 math on GPUs: errors ~1e-3).
-  /// In kiln, float32 3x3 stride-1 convolutions then run as Winograd's
-  /// algorithm (errors ~1e-5 of the output's scale, against ~1e-6 direct;
-  /// docs/OPS.md). Checked per call.
+  /// In kiln, float32 3x3 stride-1 convolutions whose filter is unchanged since
+  /// its previous call (inference) then run as Winograd's algorithm (errors
+  /// ~1e-5 of the output's scale, against ~1e-6 direct; docs/OPS.md). Checked
+  /// per call.
   bool tensor_float_32 = true;
 
 #ifdef NDEBUG

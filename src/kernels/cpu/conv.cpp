@@ -403,6 +403,26 @@ bool winograd_pays(const Geom& g) {
          conv_macs(g) >= kMinSplitMacs;
 }
 
+// Whether filter `f` had this version at its previous call: Winograd's filter
+// is repacked (a transform, slower than a reorder) whenever the filter changes,
+// which a training step does every call: 2x the direct step's time on a 7x7x512
+// layer. Such filters stay direct; a settled one (inference, from its second
+// call) runs as Winograd. Filters without a version (wrapped constants) are
+// settled.
+bool filter_settled(const FilterRef& f) {
+  if (!f.version) return true;
+  static std::mutex mu;
+  static auto& last = *new std::unordered_map<const void*, uint64_t>;  // data -> version
+  std::lock_guard<std::mutex> lock(mu);
+  if (last.size() >= 4096) last.clear();  // models' filters come back in one call
+  const auto [it, added] = last.try_emplace(f.data, f.version);
+  if (added || it->second != f.version) {
+    it->second = f.version;
+    return false;
+  }
+  return true;
+}
+
 // Runs `g` as one primitive, single-threaded or on an OpenMP team of kiln's
 // budget; false when oneDNN has no implementation.
 bool conv_whole(const Geom& g, const void* in, const FilterRef& filter, void* out,
@@ -421,7 +441,7 @@ bool conv_whole(const Geom& g, const void* in, const FilterRef& filter, void* ou
 // has no implementation for this configuration.
 bool conv_onednn(const Geom& g, const void* in, const FilterRef& filter, void* out,
                  const EpilogueCall* ep = nullptr) {
-  if (winograd_pays(g)) {
+  if (winograd_pays(g) && filter_settled(filter)) {
     Geom wg = g;
     wg.winograd = true;
     const Split sp = winograd_split(wg, filter.version != 0);

@@ -126,6 +126,14 @@ TEST(ConvFold, EveryAffineRunMatchesItsStepsInEverySplit) {
   }
 }
 
+// Direct convolutions in the packing tests: a filter's first settled call under
+// Winograd packs once more (conv_winograd_test covers that).
+struct DirectOnly {
+  DirectOnly() : saved(config().tensor_float_32) { config().tensor_float_32 = false; }
+  ~DirectOnly() { config().tensor_float_32 = saved; }
+  bool saved;
+};
+
 // Filters reordered by one call.
 int64_t reorders(const std::function<void()>& fn) {
   const int64_t before = cpu::filter_reorders();
@@ -134,6 +142,7 @@ int64_t reorders(const std::function<void()>& fn) {
 }
 
 TEST(ConvFold, TheFoldedPackingFollowsTheFactorsAndTheFilter) {
+  DirectOnly direct;
   for (const Geo& g : {kGeos[0], kGeos[3], kGeos[5]}) {
     SCOPED_TRACE(str_cat(g.x.debug_string(), " ", g.f.debug_string()));
     const Tensor x = wave(g.x, 0.41);
@@ -165,6 +174,7 @@ TEST(ConvFold, TheFoldedPackingFollowsTheFactorsAndTheFilter) {
 // One filter read by two fused convolutions whose folded forms share a primitive
 // (a bias step), one with factors and one without: each keeps its packing.
 TEST(ConvFold, OneFilterWithAndWithoutFactorsKeepsBothPackings) {
+  DirectOnly direct;
   const Geo& g = kGeos[2];
   const Tensor x = wave(g.x, 0.29), f = wave(g.f, 0.61);
   const Tensor bias = wave({32}, 1.3);

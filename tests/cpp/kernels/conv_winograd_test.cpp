@@ -1,9 +1,10 @@
 // float32 3x3 stride-1 convolutions computed by Winograd's algorithm
-// (Config::tensor_float_32, on by default): results within float32 tolerance
-// of a float64 reference in every split (row blocks, channel blocks, batches,
-// one block), with every epilogue (fused post-ops or activations after the
-// convolution); other convolutions, and all of them with the switch off, run
-// directly.
+// (Config::tensor_float_32, on by default) once their filter is settled (the
+// same version as at its previous call): results within float32 tolerance of
+// a float64 reference in every split (row blocks, channel blocks, batches, one
+// block), with every epilogue (fused post-ops or activations after the
+// convolution); a filter that changes every call (training), other
+// convolutions, and all of them with the switch off, run directly.
 #include <cmath>
 #include <string>
 #include <vector>
@@ -122,20 +123,24 @@ const std::vector<Epilogue> kEpilogues = {
 TEST(ConvWinograd, MatchesTheFloat64ReferenceInEverySplit) {
   Tf32 on(true);
   for (const Case& c : kCases) {
-    const Tensor x = wave(c.x, 0.37), f = wave(c.f, 0.91, 0.3, 0.2);
+    const Tensor x = wave(c.x, 0.37);
     const int64_t oc = c.f.dim(3);
     for (const Epilogue& e : kEpilogues) {
+      const Tensor f = wave(c.f, 0.91, 0.3, 0.2);  // a new filter: its first call direct
       SCOPED_TRACE(str_cat(c.x.debug_string(), " ", c.f.debug_string(), " ", joined(e.ops)));
       std::vector<Tensor> args;
       for (size_t k = 0; k < e.ops.size(); ++k)
         if (e.ops[k] == "Mul" || e.ops[k] == "Add" || e.ops[k] == "BiasAdd")
           args.push_back(wave({oc}, 0.7 + 0.3 * static_cast<double>(k), 0.1) +
                          (e.ops[k] == "Mul" ? 1.f : 0.f));
+      const std::vector<double> want = reference(c, x, f, e.ops, args);
+      // The first call of a filter is direct; from the second, Winograd's error
+      // is ~1e-5 of the output's scale (direct float32: ~1e-6).
+      EXPECT_LT(relative_error(run(c, x, f, e.ops, args), want), 5e-6);
       const int64_t before = cpu::winograd_blocks();
       const Tensor y = run(c, x, f, e.ops, args);
       EXPECT_EQ(cpu::winograd_blocks() > before, e.winograd);
-      // Winograd's error is ~1e-5 of the output's scale; direct float32 ~1e-6.
-      EXPECT_LT(relative_error(y, reference(c, x, f, e.ops, args)), e.winograd ? 5e-5 : 5e-6);
+      EXPECT_LT(relative_error(y, want), e.winograd ? 5e-5 : 5e-6);
     }
   }
 }
@@ -146,11 +151,32 @@ TEST(ConvWinograd, FollowsANewFilterOfTheSameGeometry) {
   const Tensor x = wave(c.x, 0.37);
   for (double freq : {0.91, 0.53, 0.91}) {
     const Tensor f = wave(c.f, freq, 0.3, 0.2);
+    conv2d(x, f, {1, 1}, "SAME");
     const int64_t before = cpu::winograd_blocks();
     const Tensor y = conv2d(x, f, {1, 1}, "SAME");
     EXPECT_GT(cpu::winograd_blocks(), before);
     EXPECT_LT(relative_error(y, reference(c, x, f, {}, {})), 5e-5) << freq;
   }
+}
+
+// A training step writes the filter before every call: it stays direct (its
+// Winograd packing would be transformed anew each call), and turns Winograd's
+// once it stops changing.
+TEST(ConvWinograd, AFilterWrittenBeforeEveryCallStaysDirect) {
+  Tf32 on(true);
+  const Case& c = kCases[3];  // channel blocks: the slowest to repack
+  const Tensor x = wave(c.x, 0.37);
+  Tensor f = wave(c.f, 0.91, 0.3, 0.2);
+  const int64_t before = cpu::winograd_blocks();
+  for (int step = 0; step < 4; ++step) {
+    f.mutable_data<float>()[step] += 0.125f;  // a new version of the buffer
+    const Tensor y = conv2d(x, f, {1, 1}, "SAME");
+    EXPECT_LT(relative_error(y, reference(c, x, f, {}, {})), 5e-6) << step;
+  }
+  EXPECT_EQ(cpu::winograd_blocks(), before);
+  const Tensor y = conv2d(x, f, {1, 1}, "SAME");  // unchanged since the last call
+  EXPECT_GT(cpu::winograd_blocks(), before);
+  EXPECT_LT(relative_error(y, reference(c, x, f, {}, {})), 5e-5);
 }
 
 TEST(ConvWinograd, OnlyFloat32ThreeByThreeStrideOneWhenAllowed) {
@@ -174,8 +200,9 @@ TEST(ConvWinograd, OnlyFloat32ThreeByThreeStrideOneWhenAllowed) {
     SCOPED_TRACE(str_cat(o.x.debug_string(), " ", o.f.debug_string()));
     const Tensor x = cast(wave(o.x, 0.37), o.dtype), f = cast(wave(o.f, 0.91), o.dtype);
     const int64_t before = cpu::winograd_blocks();
-    const Tensor y = o.depthwise ? depthwise_conv2d(x, f, o.strides, "SAME", o.dilations)
-                                 : conv2d(x, f, o.strides, "SAME", o.dilations);
+    for (int call = 0; call < 2; ++call)  // the second with a settled filter
+      o.depthwise ? depthwise_conv2d(x, f, o.strides, "SAME", o.dilations)
+                  : conv2d(x, f, o.strides, "SAME", o.dilations);
     EXPECT_EQ(cpu::winograd_blocks(), before);
   }
   // The switch off: every convolution direct, to float32's own precision.
@@ -183,6 +210,7 @@ TEST(ConvWinograd, OnlyFloat32ThreeByThreeStrideOneWhenAllowed) {
   for (const Case& c : kCases) {
     const Tensor x = wave(c.x, 0.37), f = wave(c.f, 0.91, 0.3, 0.2);
     const int64_t before = cpu::winograd_blocks();
+    conv2d(x, f, {1, 1}, c.padding);
     const Tensor y = conv2d(x, f, {1, 1}, c.padding);
     EXPECT_EQ(cpu::winograd_blocks(), before);
     EXPECT_LT(relative_error(y, reference(c, x, f, {}, {})), 5e-6);
