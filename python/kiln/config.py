@@ -48,7 +48,7 @@ def enable_tensor_float_32_execution(enabled):
     (True, the default, as in TensorFlow, where it allows TF32 math on GPUs
     with errors near 1e-3). In kiln, float32 3x3 stride-1 convolutions whose
     filter did not change since their previous call (inference; training steps
-    stay direct) then run as Winograd's algorithm: 1.3-2.8x faster, with errors
+    stay direct) then run as Winograd's algorithm: up to 2.8x faster, with errors
     near 1e-5 of the output's scale against 1e-6 computed directly. False
     computes every convolution directly. Checked on every call."""
     _kiln._set_tensor_float_32(bool(enabled))

@@ -4,16 +4,18 @@
 // float32 runs on oneDNN: primitives are cached by geometry and epilogue (an
 // LRU of kCacheSize entries), activations stay in NHWC, and the HWIO filter is
 // reordered into the weights layout oneDNN prefers. Reordered filters are
-// kept per pair of layouts (shared by the primitives that have them: layers
-// of one geometry, one layer's epilogues) and reused while the filter's buffer keeps the version it
-// had when packed (Buffer::version, renewed by every write); wrapped memory (no version) keeps a
-// copy of its bytes and is reused while they match (memcmp, far cheaper than a reorder; other
-// buffers with those bytes share it). An epilogue becomes the primitive's bias and post-ops
-// (per-channel binary mul/add/sub, eltwise relu/clip/logistic/tanh/swish), so the output is written
-// once; its leading affine steps (a batch norm) are folded into the packed filter and the bias
-// first (fused_conv_onednn), so they cost nothing per pixel. 3x3 stride-1
-// convolutions run as Winograd's algorithm while Config::tensor_float_32
-// allows (on oneDNN's blocked layout, reordered per block). float64 and
+// kept per pair of layouts (shared by the primitives that have them: layers of
+// one geometry, one layer's epilogues) and reused while the filter's buffer
+// keeps the version it had when packed (Buffer::version, renewed by every
+// write); wrapped memory (no version) keeps a copy of its bytes and is reused
+// while they match (memcmp, far cheaper than a reorder; other buffers with
+// those bytes share it). An epilogue becomes the primitive's bias and post-ops
+// (per-channel binary mul/add/sub, eltwise relu/clip/logistic/tanh/swish), so
+// the output is written once; its leading affine steps (a batch norm) are
+// folded into the packed filter and the bias first (fused_conv_onednn), so they
+// cost nothing per pixel. 3x3 stride-1 convolutions with settled filters run as
+// Winograd's algorithm while Config::tensor_float_32 allows (on oneDNN's
+// blocked layout, reordered per block). float64 and
 // geometries oneDNN rejects use a direct loop (epilogue applied after it).
 #include <algorithm>
 #include <array>
@@ -423,20 +425,6 @@ bool filter_settled(const FilterRef& f) {
   return true;
 }
 
-// Runs `g` as one primitive, single-threaded or on an OpenMP team of kiln's
-// budget; false when oneDNN has no implementation.
-bool conv_whole(const Geom& g, const void* in, const FilterRef& filter, void* out,
-                const EpilogueCall* ep, bool single_threaded) {
-  std::optional<LibrariesSingleThreaded> single;
-  if (single_threaded) single.emplace();
-  const std::shared_ptr<ConvPrim> p = cached_prim(g, ep);
-  if (!p) return false;
-  Tensor holder;
-  std::shared_ptr<const PackedWeights> packed;
-  run_prim(*p, in, packed_weights(p->wei, filter, holder, packed), out, ep, 0);
-  return true;
-}
-
 // Runs the convolution (and `ep`, when given) on oneDNN; false when oneDNN
 // has no implementation for this configuration.
 bool conv_onednn(const Geom& g, const void* in, const FilterRef& filter, void* out,
@@ -454,7 +442,14 @@ bool conv_onednn(const Geom& g, const void* in, const FilterRef& filter, void* o
       conv_blocks(g, sp, static_cast<const char*>(in), filter, static_cast<char*>(out), ep))
     return true;
   // Too small to split: one thread (an OpenMP team would cost more than it saves).
-  return conv_whole(g, in, filter, out, ep, !sp.rows);
+  std::optional<LibrariesSingleThreaded> single;
+  if (!sp.rows) single.emplace();
+  const std::shared_ptr<ConvPrim> p = cached_prim(g, ep);
+  if (!p) return false;
+  Tensor holder;
+  std::shared_ptr<const PackedWeights> packed;
+  run_prim(*p, in, packed_weights(p->wei, filter, holder, packed), out, ep, 0);
+  return true;
 }
 
 // ---- direct loop (float64) ----

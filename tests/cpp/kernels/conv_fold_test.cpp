@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "conv_kernel_test_util.h"
 #include "kernels/cpu/conv_util.h"
 #include "kiln/config.h"
 #include "kiln/ops.h"
@@ -19,18 +20,8 @@ namespace {
 // as row and channel blocks on any machine.
 const bool kFourThreads = (config().num_threads = 4, true);
 using testing::expect_tensor_near;
-
-Tensor wave(const Shape& s, double freq, double phase = 0.2, double amp = 0.5) {
-  std::vector<float> v(static_cast<size_t>(s.num_elements()));
-  for (size_t i = 0; i < v.size(); ++i)
-    v[i] = static_cast<float>(amp * std::sin(freq * static_cast<double>(i) + phase));
-  return Tensor::from_vector(v, s);
-}
-
-Attrs fused_attrs(const std::string& ops) {
-  return {
-      std::vector<int64_t>{1, 1}, std::string("SAME"), std::vector<int64_t>{1, 1}, ops, 0.0, 6.0};
-}
+using testing::fused_conv_attrs;
+using testing::wave;
 
 struct Geo {
   Shape x, f;
@@ -91,7 +82,7 @@ Tensor fused(const Geo& g, const Tensor& x, const Tensor& f, const std::vector<s
   std::vector<Tensor> in = {x, f};
   in.insert(in.end(), args.begin(), args.end());
   return call_op(g.depthwise ? OpId::FusedDepthwiseConv2D : OpId::FusedConv2D, in,
-                 fused_attrs(joined(ops)))[0];
+                 fused_conv_attrs(joined(ops)))[0];
 }
 
 TEST(ConvFold, EveryAffineRunMatchesItsStepsInEverySplit) {
@@ -126,14 +117,6 @@ TEST(ConvFold, EveryAffineRunMatchesItsStepsInEverySplit) {
   }
 }
 
-// Direct convolutions in the packing tests: a filter's first settled call under
-// Winograd packs once more (conv_winograd_test covers that).
-struct DirectOnly {
-  DirectOnly() : saved(config().tensor_float_32) { config().tensor_float_32 = false; }
-  ~DirectOnly() { config().tensor_float_32 = saved; }
-  bool saved;
-};
-
 // Filters reordered by one call.
 int64_t reorders(const std::function<void()>& fn) {
   const int64_t before = cpu::filter_reorders();
@@ -142,7 +125,9 @@ int64_t reorders(const std::function<void()>& fn) {
 }
 
 TEST(ConvFold, TheFoldedPackingFollowsTheFactorsAndTheFilter) {
-  DirectOnly direct;
+  // Direct convolutions: a filter's first settled call under Winograd packs
+  // once more (conv_winograd_test covers that).
+  testing::ScopedTf32 direct(false);
   for (const Geo& g : {kGeos[0], kGeos[3], kGeos[5]}) {
     SCOPED_TRACE(str_cat(g.x.debug_string(), " ", g.f.debug_string()));
     const Tensor x = wave(g.x, 0.41);
@@ -174,7 +159,9 @@ TEST(ConvFold, TheFoldedPackingFollowsTheFactorsAndTheFilter) {
 // One filter read by two fused convolutions whose folded forms share a primitive
 // (a bias step), one with factors and one without: each keeps its packing.
 TEST(ConvFold, OneFilterWithAndWithoutFactorsKeepsBothPackings) {
-  DirectOnly direct;
+  // Direct convolutions: a filter's first settled call under Winograd packs
+  // once more (conv_winograd_test covers that).
+  testing::ScopedTf32 direct(false);
   const Geo& g = kGeos[2];
   const Tensor x = wave(g.x, 0.29), f = wave(g.f, 0.61);
   const Tensor bias = wave({32}, 1.3);

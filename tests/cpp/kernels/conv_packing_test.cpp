@@ -7,6 +7,7 @@
 #include <thread>
 #include <vector>
 
+#include "conv_kernel_test_util.h"
 #include "kernels/cpu/conv_util.h"
 #include "kiln/config.h"
 #include "kiln/ops.h"
@@ -20,10 +21,7 @@ constexpr int64_t kC = 64;                             // channels in and out
 constexpr int64_t kFilterBytes = 3 * 3 * kC * kC * 4;  // 147 KB, reordered about as large
 
 Tensor wave(const Shape& s, double freq) {
-  std::vector<float> v(static_cast<size_t>(s.num_elements()));
-  for (size_t i = 0; i < v.size(); ++i)
-    v[i] = static_cast<float>(0.3 * std::sin(freq * static_cast<double>(i) + 0.2));
-  return Tensor::from_vector(v, s);
+  return testing::wave(s, freq, 0.2, 0.3);
 }
 
 // Filters of one "model": 3x3 convolutions of one geometry.
@@ -48,18 +46,11 @@ void run_model(const Tensor& x, const std::vector<Tensor>& fs) {
 // make room as needed, and a budget counted in filters.
 class PackedBudget : public ::testing::Test {
  protected:
-  // Direct convolutions: one packing per filter of kFilterBytes (Winograd's
-  // channel blocks pack two, each larger than the filter).
   void SetUp() override {
     saved_ = config().packed_weights_bytes;
-    saved_tf32_ = config().tensor_float_32;
-    config().tensor_float_32 = false;
     std::this_thread::sleep_for(std::chrono::milliseconds(1100));
   }
-  void TearDown() override {
-    config().packed_weights_bytes = saved_;
-    config().tensor_float_32 = saved_tf32_;
-  }
+  void TearDown() override { config().packed_weights_bytes = saved_; }
   // Filters reordered while running `fs` once.
   static int64_t reorders(const Tensor& x, const std::vector<Tensor>& fs) {
     const int64_t before = cpu::filter_reorders();
@@ -67,7 +58,9 @@ class PackedBudget : public ::testing::Test {
     return cpu::filter_reorders() - before;
   }
   int64_t saved_ = 0;
-  bool saved_tf32_ = true;
+  // Direct convolutions: one packing per filter of kFilterBytes (Winograd's
+  // channel blocks pack two, each larger than the filter).
+  testing::ScopedTf32 direct_{false};
 };
 
 // Model a stays alive but is no longer run (an idle model; a dead one's buffers
@@ -114,23 +107,12 @@ TEST_F(PackedBudget, NoBudgetReordersEveryCall) {
 // fused steps) is another primitive with the same weights layout: it finds the
 // filter's packing instead of packing it again, directly and as Winograd's.
 TEST(PackedShared, OneFiltersEpiloguesShareItsPacking) {
-  const bool saved = config().tensor_float_32;
   for (bool winograd : {false, true}) {
-    config().tensor_float_32 = winograd;
+    testing::ScopedTf32 tf32(winograd);
     const Tensor x = wave({1, 24, 24, kC}, 0.43), f = wave({3, 3, kC, kC}, 0.61);
     const Tensor bias = wave({kC}, 0.7);
-    const Attrs relu = {std::vector<int64_t>{1, 1},
-                        std::string("SAME"),
-                        std::vector<int64_t>{1, 1},
-                        std::string("BiasAdd,Relu"),
-                        0.0,
-                        6.0};
-    const Attrs sigmoid = {std::vector<int64_t>{1, 1},
-                           std::string("SAME"),
-                           std::vector<int64_t>{1, 1},
-                           std::string("BiasAdd,Sigmoid"),
-                           0.0,
-                           6.0};
+    const Attrs relu = testing::fused_conv_attrs("BiasAdd,Relu");
+    const Attrs sigmoid = testing::fused_conv_attrs("BiasAdd,Sigmoid");
     const int64_t before = cpu::filter_reorders();
     conv2d(x, f, {1, 1}, "SAME");                       // direct: the filter's first call
     const Tensor plain = conv2d(x, f, {1, 1}, "SAME");  // settled: Winograd's when on
@@ -148,7 +130,6 @@ TEST(PackedShared, OneFiltersEpiloguesShareItsPacking) {
       EXPECT_NEAR(yb[i], 1 / (1 + std::exp(-z)), 1e-4);
     }
   }
-  config().tensor_float_32 = saved;
 }
 
 }  // namespace

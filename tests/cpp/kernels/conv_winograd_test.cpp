@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "conv_kernel_test_util.h"
 #include "kernels/cpu/conv_util.h"
 #include "kiln/config.h"
 #include "kiln/ops.h"
@@ -19,20 +20,10 @@ namespace {
 // A budget of 2 threads (before the pool starts): this machine's, and enough
 // for row and channel blocks.
 const bool kTwoThreads = (config().num_threads = 2, true);
+using testing::fused_conv_attrs;
+using testing::wave;
 
-Tensor wave(const Shape& s, double freq, double phase = 0.2, double amp = 0.5) {
-  std::vector<float> v(static_cast<size_t>(s.num_elements()));
-  for (size_t i = 0; i < v.size(); ++i)
-    v[i] = static_cast<float>(amp * std::sin(freq * static_cast<double>(i) + phase));
-  return Tensor::from_vector(v, s);
-}
-
-// Restores the switch when a test ends.
-struct Tf32 {
-  explicit Tf32(bool on) : saved(config().tensor_float_32) { config().tensor_float_32 = on; }
-  ~Tf32() { config().tensor_float_32 = saved; }
-  bool saved;
-};
+using Tf32 = testing::ScopedTf32;
 
 struct Case {
   Shape x, f;
@@ -88,9 +79,7 @@ Tensor run(const Case& c, const Tensor& x, const Tensor& f, const std::vector<st
   if (ops.empty()) return conv2d(x, f, {1, 1}, c.padding);
   std::vector<Tensor> in = {x, f};
   in.insert(in.end(), args.begin(), args.end());
-  const Attrs attrs = {
-      std::vector<int64_t>{1, 1}, c.padding, std::vector<int64_t>{1, 1}, joined(ops), 0.0, 6.0};
-  return call_op(OpId::FusedConv2D, in, attrs)[0];
+  return call_op(OpId::FusedConv2D, in, fused_conv_attrs(joined(ops), c.padding))[0];
 }
 
 // Largest |got - want| over the output's largest |want|.
