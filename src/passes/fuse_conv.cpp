@@ -60,12 +60,13 @@ class ConvFuser {
     while (ch.ops.size() < kMaxSteps && interior(cur)) {
       const auto& us = users_[cur];
       if (us.size() == 1) {
-        if (!step(ch, cur, us[0].first)) break;
+        if (claimed_.count(us[0].first) || !step(ch, cur, us[0].first)) break;
       } else if (!swish(ch, cur)) {
         break;
       }
       cur = ch.members.back();
     }
+    claimed_.insert(ch.members.begin(), ch.members.end());
     return ch;
   }
 
@@ -170,6 +171,7 @@ class ConvFuser {
     auto is = [](const Node* n, Epilogue e) { return n->op().epilogue == e; };
     Node* sig = is(us[0].first, Epilogue::kSigmoid) ? us[0].first : us[1].first;
     Node* mul = sig == us[0].first ? us[1].first : us[0].first;
+    if (claimed_.count(sig) || claimed_.count(mul)) return false;
     if (!is(sig, Epilogue::kSigmoid) || !is(mul, Epilogue::kMul) || !same_spec(sig) ||
         !same_spec(mul) || !interior(sig) || users_[sig].size() != 1 || users_[sig][0].first != mul)
       return false;
@@ -184,6 +186,9 @@ class ConvFuser {
   std::unordered_set<const Node*> outs_;
   std::unordered_map<const Node*, std::vector<std::pair<Node*, size_t>>> users_;
   std::unordered_set<const Node*> control_targets_;
+  // Nodes an earlier chain took: one-pixel outputs of two convolutions meet in
+  // an Add that each chain could take as its step (the other as its operand).
+  std::unordered_set<const Node*> claimed_;
   TensorSpec spec_;
   int64_t oc_ = -1;
 };

@@ -379,6 +379,25 @@ TEST(FuseConv, TwoConvolutionsInSequenceBothFuse) {
   EXPECT_EQ(count_ops(*g, OpId::Mul), 1);
 }
 
+// One-pixel outputs ([1, 1, 1, C]) look like per-channel operands to each
+// other: the Adds joining three convolutions belong to the first chain only
+// (each chain claiming them made a graph with edges to removed nodes).
+TEST(FuseConv, SummedOnePixelConvolutionsFuseOnce) {
+  const Tensor x = wave({1, 1, 1, 6}, 0.3);
+  const Tensor f0 = wave({1, 1, 6, 5}, 0.5), f1 = wave({1, 1, 6, 5}, 0.7),
+               f2 = wave({1, 1, 6, 5}, 0.9);
+  for (const bool left : {true, false}) {
+    SCOPED_TRACE(left ? "(c0 + c1) + c2" : "c0 + (c1 + c2)");
+    auto g = fuse_and_compare({x, f0, f1, f2}, [&](const std::vector<Tensor>& a) {
+      const Tensor c0 = conv2d(a[0], a[1], {1, 1}, "VALID"),
+                   c1 = conv2d(a[0], a[2], {1, 1}, "VALID"),
+                   c2 = conv2d(a[0], a[3], {1, 1}, "VALID");
+      return std::vector<Tensor>{left ? (c0 + c1) + c2 : c0 + (c1 + c2)};
+    });
+    EXPECT_EQ(count_ops(*g, OpId::Conv2D) + count_ops(*g, OpId::FusedConv2D), 3);
+  }
+}
+
 // ---- the pipeline ----
 
 TEST(FuseConv, RunsBeforeElementwiseFusionInOptimize) {

@@ -73,6 +73,22 @@ def test_depthwise_conv2d(dtype):
           lambda a, b: depthwise_ref(a, b, (2, 2), "VALID"), x, f)
 
 
+def test_summed_one_pixel_convolutions_in_a_function():
+    # Squeeze-and-excitation-sized convolutions ([1, 1, 1, C] outputs) added
+    # together: each one's output looked like a per-channel operand of the others'
+    # fused epilogues, and the function failed to compile (unordered_map::at).
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((1, 1, 1, 8)).astype(np.float32)
+    ws = [rng.standard_normal((1, 1, 8, 5)).astype(np.float32) for _ in range(4)]
+    want = sum(x.reshape(1, 8) @ w.reshape(8, 5) for w in ws).reshape(1, 1, 1, 5)
+    f = tf.function(lambda x: tf.add_n([tf.nn.conv2d(x, w, 1, "VALID") for w in ws]))
+    g = tf.function(lambda x: tf.nn.relu(tf.nn.conv2d(x, ws[0], 1, "VALID") + (
+        tf.nn.conv2d(x, ws[1], 1, "VALID") + tf.nn.conv2d(x, ws[2], 1, "VALID"))))
+    np.testing.assert_allclose(f(x).numpy(), want, rtol=1e-5, atol=1e-5)
+    want3 = np.maximum(sum(x.reshape(1, 8) @ w.reshape(8, 5) for w in ws[:3]), 0)
+    np.testing.assert_allclose(g(x).numpy().reshape(1, 5), want3, rtol=1e-5, atol=1e-5)
+
+
 def test_conv2d_explicit_padding_nchw_and_conv1d():
     x = sample("float32", (1, 5, 5, 2), seed=5)
     f = sample("float32", (3, 3, 2, 3), seed=6)
