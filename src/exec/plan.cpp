@@ -82,7 +82,12 @@ std::unique_ptr<Plan> Plan::compile(const Graph& graph) {
   auto slot_of = [&](const Edge& e) {
     const Edge r = resolve(e);
     auto it = external_of.find(r.node);
-    return it != external_of.end() ? it->second : first_slot.at(r.node) + r.index;
+    if (it != external_of.end()) return it->second;
+    auto slot = first_slot.find(r.node);
+    if (slot == first_slot.end())  // a pass left an edge to a node it removed
+      throw InternalError(str_cat("graph '", graph.function_name(),
+                                  "': an edge reads a node that is not in the graph"));
+    return slot->second + r.index;
   };
 
   // Last step index that reads each slot; outputs and constants live forever.
