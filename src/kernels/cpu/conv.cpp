@@ -34,6 +34,7 @@
 #include "conv_split.h"
 #include "conv_util.h"
 #include "functors.h"
+#include "gemv.h"
 #include "kernel_util.h"
 #include "kiln/config.h"
 #include "ops/fused_conv.h"
@@ -565,6 +566,18 @@ void conv_bf16(Geom g, const Tensor& x, const Tensor& f, Tensor& out) {
   if (!done) conv_bf16_in_float(g, x, f, out);  // no bf16 kernel on this CPU
 }
 
+// A 1x1 convolution of one-pixel images (squeeze-and-excitation, a classifier
+// head at batch 1) as a product of few rows (gemv.h) reading the HWIO filter in
+// place: bound by the filter's read, which oneDNN's blocked kernels and packing
+// took twice as long over. False when `g` is not one.
+bool one_pixel_product(const Geom& g, const float* x, const float* f, float* y) {
+  if (g.depthwise || g.kh != 1 || g.kw != 1 || g.h != 1 || g.w != 1 || g.oh != 1 || g.ow != 1 ||
+      g.pt || g.pl || g.pb || g.pr || g.n > kGemvMaxRows || g.wei_ld)
+    return false;
+  gemv_rows(g.n, g.oc, g.c, x, g.c, f, g.oc, y, g.oc);
+  return true;
+}
+
 template <bool kDepthwise>
 void conv_kernel(KernelContext& c) {
   const Tensor& x = c.input(0);
@@ -579,9 +592,9 @@ void conv_kernel(KernelContext& c) {
   if (x.dtype() == DType::kBFloat16) {
     conv_bf16(g, x, f, out);
   } else if (x.dtype() == DType::kFloat32) {
-    bool done = false;
+    bool done = one_pixel_product(g, x.data<float>(), f.data<float>(), out.mutable_data<float>());
     try {
-      done = conv_onednn(g, x.data<float>(), filter_ref(f), out.mutable_data<float>());
+      if (!done) done = conv_onednn(g, x.data<float>(), filter_ref(f), out.mutable_data<float>());
     } catch (const dnnl::error&) {
     }
     // A geometry oneDNN rejects still gets a correct (slower) result.
@@ -687,6 +700,10 @@ void fused_conv_kernel(KernelContext& c) {
     return;
   }
   const Geom g = geometry(c, kDepthwise);
+  if (one_pixel_product(g, x.data<float>(), f.data<float>(), y)) {
+    apply_epilogue(ep, g.oc, y, out.num_elements());
+    return;
+  }
   bool done = false;
   try {
     done = fused_conv_onednn(g, x.data<float>(), f, y, ep);

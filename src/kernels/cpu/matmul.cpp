@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "gemm.h"
+#include "gemv.h"
 #include "kernel_util.h"
 #include "threading.h"
 
@@ -129,13 +130,20 @@ int64_t macs_of(int64_t m, int64_t n, int64_t k) {
   return macs;
 }
 
-// One product of the plan. A large one runs as blocks of C's rows (or of its columns,
+// One product of the plan. Few rows of float32 (a dense layer at batch 1) run
+// as gemv_rows. A large one runs as blocks of C's rows (or of its columns,
 // when C has few rows) on kiln's pool, each a single-threaded OpenBLAS call: the one
 // thread budget, and a descheduled thread delays only its own block.
 template <typename T>
 void gemm(const MatMulPlan& p, const T* a, const T* b, T* c, int64_t macs) {
   const int64_t lda = std::max<int64_t>(1, p.a_cols), ldb = std::max<int64_t>(1, p.b_cols);
   const int64_t ldc = std::max<int64_t>(1, p.n);
+  if constexpr (std::is_same_v<T, float>) {
+    if (!p.ta && !p.tb && p.m <= kGemvMaxRows) {  // read B in place, once (gemv.h)
+      gemv_rows(p.m, p.n, p.k, a, lda, b, ldb, c, ldc);
+      return;
+    }
+  }
   const Split s = split_of(p.m, p.n, macs);
   const int64_t extent = s.by_rows ? p.m : p.n;
   if (s.blocks < 2) {
