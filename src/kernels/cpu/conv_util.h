@@ -102,9 +102,10 @@ ConvDescs conv_descs(const ConvGeom& g);
 /// Multiply-adds of one convolution.
 double conv_macs(const ConvGeom& g);
 
-/// Measured on EfficientNetV2-S (docs/BENCHMARKS.md): convolutions of fewer
-/// multiply-adds gain nothing from a split over kiln's pool; a block of a
-/// split one holds at least kMinBlockMacs.
+/// Measured on EfficientNetV2-S (docs/BENCHMARKS.md): backward convolutions
+/// of fewer multiply-adds gain nothing from a split over kiln's pool, a block of
+/// a split one holds at least kMinBlockMacs; the least work Winograd's
+/// algorithm takes. (Forward splits: conv_split.cpp.)
 inline constexpr double kMinSplitMacs = 1 << 21;
 inline constexpr double kMinBlockMacs = 1 << 19;
 

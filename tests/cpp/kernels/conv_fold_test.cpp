@@ -175,7 +175,9 @@ TEST(ConvFold, OneFilterWithAndWithoutFactorsKeepsBothPackings) {
       expect_tensor_near<float>(fused(g, x, f, {"BiasAdd"}, {bias}), g.x, want_bias, 1e-4);
       expect_tensor_near<float>(fused(g, x, f, ops, args), g.x, want_folded, 1e-4);
     });
-    if (round > 0) EXPECT_EQ(n, 0);
+    if (round > 0) {
+      EXPECT_EQ(n, 0);
+    }
   }
 }
 
