@@ -1,6 +1,6 @@
 // Internal: products of a few rows, C[m, n] = A[m, k] B[k, n] with m small —
 // a dense layer or a one-pixel 1x1 convolution (squeeze-and-excitation, a
-// classifier head) at batch 1. They read B once and compute little, so their
+// classifier head) at batches up to 8. They read B once and compute little, so their
 // speed is the speed B streams from memory: B is read in place (no packing) in
 // contiguous chunks of its rows, one per task on kiln's pool, and the chunks'
 // partial sums are added at the end.
@@ -9,9 +9,9 @@
 
 namespace kiln::cpu {
 
-/// Rows of A up to which gemv_rows() applies (its registers hold one row's
-/// four inputs each).
-inline constexpr int64_t kGemvMaxRows = 4;
+/// Rows of A up to which gemv_rows() applies (a batch of 8 images): B is read
+/// once for all of them.
+inline constexpr int64_t kGemvMaxRows = 8;
 
 /// C[m, n] = A[m, k] B[k, n], float32, row-major with leading dimensions lda,
 /// ldb, ldc; 1 <= m <= kGemvMaxRows. Large B splits its rows over kiln's pool.

@@ -36,7 +36,7 @@ TEST(GemvRows, MatchesFloat64ForEveryShape) {
   const std::vector<Case> cases = {
       {1, 1, 1, 0},      {1, 17, 3, 0},    {2, 5, 4, 1},
       {3, 33, 7, 2},     {4, 16, 9, 0},    {1, 1000, 1024, 0},  // 4 MB: chunks on the pool
-      {4, 600, 1024, 3},                                        // all four rows, strided, split
+      {4, 600, 1024, 3},                                        // four rows, strided, split
       {2, 64, 1536, 0},  {1, 1536, 64, 5}, {3, 7, 4097, 0},     // a tail of one row
       {1, 8, 0, 0},                                             // k = 0: zeros
   };
@@ -89,7 +89,7 @@ double relative_error(const Tensor& got, const Tensor& want) {
 }
 
 TEST(GemvRows, MatMulOfFewRowsMatchesFloat64) {
-  for (const int64_t m : {1, 3, 4, 5}) {  // 5: OpenBLAS as before
+  for (const int64_t m : {1, 3, 8, 9}) {  // 9: OpenBLAS as before
     for (const bool tb : {false, true}) {
       SCOPED_TRACE(str_cat("m ", m, tb ? " B transposed" : ""));
       const Tensor a = wave({m, 1280}, 0.37),
@@ -105,7 +105,7 @@ TEST(GemvRows, MatMulOfFewRowsMatchesFloat64) {
 }
 
 TEST(GemvRows, OnePixelConvolutionsMatchFloat64) {
-  for (const int64_t n : {1, 2, 4, 5}) {  // 5: oneDNN as before
+  for (const int64_t n : {1, 2, 8, 9}) {  // 9: oneDNN as before
     for (const std::string padding : {"SAME", "VALID"}) {
       for (const int64_t stride : {1, 2}) {
         SCOPED_TRACE(str_cat("batch ", n, " ", padding, " stride ", stride));
