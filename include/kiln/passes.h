@@ -118,7 +118,8 @@ PassResult fuse_elementwise(Graph& g);
 /// becomes one _FusedConv2D / _FusedDepthwiseConv2dNative node (one oneDNN
 /// primitive with bias and post-ops). Steps: BiasAdd; Mul, AddV2 (either
 /// operand order) and Sub (y - a) with a float32 operand of shape [C],
-/// [1, ..., 1, C] or one element; Relu; Relu6 as Minimum(Relu(y), c >= 0);
+/// [1, ..., 1, C] or one element, or AddV2 with one of the output's fully
+/// defined shape (a residual); Relu; Relu6 as Minimum(Relu(y), c >= 0);
 /// ClipByValue with constant scalar bounds (lo <= hi); Sigmoid; Tanh; swish
 /// as Mul(y, Sigmoid(y)). Operands stay runtime inputs; the kernel folds the
 /// leading affine steps (a batch norm) into the filter as it packs it. Runs

@@ -108,6 +108,13 @@ void infer_fused_conv(InferContext& c) {
     const std::string what = str_cat(c.input_name(arg), " (for ", post_op_name(op), ")");
     if (!s.rank_known() || s.rank() > 4)
       c.fail(what, " must have rank <= 4, got shape ", s.debug_string());
+    if (op == PostOp::kAdd && whole_tensor(s)) {  // a residual: the output's shape
+      if (!c.output(0).shape.rank_known() || !s.is_compatible_with(c.output(0).shape))
+        c.fail(what, " must have the output's shape ", c.output(0).shape.debug_string(),
+               " or broadcast along the output channels, got shape ", s.debug_string());
+      ++arg;
+      continue;
+    }
     if (op == PostOp::kBiasAdd && s.rank() != 1)
       c.fail(what, " must be 1-D, got shape ", s.debug_string());
     for (int64_t d = 0; d + 1 < s.rank(); ++d)

@@ -6,8 +6,10 @@
 // in order, comma-separated, e.g. "BiasAdd,Mul,Add,Swish". Binary steps
 // (BiasAdd, Mul, Add, Sub) each take the next extra input, a float32 tensor
 // broadcast along the output channels: shape [C], [1, ..., 1, C] or a
-// one-element tensor (rank <= 4). BiasAdd must come first and take a 1-D
-// [C] bias. Clip uses the clip_min/clip_max attrs (at most one Clip).
+// one-element tensor (rank <= 4); an Add may instead take a tensor of the
+// output's shape (a residual connection, read where each value is written).
+// BiasAdd must come first and take a 1-D [C] bias. Clip uses the
+// clip_min/clip_max attrs (at most one Clip).
 #pragma once
 #include <cstdint>
 #include <string>
@@ -15,6 +17,7 @@
 #include <vector>
 
 #include "kiln/op.h"
+#include "kiln/shape.h"
 
 namespace kiln::fused_conv {
 
@@ -27,6 +30,11 @@ const char* post_op_name(PostOp op);
 /// True for the steps that take an extra input.
 inline bool takes_arg(PostOp op) {
   return op == PostOp::kBiasAdd || op == PostOp::kMul || op == PostOp::kAdd || op == PostOp::kSub;
+}
+/// Whether an extra input of shape `s` is a whole tensor (an Add's residual
+/// of the output's shape), not one broadcast along the channels.
+inline bool whole_tensor(const Shape& s) {
+  return s.rank_known() && s.rank() == 4 && (s.dim(0) != 1 || s.dim(1) != 1 || s.dim(2) != 1);
 }
 /// Parses a fused_ops attr into `out`; returns an error message (empty on
 /// success). Checks names, BiasAdd placement and the single Clip.

@@ -4,7 +4,8 @@
 // post-ops (ops/fused_conv.h). The steps are what Keras-style layers emit:
 // BiasAdd, BatchNormalization's Mul/AddV2 (or Sub) with [C] operands, Relu,
 // Relu6 (Minimum(Relu(y), 6)), ClipByValue with constant bounds, Sigmoid,
-// Tanh, and swish (Mul(y, Sigmoid(y))). Operands stay runtime inputs (they
+// Tanh, and swish (Mul(y, Sigmoid(y))), and the Add of a residual connection
+// (an operand of the output's shape). Operands stay runtime inputs (they
 // come from variables); the kernel folds the leading affine steps (a batch
 // norm's scale and shift) into the filter as it packs it (kernels/cpu/conv.cpp).
 #include <algorithm>
@@ -95,6 +96,16 @@ class ConvFuser {
     const int64_t last = s.shape.rank() ? s.shape.dim(s.shape.rank() - 1) : 1;
     return last == 1 || last == oc_;
   }
+  // A float32 operand of the output's (fully defined) shape, not produced by
+  // the chain: a residual connection added where each value is written.
+  bool residual(Edge e, const Chain& ch) const {
+    if (e.node == ch.conv ||
+        std::find(ch.members.begin(), ch.members.end(), e.node) != ch.members.end())
+      return false;
+    const TensorSpec& s = spec_of(e);
+    return s.dtype == DType::kFloat32 && s.shape.is_fully_defined() && s.shape == spec_.shape &&
+           fused_conv::whole_tensor(s.shape);
+  }
   // The input of binary node `u` that is not `cur` (u reads cur exactly once).
   static bool other_input(const Node* u, const Node* cur, Edge& other, size_t& cur_pos) {
     if (u->inputs().size() != 2) return false;
@@ -138,7 +149,9 @@ class ConvFuser {
       case Epilogue::kMul:
       case Epilogue::kAdd:
       case Epilogue::kSub:
-        if (!other_input(u, cur, other, pos) || !channel_operand(other, ch, false)) return false;
+        if (!other_input(u, cur, other, pos)) return false;
+        if (!channel_operand(other, ch, false) && !(e == Epilogue::kAdd && residual(other, ch)))
+          return false;
         if (e == Epilogue::kSub && pos != 0) return false;  // a - y is not an epilogue
         take(ch, u, e);
         ch.args.push_back(other);

@@ -31,6 +31,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "conv_epilogue.h"
 #include "conv_split.h"
 #include "conv_util.h"
 #include "functors.h"
@@ -55,15 +56,6 @@ Geom geometry(const KernelContext& c, bool depthwise) {
 
 // ---- oneDNN ----
 
-using fused_conv::PostOp;
-
-// The epilogue of one fused call: steps, their extra inputs, clip bounds.
-struct EpilogueCall {
-  std::vector<PostOp> ops;
-  std::vector<const Tensor*> args;  // one per step that takes an input
-  float clip_min = 0, clip_max = 6;
-};
-
 // Primitive cache key: geometry plus the epilogue's shape (steps, whether
 // each input is per-channel or one element, clip bounds).
 ConvKey key_of(const Geom& g, const EpilogueCall* ep) {
@@ -72,7 +64,8 @@ ConvKey key_of(const Geom& g, const EpilogueCall* ep) {
   size_t a = 0;
   for (PostOp op : ep->ops) {
     k.extra.push_back(static_cast<int64_t>(op));
-    if (fused_conv::takes_arg(op)) k.extra.push_back(ep->args[a++]->num_elements() == 1);
+    if (fused_conv::takes_arg(op))
+      k.extra.push_back(static_cast<int64_t>(arg_kind(*ep->args[a++])));
     if (op == PostOp::kClip) {
       k.extra.push_back(std::bit_cast<int32_t>(ep->clip_min));
       k.extra.push_back(std::bit_cast<int32_t>(ep->clip_max));
@@ -86,8 +79,12 @@ struct ConvPrim {
   dnnl::memory::desc src_md, dst_md;
   bool bias = false;  // the epilogue's BiasAdd is the primitive's bias
   dnnl::memory::desc bias_md;
-  std::vector<int> arg_post_index;  // post-op index of each remaining epilogue input
+  std::vector<int> arg_post_index;  // post-op index of each binary post-op's input
   std::vector<dnnl::memory::desc> arg_md;
+  std::vector<size_t> arg_of;  // its epilogue input
+  // The epilogue input added as oneDNN's sum post-op (a residual of the output's
+  // shape, copied into the destination first), or -1.
+  int sum_arg = -1;
   size_t scratch_bytes = 0;
   // Winograd (Geom::winograd): src_md and dst_md are oneDNN's blocked layouts,
   // the NHWC data reordered into and out of them around the convolution.
@@ -129,8 +126,21 @@ dnnl::post_ops make_post_ops(const Geom& g, const EpilogueCall& ep, ConvPrim& p)
       p.bias_md = dnnl::memory::desc({g.oc}, dt::f32, tag::x);
       ++a;
     } else if (fused_conv::takes_arg(op)) {
-      const int64_t n = ep.args[a++]->num_elements() == 1 ? 1 : g.oc;
+      const ArgKind kind = arg_kind(*ep.args[a]);
+      if (kind == ArgKind::kWhole) {
+        // A residual: oneDNN's sum post-op on a destination that holds it (a binary
+        // post-op of the output's shape keeps oneDNN off its brgemm kernels, 1.5x
+        // slower). Winograd's blocked destination and a channel block's buffer hold
+        // no residual: conv_blocks adds those itself.
+        if (p.sum_arg >= 0 || g.winograd || (g.wei_ld && g.wei_ld != g.oc))
+          throw dnnl::error(dnnl_unimplemented, "residual post-op");
+        p.sum_arg = static_cast<int>(a++);
+        po.append_sum(1.f);
+        continue;
+      }
       p.arg_post_index.push_back(po.len());
+      p.arg_of.push_back(a++);
+      const int64_t n = kind == ArgKind::kScalar ? 1 : g.oc;
       p.arg_md.emplace_back(dnnl::memory::dims{1, n, 1, 1}, dt::f32, tag::nchw);
       po.append_binary(dnnl_alg(op), p.arg_md.back());
     } else {
@@ -158,7 +168,12 @@ dnnl::convolution_forward::primitive_desc conv_pd(const Geom& g, const EpilogueC
              : dnnl::convolution_forward::desc(
                    dnnl::prop_kind::forward_inference, alg, p.src_md, wei, p.dst_md,
                    dims{g.sh, g.sw}, dims{g.dh - 1, g.dw - 1}, dims{g.pt, g.pl}, dims{g.pb, g.pr});
-  return dnnl::convolution_forward::primitive_desc(d, attr, dnnl_engine());
+  dnnl::convolution_forward::primitive_desc pd(d, attr, dnnl_engine());
+  // A residual oneDNN's kernels do not take picks its reference loop: refused
+  // (the caller adds it after the convolution instead).
+  if (p.sum_arg >= 0 && std::string(pd.impl_info_str()).rfind("ref", 0) == 0)
+    throw dnnl::error(dnnl_unimplemented, "residual post-op");
+  return pd;
 }
 
 // Winograd's primitive for `ep`: its post-ops, or (oneDNN's Winograd takes ReLU
@@ -260,9 +275,10 @@ size_t line_round(size_t bytes) {
 
 // Executes one convolution primitive on this thread.
 // `ch0`: the first output channel of `p` (a channel block reads its part of the
-// epilogue's per-channel inputs).
+// epilogue's per-channel inputs); `at`: the offset of its first output value in
+// the whole output (where it reads a residual).
 void run_prim(ConvPrim& p, const void* in, const dnnl::memory& wei, void* out,
-              const EpilogueCall* ep, int64_t ch0) {
+              const EpilogueCall* ep, int64_t ch0, int64_t at) {
   dnnl::stream& s = dnnl_stream();
   const dnnl::engine& e = dnnl_engine();
   // One scratch buffer: the primitive's scratchpad, then (Winograd) the
@@ -286,11 +302,14 @@ void run_prim(ConvPrim& p, const void* in, const dnnl::memory& wei, void* out,
                                                 {DNNL_ARG_WEIGHTS, wei},
                                                 {DNNL_ARG_DST, dnnl::memory(p.dst_md, e, dst)}};
   if (ep) {
-    size_t a = 0;
-    if (p.bias) args.emplace(DNNL_ARG_BIAS, user_memory(p.bias_md, *ep->args[a++], ch0));
-    for (size_t j = 0; j < p.arg_md.size(); ++j, ++a)
+    if (p.bias) args.emplace(DNNL_ARG_BIAS, user_memory(p.bias_md, *ep->args[0], ch0));
+    for (size_t j = 0; j < p.arg_md.size(); ++j)
       args.emplace(DNNL_ARG_ATTR_MULTIPLE_POST_OP(p.arg_post_index[j]) | DNNL_ARG_SRC_1,
-                   user_memory(p.arg_md[j], *ep->args[a], ch0));
+                   user_memory(p.arg_md[j], *ep->args[p.arg_of[j]], ch0));
+    if (p.sum_arg >= 0) {  // the residual's part into the destination (dense NHWC)
+      const float* r = ep->args[static_cast<size_t>(p.sum_arg)]->data<float>() + at;
+      if (r != out) std::memcpy(out, r, p.dst_md.get_size());
+    }
   }
   if (p.scratch_bytes)
     args.emplace(DNNL_ARG_SCRATCHPAD, dnnl::memory({{static_cast<int64_t>(p.scratch_bytes)},
@@ -324,6 +343,14 @@ bool conv_blocks(const Geom& g, const Split& sp, const char* in, const FilterRef
   const int64_t filter_es = g.bf16 && !g.f32_filter ? 2 : 4;  // the filter's
   const bool by_channel = sp.oc_block > 0;
   const int64_t ocb = by_channel ? sp.oc_block : g.oc, oc_blocks = ceil_div(g.oc, ocb);
+  // A channel block's dense buffer and Winograd's blocked output hold no residual
+  // for oneDNN's sum: the steps from the residual's on run on the block's rows in
+  // the output (as a channel block's are copied out).
+  EpilogueCall head, tail;
+  if ((by_channel || g.winograd) && ep && split_at_residual(*ep, head, tail))
+    ep = head.ops.empty() ? nullptr : &head;
+  else
+    tail.ops.clear();
   const int64_t last = g.oc - (oc_blocks - 1) * ocb;
   // prims[2k]: row block k's full-width blocks; prims[2k + 1]: its last channel
   // block, looked up only when narrower (else the same primitive).
@@ -381,13 +408,21 @@ bool conv_blocks(const Geom& g, const Split& sp, const char* in, const FilterRef
       int64_t in_row;
       conv_row_block(g, r0, r1, in_row);
       const char* x = in + (img * g.h + in_row) * g.w * g.c * es;
-      char* y = out + ((img * g.oh + r0) * g.ow * g.oc + b * ocb) * es;
+      const int64_t at = (img * g.oh + r0) * g.ow * g.oc + b * ocb;
+      char* y = out + at * es;
       ConvPrim& p = *prims[static_cast<size_t>(k * 2 + (width == ocb ? 0 : 1))];
       run_prim(p, x, by_channel ? weis[static_cast<size_t>(b)] : row_weis[static_cast<size_t>(k)],
-               by_channel ? buf : y, ep, b * ocb);
-      if (!by_channel) continue;
-      for (int64_t m = 0; m < (r1 - r0) * g.ow; ++m)
+               by_channel ? buf : y, ep, b * ocb, at);
+      if (!by_channel) {
+        for (int64_t m = 0; !tail.ops.empty() && m < (r1 - r0) * g.ow; ++m)
+          epilogue_row(tail, reinterpret_cast<float*>(y) + m * g.oc, 0, g.oc, at + m * g.oc);
+        continue;
+      }
+      for (int64_t m = 0; m < (r1 - r0) * g.ow; ++m) {
         std::memcpy(y + m * g.oc * es, buf + m * width * es, static_cast<size_t>(width * es));
+        if (!tail.ops.empty())  // float32 (a bf16 call has no epilogue)
+          epilogue_row(tail, reinterpret_cast<float*>(y) + m * g.oc, b * ocb, width, at + m * g.oc);
+      }
     }
   });
   return true;
@@ -449,7 +484,7 @@ bool conv_onednn(const Geom& g, const void* in, const FilterRef& filter, void* o
   if (!p) return false;
   Tensor holder;
   std::shared_ptr<const PackedWeights> packed;
-  run_prim(*p, in, packed_weights(p->wei, filter, holder, packed), out, ep, 0);
+  run_prim(*p, in, packed_weights(p->wei, filter, holder, packed), out, ep, 0, 0);
   return true;
 }
 
@@ -489,43 +524,6 @@ void conv_direct(const Geom& g, const T* in, const T* filter, T* out) {
                 for (int64_t co = 0; co < g.oc; ++co) o[co] += xv * fr[co];
               }
             }
-          }
-        }
-      }
-    }
-  });
-}
-
-// The epilogue on a computed NHWC float32 output (fallback paths), one
-// output row of `oc` channels at a time.
-void apply_epilogue(const EpilogueCall& ep, int64_t oc, float* out, int64_t n) {
-  const int64_t rows = n / oc;
-  const int64_t grain = std::max<int64_t>(1, config().parallel_grain / std::max<int64_t>(1, oc));
-  parallel_for(rows, grain, [&](int64_t r0, int64_t r1) {
-    for (int64_t r = r0; r < r1; ++r) {
-      float* y = out + r * oc;
-      size_t a = 0;
-      for (PostOp op : ep.ops) {
-        const float* v = nullptr;
-        int64_t step = 0;  // 0: one element broadcast, 1: per channel
-        if (fused_conv::takes_arg(op)) {
-          const Tensor& t = *ep.args[a++];
-          v = t.data<float>();
-          step = t.num_elements() == 1 ? 0 : 1;
-        }
-        for (int64_t i = 0; i < oc; ++i) {
-          float& x = y[i];
-          switch (op) {
-            case PostOp::kBiasAdd:
-            case PostOp::kAdd: x += v[i * step]; break;
-            case PostOp::kMul: x *= v[i * step]; break;
-            case PostOp::kSub: x -= v[i * step]; break;
-            case PostOp::kRelu: x = fn::Relu{}(x); break;
-            case PostOp::kClip: x = std::min(std::max(x, ep.clip_min), ep.clip_max); break;
-            case PostOp::kSigmoid: x = fn::Sigmoid{}(x); break;
-            case PostOp::kTanh: x = fn::Tanh{}(x); break;
-            case PostOp::kSwish: x *= fn::Sigmoid{}(x); break;
-            case PostOp::kNone: break;
           }
         }
       }
@@ -604,63 +602,12 @@ void conv_kernel(KernelContext& c) {
   }
 }
 
-// The epilogue's leading affine steps (BiasAdd, Mul, Add, Sub before the first
-// other step: a BatchNorm at inference) as a factor per output channel folded
-// into the filter and one bias: conv(x, f) * s + b = conv(x, f * s) + b, with
-// the bias the primitive's own. `folded` gets the bias step (when a step adds)
-// and the steps after the run, `scale` the factors (empty when no step
-// multiplies). False, `folded` untouched, when the run is at most a BiasAdd.
-bool fold_affine(const EpilogueCall& ep, int64_t oc, EpilogueCall& folded,
-                 std::vector<float>& scale, Tensor& bias) {
-  size_t n = 0;
-  bool mul = false, add = false;
-  for (; n < ep.ops.size() && fused_conv::takes_arg(ep.ops[n]); ++n) {
-    mul |= ep.ops[n] == PostOp::kMul;
-    add |= ep.ops[n] != PostOp::kMul;
-  }
-  if (!mul && (n == 0 || (n == 1 && ep.ops[0] == PostOp::kBiasAdd))) return false;
-  std::vector<float> s(static_cast<size_t>(oc), 1.f), b(static_cast<size_t>(oc), 0.f);
-  for (size_t i = 0; i < n; ++i) {
-    const Tensor& t = *ep.args[i];
-    const float* v = t.data<float>();
-    const int64_t step = t.num_elements() == 1 ? 0 : 1;
-    for (int64_t ch = 0; ch < oc; ++ch) {
-      const float x = v[ch * step];
-      float &sc = s[static_cast<size_t>(ch)], &bc = b[static_cast<size_t>(ch)];
-      switch (ep.ops[i]) {
-        case PostOp::kMul:
-          sc *= x;
-          bc *= x;
-          break;
-        case PostOp::kSub: bc -= x; break;
-        default: bc += x; break;  // BiasAdd, Add
-      }
-    }
-  }
-  folded.ops.clear();
-  folded.args.clear();
-  if (add) {
-    bias = Tensor::empty(DType::kFloat32, Shape{oc});
-    std::copy(b.begin(), b.end(), bias.mutable_data<float>());
-    folded.ops.push_back(PostOp::kBiasAdd);
-    folded.args.push_back(&bias);
-  }
-  folded.ops.insert(folded.ops.end(), ep.ops.begin() + static_cast<std::ptrdiff_t>(n),
-                    ep.ops.end());
-  folded.args.insert(folded.args.end(), ep.args.begin() + static_cast<std::ptrdiff_t>(n),
-                     ep.args.end());
-  folded.clip_min = ep.clip_min;
-  folded.clip_max = ep.clip_max;
-  scale.clear();
-  if (mul) scale = std::move(s);
-  return true;
-}
-
 // The fused convolution on oneDNN with its leading affine steps folded into the
 // filter (packed with the factors, kept while the filter and factors stay) and
 // the primitive's bias; false when oneDNN has no implementation.
 bool fused_conv_onednn(const Geom& g, const float* x, const Tensor& f, float* y,
                        const EpilogueCall& ep) {
+  if (ep.ops.empty()) return conv_onednn(g, x, filter_ref(f), y);
   EpilogueCall folded;
   std::vector<float> scale;
   Tensor bias;
@@ -673,15 +620,32 @@ bool fused_conv_onednn(const Geom& g, const float* x, const Tensor& f, float* y,
   return conv_onednn(g, x, filter, y, folded.ops.empty() ? nullptr : &folded);
 }
 
+// The input a fused convolution's output may take over: its first residual,
+// when oneDNN's sum will add it in place (a dense destination: no one-pixel
+// product, Winograd or channel blocks); else -1.
+int residual_to_reuse(const Geom& g, const EpilogueCall& ep, const FilterRef& filter) {
+  size_t a = 0;
+  for (PostOp op : ep.ops) {
+    if (!fused_conv::takes_arg(op)) continue;
+    if (arg_kind(*ep.args[a]) == ArgKind::kWhole) {
+      const bool dense = !(g.kh == 1 && g.kw == 1 && g.h == 1 && g.w == 1) && !winograd_pays(g) &&
+                         split_of(g, filter.version != 0).oc_block == 0;
+      return dense ? static_cast<int>(2 + a) : -1;
+    }
+    ++a;
+  }
+  return -1;
+}
+
 // _FusedConv2D / _FusedDepthwiseConv2dNative (float32 only, by inference).
 template <bool kDepthwise>
 void fused_conv_kernel(KernelContext& c) {
   using namespace fused_conv;
   const Tensor& x = c.input(0);
   const Tensor& f = c.input(1);
-  Tensor& out = c.allocate_output(0);
-  if (out.num_elements() == 0) return;
   if (x.dtype() == DType::kBFloat16) {  // no epilogue (inference)
+    Tensor& out = c.allocate_output(0);
+    if (out.num_elements() == 0) return;
     if (x.num_elements() == 0 || f.num_elements() == 0)
       std::memset(out.mutable_raw_data(), 0, out.nbytes());
     else
@@ -693,26 +657,43 @@ void fused_conv_kernel(KernelContext& c) {
   for (size_t i = 2; i < c.num_inputs(); ++i) ep.args.push_back(&c.input(i));
   ep.clip_min = static_cast<float>(c.attr_float("clip_min"));
   ep.clip_max = static_cast<float>(c.attr_float("clip_max"));
+  const bool empty = x.num_elements() == 0 || f.num_elements() == 0;  // no input channels
+  const Geom g = geometry(c, kDepthwise);
+  Tensor& out = c.allocate_output(0, empty ? -1 : residual_to_reuse(g, ep, filter_ref(f)));
+  if (out.num_elements() == 0) return;
   float* y = out.mutable_data<float>();
-  if (x.num_elements() == 0 || f.num_elements() == 0) {  // no input channels
+  if (empty) {
     std::memset(y, 0, out.nbytes());
     apply_epilogue(ep, out.shape().dim(3), y, out.num_elements());
     return;
   }
-  const Geom g = geometry(c, kDepthwise);
-  if (one_pixel_product(g, x.data<float>(), f.data<float>(), y)) {
+  if (one_pixel_product(g, x.data<float>(), f.data<float>(), y)) {  // never took a residual
     apply_epilogue(ep, g.oc, y, out.num_elements());
     return;
   }
   bool done = false;
+  Tensor kept;
   try {
     done = fused_conv_onednn(g, x.data<float>(), f, y, ep);
+    if (!done) keep_residual(ep, y, kept);
+    // No primitive takes the residual: the steps before it fused, the rest after.
+    EpilogueCall head, tail;
+    if (!done && split_at_residual(ep, head, tail) &&
+        fused_conv_onednn(g, x.data<float>(), f, y, head)) {
+      apply_epilogue(tail, g.oc, y, out.num_elements());
+      done = true;
+    }
     // No fused implementation: oneDNN's plain convolution, then the epilogue.
     if (!done && conv_onednn(g, x.data<float>(), filter_ref(f), y)) {
       apply_epilogue(ep, g.oc, y, out.num_elements());
       done = true;
     }
-  } catch (const dnnl::error&) {
+  } catch (const dnnl::error& e) {
+    // oneDNN failed while running (its primitives were made): the residual the
+    // output took over may be overwritten already.
+    if (took_residual(ep, y))
+      throw InternalError(str_cat(c.op().type_name, ": oneDNN failed (", e.what(),
+                                  ") after the output took over its residual input"));
   }
   if (!done) {
     conv_direct<float>(g, x.data<float>(), f.data<float>(), y);

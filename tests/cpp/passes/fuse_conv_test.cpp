@@ -128,6 +128,57 @@ TEST(FuseConv, BiasBatchNormSwishFusesForEveryGeometry) {
   }
 }
 
+// Conv + BN + Add(residual) + Relu: ResNet's bottleneck ending, the residual
+// (of the output's shape) added where each value is written, on either side of
+// the Add, in every split (row blocks, channel blocks, one pixel, Winograd's
+// blocks from the second call) and on the unsplit path; a residual computed in
+// the function (no other reader) is the buffer the output takes over.
+TEST(FuseConv, ResidualAddFusesForEveryGeometry) {
+  for (const Geo& p : kGeos) {
+    for (const int form : {0, 1, 2}) {
+      SCOPED_TRACE(str_cat(geo_name(p), form == 0   ? ", y + residual"
+                                        : form == 1 ? ", residual + y"
+                                                    : ", y + computed residual"));
+      std::vector<Tensor> in = conv_inputs(p);
+      const Shape out = run_conv(p, in[0], in[1]).shape();
+      in.push_back(wave(out, 0.53, 0.2, 0.7));
+      const Body body = [&](const std::vector<Tensor>& a) {
+        Tensor y = run_conv(p, a[0], a[1]) * a[3] + a[4];
+        return std::vector<Tensor>{relu(form == 0   ? y + a[5]
+                                        : form == 1 ? a[5] + y
+                                                    : y + tanh(a[5]))};
+      };
+      auto g = fuse_and_compare(in, body, 1e-4);  // the scale folded into the filter
+      EXPECT_EQ(fused_ops_of(*g), "Mul,Add,Add,Relu");
+      EXPECT_EQ(g->num_nodes(), form == 2 ? 8u : 7u);  // six placeholders, the fused node
+      // Again with the filter settled (Winograd where it pays).
+      auto plan = Plan::compile(*g);
+      plan->run(in);
+      expect_tensor_near<float>(plan->run(in)[0], out, body(in)[0].to_vector<float>(), 1e-4);
+    }
+  }
+}
+
+// A projection shortcut: two convolutions' chains meet in the Add; one chain
+// takes it with the other's result as its residual, then the ReLU.
+TEST(FuseConv, TwoChainsMeetingInAResidualAddFuseOnce) {
+  const Tensor x = wave({1, 14, 14, 16}, 0.3);
+  const Tensor f0 = wave({1, 1, 16, 32}, 0.5, 0.1, 0.3), f1 = wave({3, 3, 16, 32}, 0.7, 0.1, 0.2);
+  const Tensor s = wave({32}, 0.9, 0.3) + 1.f, b = wave({32}, 1.1);
+  auto g = fuse_and_compare({x, f0, f1, s, b}, [](const std::vector<Tensor>& a) {
+    const Tensor shortcut = conv2d(a[0], a[1], {1, 1}, "VALID") * a[3] + a[4];
+    const Tensor main = conv2d(a[0], a[2], {1, 1}, "SAME") * a[3] + a[4];
+    return std::vector<Tensor>{relu(shortcut + main)};
+  });
+  EXPECT_EQ(count_ops(*g, OpId::FusedConv2D), 2);
+  EXPECT_EQ(count_ops(*g, OpId::Add) + count_ops(*g, OpId::Relu), 0);
+  int with_residual = 0;
+  for (const auto& n : g->nodes())
+    if (n->op().id == OpId::FusedConv2D)
+      with_residual += std::get<std::string>(n->attrs()[3]) == "Mul,Add,Add,Relu";
+  EXPECT_EQ(with_residual, 1);
+}
+
 TEST(FuseConv, ReportNamesTheFusedOps) {
   const Geo& p = kGeos[0];
   auto g = trace(conv_inputs(p), [&](const std::vector<Tensor>& a) {
@@ -264,7 +315,8 @@ TEST(FuseConv, NonChannelOperandsAndReversedSubStayOut) {
     std::function<Tensor(const Tensor& y, const std::vector<Tensor>& a)> epilogue;
   };
   const std::vector<Case> cases = {
-      {"residual add (full shape)", [](const Tensor& y, auto& a) { return y + a[2]; }},
+      {"residual multiplied (full shape)", [](const Tensor& y, auto& a) { return y * a[2]; }},
+      {"residual subtracted (full shape)", [](const Tensor& y, auto& a) { return y - a[2]; }},
       {"operand along height", [](const Tensor& y, auto& a) { return y * a[3]; }},
       {"shift minus y", [](const Tensor& y, auto& a) { return a[4] - y; }},
       {"y times y", [](const Tensor& y, auto&) { return y * y; }},
@@ -646,6 +698,16 @@ TEST(FusedConvOp, Errors) {
   expect_error(
       [&] {
         run({x, f, wave({2, 3}, 0.1)}, fused_attrs("Add"));
+      },
+      Code::kInvalidArgument, {"broadcast along the output channels only"});
+  expect_error(
+      [&] {
+        run({x, f, wave({1, 4, 3, 3}, 0.1)}, fused_attrs("Add"));
+      },
+      Code::kInvalidArgument, {"args[0] (for Add)", "must have the output's shape [1,4,4,3]"});
+  expect_error(
+      [&] {
+        run({x, f, wave({1, 4, 4, 3}, 0.1)}, fused_attrs("Mul"));
       },
       Code::kInvalidArgument, {"broadcast along the output channels only"});
   expect_error(

@@ -89,6 +89,26 @@ def test_summed_one_pixel_convolutions_in_a_function():
     np.testing.assert_allclose(g(x).numpy().reshape(1, 5), want3, rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.parametrize("jit", [False, True])
+def test_residual_add_joins_the_convolution_in_a_function(jit):
+    # ResNet's block ending, conv -> batch norm -> + shortcut -> relu: in graph mode
+    # the residual add is one of the fused convolution's steps (no Add or Relu left
+    # to run); under jit_compile the epilogue compiles as a kernel of its own.
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((2, 9, 9, 8)).astype(np.float32)
+    w = rng.standard_normal((3, 3, 8, 8)).astype(np.float32) * 0.3
+    scale = rng.uniform(0.5, 1.5, 8).astype(np.float32)
+    shift = rng.standard_normal(8).astype(np.float32)
+    f = tf.function(lambda x: tf.nn.relu(x + (tf.nn.conv2d(x, w, 1, "SAME") * scale + shift)),
+                    jit_compile=jit)
+    want = np.maximum(x + conv2d_ref(x, w, (1, 1), "SAME") * scale + shift, 0)
+    np.testing.assert_allclose(f(x).numpy(), want, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(f(x).numpy(), want, rtol=1e-4, atol=1e-4)  # the filter settled
+    if not jit:
+        ops = [n.op for n in f.get_concrete_function(x).optimized_graph.get_operations()]
+        assert ops.count("_FusedConv2D") == 1 and "AddV2" not in ops and "Relu" not in ops, ops
+
+
 def test_conv2d_explicit_padding_nchw_and_conv1d():
     x = sample("float32", (1, 5, 5, 2), seed=5)
     f = sample("float32", (3, 3, 2, 3), seed=6)
