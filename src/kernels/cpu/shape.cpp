@@ -1,6 +1,8 @@
 // CPU kernels for the shape ops: views (reshape, expand_dims, squeeze),
 // transpose, shape/size/rank, one_hot, tile, broadcast_to, pad. Inference
 // has validated every argument; these only move data.
+#include <algorithm>
+#include <cstring>
 #include <vector>
 
 #include "bind.h"
@@ -140,24 +142,51 @@ void broadcast_to_kernel(KernelContext& c) {
   strided_copy(in.dtype(), in.raw_data(), out.mutable_raw_data(), plan);
 }
 
+// The pad regions of the part of `out` that starts at `o` and spans dims d..:
+// the slabs before and after the input along d, then the same within each of
+// the input's rows along d, down to the last padded dim `last`. `fill(ptr, n)`
+// writes the pad value to n elements.
+template <typename Fill>
+void fill_border(int64_t d, int64_t last, char* o, const Shape& in, const std::vector<int64_t>& p,
+                 const Dims& ost, size_t es, const Fill& fill) {
+  if (d > last) return;
+  const size_t k = static_cast<size_t>(d);
+  const int64_t n = in.dim(d), row = ost[k] * static_cast<int64_t>(es), before = p[2 * k];
+  fill(o, before * ost[k]);
+  fill(o + (before + n) * row, p[2 * k + 1] * ost[k]);
+  for (int64_t i = 0; i < n; ++i)
+    fill_border(d + 1, last, o + (before + i) * row, in, p, ost, es, fill);
+}
+
 void pad_kernel(KernelContext& c) {
   const Tensor& in = c.input(0);
   const std::vector<int64_t> p = int_values(c.input(1));
   Tensor& out = c.allocate_output(0);
   if (out.num_elements() == 0) return;
-  fill_with(out, c.input(2));
   const Dims is = strides_of(in.shape()), ost = strides_of(out.shape());
-  CopyPlan plan;
-  int64_t base = 0;
+  const size_t es = dtype_size(in.dtype());
+  int64_t last = -1, at = 0;  // the last padded dim; the input's first element in `out`
   for (int64_t i = 0; i < in.rank(); ++i) {
-    const size_t k = static_cast<size_t>(i);
-    plan.add(in.dim(i), is[k], ost[k]);
-    base += p[2 * k] * ost[k];
+    if (p[static_cast<size_t>(2 * i)] || p[static_cast<size_t>(2 * i + 1)]) last = i;
+    at += p[static_cast<size_t>(2 * i)] * ost[static_cast<size_t>(i)];
   }
-  const size_t esize = dtype_size(in.dtype());
+  if (in.dtype() == DType::kString || in.num_elements() == 0) {
+    fill_with(out, c.input(2));
+  } else {  // only the border: the input's copy covers the rest
+    const char* v = static_cast<const char*>(c.input(2).raw_data());
+    const bool zero = std::all_of(v, v + es, [](char b) { return b == 0; });
+    char* o = static_cast<char*>(out.mutable_raw_data());
+    fill_border(0, last, o, in.shape(), p, ost, es, [&](char* q, int64_t n) {
+      if (n <= 0) return;
+      if (zero) return static_cast<void>(std::memset(q, 0, static_cast<size_t>(n) * es));
+      for (int64_t i = 0; i < n; ++i) std::memcpy(q + static_cast<size_t>(i) * es, v, es);
+    });
+  }
+  CopyPlan plan;
+  for (int64_t i = 0; i < in.rank(); ++i)
+    plan.add(in.dim(i), is[static_cast<size_t>(i)], ost[static_cast<size_t>(i)]);
   strided_copy(in.dtype(), in.raw_data(),
-               static_cast<char*>(out.mutable_raw_data()) + static_cast<size_t>(base) * esize,
-               plan);
+               static_cast<char*>(out.mutable_raw_data()) + static_cast<size_t>(at) * es, plan);
 }
 
 }  // namespace
