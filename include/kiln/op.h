@@ -65,15 +65,16 @@ struct TensorSpec;
 /// (Minimum(Relu(y), c), y * Sigmoid(y)).
 enum class Epilogue : uint8_t {
   kNone,
-  kBiasAdd,  // y + bias[c]
-  kMul,      // y * a
-  kAdd,      // y + a
-  kSub,      // y - a
-  kRelu,     // max(y, 0)
-  kClip,     // min(max(y, lo), hi)
-  kSigmoid,  // 1 / (1 + exp(-y))
-  kTanh,     // tanh(y)
-  kSwish,    // y * sigmoid(y)
+  kBiasAdd,    // y + bias[c]
+  kMul,        // y * a
+  kAdd,        // y + a
+  kSub,        // y - a
+  kRelu,       // max(y, 0)
+  kClip,       // min(max(y, lo), hi)
+  kSigmoid,    // 1 / (1 + exp(-y))
+  kTanh,       // tanh(y)
+  kSwish,      // y * sigmoid(y)
+  kHardSwish,  // y * min(max(y + 3, 0), 6) / 6 (a pattern, as kSwish: no op's row)
 };
 
 /// A graph-valued attribute: a control-flow body (cond branch, loop body).

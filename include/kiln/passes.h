@@ -121,10 +121,11 @@ PassResult fuse_elementwise(Graph& g);
 /// [1, ..., 1, C] or one element, or AddV2 with one of the output's fully
 /// defined shape (a residual); Relu; Relu6 as Minimum(Relu(y), c >= 0);
 /// ClipByValue with constant scalar bounds (lo <= hi); Sigmoid; Tanh; swish
-/// as Mul(y, Sigmoid(y)). Operands stay runtime inputs; the kernel folds the
-/// leading affine steps (a batch norm) into the filter as it packs it. Runs
-/// before fuse_elementwise, which would otherwise take the epilogue's
-/// elementwise ops.
+/// as Mul(y, Sigmoid(y)); hard swish as Keras writes it, Mul(y, RealDiv(
+/// Minimum(Relu(AddV2(y, 3)), 6), 6)) (or a Mul by 1/6). Operands stay
+/// runtime inputs; the kernel folds the leading affine steps (a batch norm)
+/// into the filter as it packs it. Runs before fuse_elementwise, which would
+/// otherwise take the epilogue's elementwise ops.
 PassResult fuse_conv(Graph& g);
 
 /// fold_pad: a Conv2D or DepthwiseConv2dNative with VALID padding whose input

@@ -322,9 +322,9 @@ Tensor avg_pool2d(const Tensor& input, const std::vector<int64_t>& ksize,
 namespace fused_conv {
 
 namespace {
-constexpr PostOp kAll[] = {PostOp::kBiasAdd, PostOp::kMul,  PostOp::kAdd,
-                           PostOp::kSub,     PostOp::kRelu, PostOp::kClip,
-                           PostOp::kSigmoid, PostOp::kTanh, PostOp::kSwish};
+constexpr PostOp kAll[] = {PostOp::kBiasAdd, PostOp::kMul,      PostOp::kAdd,     PostOp::kSub,
+                           PostOp::kRelu,    PostOp::kClip,     PostOp::kSigmoid, PostOp::kTanh,
+                           PostOp::kSwish,   PostOp::kHardSwish};
 }  // namespace
 
 const char* post_op_name(PostOp op) {
@@ -338,6 +338,7 @@ const char* post_op_name(PostOp op) {
     case PostOp::kSigmoid: return "Sigmoid";
     case PostOp::kTanh: return "Tanh";
     case PostOp::kSwish: return "Swish";
+    case PostOp::kHardSwish: return "HardSwish";
     case PostOp::kNone: break;
   }
   return "?";

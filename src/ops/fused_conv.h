@@ -3,7 +3,8 @@
 // their CPU kernel and the fuse_conv pass.
 //
 // The `fused_ops` attr names the steps applied to the convolution's result
-// in order, comma-separated, e.g. "BiasAdd,Mul,Add,Swish". Binary steps
+// in order, comma-separated, e.g. "BiasAdd,Mul,Add,Swish" (steps: BiasAdd,
+// Mul, Add, Sub, Relu, Clip, Sigmoid, Tanh, Swish, HardSwish). Binary steps
 // (BiasAdd, Mul, Add, Sub) each take the next extra input, a float32 tensor
 // broadcast along the output channels: shape [C], [1, ..., 1, C] or a
 // one-element tensor (rank <= 4); an Add may instead take a tensor of the

@@ -4,10 +4,10 @@
 // post-ops (ops/fused_conv.h). The steps are what Keras-style layers emit:
 // BiasAdd, BatchNormalization's Mul/AddV2 (or Sub) with [C] operands, Relu,
 // Relu6 (Minimum(Relu(y), 6)), ClipByValue with constant bounds, Sigmoid,
-// Tanh, and swish (Mul(y, Sigmoid(y))), and the Add of a residual connection
-// (an operand of the output's shape). Operands stay runtime inputs (they
-// come from variables); the kernel folds the leading affine steps (a batch
-// norm's scale and shift) into the filter as it packs it (kernels/cpu/conv.cpp).
+// Tanh, swish (Mul(y, Sigmoid(y))), hard swish (Keras's x * relu6(x + 3) / 6),
+// and the Add of a residual connection (an operand of the output's shape).
+// Operands stay runtime inputs (they come from variables); the kernel folds the leading affine
+// steps (a batch norm's scale and shift) into the filter as it packs it (kernels/cpu/conv.cpp).
 #include <algorithm>
 #include <unordered_map>
 #include <unordered_set>
@@ -62,7 +62,7 @@ class ConvFuser {
       const auto& us = users_[cur];
       if (us.size() == 1) {
         if (claimed_.count(us[0].first) || !step(ch, cur, us[0].first)) break;
-      } else if (!swish(ch, cur)) {
+      } else if (!swish(ch, cur) && !hard_swish(ch, cur)) {
         break;
       }
       cur = ch.members.back();
@@ -194,6 +194,53 @@ class ConvFuser {
     ch.members.push_back(sig);
     take(ch, mul, PostOp::kSwish);
     return true;
+  }
+
+  // `n`'s operand other than `from` when it is a float32 constant scalar equal to `v`.
+  static bool scalar_operand(const Node* n, const Node* from, float v) {
+    Edge other;
+    size_t pos = 0;
+    if (!other_input(n, from, other, pos)) return false;
+    const float* c = const_scalar(other);
+    return c && *c == v;
+  }
+  // The one user of `n`, an interior node of the chain's spec; else nullptr.
+  Node* next_step(Node* n) {
+    const auto& us = users_[n];
+    if (us.size() != 1 || claimed_.count(us[0].first) || !same_spec(us[0].first)) return nullptr;
+    return interior(n) ? us[0].first : nullptr;
+  }
+
+  // Two consumers: hard swish as Keras writes it, Mul(y, RealDiv(Minimum(Relu(
+  // AddV2(y, 3)), 6), 6)) (the divide may be a Mul by 1/6; operands either way).
+  bool hard_swish(Chain& ch, Node* cur) {
+    const auto& us = users_[cur];
+    if (us.size() != 2) return false;
+    for (int k = 0; k < 2; ++k) {
+      Node* add = us[static_cast<size_t>(k)].first;
+      Node* mul = us[static_cast<size_t>(1 - k)].first;
+      if (claimed_.count(add) || claimed_.count(mul) || !same_spec(add) || !same_spec(mul) ||
+          add->op().epilogue != Epilogue::kAdd || !scalar_operand(add, cur, 3.f))
+        continue;
+      Node* relu = next_step(add);
+      if (!relu || relu->op().epilogue != Epilogue::kRelu) continue;
+      Node* six = next_step(relu);
+      if (!six || six->op().id != OpId::Minimum || !scalar_operand(six, relu, 6.f)) continue;
+      Node* div = next_step(six);
+      const bool by_six = div && div->op().id == OpId::Div && div->inputs()[0].node == six &&
+                          scalar_operand(div, six, 6.f);
+      const bool by_sixth = div && div->op().epilogue == Epilogue::kMul &&
+                            scalar_operand(div, six, static_cast<float>(1.0 / 6.0));
+      if (!(by_six || by_sixth) || next_step(div) != mul) continue;
+      const auto& in = mul->inputs();
+      if (mul->op().epilogue != Epilogue::kMul ||
+          !((in[0].node == cur && in[1].node == div) || (in[0].node == div && in[1].node == cur)))
+        continue;
+      ch.members.insert(ch.members.end(), {add, relu, six, div});
+      take(ch, mul, PostOp::kHardSwish);
+      return true;
+    }
+    return false;
   }
 
   std::unordered_set<const Node*> outs_;

@@ -104,6 +104,7 @@ dnnl::algorithm dnnl_alg(PostOp op) {
     case PostOp::kSigmoid: return dnnl::algorithm::eltwise_logistic;
     case PostOp::kTanh: return dnnl::algorithm::eltwise_tanh;
     case PostOp::kSwish: return dnnl::algorithm::eltwise_swish;
+    case PostOp::kHardSwish: return dnnl::algorithm::eltwise_hardswish;
     case PostOp::kMul: return dnnl::algorithm::binary_mul;
     case PostOp::kAdd:
     case PostOp::kBiasAdd: return dnnl::algorithm::binary_add;

@@ -38,6 +38,9 @@ void epilogue_row(const EpilogueCall& ep, float* y, int64_t ch0, int64_t width, 
       case PostOp::kSigmoid: each([](float x, int64_t) { return fn::Sigmoid{}(x); }); break;
       case PostOp::kTanh: each([](float x, int64_t) { return fn::Tanh{}(x); }); break;
       case PostOp::kSwish: each([](float x, int64_t) { return x * fn::Sigmoid{}(x); }); break;
+      case PostOp::kHardSwish:
+        each([](float x, int64_t) { return x * (std::min(std::max(x + 3.f, 0.f), 6.f) / 6.f); });
+        break;
       case PostOp::kNone: break;
     }
   }

@@ -235,6 +235,17 @@ const std::vector<Pattern> kPatterns = {
      [](const Tensor& y, auto& a) { return bias_add((y + a[2]) * a[3], a[4]); }},
     {"activation chain", "Relu,Tanh,Sigmoid",
      [](const Tensor& y, auto&) { return sigmoid(tanh(relu(y))); }},
+    // Keras's hard_swish: x * (relu6(x + 3) / 6); MobileNetV3's blocks.
+    {"bn hard swish", "Mul,Add,HardSwish",
+     [](const Tensor& y, auto& a) {
+       Tensor z = y * a[3] + a[4];
+       return z * (minimum(relu(z + 3.f), 6.f) / 6.f);
+     }},
+    {"hard swish swapped, times a sixth", "BiasAdd,HardSwish",
+     [](const Tensor& y, auto& a) {
+       Tensor z = bias_add(y, a[2]);
+       return (minimum(relu(3.f + z), 6.f) * static_cast<float>(1.0 / 6.0)) * z;
+     }},
 };
 
 TEST(FuseConv, EachPatternFusesAndMatchesTheUnfusedOps) {
@@ -321,6 +332,12 @@ TEST(FuseConv, NonChannelOperandsAndReversedSubStayOut) {
       {"shift minus y", [](const Tensor& y, auto& a) { return a[4] - y; }},
       {"y times y", [](const Tensor& y, auto&) { return y * y; }},
       {"minimum without relu", [](const Tensor& y, auto&) { return minimum(y, 6.f); }},
+      {"hard swish adding 2",
+       [](const Tensor& y, auto&) { return y * (minimum(relu(y + 2.f), 6.f) / 6.f); }},
+      {"hard swish dividing by 5",
+       [](const Tensor& y, auto&) { return y * (minimum(relu(y + 3.f), 6.f) / 5.f); }},
+      {"hard swish of another value",
+       [](const Tensor& y, auto& a) { return y * (minimum(relu(a[2] + 3.f), 6.f) / 6.f); }},
       {"clip with lo > hi", [](const Tensor& y, auto&) { return clip_by_value(y, 1.f, -1.f); }},
       {"runtime clip bounds",
        [](const Tensor& y, auto& a) { return clip_by_value(y, a[5], a[5] + 1.f); }},

@@ -109,6 +109,19 @@ def test_residual_add_joins_the_convolution_in_a_function(jit):
         assert ops.count("_FusedConv2D") == 1 and "AddV2" not in ops and "Relu" not in ops, ops
 
 
+def test_hard_swish_joins_the_convolution_in_a_function():
+    # MobileNetV3's activation, Keras's x * relu6(x + 3) / 6, as oneDNN's hardswish.
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((1, 10, 10, 6)).astype(np.float32) * 2
+    w = rng.standard_normal((3, 3, 6, 16)).astype(np.float32)
+    f = tf.function(lambda x: tf.keras.activations.hard_swish(tf.nn.conv2d(x, w, 1, "SAME")))
+    y = conv2d_ref(x, w, (1, 1), "SAME")
+    want = y * np.clip(y + 3, 0, 6) / 6
+    np.testing.assert_allclose(f(x).numpy(), want, rtol=1e-4, atol=1e-4)
+    ops = [n.op for n in f.get_concrete_function(x).optimized_graph.get_operations()]
+    assert ops.count("_FusedConv2D") == 1 and "FusedElementwise" not in ops, ops
+
+
 def test_conv2d_explicit_padding_nchw_and_conv1d():
     x = sample("float32", (1, 5, 5, 2), seed=5)
     f = sample("float32", (3, 3, 2, 3), seed=6)
