@@ -50,6 +50,9 @@ struct OptimizeOptions {
   /// Constant folding leaves a node alone when an output would have more
   /// elements than this (huge constants are not baked into the graph).
   int64_t max_fold_elements = kDefaultMaxFoldElements;
+  /// False: the elementwise fusion pass ("fuse") is skipped and fuse_conv
+  /// still runs (jit_compile: its compiler takes the elementwise chains).
+  bool elementwise_fusion = true;
 };
 
 /// Everything optimize() did, pass by pass.

@@ -10,11 +10,14 @@ CompiledGraph compile_graph(std::unique_ptr<Graph> graph, const CompileOptions& 
   if (options.optimize) {
     OptimizeOptions oo;
     oo.disabled = options.disabled_passes;
-    // The JIT compiles what the interpreter's fusion would take. "fuse"
-    // skips fuse_conv too: a convolution's epilogue then compiles as a kernel
-    // of its own, faster than oneDNN's post-ops (EfficientNetV2-S 83.3 vs
-    // 86.5 ms; docs/BENCHMARKS.md, session 22).
-    if (config().check_numerics || options.jit) oo.disabled.insert("fuse");
+    // The JIT compiles what the interpreter's elementwise fusion would take;
+    // convolutions still take their epilogues as oneDNN post-ops (fuse_conv:
+    // a batch norm folded into the filter, a residual add, hard swish), then
+    // 0.84x the compiled epilogues on MobileNetV3Small, 0.93x on ResNet50
+    // (docs/BENCHMARKS.md, seventeenth session). check_numerics turns all
+    // fusion off, so that errors name the unfused op.
+    if (config().check_numerics) oo.disabled.insert("fuse");
+    if (options.jit) oo.elementwise_fusion = false;
     oo.verify = config().verify_graphs;
     c.report = optimize(*graph, oo);
   }

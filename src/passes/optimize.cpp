@@ -101,6 +101,7 @@ OptimizeReport optimize(Graph& g, const OptimizeOptions& opts) {
   }
   // "fuse" names fusion as a whole (check_numerics turns it off).
   auto skipped = [&](std::string_view name) {
+    if (name == "fuse" && !opts.elementwise_fusion) return true;
     return opts.disabled.count(std::string(name)) ||
            (name.starts_with("fuse") && opts.disabled.count("fuse"));
   };
