@@ -83,10 +83,13 @@ class ConvFuser {
   }
   // A float32 operand broadcast along the channels only ([C], [1,..,1,C] or
   // one element), not produced by the chain itself.
+  // Whether `e` is the convolution's or a chain member's output.
+  static bool from_chain(Edge e, const Chain& ch) {
+    return e.node == ch.conv ||
+           std::find(ch.members.begin(), ch.members.end(), e.node) != ch.members.end();
+  }
   bool channel_operand(Edge e, const Chain& ch, bool bias) const {
-    if (e.node == ch.conv ||
-        std::find(ch.members.begin(), ch.members.end(), e.node) != ch.members.end())
-      return false;
+    if (from_chain(e, ch)) return false;
     const TensorSpec& s = spec_of(e);
     if (s.dtype != DType::kFloat32 || !s.shape.is_fully_defined() || s.shape.rank() > 4)
       return false;
@@ -99,9 +102,7 @@ class ConvFuser {
   // A float32 operand of the output's (fully defined) shape, not produced by
   // the chain: a residual connection added where each value is written.
   bool residual(Edge e, const Chain& ch) const {
-    if (e.node == ch.conv ||
-        std::find(ch.members.begin(), ch.members.end(), e.node) != ch.members.end())
-      return false;
+    if (from_chain(e, ch)) return false;
     const TensorSpec& s = spec_of(e);
     return s.dtype == DType::kFloat32 && s.shape.is_fully_defined() && s.shape == spec_.shape &&
            fused_conv::whole_tensor(s.shape);

@@ -55,6 +55,9 @@ void apply_epilogue(const EpilogueCall& ep, int64_t oc, float* out, int64_t n) {
 }
 
 bool split_at_residual(const EpilogueCall& ep, EpilogueCall& head, EpilogueCall& tail) {
+  if (std::none_of(ep.args.begin(), ep.args.end(),
+                   [](const Tensor* t) { return arg_kind(*t) == ArgKind::kWhole; }))
+    return false;  // (most calls: nothing copied)
   head = tail = EpilogueCall{{}, {}, ep.clip_min, ep.clip_max};
   size_t a = 0;
   bool found = false;

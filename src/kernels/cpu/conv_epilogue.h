@@ -37,7 +37,7 @@ void epilogue_row(const EpilogueCall& ep, float* y, int64_t ch0, int64_t width, 
 void apply_epilogue(const EpilogueCall& ep, int64_t oc, float* out, int64_t n);
 
 /// `ep` as `head` (the steps before its first residual Add) and `tail` (the
-/// rest); false when it has no residual.
+/// rest); false (both untouched) when it has no residual.
 bool split_at_residual(const EpilogueCall& ep, EpilogueCall& head, EpilogueCall& tail);
 
 /// The epilogue's leading affine steps (BiasAdd, Mul, Add, Sub before the first

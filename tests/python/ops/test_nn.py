@@ -91,9 +91,9 @@ def test_summed_one_pixel_convolutions_in_a_function():
 
 @pytest.mark.parametrize("jit", [False, True])
 def test_residual_add_joins_the_convolution_in_a_function(jit):
-    # ResNet's block ending, conv -> batch norm -> + shortcut -> relu: in graph mode
-    # the residual add is one of the fused convolution's steps (no Add or Relu left
-    # to run); under jit_compile the epilogue compiles as a kernel of its own.
+    # ResNet's block ending, conv -> batch norm -> + shortcut -> relu: the residual
+    # add is one of the fused convolution's steps (no Add or Relu left to run), in
+    # graph mode and under jit_compile alike.
     rng = np.random.default_rng(4)
     x = rng.standard_normal((2, 9, 9, 8)).astype(np.float32)
     w = rng.standard_normal((3, 3, 8, 8)).astype(np.float32) * 0.3
@@ -104,9 +104,8 @@ def test_residual_add_joins_the_convolution_in_a_function(jit):
     want = np.maximum(x + conv2d_ref(x, w, (1, 1), "SAME") * scale + shift, 0)
     np.testing.assert_allclose(f(x).numpy(), want, rtol=1e-4, atol=1e-4)
     np.testing.assert_allclose(f(x).numpy(), want, rtol=1e-4, atol=1e-4)  # the filter settled
-    if not jit:
-        ops = [n.op for n in f.get_concrete_function(x).optimized_graph.get_operations()]
-        assert ops.count("_FusedConv2D") == 1 and "AddV2" not in ops and "Relu" not in ops, ops
+    ops = [n.op for n in f.get_concrete_function(x).optimized_graph.get_operations()]
+    assert ops.count("_FusedConv2D") == 1 and "AddV2" not in ops and "Relu" not in ops, ops
 
 
 def test_hard_swish_joins_the_convolution_in_a_function():
