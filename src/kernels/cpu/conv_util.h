@@ -9,6 +9,7 @@
 #include <mutex>
 #include <oneapi/dnnl/dnnl.hpp>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -82,10 +83,28 @@ class PrimCache {
     return p;
   }
 
+  /// As get(), but creates a primitive only when `k` is asked for again:
+  /// null the first time (a product met once, as eager code meets its
+  /// shapes, does not pay a primitive's creation).
+  template <typename Make>
+  std::shared_ptr<Prim> get_when_repeated(const ConvKey& k, Make make) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (auto it = index_.find(k); it != index_.end()) {
+        lru_.splice(lru_.begin(), lru_, it->second);
+        return it->second->second;
+      }
+      if (seen_.size() > 4 * capacity_) seen_.clear();
+      if (seen_.insert(k).second) return nullptr;
+    }
+    return get(k, make);
+  }
+
  private:
   using Entry = std::pair<ConvKey, std::shared_ptr<Prim>>;
   size_t capacity_;
   std::mutex mu_;
+  std::unordered_set<ConvKey, ConvKeyHash> seen_;  // asked for once, not created
   std::list<Entry> lru_;
   std::unordered_map<ConvKey, typename std::list<Entry>::iterator, ConvKeyHash> index_;
 };

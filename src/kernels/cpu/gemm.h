@@ -1,4 +1,4 @@
-// Internal: the float products MatMul runs (OpenBLAS), for the JIT runtime,
+// Internal: the float products MatMul runs (oneDNN or OpenBLAS), for the JIT runtime,
 // which computes a product inside the kernel that reads it (jit::Product).
 // Row-major, op(A) [m, k] x op(B) [k, n] -> C [m, n], op transposing when set.
 #pragma once
@@ -44,21 +44,32 @@ int64_t gemm_kernel_row_blocks(int64_t m, int64_t n, int64_t k, int64_t b_bytes,
 /// Whether the BLAS backend takes these sizes (each fits its index type).
 bool gemm_fits(int64_t m, int64_t n, int64_t k);
 
-/// One bfloat16 product C[m, n] = op(A) op(B), row-major with leading
+/// One product C[m, n] = op(A) op(B) of T, row-major with leading
 /// dimensions as stored (A [k, m] when ta, B [n, k] when tb).
-struct Bf16Gemm {
+template <typename T>
+struct GemmCall {
   bool ta = false, tb = false;
   int64_t m = 0, n = 0, k = 0;
-  const BFloat16* a = nullptr;
+  const T* a = nullptr;
   int64_t lda = 0;
-  const BFloat16* b = nullptr;
+  const T* b = nullptr;
   int64_t ldb = 0;
-  BFloat16* c = nullptr;
+  T* c = nullptr;
   int64_t ldc = 0;
 };
-/// Runs `g` on this thread (matmul_bf16.cpp): oneDNN's bf16 kernel with float32
+using Bf16Gemm = GemmCall<BFloat16>;
+/// Runs `g` on this thread (matmul_onednn.cpp): oneDNN's bf16 kernel with float32
 /// accumulation, or float32 on OpenBLAS where oneDNN has none for it.
 void bf16_gemm_call(const Bf16Gemm& g);
+/// Runs the float32 product `g` on this thread with oneDNN's brgemm kernel
+/// (matmul_onednn.cpp) when oneDNN has one for it and these sizes were met
+/// before (a primitive costs ~0.2 ms to create); false, nothing written,
+/// leaves it to OpenBLAS.
+bool f32_gemm_onednn(const GemmCall<float>& g);
+/// Whether oneDNN has a brgemm float32 kernel on this CPU (AVX-512).
+bool f32_gemm_native();
+/// Float32 products (calls) run on oneDNN so far (for tests).
+int64_t onednn_f32_products();
 /// Whether oneDNN has bf16 kernels on this CPU (else MatMul computes bf16 in
 /// float32 copies).
 bool bf16_gemm_native();

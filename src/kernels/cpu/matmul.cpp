@@ -1,5 +1,6 @@
-// CPU kernel for batched matmul: OpenBLAS gemm for float32/float64, oneDNN
-// for bfloat16 (matmul_bf16.cpp), a blocked loop for integers.
+// CPU kernel for batched matmul: OpenBLAS gemm for float64 and float32, oneDNN
+// for bfloat16 and for large float32 products where it has a brgemm kernel
+// (matmul_onednn.cpp), a blocked loop for integers.
 #include <cblas.h>
 
 #include <algorithm>
@@ -85,10 +86,21 @@ constexpr int64_t kSmallGemm = 1 << 18;
 // the other operand again for every call.
 constexpr int64_t kMinBlockRows = 64;
 
-// One single-threaded OpenBLAS product, row-major C[m, n] = op(A) op(B).
+// Float32 products (calls) of at least this many multiply-adds run on oneDNN
+// where it has a brgemm kernel, unless A is transposed: smaller ones and
+// op(A) = A^T gained nothing, an attention's [128, 128] x [128, 64] lost 1.4x.
+constexpr int64_t kMinOneDnnMacs = 1 << 21;
+
+// One single-threaded product, row-major C[m, n] = op(A) op(B): oneDNN's
+// brgemm (float32, f32_gemm_onednn) or OpenBLAS.
 template <typename T>
 void gemm_call(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, int64_t lda,
                const T* b, int64_t ldb, T* c, int64_t ldc) {
+  if constexpr (std::is_same_v<T, float>) {
+    if (!ta && static_cast<double>(m) * n * k >= kMinOneDnnMacs &&
+        f32_gemm_onednn({ta, tb, m, n, k, a, lda, b, ldb, c, ldc}))
+      return;
+  }
   openblas_single_threaded();
   const auto cta = ta ? CblasTrans : CblasNoTrans, ctb = tb ? CblasTrans : CblasNoTrans;
   const auto i = [](int64_t v) { return static_cast<blasint>(v); };
@@ -384,7 +396,7 @@ bool gemm_fits(int64_t m, int64_t n, int64_t k) {
   return std::max({m, n, k}) <= kBlasMax;
 }
 
-void bind_fused_matmul_kernel(OpTableBuilder& t);  // matmul_bf16.cpp
+void bind_fused_matmul_kernel(OpTableBuilder& t);  // matmul_onednn.cpp
 
 void bind_matmul_kernels(OpTableBuilder& t) {
   t.kernel(OpId::MatMul, matmul_kernel);

@@ -1,5 +1,5 @@
 // Internal: weights reordered into a oneDNN primitive's layout, kept for
-// later calls (conv.cpp's filters, matmul_bf16.cpp's float32 products), within
+// later calls (conv.cpp's filters, matmul_onednn.cpp's float32 weights of bf16 products), within
 // one budget (Config::packed_weights_bytes). A packing is reused while its
 // source buffer keeps the version it had when packed (Buffer::version, renewed
 // by every write); wrapped memory (no version) keeps a copy of its bytes and is

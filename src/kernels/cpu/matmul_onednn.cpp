@@ -1,16 +1,23 @@
-// bfloat16 products for MatMul on oneDNN's matmul primitive (bf16 operands,
-// float32 accumulation, the result rounded to bf16 once), one single-threaded
-// primitive per block as matmul.cpp splits the product on kiln's pool.
-// Primitives are cached by sizes, strides and OpenMP threads. Where oneDNN
-// has no bf16 kernel for a product (a CPU without AVX512_BF16/AMX, or only
-// its reference code for this layout), the block runs in float32 on OpenBLAS.
-// _FusedMatMul (matmul_float_weights) multiplies by float32 weights packed to
-// bf16 in the primitive's own layout once per version of their buffer.
+// Products on oneDNN's matmul primitive, one single-threaded primitive per
+// block as matmul.cpp splits a product on kiln's pool; primitives are cached
+// by sizes, strides and OpenMP threads.
+// - float32: oneDNN's brgemm kernel where it has one (AVX-512 CPUs), for
+//   sizes met before; elsewhere OpenBLAS (matmul.cpp). On a 2-core Xeon
+//   (Sapphire Rapids) brgemm blocks take 0.76-0.96x OpenBLAS's time for a
+//   transformer's products (docs/BENCHMARKS.md).
+// - bfloat16: bf16 operands, float32 accumulation, the result rounded to
+//   bf16 once. Where oneDNN has no bf16 kernel for a product (a CPU without
+//   AVX512_BF16/AMX, or only its reference code for this layout), the block
+//   runs in float32 on OpenBLAS. _FusedMatMul (matmul_float_weights)
+//   multiplies by float32 weights packed to bf16 in the primitive's own
+//   layout once per version of their buffer.
 #include <cblas.h>
 
 #include <algorithm>
+#include <atomic>
 #include <oneapi/dnnl/dnnl.hpp>
 #include <string>
+#include <type_traits>
 #include <unordered_map>
 #include <vector>
 
@@ -30,11 +37,11 @@ struct MatMulPrim {
   size_t scratch_bytes = 0;
 };
 
-// Row-major [rows, cols] with row stride `ld`, or its transpose as stored.
-dnnl::memory::desc strided_md(int64_t rows, int64_t cols, int64_t ld, bool transposed) {
-  using dt = dnnl::memory::data_type;
-  return transposed ? dnnl::memory::desc({rows, cols}, dt::bf16, {1, ld})
-                    : dnnl::memory::desc({rows, cols}, dt::bf16, {ld, 1});
+// Row-major [rows, cols] of `type` with row stride `ld`, or its transpose as stored.
+dnnl::memory::desc strided_md(int64_t rows, int64_t cols, int64_t ld, bool transposed,
+                              dnnl::memory::data_type type = dnnl::memory::data_type::bf16) {
+  return transposed ? dnnl::memory::desc({rows, cols}, type, {1, ld})
+                    : dnnl::memory::desc({rows, cols}, type, {ld, 1});
 }
 
 // Whether oneDNN offers only its reference code here (far slower than float32).
@@ -54,35 +61,68 @@ void run_matmul(const dnnl::matmul& mm, const dnnl::memory& a, const dnnl::memor
   s.wait();
 }
 
-// Null when oneDNN offers only its reference code.
-std::shared_ptr<MatMulPrim> create_prim(const Bf16Gemm& g) {
+template <typename T>
+constexpr dnnl::memory::data_type kDnnlType =
+    std::is_same_v<T, float> ? dnnl::memory::data_type::f32 : dnnl::memory::data_type::bf16;
+
+// Null when oneDNN offers only its reference code (bf16), or no brgemm
+// kernel (float32: OpenBLAS is as fast as oneDNN's other float32 kernels).
+template <typename T>
+std::shared_ptr<MatMulPrim> create_prim(const GemmCall<T>& g) {
+  constexpr auto type = kDnnlType<T>;
   auto p = std::make_shared<MatMulPrim>();
-  p->a_md = strided_md(g.m, g.k, g.lda, g.ta);
-  p->b_md = strided_md(g.k, g.n, g.ldb, g.tb);
-  p->c_md = strided_md(g.m, g.n, g.ldc, false);
+  p->a_md = strided_md(g.m, g.k, g.lda, g.ta, type);
+  p->b_md = strided_md(g.k, g.n, g.ldb, g.tb, type);
+  p->c_md = strided_md(g.m, g.n, g.ldc, false, type);
   dnnl::primitive_attr attr;
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
   const dnnl::matmul::desc d(p->a_md, p->b_md, p->c_md);
   const dnnl::matmul::primitive_desc pd(d, attr, dnnl_engine());
   if (reference_only(pd)) return nullptr;
+  if (type == dnnl::memory::data_type::f32 && std::string(pd.impl_info_str()).rfind("brg", 0) != 0)
+    return nullptr;
   p->scratch_bytes = pd.scratchpad_desc().get_size();
   p->mm = dnnl::matmul(pd);
   return p;
 }
 
 constexpr size_t kCacheSize = 512;
+std::atomic<int64_t> f32_products{0};
+
+template <typename T>
+ConvKey gemm_key(const GemmCall<T>& g) {
+  ConvKey key{};
+  key.geom = {g.ta, g.tb, g.m, g.n, g.k, g.lda, g.ldb, g.ldc, library_threads()};
+  return key;
+}
+
+template <typename T>
+std::shared_ptr<MatMulPrim> make_prim(const GemmCall<T>& g) {
+  try {
+    return create_prim(g);
+  } catch (const dnnl::error&) {
+    return nullptr;
+  }
+}
 
 std::shared_ptr<MatMulPrim> cached_prim(const Bf16Gemm& g) {
   static auto& cache = *new PrimCache<MatMulPrim>(kCacheSize);
-  ConvKey key{};
-  key.geom = {g.ta, g.tb, g.m, g.n, g.k, g.lda, g.ldb, g.ldc, library_threads()};
-  return cache.get(key, [&]() -> std::shared_ptr<MatMulPrim> {
-    try {
-      return create_prim(g);
-    } catch (const dnnl::error&) {
-      return nullptr;
-    }
-  });
+  return cache.get(gemm_key(g), [&] { return make_prim(g); });
+}
+
+// Float32 primitives are created on a product's second call (see
+// f32_gemm_onednn).
+std::shared_ptr<MatMulPrim> cached_prim(const GemmCall<float>& g) {
+  static auto& cache = *new PrimCache<MatMulPrim>(kCacheSize);
+  return cache.get_when_repeated(gemm_key(g), [&] { return make_prim(g); });
+}
+
+template <typename T>
+void run_prim(const MatMulPrim& p, const GemmCall<T>& g) {
+  const dnnl::engine& e = dnnl_engine();
+  run_matmul(p.mm, dnnl::memory(p.a_md, e, const_cast<T*>(g.a)),
+             dnnl::memory(p.b_md, e, const_cast<T*>(g.b)), dnnl::memory(p.c_md, e, g.c),
+             p.scratch_bytes);
 }
 
 // The block in float32: op(A), B to float, one OpenBLAS call, C rounded.
@@ -230,10 +270,30 @@ void bf16_gemm_call(const Bf16Gemm& g) {
     gemm_in_float(g);
     return;
   }
-  const dnnl::engine& e = dnnl_engine();
-  run_matmul(p->mm, dnnl::memory(p->a_md, e, const_cast<BFloat16*>(g.a)),
-             dnnl::memory(p->b_md, e, const_cast<BFloat16*>(g.b)), dnnl::memory(p->c_md, e, g.c),
-             p->scratch_bytes);
+  run_prim(*p, g);
+}
+
+bool f32_gemm_onednn(const GemmCall<float>& g) {
+  if (g.m == 0 || g.n == 0 || g.k == 0 || !f32_gemm_native()) return false;
+  LibrariesSingleThreaded single;
+  const std::shared_ptr<MatMulPrim> p = cached_prim(g);
+  if (!p) return false;
+  run_prim(*p, g);
+  f32_products.fetch_add(1, std::memory_order_relaxed);
+  return true;
+}
+
+bool f32_gemm_native() {
+  static const bool native = [] {
+    LibrariesSingleThreaded single;
+    float a[64 * 64] = {}, c[64 * 64] = {};
+    return make_prim(GemmCall<float>{false, false, 64, 64, 64, a, 64, a, 64, c, 64}) != nullptr;
+  }();
+  return native;
+}
+
+int64_t onednn_f32_products() {
+  return f32_products.load();
 }
 
 }  // namespace kiln::cpu
