@@ -213,6 +213,7 @@ struct ProductCall {
   } g;
   int64_t batches = 1, batch_rows = 0;  // rows per batch (g.m when one)
   SmallVec<int64_t, kMaxDims> dims;     // the product's shape
+  uint64_t b_version = 0;               // float32 B read packed (gemm_packable_b)
 
   // Checks the operands (their shapes are only known now).
   ProductCall(KernelContext& c, const ProductInput& program_in) : in(program_in) {
@@ -239,6 +240,7 @@ struct ProductCall {
     batches = bs.rank() > 2 ? g.m / std::max<int64_t>(1, batch_rows) : 1;
     if (!cpu::gemm_fits(batch_rows, g.n, g.k))
       c.fail("a matrix dimension of the product is above the BLAS backend's limit");
+    if (batches == 1 && !g.ta) b_version = cpu::gemm_packable_b(b, g.m, g.n, g.k);
   }
 
   bool reads(size_t k) const { return in.reads(k); }
@@ -248,7 +250,7 @@ struct ProductCall {
   cpu::GemmArgs<T> typed(KernelContext& c, int64_t i) const {
     const T* a = c.input(static_cast<size_t>(in.slot)).data<T>() + i * batch_rows * g.k;
     const T* b = c.input(c.num_inputs() - 1).data<T>() + (batches > 1 ? i * g.k * g.n : 0);
-    return {g.ta, g.tb, batch_rows, g.n, g.k, a, b};
+    return {g.ta, g.tb, batch_rows, g.n, g.k, a, b, b_version};
   }
   // Rows [r0, r1) into `out` (row r0's storage), one OpenBLAS call per batch
   // they cross; or with `all`, every batch as MatMul runs them.

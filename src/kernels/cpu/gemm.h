@@ -5,6 +5,7 @@
 #include <cstdint>
 
 #include "kiln/half.h"
+#include "kiln/tensor.h"
 
 namespace kiln::cpu {
 
@@ -16,6 +17,9 @@ struct GemmArgs {
   int64_t m = 0, n = 0, k = 0;
   const T* a = nullptr;
   const T* b = nullptr;
+  /// float32: B's buffer version when its blocks may read B packed
+  /// (gemm_packable_b); 0: never.
+  uint64_t b_version = 0;
 };
 
 /// All of C, split on kiln's pool as MatMul splits it.
@@ -65,11 +69,23 @@ void bf16_gemm_call(const Bf16Gemm& g);
 /// (matmul_onednn.cpp) when oneDNN has one for it and these sizes were met
 /// before (a primitive costs ~0.2 ms to create); false, nothing written,
 /// leaves it to OpenBLAS.
-bool f32_gemm_onednn(const GemmCall<float>& g);
+/// With `b_version` (gemm_packable_b), B is read from a packing kept for
+/// that version of its buffer.
+bool f32_gemm_onednn(const GemmCall<float>& g, uint64_t b_version);
+/// Float32 products of at least this many multiply-adds (per call) run on
+/// oneDNN, unless A is transposed: smaller ones and op(A) = A^T gained
+/// nothing, an attention's [128, 128] x [128, 64] lost 1.4x.
+inline constexpr int64_t kMinOneDnnMacs = 1 << 21;
+/// The version of float32 B's buffer when a product of these sizes may read B
+/// packed: oneDNN's kernel would run it and B was seen at this version in an
+/// earlier call (weights that stay); else 0.
+uint64_t gemm_packable_b(const Tensor& b, int64_t m, int64_t n, int64_t k);
 /// Whether oneDNN has a brgemm float32 kernel on this CPU (AVX-512).
 bool f32_gemm_native();
 /// Float32 products (calls) run on oneDNN so far (for tests).
 int64_t onednn_f32_products();
+/// Of those, the ones that read B packed (for tests).
+int64_t onednn_f32_packed_products();
 /// Whether oneDNN has bf16 kernels on this CPU (else MatMul computes bf16 in
 /// float32 copies).
 bool bf16_gemm_native();

@@ -86,19 +86,14 @@ constexpr int64_t kSmallGemm = 1 << 18;
 // the other operand again for every call.
 constexpr int64_t kMinBlockRows = 64;
 
-// Float32 products (calls) of at least this many multiply-adds run on oneDNN
-// where it has a brgemm kernel, unless A is transposed: smaller ones and
-// op(A) = A^T gained nothing, an attention's [128, 128] x [128, 64] lost 1.4x.
-constexpr int64_t kMinOneDnnMacs = 1 << 21;
-
 // One single-threaded product, row-major C[m, n] = op(A) op(B): oneDNN's
-// brgemm (float32, f32_gemm_onednn) or OpenBLAS.
+// brgemm (float32, f32_gemm_onednn; B packed with `b_version`) or OpenBLAS.
 template <typename T>
 void gemm_call(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, int64_t lda,
-               const T* b, int64_t ldb, T* c, int64_t ldc) {
+               const T* b, int64_t ldb, T* c, int64_t ldc, uint64_t b_version = 0) {
   if constexpr (std::is_same_v<T, float>) {
     if (!ta && static_cast<double>(m) * n * k >= kMinOneDnnMacs &&
-        f32_gemm_onednn({ta, tb, m, n, k, a, lda, b, ldb, c, ldc}))
+        f32_gemm_onednn({ta, tb, m, n, k, a, lda, b, ldb, c, ldc}, b_version))
       return;
   }
   openblas_single_threaded();
@@ -114,7 +109,7 @@ void gemm_call(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, in
 
 // A bfloat16 product on oneDNN, split as float32 products are.
 void gemm_call(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const BFloat16* a, int64_t lda,
-               const BFloat16* b, int64_t ldb, BFloat16* c, int64_t ldc) {
+               const BFloat16* b, int64_t ldb, BFloat16* c, int64_t ldc, uint64_t = 0) {
   LibrariesSingleThreaded single;
   bf16_gemm_call({ta, tb, m, n, k, a, lda, b, ldb, c, ldc});
 }
@@ -147,7 +142,7 @@ int64_t macs_of(int64_t m, int64_t n, int64_t k) {
 // when C has few rows) on kiln's pool, each a single-threaded OpenBLAS call: the one
 // thread budget, and a descheduled thread delays only its own block.
 template <typename T>
-void gemm(const MatMulPlan& p, const T* a, const T* b, T* c, int64_t macs) {
+void gemm(const MatMulPlan& p, const T* a, const T* b, T* c, int64_t macs, uint64_t b_version = 0) {
   const int64_t lda = std::max<int64_t>(1, p.a_cols), ldb = std::max<int64_t>(1, p.b_cols);
   const int64_t ldc = std::max<int64_t>(1, p.n);
   if constexpr (std::is_same_v<T, float>) {
@@ -159,7 +154,7 @@ void gemm(const MatMulPlan& p, const T* a, const T* b, T* c, int64_t macs) {
   const Split s = split_of(p.m, p.n, macs);
   const int64_t extent = s.by_rows ? p.m : p.n;
   if (s.blocks < 2) {
-    gemm_call(p.ta, p.tb, p.m, p.n, p.k, a, lda, b, ldb, c, ldc);
+    gemm_call(p.ta, p.tb, p.m, p.n, p.k, a, lda, b, ldb, c, ldc, b_version);
     return;
   }
   const int64_t step = (extent + s.blocks - 1) / s.blocks;
@@ -169,7 +164,7 @@ void gemm(const MatMulPlan& p, const T* a, const T* b, T* c, int64_t macs) {
       if (len <= 0) continue;
       if (s.by_rows)  // rows lo.. of op(A) and of C
         gemm_call(p.ta, p.tb, len, p.n, p.k, a + (p.ta ? lo : lo * lda), lda, b, ldb, c + lo * ldc,
-                  ldc);
+                  ldc, b_version);
       else  // columns lo.. of op(B) and of C
         gemm_call(p.ta, p.tb, p.m, len, p.k, a, lda, b + (p.tb ? lo * ldb : lo), ldb, c + lo, ldc);
     }
@@ -207,13 +202,24 @@ void for_batches(int64_t batches, int64_t macs, F&& one) {
 }
 
 template <typename T>
-void blas_matmul(const MatMulPlan& p, const T* a, const T* b, T* c) {
+void blas_matmul(const MatMulPlan& p, const T* a, const T* b, T* c, uint64_t b_version = 0) {
   const int64_t mat_c = p.m * p.n;
   const int64_t macs = macs_of(p.m, p.n, p.k);
   for_batches(static_cast<int64_t>(p.a_off.size()), macs, [&](int64_t i) {
     gemm<T>(p, a + p.a_off[static_cast<size_t>(i)], b + p.b_off[static_cast<size_t>(i)],
-            c + i * mat_c, macs);
+            c + i * mat_c, macs, b_version);
   });
+}
+
+// B's version when every product reads B packed: float32, not A-transposed,
+// one B for all of them (gemm_packable_b).
+uint64_t packable_b(const MatMulPlan& p, const Tensor& b) {
+  if (p.ta || std::any_of(p.b_off.begin(), p.b_off.end(), [](int64_t o) { return o != 0; }))
+    return 0;
+  const Split s = split_of(p.m, p.n, macs_of(p.m, p.n, p.k));
+  if (!s.by_rows && s.blocks >= 2) return 0;  // blocks of columns read parts of B
+  const int64_t rows = s.blocks >= 2 ? (p.m + s.blocks - 1) / s.blocks : p.m;
+  return gemm_packable_b(b, rows, p.n, p.k);
 }
 
 // Copies the stored [rows, cols] matrix as [cols, rows].
@@ -318,7 +324,9 @@ void matmul_kernel(KernelContext& c) {
   }
   visit_numeric(a.dtype(), c.op().type_name, [&](auto tag) {
     using T = decltype(tag);
-    if constexpr (std::is_floating_point_v<T>) {
+    if constexpr (std::is_same_v<T, float>) {
+      blas_matmul<T>(p, a.data<T>(), b.data<T>(), out.mutable_data<T>(), packable_b(p, b));
+    } else if constexpr (std::is_floating_point_v<T>) {
       blas_matmul<T>(p, a.data<T>(), b.data<T>(), out.mutable_data<T>());
     } else if constexpr (!std::is_same_v<T, bool>)
       int_matmul<T>(p, a.data<T>(), b.data<T>(), out.mutable_data<T>());
@@ -334,7 +342,7 @@ void gemm_product(const GemmArgs<T>& g, T* c) {
     std::fill(c, c + g.m * g.n, T(0));
     return;
   }
-  gemm<T>(plan_of(g), g.a, g.b, c, macs_of(g.m, g.n, g.k));
+  gemm<T>(plan_of(g), g.a, g.b, c, macs_of(g.m, g.n, g.k), g.b_version);
 }
 
 template <typename T>
@@ -343,6 +351,7 @@ void gemm_batches(const GemmArgs<T>& g, int64_t batches, int64_t a_step, int64_t
     GemmArgs<T> one = g;
     one.a += i * a_step;
     one.b += i * b_step;
+    if (b_step) one.b_version = 0;
     gemm_product(one, c + i * g.m * g.n);
   });
 }
@@ -357,7 +366,7 @@ void gemm_product_rows(const GemmArgs<T>& g, int64_t r0, int64_t r1, T* c) {
   const MatMulPlan p = plan_of(g);
   const int64_t lda = std::max<int64_t>(1, p.a_cols), ldb = std::max<int64_t>(1, p.b_cols);
   gemm_call(g.ta, g.tb, r1 - r0, g.n, g.k, g.a + (g.ta ? r0 : r0 * lda), lda, g.b, ldb, c,
-            std::max<int64_t>(1, g.n));
+            std::max<int64_t>(1, g.n), g.b_version);
 }
 
 template void gemm_product<float>(const GemmArgs<float>&, float*);

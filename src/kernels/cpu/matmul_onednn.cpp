@@ -87,7 +87,7 @@ std::shared_ptr<MatMulPrim> create_prim(const GemmCall<T>& g) {
 }
 
 constexpr size_t kCacheSize = 512;
-std::atomic<int64_t> f32_products{0};
+std::atomic<int64_t> f32_products{0}, f32_packed{0};
 
 template <typename T>
 ConvKey gemm_key(const GemmCall<T>& g) {
@@ -157,17 +157,21 @@ struct PackedPrim {
   std::shared_ptr<WeightPacks> wei;
 };
 
-std::shared_ptr<PackedPrim> create_packed_prim(int64_t m, int64_t n, int64_t k, bool tb) {
+// Operands of `type` (bf16 or f32) times float32 weights in the layout the
+// primitive picks for `type`.
+std::shared_ptr<PackedPrim> create_packed_prim(int64_t m, int64_t n, int64_t k, bool tb,
+                                               dnnl::memory::data_type type) {
   using dt = dnnl::memory::data_type;
   auto p = std::make_shared<PackedPrim>();
-  p->a_md = strided_md(m, k, k, false);
-  p->c_md = strided_md(m, n, n, false);
-  const dnnl::memory::desc any_b({k, n}, dt::bf16, dnnl::memory::format_tag::any);
+  p->a_md = strided_md(m, k, k, false, type);
+  p->c_md = strided_md(m, n, n, false, type);
+  const dnnl::memory::desc any_b({k, n}, type, dnnl::memory::format_tag::any);
   dnnl::primitive_attr attr;
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
   const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(p->a_md, any_b, p->c_md), attr,
                                         dnnl_engine());
   if (reference_only(pd)) return nullptr;
+  if (type == dt::f32 && std::string(pd.impl_info_str()).rfind("brg", 0) != 0) return nullptr;
   p->scratch_bytes = pd.scratchpad_desc().get_size();
   p->mm = dnnl::matmul(pd);
   const dnnl::memory::desc user = tb ? dnnl::memory::desc({k, n}, dt::f32, {1, k})
@@ -176,17 +180,22 @@ std::shared_ptr<PackedPrim> create_packed_prim(int64_t m, int64_t n, int64_t k, 
   return p;
 }
 
-std::shared_ptr<PackedPrim> cached_packed_prim(int64_t m, int64_t n, int64_t k, bool tb) {
+std::shared_ptr<PackedPrim> cached_packed_prim(int64_t m, int64_t n, int64_t k, bool tb,
+                                               dnnl::memory::data_type type) {
   static auto& cache = *new PrimCache<PackedPrim>(kCacheSize);
   ConvKey key{};
-  key.geom = {1, tb, m, n, k, library_threads()};
-  return cache.get(key, [&]() -> std::shared_ptr<PackedPrim> {
+  key.geom = {type == dnnl::memory::data_type::f32, tb, m, n, k, library_threads()};
+  auto make = [&]() -> std::shared_ptr<PackedPrim> {
     try {
-      return create_packed_prim(m, n, k, tb);
+      return create_packed_prim(m, n, k, tb, type);
     } catch (const dnnl::error&) {
       return nullptr;
     }
-  });
+  };
+  // bf16: _FusedMatMul's weights are a variable's; float32: created on a
+  // block size's second call, as unpacked ones.
+  return type == dnnl::memory::data_type::f32 ? cache.get_when_repeated(key, make)
+                                              : cache.get(key, make);
 }
 
 // x [m, k] (bf16) times the float32 weights `y` as rows blocks on kiln's pool, the
@@ -204,8 +213,10 @@ bool packed_product(const BFloat16* x, const Tensor& y, bool tb, int64_t m, int6
   const int64_t step = (m + want - 1) / want;
   const int64_t blocks = (m + step - 1) / step, last = m - (blocks - 1) * step;  // last > 0
   LibrariesSingleThreaded single;  // primitives for one thread each
-  const std::shared_ptr<PackedPrim> full = cached_packed_prim(step, n, k, tb);
-  const std::shared_ptr<PackedPrim> tail = last == step ? full : cached_packed_prim(last, n, k, tb);
+  const std::shared_ptr<PackedPrim> full =
+      cached_packed_prim(step, n, k, tb, dnnl::memory::data_type::bf16);
+  const std::shared_ptr<PackedPrim> tail =
+      last == step ? full : cached_packed_prim(last, n, k, tb, dnnl::memory::data_type::bf16);
   if (!full || !tail || full->wei->md != tail->wei->md) return false;
   Tensor holder;
   std::shared_ptr<const PackedWeights> packed;
@@ -273,9 +284,32 @@ void bf16_gemm_call(const Bf16Gemm& g) {
   run_prim(*p, g);
 }
 
-bool f32_gemm_onednn(const GemmCall<float>& g) {
+// g times its weights packed (kept per version `b_version` of their buffer);
+// false where oneDNN has no such primitive (yet) or the operands are strided.
+bool f32_packed_call(const GemmCall<float>& g, uint64_t b_version) {
+  if (g.ta || g.lda != g.k || g.ldc != g.n || g.ldb != (g.tb ? g.k : g.n)) return false;
+  const std::shared_ptr<PackedPrim> p =
+      cached_packed_prim(g.m, g.n, g.k, g.tb, dnnl::memory::data_type::f32);
+  if (!p) return false;
+  Tensor holder;
+  std::shared_ptr<const PackedWeights> packed;
+  const FilterRef ref{reinterpret_cast<const char*>(g.b), static_cast<size_t>(g.k * g.n) * 4,
+                      b_version};
+  const dnnl::memory wei = packed_weights(p->wei, ref, holder, packed);
+  const dnnl::engine& e = dnnl_engine();
+  run_matmul(p->mm, dnnl::memory(p->a_md, e, const_cast<float*>(g.a)), wei,
+             dnnl::memory(p->c_md, e, g.c), p->scratch_bytes);
+  return true;
+}
+
+bool f32_gemm_onednn(const GemmCall<float>& g, uint64_t b_version) {
   if (g.m == 0 || g.n == 0 || g.k == 0 || !f32_gemm_native()) return false;
   LibrariesSingleThreaded single;
+  if (b_version && f32_packed_call(g, b_version)) {
+    f32_products.fetch_add(1, std::memory_order_relaxed);
+    f32_packed.fetch_add(1, std::memory_order_relaxed);
+    return true;
+  }
   const std::shared_ptr<MatMulPrim> p = cached_prim(g);
   if (!p) return false;
   run_prim(*p, g);
@@ -294,6 +328,18 @@ bool f32_gemm_native() {
 
 int64_t onednn_f32_products() {
   return f32_products.load();
+}
+
+int64_t onednn_f32_packed_products() {
+  return f32_packed.load();
+}
+
+uint64_t gemm_packable_b(const Tensor& b, int64_t m, int64_t n, int64_t k) {
+  if (b.dtype() != DType::kFloat32 || !f32_gemm_native() ||
+      static_cast<double>(m) * n * k < kMinOneDnnMacs)
+    return 0;
+  const uint64_t v = b.buffer()->version();
+  return v && weights_seen_before(b.raw_data(), v) ? v : 0;
 }
 
 }  // namespace kiln::cpu

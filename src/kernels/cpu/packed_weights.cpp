@@ -3,7 +3,10 @@
 
 #include <algorithm>
 #include <cstring>
+#include <mutex>
+#include <set>
 #include <unordered_map>
+#include <utility>
 
 #include "conv_util.h"
 #include "kiln/config.h"
@@ -245,6 +248,17 @@ dnnl::memory packed_weights(const std::shared_ptr<WeightPacks>& packs, const Fil
     r.kept.emplace_back(packs, std::move(kept));
   }
   return wei;
+}
+
+bool weights_seen_before(const void* data, uint64_t version) {
+  constexpr size_t kRemembered = 4096;
+  static auto& mu = *new std::mutex;
+  static auto& seen = *new std::set<std::pair<const void*, uint64_t>>;
+  std::lock_guard<std::mutex> lock(mu);
+  if (seen.count({data, version})) return true;
+  if (seen.size() >= kRemembered) seen.clear();
+  seen.insert({data, version});
+  return false;
 }
 
 int64_t packed_filter_bytes() {

@@ -68,6 +68,12 @@ struct FilterRef {
 };
 FilterRef filter_ref(const Tensor& f);
 
+/// Whether weights at `data` with buffer version `version` (non-zero) were
+/// seen before by this test: true from a product's second call on weights
+/// that did not change (a variable's), never for a fresh activation, whose
+/// buffer has a new version on every call. Remembers a bounded set.
+bool weights_seen_before(const void* data, uint64_t version);
+
 /// `f` in `w`'s layout: a kept packing (`packed` set), else a reorder into
 /// `holder`, kept for later calls while the budget allows.
 dnnl::memory packed_weights(const std::shared_ptr<WeightPacks>& w, const FilterRef& f,

@@ -131,15 +131,26 @@ TEST(MatMulOneDnn, AFunctionGivesTheSameProductOnEveryCall) {
   const Tensor w = Tensor::from_vector(values(384 * 320, 0.77), Shape({384, 320}));
   Function f(
       [](const std::vector<Value>& in) { return Value(matmul(in[0].tensor(), in[1].tensor())); });
+  // Call 1 meets the sizes and the weights, call 2 runs on oneDNN and packs
+  // the weights (seen before at this version), call 3 reads the packing.
   const Tensor first = f({x, w}).tensor();
-  const int64_t before = cpu::onednn_f32_products();
-  const Tensor second = f({x, w}).tensor();
-  EXPECT_EQ(cpu::onednn_f32_products() > before, cpu::f32_gemm_native());
-  const std::vector<float> u = first.to_vector<float>(), v = second.to_vector<float>();
-  ASSERT_EQ(u.size(), v.size());
-  double err = 0;
-  for (size_t i = 0; i < u.size(); ++i) err = std::max(err, double{std::abs(u[i] - v[i])});
-  EXPECT_LT(err, 1e-4);
+  const std::vector<float> u = first.to_vector<float>();
+  for (int call = 2; call <= 3; ++call) {
+    SCOPED_TRACE(str_cat("call ", call));
+    const int64_t before = cpu::onednn_f32_products(), packed = cpu::onednn_f32_packed_products();
+    const std::vector<float> v = f({x, w}).tensor().to_vector<float>();
+    EXPECT_EQ(cpu::onednn_f32_products() > before, cpu::f32_gemm_native());
+    EXPECT_EQ(cpu::onednn_f32_packed_products() > packed, cpu::f32_gemm_native());
+    ASSERT_EQ(u.size(), v.size());
+    double err = 0;
+    for (size_t i = 0; i < u.size(); ++i) err = std::max(err, double{std::abs(u[i] - v[i])});
+    EXPECT_LT(err, 1e-4);
+  }
+  // New weights (a new version): read unpacked on their first call.
+  Tensor w2 = Tensor::from_vector(values(384 * 320, 0.19), Shape({384, 320}));
+  const int64_t packed = cpu::onednn_f32_packed_products();
+  f({x, w2});
+  EXPECT_EQ(cpu::onednn_f32_packed_products(), packed);
 }
 
 }  // namespace
