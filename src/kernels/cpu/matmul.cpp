@@ -90,9 +90,10 @@ constexpr int64_t kMinBlockRows = 64;
 // brgemm (float32, f32_gemm_onednn; B packed with `b_version`) or OpenBLAS.
 template <typename T>
 void gemm_call(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, int64_t lda,
-               const T* b, int64_t ldb, T* c, int64_t ldc, uint64_t b_version = 0) {
+               const T* b, int64_t ldb, T* c, int64_t ldc, uint64_t b_version = 0,
+               int64_t min_onednn_macs = kMinOneDnnMacs) {
   if constexpr (std::is_same_v<T, float>) {
-    if (!ta && static_cast<double>(m) * n * k >= kMinOneDnnMacs &&
+    if (!ta && static_cast<double>(m) * n * k >= min_onednn_macs &&
         f32_gemm_onednn({ta, tb, m, n, k, a, lda, b, ldb, c, ldc}, b_version))
       return;
   }
@@ -109,7 +110,8 @@ void gemm_call(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, in
 
 // A bfloat16 product on oneDNN, split as float32 products are.
 void gemm_call(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const BFloat16* a, int64_t lda,
-               const BFloat16* b, int64_t ldb, BFloat16* c, int64_t ldc, uint64_t = 0) {
+               const BFloat16* b, int64_t ldb, BFloat16* c, int64_t ldc, uint64_t = 0,
+               int64_t = 0) {
   LibrariesSingleThreaded single;
   bf16_gemm_call({ta, tb, m, n, k, a, lda, b, ldb, c, ldc});
 }
@@ -137,12 +139,19 @@ int64_t macs_of(int64_t m, int64_t n, int64_t k) {
   return macs;
 }
 
+// Whole products of a batch spread over the pool (for_batches) run on oneDNN
+// from this many multiply-adds: an attention's [128, 128] x [128, 64] and
+// [128, 64] x [64, 128]^T per head took 0.68x OpenBLAS's time.
+constexpr int64_t kMinOneDnnBatchMacs = 1 << 19;
+
 // One product of the plan. Few rows of float32 (a dense layer at batch 1) run
 // as gemv_rows. A large one runs as blocks of C's rows (or of its columns,
-// when C has few rows) on kiln's pool, each a single-threaded OpenBLAS call: the one
-// thread budget, and a descheduled thread delays only its own block.
+// when C has few rows) on kiln's pool, each a single-threaded call: the one
+// thread budget, and a descheduled thread delays only its own block. `whole`:
+// one call (a task of a batch spread over the pool).
 template <typename T>
-void gemm(const MatMulPlan& p, const T* a, const T* b, T* c, int64_t macs, uint64_t b_version = 0) {
+void gemm(const MatMulPlan& p, const T* a, const T* b, T* c, int64_t macs, uint64_t b_version = 0,
+          bool whole = false) {
   const int64_t lda = std::max<int64_t>(1, p.a_cols), ldb = std::max<int64_t>(1, p.b_cols);
   const int64_t ldc = std::max<int64_t>(1, p.n);
   if constexpr (std::is_same_v<T, float>) {
@@ -151,10 +160,11 @@ void gemm(const MatMulPlan& p, const T* a, const T* b, T* c, int64_t macs, uint6
       return;
     }
   }
-  const Split s = split_of(p.m, p.n, macs);
+  const Split s = whole ? Split{} : split_of(p.m, p.n, macs);
   const int64_t extent = s.by_rows ? p.m : p.n;
   if (s.blocks < 2) {
-    gemm_call(p.ta, p.tb, p.m, p.n, p.k, a, lda, b, ldb, c, ldc, b_version);
+    gemm_call(p.ta, p.tb, p.m, p.n, p.k, a, lda, b, ldb, c, ldc, b_version,
+              whole ? kMinOneDnnBatchMacs : kMinOneDnnMacs);
     return;
   }
   const int64_t step = (extent + s.blocks - 1) / s.blocks;
@@ -187,17 +197,27 @@ MatMulPlan plan_of(const GemmArgs<T>& g) {
   return p;
 }
 
-// Runs one(i) for each of `batches` products of `macs` multiply-adds: small
-// ones spread over the pool, large ones in turn (each splits itself).
+// Products of fewer multiply-adds, in batches of at least two per thread, run
+// whole, spread over the pool (an attention's [128, 128] x [128, 64] per
+// head), instead of each split over the pool in turn.
+constexpr int64_t kSpreadBatchMacs = 1 << 23;
+
+// Runs one(i, whole) for each of `batches` products of `macs` multiply-adds:
+// small ones, and many of moderate size, spread over the pool (`whole`: one
+// call each), large ones in turn (each splits itself).
 template <typename F>
 void for_batches(int64_t batches, int64_t macs, F&& one) {
   if (batches > 1 && macs < kSmallGemm) {
     parallel_for(batches, std::max<int64_t>(1, kSmallGemm / std::max<int64_t>(1, macs)),
                  [&](int64_t b0, int64_t b1) {
-                   for (int64_t i = b0; i < b1; ++i) one(i);
+                   for (int64_t i = b0; i < b1; ++i) one(i, true);
                  });
+  } else if (macs < kSpreadBatchMacs && batches >= 2 * ThreadPool::global().num_threads()) {
+    parallel_for(batches, 1, [&](int64_t b0, int64_t b1) {
+      for (int64_t i = b0; i < b1; ++i) one(i, true);
+    });
   } else {
-    for (int64_t i = 0; i < batches; ++i) one(i);
+    for (int64_t i = 0; i < batches; ++i) one(i, false);
   }
 }
 
@@ -205,9 +225,9 @@ template <typename T>
 void blas_matmul(const MatMulPlan& p, const T* a, const T* b, T* c, uint64_t b_version = 0) {
   const int64_t mat_c = p.m * p.n;
   const int64_t macs = macs_of(p.m, p.n, p.k);
-  for_batches(static_cast<int64_t>(p.a_off.size()), macs, [&](int64_t i) {
+  for_batches(static_cast<int64_t>(p.a_off.size()), macs, [&](int64_t i, bool whole) {
     gemm<T>(p, a + p.a_off[static_cast<size_t>(i)], b + p.b_off[static_cast<size_t>(i)],
-            c + i * mat_c, macs, b_version);
+            c + i * mat_c, macs, b_version, whole);
   });
 }
 
@@ -347,12 +367,16 @@ void gemm_product(const GemmArgs<T>& g, T* c) {
 
 template <typename T>
 void gemm_batches(const GemmArgs<T>& g, int64_t batches, int64_t a_step, int64_t b_step, T* c) {
-  for_batches(batches, macs_of(g.m, g.n, g.k), [&](int64_t i) {
-    GemmArgs<T> one = g;
-    one.a += i * a_step;
-    one.b += i * b_step;
-    if (b_step) one.b_version = 0;
-    gemm_product(one, c + i * g.m * g.n);
+  if (g.m == 0 || g.n == 0) return;
+  if (g.k == 0) {
+    std::fill(c, c + batches * g.m * g.n, T(0));
+    return;
+  }
+  const MatMulPlan p = plan_of(g);
+  const int64_t macs = macs_of(g.m, g.n, g.k);
+  for_batches(batches, macs, [&](int64_t i, bool whole) {
+    gemm<T>(p, g.a + i * a_step, g.b + i * b_step, c + i * g.m * g.n, macs,
+            b_step ? 0 : g.b_version, whole);
   });
 }
 

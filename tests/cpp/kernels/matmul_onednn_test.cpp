@@ -3,7 +3,8 @@
 // blocks with tails, column blocks with strided operands, transposed B,
 // batches), on the call that first meets a size (OpenBLAS) and on the next
 // (oneDNN where the CPU has the kernel); transposed A and small products stay
-// on OpenBLAS; MatMul in a function gives the same values on both calls.
+// on OpenBLAS; batches of heads; MatMul in a function gives the same values
+// on every call, its weights packed from the second.
 #include <cmath>
 #include <cstdint>
 #include <string>
@@ -123,6 +124,37 @@ TEST(MatMulOneDnn, BatchesAndRowBlocksAsTheJitRunsThem) {
     EXPECT_EQ(cpu::onednn_f32_products() > before, call == 1 && cpu::f32_gemm_native());
     const std::vector<float> ai(a.begin() + 64 * p.k, a.begin() + 192 * p.k);
     EXPECT_LT(max_error(rows, ai, b, c), 2e-6);
+  }
+}
+
+// An attention's products per head: many whole products spread over the
+// pool, each B its own (scores: B transposed), on oneDNN from 0.5M
+// multiply-adds.
+TEST(MatMulOneDnn, BatchesOfHeadsSpreadOverThePool) {
+  constexpr int64_t kHeads = 32;
+  for (const Case& p : {Case{128, 128, 64, false, true}, Case{128, 64, 128, false, false},
+                        Case{40, 24, 16, false, false, Lib::kOpenBlas}}) {
+    SCOPED_TRACE(name_of(p));
+    const std::vector<float> a = values(kHeads * p.m * p.k, 0.61),
+                             b = values(kHeads * p.k * p.n, 0.23);
+    const cpu::GemmArgs<float> g{p.ta, p.tb, p.m, p.n, p.k, a.data(), b.data()};
+    for (int call = 0; call < 2; ++call) {
+      std::vector<float> c(static_cast<size_t>(kHeads * p.m * p.n), -7.f);
+      const int64_t before = cpu::onednn_f32_products();
+      cpu::gemm_batches(g, kHeads, p.m * p.k, p.k * p.n, c.data());
+      const int64_t on_onednn = cpu::onednn_f32_products() - before;
+      if (call == 1 && p.lib == Lib::kOneDnn && cpu::f32_gemm_native())
+        EXPECT_EQ(on_onednn, kHeads);
+      if (p.lib == Lib::kOpenBlas) EXPECT_EQ(on_onednn, 0);
+      for (int64_t i = 0; i < kHeads; i += 7) {
+        SCOPED_TRACE(str_cat("call ", call, " head ", i));
+        const auto at = [](const std::vector<float>& v, int64_t i, int64_t size) {
+          return std::vector<float>(v.begin() + i * size, v.begin() + (i + 1) * size);
+        };
+        EXPECT_LT(max_error(p, at(a, i, p.m * p.k), at(b, i, p.k * p.n), at(c, i, p.m * p.n)),
+                  2e-6);
+      }
+    }
   }
 }
 
