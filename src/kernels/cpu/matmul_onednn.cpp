@@ -305,14 +305,22 @@ bool f32_packed_call(const GemmCall<float>& g, uint64_t b_version) {
 bool f32_gemm_onednn(const GemmCall<float>& g, uint64_t b_version) {
   if (g.m == 0 || g.n == 0 || g.k == 0 || !f32_gemm_native()) return false;
   LibrariesSingleThreaded single;
-  if (b_version && f32_packed_call(g, b_version)) {
-    f32_products.fetch_add(1, std::memory_order_relaxed);
-    f32_packed.fetch_add(1, std::memory_order_relaxed);
-    return true;
+  // A oneDNN error leaves the block to OpenBLAS, which writes all of C.
+  try {
+    if (b_version && f32_packed_call(g, b_version)) {
+      f32_products.fetch_add(1, std::memory_order_relaxed);
+      f32_packed.fetch_add(1, std::memory_order_relaxed);
+      return true;
+    }
+  } catch (const dnnl::error&) {
   }
   const std::shared_ptr<MatMulPrim> p = cached_prim(g);
   if (!p) return false;
-  run_prim(*p, g);
+  try {
+    run_prim(*p, g);
+  } catch (const dnnl::error&) {
+    return false;
+  }
   f32_products.fetch_add(1, std::memory_order_relaxed);
   return true;
 }
