@@ -190,6 +190,12 @@ const std::vector<Case>& cases() {
       {{3, 2500}, {0}},       // wide rows: several column chunks
       {{5, 2000, 3}, {0, 2}},
       {{70001}, {}},
+      // Columns in register chunks (128, 64 or 32 wide, then 16) and a tail:
+      {{2, 9, 161}, {1}},
+      {{3, 5, 47}, {1}},
+      {{4, 33, 16}, {1}},
+      {{1, 7, 7, 1536}, {1, 2}},  // a squeeze-and-excitation block's mean
+      {{2, 6, 6, 96}, {1, 2}},
   };
   return c;
 }
@@ -352,6 +358,14 @@ TEST(Reduce, MaxMinPropagateNaN) {
   expect_tensor<float>(reduce_min(x, {1}), {2}, {nan, 4.f});
   expect_tensor<float>(reduce_max(x, {0}), {3}, {4.f, nan, 6.f});
   expect_tensor<float>(reduce_max(x), {}, {nan});
+  // A NaN in a column chunk and in the columns after the chunks.
+  std::vector<float> wide(5 * 200, 2.f);
+  wide[3 * 200 + 150] = nan;
+  wide[1 * 200 + 199] = nan;
+  const Tensor w = reduce_min(Tensor::from_vector(wide, {5, 200}), {0});
+  const std::vector<float> got = w.to_vector<float>();
+  for (int64_t j = 0; j < 200; ++j)
+    EXPECT_EQ(std::isnan(got[static_cast<size_t>(j)]), j == 150 || j == 199) << j;
   std::vector<double> big(5000, 1.0);
   big[4321] = std::nan("");
   expect_tensor<double>(reduce_min(Tensor::from_vector(big, {5000})), {}, {std::nan("")});
