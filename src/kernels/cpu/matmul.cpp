@@ -212,7 +212,8 @@ void for_batches(int64_t batches, int64_t macs, F&& one) {
                  [&](int64_t b0, int64_t b1) {
                    for (int64_t i = b0; i < b1; ++i) one(i, true);
                  });
-  } else if (macs < kSpreadBatchMacs && batches >= 2 * ThreadPool::global().num_threads()) {
+  } else if (batches > 1 && macs < kSpreadBatchMacs &&  // large work: may start the pool
+             batches >= 2 * ThreadPool::global().num_threads()) {
     parallel_for(batches, 1, [&](int64_t b0, int64_t b1) {
       for (int64_t i = b0; i < b1; ++i) one(i, true);
     });
