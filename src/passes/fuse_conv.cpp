@@ -81,13 +81,13 @@ class ConvFuser {
     return n->outputs().size() == 1 && n->outputs()[0].dtype == DType::kFloat32 &&
            n->outputs()[0].shape == spec_.shape;
   }
-  // A float32 operand broadcast along the channels only ([C], [1,..,1,C] or
-  // one element), not produced by the chain itself.
   // Whether `e` is the convolution's or a chain member's output.
   static bool from_chain(Edge e, const Chain& ch) {
     return e.node == ch.conv ||
            std::find(ch.members.begin(), ch.members.end(), e.node) != ch.members.end();
   }
+  // A float32 operand broadcast along the channels only ([C], [1,..,1,C] or
+  // one element), not produced by the chain itself.
   bool channel_operand(Edge e, const Chain& ch, bool bias) const {
     if (from_chain(e, ch)) return false;
     const TensorSpec& s = spec_of(e);

@@ -232,15 +232,13 @@ void blas_matmul(const MatMulPlan& p, const T* a, const T* b, T* c, uint64_t b_v
   });
 }
 
-// B's version when every product reads B packed: float32, not A-transposed,
-// one B for all of them (gemm_packable_b).
+// B's version when the products may read B packed: float32, not A-transposed,
+// one B for all of them (gemm_packable_b; gemm() reads it packed in whole
+// products and row blocks only).
 uint64_t packable_b(const MatMulPlan& p, const Tensor& b) {
   if (p.ta || std::any_of(p.b_off.begin(), p.b_off.end(), [](int64_t o) { return o != 0; }))
     return 0;
-  const Split s = split_of(p.m, p.n, macs_of(p.m, p.n, p.k));
-  if (!s.by_rows && s.blocks >= 2) return 0;  // blocks of columns read parts of B
-  const int64_t rows = s.blocks >= 2 ? (p.m + s.blocks - 1) / s.blocks : p.m;
-  return gemm_packable_b(b, rows, p.n, p.k);
+  return gemm_packable_b(b, p.m, p.n, p.k);
 }
 
 // Copies the stored [rows, cols] matrix as [cols, rows].
@@ -357,16 +355,6 @@ void matmul_kernel(KernelContext& c) {
 }  // namespace
 
 template <typename T>
-void gemm_product(const GemmArgs<T>& g, T* c) {
-  if (g.m == 0 || g.n == 0) return;
-  if (g.k == 0) {
-    std::fill(c, c + g.m * g.n, T(0));
-    return;
-  }
-  gemm<T>(plan_of(g), g.a, g.b, c, macs_of(g.m, g.n, g.k), g.b_version);
-}
-
-template <typename T>
 void gemm_batches(const GemmArgs<T>& g, int64_t batches, int64_t a_step, int64_t b_step, T* c) {
   if (g.m == 0 || g.n == 0) return;
   if (g.k == 0) {
@@ -379,6 +367,11 @@ void gemm_batches(const GemmArgs<T>& g, int64_t batches, int64_t a_step, int64_t
     gemm<T>(p, g.a + i * a_step, g.b + i * b_step, c + i * g.m * g.n, macs,
             b_step ? 0 : g.b_version, whole);
   });
+}
+
+template <typename T>
+void gemm_product(const GemmArgs<T>& g, T* c) {
+  gemm_batches(g, 1, 0, 0, c);
 }
 
 template <typename T>

@@ -44,9 +44,13 @@ dnnl::memory::desc strided_md(int64_t rows, int64_t cols, int64_t ld, bool trans
                     : dnnl::memory::desc({rows, cols}, type, {ld, 1});
 }
 
-// Whether oneDNN offers only its reference code here (far slower than float32).
-bool reference_only(const dnnl::matmul::primitive_desc& pd) {
-  return std::string(pd.impl_info_str()).rfind("ref", 0) == 0;
+// Whether oneDNN has no kernel worth running for operands of `type`: only its
+// reference code (far slower than float32), or for float32 no brgemm kernel
+// (OpenBLAS is as fast as oneDNN's other float32 kernels).
+bool no_kernel(const dnnl::matmul::primitive_desc& pd, dnnl::memory::data_type type) {
+  const std::string impl = pd.impl_info_str();
+  return impl.rfind("ref", 0) == 0 ||
+         (type == dnnl::memory::data_type::f32 && impl.rfind("brg", 0) != 0);
 }
 
 // Runs `mm` on this thread: a (src), w (weights), c (dst), with user scratch.
@@ -65,8 +69,7 @@ template <typename T>
 constexpr dnnl::memory::data_type kDnnlType =
     std::is_same_v<T, float> ? dnnl::memory::data_type::f32 : dnnl::memory::data_type::bf16;
 
-// Null when oneDNN offers only its reference code (bf16), or no brgemm
-// kernel (float32: OpenBLAS is as fast as oneDNN's other float32 kernels).
+// Null where oneDNN has no kernel worth running (no_kernel).
 template <typename T>
 std::shared_ptr<MatMulPrim> create_prim(const GemmCall<T>& g) {
   constexpr auto type = kDnnlType<T>;
@@ -78,9 +81,7 @@ std::shared_ptr<MatMulPrim> create_prim(const GemmCall<T>& g) {
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
   const dnnl::matmul::desc d(p->a_md, p->b_md, p->c_md);
   const dnnl::matmul::primitive_desc pd(d, attr, dnnl_engine());
-  if (reference_only(pd)) return nullptr;
-  if (type == dnnl::memory::data_type::f32 && std::string(pd.impl_info_str()).rfind("brg", 0) != 0)
-    return nullptr;
+  if (no_kernel(pd, type)) return nullptr;
   p->scratch_bytes = pd.scratchpad_desc().get_size();
   p->mm = dnnl::matmul(pd);
   return p;
@@ -170,8 +171,7 @@ std::shared_ptr<PackedPrim> create_packed_prim(int64_t m, int64_t n, int64_t k, 
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
   const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(p->a_md, any_b, p->c_md), attr,
                                         dnnl_engine());
-  if (reference_only(pd)) return nullptr;
-  if (type == dt::f32 && std::string(pd.impl_info_str()).rfind("brg", 0) != 0) return nullptr;
+  if (no_kernel(pd, type)) return nullptr;
   p->scratch_bytes = pd.scratchpad_desc().get_size();
   p->mm = dnnl::matmul(pd);
   const dnnl::memory::desc user = tb ? dnnl::memory::desc({k, n}, dt::f32, {1, k})
