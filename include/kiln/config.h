@@ -23,6 +23,11 @@ struct Config {
   /// heavy from about 4 * parallel_grain element-operations, a value read
   /// when the plan is analysed (at compile time or after its first run).
   bool parallel_branches = true;
+  /// Keep the values a function computes from variables alone (a batch norm's
+  /// scale and shift) between its calls, recomputing them only when one of
+  /// those variables changed (see kiln/executor.h). Applies to functions that
+  /// read variables but write no state; checked on every run.
+  bool memoize_variable_values = true;
   /// Bytes of convolution filters kept reordered into oneDNN's weights layout
   /// (per process; each reordered once per version of its buffer). To make room
   /// for new ones, filters not used in a while (models no longer run) are

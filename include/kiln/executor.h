@@ -12,6 +12,12 @@
 // host callbacks) always run on the calling thread, in program order.
 // Everything else runs in order on the caller's thread exactly as without
 // regions. Config::parallel_branches switches this off.
+//
+// Values computed only from variables (a batch norm's scale and shift from
+// its moving statistics) are kept between runs of a plan whose only stateful
+// steps are variable reads: a run whose variables hold the same buffers at the
+// same versions (Buffer::version) as when they were computed skips the steps
+// that computed them (plan_memo.cpp; Config::memoize_variable_values).
 #pragma once
 #include <atomic>
 #include <memory>
@@ -30,6 +36,7 @@ class Plan {
   /// inputs, graph.outputs() its outputs. The plan keeps what it needs (the
   /// graph may be destroyed afterwards).
   static std::unique_ptr<Plan> compile(const Graph& graph);
+  ~Plan();
 
   /// Runs the plan. `inputs` must match the placeholders in number (dtype and
   /// shape are the caller's responsibility: ConcreteFunction checks them and
@@ -50,6 +57,12 @@ class Plan {
   /// One line per step: "3: AddV2 add (s1, s2) -> s4 [frees s1]", then one
   /// line per parallel region: "region 2..9: pre [2] chains [3 5 7] [4 6 8] post [9]".
   std::string debug_string() const;
+  /// Steps a run skips when the values kept from variables are current (0
+  /// when the plan keeps none: it writes state, or computes nothing from
+  /// variables alone).
+  size_t num_memoized_steps() const;
+  /// Runs that reused the kept values so far (for tests).
+  int64_t memo_hits() const;
 
  private:
   struct Step {
@@ -83,17 +96,30 @@ class Plan {
     std::vector<int32_t> release;
     std::vector<std::vector<uint8_t>> moves;  // per step in the window: in_last_use to use
   };
-  class Slots;  // a run's tensors (plan.cpp)
-  class Args;   // one thread's kernel arguments (plan.cpp)
+  class Slots;     // a run's tensors (plan.cpp)
+  class Args;      // one thread's kernel arguments (plan.cpp)
+  struct Memo;     // values computed from variables only (plan_memo.cpp)
+  struct MemoRun;  // one run's use of them
 
   const Tensor& read(int32_t slot, Slots& slots, std::span<const Tensor> inputs) const;
   void run_step(const Step& s, const uint8_t* moves, Slots& slots, Args& args,
                 std::span<const Tensor> inputs, Tensor* owned = nullptr) const;
   void run_impl(std::span<const Tensor> inputs, Tensor* owned, std::vector<Tensor>& out) const;
-  void run_region(const Region& r, Slots& slots, std::span<const Tensor> inputs) const;
+  /// Step k, unless the run reuses its value; keeps what a run computing the
+  /// kept values produces.
+  void run_one(size_t k, const uint8_t* moves, Slots& slots, Args& args,
+               std::span<const Tensor> inputs, Tensor* owned, MemoRun* mr) const;
+  void run_region(const Region& r, Slots& slots, std::span<const Tensor> inputs, MemoRun* mr) const;
   void run_recording(Slots& slots, std::span<const Tensor> inputs) const;
   /// Finds the regions from per-step element counts (plan_parallel.cpp).
   std::vector<Region> analyse(const std::vector<StepInfo>& info) const;
+  /// Finds the steps computing values from variables only (plan_memo.cpp).
+  void analyse_memo();
+  /// Before a run: fills the kept values' slots when current (true), else
+  /// prepares `mr` to record them; false when this run keeps nothing.
+  bool memo_begin(MemoRun& mr, Slots& slots, std::span<const Tensor> inputs) const;
+  void memo_record(size_t k, MemoRun& mr, Slots& slots) const;
+  void memo_end(MemoRun& mr) const;
 
   std::vector<Step> steps_;
   std::vector<std::pair<int32_t, Tensor>> constants_;
@@ -109,6 +135,7 @@ class Plan {
   enum State : int { kNone = 0, kPending = 1, kRecording = 2, kReady = 3 };
   mutable std::atomic<int> state_{kNone};
   mutable std::vector<Region> regions_;
+  std::unique_ptr<Memo> memo_;
 };
 
 }  // namespace kiln

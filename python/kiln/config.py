@@ -58,6 +58,22 @@ def tensor_float_32_execution_enabled():
     return _kiln._tensor_float_32()
 
 
+def set_memoize_variable_values(enabled):
+    """Whether functions keep the values they compute from variables alone (a
+    batch norm's scale and shift from its moving statistics) between calls,
+    recomputing them only after one of those variables changed (True, the
+    default; TensorFlow recomputes them on every call). Applies to functions
+    that read variables and write no state. Checked on every call. Returns
+    the previous setting."""
+    old = _kiln._memoize_variable_values()
+    _kiln._set_memoize_variable_values(bool(enabled))
+    return old
+
+
+def get_memoize_variable_values():
+    return _kiln._memoize_variable_values()
+
+
 class _Experimental:
     enable_tensor_float_32_execution = staticmethod(enable_tensor_float_32_execution)
     tensor_float_32_execution_enabled = staticmethod(tensor_float_32_execution_enabled)
@@ -66,6 +82,8 @@ class _Experimental:
     get_flush_denormals = staticmethod(get_flush_denormals)
     set_jit_excess_precision = staticmethod(set_jit_excess_precision)
     get_jit_excess_precision = staticmethod(get_jit_excess_precision)
+    set_memoize_variable_values = staticmethod(set_memoize_variable_values)
+    get_memoize_variable_values = staticmethod(get_memoize_variable_values)
 
 
 experimental = _Experimental()

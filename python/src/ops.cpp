@@ -335,6 +335,8 @@ void bind_ops(nb::module_& m) {
       "kiln's thread budget in effect (starts the pool).");
   m.def("_set_parallel_branches", [](bool on) { config().parallel_branches = on; });
   m.def("_parallel_branches", [] { return config().parallel_branches; });
+  m.def("_set_memoize_variable_values", [](bool on) { config().memoize_variable_values = on; });
+  m.def("_memoize_variable_values", [] { return config().memoize_variable_values; });
   m.def("_set_flush_denormals", [](bool on) { config().flush_denormals = on; });
   m.def("_flush_denormals", [] { return config().flush_denormals; });
   m.def("_set_jit_excess_precision", [](bool on) { config().jit_excess_precision = on; });

@@ -6,33 +6,10 @@
 #include "kiln/executor.h"
 #include "kiln/profiler.h"
 #include "kiln/thread_pool.h"
+#include "plan_internal.h"
 
 namespace kiln {
 namespace {
-
-// Tensors on the stack for small plans (most function calls), on the heap
-// beyond N: a run allocates nothing for its slots and kernel arguments.
-template <size_t N>
-class Scratch {
- public:
-  explicit Scratch(size_t n) {
-    if (n > N) heap_.resize(n);
-    data_ = n > N ? heap_.data() : inline_;
-  }
-  /// Grows to at least n (kernel arguments of a wider step).
-  void reserve(size_t n) {
-    if (n <= N || n <= heap_.size()) return;
-    heap_.resize(n);
-    data_ = heap_.data();
-  }
-  Tensor& operator[](size_t i) { return data_[i]; }
-  Tensor* data() { return data_; }
-
- private:
-  Tensor inline_[N];
-  std::vector<Tensor> heap_;
-  Tensor* data_;
-};
 
 // Slot numbers below zero name a tensor the plan reads in place instead of
 // copying it into a slot: -1 - i is input i, then constant i - num_inputs.
@@ -45,15 +22,6 @@ int64_t elements_or_unknown(const Shape& s) {
 }
 
 }  // namespace
-
-class Plan::Slots : public Scratch<16> {
- public:
-  using Scratch<16>::Scratch;
-};
-class Plan::Args : public Scratch<8> {
- public:
-  Args() : Scratch<8>(0) {}
-};
 
 std::unique_ptr<Plan> Plan::compile(const Graph& graph) {
   auto plan = std::unique_ptr<Plan>(new Plan());
@@ -207,6 +175,7 @@ std::unique_ptr<Plan> Plan::compile(const Graph& graph) {
       if (last_use[static_cast<size_t>(s.out_begin + o)] < 0) s.release.push_back(s.out_begin + o);
   }
   for (const Edge& e : graph.outputs()) plan->output_slots_.push_back(slot_of(e));
+  plan->analyse_memo();
 
   // Parallel regions now when every cost is known, else after a first run.
   bool known = true;
@@ -271,7 +240,18 @@ inline __attribute__((always_inline)) void Plan::run_step(const Step& s, const u
   for (int32_t r : s.release) slots[static_cast<size_t>(r)] = Tensor();
 }
 
-void Plan::run_region(const Region& r, Slots& slots, std::span<const Tensor> inputs) const {
+inline __attribute__((always_inline)) void Plan::run_one(size_t k, const uint8_t* moves,
+                                                         Slots& slots, Args& args,
+                                                         std::span<const Tensor> inputs,
+                                                         Tensor* owned, MemoRun* mr) const {
+  if (!mr) return run_step(steps_[k], moves, slots, args, inputs, owned);
+  if (mr->hit && memo_->skip[k]) return;
+  run_step(steps_[k], moves, slots, args, inputs, owned);
+  if (!mr->hit) memo_record(k, *mr, slots);
+}
+
+void Plan::run_region(const Region& r, Slots& slots, std::span<const Tensor> inputs,
+                      MemoRun* mr) const {
   profiler::ScopedTrace trace("parallel region", "executor", 2);
   if (trace.active()) {
     trace.add_arg("steps", str_cat(r.begin, "..", r.end - 1));
@@ -279,7 +259,8 @@ void Plan::run_region(const Region& r, Slots& slots, std::span<const Tensor> inp
   }
   {
     Args args;
-    for (int32_t k : r.pre) run_step(steps_[k], r.moves[k - r.begin].data(), slots, args, inputs);
+    for (int32_t k : r.pre)
+      run_one(k, r.moves[k - r.begin].data(), slots, args, inputs, nullptr, mr);
   }
   // Chains share `slots` (each writes only its own steps' outputs and moves
   // only values no other chain reads); each has its own arguments. Kernels
@@ -290,12 +271,13 @@ void Plan::run_region(const Region& r, Slots& slots, std::span<const Tensor> inp
         for (int64_t c = b; c < e; ++c) {
           profiler::ScopedTrace chain([&] { return str_cat("chain ", c); }, "executor", 2);
           for (int32_t k : r.chains[static_cast<size_t>(c)])
-            run_step(steps_[k], r.moves[k - r.begin].data(), slots, args, inputs);
+            run_one(k, r.moves[k - r.begin].data(), slots, args, inputs, nullptr, mr);
         }
       });
   {
     Args args;
-    for (int32_t k : r.post) run_step(steps_[k], r.moves[k - r.begin].data(), slots, args, inputs);
+    for (int32_t k : r.post)
+      run_one(k, r.moves[k - r.begin].data(), slots, args, inputs, nullptr, mr);
   }
   for (int32_t slot : r.release) slots[static_cast<size_t>(slot)] = Tensor();
 }
@@ -351,18 +333,24 @@ void Plan::run_impl(std::span<const Tensor> inputs, Tensor* owned, std::vector<T
   profiler::ScopedTrace trace(function_name_, "function", 2);
   const int state = state_.load(std::memory_order_acquire);
   int expected = kPending;
+  // Kept values are used by runs in order or by regions (not by a first run
+  // that records costs).
+  MemoRun memo_run;
+  MemoRun* mr = nullptr;
+  if ((state == kNone || state == kReady) && memo_begin(memo_run, slots, inputs)) mr = &memo_run;
   if (state == kNone || !config().parallel_branches) {
     Args args;
-    for (const Step& s : steps_) run_step(s, s.in_last_use.data(), slots, args, inputs, owned);
+    for (size_t k = 0; k < steps_.size(); ++k)
+      run_one(k, steps_[k].in_last_use.data(), slots, args, inputs, owned, mr);
   } else if (state == kReady) {
     Args args;
     size_t r = 0;
     for (size_t k = 0; k < steps_.size();) {
       if (r < regions_.size() && static_cast<size_t>(regions_[r].begin) == k) {
-        run_region(regions_[r], slots, inputs);
+        run_region(regions_[r], slots, inputs, mr);
         k = static_cast<size_t>(regions_[r++].end);
       } else {
-        run_step(steps_[k], steps_[k].in_last_use.data(), slots, args, inputs, owned);
+        run_one(k, steps_[k].in_last_use.data(), slots, args, inputs, owned, mr);
         ++k;
       }
     }
@@ -373,6 +361,7 @@ void Plan::run_impl(std::span<const Tensor> inputs, Tensor* owned, std::vector<T
     Args args;
     for (const Step& s : steps_) run_step(s, s.in_last_use.data(), slots, args, inputs);
   }
+  if (mr) memo_end(*mr);
   out.clear();
   out.reserve(output_slots_.size());
   for (size_t i = 0; i < output_slots_.size(); ++i) {
