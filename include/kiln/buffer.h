@@ -22,8 +22,11 @@ class Buffer {
   /// ResourceExhaustedError past the configured allocation cap.
   static Buffer* allocate(DType dtype, int64_t count);
   /// Wraps memory owned elsewhere (e.g. a NumPy array); `release` runs when
-  /// the last reference goes. Plain dtypes only.
-  static Buffer* wrap(void* data, size_t nbytes, std::function<void()> release);
+  /// the last reference goes. Plain dtypes only. kiln never writes wrapped
+  /// memory (unique() is false). `fixed`: nobody else does either while the
+  /// buffer lives (a private mapping of a SavedModel's variables), so its
+  /// contents get a version() as allocated blocks do; otherwise version() is 0.
+  static Buffer* wrap(void* data, size_t nbytes, std::function<void()> release, bool fixed = false);
 
   void* data() const { return data_; }
   size_t nbytes() const { return nbytes_; }
@@ -34,16 +37,19 @@ class Buffer {
   void unref() const {
     if (refs_.fetch_sub(1, std::memory_order_acq_rel) == 1) destroy();
   }
-  /// True when the caller holds the only reference (safe to write in place).
-  bool unique() const { return refs_.load(std::memory_order_acquire) == 1; }
+  /// True when the caller holds the only reference to memory kiln owns (safe
+  /// to write in place); false for wrapped memory, which others may also see.
+  bool unique() const {
+    return size_class_ != kWrappedClass && refs_.load(std::memory_order_acquire) == 1;
+  }
 
   /// A number naming the buffer's current contents: unique across all buffers
   /// and renewed by touch(), which every write through Tensor's mutable
   /// pointers calls. Caches of data derived from a buffer (packed conv
-  /// filters) key on it. 0 for wrapped memory, which its owner may change
-  /// unseen: such contents have no version.
+  /// filters) key on it. 0 for wrapped memory not `fixed` (see wrap()),
+  /// which its owner may change unseen: such contents have no version.
   uint64_t version() const {
-    return size_class_ == kWrappedClass ? 0 : version_.load(std::memory_order_acquire);
+    return size_class_ == kWrappedClass && !fixed_ ? 0 : version_.load(std::memory_order_acquire);
   }
   /// Gives the contents a new version (before a write).
   void touch() const;
@@ -55,6 +61,7 @@ class Buffer {
   mutable std::atomic<int32_t> refs_{1};
   DType dtype_ = DType::kInvalid;
   uint8_t size_class_ = 0;  // pool bucket; 0xff = direct allocation; 0xfe = wrapped
+  bool fixed_ = false;      // wrapped memory nobody changes (see wrap())
   void* data_ = nullptr;
   size_t nbytes_ = 0;
   int64_t count_ = 0;

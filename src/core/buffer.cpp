@@ -126,10 +126,12 @@ void Buffer::touch() const {
   version_.store(g_next_version.fetch_add(1, std::memory_order_relaxed), std::memory_order_release);
 }
 
-Buffer* Buffer::wrap(void* data, size_t nbytes, std::function<void()> release) {
+Buffer* Buffer::wrap(void* data, size_t nbytes, std::function<void()> release, bool fixed) {
   Buffer* b = new Buffer();
   b->dtype_ = DType::kUInt8;
   b->size_class_ = kWrapped;
+  b->fixed_ = fixed;
+  if (fixed) b->touch();
   b->data_ = data;
   b->nbytes_ = nbytes;
   b->count_ = static_cast<int64_t>(nbytes);

@@ -56,7 +56,11 @@ std::shared_ptr<MappedFile> map_file(const std::string& path, uint64_t want) {
 Tensor tensor_in(const std::shared_ptr<MappedFile>& m, const char* p, size_t n, DType dt,
                  const Shape& shape) {
   if (!n) return Tensor::empty(dt, shape);
-  Buffer* b = Buffer::wrap(const_cast<char*>(p), n, [m] {});
+  // The mapping is private and lives as long as the buffer, and kiln never
+  // writes wrapped memory: the contents are fixed (one version, so packed
+  // weights and values kept from variables key on it).
+  Buffer* b = Buffer::wrap(
+      const_cast<char*>(p), n, [m] {}, /*fixed=*/true);
   Tensor t = Tensor::from_buffer(b, 0, dt, shape);
   b->unref();  // the tensor holds it now
   return t;

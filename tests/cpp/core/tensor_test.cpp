@@ -154,6 +154,16 @@ TEST(Buffer, VersionsNameContents) {
   EXPECT_EQ(t.buffer()->version(), 0u);
   (void)t.mutable_raw_data();
   EXPECT_EQ(t.buffer()->version(), 0u);
+  // Fixed wrapped memory (a SavedModel's mapped variables) has one version.
+  static float fixed_storage[4] = {5, 6, 7, 8};
+  Buffer* f = Buffer::wrap(
+      fixed_storage, sizeof fixed_storage, [] {}, /*fixed=*/true);
+  Tensor ft = Tensor::from_buffer(f, 0, DType::kFloat32, {4});
+  f->unref();
+  const uint64_t vf = ft.buffer()->version();
+  EXPECT_NE(vf, 0u);
+  (void)ft.data<float>();
+  EXPECT_EQ(ft.buffer()->version(), vf);
 }
 
 }  // namespace

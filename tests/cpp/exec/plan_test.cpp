@@ -100,6 +100,33 @@ TEST(Plan, OwnedInputsMoveIntoTheirLastReader) {
   EXPECT_EQ(x2.at<float>({0}), 1.f);
 }
 
+// Memory kiln does not own (a SavedModel's mapped variables) is never written
+// in place, even when its only reference moves into its last reader: another
+// buffer may wrap the same memory (a second read of the same variable).
+TEST(Plan, WrappedInputsAreNeverWrittenInPlace) {
+  Graph g("f");
+  trace(g, {{"x", {DType::kFloat32, Shape({4})}}},
+        [](std::vector<Tensor> a) { return std::vector<Tensor>{a[0] + 1.f}; });
+  auto plan = Plan::compile(g);
+  static float storage[4] = {1, 2, 3, 4};
+  for (bool fixed : {false, true}) {
+    auto wrapped = [&] {
+      Buffer* b = Buffer::wrap(
+          storage, sizeof storage, [] {}, fixed);
+      Tensor t = Tensor::from_buffer(b, 0, DType::kFloat32, {4});
+      b->unref();
+      return t;
+    };
+    const Tensor other = wrapped();
+    std::vector<Tensor> in{wrapped()}, out;
+    EXPECT_FALSE(in[0].buffer()->unique());
+    plan->run_owned(in, out);
+    EXPECT_NE(out[0].raw_data(), static_cast<const void*>(storage));
+    expect_tensor<float>(out[0], {4}, {2, 3, 4, 5});
+    expect_tensor<float>(other, {4}, {1, 2, 3, 4});
+  }
+}
+
 TEST(Plan, StatefulOpsRunInProgramOrderEveryCall) {
   Variable v(Tensor(0));
   Graph g("f");

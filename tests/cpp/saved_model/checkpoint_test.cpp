@@ -59,6 +59,11 @@ TEST(Checkpoint, RoundTripsEveryKind) {
   EXPECT_EQ(f.shape(), Shape({2, 3}));
   EXPECT_EQ(f.data<float>()[0], 1.5f);
   EXPECT_EQ(reinterpret_cast<uintptr_t>(f.raw_data()) % 64, 0u);  // mapped, aligned
+  // Mapped values are fixed: versioned (packings and values kept from
+  // variables key on it), never written in place (another read shares them).
+  EXPECT_NE(f.buffer()->version(), 0u);
+  EXPECT_FALSE(f.buffer()->unique());
+  EXPECT_NE(r.read("f").buffer()->version(), f.buffer()->version());
   EXPECT_EQ(r.read("i").item<int64_t>(), int64_t{1} << 40);
   EXPECT_FALSE(r.read("b").data<bool>()[1]);
   EXPECT_EQ(r.read("s").data<std::string>()[0], "kiln");

@@ -62,3 +62,32 @@ def test_the_switch_gives_the_same_values():
         tf.config.experimental.set_memoize_variable_values(True)
     for a in kept + fresh:
         np.testing.assert_array_equal(a, kept[0])
+
+
+def test_a_loaded_saved_model_keeps_values_and_sees_writes(tmp_path):
+    # A SavedModel's variables are read from the mapped file (fixed memory with
+    # one version); assigning one of them gives it new memory, seen on the next call.
+    model = _model()
+    x = np.random.default_rng(2).normal(size=(2, 6, 6, 3)).astype(np.float32)
+
+    class Serve(tf.Module):
+        def __init__(self):
+            super().__init__()
+            self.model = model
+
+        @tf.function(input_signature=[tf.TensorSpec([2, 6, 6, 3], tf.float32)])
+        def serve(self, x):
+            return self.model(x, training=False)
+
+    tf.saved_model.save(Serve(), str(tmp_path))
+    loaded = tf.saved_model.load(str(tmp_path))
+    want = model(x, training=False).numpy()
+    for _ in range(3):
+        np.testing.assert_allclose(loaded.serve(x).numpy(), want, rtol=1e-5, atol=1e-5)
+    means = [v for v in loaded.variables if "moving_mean" in v.name]
+    assert len(means) == 1
+    means[0].assign(np.full(8, 0.75, np.float32))
+    model.layers[2].moving_mean.assign(np.full(8, 0.75, np.float32))
+    want = model(x, training=False).numpy()
+    for _ in range(2):
+        np.testing.assert_allclose(loaded.serve(x).numpy(), want, rtol=1e-5, atol=1e-5)
