@@ -135,6 +135,11 @@ bool Plan::memo_begin(MemoRun& mr, Slots& slots, std::span<const Tensor> inputs)
   }
   if (mr.hit) {
     m.hits.fetch_add(1, std::memory_order_relaxed);
+    profiler::ScopedTrace trace("kept values", "executor", 2);
+    if (trace.active()) {
+      trace.add_arg("skipped steps", str_cat(m.num_skipped));
+      trace.add_arg("values", str_cat(m.kept_slots.size()));
+    }
     return true;
   }
   // Recorded afresh from what this run's reads return.

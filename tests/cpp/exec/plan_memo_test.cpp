@@ -9,6 +9,7 @@
 
 #include "jit/jit_test_util.h"
 #include "kiln/executor.h"
+#include "kiln/profiler.h"
 #include "kiln/variable.h"
 #include "test_util.h"
 
@@ -95,6 +96,39 @@ TEST_P(PlanMemo, BatchNormMathIsKeptUntilAVariableChanges) {
     expect_matches_eager(f, m, x);
     expect_matches_eager(f, m, x);
   }
+}
+
+// A run reusing the kept values shows as one "kept values" event; the steps it
+// skipped have no kernel events.
+TEST_P(PlanMemo, TheProfilerShowsTheReuse) {
+  Model m;
+  Function f = make([&](const std::vector<Value>& a) { return m(a); }, GetParam());
+  const Tensor x = Tensor::from_vector(ramp(32, 0.2f, 0.1f), {4, 8});
+  for (int i = 0; i < 2; ++i) expect_matches_eager(f, m, x);
+  auto profile = [&] {
+    profiler::start();
+    expect_matches_eager(f, m, x);
+    return profiler::stop();
+  };
+  auto kernels = [](const profiler::Profile& p) {
+    int n = 0;
+    for (const profiler::Event& e : p.events) n += e.category == "kernel";
+    return n;
+  };
+  const profiler::Profile on = profile();
+  config().memoize_variable_values = false;
+  const profiler::Profile off = profile();
+  const profiler::Event* kept = nullptr;
+  for (const profiler::Event& e : on.events)
+    if (e.name == "kept values") kept = &e;
+  ASSERT_NE(kept, nullptr);
+  EXPECT_EQ(kept->category, "executor");
+  ASSERT_EQ(kept->args.size(), 2u);
+  const size_t skipped = plan_of(f, x).num_memoized_steps();
+  EXPECT_EQ(kept->args[0],
+            (std::pair<std::string, std::string>("skipped steps", str_cat(skipped))));
+  EXPECT_EQ(kernels(off) - kernels(on), static_cast<int>(skipped));
+  for (const profiler::Event& e : off.events) EXPECT_NE(e.name, "kept values");
 }
 
 TEST_P(PlanMemo, TheSwitchTurnsItOff) {
