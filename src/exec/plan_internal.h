@@ -69,8 +69,7 @@ struct Plan::Memo {
 
   mutable std::mutex mu;
   mutable std::vector<VariableState> key;  // what the kept values were computed from
-  mutable std::vector<Tensor> values;      // per kept slot
-  mutable bool valid = false;
+  mutable std::vector<Tensor> values;      // per kept slot; empty: none kept
   mutable int misses_in_row = 0;
   mutable std::atomic<bool> off{false};  // variables change on every run: stop keeping
   mutable std::atomic<int64_t> hits{0};

@@ -120,13 +120,13 @@ bool Plan::memo_begin(MemoRun& mr, Slots& slots, std::span<const Tensor> inputs)
     const auto* v = dynamic_cast<const VariableResource*>(handle.resource());
     if (!v) return false;  // the read step names the error
     const Tensor value = v->read();
-    // Memory without a version (a mapped file) may change unseen.
+    // Memory without a version (wrapped by an owner who may change it) keys nothing.
     if (!value.defined() || !value.buffer() || value.buffer()->version() == 0) return false;
     mr.key[i] = {v, value.raw_data(), value.buffer()->version()};
   }
   {
     std::lock_guard<std::mutex> lock(m.mu);
-    if (m.valid && m.key == mr.key) {
+    if (!m.values.empty() && m.key == mr.key) {
       for (size_t j = 0; j < m.kept_slots.size(); ++j)
         slots[static_cast<size_t>(m.kept_slots[j])] = m.values[j];
       m.misses_in_row = 0;
@@ -174,14 +174,12 @@ void Plan::memo_end(MemoRun& mr) const {
   std::lock_guard<std::mutex> lock(m.mu);
   if (++m.misses_in_row >= kMaxMissesInRow) {
     m.off.store(true, std::memory_order_relaxed);
-    m.valid = false;
     m.values.clear();
     return;
   }
   if (!complete || bytes > kMaxKeptBytes) return;
   m.key = std::move(mr.key);
   m.values = std::move(mr.values);
-  m.valid = true;
 }
 
 size_t Plan::num_memoized_steps() const {
