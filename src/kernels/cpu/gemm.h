@@ -62,6 +62,10 @@ struct GemmCall {
   int64_t ldc = 0;
 };
 using Bf16Gemm = GemmCall<BFloat16>;
+/// Runs the float32 product `g` on this thread as a task of a batch spread
+/// over the pool runs it: oneDNN's brgemm kernel from 2^19 multiply-adds
+/// (A not transposed), else OpenBLAS.
+void f32_gemm_call(const GemmCall<float>& g);
 /// Runs `g` on this thread (matmul_onednn.cpp): oneDNN's bf16 kernel with float32
 /// accumulation, or float32 on OpenBLAS where oneDNN has none for it.
 void bf16_gemm_call(const Bf16Gemm& g);

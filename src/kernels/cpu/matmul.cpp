@@ -398,6 +398,10 @@ template void gemm_batches<BFloat16>(const GemmArgs<BFloat16>&, int64_t, int64_t
                                      BFloat16*);
 template void gemm_product_rows<BFloat16>(const GemmArgs<BFloat16>&, int64_t, int64_t, BFloat16*);
 
+void f32_gemm_call(const GemmCall<float>& g) {
+  gemm_call(g.ta, g.tb, g.m, g.n, g.k, g.a, g.lda, g.b, g.ldb, g.c, g.ldc, 0, kMinOneDnnBatchMacs);
+}
+
 int64_t gemm_row_blocks(int64_t m, int64_t n, int64_t k) {
   const Split s = split_of(m, n, macs_of(m, n, k));
   return s.blocks >= 2 && s.by_rows ? s.blocks : 0;

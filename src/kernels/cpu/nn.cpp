@@ -9,6 +9,7 @@
 #include "elementwise_util.h"
 #include "functors.h"
 #include "kernel_util.h"
+#include "softmax.h"
 
 #ifdef KILN_X86_CLONES
 #include <immintrin.h>
@@ -184,8 +185,9 @@ KILN_SOFTMAX_ROW(softmax_row_avx512, KILN_AVX512_TARGET, stream_row_avx)
 #undef KILN_STREAM_ROW_BASE
 #undef KILN_SOFTMAX_ROW
 
+// The row function for this CPU (float32: its widest clone).
 template <typename T, bool kLog>
-void softmax_rows(const T* in, T* out, int64_t rows, int64_t n) {
+auto softmax_row_fn() {
   auto row = softmax_row<T, kLog>;
 #ifdef KILN_X86_CLONES
   if constexpr (std::is_same_v<T, float>) {
@@ -196,6 +198,12 @@ void softmax_rows(const T* in, T* out, int64_t rows, int64_t n) {
     }
   }
 #endif
+  return row;
+}
+
+template <typename T, bool kLog>
+void softmax_rows(const T* in, T* out, int64_t rows, int64_t n) {
+  const auto row = softmax_row_fn<T, kLog>();
   // Outputs too large for the cache are streamed (rows from a row buffer).
   bool stream = false;
 #ifdef KILN_X86_CLONES
@@ -225,6 +233,11 @@ void softmax_kernel(KernelContext& c) {
 }
 
 }  // namespace
+
+void softmax_rows_in_place(float* x, int64_t rows, int64_t n) {
+  const auto row = softmax_row_fn<float, false>();
+  for (int64_t r = 0; r < rows; ++r) row(x + r * n, x + r * n, n, false);
+}
 
 void bind_nn_kernels(OpTableBuilder& t) {
   bind_matmul_kernels(t);
