@@ -1,0 +1,113 @@
+// _FusedAttention (fuse_attention): softmax(scale * Q K^T) V per batch and
+// head, as one node whose scores never leave the cache.
+//
+// Inputs q, k, v: float32 of rank 4. Each is read as [batch, heads, rows,
+// cols] through attr perms (16 ints: for q, k, v and the output, the axis of
+// the stored value that holds each of those four dims): q is [B, N, T, H],
+// k [B, N, S, H], v [B, N, S, Dv] and the output [B, N, T, Dv]. So a
+// Transpose feeding an operand (the heads' split) or taking the output (their
+// merge) is read through, never computed. Batch and heads broadcast as
+// BatchMatMulV2's batch dims do (a dim of 1 against any). The stored last
+// axis of k and v is one of their two matrix dims, the output's is Dv.
+// attr scale: the scores' factor (1 / sqrt(H) in Keras). Kernel:
+// src/kernels/cpu/attention.cpp.
+#include <array>
+
+#include "families.h"
+
+namespace kiln {
+namespace {
+
+constexpr int kRank = 4;
+constexpr size_t kOperands = 4;  // q, k, v, output
+
+// The four dims of operand i as read through its perm (-1: unknown).
+std::array<int64_t, kRank> logical_dims(const Shape& s, const int64_t* perm) {
+  std::array<int64_t, kRank> d{};
+  for (int j = 0; j < kRank; ++j) d[static_cast<size_t>(j)] = s.dim(perm[j]);
+  return d;
+}
+
+// Two batch dims broadcast (1 against any; unknown stays unknown).
+bool broadcast_dim(int64_t a, int64_t b, int64_t& out) {
+  if (a == 1 || a == b) {
+    out = b;
+  } else if (b == 1) {
+    out = a;
+  } else if (a < 0 || b < 0) {
+    out = -1;
+  } else {
+    return false;
+  }
+  return true;
+}
+
+bool same_or_unknown(int64_t a, int64_t b) {
+  return a < 0 || b < 0 || a == b;
+}
+
+void check_perms(InferContext& c, const std::vector<int64_t>& perms) {
+  if (perms.size() != kOperands * kRank)
+    c.fail("perms must hold 16 ints (q, k, v, output), got ", perms.size());
+  for (size_t i = 0; i < kOperands; ++i) {
+    bool seen[kRank] = {};
+    for (size_t j = 0; j < kRank; ++j) {
+      const int64_t a = perms[i * kRank + j];
+      if (a < 0 || a >= kRank || seen[a]) c.fail("perms[", i, "] must be a permutation of 0..3");
+      seen[a] = true;
+    }
+  }
+  // k and v: stored rows or cols innermost; the output: its cols.
+  for (size_t i : {size_t{1}, size_t{2}})
+    if (perms[i * kRank + 2] != kRank - 1 && perms[i * kRank + 3] != kRank - 1)
+      c.fail(c.input_name(i), " must store its rows or its columns innermost");
+  if (perms[3 * kRank + 3] != kRank - 1) c.fail("the output must store its columns innermost");
+}
+
+void infer_fused_attention(InferContext& c) {
+  const auto& perms = c.attr_ints("perms");
+  check_perms(c, perms);
+  for (size_t i = 0; i < 3; ++i) {
+    c.expect_dtype(i, DType::kFloat32);
+    if (!c.shape(i).rank_known() || c.shape(i).rank() != kRank)
+      c.fail(c.input_name(i), " must have rank 4, got shape ", c.shape(i).debug_string());
+  }
+  const auto q = logical_dims(c.shape(0), &perms[0]);
+  const auto k = logical_dims(c.shape(1), &perms[kRank]);
+  const auto v = logical_dims(c.shape(2), &perms[2 * kRank]);
+  if (!same_or_unknown(q[3], k[3])) c.fail("q has ", q[3], " columns per row but k has ", k[3]);
+  if (!same_or_unknown(k[2], v[2])) c.fail("k has ", k[2], " rows but v has ", v[2]);
+  std::array<int64_t, kRank> out{0, 0, q[2], v[3]};
+  for (size_t d = 0; d < 2; ++d) {
+    int64_t qk = 0;
+    if (!broadcast_dim(q[d], k[d], qk) || !broadcast_dim(qk, v[d], out[d]))
+      c.fail("the ", d == 0 ? "batch" : "heads", " dims of q (", q[d], "), k (", k[d], ") and v (",
+             v[d], ") do not broadcast");
+  }
+  std::vector<int64_t> dims(kRank);
+  for (size_t j = 0; j < kRank; ++j) dims[static_cast<size_t>(perms[3 * kRank + j])] = out[j];
+  c.set_output(0, DType::kFloat32, Shape(dims));
+}
+
+// Work: rows x keys x (H + Dv) multiply-adds, about output elements times the
+// keys' elements per batch and head; the kernel splits itself.
+OpCost fused_attention_cost(const CostQuery& q) {
+  const double out = static_cast<double>(q.out_elements());
+  const double keys = q.in.size() > 1 ? static_cast<double>(std::max<int64_t>(q.in[1], 1)) : 1;
+  return {std::max(out, keys) * 64.0, true};
+}
+
+}  // namespace
+
+void define_attention_ops(OpTableBuilder& t) {
+  t.def(OpId::FusedAttention)
+      .inputs({"q", "k", "v"})
+      .outputs({"output"})
+      .attr("scale", AttrType::kFloat, 1.0)
+      .attr("perms", AttrType::kInts)
+      .traits(kGraphOnly | kPassOnly | kNoGradient)
+      .cost(fused_attention_cost)
+      .infer(infer_fused_attention);
+}
+
+}  // namespace kiln
