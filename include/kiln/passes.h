@@ -131,6 +131,18 @@ PassResult fuse_elementwise(Graph& g);
 /// otherwise take the epilogue's elementwise ops.
 PassResult fuse_conv(Graph& g);
 
+/// fuse_attention: BatchMatMulV2(Softmax(s * BatchMatMulV2(q, k, adj_y)), v)
+/// of float32 rank-4 values (Keras' MultiHeadAttention, the TensorFlow
+/// transformer tutorial's scaled_dot_product_attention) whose intermediate
+/// values have no other user becomes one _FusedAttention node: the scores of
+/// a block of query rows stay in cache between the products. s: scalar
+/// float32 constants multiplying (Mul) or dividing (RealDiv) the scores or q.
+/// A Transpose producing q, k or v (the heads' split) is read through, and
+/// one taking the result (the heads' merge, keeping the last axis) is written
+/// through, so neither is computed. Runs in every mode but check_numerics
+/// (jit_compile keeps it: the JIT would compute the same products).
+PassResult fuse_attention(Graph& g);
+
 /// fold_pad: a Conv2D or DepthwiseConv2dNative with VALID padding whose input
 /// is a Pad (no control inputs) of a value with static height and width, with
 /// constant paddings of the height and width only and a constant +0 fill,

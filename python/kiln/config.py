@@ -172,7 +172,8 @@ _ALWAYS = ("disable_model_pruning", "disable_meta_optimizer")
 _GRAPPLER_TO_KILN = {
     "constant_folding": ("fold_constants",),
     "arithmetic_optimization": ("cse", "simplify"),
-    "remapping": ("fuse_conv", "fuse", "fold_pad", "conv_float_filters", "matmul_float_weights"),
+    "remapping": ("fuse_conv", "fuse", "fold_pad", "conv_float_filters", "matmul_float_weights",
+                  "fuse_attention"),
     "function_optimization": ("inline",),
     "disable_model_pruning": ("prune",),
 }

@@ -1,0 +1,155 @@
+// fuse_attention: attention written as ops, BatchMatMulV2(Softmax(scale *
+// BatchMatMulV2(q, k)), v) of rank 4 (Keras' MultiHeadAttention, the
+// TensorFlow transformer tutorial's scaled_dot_product_attention), becomes one
+// _FusedAttention node (ops/attention.cpp) that keeps the scores in cache.
+// Scalar constant factors on q or on the scores (Mul, RealDiv) become its
+// scale; a Transpose feeding q, k or v (the heads' split) or taking the result
+// (their merge) is read through instead of computed.
+#include <array>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "pass_util.h"
+
+namespace kiln {
+namespace {
+using passes::const_of;
+using passes::spec_of;
+
+constexpr int kRank = 4;
+using Perm = std::array<int64_t, kRank>;
+constexpr Perm kIdentity{0, 1, 2, 3}, kSwapped{0, 1, 3, 2};
+
+class AttentionFuser {
+ public:
+  explicit AttentionFuser(const Graph& g) : outs_(passes::output_nodes(g)) {
+    for (const auto& n : g.nodes()) {
+      for (const Edge& e : n->inputs()) users_[e.node].push_back(n.get());
+      for (const Node* c : n->control_inputs()) control_targets_.insert(c);
+    }
+  }
+
+  // Rewrites the attention whose second product is `pv`; false when `pv` is
+  // not one.
+  bool fuse(Node* pv, PassResult& r) {
+    if (!product(pv) || std::get<bool>(pv->attr("adj_x"))) return false;
+    Node* softmax = pv->inputs()[0].node;
+    if (softmax->op().id != OpId::Softmax || !interior(softmax)) return false;
+    double scale = 1;
+    Edge x = softmax->inputs()[0];
+    peel_scale(x, scale);
+    Node* scores = x.node;
+    if (!product(scores) || !interior(scores)) return false;
+    Edge q = scores->inputs()[0], k = scores->inputs()[1], v = pv->inputs()[1];
+    peel_scale(q, scale);
+    Perm pq = std::get<bool>(scores->attr("adj_x")) ? kSwapped : kIdentity;
+    Perm pk = std::get<bool>(scores->attr("adj_y")) ? kIdentity : kSwapped;
+    Perm pvv = std::get<bool>(pv->attr("adj_y")) ? kSwapped : kIdentity;
+    read_through(q, pq);
+    peel_scale(q, scale);  // a scale before the heads' split
+    read_through(k, pk);
+    read_through(v, pvv);
+    for (const Perm* p : {&pk, &pvv})
+      if ((*p)[2] != kRank - 1 && (*p)[3] != kRank - 1) return false;  // neither dim innermost
+    for (Edge e : {q, k, v})
+      if (!float_rank4(e)) return false;
+    Node* root = pv;
+    Perm po = kIdentity;
+    if (Node* t = merging_transpose(pv, po)) root = t;
+    std::vector<int64_t> perms;
+    for (const Perm* p : {&pq, &pk, &pvv, &po}) perms.insert(perms.end(), p->begin(), p->end());
+    const TensorSpec spec = root->outputs()[0];
+    root->reset(op_def(OpId::FusedAttention), {q, k, v}, Attrs{scale, std::move(perms)}, {spec});
+    r.rewritten.push_back(
+        {root->name(), str_cat("softmax(q k^T) v of '", softmax->name(), "' -> _FusedAttention")});
+    return true;
+  }
+
+ private:
+  // A node whose only use is by the next step of the pattern.
+  bool interior(const Node* n) const {
+    auto it = users_.find(n);
+    return it != users_.end() && it->second.size() == 1 && !outs_.count(n) &&
+           !control_targets_.count(n) && n->control_inputs().empty() && n->outputs().size() == 1;
+  }
+  // A float32 BatchMatMulV2 of rank 4 without control inputs.
+  static bool product(const Node* n) {
+    return n->op().id == OpId::MatMul && n->control_inputs().empty() &&
+           float_rank4(n->outputs()[0]);
+  }
+  static bool float_rank4(Edge e) { return float_rank4(spec_of(e)); }
+  static bool float_rank4(const TensorSpec& s) {
+    return s.dtype == DType::kFloat32 && s.shape.rank_known() && s.shape.rank() == kRank;
+  }
+  // Peels Mul by / RealDiv by a float32 scalar constant off `e` (used only
+  // here) into `scale`.
+  void peel_scale(Edge& e, double& scale) const {
+    while (interior(e.node) && e.node->inputs().size() == 2) {
+      const OpId id = e.node->op().id;
+      const Edge a = e.node->inputs()[0], b = e.node->inputs()[1];
+      if (id == OpId::Mul && scalar(b) && !scalar(a)) {
+        scale *= *const_of(b)->data<float>();
+        e = a;
+      } else if (id == OpId::Mul && scalar(a) && !scalar(b)) {
+        scale *= *const_of(a)->data<float>();
+        e = b;
+      } else if (id == OpId::Div && scalar(b) && !scalar(a)) {
+        scale /= *const_of(b)->data<float>();
+        e = a;
+      } else {
+        return;
+      }
+    }
+  }
+  static bool scalar(Edge e) {
+    const Tensor* t = const_of(e);
+    return t && t->dtype() == DType::kFloat32 && t->num_elements() == 1;
+  }
+  // Whether `t` is a Transpose of a float32 rank-4 value without control
+  // inputs: its perm in `tp` (an empty perm reverses).
+  static bool transpose_of(const Node* t, Perm& tp) {
+    if (t->op().id != OpId::Transpose || !t->control_inputs().empty() ||
+        !float_rank4(t->outputs()[0]))
+      return false;
+    const auto& given = std::get<std::vector<int64_t>>(t->attr("perm"));
+    tp = {3, 2, 1, 0};
+    if (given.empty()) return true;
+    if (given.size() != kRank) return false;
+    std::copy(given.begin(), given.end(), tp.begin());
+    return true;
+  }
+  // `e` read through the Transpose that produced it (any other users keep it).
+  static void read_through(Edge& e, Perm& p) {
+    Perm tp;
+    if (!transpose_of(e.node, tp)) return;
+    for (int64_t& a : p) a = tp[static_cast<size_t>(a)];
+    e = e.node->inputs()[0];
+  }
+  // The Transpose that is the only user of `pv`, when the fused node can
+  // write its layout (Dv innermost): its place in `po`.
+  Node* merging_transpose(Node* pv, Perm& po) const {
+    if (!interior(pv)) return nullptr;
+    Node* t = users_.at(pv)[0];
+    Perm tp;
+    if (!transpose_of(t, tp) || tp[kRank - 1] != kRank - 1) return nullptr;
+    for (size_t i = 0; i < kRank; ++i) po[static_cast<size_t>(tp[i])] = static_cast<int64_t>(i);
+    return t;
+  }
+
+  std::unordered_set<const Node*> outs_;
+  std::unordered_map<const Node*, std::vector<Node*>> users_;
+  std::unordered_set<const Node*> control_targets_;
+};
+
+}  // namespace
+
+PassResult fuse_attention(Graph& g) {
+  PassResult r;
+  r.pass = "fuse_attention";
+  AttentionFuser fuser(g);
+  for (Node* n : passes::node_list(g))
+    if (n->op().id == OpId::MatMul) fuser.fuse(n, r);
+  return r;
+}
+
+}  // namespace kiln

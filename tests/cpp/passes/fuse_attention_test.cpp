@@ -1,0 +1,172 @@
+// fuse_attention: softmax(scale * q k^T) v written as ops becomes one
+// _FusedAttention node, its transposes read and written through. Each pattern
+// is checked for the optimized graph (what remains) and for results equal to
+// the unfused ops run eagerly; patterns it must leave alone stay as they are.
+#include <vector>
+
+#include "kiln/executor.h"
+#include "kiln/ops.h"
+#include "kiln/passes.h"
+#include "pass_test_util.h"
+
+namespace kiln {
+namespace {
+using testing::Body;
+using testing::count_ops;
+using testing::expect_tensor_near;
+using testing::trace;
+using testing::wave;
+
+// The optimized graph of `body`, after checking its outputs against the body
+// run eagerly.
+std::unique_ptr<Graph> optimize_and_compare(const std::vector<Tensor>& in, const Body& body) {
+  auto g = trace(in, body);
+  OptimizeOptions o;
+  o.verify = true;
+  const OptimizeReport report = optimize(*g, o);
+  const std::vector<Tensor> want = body(in);
+  const std::vector<Tensor> got = Plan::compile(*g)->run(in);
+  EXPECT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size() && i < want.size(); ++i) {
+    SCOPED_TRACE(str_cat("output ", i, "\n", report.to_string()));
+    expect_tensor_near<float>(got[i], want[i].shape(), want[i].to_vector<float>(), 2e-6);
+  }
+  return g;
+}
+
+const std::vector<int64_t> kHeads = {0, 2, 1, 3};  // [B, T, N, H] <-> [B, N, T, H]
+
+// Keras' MultiHeadAttention: projections split into heads by Transposes, q
+// scaled, the result's heads merged by a Transpose.
+Tensor keras_mha(const Tensor& q, const Tensor& k, const Tensor& v) {
+  const Tensor qs = transpose(q, kHeads) * Scalar(0.125f);
+  const Tensor p = softmax(matmul(qs, transpose(k, kHeads), false, true));
+  return transpose(matmul(p, transpose(v, kHeads)), kHeads);
+}
+
+std::vector<Tensor> inputs(std::vector<Shape> shapes) {
+  std::vector<Tensor> in;
+  for (size_t i = 0; i < shapes.size(); ++i)
+    in.push_back(
+        wave(shapes[i], 0.37 + 0.11 * static_cast<double>(i), 0.2 * static_cast<double>(i)));
+  return in;
+}
+
+TEST(FuseAttention, KerasMultiHeadAttention) {
+  const auto in = inputs({{2, 24, 4, 16}, {2, 30, 4, 16}, {2, 30, 4, 8}});
+  auto g = optimize_and_compare(in, [](const std::vector<Tensor>& a) {
+    return std::vector<Tensor>{keras_mha(a[0], a[1], a[2])};
+  });
+  EXPECT_EQ(count_ops(*g, OpId::FusedAttention), 1);
+  for (OpId id : {OpId::Transpose, OpId::Softmax, OpId::MatMul, OpId::Mul})
+    EXPECT_EQ(count_ops(*g, id), 0) << op_def(id).type_name;
+}
+
+// The scale before the heads' split (Transpose(q * c)) is peeled too.
+TEST(FuseAttention, ScaleBeforeTheSplit) {
+  const auto in = inputs({{2, 12, 2, 8}, {2, 12, 2, 8}, {2, 12, 2, 8}});
+  auto g = optimize_and_compare(in, [](const std::vector<Tensor>& a) {
+    const Tensor q = transpose(a[0] * Scalar(0.35f), kHeads);
+    const Tensor p = softmax(matmul(q, transpose(a[1], kHeads), false, true));
+    return std::vector<Tensor>{transpose(matmul(p, transpose(a[2], kHeads)), kHeads)};
+  });
+  EXPECT_EQ(count_ops(*g, OpId::FusedAttention), 1);
+  EXPECT_EQ(count_ops(*g, OpId::Mul), 0);
+  EXPECT_EQ(count_ops(*g, OpId::Transpose), 0);
+}
+
+// The TensorFlow transformer tutorial: heads already split, the scores
+// divided by sqrt(d_k); k given as K^T and v as V^T (adj_y false / true).
+TEST(FuseAttention, TutorialAndTransposedOperands) {
+  const auto in = inputs({{2, 3, 10, 8}, {2, 3, 12, 8}, {2, 3, 12, 5}});
+  auto g = optimize_and_compare(in, [](const std::vector<Tensor>& a) {
+    const Tensor s = divide(matmul(a[0], a[1], false, true), Scalar(2.828f));
+    const Tensor kt = transpose(a[1], {0, 1, 3, 2}), vt = transpose(a[2], {0, 1, 3, 2});
+    const Tensor s2 = matmul(a[0], kt) * Scalar(0.5f);
+    return std::vector<Tensor>{matmul(softmax(s), a[2]), matmul(softmax(s2), vt, false, true)};
+  });
+  EXPECT_EQ(count_ops(*g, OpId::FusedAttention), 2);
+  EXPECT_EQ(count_ops(*g, OpId::Softmax), 0);
+  EXPECT_EQ(count_ops(*g, OpId::Transpose), 0);  // K^T and V^T read through
+}
+
+// Batch and heads broadcast as BatchMatMulV2's batch dims (k and v shared).
+TEST(FuseAttention, BroadcastBatchAndHeads) {
+  const auto in = inputs({{3, 2, 7, 4}, {1, 2, 9, 4}, {3, 1, 9, 6}});
+  auto g = optimize_and_compare(in, [](const std::vector<Tensor>& a) {
+    return std::vector<Tensor>{matmul(softmax(matmul(a[0], a[1], false, true)), a[2])};
+  });
+  EXPECT_EQ(count_ops(*g, OpId::FusedAttention), 1);
+}
+
+// An output Transpose that moves the last axis stays (the product is fused);
+// one of the heads' split that other ops also read stays for them.
+TEST(FuseAttention, TransposesItCannotTake) {
+  const auto in = inputs({{2, 6, 3, 4}, {2, 6, 3, 4}, {2, 6, 3, 4}});
+  auto g = optimize_and_compare(in, [](const std::vector<Tensor>& a) {
+    const Tensor v = transpose(a[2], kHeads);
+    const Tensor o =
+        matmul(softmax(matmul(transpose(a[0], kHeads), transpose(a[1], kHeads), false, true)), v);
+    return std::vector<Tensor>{transpose(o, {0, 1, 3, 2}), v * Scalar(2.f)};
+  });
+  EXPECT_EQ(count_ops(*g, OpId::FusedAttention), 1);
+  EXPECT_EQ(count_ops(*g, OpId::Transpose), 2);
+}
+
+// Left alone: the weights are also a result (return_attention_scores); a
+// mask added to the scores; the scores' other use; rank 3; float64; a
+// softmax that is not the product's left operand.
+TEST(FuseAttention, PatternsLeftAlone) {
+  const auto in = inputs({{2, 3, 5, 4}, {2, 3, 6, 4}, {2, 3, 6, 4}, {2, 3, 5, 6}});
+  const std::vector<Body> bodies = {
+      [](const std::vector<Tensor>& a) {
+        const Tensor p = softmax(matmul(a[0], a[1], false, true));
+        return std::vector<Tensor>{matmul(p, a[2]), p};
+      },
+      [](const std::vector<Tensor>& a) {
+        return std::vector<Tensor>{matmul(softmax(matmul(a[0], a[1], false, true) + a[3]), a[2])};
+      },
+      [](const std::vector<Tensor>& a) {
+        const Tensor s = matmul(a[0], a[1], false, true);
+        return std::vector<Tensor>{matmul(softmax(s), a[2]), s * Scalar(3.f)};
+      },
+      [](const std::vector<Tensor>& a) {
+        const Tensor q = reshape(a[0], {6, 5, 4}), k = reshape(a[1], {6, 6, 4});
+        return std::vector<Tensor>{
+            matmul(softmax(matmul(q, k, false, true)), reshape(a[2], {6, 6, 4}))};
+      },
+      [](const std::vector<Tensor>& a) {
+        const Tensor s = matmul(a[3], a[2]);  // softmax on the right
+        return std::vector<Tensor>{matmul(a[0], softmax(transpose(s, {0, 1, 3, 2})))};
+      },
+  };
+  for (size_t i = 0; i < bodies.size(); ++i) {
+    SCOPED_TRACE(i);
+    auto g = optimize_and_compare(in, bodies[i]);
+    EXPECT_EQ(count_ops(*g, OpId::FusedAttention), 0);
+    EXPECT_EQ(count_ops(*g, OpId::Softmax), 1);
+  }
+  std::vector<Tensor> wide;
+  for (const Tensor& t : in) wide.push_back(cast(t, DType::kFloat64));
+  auto g = trace(wide, [](const std::vector<Tensor>& a) {
+    return std::vector<Tensor>{matmul(softmax(matmul(a[0], a[1], false, true)), a[2])};
+  });
+  EXPECT_FALSE(fuse_attention(*g).changed());
+}
+
+// check_numerics and a disabled "fuse" (or "fuse_attention") keep the ops.
+TEST(FuseAttention, DisabledByName) {
+  for (const char* name : {"fuse", "fuse_attention"}) {
+    const auto in = inputs({{1, 4, 2, 4}, {1, 4, 2, 4}, {1, 4, 2, 4}});
+    auto g = trace(in, [](const std::vector<Tensor>& a) {
+      return std::vector<Tensor>{keras_mha(a[0], a[1], a[2])};
+    });
+    OptimizeOptions o;
+    o.disabled.insert(name);
+    optimize(*g, o);
+    EXPECT_EQ(count_ops(*g, OpId::FusedAttention), 0) << name;
+  }
+}
+
+}  // namespace
+}  // namespace kiln

@@ -1,0 +1,105 @@
+"""fuse_attention in functions: Keras' MultiHeadAttention and the transformer tutorial's
+scaled_dot_product_attention run as one _FusedAttention node in graph mode and under
+jit_compile, with eager's values; the forms it must leave alone (scores returned, masks,
+gradients) stay unfused and correct."""
+import numpy as np
+import pytest
+
+import kiln as tf
+from keras_helpers import randn
+
+layers = tf.keras.layers
+
+
+def _ops(f, *args):
+    return [n.op for n in f.get_concrete_function(*args).optimized_graph.get_operations()]
+
+
+def _np_attention(q, k, v):
+    s = q @ np.swapaxes(k, -1, -2) / np.sqrt(q.shape[-1])
+    e = np.exp(s - s.max(-1, keepdims=True))
+    return (e / e.sum(-1, keepdims=True)) @ v
+
+
+@pytest.mark.parametrize("jit", [False, True])
+def test_mha_runs_fused_with_eager_values(jit):
+    x, mem = randn(3, 20, 32), randn(3, 13, 32, seed=1)
+    layer = layers.MultiHeadAttention(num_heads=4, key_dim=8, value_dim=6)
+    want = layer(tf.constant(x), tf.constant(mem)).numpy()
+    f = tf.function(lambda a, b: layer(a, b), jit_compile=jit)
+    np.testing.assert_allclose(f(x, mem).numpy(), want, rtol=1e-5, atol=1e-5)
+    ops = _ops(f, x, mem)
+    assert ops.count("_FusedAttention") == 1, ops
+    assert "Softmax" not in ops and "Transpose" not in ops, ops
+
+
+@pytest.mark.parametrize("jit", [False, True])
+def test_tutorial_attention_runs_fused(jit):
+    # The TensorFlow transformer tutorial's split_heads / scaled_dot_product_attention.
+    def split(x, heads):
+        b, t, d = x.shape
+        return tf.transpose(tf.reshape(x, (b, t, heads, d // heads)), perm=[0, 2, 1, 3])
+
+    def attend(q, k, v):
+        logits = tf.matmul(split(q, 4), split(k, 4), transpose_b=True)
+        logits = logits / tf.math.sqrt(tf.cast(8, tf.float32))
+        out = tf.matmul(tf.nn.softmax(logits, axis=-1), split(v, 4))
+        return tf.reshape(tf.transpose(out, perm=[0, 2, 1, 3]), (2, 17, 32))
+
+    q, k, v = randn(2, 17, 32), randn(2, 17, 32, seed=1), randn(2, 17, 32, seed=2)
+    f = tf.function(attend, jit_compile=jit)
+    split_np = lambda x: x.reshape(2, 17, 4, 8).transpose(0, 2, 1, 3)
+    want = _np_attention(*(split_np(a).astype(np.float64) for a in (q, k, v)))
+    want = want.transpose(0, 2, 1, 3).reshape(2, 17, 32)
+    np.testing.assert_allclose(f(q, k, v).numpy(), want, rtol=1e-5, atol=1e-5)
+    ops = _ops(f, q, k, v)
+    assert ops.count("_FusedAttention") == 1 and "Softmax" not in ops, ops
+
+
+def test_scores_masks_and_gradients_stay_unfused_and_correct():
+    x = randn(2, 9, 16)
+    layer = layers.MultiHeadAttention(2, 8)
+    layer(tf.constant(x), tf.constant(x))
+    # Scores returned: the probabilities are an output, so they are computed.
+    f = tf.function(lambda a: layer(a, a, return_attention_scores=True))
+    out, scores = f(x)
+    want_out, want_scores = layer(tf.constant(x), tf.constant(x), return_attention_scores=True)
+    np.testing.assert_allclose(out.numpy(), want_out.numpy(), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(scores.numpy(), want_scores.numpy(), rtol=1e-5, atol=1e-6)
+    assert "_FusedAttention" not in _ops(f, x)
+    # A causal mask adds to the scores before the softmax: not this pattern.
+    g = tf.function(lambda a: layer(a, a, use_causal_mask=True))
+    np.testing.assert_allclose(g(x).numpy(), layer(tf.constant(x), tf.constant(x),
+                                                   use_causal_mask=True).numpy(),
+                               rtol=1e-5, atol=1e-5)
+    assert "_FusedAttention" not in _ops(g, x)
+
+    # Gradients: the backward pass reads the probabilities, so they stay computed.
+    @tf.function
+    def grads(a):
+        with tf.GradientTape() as tape:
+            tape.watch(a)
+            y = tf.reduce_sum(layer(a, a) ** 2)
+        return tape.gradient(y, a)
+
+    a = tf.constant(x)
+    with tf.GradientTape() as tape:
+        tape.watch(a)
+        y = tf.reduce_sum(layer(a, a) ** 2)
+    np.testing.assert_allclose(grads(x).numpy(), tape.gradient(y, a).numpy(), rtol=1e-4,
+                               atol=1e-5)
+
+
+def test_transformer_encoder_block_matches_unfused():
+    # A transformer encoder block (attention, residual, layer norm, feed-forward) with the
+    # pass on and off: the same values.
+    inp = tf.keras.Input((24, 32))
+    att = layers.MultiHeadAttention(4, 8)(inp, inp)
+    h = layers.LayerNormalization()(inp + att)
+    out = layers.LayerNormalization()(h + layers.Dense(32)(layers.Dense(64, "relu")(h)))
+    model = tf.keras.Model(inp, out)
+    x = randn(4, 24, 32)
+    f = tf.function(lambda a: model(a, training=False))
+    want = model(tf.constant(x), training=False).numpy()
+    np.testing.assert_allclose(f(x).numpy(), want, rtol=1e-5, atol=1e-5)
+    assert _ops(f, x).count("_FusedAttention") == 1
