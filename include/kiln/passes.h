@@ -137,6 +137,9 @@ PassResult fuse_conv(Graph& g);
 /// values have no other user becomes one _FusedAttention node: the scores of
 /// a block of query rows stay in cache between the products. s: scalar
 /// float32 constants multiplying (Mul) or dividing (RealDiv) the scores or q.
+/// A mask joins it: an AddV2 to the scores that does not enlarge them, or
+/// Keras' SelectV2(mask, scores, fill) whose softmax is multiplied by the
+/// mask cast to float32 (or that cast folded to a constant).
 /// A Transpose producing q, k or v (the heads' split) is read through, and
 /// one taking the result (the heads' merge, keeping the last axis) is written
 /// through, so neither is computed. Runs in every mode but check_numerics

@@ -9,9 +9,15 @@
 // merge) is read through, never computed. Batch and heads broadcast as
 // BatchMatMulV2's batch dims do (a dim of 1 against any). The stored last
 // axis of k and v is one of their two matrix dims, the output's is Dv.
-// attr scale: the scores' factor (1 / sqrt(H) in Keras). Kernel:
-// src/kernels/cpu/attention.cpp.
+// attr scale: the scores' factor (1 / sqrt(H) in Keras). attr mask: "" (no
+// fourth input), "add" (a float32 mask added to the scaled scores: the
+// transformer tutorial's `mask * -1e9`, a position bias) or "keep" (a bool
+// mask: where it is false the score is attr fill and the weight 0, Keras'
+// masked softmax). The mask broadcasts to the scores [B, N, T, S] as a
+// binary op's operand does (right-aligned, dims of 1), never enlarging them.
+// Kernel: src/kernels/cpu/attention.cpp.
 #include <array>
+#include <string>
 
 #include "families.h"
 
@@ -64,6 +70,27 @@ void check_perms(InferContext& c, const std::vector<int64_t>& perms) {
   if (perms[3 * kRank + 3] != kRank - 1) c.fail("the output must store its columns innermost");
 }
 
+// The optional fourth input against attr mask and the scores' dims.
+void check_mask(InferContext& c, const std::array<int64_t, kRank>& scores) {
+  const std::string& mode = c.attr_string("mask");
+  if (mode != "" && mode != "add" && mode != "keep")
+    c.fail("mask must be \"\", \"add\" or \"keep\", got \"", mode, "\"");
+  const size_t want = mode.empty() ? 3 : 4;
+  if (c.num_inputs() != want)
+    c.fail("takes ", want, " inputs with mask \"", mode, "\", got ", c.num_inputs());
+  if (mode.empty()) return;
+  c.expect_dtype(3, mode == "add" ? DType::kFloat32 : DType::kBool);
+  const Shape& m = c.shape(3);
+  if (!m.rank_known() || m.rank() > kRank)
+    c.fail("the mask must have rank at most 4, got shape ", m.debug_string());
+  for (int j = 0; j < m.rank(); ++j) {
+    const int64_t d = m.dim(j), want_d = scores[static_cast<size_t>(kRank - m.rank() + j)];
+    if (d != 1 && !same_or_unknown(d, want_d))
+      c.fail("the mask's shape ", m.debug_string(), " does not broadcast to the scores' [",
+             scores[0], ", ", scores[1], ", ", scores[2], ", ", scores[3], "]");
+  }
+}
+
 void infer_fused_attention(InferContext& c) {
   const auto& perms = c.attr_ints("perms");
   check_perms(c, perms);
@@ -84,6 +111,7 @@ void infer_fused_attention(InferContext& c) {
       c.fail("the ", d == 0 ? "batch" : "heads", " dims of q (", q[d], "), k (", k[d], ") and v (",
              v[d], ") do not broadcast");
   }
+  check_mask(c, {out[0], out[1], q[2], k[2]});
   std::vector<int64_t> dims(kRank);
   for (size_t j = 0; j < kRank; ++j) dims[static_cast<size_t>(perms[3 * kRank + j])] = out[j];
   c.set_output(0, DType::kFloat32, Shape(dims));
@@ -101,11 +129,13 @@ OpCost fused_attention_cost(const CostQuery& q) {
 
 void define_attention_ops(OpTableBuilder& t) {
   t.def(OpId::FusedAttention)
-      .inputs({"q", "k", "v"})
+      .inputs({"q", "k", "v", "mask"})
       .outputs({"output"})
       .attr("scale", AttrType::kFloat, 1.0)
       .attr("perms", AttrType::kInts)
-      .traits(kGraphOnly | kPassOnly | kNoGradient)
+      .attr("mask", AttrType::kString, std::string())
+      .attr("fill", AttrType::kFloat, -1e9)
+      .traits(kVariadicInput | kGraphOnly | kPassOnly | kNoGradient)
       .cost(fused_attention_cost)
       .infer(infer_fused_attention);
 }

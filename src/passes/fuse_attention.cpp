@@ -1,11 +1,14 @@
 // fuse_attention: attention written as ops, BatchMatMulV2(Softmax(scale *
 // BatchMatMulV2(q, k)), v) of rank 4 (Keras' MultiHeadAttention, the
 // TensorFlow transformer tutorial's scaled_dot_product_attention), becomes one
-// _FusedAttention node (ops/attention.cpp) that keeps the scores in cache.
-// Scalar constant factors on q or on the scores (Mul, RealDiv) become its
-// scale; a Transpose feeding q, k or v (the heads' split) or taking the result
-// (their merge) is read through instead of computed.
+// _FusedAttention node (ops/attention.cpp) whose scores never leave a
+// per-thread buffer. Scalar constant factors on q or on the scores (Mul,
+// RealDiv) become its scale; a mask added to the scores, or Keras' masked
+// softmax, its mask input; a Transpose feeding q, k or v (the heads' split) or
+// taking the result (their merge) is read through instead of computed.
 #include <array>
+#include <string>
+#include <string_view>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -34,9 +37,11 @@ class AttentionFuser {
   bool fuse(Node* pv, PassResult& r) {
     if (!product(pv) || std::get<bool>(pv->attr("adj_x"))) return false;
     Node* softmax = pv->inputs()[0].node;
-    if (softmax->op().id != OpId::Softmax || !interior(softmax)) return false;
+    MaskMatch mask;
+    if (!weights_of(softmax, mask) || !interior(softmax)) return false;
     double scale = 1;
     Edge x = softmax->inputs()[0];
+    if (!peel_mask(x, mask)) return false;
     peel_scale(x, scale);
     Node* scores = x.node;
     if (!product(scores) || !interior(scores)) return false;
@@ -59,7 +64,10 @@ class AttentionFuser {
     std::vector<int64_t> perms;
     for (const Perm* p : {&pq, &pk, &pvv, &po}) perms.insert(perms.end(), p->begin(), p->end());
     const TensorSpec spec = root->outputs()[0];
-    root->reset(op_def(OpId::FusedAttention), {q, k, v}, Attrs{scale, std::move(perms)}, {spec});
+    std::vector<Edge> in = {q, k, v};
+    if (!mask.mode.empty()) in.push_back(mask.value);
+    root->reset(op_def(OpId::FusedAttention), std::move(in),
+                Attrs{scale, std::move(perms), std::string(mask.mode), mask.fill}, {spec});
     r.rewritten.push_back(
         {root->name(), str_cat("softmax(q k^T) v of '", softmax->name(), "' -> _FusedAttention")});
     return true;
@@ -71,6 +79,85 @@ class AttentionFuser {
     auto it = users_.find(n);
     return it != users_.end() && it->second.size() == 1 && !outs_.count(n) &&
            !control_targets_.count(n) && n->control_inputs().empty() && n->outputs().size() == 1;
+  }
+  struct MaskMatch {
+    std::string_view mode;  // "", "add" or "keep"
+    Edge value;             // the mask
+    double fill = -1e9;
+    const Tensor* zeroing = nullptr;  // "keep" with the cast mask folded to a constant
+  };
+  // The weights `w` read by the second product: a Softmax, or one times a
+  // bool mask cast to float32 (Keras' masked softmax zeroing what the mask
+  // hides; a constant 0/1 when the mask was one); `w` becomes that Softmax.
+  bool weights_of(Node*& w, MaskMatch& m) const {
+    if (w->op().id == OpId::Softmax) return true;
+    if (w->op().id != OpId::Mul || !interior(w) || w->inputs().size() != 2) return false;
+    for (int i = 0; i < 2; ++i) {
+      Node* sm = w->inputs()[static_cast<size_t>(i)].node;
+      const Edge z = w->inputs()[static_cast<size_t>(1 - i)];
+      if (sm->op().id != OpId::Softmax || !same_shape(w->outputs()[0], sm->outputs()[0])) continue;
+      const Tensor* c = const_of(z);
+      if (c && c->dtype() == DType::kFloat32) {
+        m.zeroing = c;
+      } else if (z.node->op().id == OpId::Cast && z.node->control_inputs().empty() &&
+                 spec_of(z.node->inputs()[0]).dtype == DType::kBool) {
+        m.value = z.node->inputs()[0];
+      } else {
+        continue;
+      }
+      m.mode = "keep";
+      w = sm;
+      return true;
+    }
+    return false;
+  }
+  // Whether `cond` is the mask that zeroes the weights: the cast's operand,
+  // or a constant whose 0/1 values the zeroing constant holds.
+  static bool same_mask(Edge cond, const MaskMatch& m) {
+    if (!m.zeroing) return cond == m.value;
+    const Tensor* c = const_of(cond);
+    if (!c || c->dtype() != DType::kBool || c->shape() != m.zeroing->shape()) return false;
+    const bool* keep = c->data<bool>();
+    const float* z = m.zeroing->data<float>();
+    for (int64_t i = 0; i < c->num_elements(); ++i)
+      if (z[i] != (keep[i] ? 1.f : 0.f)) return false;
+    return true;
+  }
+  // The mask step before the softmax, peeled off `x`: for "keep", a SelectV2
+  // of the same mask with a scalar float32 constant where it is false; else
+  // an optional AddV2 of a float32 value that does not enlarge the scores.
+  bool peel_mask(Edge& x, MaskMatch& m) const {
+    Node* n = x.node;
+    if (!interior(n)) return m.mode.empty();
+    if (m.mode == "keep") {
+      if (n->op().id != OpId::Select || !same_mask(n->inputs()[0], m) || !scalar(n->inputs()[2]) ||
+          !same_shape(n->outputs()[0], spec_of(n->inputs()[1])))
+        return false;
+      m.fill = *const_of(n->inputs()[2])->data<float>();
+      m.value = n->inputs()[0];
+      x = n->inputs()[1];
+      return true;
+    }
+    if (n->op().id != OpId::Add || n->inputs().size() != 2) return true;
+    for (int i = 0; i < 2; ++i) {
+      Edge s = n->inputs()[static_cast<size_t>(i)];
+      const Edge bias = n->inputs()[static_cast<size_t>(1 - i)];
+      if (!same_shape(n->outputs()[0], spec_of(s)) || spec_of(bias).dtype != DType::kFloat32 ||
+          !spec_of(bias).shape.rank_known() || spec_of(bias).shape.rank() > kRank)
+        continue;
+      double unused = 1;
+      peel_scale(s, unused);
+      if (!product(s.node)) continue;
+      m.mode = "add";
+      m.value = bias;
+      x = n->inputs()[static_cast<size_t>(i)];
+      return true;
+    }
+    return true;
+  }
+  // Two float32 values of the same fully known shape.
+  static bool same_shape(const TensorSpec& a, const TensorSpec& b) {
+    return a.dtype == b.dtype && a.shape.is_fully_defined() && a.shape == b.shape;
   }
   // A float32 BatchMatMulV2 of rank 4 without control inputs.
   static bool product(const Node* n) {

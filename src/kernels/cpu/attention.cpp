@@ -1,12 +1,14 @@
-// _FusedAttention (ops/attention.cpp): softmax(scale * Q K^T) V for each
-// batch and head, by blocks of query rows on kiln's pool. A block copies its
-// rows of Q scaled (contiguous), computes its scores [rows, S] into a buffer, takes their softmax
-// in place (Softmax's row kernel) and writes P V straight into the output. Q, K, V and the output
-// are read and written in place through their perms (the heads' transposes are never made); the
-// products are single-threaded calls (gemm.h).
+// _FusedAttention (ops/attention.cpp): softmax(scale * Q K^T [+ mask]) V for
+// each batch and head, by blocks of query rows on kiln's pool. A block copies
+// its rows of Q scaled (contiguous), computes their scores [rows, S] into a
+// buffer, applies the mask, takes the softmax in place (Softmax's row kernel)
+// and writes P V straight into the output. Q, K, V and the output are read
+// and written in place through their perms (the heads' transposes are never
+// made); the products are single-threaded calls (gemm.h).
 #include <algorithm>
 #include <array>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "bind.h"
@@ -57,11 +59,61 @@ struct View {
   int64_t ld() const { return row_major() ? strides[2] : strides[3]; }
 };
 
+// The optional mask as [B, N, T, S]: right-aligned strides, 0 where its dim
+// is 1 (broadcast). kind: 0 none, 1 added to the scores, 2 bool keep mask.
+struct Mask {
+  int kind = 0;
+  float fill = 0;
+  const void* data = nullptr;
+  std::array<int64_t, kRank> strides{};
+
+  Mask() = default;
+  Mask(const Tensor& m, int kind_, float fill_) : kind(kind_), fill(fill_), data(m.raw_data()) {
+    int64_t step = 1;
+    for (int a = m.rank() - 1, j = kRank - 1; a >= 0; --a, --j) {
+      strides[static_cast<size_t>(j)] = m.dim(a) == 1 ? 0 : step;
+      step *= m.dim(a);
+    }
+  }
+  int64_t row(int64_t b, int64_t n, int64_t r) const {
+    return b * strides[0] + n * strides[1] + r * strides[2];
+  }
+};
+
 struct Problem {
   View q, k, v, o;
   float scale;
   int64_t batch, heads, t, s, h, dv;
+  Mask mask;
 };
+
+// The mask on one block's scores before the softmax (kind 1: added; kind 2:
+// the fill where it is false).
+void mask_scores(const Problem& p, int64_t b, int64_t n, int64_t r0, int64_t rows, float* scores) {
+  const Mask& m = p.mask;
+  const int64_t sc = m.strides[3];
+  for (int64_t i = 0; i < rows; ++i) {
+    float* row = scores + i * p.s;
+    const int64_t off = m.row(b, n, r0 + i);
+    if (m.kind == 1) {
+      const float* add = static_cast<const float*>(m.data) + off;
+      for (int64_t j = 0; j < p.s; ++j) row[j] += add[j * sc];
+    } else {
+      const bool* keep = static_cast<const bool*>(m.data) + off;
+      for (int64_t j = 0; j < p.s; ++j) row[j] = keep[j * sc] ? row[j] : m.fill;
+    }
+  }
+}
+
+// A bool mask's false entries get weight 0 (a row masked whole: all 0).
+void zero_masked(const Problem& p, int64_t b, int64_t n, int64_t r0, int64_t rows, float* weights) {
+  const Mask& m = p.mask;
+  for (int64_t i = 0; i < rows; ++i) {
+    const bool* keep = static_cast<const bool*>(m.data) + m.row(b, n, r0 + i);
+    for (int64_t j = 0; j < p.s; ++j)
+      if (!keep[j * m.strides[3]]) weights[i * p.s + j] = 0;
+  }
+}
 
 // Rows [r0, r1) of one batch and head: `qs` [rows, h] and `scores` [rows, s]
 // are this thread's buffers.
@@ -86,7 +138,9 @@ void attend_block(const Problem& p, int64_t b, int64_t n, int64_t r0, int64_t r1
     f32_gemm_call(
         {false, p.k.row_major(), rows, p.s, p.h, qs, p.h, p.k.at(b, n), p.k.ld(), scores, p.s});
   }
+  if (p.mask.kind) mask_scores(p, b, n, r0, rows, scores);
   softmax_rows_in_place(scores, rows, p.s);
+  if (p.mask.kind == 2) zero_masked(p, b, n, r0, rows, scores);
   // out rows = P V: op(B) = V [s, dv].
   float* out = const_cast<float*>(p.o.at(b, n)) + r0 * p.o.strides[2];
   f32_gemm_call({false, !p.v.row_major(), rows, p.dv, p.s, scores, p.s, p.v.at(b, n), p.v.ld(), out,
@@ -119,7 +173,10 @@ void fused_attention_kernel(KernelContext& c) {
             0,
             0,
             0,
-            0};
+            0,
+            Mask()};
+  if (const std::string& mode = c.attr_string("mask"); !mode.empty())
+    p.mask = Mask(c.input(3), mode == "add" ? 1 : 2, static_cast<float>(c.attr_float("fill")));
   p.batch = p.o.dims[0];
   p.heads = p.o.dims[1];
   p.t = p.o.dims[2];

@@ -3,6 +3,9 @@
 // query rows (long keys, few heads), empty dims, against a float64 reference;
 // and the inference's errors.
 #include <cmath>
+#include <cstring>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "test_util.h"
@@ -47,7 +50,21 @@ struct Case {
   Perm pq, pk, pv, po;
   int64_t kb = -1, kn = -1;  // k and v's batch and heads (-1: b, n); 1 broadcasts
   float scale = 0.125f;
+  std::string mask;                // "", "add" or "keep"
+  std::vector<int64_t> mask_dims;  // right-aligned against [B, N, T, S]
 };
+
+// Mask element (b, n, t, s) of a mask of `dims` (right-aligned, dims of 1
+// broadcast).
+int64_t mask_index(const std::vector<int64_t>& dims, int64_t b, int64_t n, int64_t t, int64_t s) {
+  const int64_t idx[4] = {b, n, t, s};
+  int64_t off = 0;
+  for (size_t a = 0; a < dims.size(); ++a) {
+    const int64_t i = idx[4 - dims.size() + a];
+    off = off * dims[a] + (dims[a] == 1 ? 0 : i);
+  }
+  return off;
+}
 
 void check(const Case& c) {
   const int64_t kb = c.kb < 0 ? c.b : c.kb, kn = c.kn < 0 ? c.n : c.kn;
@@ -57,10 +74,25 @@ void check(const Case& c) {
   const auto v = pattern(sv.num_elements(), 0.53, 0.9);
   Perm perms = c.pq;
   for (const Perm* p : {&c.pk, &c.pv, &c.po}) perms.insert(perms.end(), p->begin(), p->end());
-  const std::vector<Tensor> in = {Tensor::from_vector(q, sq), Tensor::from_vector(k, sk),
-                                  Tensor::from_vector(v, sv)};
-  const Tensor got =
-      call_op1(OpId::FusedAttention, std::span<const Tensor>(in), Attrs{double{c.scale}, perms});
+  std::vector<Tensor> in = {Tensor::from_vector(q, sq), Tensor::from_vector(k, sk),
+                            Tensor::from_vector(v, sv)};
+  // "add": a bias with some -1e9 entries; "keep": every third entry hidden,
+  // and the first query row of every matrix whole (all its weights 0).
+  const Shape sm(c.mask_dims);
+  std::vector<float> add = pattern(sm.num_elements(), 0.29, 0.3);
+  for (size_t i = 0; i < add.size(); i += 4) add[i] = -1e9f;
+  std::vector<uint8_t> keep(static_cast<size_t>(sm.num_elements()));
+  const size_t cols = c.mask_dims.empty() ? 1 : static_cast<size_t>(c.mask_dims.back());
+  const size_t rows = c.mask_dims.size() < 2 ? 1 : static_cast<size_t>(c.mask_dims.end()[-2]);
+  for (size_t i = 0; i < keep.size(); ++i) keep[i] = i % 3 != 0 && (rows == 1 || i / cols % rows);
+  if (c.mask == "add") in.push_back(Tensor::from_vector(add, sm));
+  if (c.mask == "keep") {
+    Tensor m = Tensor::empty(DType::kBool, sm);
+    std::memcpy(m.mutable_raw_data(), keep.data(), keep.size());
+    in.push_back(m);
+  }
+  const Tensor got = call_op1(OpId::FusedAttention, std::span<const Tensor>(in),
+                              Attrs{double{c.scale}, perms, c.mask, -1e9});
   const Shape so = stored({c.b, c.n, c.t, c.dv}, c.po);
   ASSERT_EQ(got.shape(), so);
   const std::vector<float> out = got.to_vector<float>();
@@ -73,10 +105,18 @@ void check(const Case& c) {
           double d = 0;
           for (int64_t h = 0; h < c.h; ++h)
             d += at(q, sq, c.pq, b, n, t, h) * at(k, sk, c.pk, b, n, s, h);
-          w[static_cast<size_t>(s)] = c.scale * d;
-          hi = std::max(hi, c.scale * d);
+          const int64_t mi = c.mask.empty() ? 0 : mask_index(c.mask_dims, b, n, t, s);
+          double x = c.scale * d;
+          if (c.mask == "add") x += add[static_cast<size_t>(mi)];
+          if (c.mask == "keep" && !keep[static_cast<size_t>(mi)]) x = -1e9;
+          w[static_cast<size_t>(s)] = x;
+          hi = std::max(hi, x);
         }
         for (double& x : w) sum += x = std::exp(x - hi);
+        if (c.mask == "keep")
+          for (int64_t s = 0; s < c.s; ++s)
+            if (!keep[static_cast<size_t>(mask_index(c.mask_dims, b, n, t, s))])
+              w[static_cast<size_t>(s)] = 0;
         for (int64_t e = 0; e < c.dv; ++e) {
           double want = 0;
           for (int64_t s = 0; s < c.s; ++s)
@@ -106,6 +146,22 @@ TEST(FusedAttentionKernel, EveryLayoutAgainstAReference) {
            Case{2, 3, 11, 13, 4, 5, kBTNH, kBTNH, kBTNH, kBTNH, 2, 1, 1.7f},
        }) {
     SCOPED_TRACE(str_cat(c.b, "x", c.n, " t ", c.t, " s ", c.s, " h ", c.h, " dv ", c.dv));
+    check(c);
+  }
+}
+
+// Masks: added (full, per batch row, one for all) and kept (full, per batch
+// and query, one row for all), over Keras' layout.
+TEST(FusedAttentionKernel, Masks) {
+  const std::vector<std::pair<std::string, std::vector<int64_t>>> masks = {
+      {"add", {2, 3, 9, 11}},  {"add", {2, 1, 1, 11}},  {"add", {9, 11}},
+      {"keep", {2, 3, 9, 11}}, {"keep", {2, 1, 9, 11}}, {"keep", {11}},
+  };
+  for (const auto& [mode, dims] : masks) {
+    SCOPED_TRACE(str_cat(mode, " ", Shape(dims).debug_string()));
+    Case c{2, 3, 9, 11, 8, 5, kBTNH, kBTNH, kBTNH, kBTNH};
+    c.mask = mode;
+    c.mask_dims = dims;
     check(c);
   }
 }
@@ -156,6 +212,25 @@ TEST(FusedAttentionKernel, InferenceErrors) {
   fails({q, reshape(k, {3, 2, 6, 5}), v}, ok, "do not broadcast");
   fails({reshape(q, {2, 3, 20}), k, v}, ok, "must have rank 4");
   fails({cast(q, DType::kFloat64), k, v}, ok, "float32");
+  // The mask: its mode, its input, its dtype and its shape.
+  auto masked = [&](std::vector<Tensor> in, const char* mode, const char* what) {
+    try {
+      call_op1(OpId::FusedAttention, std::span<const Tensor>(in), Attrs{1.0, ok, mode, -1e9});
+      ADD_FAILURE() << "no error, want: " << what;
+    } catch (const InvalidArgumentError& e) {
+      EXPECT_NE(std::string(e.what()).find(what), std::string::npos) << e.what();
+    }
+  };
+  const Tensor bias = Tensor::from_vector(pattern(4 * 6, 0.3, 0), {4, 6});
+  Tensor keep = Tensor::empty(DType::kBool, {1, 6});
+  std::memset(keep.mutable_raw_data(), 1, 6);
+  masked({q, k, v}, "add", "takes 4 inputs with mask \"add\", got 3");
+  masked({q, k, v, bias}, "", "takes 3 inputs");
+  masked({q, k, v, bias}, "bias", "mask must be");
+  masked({q, k, v, bias}, "keep", "bool");
+  masked({q, k, v, keep}, "add", "float32");
+  masked({q, k, v, reshape(bias, {6, 4})}, "add", "does not broadcast to the scores' [2, 3, 4, 6]");
+  masked({q, k, v, reshape(bias, {1, 1, 1, 1, 24})}, "add", "rank at most 4");
 }
 
 }  // namespace

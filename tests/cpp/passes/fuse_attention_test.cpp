@@ -113,8 +113,47 @@ TEST(FuseAttention, TransposesItCannotTake) {
   EXPECT_EQ(count_ops(*g, OpId::Transpose), 2);
 }
 
+// Masks: the tutorial's `logits += mask * -1e9` (added) and Keras' masked
+// softmax (where(mask, scores, -1e9), then the weights times the mask), with
+// masks that broadcast over heads or batch.
+TEST(FuseAttention, Masks) {
+  const auto in = inputs({{2, 3, 7, 8}, {2, 3, 9, 8}, {2, 3, 9, 5}, {2, 1, 1, 9}, {2, 1, 7, 9}});
+  auto g = optimize_and_compare(in, [](const std::vector<Tensor>& a) {
+    const Tensor pad = cast(a[3] > Scalar(0.5f), DType::kFloat32);
+    const Tensor logits = divide(matmul(a[0], a[1], false, true), Scalar(2.828f));
+    const Tensor added = matmul(softmax(logits + pad * Scalar(-1e9f)), a[2]);
+    const Tensor keep = a[4] > Scalar(-0.3f);
+    const Tensor s = matmul(a[0] * Scalar(0.35f), a[1], false, true);
+    const Tensor w = softmax(where(keep, s, Scalar(-1e9f))) * cast(keep, DType::kFloat32);
+    return std::vector<Tensor>{added, matmul(w, a[2])};
+  });
+  EXPECT_EQ(count_ops(*g, OpId::FusedAttention), 2);
+  for (OpId id : {OpId::Softmax, OpId::Select, OpId::Add, OpId::Div, OpId::MatMul})
+    EXPECT_EQ(count_ops(*g, id), 0) << op_def(id).type_name;
+}
+
+// A causal mask known when tracing: both the select's mask and the zeroing
+// factors fold to constants. Factors that are not the mask's stay unfused.
+TEST(FuseAttention, ConstantCausalMask) {
+  const auto in = inputs({{1, 2, 6, 4}, {1, 2, 6, 4}, {1, 2, 6, 4}});
+  std::vector<float> lower(36);
+  for (size_t i = 0; i < 36; ++i) lower[i] = i % 6 <= i / 6 ? 1.f : 0.f;
+  const Tensor causal = Tensor::from_vector(lower, {6, 6}) > Scalar(0.5f);
+  for (const float other : {1.f, 0.5f}) {
+    SCOPED_TRACE(other);
+    auto g = optimize_and_compare(in, [&](const std::vector<Tensor>& a) {
+      const Tensor s = matmul(a[0], a[1], false, true);
+      const Tensor zero = cast(causal, DType::kFloat32) * Scalar(other);
+      const Tensor w = softmax(where(causal, s, Scalar(-1e9f))) * zero;
+      return std::vector<Tensor>{matmul(w, a[2])};
+    });
+    EXPECT_EQ(count_ops(*g, OpId::FusedAttention), other == 1.f ? 1 : 0);
+  }
+}
+
 // Left alone: the weights are also a result (return_attention_scores); a
-// mask added to the scores; the scores' other use; rank 3; float64; a
+// mask without Keras' zeroing, or zeroing by another mask; a bias that
+// enlarges the scores; the scores' other use; rank 3; float64; a
 // softmax that is not the product's left operand.
 TEST(FuseAttention, PatternsLeftAlone) {
   const auto in = inputs({{2, 3, 5, 4}, {2, 3, 6, 4}, {2, 3, 6, 4}, {2, 3, 5, 6}});
@@ -123,8 +162,21 @@ TEST(FuseAttention, PatternsLeftAlone) {
         const Tensor p = softmax(matmul(a[0], a[1], false, true));
         return std::vector<Tensor>{matmul(p, a[2]), p};
       },
-      [](const std::vector<Tensor>& a) {
-        return std::vector<Tensor>{matmul(softmax(matmul(a[0], a[1], false, true) + a[3]), a[2])};
+      [](const std::vector<Tensor>& a) {  // a mask without the zeroing (not Keras')
+        const Tensor s = matmul(a[0], a[1], false, true);
+        return std::vector<Tensor>{
+            matmul(softmax(where(a[3] > Scalar(0.f), s, Scalar(-1e9f))), a[2])};
+      },
+      [](const std::vector<Tensor>& a) {  // select and zeroing by different masks
+        const Tensor s = matmul(a[0], a[1], false, true);
+        const Tensor p = softmax(where(a[3] > Scalar(0.f), s, Scalar(-1e9f)));
+        return std::vector<Tensor>{matmul(p * cast(a[3] > Scalar(0.1f), DType::kFloat32), a[2])};
+      },
+      [](const std::vector<Tensor>& a) {  // a bias that enlarges the scores
+        const Tensor s =
+            matmul(reshape(a[0], {6, 1, 5, 4}), reshape(a[1], {6, 1, 6, 4}), false, true);
+        const Tensor p = softmax(s + reshape(a[3], {1, 6, 5, 6}));
+        return std::vector<Tensor>{matmul(p, reshape(a[2], {6, 1, 6, 4}))};
       },
       [](const std::vector<Tensor>& a) {
         const Tensor s = matmul(a[0], a[1], false, true);

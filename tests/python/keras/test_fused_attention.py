@@ -1,7 +1,7 @@
-"""fuse_attention in functions: Keras' MultiHeadAttention and the transformer tutorial's
-scaled_dot_product_attention run as one _FusedAttention node in graph mode and under
-jit_compile, with eager's values; the forms it must leave alone (scores returned, masks,
-gradients) stay unfused and correct."""
+"""fuse_attention in functions: Keras' MultiHeadAttention (with and without masks) and the
+transformer tutorial's scaled_dot_product_attention run as one _FusedAttention node in graph
+mode and under jit_compile, with eager's values; the forms it must leave alone (scores
+returned, gradients) stay unfused and correct."""
 import numpy as np
 import pytest
 
@@ -56,7 +56,7 @@ def test_tutorial_attention_runs_fused(jit):
     assert ops.count("_FusedAttention") == 1 and "Softmax" not in ops, ops
 
 
-def test_scores_masks_and_gradients_stay_unfused_and_correct():
+def test_scores_and_gradients_stay_unfused_and_correct():
     x = randn(2, 9, 16)
     layer = layers.MultiHeadAttention(2, 8)
     layer(tf.constant(x), tf.constant(x))
@@ -67,12 +67,6 @@ def test_scores_masks_and_gradients_stay_unfused_and_correct():
     np.testing.assert_allclose(out.numpy(), want_out.numpy(), rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(scores.numpy(), want_scores.numpy(), rtol=1e-5, atol=1e-6)
     assert "_FusedAttention" not in _ops(f, x)
-    # A causal mask adds to the scores before the softmax: not this pattern.
-    g = tf.function(lambda a: layer(a, a, use_causal_mask=True))
-    np.testing.assert_allclose(g(x).numpy(), layer(tf.constant(x), tf.constant(x),
-                                                   use_causal_mask=True).numpy(),
-                               rtol=1e-5, atol=1e-5)
-    assert "_FusedAttention" not in _ops(g, x)
 
     # Gradients: the backward pass reads the probabilities, so they stay computed.
     @tf.function
@@ -88,6 +82,41 @@ def test_scores_masks_and_gradients_stay_unfused_and_correct():
         y = tf.reduce_sum(layer(a, a) ** 2)
     np.testing.assert_allclose(grads(x).numpy(), tape.gradient(y, a).numpy(), rtol=1e-4,
                                atol=1e-5)
+
+
+@pytest.mark.parametrize("jit", [False, True])
+def test_masked_attention_runs_fused(jit):
+    # Keras' masks (causal, attention_mask with a query row masked whole: its weights are 0)
+    # and the tutorial's `logits += mask * -1e9` padding mask.
+    rng = np.random.default_rng(3)
+    x = randn(2, 9, 16)
+    layer = layers.MultiHeadAttention(2, 8)
+    want = layer(tf.constant(x), tf.constant(x), use_causal_mask=True).numpy()
+    g = tf.function(lambda a: layer(a, a, use_causal_mask=True), jit_compile=jit)
+    np.testing.assert_allclose(g(x).numpy(), want, rtol=1e-5, atol=1e-5)
+    ops = _ops(g, x)
+    assert ops.count("_FusedAttention") == 1 and "Softmax" not in ops, ops
+    m = rng.random((2, 9, 9)) > 0.3
+    m[0, 2] = False
+    want = layer(tf.constant(x), tf.constant(x), attention_mask=tf.constant(m)).numpy()
+    g = tf.function(lambda a, mm: layer(a, a, attention_mask=mm), jit_compile=jit)
+    np.testing.assert_allclose(g(x, m).numpy(), want, rtol=1e-5, atol=1e-5)
+    assert _ops(g, x, m).count("_FusedAttention") == 1
+
+    def attend(q, k, v, pad):
+        logits = tf.matmul(q, k, transpose_b=True) / tf.math.sqrt(8.0)
+        logits += pad[:, None, None, :] * -1e9
+        return tf.matmul(tf.nn.softmax(logits, axis=-1), v)
+
+    q, k, v = randn(2, 3, 7, 8), randn(2, 3, 7, 8, seed=1), randn(2, 3, 7, 8, seed=2)
+    pad = (rng.random((2, 7)) > 0.7).astype(np.float32)
+    pad[:, 0] = 0  # every row sees one key
+    f = tf.function(attend, jit_compile=jit)
+    s = q.astype(np.float64) @ np.swapaxes(k, -1, -2) / np.sqrt(8) + pad[:, None, None] * -1e9
+    e = np.exp(s - s.max(-1, keepdims=True))
+    np.testing.assert_allclose(f(q, k, v, pad).numpy(), e / e.sum(-1, keepdims=True) @ v,
+                               rtol=1e-5, atol=1e-5)
+    assert _ops(f, q, k, v, pad).count("_FusedAttention") == 1
 
 
 def test_transformer_encoder_block_matches_unfused():
