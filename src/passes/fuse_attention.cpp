@@ -1,6 +1,7 @@
 // fuse_attention: attention written as ops, BatchMatMulV2(Softmax(scale *
 // BatchMatMulV2(q, k)), v) of rank 4 (Keras' MultiHeadAttention, the
-// TensorFlow transformer tutorial's scaled_dot_product_attention), becomes one
+// TensorFlow transformer tutorial's scaled_dot_product_attention) or 3 (one
+// head: Keras' Attention layer), becomes one
 // _FusedAttention node (ops/attention.cpp) whose scores never leave a
 // per-thread buffer. Scalar constant factors on q or on the scores (Mul,
 // RealDiv) become its scale; a mask added to the scores, or Keras' masked
@@ -56,8 +57,10 @@ class AttentionFuser {
     read_through(v, pvv);
     for (const Perm* p : {&pk, &pvv})
       if ((*p)[2] != kRank - 1 && (*p)[3] != kRank - 1) return false;  // neither dim innermost
+    const int rank = pv->outputs()[0].shape.rank();                    // every operand's
+    if (scores->outputs()[0].shape.rank() != rank) return false;
     for (Edge e : {q, k, v})
-      if (!float_rank4(e)) return false;
+      if (!float_operand(spec_of(e)) || spec_of(e).shape.rank() != rank) return false;
     Node* root = pv;
     Perm po = kIdentity;
     if (Node* t = merging_transpose(pv, po)) root = t;
@@ -159,14 +162,15 @@ class AttentionFuser {
   static bool same_shape(const TensorSpec& a, const TensorSpec& b) {
     return a.dtype == b.dtype && a.shape.is_fully_defined() && a.shape == b.shape;
   }
-  // A float32 BatchMatMulV2 of rank 4 without control inputs.
+  // A float32 BatchMatMulV2 of rank 4 or 3 without control inputs.
   static bool product(const Node* n) {
     return n->op().id == OpId::MatMul && n->control_inputs().empty() &&
-           float_rank4(n->outputs()[0]);
+           float_operand(n->outputs()[0]);
   }
-  static bool float_rank4(Edge e) { return float_rank4(spec_of(e)); }
-  static bool float_rank4(const TensorSpec& s) {
-    return s.dtype == DType::kFloat32 && s.shape.rank_known() && s.shape.rank() == kRank;
+  // Float32 of rank 4 or 3 (one head: read as rank 4 with a unit axis at 1).
+  static bool float_operand(const TensorSpec& s) {
+    return s.dtype == DType::kFloat32 && s.shape.rank_known() &&
+           (s.shape.rank() == kRank || s.shape.rank() == kRank - 1);
   }
   // Peels Mul by / RealDiv by a float32 scalar constant off `e` (used only
   // here) into `scale`.
@@ -192,17 +196,24 @@ class AttentionFuser {
     const Tensor* t = const_of(e);
     return t && t->dtype() == DType::kFloat32 && t->num_elements() == 1;
   }
-  // Whether `t` is a Transpose of a float32 rank-4 value without control
-  // inputs: its perm in `tp` (an empty perm reverses).
+  // Whether `t` is a Transpose of a float32 value of rank 4 or 3 without
+  // control inputs: its perm in `tp` (an empty perm reverses) over the rank-4
+  // views (a rank-3 perm keeps the unit axis 1 in place).
   static bool transpose_of(const Node* t, Perm& tp) {
     if (t->op().id != OpId::Transpose || !t->control_inputs().empty() ||
-        !float_rank4(t->outputs()[0]))
+        !float_operand(t->outputs()[0]))
       return false;
-    const auto& given = std::get<std::vector<int64_t>>(t->attr("perm"));
-    tp = {3, 2, 1, 0};
-    if (given.empty()) return true;
-    if (given.size() != kRank) return false;
-    std::copy(given.begin(), given.end(), tp.begin());
+    const int rank = t->outputs()[0].shape.rank();
+    std::vector<int64_t> given = std::get<std::vector<int64_t>>(t->attr("perm"));
+    if (given.empty())
+      for (int a = rank - 1; a >= 0; --a) given.push_back(a);
+    if (given.size() != static_cast<size_t>(rank)) return false;
+    if (rank == kRank) {
+      std::copy(given.begin(), given.end(), tp.begin());
+      return true;
+    }
+    auto lift = [](int64_t a) { return a == 0 ? a : a + 1; };
+    tp = {lift(given[0]), 1, lift(given[1]), lift(given[2])};
     return true;
   }
   // `e` read through the Transpose that produced it (any other users keep it).

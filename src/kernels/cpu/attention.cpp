@@ -39,15 +39,17 @@ struct View {
   float* data = nullptr;
   std::array<int64_t, kRank> dims{}, strides{};
 
+  // A rank-3 `t` is read as rank 4 with a unit axis at 1.
   View(const Tensor& t, const int64_t* perm, float* base) : data(base) {
-    int64_t stored[kRank];
+    int64_t sizes[kRank], stored[kRank];
+    for (int a = 0, j = 0; j < kRank; ++j) sizes[j] = t.rank() < kRank && j == 1 ? 1 : t.dim(a++);
     int64_t step = 1;
     for (int a = kRank - 1; a >= 0; --a) {
       stored[a] = step;
-      step *= t.dim(a);
+      step *= sizes[a];
     }
     for (int j = 0; j < kRank; ++j) {
-      dims[static_cast<size_t>(j)] = t.dim(static_cast<int>(perm[j]));
+      dims[static_cast<size_t>(j)] = sizes[perm[j]];
       strides[static_cast<size_t>(j)] =
           dims[static_cast<size_t>(j)] == 1 && j < 2 ? 0 : stored[perm[j]];
     }
@@ -59,8 +61,9 @@ struct View {
   int64_t ld() const { return row_major() ? strides[2] : strides[3]; }
 };
 
-// The optional mask as [B, N, T, S]: right-aligned strides, 0 where its dim
-// is 1 (broadcast). kind: 0 none, 1 added to the scores, 2 bool keep mask.
+// The optional mask as [B, N, T, S]: strides right-aligned to the scores'
+// dims ([B, T, S] when the operands have rank `rank` 3), 0 where its dim is
+// 1 (broadcast). kind: 0 none, 1 added to the scores, 2 bool keep mask.
 struct Mask {
   int kind = 0;
   float fill = 0;
@@ -68,9 +71,11 @@ struct Mask {
   std::array<int64_t, kRank> strides{};
 
   Mask() = default;
-  Mask(const Tensor& m, int kind_, float fill_) : kind(kind_), fill(fill_), data(m.raw_data()) {
+  Mask(const Tensor& m, int kind_, float fill_, int rank)
+      : kind(kind_), fill(fill_), data(m.raw_data()) {
     int64_t step = 1;
     for (int a = m.rank() - 1, j = kRank - 1; a >= 0; --a, --j) {
+      if (rank < kRank && j == 1) --j;  // no heads dim to align with
       strides[static_cast<size_t>(j)] = m.dim(a) == 1 ? 0 : step;
       step *= m.dim(a);
     }
@@ -176,7 +181,8 @@ void fused_attention_kernel(KernelContext& c) {
             0,
             Mask()};
   if (const std::string& mode = c.attr_string("mask"); !mode.empty())
-    p.mask = Mask(c.input(3), mode == "add" ? 1 : 2, static_cast<float>(c.attr_float("fill")));
+    p.mask = Mask(c.input(3), mode == "add" ? 1 : 2, static_cast<float>(c.attr_float("fill")),
+                  c.input(0).rank());
   p.batch = p.o.dims[0];
   p.heads = p.o.dims[1];
   p.t = p.o.dims[2];

@@ -17,6 +17,7 @@ using Perm = std::vector<int64_t>;
 const Perm kBNTH = {0, 1, 2, 3};  // stored as read: [B, N, rows, cols]
 const Perm kBTNH = {0, 2, 1, 3};  // heads after the rows (Keras' projections)
 const Perm kBNHT = {0, 1, 3, 2};  // cols before rows (k stored K^T)
+const Perm kTNBH = {2, 1, 0, 3};  // rows first (time-major), one head only
 
 std::vector<float> pattern(int64_t n, double freq, double phase) {
   std::vector<float> v(static_cast<size_t>(n));
@@ -50,17 +51,25 @@ struct Case {
   Perm pq, pk, pv, po;
   int64_t kb = -1, kn = -1;  // k and v's batch and heads (-1: b, n); 1 broadcasts
   float scale = 0.125f;
-  std::string mask;                // "", "add" or "keep"
-  std::vector<int64_t> mask_dims;  // right-aligned against [B, N, T, S]
+  std::string mask{};                // "", "add" or "keep"
+  std::vector<int64_t> mask_dims{};  // right-aligned against [B, N, T, S] ([B, T, S]: rank 3)
+  bool rank3 = false;                // operands of rank 3 (n == 1, no heads axis)
 };
 
-// Mask element (b, n, t, s) of a mask of `dims` (right-aligned, dims of 1
-// broadcast).
-int64_t mask_index(const std::vector<int64_t>& dims, int64_t b, int64_t n, int64_t t, int64_t s) {
-  const int64_t idx[4] = {b, n, t, s};
+// Without the unit axis 1 when the operands have rank 3.
+Shape operand_shape(const Shape& s, bool rank3) {
+  return rank3 ? Shape({s.dim(0), s.dim(2), s.dim(3)}) : s;
+}
+
+// Mask element (b, n, t, s) of a mask of `dims` (right-aligned to the
+// scores' dims, dims of 1 broadcast).
+int64_t mask_index(const Case& c, int64_t b, int64_t n, int64_t t, int64_t s) {
+  const std::vector<int64_t>& dims = c.mask_dims;
+  const std::vector<int64_t> idx =
+      c.rank3 ? std::vector<int64_t>{b, t, s} : std::vector<int64_t>{b, n, t, s};
   int64_t off = 0;
   for (size_t a = 0; a < dims.size(); ++a) {
-    const int64_t i = idx[4 - dims.size() + a];
+    const int64_t i = idx[idx.size() - dims.size() + a];
     off = off * dims[a] + (dims[a] == 1 ? 0 : i);
   }
   return off;
@@ -74,8 +83,9 @@ void check(const Case& c) {
   const auto v = pattern(sv.num_elements(), 0.53, 0.9);
   Perm perms = c.pq;
   for (const Perm* p : {&c.pk, &c.pv, &c.po}) perms.insert(perms.end(), p->begin(), p->end());
-  std::vector<Tensor> in = {Tensor::from_vector(q, sq), Tensor::from_vector(k, sk),
-                            Tensor::from_vector(v, sv)};
+  std::vector<Tensor> in = {Tensor::from_vector(q, operand_shape(sq, c.rank3)),
+                            Tensor::from_vector(k, operand_shape(sk, c.rank3)),
+                            Tensor::from_vector(v, operand_shape(sv, c.rank3))};
   // "add": a bias with some -1e9 entries; "keep": every third entry hidden,
   // and the first query row of every matrix whole (all its weights 0).
   const Shape sm(c.mask_dims);
@@ -94,7 +104,7 @@ void check(const Case& c) {
   const Tensor got = call_op1(OpId::FusedAttention, std::span<const Tensor>(in),
                               Attrs{double{c.scale}, perms, c.mask, -1e9});
   const Shape so = stored({c.b, c.n, c.t, c.dv}, c.po);
-  ASSERT_EQ(got.shape(), so);
+  ASSERT_EQ(got.shape(), operand_shape(so, c.rank3));
   const std::vector<float> out = got.to_vector<float>();
   for (int64_t b = 0; b < c.b; ++b)
     for (int64_t n = 0; n < c.n; ++n)
@@ -105,7 +115,7 @@ void check(const Case& c) {
           double d = 0;
           for (int64_t h = 0; h < c.h; ++h)
             d += at(q, sq, c.pq, b, n, t, h) * at(k, sk, c.pk, b, n, s, h);
-          const int64_t mi = c.mask.empty() ? 0 : mask_index(c.mask_dims, b, n, t, s);
+          const int64_t mi = c.mask.empty() ? 0 : mask_index(c, b, n, t, s);
           double x = c.scale * d;
           if (c.mask == "add") x += add[static_cast<size_t>(mi)];
           if (c.mask == "keep" && !keep[static_cast<size_t>(mi)]) x = -1e9;
@@ -115,7 +125,7 @@ void check(const Case& c) {
         for (double& x : w) sum += x = std::exp(x - hi);
         if (c.mask == "keep")
           for (int64_t s = 0; s < c.s; ++s)
-            if (!keep[static_cast<size_t>(mask_index(c.mask_dims, b, n, t, s))])
+            if (!keep[static_cast<size_t>(mask_index(c, b, n, t, s))])
               w[static_cast<size_t>(s)] = 0;
         for (int64_t e = 0; e < c.dv; ++e) {
           double want = 0;
@@ -166,6 +176,31 @@ TEST(FusedAttentionKernel, Masks) {
   }
 }
 
+// One head of rank 3 (Keras' Attention layer): as read, k stored K^T and
+// v V^T, time-major q and output, k and v shared by the batch; masks
+// right-aligned to [B, T, S].
+TEST(FusedAttentionKernel, RankThree) {
+  std::vector<Case> cases = {
+      Case{3, 1, 9, 11, 8, 5, kBNTH, kBNTH, kBNTH, kBNTH},
+      Case{2, 1, 17, 23, 5, 7, kBNTH, kBNHT, kBNHT, kBNTH},
+      Case{2, 1, 300, 20, 4, 4, kTNBH, kBNTH, kBNTH, kTNBH},
+      Case{3, 1, 11, 13, 4, 5, kBNTH, kBNTH, kBNTH, kBNTH, 1, 1},
+  };
+  for (const auto& [mode, dims] : std::vector<std::pair<std::string, std::vector<int64_t>>>{
+           {"add", {3, 9, 11}}, {"add", {9, 11}}, {"keep", {3, 1, 11}}, {"keep", {1, 9, 11}}}) {
+    Case c{3, 1, 9, 11, 8, 5, kBNTH, kBNTH, kBNTH, kBNTH};
+    c.mask = mode;
+    c.mask_dims = dims;
+    cases.push_back(c);
+  }
+  for (Case& c : cases) {
+    c.rank3 = true;
+    SCOPED_TRACE(str_cat(c.b, " t ", c.t, " s ", c.s, " h ", c.h, " dv ", c.dv, " ", c.mask, " ",
+                         Shape(c.mask_dims).debug_string()));
+    check(c);
+  }
+}
+
 TEST(FusedAttentionKernel, EmptyDims) {
   // No keys: softmax over nothing, zero rows (as the products compute it).
   Case none{2, 2, 3, 0, 4, 5, kBNTH, kBNTH, kBNTH, kBNTH};
@@ -210,7 +245,14 @@ TEST(FusedAttentionKernel, InferenceErrors) {
   fails({q, v, v}, ok, "q has 5 columns per row but k has 7");
   fails({q, k, reshape(v, {2, 3, 7, 6})}, ok, "k has 6 rows but v has 7");
   fails({q, reshape(k, {3, 2, 6, 5}), v}, ok, "do not broadcast");
-  fails({reshape(q, {2, 3, 20}), k, v}, ok, "must have rank 4");
+  fails({reshape(q, {2, 3, 20}), k, v}, ok, "k must have q's rank 3");
+  fails({reshape(q, {6, 20}), k, v}, ok, "q must have rank 3 or 4");
+  const Tensor q3 = reshape(q, {6, 4, 5}), k3 = reshape(k, {6, 6, 5}), v3 = reshape(v, {6, 6, 7});
+  EXPECT_EQ(run({q3, k3, v3}, ok).shape(), Shape({6, 4, 7}));
+  Perm heads = ok;  // a rank-3 operand's heads come from its unit axis
+  heads[0] = 1;
+  heads[1] = 0;
+  fails({q3, k3, v3}, heads, "with rank-3 operands, perms[0][1] must be 1");
   fails({cast(q, DType::kFloat64), k, v}, ok, "float32");
   // The mask: its mode, its input, its dtype and its shape.
   auto masked = [&](std::vector<Tensor> in, const char* mode, const char* what) {
@@ -229,8 +271,21 @@ TEST(FusedAttentionKernel, InferenceErrors) {
   masked({q, k, v, bias}, "bias", "mask must be");
   masked({q, k, v, bias}, "keep", "bool");
   masked({q, k, v, keep}, "add", "float32");
-  masked({q, k, v, reshape(bias, {6, 4})}, "add", "does not broadcast to the scores' [2, 3, 4, 6]");
+  masked({q, k, v, reshape(bias, {6, 4})}, "add",
+         "does not broadcast to the scores' dims [2,3,4,6]");
   masked({q, k, v, reshape(bias, {1, 1, 1, 1, 24})}, "add", "rank at most 4");
+  try {  // rank-3 operands: the mask aligns to [B, T, S]
+    const std::vector<Tensor> in = {q3, k3, v3, reshape(bias, {1, 1, 4, 6})};
+    call_op1(OpId::FusedAttention, std::span<const Tensor>(in), Attrs{1.0, ok, "add", -1e9});
+    ADD_FAILURE() << "no error for a rank-4 mask";
+  } catch (const InvalidArgumentError& e) {
+    EXPECT_NE(std::string(e.what()).find("rank at most 3"), std::string::npos) << e.what();
+  }
+  const std::vector<Tensor> in3 = {q3, k3, v3, reshape(bias, {1, 4, 6})};
+  EXPECT_EQ(
+      call_op1(OpId::FusedAttention, std::span<const Tensor>(in3), Attrs{1.0, ok, "add", -1e9})
+          .shape(),
+      Shape({6, 4, 7}));
 }
 
 }  // namespace

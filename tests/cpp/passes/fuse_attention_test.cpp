@@ -151,9 +151,28 @@ TEST(FuseAttention, ConstantCausalMask) {
   }
 }
 
+// One head of rank 3 (Keras' Attention layer: matmul(q, k, transpose_b),
+// its masked softmax with a value mask [B, 1, S]); a time-major q [T, B, H]
+// and result read and written through their Transposes, k given as K^T.
+TEST(FuseAttention, RankThree) {
+  const auto in = inputs({{3, 7, 8}, {3, 9, 8}, {3, 9, 5}, {3, 1, 9}, {7, 3, 8}});
+  auto g = optimize_and_compare(in, [](const std::vector<Tensor>& a) {
+    const Tensor keep = a[3] > Scalar(-0.5f);
+    const Tensor s = matmul(a[0], a[1], false, true);
+    const Tensor w = softmax(where(keep, s, Scalar(-1e9f))) * cast(keep, DType::kFloat32);
+    const Tensor q = transpose(a[4], {1, 0, 2}), kt = transpose(a[1], {0, 2, 1});
+    const Tensor o = matmul(softmax(matmul(q, kt) * Scalar(0.3f)), a[2]);
+    return std::vector<Tensor>{matmul(w, a[2]), transpose(o, {1, 0, 2})};
+  });
+  EXPECT_EQ(count_ops(*g, OpId::FusedAttention), 2);
+  for (OpId id : {OpId::Softmax, OpId::Select, OpId::Transpose, OpId::Mul, OpId::MatMul})
+    EXPECT_EQ(count_ops(*g, id), 0) << op_def(id).type_name;
+}
+
 // Left alone: the weights are also a result (return_attention_scores); a
 // mask without Keras' zeroing, or zeroing by another mask; a bias that
-// enlarges the scores; the scores' other use; rank 3; float64; a
+// enlarges the scores; the scores' other use; rank 3 with v of rank 2;
+// float64; a
 // softmax that is not the product's left operand.
 TEST(FuseAttention, PatternsLeftAlone) {
   const auto in = inputs({{2, 3, 5, 4}, {2, 3, 6, 4}, {2, 3, 6, 4}, {2, 3, 5, 6}});
@@ -182,10 +201,10 @@ TEST(FuseAttention, PatternsLeftAlone) {
         const Tensor s = matmul(a[0], a[1], false, true);
         return std::vector<Tensor>{matmul(softmax(s), a[2]), s * Scalar(3.f)};
       },
-      [](const std::vector<Tensor>& a) {
+      [](const std::vector<Tensor>& a) {  // rank 3 against v of rank 2 (broadcast)
         const Tensor q = reshape(a[0], {6, 5, 4}), k = reshape(a[1], {6, 6, 4});
         return std::vector<Tensor>{
-            matmul(softmax(matmul(q, k, false, true)), reshape(a[2], {6, 6, 4}))};
+            matmul(softmax(matmul(q, k, false, true)), reshape(a[2], {6, 24}))};
       },
       [](const std::vector<Tensor>& a) {
         const Tensor s = matmul(a[3], a[2]);  // softmax on the right

@@ -119,6 +119,38 @@ def test_masked_attention_runs_fused(jit):
     assert _ops(f, q, k, v, pad).count("_FusedAttention") == 1
 
 
+@pytest.mark.parametrize("jit", [False, True])
+def test_keras_attention_layer_runs_fused(jit):
+    # Keras' Attention layer (one head, rank 3): plain, with a value mask, causal; with
+    # use_scale its learned scale is a variable, so that form stays unfused.
+    rng = np.random.default_rng(5)
+    q, v = randn(3, 11, 16), randn(3, 14, 16, seed=1)
+    vmask = rng.random((3, 14)) > 0.3
+    vmask[:, 0] = True
+    layer = layers.Attention()
+    cases = [
+        (lambda a, b: layer([a, b]), (q, v)),
+        (lambda a, b, m: layer([a, b], mask=[None, m]), (q, v, vmask)),
+        (lambda a: layer([a, a], use_causal_mask=True), (q,)),
+    ]
+    for fn, args in cases:
+        want = fn(*(tf.constant(a) for a in args)).numpy()
+        f = tf.function(fn, jit_compile=jit)
+        np.testing.assert_allclose(f(*args).numpy(), want, rtol=1e-5, atol=1e-5)
+        ops = _ops(f, *args)
+        assert ops.count("_FusedAttention") == 1 and "Softmax" not in ops, ops
+    s = q.astype(np.float64) @ np.swapaxes(v, -1, -2)
+    s = np.where(vmask[:, None, :], s, -1e9)
+    e = np.exp(s - s.max(-1, keepdims=True))
+    np.testing.assert_allclose(cases[1][0](*cases[1][1]).numpy(),
+                               e / e.sum(-1, keepdims=True) @ v, rtol=1e-5, atol=1e-5)
+    scaled = layers.Attention(use_scale=True)
+    f = tf.function(lambda a, b: scaled([a, b]), jit_compile=jit)
+    np.testing.assert_allclose(f(q, v).numpy(), scaled([tf.constant(q), tf.constant(v)]).numpy(),
+                               rtol=1e-5, atol=1e-5)
+    assert "_FusedAttention" not in _ops(f, q, v)
+
+
 def test_transformer_encoder_block_matches_unfused():
     # A transformer encoder block (attention, residual, layer norm, feed-forward) with the
     # pass on and off: the same values.
