@@ -531,7 +531,9 @@ def test_dense_layers_compute_their_product_in_the_epilogue_kernel():
 
 def test_attention_scores_compute_their_batched_product_in_the_softmax_kernel():
     # softmax(q @ k^T / sqrt(d) + mask): the batched product is computed in
-    # the kernel of its scale, mask and softmax rows.
+    # the kernel of its scale, mask and softmax rows. The weights are returned
+    # too, so fuse_attention leaves the pattern to the JIT (without them it
+    # becomes one _FusedAttention: tests/python/keras/test_fused_attention.py).
     b, h, t, d = 2, 3, 5, 8
     rng = np.random.RandomState(11)
     q, k, v = (tf.constant(rng.randn(b, h, t, d).astype(np.float32)) for _ in range(3))
@@ -539,11 +541,11 @@ def test_attention_scores_compute_their_batched_product_in_the_softmax_kernel():
 
     def attend(q, k, v):
         w = tf.nn.softmax(tf.matmul(q, k, transpose_b=True) / np.sqrt(d).astype(np.float32) + mask)
-        return tf.matmul(w, v)
+        return tf.matmul(w, v), w
 
     j = tf.function(attend, jit_compile=True)
-    np.testing.assert_allclose(j(q, k, v).numpy(), tf.function(attend)(q, k, v).numpy(),
-                               rtol=1e-5, atol=1e-6)
+    for got, want in zip(j(q, k, v), tf.function(attend)(q, k, v)):
+        np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-5, atol=1e-6)
     ir = j.experimental_get_compiler_ir(q, k, v)("hlo")
     assert ir.count("computed here by blocks of rows") == 1, ir
     assert "(transposed)" in ir, ir
