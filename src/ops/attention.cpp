@@ -1,7 +1,9 @@
 // _FusedAttention (fuse_attention): softmax(scale * Q K^T) V per batch and
 // head, as one node whose scores never leave the cache.
 //
-// Inputs q, k, v: float32, all of rank 4 or all of rank 3 (one head: a
+// Inputs q, k, v: all float32 or all bfloat16 (the output the same; bf16
+// products accumulate in float32, the softmax is float32), all of rank 4 or
+// all of rank 3 (one head: a
 // rank-3 operand is read as rank 4 with a unit axis inserted at 1, and the
 // output has rank 3 too). Each is read as [batch, heads, rows,
 // cols] through attr perms (16 ints: for q, k, v and the output, the axis of
@@ -113,8 +115,11 @@ void infer_fused_attention(InferContext& c) {
   const int rank = c.shape(0).rank_known() ? c.shape(0).rank() : 0;
   if (rank != kRank && rank != kRank - 1)
     c.fail("q must have rank 3 or 4, got shape ", c.shape(0).debug_string());
+  const DType type = c.dtype(0);
+  if (type != DType::kFloat32 && type != DType::kBFloat16)
+    c.fail("q must be float32 or bfloat16, got ", dtype_name(type));
   for (size_t i = 0; i < 3; ++i) {
-    c.expect_dtype(i, DType::kFloat32);
+    c.expect_dtype(i, type);
     if (!c.shape(i).rank_known() || c.shape(i).rank() != rank)
       c.fail(c.input_name(i), " must have q's rank ", rank, ", got shape ",
              c.shape(i).debug_string());
@@ -138,7 +143,7 @@ void infer_fused_attention(InferContext& c) {
   std::vector<int64_t> dims(kRank);
   for (size_t j = 0; j < kRank; ++j) dims[static_cast<size_t>(perms[3 * kRank + j])] = out[j];
   if (rank < kRank) dims.erase(dims.begin() + 1);  // the unit heads axis
-  c.set_output(0, DType::kFloat32, Shape(dims));
+  c.set_output(0, type, Shape(dims));
 }
 
 // Work: rows x keys x (H + Dv) multiply-adds, about output elements times the

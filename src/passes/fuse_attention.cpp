@@ -7,6 +7,9 @@
 // RealDiv) become its scale; a mask added to the scores, or Keras' masked
 // softmax, its mask input; a Transpose feeding q, k or v (the heads' split) or
 // taking the result (their merge) is read through instead of computed.
+// bfloat16 attention (mixed_bfloat16) fuses too: its softmax runs in float32
+// between two Casts, and its scale as Cast(Mul(Cast(q), c)); masks stay
+// unfused there.
 #include <array>
 #include <string>
 #include <string_view>
@@ -37,15 +40,29 @@ class AttentionFuser {
   // not one.
   bool fuse(Node* pv, PassResult& r) {
     if (!product(pv) || std::get<bool>(pv->attr("adj_x"))) return false;
+    const DType type = pv->outputs()[0].dtype;
+    const bool half = type == DType::kBFloat16;
     Node* softmax = pv->inputs()[0].node;
     MaskMatch mask;
-    if (!weights_of(softmax, mask) || !interior(softmax)) return false;
+    if (half) {  // Cast(Softmax(Cast(scores)))
+      if (!cast(softmax, DType::kFloat32, DType::kBFloat16)) return false;
+      softmax = softmax->inputs()[0].node;
+      if (softmax->op().id != OpId::Softmax) return false;
+    } else if (!weights_of(softmax, mask)) {
+      return false;
+    }
+    if (!interior(softmax)) return false;
     double scale = 1;
     Edge x = softmax->inputs()[0];
-    if (!peel_mask(x, mask)) return false;
+    if (half) {
+      if (!cast(x.node, DType::kBFloat16, DType::kFloat32)) return false;
+      x = x.node->inputs()[0];
+    } else if (!peel_mask(x, mask)) {
+      return false;
+    }
     peel_scale(x, scale);
     Node* scores = x.node;
-    if (!product(scores) || !interior(scores)) return false;
+    if (!product(scores) || !interior(scores) || scores->outputs()[0].dtype != type) return false;
     Edge q = scores->inputs()[0], k = scores->inputs()[1], v = pv->inputs()[1];
     peel_scale(q, scale);
     Perm pq = std::get<bool>(scores->attr("adj_x")) ? kSwapped : kIdentity;
@@ -60,7 +77,8 @@ class AttentionFuser {
     const int rank = pv->outputs()[0].shape.rank();                    // every operand's
     if (scores->outputs()[0].shape.rank() != rank) return false;
     for (Edge e : {q, k, v})
-      if (!float_operand(spec_of(e)) || spec_of(e).shape.rank() != rank) return false;
+      if (spec_of(e).dtype != type || !float_operand(spec_of(e)) || spec_of(e).shape.rank() != rank)
+        return false;
     Node* root = pv;
     Perm po = kIdentity;
     if (Node* t = merging_transpose(pv, po)) root = t;
@@ -136,7 +154,7 @@ class AttentionFuser {
       if (n->op().id != OpId::Select || !same_mask(n->inputs()[0], m) || !scalar(n->inputs()[2]) ||
           !same_shape(n->outputs()[0], spec_of(n->inputs()[1])))
         return false;
-      m.fill = *const_of(n->inputs()[2])->data<float>();
+      m.fill = static_cast<float>(scalar_value(n->inputs()[2]));
       m.value = n->inputs()[0];
       x = n->inputs()[1];
       return true;
@@ -162,39 +180,62 @@ class AttentionFuser {
   static bool same_shape(const TensorSpec& a, const TensorSpec& b) {
     return a.dtype == b.dtype && a.shape.is_fully_defined() && a.shape == b.shape;
   }
-  // A float32 BatchMatMulV2 of rank 4 or 3 without control inputs.
+  // A float32 or bfloat16 BatchMatMulV2 of rank 4 or 3 without control inputs.
   static bool product(const Node* n) {
     return n->op().id == OpId::MatMul && n->control_inputs().empty() &&
            float_operand(n->outputs()[0]);
   }
-  // Float32 of rank 4 or 3 (one head: read as rank 4 with a unit axis at 1).
+  // Float32 or bfloat16 of rank 4 or 3 (one head: read as rank 4 with a unit
+  // axis at 1).
   static bool float_operand(const TensorSpec& s) {
-    return s.dtype == DType::kFloat32 && s.shape.rank_known() &&
+    return (s.dtype == DType::kFloat32 || s.dtype == DType::kBFloat16) && s.shape.rank_known() &&
            (s.shape.rank() == kRank || s.shape.rank() == kRank - 1);
   }
-  // Peels Mul by / RealDiv by a float32 scalar constant off `e` (used only
-  // here) into `scale`.
+  // An interior Cast from `from` to `to` without control inputs.
+  bool cast(const Node* n, DType from, DType to) const {
+    return n->op().id == OpId::Cast && interior(n) && n->outputs()[0].dtype == to &&
+           spec_of(n->inputs()[0]).dtype == from;
+  }
+  // Peels Mul by / RealDiv by scalar constants off `e` (used only here) into
+  // `scale`; a bfloat16 one computed in float32 (Cast(Mul(Cast(x), c))) too.
   void peel_scale(Edge& e, double& scale) const {
-    while (interior(e.node) && e.node->inputs().size() == 2) {
-      const OpId id = e.node->op().id;
-      const Edge a = e.node->inputs()[0], b = e.node->inputs()[1];
-      if (id == OpId::Mul && scalar(b) && !scalar(a)) {
-        scale *= *const_of(b)->data<float>();
-        e = a;
-      } else if (id == OpId::Mul && scalar(a) && !scalar(b)) {
-        scale *= *const_of(a)->data<float>();
-        e = b;
-      } else if (id == OpId::Div && scalar(b) && !scalar(a)) {
-        scale /= *const_of(b)->data<float>();
-        e = a;
-      } else {
-        return;
-      }
+    for (;;) {
+      if (peel_factor(e, scale)) continue;
+      if (!cast(e.node, DType::kFloat32, DType::kBFloat16)) return;
+      Edge inner = e.node->inputs()[0];
+      double s = scale;
+      if (!peel_factor(inner, s) || !cast(inner.node, DType::kBFloat16, DType::kFloat32)) return;
+      scale = s;
+      e = inner.node->inputs()[0];
     }
+  }
+  // One Mul or RealDiv by a scalar constant off `e`.
+  bool peel_factor(Edge& e, double& scale) const {
+    if (!interior(e.node) || e.node->inputs().size() != 2) return false;
+    const OpId id = e.node->op().id;
+    const Edge a = e.node->inputs()[0], b = e.node->inputs()[1];
+    if (id == OpId::Mul && scalar(b) && !scalar(a)) {
+      scale *= scalar_value(b);
+      e = a;
+    } else if (id == OpId::Mul && scalar(a) && !scalar(b)) {
+      scale *= scalar_value(a);
+      e = b;
+    } else if (id == OpId::Div && scalar(b) && !scalar(a)) {
+      scale /= scalar_value(b);
+      e = a;
+    } else {
+      return false;
+    }
+    return true;
   }
   static bool scalar(Edge e) {
     const Tensor* t = const_of(e);
-    return t && t->dtype() == DType::kFloat32 && t->num_elements() == 1;
+    return t && (t->dtype() == DType::kFloat32 || t->dtype() == DType::kBFloat16) &&
+           t->num_elements() == 1;
+  }
+  static double scalar_value(Edge e) {
+    const Tensor* t = const_of(e);
+    return t->dtype() == DType::kFloat32 ? *t->data<float>() : to_float(*t->data<BFloat16>());
   }
   // Whether `t` is a Transpose of a float32 value of rank 4 or 3 without
   // control inputs: its perm in `tp` (an empty perm reverses) over the rank-4

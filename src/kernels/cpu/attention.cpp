@@ -4,17 +4,28 @@
 // buffer, applies the mask, takes the softmax in place (Softmax's row kernel)
 // and writes P V straight into the output. Q, K, V and the output are read
 // and written in place through their perms (the heads' transposes are never
-// made); the products are single-threaded calls (gemm.h).
+// made); the products are single-threaded calls (gemm.h). bfloat16 operands:
+// Q's block scaled and rounded to bf16, the scores float32 from oneDNN's bf16
+// product, the weights rounded to bf16 for P V (float32 accumulation, the
+// output rounded once), as MatMul computes bf16.
 #include <algorithm>
+#ifdef __x86_64__
+#include <immintrin.h>
+#endif
 #include <array>
 #include <cstring>
+#include <limits>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "bind.h"
+#include "elementwise_util.h"
+#include "float_math.h"
 #include "gemm.h"
 #include "kernel_util.h"
 #include "softmax.h"
+#include "threading.h"
 
 namespace kiln::cpu {
 namespace {
@@ -32,15 +43,16 @@ int64_t ceil_div(int64_t a, int64_t b) {
   return (a + b - 1) / b;
 }
 
-// A float32 operand as [batch, heads, rows, cols]: sizes and strides in
+// An operand of T as [batch, heads, rows, cols]: sizes and strides in
 // elements, read through its perm; a batch or heads dim of 1 has stride 0
 // (broadcast).
+template <typename T>
 struct View {
-  float* data = nullptr;
+  T* data = nullptr;
   std::array<int64_t, kRank> dims{}, strides{};
 
   // A rank-3 `t` is read as rank 4 with a unit axis at 1.
-  View(const Tensor& t, const int64_t* perm, float* base) : data(base) {
+  View(const Tensor& t, const int64_t* perm, T* base) : data(base) {
     int64_t sizes[kRank], stored[kRank];
     for (int a = 0, j = 0; j < kRank; ++j) sizes[j] = t.rank() < kRank && j == 1 ? 1 : t.dim(a++);
     int64_t step = 1;
@@ -54,7 +66,7 @@ struct View {
           dims[static_cast<size_t>(j)] == 1 && j < 2 ? 0 : stored[perm[j]];
     }
   }
-  const float* at(int64_t b, int64_t n) const { return data + b * strides[0] + n * strides[1]; }
+  T* at(int64_t b, int64_t n) const { return data + b * strides[0] + n * strides[1]; }
   // The matrix of one batch and head as gemm's B operand of op(B) [rows, cols]
   // (transposed: op(B) = this^T): its storage order and leading dimension.
   bool row_major() const { return strides[3] == 1; }
@@ -85,8 +97,9 @@ struct Mask {
   }
 };
 
+template <typename T>
 struct Problem {
-  View q, k, v, o;
+  View<T> q, k, v, o;
   float scale;
   int64_t batch, heads, t, s, h, dv;
   Mask mask;
@@ -94,7 +107,9 @@ struct Problem {
 
 // The mask on one block's scores before the softmax (kind 1: added; kind 2:
 // the fill where it is false).
-void mask_scores(const Problem& p, int64_t b, int64_t n, int64_t r0, int64_t rows, float* scores) {
+template <typename T>
+void mask_scores(const Problem<T>& p, int64_t b, int64_t n, int64_t r0, int64_t rows,
+                 float* scores) {
   const Mask& m = p.mask;
   const int64_t sc = m.strides[3];
   for (int64_t i = 0; i < rows; ++i) {
@@ -111,50 +126,263 @@ void mask_scores(const Problem& p, int64_t b, int64_t n, int64_t r0, int64_t row
 }
 
 // A bool mask's false entries get weight 0 (a row masked whole: all 0).
-void zero_masked(const Problem& p, int64_t b, int64_t n, int64_t r0, int64_t rows, float* weights) {
+template <typename T, typename W>
+void zero_masked(const Problem<T>& p, int64_t b, int64_t n, int64_t r0, int64_t rows, W* weights) {
   const Mask& m = p.mask;
   for (int64_t i = 0; i < rows; ++i) {
     const bool* keep = static_cast<const bool*>(m.data) + m.row(b, n, r0 + i);
     for (int64_t j = 0; j < p.s; ++j)
-      if (!keep[j * m.strides[3]]) weights[i * p.s + j] = 0;
+      if (!keep[j * m.strides[3]]) weights[i * p.s + j] = W{};
   }
 }
 
-// Rows [r0, r1) of one batch and head: `qs` [rows, h] and `scores` [rows, s]
-// are this thread's buffers.
-void attend_block(const Problem& p, int64_t b, int64_t n, int64_t r0, int64_t r1, float* qs,
-                  float* scores) {
-  const int64_t rows = r1 - r0;
-  const float* q = p.q.at(b, n);
+// bf16 rounding loops (ties to even, as Cast), in the widest vectors the CPU
+// has: out = bf16(scale * in) over bf16, and out = bf16(in) over float32.
+#define KILN_BF16_LOOPS(suffix, target)                                                       \
+  target void scale_bf16##suffix(const uint16_t* in, float scale, uint16_t* out, int64_t n) { \
+    for (int64_t i = 0; i < n; ++i)                                                           \
+      out[i] = fn::detail::f32_to_bf16(scale * fn::detail::bf16_to_f32(in[i]));               \
+  }                                                                                           \
+  target void round_bf16##suffix(const float* in, uint16_t* out, int64_t n) {                 \
+    for (int64_t i = 0; i < n; ++i) out[i] = fn::detail::f32_to_bf16(in[i]);                  \
+  }
+KILN_BF16_LOOPS(_base, )
+#ifdef KILN_X86_CLONES
+KILN_BF16_LOOPS(_avx512, KILN_AVX512_TARGET)
+KILN_BF16_LOOPS(_avx2, KILN_AVX2_TARGET)
+#endif
+#undef KILN_BF16_LOOPS
+
+void scale_bf16(const BFloat16* in, float scale, BFloat16* out, int64_t n) {
+  const auto* i = reinterpret_cast<const uint16_t*>(in);
+  auto* o = reinterpret_cast<uint16_t*>(out);
+#ifdef KILN_X86_CLONES
+  switch (detail::simd_level()) {
+    case detail::SimdLevel::kAvx512: return scale_bf16_avx512(i, scale, o, n);
+    case detail::SimdLevel::kAvx2: return scale_bf16_avx2(i, scale, o, n);
+    case detail::SimdLevel::kBase: break;
+  }
+#endif
+  scale_bf16_base(i, scale, o, n);
+}
+
+void round_bf16(const float* in, BFloat16* out, int64_t n) {
+  auto* o = reinterpret_cast<uint16_t*>(out);
+#ifdef KILN_X86_CLONES
+  switch (detail::simd_level()) {
+    case detail::SimdLevel::kAvx512: return round_bf16_avx512(in, o, n);
+    case detail::SimdLevel::kAvx2: return round_bf16_avx2(in, o, n);
+    case detail::SimdLevel::kBase: break;
+  }
+#endif
+  round_bf16_base(in, o, n);
+}
+
+#ifdef KILN_X86_CLONES
+// e^x for x in [kExpNormalLo, 0] (float_math.h's exp_f32_normal, 16 lanes).
+KILN_AVX512_TARGET inline __m512 exp_normal16(__m512 x) {
+  const __m512 magic = _mm512_set1_ps(12582912.0f);  // 1.5 * 2^23: rounds to int
+  const __m512 t = _mm512_add_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)), magic);
+  const __m512i n = _mm512_sub_epi32(_mm512_castps_si512(t), _mm512_set1_epi32(0x4B400000));
+  const __m512 nf = _mm512_sub_ps(t, magic);
+  __m512 r = _mm512_fnmadd_ps(nf, _mm512_set1_ps(0.693359375f), x);
+  r = _mm512_fnmadd_ps(nf, _mm512_set1_ps(-2.12194440e-4f), r);
+  __m512 p = _mm512_set1_ps(1.9875691500e-4f);
+  for (const float c :
+       {1.3981999507e-3f, 8.3334519073e-3f, 4.1665795894e-2f, 1.6666665459e-1f, 5.0000001201e-1f})
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(c));
+  const __m512 y = _mm512_add_ps(_mm512_fmadd_ps(p, _mm512_mul_ps(r, r), r), _mm512_set1_ps(1.f));
+  return _mm512_castsi512_ps(_mm512_add_epi32(_mm512_castps_si512(y), _mm512_slli_epi32(n, 23)));
+}
+
+// 16 finite floats to bf16, ties to even.
+KILN_AVX512_TARGET inline __m256i to_bf16_16(__m512 v) {
+  const __m512i x = _mm512_castps_si512(v);
+  const __m512i odd = _mm512_and_si512(_mm512_srli_epi32(x, 16), _mm512_set1_epi32(1));
+  const __m512i r = _mm512_add_epi32(_mm512_add_epi32(x, _mm512_set1_epi32(0x7fff)), odd);
+  return _mm512_cvtepi32_epi16(_mm512_srli_epi32(r, 16));
+}
+
+// One row's softmax of `n` floats at `x`, in place, and rounded to bf16 into
+// `w`; false (nothing written) when the row holds inf or NaN. Lanes further
+// than kExpNormalLo below the max get e^kExpNormalLo (~1.7e-38) instead of
+// their e^x (< 1.7e-38): the same bf16 weights but for those specks.
+KILN_AVX512_TARGET bool softmax_row_bf16_avx512(float* x, int64_t n, uint16_t* w) {
+  const int64_t full = n - n % 16;
+  const __mmask16 tail = static_cast<__mmask16>((1u << (n - full)) - 1);
+  const __m512 low = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
+  __m512 hi = low, chk = _mm512_setzero_ps();
+  for (int64_t j = 0; j <= full; j += 16) {
+    const __mmask16 k = j < full ? static_cast<__mmask16>(0xffff) : tail;
+    const __m512 v = _mm512_mask_loadu_ps(low, k, x + j);
+    hi = _mm512_max_ps(hi, v);
+    chk = _mm512_add_ps(chk, _mm512_maskz_mul_ps(k, v, _mm512_setzero_ps()));
+  }
+  if (_mm512_reduce_add_ps(chk) != 0) return false;
+  const __m512 m = _mm512_set1_ps(_mm512_reduce_max_ps(hi));
+  const __m512 floor = _mm512_set1_ps(fn::detail::kExpNormalLo);
+  __m512 sum = _mm512_setzero_ps();
+  for (int64_t j = 0; j <= full; j += 16) {
+    const __mmask16 k = j < full ? static_cast<__mmask16>(0xffff) : tail;
+    const __m512 v = _mm512_maskz_loadu_ps(k, x + j);
+    const __m512 e = exp_normal16(_mm512_max_ps(_mm512_sub_ps(v, m), floor));
+    _mm512_mask_storeu_ps(x + j, k, e);
+    sum = _mm512_mask_add_ps(sum, k, sum, e);
+  }
+  const __m512 inv = _mm512_set1_ps(1.f / _mm512_reduce_add_ps(sum));
+  for (int64_t j = 0; j <= full; j += 16) {
+    const __mmask16 k = j < full ? static_cast<__mmask16>(0xffff) : tail;
+    const __m512 e = _mm512_mul_ps(_mm512_maskz_loadu_ps(k, x + j), inv);
+    _mm512_mask_storeu_ps(x + j, k, e);
+    _mm256_mask_storeu_epi16(w + j, k, to_bf16_16(e));
+  }
+  return true;
+}
+#endif
+
+// Softmax of `rows` rows of `n` floats in place, the weights also rounded to
+// bf16 into `w`.
+void softmax_rows_bf16(float* x, int64_t rows, int64_t n, BFloat16* w) {
+  for (int64_t r = 0; r < rows; ++r) {
+#ifdef KILN_X86_CLONES
+    if (detail::simd_level() == detail::SimdLevel::kAvx512 &&
+        softmax_row_bf16_avx512(x + r * n, n, reinterpret_cast<uint16_t*>(w + r * n)))
+      continue;
+#endif
+    softmax_rows_in_place(x + r * n, 1, n);
+    round_bf16(x + r * n, w + r * n, n);
+  }
+}
+
+// Rows [r0, r1) of q's matrix (b, n), scaled, into `qs` [rows, h].
+template <typename T>
+void scaled_rows(const Problem<T>& p, int64_t b, int64_t n, int64_t r0, int64_t rows, T* qs) {
+  const T* q = p.q.at(b, n);
   const int64_t qc = p.q.strides[3];
   for (int64_t i = 0; i < rows; ++i) {
-    const float* src = q + (r0 + i) * p.q.strides[2];
-    float* dst = qs + i * p.h;
-    if (qc == 1) {  // rows contiguous (vectorized)
-      for (int64_t j = 0; j < p.h; ++j) dst[j] = p.scale * src[j];
-    } else {
+    const T* src = q + (r0 + i) * p.q.strides[2];
+    T* dst = qs + i * p.h;
+    if constexpr (std::is_same_v<T, float>) {
+      if (qc == 1) {  // rows contiguous (vectorized)
+        for (int64_t j = 0; j < p.h; ++j) dst[j] = p.scale * src[j];
+        continue;
+      }
       for (int64_t j = 0; j < p.h; ++j) dst[j] = p.scale * src[j * qc];
+    } else if (qc == 1) {
+      scale_bf16(src, p.scale, dst, p.h);
+    } else {
+      for (int64_t j = 0; j < p.h; ++j) dst[j] = to_bfloat16(p.scale * to_float(src[j * qc]));
     }
   }
+}
+
+// A thread's buffers for one block: q's rows scaled [rows, h], the scores
+// [rows, s]; bf16: the weights rounded [rows, s], K [s, h], V [s, dv] and the
+// block's output [rows, dv] dense (oneDNN 2.6 runs its AMX / bf16 brgemm
+// kernels on dense operands only, strided ones on a 2x slower gemm).
+template <typename T>
+struct Scratch {
+  std::vector<T> qs;
+  std::vector<float> scores;
+  std::vector<T> weights, k, v, out;
+  // Grows the buffers to these sizes (never shrinks them).
+  void fit(int64_t rows, int64_t h, int64_t s, int64_t dv) {
+    grow(qs, rows * h);
+    grow(scores, rows * s);
+    if constexpr (!std::is_same_v<T, float>) {
+      grow(weights, rows * s);
+      grow(k, s * h);
+      grow(v, s * dv);
+      grow(out, rows * dv);
+    }
+  }
+  template <typename U>
+  static void grow(std::vector<U>& b, int64_t n) {
+    if (b.size() < static_cast<size_t>(n)) b.resize(static_cast<size_t>(n));
+  }
+};
+
+// Buffers up to this size stay with their thread between calls.
+constexpr int64_t kKeptScratchBytes = 8 << 20;
+
+// Runs body(buffers) with this thread's kept buffers, or new ones when they
+// would be larger than kKeptScratchBytes.
+template <typename T, typename Body>
+void with_scratch(int64_t rows, int64_t h, int64_t s, int64_t dv, Body body) {
+  const int64_t bytes = 4 * rows * (h + 2 * s + dv) + 4 * s * (h + dv);
+  if (bytes > kKeptScratchBytes) {
+    Scratch<T> own;
+    own.fit(rows, h, s, dv);
+    body(own);
+    return;
+  }
+  thread_local Scratch<T> kept;
+  kept.fit(rows, h, s, dv);
+  body(kept);
+}
+
+// Matrix (b, n) of `m` ([rows, cols] through its view) as dense row-major
+// into `dst`.
+template <typename T>
+void dense_copy(const View<T>& m, int64_t b, int64_t n, T* dst) {
+  const T* src = m.at(b, n);
+  const int64_t rows = m.dims[2], cols = m.dims[3], rs = m.strides[2], cs = m.strides[3];
+  for (int64_t i = 0; i < rows; ++i) {
+    T* d = dst + i * cols;
+    const T* r = src + i * rs;
+    if (cs == 1) {
+      std::memcpy(d, r, static_cast<size_t>(cols) * sizeof(T));
+    } else {
+      for (int64_t j = 0; j < cols; ++j) d[j] = r[j * cs];
+    }
+  }
+}
+
+// Rows [r0, r1) of one batch and head.
+template <typename T>
+void attend_block(const Problem<T>& p, int64_t b, int64_t n, int64_t r0, int64_t r1,
+                  Scratch<T>& buf) {
+  const int64_t rows = r1 - r0;
+  T* qs = buf.qs.data();
+  float* scores = buf.scores.data();
+  scaled_rows(p, b, n, r0, rows, qs);
   // scores = qs K^T: op(B) = K^T [h, s]; K stored [s, h] row-major is B^T.
   if (p.h == 0) {
     std::fill(scores, scores + rows * p.s, 0.f);
-  } else {
+  } else if constexpr (std::is_same_v<T, float>) {
     f32_gemm_call(
         {false, p.k.row_major(), rows, p.s, p.h, qs, p.h, p.k.at(b, n), p.k.ld(), scores, p.s});
+  } else {
+    dense_copy(p.k, b, n, buf.k.data());
+    bf16_gemm_call_f32({false, true, rows, p.s, p.h, qs, p.h, buf.k.data(), p.h, nullptr, p.s},
+                       scores);
   }
   if (p.mask.kind) mask_scores(p, b, n, r0, rows, scores);
-  softmax_rows_in_place(scores, rows, p.s);
-  if (p.mask.kind == 2) zero_masked(p, b, n, r0, rows, scores);
   // out rows = P V: op(B) = V [s, dv].
-  float* out = const_cast<float*>(p.o.at(b, n)) + r0 * p.o.strides[2];
-  f32_gemm_call({false, !p.v.row_major(), rows, p.dv, p.s, scores, p.s, p.v.at(b, n), p.v.ld(), out,
-                 p.o.strides[2]});
+  T* out = p.o.at(b, n) + r0 * p.o.strides[2];
+  if constexpr (std::is_same_v<T, float>) {
+    softmax_rows_in_place(scores, rows, p.s);
+    if (p.mask.kind == 2) zero_masked(p, b, n, r0, rows, scores);
+    f32_gemm_call({false, !p.v.row_major(), rows, p.dv, p.s, scores, p.s, p.v.at(b, n), p.v.ld(),
+                   out, p.o.strides[2]});
+  } else {
+    T* w = buf.weights.data();
+    softmax_rows_bf16(scores, rows, p.s, w);
+    if (p.mask.kind == 2) zero_masked(p, b, n, r0, rows, w);
+    dense_copy(p.v, b, n, buf.v.data());
+    T* dense = p.o.strides[2] == p.dv ? out : buf.out.data();
+    bf16_gemm_call({false, false, rows, p.dv, p.s, w, p.s, buf.v.data(), p.dv, dense, p.dv});
+    if (dense != out)
+      for (int64_t i = 0; i < rows; ++i)
+        std::memcpy(out + i * p.o.strides[2], dense + i * p.dv,
+                    static_cast<size_t>(p.dv) * sizeof(T));
+  }
 }
 
 // Rows per block: every thread gets about two blocks when the batch and
 // heads alone give fewer.
-int64_t block_rows(const Problem& p) {
+template <typename T>
+int64_t block_rows(const Problem<T>& p) {
   int64_t rows = std::min(p.t, kMaxBlockRows);
   const int64_t want = 2 * static_cast<int64_t>(ThreadPool::global().num_threads());
   const int64_t per_matrix = ceil_div(want, std::max<int64_t>(p.batch * p.heads, 1));
@@ -162,24 +390,25 @@ int64_t block_rows(const Problem& p) {
   return std::max<int64_t>(1, rows);
 }
 
-void fused_attention_kernel(KernelContext& c) {
+template <typename T>
+void attend(KernelContext& c) {
   const auto& perms = c.attr_ints("perms");
   Tensor& out = c.allocate_output(0);
   auto view = [&](const Tensor& t, size_t i) {
-    return View(t, &perms[i * kRank], const_cast<float*>(t.data<float>()));
+    return View<T>(t, &perms[i * kRank], const_cast<T*>(t.data<T>()));
   };
-  Problem p{view(c.input(0), 0),
-            view(c.input(1), 1),
-            view(c.input(2), 2),
-            View(out, &perms[3 * kRank], out.mutable_data<float>()),
-            static_cast<float>(c.attr_float("scale")),
-            0,
-            0,
-            0,
-            0,
-            0,
-            0,
-            Mask()};
+  Problem<T> p{view(c.input(0), 0),
+               view(c.input(1), 1),
+               view(c.input(2), 2),
+               View<T>(out, &perms[3 * kRank], out.mutable_data<T>()),
+               static_cast<float>(c.attr_float("scale")),
+               0,
+               0,
+               0,
+               0,
+               0,
+               0,
+               Mask()};
   if (const std::string& mode = c.attr_string("mask"); !mode.empty())
     p.mask = Mask(c.input(3), mode == "add" ? 1 : 2, static_cast<float>(c.attr_float("fill")),
                   c.input(0).rank());
@@ -191,7 +420,7 @@ void fused_attention_kernel(KernelContext& c) {
   p.h = p.q.dims[3];
   if (out.num_elements() == 0) return;
   if (p.s == 0) {  // softmax over no keys: no weights, zero rows
-    std::memset(out.mutable_data<float>(), 0, static_cast<size_t>(out.num_elements()) * 4);
+    std::memset(out.mutable_raw_data(), 0, static_cast<size_t>(out.num_elements()) * sizeof(T));
     return;
   }
   const int64_t rows = block_rows(p), blocks = ceil_div(p.t, rows);
@@ -199,14 +428,21 @@ void fused_attention_kernel(KernelContext& c) {
   const int64_t work = rows * p.s * (p.h + p.dv);  // multiply-adds per task
   parallel_for(tasks, std::max<int64_t>(1, (int64_t{1} << 18) / std::max<int64_t>(work, 1)),
                [&](int64_t i0, int64_t i1) {
-                 std::vector<float> qs(static_cast<size_t>(rows * p.h));
-                 std::vector<float> scores(static_cast<size_t>(rows * p.s));
-                 for (int64_t i = i0; i < i1; ++i) {
-                   const int64_t bn = i / blocks, r0 = (i % blocks) * rows;
-                   attend_block(p, bn / p.heads, bn % p.heads, r0, std::min(p.t, r0 + rows),
-                                qs.data(), scores.data());
-                 }
+                 LibrariesSingleThreaded single;  // one product per thread
+                 with_scratch<T>(rows, p.h, p.s, p.dv, [&](Scratch<T>& buf) {
+                   for (int64_t i = i0; i < i1; ++i) {
+                     const int64_t bn = i / blocks, r0 = (i % blocks) * rows;
+                     attend_block(p, bn / p.heads, bn % p.heads, r0, std::min(p.t, r0 + rows), buf);
+                   }
+                 });
                });
+}
+
+void fused_attention_kernel(KernelContext& c) {
+  if (c.input(0).dtype() == DType::kBFloat16)
+    attend<BFloat16>(c);
+  else
+    attend<float>(c);
 }
 
 }  // namespace

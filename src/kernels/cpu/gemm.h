@@ -69,6 +69,9 @@ void f32_gemm_call(const GemmCall<float>& g);
 /// Runs `g` on this thread (matmul_onednn.cpp): oneDNN's bf16 kernel with float32
 /// accumulation, or float32 on OpenBLAS where oneDNN has none for it.
 void bf16_gemm_call(const Bf16Gemm& g);
+/// As bf16_gemm_call, but C is float32 (`c`, rows g.ldc apart; g.c unused):
+/// the accumulated sums unrounded (_FusedAttention's scores).
+void bf16_gemm_call_f32(const Bf16Gemm& g, float* c);
 /// Runs the float32 product `g` on this thread with oneDNN's brgemm kernel
 /// (matmul_onednn.cpp) when oneDNN has one for it and these sizes were met
 /// before (a primitive costs ~0.2 ms to create); false, nothing written,

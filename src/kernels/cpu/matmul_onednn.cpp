@@ -69,14 +69,15 @@ template <typename T>
 constexpr dnnl::memory::data_type kDnnlType =
     std::is_same_v<T, float> ? dnnl::memory::data_type::f32 : dnnl::memory::data_type::bf16;
 
-// Null where oneDNN has no kernel worth running (no_kernel).
+// Null where oneDNN has no kernel worth running (no_kernel). `f32_out`: a
+// float32 C whatever the operands' type.
 template <typename T>
-std::shared_ptr<MatMulPrim> create_prim(const GemmCall<T>& g) {
+std::shared_ptr<MatMulPrim> create_prim(const GemmCall<T>& g, bool f32_out = false) {
   constexpr auto type = kDnnlType<T>;
   auto p = std::make_shared<MatMulPrim>();
   p->a_md = strided_md(g.m, g.k, g.lda, g.ta, type);
   p->b_md = strided_md(g.k, g.n, g.ldb, g.tb, type);
-  p->c_md = strided_md(g.m, g.n, g.ldc, false, type);
+  p->c_md = strided_md(g.m, g.n, g.ldc, false, f32_out ? dnnl::memory::data_type::f32 : type);
   dnnl::primitive_attr attr;
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
   const dnnl::matmul::desc d(p->a_md, p->b_md, p->c_md);
@@ -98,17 +99,19 @@ ConvKey gemm_key(const GemmCall<T>& g) {
 }
 
 template <typename T>
-std::shared_ptr<MatMulPrim> make_prim(const GemmCall<T>& g) {
+std::shared_ptr<MatMulPrim> make_prim(const GemmCall<T>& g, bool f32_out = false) {
   try {
-    return create_prim(g);
+    return create_prim(g, f32_out);
   } catch (const dnnl::error&) {
     return nullptr;
   }
 }
 
-std::shared_ptr<MatMulPrim> cached_prim(const Bf16Gemm& g) {
+// bf16 operands; C bf16, or float32 with `f32_out` (a cache of its own).
+std::shared_ptr<MatMulPrim> cached_prim(const Bf16Gemm& g, bool f32_out = false) {
   static auto& cache = *new PrimCache<MatMulPrim>(kCacheSize);
-  return cache.get(gemm_key(g), [&] { return make_prim(g); });
+  static auto& f32_cache = *new PrimCache<MatMulPrim>(kCacheSize);
+  return (f32_out ? f32_cache : cache).get(gemm_key(g), [&] { return make_prim(g, f32_out); });
 }
 
 // Float32 primitives are created on a product's second call (see
@@ -118,16 +121,22 @@ std::shared_ptr<MatMulPrim> cached_prim(const GemmCall<float>& g) {
   return cache.get_when_repeated(gemm_key(g), [&] { return make_prim(g); });
 }
 
-template <typename T>
-void run_prim(const MatMulPrim& p, const GemmCall<T>& g) {
+template <typename T, typename C = T>
+void run_prim(const MatMulPrim& p, const GemmCall<T>& g, C* c) {
   const dnnl::engine& e = dnnl_engine();
   run_matmul(p.mm, dnnl::memory(p.a_md, e, const_cast<T*>(g.a)),
-             dnnl::memory(p.b_md, e, const_cast<T*>(g.b)), dnnl::memory(p.c_md, e, g.c),
+             dnnl::memory(p.b_md, e, const_cast<T*>(g.b)), dnnl::memory(p.c_md, e, c),
              p.scratch_bytes);
 }
+template <typename T>
+void run_prim(const MatMulPrim& p, const GemmCall<T>& g) {
+  run_prim(p, g, g.c);
+}
 
-// The block in float32: op(A), B to float, one OpenBLAS call, C rounded.
-void gemm_in_float(const Bf16Gemm& g) {
+// The block in float32: op(A), B to float, one OpenBLAS call, C rounded to
+// bf16 (or kept float32: C = float).
+template <typename C>
+void gemm_in_float(const Bf16Gemm& g, C* out) {
   std::vector<float> a(static_cast<size_t>(g.m * g.k)), b(static_cast<size_t>(g.k * g.n));
   std::vector<float> c(static_cast<size_t>(g.m * g.n));
   for (int64_t i = 0; i < g.m; ++i)
@@ -143,8 +152,13 @@ void gemm_in_float(const Bf16Gemm& g) {
   cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, i(g.m), i(g.n), i(g.k), 1.f, a.data(),
               i(g.k), b.data(), i(g.n), 0.f, c.data(), i(g.n));
   for (int64_t r = 0; r < g.m; ++r)
-    for (int64_t j = 0; j < g.n; ++j)
-      g.c[r * g.ldc + j] = to_bfloat16(c[static_cast<size_t>(r * g.n + j)]);
+    for (int64_t j = 0; j < g.n; ++j) {
+      const float x = c[static_cast<size_t>(r * g.n + j)];
+      if constexpr (std::is_same_v<C, float>)
+        out[r * g.ldc + j] = x;
+      else
+        out[r * g.ldc + j] = to_bfloat16(x);
+    }
 }
 
 // ---- _FusedMatMul: float32 weights packed to bf16 ----
@@ -278,10 +292,24 @@ void bf16_gemm_call(const Bf16Gemm& g) {
   if (g.m == 0 || g.n == 0) return;
   const std::shared_ptr<MatMulPrim> p = g.k > 0 ? cached_prim(g) : nullptr;
   if (!p) {
-    gemm_in_float(g);
+    gemm_in_float(g, g.c);
     return;
   }
   run_prim(*p, g);
+}
+
+void bf16_gemm_call_f32(const Bf16Gemm& g, float* c) {
+  if (g.m == 0 || g.n == 0) return;
+  if (g.k == 0) {
+    for (int64_t r = 0; r < g.m; ++r) std::fill(c + r * g.ldc, c + r * g.ldc + g.n, 0.f);
+    return;
+  }
+  const std::shared_ptr<MatMulPrim> p = cached_prim(g, true);
+  if (!p) {
+    gemm_in_float(g, c);
+    return;
+  }
+  run_prim(*p, g, c);
 }
 
 // g times its weights packed (kept per version `b_version` of their buffer);

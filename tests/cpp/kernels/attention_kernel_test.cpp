@@ -4,6 +4,7 @@
 // and the inference's errors.
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <string>
 #include <utility>
 #include <vector>
@@ -54,7 +55,15 @@ struct Case {
   std::string mask{};                // "", "add" or "keep"
   std::vector<int64_t> mask_dims{};  // right-aligned against [B, N, T, S] ([B, T, S]: rank 3)
   bool rank3 = false;                // operands of rank 3 (n == 1, no heads axis)
+  bool bf16 = false;                 // bfloat16 operands and output
 };
+
+// The values of `v` as bfloat16 holds them.
+std::vector<float> rounded(const std::vector<float>& v) {
+  std::vector<float> r(v.size());
+  for (size_t i = 0; i < v.size(); ++i) r[i] = to_float(to_bfloat16(v[i]));
+  return r;
+}
 
 // Without the unit axis 1 when the operands have rank 3.
 Shape operand_shape(const Shape& s, bool rank3) {
@@ -79,13 +88,20 @@ void check(const Case& c) {
   const int64_t kb = c.kb < 0 ? c.b : c.kb, kn = c.kn < 0 ? c.n : c.kn;
   const Shape sq = stored({c.b, c.n, c.t, c.h}, c.pq), sk = stored({kb, kn, c.s, c.h}, c.pk);
   const Shape sv = stored({kb, kn, c.s, c.dv}, c.pv);
-  const auto q = pattern(sq.num_elements(), 0.37, 0.1), k = pattern(sk.num_elements(), 0.71, 0.4);
-  const auto v = pattern(sv.num_elements(), 0.53, 0.9);
+  auto q = pattern(sq.num_elements(), 0.37, 0.1), k = pattern(sk.num_elements(), 0.71, 0.4);
+  auto v = pattern(sv.num_elements(), 0.53, 0.9);
+  if (c.bf16) {  // the reference reads the values the kernel gets
+    q = rounded(q);
+    k = rounded(k);
+    v = rounded(v);
+  }
+  auto operand = [&](const std::vector<float>& x, const Shape& st) {
+    const Tensor t = Tensor::from_vector(x, operand_shape(st, c.rank3));
+    return c.bf16 ? cast(t, DType::kBFloat16) : t;
+  };
   Perm perms = c.pq;
   for (const Perm* p : {&c.pk, &c.pv, &c.po}) perms.insert(perms.end(), p->begin(), p->end());
-  std::vector<Tensor> in = {Tensor::from_vector(q, operand_shape(sq, c.rank3)),
-                            Tensor::from_vector(k, operand_shape(sk, c.rank3)),
-                            Tensor::from_vector(v, operand_shape(sv, c.rank3))};
+  std::vector<Tensor> in = {operand(q, sq), operand(k, sk), operand(v, sv)};
   // "add": a bias with some -1e9 entries; "keep": every third entry hidden,
   // and the first query row of every matrix whole (all its weights 0).
   const Shape sm(c.mask_dims);
@@ -105,7 +121,11 @@ void check(const Case& c) {
                               Attrs{double{c.scale}, perms, c.mask, -1e9});
   const Shape so = stored({c.b, c.n, c.t, c.dv}, c.po);
   ASSERT_EQ(got.shape(), operand_shape(so, c.rank3));
-  const std::vector<float> out = got.to_vector<float>();
+  ASSERT_EQ(got.dtype(), c.bf16 ? DType::kBFloat16 : DType::kFloat32);
+  const std::vector<float> out = cast(got, DType::kFloat32).to_vector<float>();
+  // bf16: q's rows scaled and the weights rounded to bf16 (2^-9 relative
+  // each), the output rounded once (outputs are within [-1, 1]).
+  const double tol = c.bf16 ? 4e-3 : 2e-5;
   for (int64_t b = 0; b < c.b; ++b)
     for (int64_t n = 0; n < c.n; ++n)
       for (int64_t t = 0; t < c.t; ++t) {
@@ -131,7 +151,7 @@ void check(const Case& c) {
           double want = 0;
           for (int64_t s = 0; s < c.s; ++s)
             want += w[static_cast<size_t>(s)] / sum * at(v, sv, c.pv, b, n, s, e);
-          ASSERT_NEAR(at(out, so, c.po, b, n, t, e), want, 2e-5)
+          ASSERT_NEAR(at(out, so, c.po, b, n, t, e), want, tol)
               << "b " << b << " n " << n << " t " << t << " e " << e;
         }
       }
@@ -201,6 +221,61 @@ TEST(FusedAttentionKernel, RankThree) {
   }
 }
 
+// bfloat16 operands (mixed_bfloat16): every layout, masks, rank 3, rows
+// longer and shorter than a vector, no keys; oneDNN's bf16 products with a
+// float32 softmax in between.
+TEST(FusedAttentionKernel, BFloat16) {
+  std::vector<Case> cases = {
+      Case{2, 4, 32, 32, 16, 16, kBTNH, kBTNH, kBTNH, kBTNH},
+      Case{1, 2, 17, 23, 5, 7, kBNTH, kBNHT, kBNHT, kBTNH},
+      Case{3, 2, 9, 40, 12, 6, kBTNH, kBNTH, kBTNH, kBNTH},
+      Case{1, 1, 70, 300, 4, 3, kBNTH, kBTNH, kBNTH, kBNTH},
+      Case{2, 3, 11, 13, 4, 5, kBTNH, kBTNH, kBTNH, kBTNH, 2, 1, 1.7f},
+      Case{2, 2, 3, 0, 4, 5, kBNTH, kBNTH, kBNTH, kBNTH},
+      Case{2, 2, 3, 4, 0, 5, kBNTH, kBNTH, kBNTH, kBNTH},
+  };
+  for (const auto& [mode, dims] : std::vector<std::pair<std::string, std::vector<int64_t>>>{
+           {"add", {2, 3, 9, 11}}, {"keep", {2, 1, 9, 11}}, {"keep", {11}}}) {
+    Case c{2, 3, 9, 11, 8, 5, kBTNH, kBTNH, kBTNH, kBTNH};
+    c.mask = mode;
+    c.mask_dims = dims;
+    cases.push_back(c);
+  }
+  Case three{2, 1, 300, 20, 4, 4, kTNBH, kBNTH, kBNTH, kTNBH};
+  three.rank3 = true;
+  cases.push_back(three);
+  for (Case& c : cases) {
+    c.bf16 = true;
+    SCOPED_TRACE(
+        str_cat(c.b, "x", c.n, " t ", c.t, " s ", c.s, " h ", c.h, " dv ", c.dv, " ", c.mask));
+    check(c);
+  }
+}
+
+// A row holding inf or NaN gives what Softmax gives (the general row kernel),
+// in bf16 too; the other rows are unaffected.
+TEST(FusedAttentionKernel, NonFiniteScores) {
+  for (const DType type : {DType::kFloat32, DType::kBFloat16}) {
+    std::vector<float> qv(2 * 4, 0.5f), kv(3 * 4, 0.25f), vv(3 * 2, 1.f);
+    qv[0] = std::numeric_limits<float>::quiet_NaN();  // row 0: NaN scores
+    const auto make = [&](const std::vector<float>& x, Shape s) {
+      const Tensor t = Tensor::from_vector(x, s);
+      return type == DType::kFloat32 ? t : cast(t, type);
+    };
+    const std::vector<Tensor> in = {make(qv, {1, 1, 2, 4}), make(kv, {1, 1, 3, 4}),
+                                    make(vv, {1, 1, 3, 2})};
+    Perm perms;
+    for (int i = 0; i < 4; ++i) perms.insert(perms.end(), kBNTH.begin(), kBNTH.end());
+    const std::vector<float> out =
+        cast(call_op1(OpId::FusedAttention, std::span<const Tensor>(in), Attrs{1.0, perms}),
+             DType::kFloat32)
+            .to_vector<float>();
+    EXPECT_TRUE(std::isnan(out[0]) && std::isnan(out[1])) << dtype_name(type);
+    EXPECT_FLOAT_EQ(out[2], 1.f) << dtype_name(type);
+    EXPECT_FLOAT_EQ(out[3], 1.f) << dtype_name(type);
+  }
+}
+
 TEST(FusedAttentionKernel, EmptyDims) {
   // No keys: softmax over nothing, zero rows (as the products compute it).
   Case none{2, 2, 3, 0, 4, 5, kBNTH, kBNTH, kBNTH, kBNTH};
@@ -253,7 +328,8 @@ TEST(FusedAttentionKernel, InferenceErrors) {
   heads[0] = 1;
   heads[1] = 0;
   fails({q3, k3, v3}, heads, "with rank-3 operands, perms[0][1] must be 1");
-  fails({cast(q, DType::kFloat64), k, v}, ok, "float32");
+  fails({cast(q, DType::kFloat64), k, v}, ok, "q must be float32 or bfloat16, got float64");
+  fails({cast(q, DType::kBFloat16), k, v}, ok, "float32");
   // The mask: its mode, its input, its dtype and its shape.
   auto masked = [&](std::vector<Tensor> in, const char* mode, const char* what) {
     try {

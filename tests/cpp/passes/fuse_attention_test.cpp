@@ -169,6 +169,47 @@ TEST(FuseAttention, RankThree) {
     EXPECT_EQ(count_ops(*g, id), 0) << op_def(id).type_name;
 }
 
+// mixed_bfloat16 (kiln's Keras): bf16 operands, the scale and the softmax in
+// float32 between Casts; and a scale applied in bf16 directly. The fused node
+// is bf16 too; its scores stay float32, so it is closer to the exact values
+// than the unfused ops (which round the scores to bf16).
+TEST(FuseAttention, MixedBFloat16) {
+  std::vector<Tensor> in;
+  for (const Tensor& t : inputs({{2, 24, 4, 16}, {2, 30, 4, 16}, {2, 30, 4, 8}, {2, 24, 4, 16}}))
+    in.push_back(cast(t, DType::kBFloat16));
+  const auto f32 = [](const Tensor& t) { return cast(t, DType::kFloat32); };
+  const auto bf16 = [](const Tensor& t) { return cast(t, DType::kBFloat16); };
+  const Body body = [&](const std::vector<Tensor>& a) {
+    const Tensor q = bf16(f32(transpose(a[0], kHeads)) * Scalar(0.125f));
+    const Tensor k = transpose(a[1], kHeads), v = transpose(a[2], kHeads);
+    const Tensor p = bf16(softmax(f32(matmul(q, k, false, true))));
+    const Tensor q2 = transpose(a[3], kHeads) * Scalar(0.25f);  // Mul of bf16
+    const Tensor p2 = bf16(softmax(f32(matmul(q2, k, false, true))));
+    return std::vector<Tensor>{transpose(matmul(p, v), kHeads), matmul(p2, v)};
+  };
+  auto g = trace(in, body);
+  OptimizeOptions o;
+  o.verify = true;
+  optimize(*g, o);
+  EXPECT_EQ(count_ops(*g, OpId::FusedAttention), 2);
+  for (OpId id : {OpId::Softmax, OpId::Cast, OpId::Mul, OpId::MatMul})
+    EXPECT_EQ(count_ops(*g, id), 0) << op_def(id).type_name;
+  EXPECT_EQ(count_ops(*g, OpId::Transpose), 0);
+  const std::vector<Tensor> want = body(in), got = Plan::compile(*g)->run(in);
+  ASSERT_EQ(got.size(), 2u);
+  for (size_t i = 0; i < 2; ++i) {
+    EXPECT_EQ(got[i].dtype(), DType::kBFloat16);
+    expect_tensor_near<float>(f32(got[i]), want[i].shape(), f32(want[i]).to_vector<float>(), 2e-2);
+  }
+  // Masks stay unfused in bf16.
+  auto masked = trace(in, [&](const std::vector<Tensor>& a) {
+    const Tensor s = f32(matmul(a[0], a[3], false, true));
+    const Tensor p = bf16(softmax(where(s > Scalar(0.f), s, Scalar(-1e9f))));
+    return std::vector<Tensor>{matmul(p, a[0])};
+  });
+  EXPECT_FALSE(fuse_attention(*masked).changed());
+}
+
 // Left alone: the weights are also a result (return_attention_scores); a
 // mask without Keras' zeroing, or zeroing by another mask; a bias that
 // enlarges the scores; the scores' other use; rank 3 with v of rank 2;

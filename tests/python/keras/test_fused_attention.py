@@ -164,3 +164,41 @@ def test_transformer_encoder_block_matches_unfused():
     want = model(tf.constant(x), training=False).numpy()
     np.testing.assert_allclose(f(x).numpy(), want, rtol=1e-5, atol=1e-5)
     assert _ops(f, x).count("_FusedAttention") == 1
+
+
+@pytest.fixture
+def mixed_bfloat16():
+    tf.keras.mixed_precision.set_global_policy("mixed_bfloat16")
+    yield
+    tf.keras.mixed_precision.set_global_policy("float32")
+
+
+@pytest.mark.parametrize("jit", [False, True])
+def test_mha_under_mixed_bfloat16_runs_fused(mixed_bfloat16, jit):
+    # bf16 q, k, v with the softmax in float32 between casts: one bf16 node, its products
+    # on oneDNN's bf16 kernels. Against a float64 reference of the same bf16 weights and
+    # input: the fused node keeps its scores in float32, so it is at least as close as the
+    # unfused ops (which round the scores to bf16) and within bf16's precision.
+    x = randn(2, 40, 32)
+    layer = layers.MultiHeadAttention(num_heads=4, key_dim=8)
+    layer(tf.constant(x), tf.constant(x))
+    f = tf.function(lambda a: layer(a, a), jit_compile=jit)
+    got = f(x)
+    assert got.dtype == tf.bfloat16
+    ops = _ops(f, x)
+    assert ops.count("_FusedAttention") == 1 and "Softmax" not in ops, ops
+    assert "BatchMatMulV2" not in ops and "Transpose" not in ops, ops
+
+    def rounded(a):
+        return tf.cast(tf.cast(a, tf.bfloat16), tf.float32).numpy().astype(np.float64)
+
+    xb = rounded(x)
+    wq, bq, wk, bk, wv, bv, wo, bo = (rounded(w) for w in layer.get_weights())
+    proj = lambda w, b: rounded(np.einsum("btd,dhk->bhtk", xb, w) + b[None, :, None])
+    q, k, v = proj(wq, bq), proj(wk, bk), proj(wv, bv)
+    o = rounded(_np_attention(rounded(q / np.sqrt(8)) * np.sqrt(8), k, v))
+    want = np.einsum("bhtk,hkd->btd", o, wo) + bo
+    err = np.abs(got.numpy().astype(np.float64) - want).max()
+    assert err < 0.015 * np.abs(want).max(), err
+    eager = layer(tf.constant(x), tf.constant(x)).numpy().astype(np.float64)
+    assert err <= np.abs(eager - want).max() + 0.01 * np.abs(want).max()
