@@ -13,6 +13,7 @@
 #include <immintrin.h>
 #endif
 #include <array>
+#include <cmath>
 #include <cstring>
 #include <limits>
 #include <string>
@@ -138,13 +139,16 @@ void zero_masked(const Problem<T>& p, int64_t b, int64_t n, int64_t r0, int64_t 
 
 // bf16 rounding loops (ties to even, as Cast), in the widest vectors the CPU
 // has: out = bf16(scale * in) over bf16, and out = bf16(in) over float32.
-#define KILN_BF16_LOOPS(suffix, target)                                                       \
-  target void scale_bf16##suffix(const uint16_t* in, float scale, uint16_t* out, int64_t n) { \
-    for (int64_t i = 0; i < n; ++i)                                                           \
-      out[i] = fn::detail::f32_to_bf16(scale * fn::detail::bf16_to_f32(in[i]));               \
-  }                                                                                           \
-  target void round_bf16##suffix(const float* in, uint16_t* out, int64_t n) {                 \
-    for (int64_t i = 0; i < n; ++i) out[i] = fn::detail::f32_to_bf16(in[i]);                  \
+#define KILN_BF16_LOOPS(suffix, target)                                                          \
+  target void scale_bf16##suffix(const uint16_t* in, float scale, uint16_t* out, int64_t n) {    \
+    for (int64_t i = 0; i < n; ++i)                                                              \
+      out[i] = fn::detail::f32_to_bf16(scale * fn::detail::bf16_to_f32(in[i]));                  \
+  }                                                                                              \
+  target void round_bf16##suffix(const float* in, uint16_t* out, int64_t n) {                    \
+    for (int64_t i = 0; i < n; ++i) out[i] = fn::detail::f32_to_bf16(in[i]);                     \
+  }                                                                                              \
+  target void scale_round_bf16##suffix(const float* in, float scale, uint16_t* out, int64_t n) { \
+    for (int64_t i = 0; i < n; ++i) out[i] = fn::detail::f32_to_bf16(scale * in[i]);             \
   }
 KILN_BF16_LOOPS(_base, )
 #ifdef KILN_X86_CLONES
@@ -203,55 +207,85 @@ KILN_AVX512_TARGET inline __m256i to_bf16_16(__m512 v) {
   return _mm512_cvtepi32_epi16(_mm512_srli_epi32(r, 16));
 }
 
-// One row's softmax of `n` floats at `x`, in place, and rounded to bf16 into
-// `w`; false (nothing written) when the row holds inf or NaN. Lanes further
-// than kExpNormalLo below the max get e^kExpNormalLo (~1.7e-38) instead of
-// their e^x (< 1.7e-38): the same bf16 weights but for those specks.
-KILN_AVX512_TARGET bool softmax_row_bf16_avx512(float* x, int64_t n, uint16_t* w) {
-  const int64_t full = n - n % 16;
+// One row's e^(x - max) of `n` floats at `x`, rounded to bf16 into `w`, and
+// 1 / their sum (the product of these weights and V is scaled by it: one
+// pass fewer than normalizing the weights); NaN (nothing written) when the
+// row holds inf or NaN. Lanes further than kExpNormalLo below the max get
+// e^kExpNormalLo (~1.7e-38) instead of their e^x (< 1.7e-38): specks beside
+// the max's weight of 1.
+KILN_AVX512_TARGET inline __m512 exp_shifted16(__m512 v, __m512 m) {
+  return exp_normal16(_mm512_max_ps(_mm512_sub_ps(v, m), _mm512_set1_ps(fn::detail::kExpNormalLo)));
+}
+
+KILN_AVX512_TARGET float exp_row_bf16_avx512(const float* x, int64_t n, uint16_t* w) {
+  const int64_t pairs = n - n % 32, full = n - n % 16;
   const __mmask16 tail = static_cast<__mmask16>((1u << (n - full)) - 1);
   const __m512 low = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
-  __m512 hi = low, chk = _mm512_setzero_ps();
-  for (int64_t j = 0; j <= full; j += 16) {
-    const __mmask16 k = j < full ? static_cast<__mmask16>(0xffff) : tail;
-    const __m512 v = _mm512_mask_loadu_ps(low, k, x + j);
-    hi = _mm512_max_ps(hi, v);
-    chk = _mm512_add_ps(chk, _mm512_maskz_mul_ps(k, v, _mm512_setzero_ps()));
+  const __m512 zero = _mm512_setzero_ps();
+  // The max, and sum(x * 0) (0 unless inf or NaN); two chains each.
+  __m512 hi0 = low, hi1 = low, chk0 = zero, chk1 = zero;
+  for (int64_t j = 0; j < pairs; j += 32) {
+    const __m512 a = _mm512_loadu_ps(x + j), b = _mm512_loadu_ps(x + j + 16);
+    hi0 = _mm512_max_ps(hi0, a);
+    hi1 = _mm512_max_ps(hi1, b);
+    chk0 = _mm512_fmadd_ps(a, zero, chk0);
+    chk1 = _mm512_fmadd_ps(b, zero, chk1);
   }
-  if (_mm512_reduce_add_ps(chk) != 0) return false;
-  const __m512 m = _mm512_set1_ps(_mm512_reduce_max_ps(hi));
-  const __m512 floor = _mm512_set1_ps(fn::detail::kExpNormalLo);
-  __m512 sum = _mm512_setzero_ps();
-  for (int64_t j = 0; j <= full; j += 16) {
+  for (int64_t j = pairs; j < n; j += 16) {
     const __mmask16 k = j < full ? static_cast<__mmask16>(0xffff) : tail;
-    const __m512 v = _mm512_maskz_loadu_ps(k, x + j);
-    const __m512 e = exp_normal16(_mm512_max_ps(_mm512_sub_ps(v, m), floor));
-    _mm512_mask_storeu_ps(x + j, k, e);
-    sum = _mm512_mask_add_ps(sum, k, sum, e);
+    const __m512 a = _mm512_mask_loadu_ps(low, k, x + j);
+    hi0 = _mm512_max_ps(hi0, a);
+    chk0 = _mm512_add_ps(chk0, _mm512_maskz_mul_ps(k, a, zero));
   }
-  const __m512 inv = _mm512_set1_ps(1.f / _mm512_reduce_add_ps(sum));
-  for (int64_t j = 0; j <= full; j += 16) {
+  if (_mm512_reduce_add_ps(_mm512_add_ps(chk0, chk1)) != 0)
+    return std::numeric_limits<float>::quiet_NaN();
+  const __m512 m = _mm512_set1_ps(_mm512_reduce_max_ps(_mm512_max_ps(hi0, hi1)));
+  __m512 sum0 = zero, sum1 = zero;
+  for (int64_t j = 0; j < pairs; j += 32) {
+    const __m512 a = exp_shifted16(_mm512_loadu_ps(x + j), m);
+    const __m512 b = exp_shifted16(_mm512_loadu_ps(x + j + 16), m);
+    sum0 = _mm512_add_ps(sum0, a);
+    sum1 = _mm512_add_ps(sum1, b);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(w + j), to_bf16_16(a));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(w + j + 16), to_bf16_16(b));
+  }
+  for (int64_t j = pairs; j < n; j += 16) {
     const __mmask16 k = j < full ? static_cast<__mmask16>(0xffff) : tail;
-    const __m512 e = _mm512_mul_ps(_mm512_maskz_loadu_ps(k, x + j), inv);
-    _mm512_mask_storeu_ps(x + j, k, e);
+    const __m512 e = exp_shifted16(_mm512_maskz_loadu_ps(k, x + j), m);
+    sum0 = _mm512_mask_add_ps(sum0, k, sum0, e);
     _mm256_mask_storeu_epi16(w + j, k, to_bf16_16(e));
   }
-  return true;
+  return 1.f / _mm512_reduce_add_ps(_mm512_add_ps(sum0, sum1));
 }
 #endif
 
-// Softmax of `rows` rows of `n` floats in place, the weights also rounded to
-// bf16 into `w`.
-void softmax_rows_bf16(float* x, int64_t rows, int64_t n, BFloat16* w) {
+// The weights of `rows` rows of `n` scores at `x` (which may be overwritten),
+// rounded to bf16 into `w`, each row up to its factor `inv[row]`: softmax =
+// w * inv.
+void softmax_rows_bf16(float* x, int64_t rows, int64_t n, BFloat16* w, float* inv) {
   for (int64_t r = 0; r < rows; ++r) {
 #ifdef KILN_X86_CLONES
-    if (detail::simd_level() == detail::SimdLevel::kAvx512 &&
-        softmax_row_bf16_avx512(x + r * n, n, reinterpret_cast<uint16_t*>(w + r * n)))
-      continue;
+    if (detail::simd_level() == detail::SimdLevel::kAvx512) {
+      inv[r] = exp_row_bf16_avx512(x + r * n, n, reinterpret_cast<uint16_t*>(w + r * n));
+      if (!std::isnan(inv[r])) continue;
+    }
 #endif
-    softmax_rows_in_place(x + r * n, 1, n);
+    softmax_rows_in_place(x + r * n, 1, n);  // Softmax's own values (inf, NaN)
     round_bf16(x + r * n, w + r * n, n);
+    inv[r] = 1;
   }
+}
+
+void scale_round_bf16(const float* in, float scale, BFloat16* out, int64_t n) {
+  auto* o = reinterpret_cast<uint16_t*>(out);
+#ifdef KILN_X86_CLONES
+  switch (detail::simd_level()) {
+    case detail::SimdLevel::kAvx512: return scale_round_bf16_avx512(in, scale, o, n);
+    case detail::SimdLevel::kAvx2: return scale_round_bf16_avx2(in, scale, o, n);
+    case detail::SimdLevel::kBase: break;
+  }
+#endif
+  scale_round_bf16_base(in, scale, o, n);
 }
 
 // Rows [r0, r1) of q's matrix (b, n), scaled, into `qs` [rows, h].
@@ -277,14 +311,15 @@ void scaled_rows(const Problem<T>& p, int64_t b, int64_t n, int64_t r0, int64_t 
 }
 
 // A thread's buffers for one block: q's rows scaled [rows, h], the scores
-// [rows, s]; bf16: the weights rounded [rows, s], K [s, h], V [s, dv] and the
-// block's output [rows, dv] dense (oneDNN 2.6 runs its AMX / bf16 brgemm
-// kernels on dense operands only, strided ones on a 2x slower gemm).
+// [rows, s]; bf16: the weights rounded [rows, s] and their rows' factors,
+// K [s, h] and V [s, dv] dense (oneDNN 2.6 runs its AMX / bf16 brgemm kernels
+// on dense operands only, strided ones on a 2x slower gemm), P V [rows, dv]
+// in float32.
 template <typename T>
 struct Scratch {
   std::vector<T> qs;
-  std::vector<float> scores;
-  std::vector<T> weights, k, v, out;
+  std::vector<float> scores, inv, pv;
+  std::vector<T> weights, k, v;
   // Grows the buffers to these sizes (never shrinks them).
   void fit(int64_t rows, int64_t h, int64_t s, int64_t dv) {
     grow(qs, rows * h);
@@ -293,7 +328,8 @@ struct Scratch {
       grow(weights, rows * s);
       grow(k, s * h);
       grow(v, s * dv);
-      grow(out, rows * dv);
+      grow(inv, rows);
+      grow(pv, rows * dv);
     }
   }
   template <typename U>
@@ -367,15 +403,15 @@ void attend_block(const Problem<T>& p, int64_t b, int64_t n, int64_t r0, int64_t
                    out, p.o.strides[2]});
   } else {
     T* w = buf.weights.data();
-    softmax_rows_bf16(scores, rows, p.s, w);
+    float* inv = buf.inv.data();
+    softmax_rows_bf16(scores, rows, p.s, w, inv);
     if (p.mask.kind == 2) zero_masked(p, b, n, r0, rows, w);
     dense_copy(p.v, b, n, buf.v.data());
-    T* dense = p.o.strides[2] == p.dv ? out : buf.out.data();
-    bf16_gemm_call({false, false, rows, p.dv, p.s, w, p.s, buf.v.data(), p.dv, dense, p.dv});
-    if (dense != out)
-      for (int64_t i = 0; i < rows; ++i)
-        std::memcpy(out + i * p.o.strides[2], dense + i * p.dv,
-                    static_cast<size_t>(p.dv) * sizeof(T));
+    float* pv = buf.pv.data();
+    bf16_gemm_call_f32({false, false, rows, p.dv, p.s, w, p.s, buf.v.data(), p.dv, nullptr, p.dv},
+                       pv);
+    for (int64_t i = 0; i < rows; ++i)  // the rows normalized, rounded once
+      scale_round_bf16(pv + i * p.dv, inv[i], out + i * p.o.strides[2], p.dv);
   }
 }
 
