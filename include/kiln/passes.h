@@ -167,7 +167,9 @@ PassResult conv_float_filters(Graph& g);
 /// matmul_float_weights: a bfloat16 MatMul whose y is a Cast of a float32
 /// value of rank 2 (a mixed_bfloat16 Dense or EinsumDense kernel, cast on every
 /// call) reads the float32 value instead, as a _FusedMatMul: the product packs
-/// it to bfloat16 in oneDNN's layout once per version of its buffer. Runs in
+/// it to bfloat16 in oneDNN's layout once per version of its buffer. The
+/// bias (a float32 [n]) and relu that mixed precision adds after the product
+/// in float32 between Casts join it as its epilogue (docs/OPS.md). Runs in
 /// every mode, as conv_float_filters.
 PassResult matmul_float_weights(Graph& g);
 

@@ -67,15 +67,27 @@ void infer_matmul(InferContext& c) {
 }
 
 // _FusedMatMul (matmul_float_weights): a bfloat16 x times float32 weights y of
-// rank 2 (rounded to bf16 when packed); x of rank 2 when adj_x.
+// rank 2 (rounded to bf16 when packed); x of rank 2 when adj_x. Optional: a
+// float32 bias [n] (third input) and attr activation "relu", applied to the
+// float32 sums before the one rounding to bf16.
 void infer_fused_matmul(InferContext& c) {
   c.expect_dtype(0, DType::kBFloat16);
   c.expect_dtype(1, DType::kFloat32);
+  if (c.num_inputs() > 3) c.fail("takes 2 or 3 inputs, got ", c.num_inputs());
   if (c.shape(1).rank_known() && c.shape(1).rank() != 2)
     c.fail("y must have rank 2, got shape ", c.shape(1).debug_string());
   if (c.attr_bool("adj_x") && c.shape(0).rank_known() && c.shape(0).rank() != 2)
     c.fail("x must have rank 2 when adj_x, got shape ", c.shape(0).debug_string());
+  const std::string& act = c.attr_string("activation");
+  if (act != "" && act != "relu") c.fail("activation must be \"\" or \"relu\", got \"", act, "\"");
   infer_matmul_shape(c, DType::kBFloat16);
+  if (c.num_inputs() < 3) return;
+  c.expect_dtype(2, DType::kFloat32);
+  const Shape& y = c.shape(1);
+  const int64_t n = y.rank_known() ? y.dim(c.attr_bool("adj_y") ? 0 : 1) : -1;
+  const Shape& b = c.shape(2);
+  if (!b.rank_known() || b.rank() != 1 || (n >= 0 && b.dim(0) >= 0 && b.dim(0) != n))
+    c.fail("bias must have shape [", n, "], got ", b.debug_string());
 }
 
 // MatMul: the four transpose cases, then batch broadcasting summed back.
@@ -159,11 +171,12 @@ void define_matmul(OpTableBuilder& t) {
       .jit_product(matmul_product)
       .onnx(onnx_matmul);
   t.def(OpId::FusedMatMul)
-      .inputs({"x", "y"})
+      .inputs({"x", "y", "bias"})
       .outputs({"output"})
       .attr("adj_x", AttrType::kBool, false)
       .attr("adj_y", AttrType::kBool, false)
-      .traits(kGraphOnly | kPassOnly)
+      .attr("activation", AttrType::kString, std::string())
+      .traits(kVariadicInput | kGraphOnly | kPassOnly)
       .cost(matmul_cost)
       .infer(infer_fused_matmul);
 }

@@ -1,6 +1,11 @@
 // matmul_float_weights: a bfloat16 MatMul whose y is a Cast of float32 weights
-// of rank 2 (or a Reshape of one) reads the float32 value (kiln/passes.h).
+// of rank 2 (or a Reshape of one) reads the float32 value (kiln/passes.h); the
+// bias and relu that mixed precision computes after it in float32 between
+// Casts join the product as its epilogue.
+#include <string>
 #include <unordered_map>
+#include <unordered_set>
+#include <vector>
 
 #include "pass_util.h"
 
@@ -29,6 +34,82 @@ bool float_weights(Edge e, const std::unordered_map<const Node*, int>& uses, Flo
   return s.dtype == DType::kFloat32 && y.shape.rank_known() && y.shape.rank() == 2;
 }
 
+// A _FusedMatMul's float32 epilogue as mixed precision writes it:
+// Cast(BiasAdd(Cast(product), bias)) (or AddV2), then optionally
+// Cast(Relu(Cast(that))), becomes the product's bias input and activation.
+class EpilogueAbsorber {
+ public:
+  explicit EpilogueAbsorber(const Graph& g) : outs_(passes::output_nodes(g)) {
+    for (const auto& n : g.nodes()) {
+      for (const Edge& e : n->inputs()) users_[e.node].push_back(n.get());
+      for (const Node* c : n->control_inputs()) control_targets_.insert(c);
+    }
+  }
+
+  void absorb(Node* mm, PassResult& r) {
+    if (mm->inputs().size() != 2) return;
+    const Shape& out = mm->outputs()[0].shape;
+    if (!out.rank_known() || out.rank() < 1 || out.dim(out.rank() - 1) < 0) return;
+    Node* up = cast_user(mm, DType::kBFloat16, DType::kFloat32);
+    Node* add = up ? sole_user(up) : nullptr;
+    Edge bias;
+    if (!add || !bias_of(add, up, out.dim(out.rank() - 1), bias)) return;
+    Node* root = cast_user(add, DType::kFloat32, DType::kBFloat16);
+    if (!root) return;
+    std::string act;
+    Node* up2 = cast_user(root, DType::kBFloat16, DType::kFloat32);
+    Node* relu = up2 ? sole_user(up2) : nullptr;
+    if (relu && relu->op().id == OpId::Relu) {
+      if (Node* down = cast_user(relu, DType::kFloat32, DType::kBFloat16)) {
+        root = down;
+        act = "relu";
+      }
+    }
+    const TensorSpec spec = root->outputs()[0];
+    root->reset(op_def(OpId::FusedMatMul), {mm->inputs()[0], mm->inputs()[1], bias},
+                Attrs{mm->attr("adj_x"), mm->attr("adj_y"), act}, {spec});
+    r.rewritten.push_back({root->name(), str_cat("bias", act.empty() ? "" : " and relu", " of '",
+                                                 mm->name(), "' -> its _FusedMatMul")});
+  }
+
+ private:
+  // `n`'s one user, when `n` has no other use, control edge or output.
+  Node* sole_user(const Node* n) const {
+    auto it = users_.find(n);
+    if (it == users_.end() || it->second.size() != 1 || outs_.count(n) ||
+        control_targets_.count(n) || !n->control_inputs().empty() || n->outputs().size() != 1)
+      return nullptr;
+    Node* u = it->second[0];
+    return u->control_inputs().empty() && u->inputs().size() <= 2 ? u : nullptr;
+  }
+  // `n`'s one user when it is a Cast from `from` to `to`.
+  Node* cast_user(const Node* n, DType from, DType to) const {
+    Node* u = sole_user(n);
+    return u && u->op().id == OpId::Cast && n->outputs()[0].dtype == from &&
+                   u->outputs()[0].dtype == to
+               ? u
+               : nullptr;
+  }
+  // `add` adds a float32 [n] to `x` over its last dim (BiasAdd, or AddV2 of a
+  // value of `x`'s shape): that value in `bias`.
+  static bool bias_of(const Node* add, const Node* x, int64_t n, Edge& bias) {
+    const OpId id = add->op().id;
+    if (id != OpId::BiasAdd && id != OpId::Add) return false;
+    if (add->inputs().size() != 2 || add->outputs()[0].shape != x->outputs()[0].shape) return false;
+    const int i = add->inputs()[0].node == x ? 1 : 0;
+    if (add->inputs()[static_cast<size_t>(1 - i)].node != x || (id == OpId::BiasAdd && i != 1))
+      return false;
+    bias = add->inputs()[static_cast<size_t>(i)];
+    const TensorSpec& b = passes::spec_of(bias);
+    return b.dtype == DType::kFloat32 && b.shape.rank_known() && b.shape.rank() == 1 &&
+           b.shape.dim(0) == n;
+  }
+
+  std::unordered_set<const Node*> outs_;
+  std::unordered_map<const Node*, std::vector<Node*>> users_;
+  std::unordered_set<const Node*> control_targets_;
+};
+
 }  // namespace
 
 PassResult matmul_float_weights(Graph& g) {
@@ -52,12 +133,15 @@ PassResult matmul_float_weights(Graph& g) {
                        {TensorSpec{DType::kFloat32, w.reshape->outputs()[0].shape}});
       y = {w.reshape, 0};
     }
-    Attrs attrs{n->attr("adj_x"), n->attr("adj_y")};
+    Attrs attrs{n->attr("adj_x"), n->attr("adj_y"), std::string()};
     const TensorSpec spec = n->outputs()[0];
     n->reset(op_def(OpId::FusedMatMul), {n->inputs()[0], y}, std::move(attrs), {spec});
     r.rewritten.push_back({n->name(), str_cat("MatMul of Cast '", w.cast->name(),
                                               "' -> _FusedMatMul (float32 weights)")});
   }
+  EpilogueAbsorber epilogues(g);
+  for (Node* n : passes::node_list(g))
+    if (n->op().id == OpId::FusedMatMul) epilogues.absorb(n, r);
   return r;
 }
 

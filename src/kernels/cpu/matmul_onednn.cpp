@@ -53,12 +53,14 @@ bool no_kernel(const dnnl::matmul::primitive_desc& pd, dnnl::memory::data_type t
          (type == dnnl::memory::data_type::f32 && impl.rfind("brg", 0) != 0);
 }
 
-// Runs `mm` on this thread: a (src), w (weights), c (dst), with user scratch.
+// Runs `mm` on this thread: a (src), w (weights), c (dst), with user scratch
+// and, when given, a bias.
 void run_matmul(const dnnl::matmul& mm, const dnnl::memory& a, const dnnl::memory& w,
-                const dnnl::memory& c, size_t scratch_bytes) {
+                const dnnl::memory& c, size_t scratch_bytes, const dnnl::memory* bias = nullptr) {
   dnnl::stream& s = dnnl_stream();
   std::unordered_map<int, dnnl::memory> args = {
       {DNNL_ARG_SRC, a}, {DNNL_ARG_WEIGHTS, w}, {DNNL_ARG_DST, c}};
+  if (bias) args.emplace(DNNL_ARG_BIAS, *bias);
   Tensor scratch;
   if (scratch_bytes) args.emplace(DNNL_ARG_SCRATCHPAD, dnnl_scratch_memory(scratch, scratch_bytes));
   mm.execute(s, args);
@@ -167,15 +169,21 @@ void gemm_in_float(const Bf16Gemm& g, C* out) {
 // primitive chose; `wei` holds the float32 weights' layout and packings.
 struct PackedPrim {
   dnnl::matmul mm;
-  dnnl::memory::desc a_md, c_md;
+  dnnl::memory::desc a_md, c_md, bias_md;
   size_t scratch_bytes = 0;
   std::shared_ptr<WeightPacks> wei;
 };
 
+// What a packed product adds to its float32 sums before the one rounding.
+struct ProductEpilogue {
+  bool bias = false;  // a float32 [n] added to every row
+  bool relu = false;  // then max(0, .)
+};
+
 // Operands of `type` (bf16 or f32) times float32 weights in the layout the
-// primitive picks for `type`.
+// primitive picks for `type`, with epilogue `ep`.
 std::shared_ptr<PackedPrim> create_packed_prim(int64_t m, int64_t n, int64_t k, bool tb,
-                                               dnnl::memory::data_type type) {
+                                               dnnl::memory::data_type type, ProductEpilogue ep) {
   using dt = dnnl::memory::data_type;
   auto p = std::make_shared<PackedPrim>();
   p->a_md = strided_md(m, k, k, false, type);
@@ -183,8 +191,15 @@ std::shared_ptr<PackedPrim> create_packed_prim(int64_t m, int64_t n, int64_t k, 
   const dnnl::memory::desc any_b({k, n}, type, dnnl::memory::format_tag::any);
   dnnl::primitive_attr attr;
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-  const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(p->a_md, any_b, p->c_md), attr,
-                                        dnnl_engine());
+  if (ep.relu) {
+    dnnl::post_ops ops;
+    ops.append_eltwise(1.f, dnnl::algorithm::eltwise_relu, 0.f, 0.f);
+    attr.set_post_ops(ops);
+  }
+  if (ep.bias) p->bias_md = dnnl::memory::desc({1, n}, dt::f32, {n, 1});
+  const dnnl::matmul::desc d = ep.bias ? dnnl::matmul::desc(p->a_md, any_b, p->bias_md, p->c_md)
+                                       : dnnl::matmul::desc(p->a_md, any_b, p->c_md);
+  const dnnl::matmul::primitive_desc pd(d, attr, dnnl_engine());
   if (no_kernel(pd, type)) return nullptr;
   p->scratch_bytes = pd.scratchpad_desc().get_size();
   p->mm = dnnl::matmul(pd);
@@ -195,13 +210,15 @@ std::shared_ptr<PackedPrim> create_packed_prim(int64_t m, int64_t n, int64_t k, 
 }
 
 std::shared_ptr<PackedPrim> cached_packed_prim(int64_t m, int64_t n, int64_t k, bool tb,
-                                               dnnl::memory::data_type type) {
+                                               dnnl::memory::data_type type,
+                                               ProductEpilogue ep = {}) {
   static auto& cache = *new PrimCache<PackedPrim>(kCacheSize);
   ConvKey key{};
-  key.geom = {type == dnnl::memory::data_type::f32, tb, m, n, k, library_threads()};
+  key.geom = {
+      type == dnnl::memory::data_type::f32, tb, m, n, k, library_threads(), ep.bias, ep.relu};
   auto make = [&]() -> std::shared_ptr<PackedPrim> {
     try {
-      return create_packed_prim(m, n, k, tb, type);
+      return create_packed_prim(m, n, k, tb, type, ep);
     } catch (const dnnl::error&) {
       return nullptr;
     }
@@ -213,10 +230,11 @@ std::shared_ptr<PackedPrim> cached_packed_prim(int64_t m, int64_t n, int64_t k, 
 }
 
 // x [m, k] (bf16) times the float32 weights `y` as rows blocks on kiln's pool, the
-// weights packed once per version; false (nothing written) where oneDNN has no
-// such primitive or the blocks' packed layouts disagree.
+// weights packed once per version, plus `bias` (float32 [n], or null) and a
+// relu when `ep` says so; false (nothing written) where oneDNN has no such
+// primitive or the blocks' packed layouts disagree.
 bool packed_product(const BFloat16* x, const Tensor& y, bool tb, int64_t m, int64_t n, int64_t k,
-                    BFloat16* out) {
+                    BFloat16* out, const float* bias, ProductEpilogue ep) {
   if (!bf16_gemm_native()) return false;
   // MatMul's row blocks; where it would split the columns (few rows, wide
   // weights: a classifier head over a batch), rows all the same, one block per
@@ -228,9 +246,9 @@ bool packed_product(const BFloat16* x, const Tensor& y, bool tb, int64_t m, int6
   const int64_t blocks = (m + step - 1) / step, last = m - (blocks - 1) * step;  // last > 0
   LibrariesSingleThreaded single;  // primitives for one thread each
   const std::shared_ptr<PackedPrim> full =
-      cached_packed_prim(step, n, k, tb, dnnl::memory::data_type::bf16);
+      cached_packed_prim(step, n, k, tb, dnnl::memory::data_type::bf16, ep);
   const std::shared_ptr<PackedPrim> tail =
-      last == step ? full : cached_packed_prim(last, n, k, tb, dnnl::memory::data_type::bf16);
+      last == step ? full : cached_packed_prim(last, n, k, tb, dnnl::memory::data_type::bf16, ep);
   if (!full || !tail || full->wei->md != tail->wei->md) return false;
   Tensor holder;
   std::shared_ptr<const PackedWeights> packed;
@@ -241,15 +259,46 @@ bool packed_product(const BFloat16* x, const Tensor& y, bool tb, int64_t m, int6
     for (int64_t b = b0; b < b1; ++b) {
       const int64_t r0 = b * step;
       const PackedPrim& p = b == blocks - 1 ? *tail : *full;
+      const dnnl::memory bias_mem =
+          ep.bias ? dnnl::memory(p.bias_md, e, const_cast<float*>(bias)) : dnnl::memory();
       run_matmul(p.mm, dnnl::memory(p.a_md, e, const_cast<BFloat16*>(x + r0 * k)), wei,
-                 dnnl::memory(p.c_md, e, out + r0 * n), p.scratch_bytes);
+                 dnnl::memory(p.c_md, e, out + r0 * n), p.scratch_bytes,
+                 ep.bias ? &bias_mem : nullptr);
     }
   });
   return true;
 }
 
+// Elsewhere (no bf16 kernel, a transposed x, a oneDNN error): the weights
+// rounded to bf16 here, then MatMul's bf16 product; with an epilogue, the
+// product of the same values in float32 on OpenBLAS, the epilogue, one
+// rounding to bf16.
+void fused_matmul_elsewhere(const Tensor& x, const Tensor& y, bool ta, bool tb, int64_t m,
+                            int64_t n, int64_t k, const float* bias, ProductEpilogue ep,
+                            BFloat16* o) {
+  Tensor yb = Tensor::empty(DType::kBFloat16, y.shape());
+  round_to_half(y.data<float>(), yb);
+  if (!ep.bias && !ep.relu) {
+    gemm_product<BFloat16>({ta, tb, m, n, k, x.data<BFloat16>(), yb.data<BFloat16>()}, o);
+    return;
+  }
+  const Tensor xf = as_float32(x, "_FusedMatMul"), yf = as_float32(yb, "_FusedMatMul");
+  Tensor sums = Tensor::empty(DType::kFloat32, Shape({m, n}));
+  float* c = sums.mutable_data<float>();
+  gemm_product<float>({ta, tb, m, n, k, xf.data<float>(), yf.data<float>()}, c);
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      float v = c[i * n + j] + (ep.bias ? bias[j] : 0.f);
+      c[i * n + j] = ep.relu ? std::max(v, 0.f) : v;
+    }
+  Tensor out = Tensor::empty(DType::kBFloat16, Shape({m, n}));
+  round_to_half(c, out);
+  std::memcpy(o, out.raw_data(), static_cast<size_t>(m * n) * sizeof(BFloat16));
+}
+
 // _FusedMatMul: x bf16 [..., m, k] (leading dims folded into rows; rank 2 when
-// adj_x) times float32 y [k, n] ([n, k] when adj_y).
+// adj_x) times float32 y [k, n] ([n, k] when adj_y), plus the optional bias
+// (float32 [n]) and attr activation ("relu").
 void fused_matmul_kernel(KernelContext& c) {
   const Tensor& x = c.input(0);
   const Tensor& y = c.input(1);
@@ -258,19 +307,18 @@ void fused_matmul_kernel(KernelContext& c) {
   const bool ta = c.attr_bool("adj_x"), tb = c.attr_bool("adj_y");
   const int64_t k = tb ? y.dim(1) : y.dim(0), n = tb ? y.dim(0) : y.dim(1);
   const int64_t m = out.num_elements() / n;
+  const float* bias = c.num_inputs() > 2 ? c.input(2).data<float>() : nullptr;
+  const ProductEpilogue ep{bias != nullptr, c.attr_string("activation") == "relu"};
   BFloat16* o = out.mutable_data<BFloat16>();
-  if (k == 0) {
+  if (k == 0 && !ep.bias) {
     std::fill(o, o + out.num_elements(), BFloat16{});
     return;
   }
   try {
-    if (!ta && packed_product(x.data<BFloat16>(), y, tb, m, n, k, o)) return;
+    if (!ta && k > 0 && packed_product(x.data<BFloat16>(), y, tb, m, n, k, o, bias, ep)) return;
   } catch (const dnnl::error&) {
   }
-  // Elsewhere: the weights rounded to bf16 here, then MatMul's bf16 product.
-  Tensor yb = Tensor::empty(DType::kBFloat16, y.shape());
-  round_to_half(y.data<float>(), yb);
-  gemm_product<BFloat16>({ta, tb, m, n, k, x.data<BFloat16>(), yb.data<BFloat16>()}, o);
+  fused_matmul_elsewhere(x, y, ta, tb, m, n, k, bias, ep, o);
 }
 
 }  // namespace

@@ -80,6 +80,12 @@ TEST(MatMulBFloat16Fallback, FloatWeights) {
             cast(want[0], DType::kFloat32).to_vector<float>());
 }
 
+// The bias and relu that matmul_float_weights absorbs: the float32 product of
+// the same bf16 values, the epilogue, one rounding.
+TEST(MatMulBFloat16Fallback, FusedEpilogues) {
+  testing::check_fused_epilogues();
+}
+
 // Under jit_compile a bf16 product stays a MatMul node here (the kernel
 // computes only products oneDNN has bf16 kernels for), and its epilogue's
 // kernel reads it: eager's values.

@@ -61,6 +61,12 @@ TEST(MatMulBFloat16, EmptyAndZeroDepth) {
   EXPECT_EQ(e.shape(), Shape({0, 3}));
 }
 
+// matmul_float_weights' _FusedMatMul with the bias and relu it absorbs: oneDNN's
+// bias input and relu post-op on the float32 sums, one rounding.
+TEST(MatMulBFloat16, FusedEpilogues) {
+  testing::check_fused_epilogues();
+}
+
 TEST(MatMulBFloat16, DtypesMustMatch) {
   const Tensor a = cast(testing::mm_wave({4, 4}, 0.3), DType::kBFloat16);
   const Tensor b = testing::mm_wave({4, 3}, 0.5);  // float32

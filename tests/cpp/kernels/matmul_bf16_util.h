@@ -2,11 +2,15 @@
 // fallback of CPUs without them): cases covering every way MatMul splits a
 // product, and a float64 reference of the same bf16 values.
 #pragma once
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <vector>
 
+#include "kiln/executor.h"
 #include "kiln/ops.h"
+#include "kiln/passes.h"
+#include "kiln/trace.h"
 #include "test_util.h"
 
 namespace kiln::testing {
@@ -58,6 +62,75 @@ inline void check_bf16_matmul(const MatMulBf16Case& p) {
   const Tensor want = matmul(cast(a, DType::kFloat64), cast(b, DType::kFloat64), p.ta, p.tb);
   expect_tensor_near<float>(cast(got, DType::kFloat32), want.shape(),
                             cast(want, DType::kFloat32).to_vector<float>(), 8e-3);
+}
+
+/// A mixed_bfloat16 Dense as kiln's Keras writes it: x (bf16) times float32
+/// weights cast to bf16, the bias added in float32 between Casts (BiasAdd, or
+/// AddV2 with the bias first), then optionally relu between Casts.
+inline Tensor mixed_dense(const Tensor& x, const Tensor& w, const Tensor& b, bool bias_add_op,
+                          bool relu_too) {
+  const auto f32 = [](const Tensor& t) { return cast(t, DType::kFloat32); };
+  const auto bf16 = [](const Tensor& t) { return cast(t, DType::kBFloat16); };
+  const Tensor s = f32(matmul(x, bf16(w)));
+  Tensor y = bf16(bias_add_op ? bias_add(s, b) : b + s);
+  if (relu_too) y = bf16(relu(f32(y)));
+  return y;
+}
+
+/// matmul_float_weights absorbs mixed_dense's bias and relu into the
+/// _FusedMatMul (`absorbed` of them), which adds them to the float32 sums
+/// before its one rounding: within a bf16 rounding of float64 on the same
+/// bf16 values (the unfused ops round twice).
+inline void check_fused_epilogues() {
+  struct C {
+    Shape x;
+    int64_t n;
+    bool bias_add_op, relu_too;
+  };
+  for (const C& c : {C{{300, 64}, 96, true, true}, C{{4, 70, 32}, 48, false, false},
+                     C{{5, 7}, 3, true, false}, C{{40, 256}, 1024, false, true}}) {
+    SCOPED_TRACE(str_cat(c.x.debug_string(), " n ", c.n, c.bias_add_op ? " BiasAdd" : " AddV2",
+                         c.relu_too ? " relu" : ""));
+    const int64_t k = c.x.dim(c.x.rank() - 1);
+    const std::vector<Tensor> in = {cast(mm_wave(c.x, 0.7), DType::kBFloat16),
+                                    mm_wave({k, c.n}, 1.3), mm_wave({c.n}, 2.1)};
+    Graph g("f");
+    {
+      TracingContext tc(g);
+      ContextScope scope(tc);
+      std::vector<Tensor> a;
+      for (size_t i = 0; i < in.size(); ++i)
+        a.push_back(tc.add_input(str_cat("a", i), in[i].dtype(), in[i].shape()));
+      g.outputs().push_back(tc.edge_for(mixed_dense(a[0], a[1], a[2], c.bias_add_op, c.relu_too)));
+    }
+    const PassResult r = matmul_float_weights(g);
+    g.verify();
+    ASSERT_EQ(r.rewritten.size(), 2u);  // the product, then its epilogue
+    prune(g);
+    std::vector<OpId> left;  // besides the inputs and the weights' Cast
+    for (const auto& node : g.nodes())
+      if (node->op().id != OpId::Placeholder && node->op().id != OpId::Cast)
+        left.push_back(node->op().id);
+    ASSERT_EQ(left, std::vector<OpId>{OpId::FusedMatMul});
+    const std::vector<Tensor> got = Plan::compile(g)->run(in);
+    ASSERT_EQ(got[0].dtype(), DType::kBFloat16);
+    const std::vector<float> out = cast(got[0], DType::kFloat32).to_vector<float>();
+    const std::vector<float> xv = cast(in[0], DType::kFloat32).to_vector<float>();
+    const std::vector<float> wv =
+        cast(cast(in[1], DType::kBFloat16), DType::kFloat32).to_vector<float>();
+    const std::vector<float> bv = in[2].to_vector<float>();
+    const int64_t m = c.x.num_elements() / k;
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < c.n; ++j) {
+        double want = bv[static_cast<size_t>(j)];
+        for (int64_t t = 0; t < k; ++t)
+          want += static_cast<double>(xv[static_cast<size_t>(i * k + t)]) *
+                  wv[static_cast<size_t>(t * c.n + j)];
+        if (c.relu_too) want = std::max(want, 0.0);
+        ASSERT_NEAR(out[static_cast<size_t>(i * c.n + j)], want, std::abs(want) / 256 + 1e-5)
+            << i << ", " << j;
+      }
+  }
 }
 
 }  // namespace kiln::testing

@@ -2,6 +2,8 @@
 // Dense or EinsumDense kernel, cast on every call) reads the float32 value as a
 // _FusedMatMul that packs it to bf16 once per version; results equal the cast
 // path's in every way the product splits, fallbacks included.
+#include <cmath>
+#include <string>
 #include <vector>
 
 #include "kernels/cpu/conv_util.h"
@@ -111,6 +113,42 @@ TEST(MatMulFloatWeights, OtherProductsAreLeftAlone) {
   for (size_t i = 0; i < want.size(); ++i) EXPECT_EQ(as_floats(got[i]), as_floats(want[i])) << i;
 }
 
+// The epilogue stays out where its values are read elsewhere or the bias is
+// not a [n] vector: a bias of rank 2; the sum before the rounding also
+// returned; the relu's input also returned (the bias still joins).
+TEST(MatMulFloatWeights, EpiloguesLeftAlone) {
+  const Tensor x = cast(wave({6, 8}, 0.3), DType::kBFloat16), w = wave({8, 4}, 0.5);
+  const Tensor b = wave({4}, 0.7), b2 = wave({1, 4}, 0.7);
+  const auto f32 = [](const Tensor& t) { return cast(t, DType::kFloat32); };
+  const auto bf16 = [](const Tensor& t) { return cast(t, DType::kBFloat16); };
+  const testing::Body body = [&](const std::vector<Tensor>& a) {
+    const Tensor s1 = f32(matmul(a[0], bf16(a[1])));
+    const Tensor s2 = f32(matmul(a[0], bf16(a[1] * Scalar(2.f))));
+    const Tensor sum2 = bias_add(s2, a[2]);
+    const Tensor y3 = bf16(bias_add(f32(matmul(a[0], bf16(a[1] * Scalar(3.f)))), a[2]));
+    return std::vector<Tensor>{bf16(s1 + a[3]), bf16(sum2), sum2, bf16(relu(f32(y3))), y3};
+  };
+  const std::vector<Tensor> in = {x, w, b, b2};
+  auto g = trace(in, body);
+  const std::vector<Tensor> want = Plan::compile(*g)->run(in);
+  const PassResult r = matmul_float_weights(*g);
+  g->verify();
+  int epilogues = 0;
+  for (const auto& rw : r.rewritten) epilogues += rw.second.starts_with("bias");
+  EXPECT_EQ(epilogues, 1);  // y3's bias, without the relu
+  prune(*g);
+  EXPECT_EQ(count_ops(*g, OpId::FusedMatMul), 3);
+  EXPECT_EQ(count_ops(*g, OpId::BiasAdd), 1);
+  EXPECT_EQ(count_ops(*g, OpId::Relu), 1);
+  const std::vector<Tensor> got = Plan::compile(*g)->run(in);
+  for (size_t i = 0; i < want.size(); ++i) {
+    const std::vector<float> a = as_floats(got[i]), e = as_floats(want[i]);
+    ASSERT_EQ(a.size(), e.size());
+    for (size_t j = 0; j < a.size(); ++j)
+      EXPECT_NEAR(a[j], e[j], std::abs(e[j]) / 128 + 4e-3) << i << ", " << j;  // 2 roundings
+  }
+}
+
 TEST(MatMulFloatWeights, FusedOpChecksItsInputs) {
   const Tensor xb = cast(wave({4, 6}, 0.3), DType::kBFloat16), w = wave({6, 3}, 0.5);
   testing::expect_error(
@@ -123,6 +161,23 @@ TEST(MatMulFloatWeights, FusedOpChecksItsInputs) {
         call_op(OpId::FusedMatMul, std::vector<Tensor>{xb, wave({1, 6, 3}, 0.5)});
       },
       Code::kInvalidArgument, {"y must have rank 2"});
+  testing::expect_error(
+      [&] {
+        call_op(OpId::FusedMatMul, std::vector<Tensor>{xb, w, wave({4}, 0.5)});
+      },
+      Code::kInvalidArgument, {"bias must have shape [3]"});
+  testing::expect_error(
+      [&] {
+        call_op(OpId::FusedMatMul,
+                std::vector<Tensor>{xb, w, cast(wave({3}, 0.5), DType::kBFloat16)});
+      },
+      Code::kInvalidArgument, {"float32"});
+  testing::expect_error(
+      [&] {
+        call_op(OpId::FusedMatMul, std::vector<Tensor>{xb, w},
+                Attrs{false, false, std::string("gelu")});
+      },
+      Code::kInvalidArgument, {"activation must be"});
 }
 
 }  // namespace

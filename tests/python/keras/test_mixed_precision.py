@@ -233,6 +233,38 @@ def test_products_under_mixed_bfloat16_match_float32():
     assert [n.op for n in optimized.optimized_graph.get_operations()].count("_FusedMatMul") == 6
 
 
+@pytest.mark.parametrize("jit", [False, True])
+def test_dense_bias_and_relu_join_the_bf16_product(jit):
+    # Dense(relu) and Dense under mixed_bfloat16: the bias and relu, computed in
+    # float32 between casts, join the product (matmul_float_weights): oneDNN adds the
+    # bias to the float32 sums and the output is rounded to bf16 once. Against float64
+    # on the same bf16 values: within one bf16 rounding (atol: a hidden value whose
+    # rounding a different summation order flips moves an output by up to ~0.02).
+    mp.set_global_policy("mixed_bfloat16")
+    inp = keras.Input((24, 32))
+    d1, d2 = L.Dense(64, activation="relu"), L.Dense(16)
+    model = keras.Model(inp, d2(d1(inp)))
+    rng = np.random.default_rng(7)
+    model.set_weights([rng.normal(0, 0.3, w.shape).astype("float32")
+                       for w in model.get_weights()])
+    x = rng.normal(size=(3, 24, 32)).astype("float32")
+    f = tf.function(lambda v: model(v), jit_compile=jit)
+    got = f(x)
+    assert dtype_of(got) == "bfloat16"
+    ops = [n.op for n in f.get_concrete_function(x).optimized_graph.get_operations()]
+    assert ops.count("_FusedMatMul") == 2, ops
+    assert "BiasAdd" not in ops and "Relu" not in ops, ops
+
+    def bf16(a):
+        return np.asarray(tf.cast(tf.cast(a, tf.bfloat16), tf.float32).numpy(), np.float64)
+
+    w1, b1, w2, b2 = model.get_weights()
+    h = bf16(np.maximum(bf16(x) @ bf16(w1) + bf16(b1), 0))
+    want = h @ bf16(w2) + bf16(b2)
+    out = np.asarray(got.numpy(), np.float64)
+    np.testing.assert_allclose(out, want, rtol=2 ** -7, atol=3e-2)
+
+
 def test_attention_casts_every_argument():
     mp.set_global_policy("mixed_float16")
     out = L.MultiHeadAttention(2, 2)(tf.ones((1, 2, 4)), tf.ones((1, 2, 4)))
