@@ -29,12 +29,7 @@ constexpr Perm kIdentity{0, 1, 2, 3}, kSwapped{0, 1, 3, 2};
 
 class AttentionFuser {
  public:
-  explicit AttentionFuser(const Graph& g) : outs_(passes::output_nodes(g)) {
-    for (const auto& n : g.nodes()) {
-      for (const Edge& e : n->inputs()) users_[e.node].push_back(n.get());
-      for (const Node* c : n->control_inputs()) control_targets_.insert(c);
-    }
-  }
+  explicit AttentionFuser(const Graph& g) : uses_(g) {}
 
   // Rewrites the attention whose second product is `pv`; false when `pv` is
   // not one.
@@ -96,11 +91,7 @@ class AttentionFuser {
 
  private:
   // A node whose only use is by the next step of the pattern.
-  bool interior(const Node* n) const {
-    auto it = users_.find(n);
-    return it != users_.end() && it->second.size() == 1 && !outs_.count(n) &&
-           !control_targets_.count(n) && n->control_inputs().empty() && n->outputs().size() == 1;
-  }
+  bool interior(const Node* n) const { return uses_.interior(n); }
   struct MaskMatch {
     std::string_view mode;  // "", "add" or "keep"
     Edge value;             // the mask
@@ -268,16 +259,14 @@ class AttentionFuser {
   // write its layout (Dv innermost): its place in `po`.
   Node* merging_transpose(Node* pv, Perm& po) const {
     if (!interior(pv)) return nullptr;
-    Node* t = users_.at(pv)[0];
+    Node* t = uses_.users(pv)[0];
     Perm tp;
     if (!transpose_of(t, tp) || tp[kRank - 1] != kRank - 1) return nullptr;
     for (size_t i = 0; i < kRank; ++i) po[static_cast<size_t>(tp[i])] = static_cast<int64_t>(i);
     return t;
   }
 
-  std::unordered_set<const Node*> outs_;
-  std::unordered_map<const Node*, std::vector<Node*>> users_;
-  std::unordered_set<const Node*> control_targets_;
+  passes::NodeUses uses_;
 };
 
 }  // namespace

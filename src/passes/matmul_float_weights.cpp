@@ -4,8 +4,6 @@
 // Casts join the product as its epilogue.
 #include <string>
 #include <unordered_map>
-#include <unordered_set>
-#include <vector>
 
 #include "pass_util.h"
 
@@ -39,12 +37,7 @@ bool float_weights(Edge e, const std::unordered_map<const Node*, int>& uses, Flo
 // Cast(Relu(Cast(that))), becomes the product's bias input and activation.
 class EpilogueAbsorber {
  public:
-  explicit EpilogueAbsorber(const Graph& g) : outs_(passes::output_nodes(g)) {
-    for (const auto& n : g.nodes()) {
-      for (const Edge& e : n->inputs()) users_[e.node].push_back(n.get());
-      for (const Node* c : n->control_inputs()) control_targets_.insert(c);
-    }
-  }
+  explicit EpilogueAbsorber(const Graph& g) : uses_(g) {}
 
   void absorb(Node* mm, PassResult& r) {
     if (mm->inputs().size() != 2) return;
@@ -73,13 +66,11 @@ class EpilogueAbsorber {
   }
 
  private:
-  // `n`'s one user, when `n` has no other use, control edge or output.
+  // `n`'s one user (of at most two inputs and no control inputs), when `n`
+  // has no other use, control edge or output.
   Node* sole_user(const Node* n) const {
-    auto it = users_.find(n);
-    if (it == users_.end() || it->second.size() != 1 || outs_.count(n) ||
-        control_targets_.count(n) || !n->control_inputs().empty() || n->outputs().size() != 1)
-      return nullptr;
-    Node* u = it->second[0];
+    if (!uses_.interior(n)) return nullptr;
+    Node* u = uses_.users(n)[0];
     return u->control_inputs().empty() && u->inputs().size() <= 2 ? u : nullptr;
   }
   // `n`'s one user when it is a Cast from `from` to `to`.
@@ -105,9 +96,7 @@ class EpilogueAbsorber {
            b.shape.dim(0) == n;
   }
 
-  std::unordered_set<const Node*> outs_;
-  std::unordered_map<const Node*, std::vector<Node*>> users_;
-  std::unordered_set<const Node*> control_targets_;
+  passes::NodeUses uses_;
 };
 
 }  // namespace

@@ -69,6 +69,24 @@ std::unordered_set<const Node*> output_nodes(const Graph& g) {
   return s;
 }
 
+NodeUses::NodeUses(const Graph& g) : outs_(output_nodes(g)) {
+  for (const auto& n : g.nodes()) {
+    for (const Edge& e : n->inputs()) users_[e.node].push_back(n.get());
+    for (const Node* c : n->control_inputs()) control_targets_.insert(c);
+  }
+}
+
+const std::vector<Node*>& NodeUses::users(const Node* n) const {
+  static const std::vector<Node*> kNone;
+  auto it = users_.find(n);
+  return it == users_.end() ? kNone : it->second;
+}
+
+bool NodeUses::interior(const Node* n) const {
+  return users(n).size() == 1 && !outs_.count(n) && !control_targets_.count(n) &&
+         n->control_inputs().empty() && n->outputs().size() == 1;
+}
+
 void Rewirer::remove(Node* n, Node* control_to) {
   removed_.insert(n);
   control_map_[n] = control_to;

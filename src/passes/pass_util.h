@@ -53,6 +53,24 @@ std::vector<Node*> node_list(const Graph& g);
 /// nodes_to_preserve); they may still be the target of a replacement.
 std::unordered_set<const Node*> output_nodes(const Graph& g);
 
+/// Who reads each node of a graph, as it stood when made: data users (one
+/// entry per input edge reading it), graph outputs and control edges.
+class NodeUses {
+ public:
+  explicit NodeUses(const Graph& g);
+  /// The nodes reading `n`, once per input edge (empty when none).
+  const std::vector<Node*>& users(const Node* n) const;
+  /// `n` has one output, read by exactly one input edge, and is no graph
+  /// output, no control input of a node and has no control inputs: a step
+  /// inside a pattern that a fusion may take.
+  bool interior(const Node* n) const;
+
+ private:
+  std::unordered_set<const Node*> outs_;
+  std::unordered_map<const Node*, std::vector<Node*>> users_;
+  std::unordered_set<const Node*> control_targets_;
+};
+
 /// Re-runs shape inference over the graph in order; a node's output shapes
 /// become the more specific of what they were and what its inputs give now
 /// (after inlining, a callee traced for [None] called with [3]). Returns
