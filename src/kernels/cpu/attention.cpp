@@ -1,13 +1,14 @@
 // _FusedAttention (ops/attention.cpp): softmax(scale * Q K^T [+ mask]) V for
 // each batch and head, by blocks of query rows on kiln's pool. A block copies
 // its rows of Q scaled (contiguous), computes their scores [rows, S] into a
-// buffer, applies the mask, takes the softmax in place (Softmax's row kernel)
-// and writes P V straight into the output. Q, K, V and the output are read
-// and written in place through their perms (the heads' transposes are never
-// made); the products are single-threaded calls (gemm.h). bfloat16 operands:
-// Q's block scaled and rounded to bf16, the scores float32 from oneDNN's bf16
-// product, the weights rounded to bf16 for P V (float32 accumulation, the
-// output rounded once), as MatMul computes bf16.
+// buffer, applies the mask, turns each row into e^(s - max) and 1 / its sum,
+// writes P V straight into the output and scales each output row by its
+// 1 / sum (one pass over the weights fewer than normalizing them). Q, K, V
+// and the output are read and written in place through their perms (the
+// heads' transposes are never made); the products are single-threaded calls
+// (gemm.h). bfloat16 operands: Q's block scaled and rounded to bf16, the
+// scores float32 from oneDNN's bf16 product, the weights rounded to bf16,
+// P V accumulated in float32 and rounded once after its scaling.
 #include <algorithm>
 #ifdef __x86_64__
 #include <immintrin.h>
@@ -207,19 +208,29 @@ KILN_AVX512_TARGET inline __m256i to_bf16_16(__m512 v) {
   return _mm512_cvtepi32_epi16(_mm512_srli_epi32(r, 16));
 }
 
-// One row's e^(x - max) of `n` floats at `x`, rounded to bf16 into `w`, and
-// 1 / their sum (the product of these weights and V is scaled by it: one
-// pass fewer than normalizing the weights); NaN (nothing written) when the
-// row holds inf or NaN. Lanes further than kExpNormalLo below the max get
-// e^kExpNormalLo (~1.7e-38) instead of their e^x (< 1.7e-38): specks beside
-// the max's weight of 1.
 KILN_AVX512_TARGET inline __m512 exp_shifted16(__m512 v, __m512 m) {
   return exp_normal16(_mm512_max_ps(_mm512_sub_ps(v, m), _mm512_set1_ps(fn::detail::kExpNormalLo)));
 }
 
-KILN_AVX512_TARGET float exp_row_bf16_avx512(const float* x, int64_t n, uint16_t* w) {
+// 16 weights stored: float32, or rounded to bf16.
+KILN_AVX512_TARGET inline void store16(float* w, __mmask16 k, __m512 e) {
+  _mm512_mask_storeu_ps(w, k, e);
+}
+KILN_AVX512_TARGET inline void store16(uint16_t* w, __mmask16 k, __m512 e) {
+  _mm256_mask_storeu_epi16(w, k, to_bf16_16(e));
+}
+
+// One row's e^(x - max) of `n` floats at `x` into `w` (float32, which may be
+// `x`, or bf16), and 1 / their sum (the product of these weights and V is
+// scaled by it: one pass fewer than normalizing the weights); NaN (nothing
+// written) when the row holds inf or NaN. Lanes further than kExpNormalLo
+// below the max get e^kExpNormalLo (~1.7e-38) instead of their e^x (<
+// 1.7e-38): specks beside the max's weight of 1.
+template <typename W>
+KILN_AVX512_TARGET float exp_row_avx512(const float* x, int64_t n, W* w) {
   const int64_t pairs = n - n % 32, full = n - n % 16;
   const __mmask16 tail = static_cast<__mmask16>((1u << (n - full)) - 1);
+  const __mmask16 all = static_cast<__mmask16>(0xffff);
   const __m512 low = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
   const __m512 zero = _mm512_setzero_ps();
   // The max, and sum(x * 0) (0 unless inf or NaN); two chains each.
@@ -232,7 +243,7 @@ KILN_AVX512_TARGET float exp_row_bf16_avx512(const float* x, int64_t n, uint16_t
     chk1 = _mm512_fmadd_ps(b, zero, chk1);
   }
   for (int64_t j = pairs; j < n; j += 16) {
-    const __mmask16 k = j < full ? static_cast<__mmask16>(0xffff) : tail;
+    const __mmask16 k = j < full ? all : tail;
     const __m512 a = _mm512_mask_loadu_ps(low, k, x + j);
     hi0 = _mm512_max_ps(hi0, a);
     chk0 = _mm512_add_ps(chk0, _mm512_maskz_mul_ps(k, a, zero));
@@ -246,34 +257,47 @@ KILN_AVX512_TARGET float exp_row_bf16_avx512(const float* x, int64_t n, uint16_t
     const __m512 b = exp_shifted16(_mm512_loadu_ps(x + j + 16), m);
     sum0 = _mm512_add_ps(sum0, a);
     sum1 = _mm512_add_ps(sum1, b);
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(w + j), to_bf16_16(a));
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(w + j + 16), to_bf16_16(b));
+    store16(w + j, all, a);
+    store16(w + j + 16, all, b);
   }
   for (int64_t j = pairs; j < n; j += 16) {
-    const __mmask16 k = j < full ? static_cast<__mmask16>(0xffff) : tail;
+    const __mmask16 k = j < full ? all : tail;
     const __m512 e = exp_shifted16(_mm512_maskz_loadu_ps(k, x + j), m);
     sum0 = _mm512_mask_add_ps(sum0, k, sum0, e);
-    _mm256_mask_storeu_epi16(w + j, k, to_bf16_16(e));
+    store16(w + j, k, e);
   }
   return 1.f / _mm512_reduce_add_ps(_mm512_add_ps(sum0, sum1));
 }
 #endif
 
-// The weights of `rows` rows of `n` scores at `x` (which may be overwritten),
-// rounded to bf16 into `w`, each row up to its factor `inv[row]`: softmax =
-// w * inv.
-void softmax_rows_bf16(float* x, int64_t rows, int64_t n, BFloat16* w, float* inv) {
+// The weights of `rows` rows of `n` scores at `x` (which may be overwritten)
+// into `w` (float32, which may be `x`, or bf16), each row up to its factor
+// `inv[row]`: softmax = w * inv.
+template <typename W>
+void softmax_rows_scaled(float* x, int64_t rows, int64_t n, W* w, float* inv) {
   for (int64_t r = 0; r < rows; ++r) {
 #ifdef KILN_X86_CLONES
     if (detail::simd_level() == detail::SimdLevel::kAvx512) {
-      inv[r] = exp_row_bf16_avx512(x + r * n, n, reinterpret_cast<uint16_t*>(w + r * n));
+      if constexpr (std::is_same_v<W, float>)
+        inv[r] = exp_row_avx512(x + r * n, n, w + r * n);
+      else
+        inv[r] = exp_row_avx512(x + r * n, n, reinterpret_cast<uint16_t*>(w + r * n));
       if (!std::isnan(inv[r])) continue;
     }
 #endif
     softmax_rows_in_place(x + r * n, 1, n);  // Softmax's own values (inf, NaN)
-    round_bf16(x + r * n, w + r * n, n);
+    if constexpr (std::is_same_v<W, float>) {
+      if (w != x) std::memcpy(w + r * n, x + r * n, static_cast<size_t>(n) * sizeof(float));
+    } else {
+      round_bf16(x + r * n, w + r * n, n);
+    }
     inv[r] = 1;
   }
+}
+
+// x[i] *= scale over n floats.
+void scale_floats(float* x, float scale, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) x[i] *= scale;
 }
 
 void scale_round_bf16(const float* in, float scale, BFloat16* out, int64_t n) {
@@ -324,11 +348,11 @@ struct Scratch {
   void fit(int64_t rows, int64_t h, int64_t s, int64_t dv) {
     grow(qs, rows * h);
     grow(scores, rows * s);
+    grow(inv, rows);
     if constexpr (!std::is_same_v<T, float>) {
       grow(weights, rows * s);
       grow(k, s * h);
       grow(v, s * dv);
-      grow(inv, rows);
       grow(pv, rows * dv);
     }
   }
@@ -397,14 +421,17 @@ void attend_block(const Problem<T>& p, int64_t b, int64_t n, int64_t r0, int64_t
   // out rows = P V: op(B) = V [s, dv].
   T* out = p.o.at(b, n) + r0 * p.o.strides[2];
   if constexpr (std::is_same_v<T, float>) {
-    softmax_rows_in_place(scores, rows, p.s);
+    float* inv = buf.inv.data();
+    softmax_rows_scaled(scores, rows, p.s, scores, inv);
     if (p.mask.kind == 2) zero_masked(p, b, n, r0, rows, scores);
     f32_gemm_call({false, !p.v.row_major(), rows, p.dv, p.s, scores, p.s, p.v.at(b, n), p.v.ld(),
                    out, p.o.strides[2]});
+    for (int64_t i = 0; i < rows; ++i)  // the rows normalized
+      if (inv[i] != 1) scale_floats(out + i * p.o.strides[2], inv[i], p.dv);
   } else {
     T* w = buf.weights.data();
     float* inv = buf.inv.data();
-    softmax_rows_bf16(scores, rows, p.s, w, inv);
+    softmax_rows_scaled(scores, rows, p.s, w, inv);
     if (p.mask.kind == 2) zero_masked(p, b, n, r0, rows, w);
     dense_copy(p.v, b, n, buf.v.data());
     float* pv = buf.pv.data();
