@@ -7,9 +7,8 @@
 // RealDiv) become its scale; a mask added to the scores, or Keras' masked
 // softmax, its mask input; a Transpose feeding q, k or v (the heads' split) or
 // taking the result (their merge) is read through instead of computed.
-// bfloat16 attention (mixed_bfloat16) fuses too: its softmax runs in float32
-// between two Casts, and its scale as Cast(Mul(Cast(q), c)); masks stay
-// unfused there.
+// bfloat16 attention (mixed_bfloat16) fuses too: its softmax, mask steps
+// and scale run in float32 between Casts, read through.
 #include <array>
 #include <string>
 #include <string_view>
@@ -36,27 +35,16 @@ class AttentionFuser {
   bool fuse(Node* pv, PassResult& r) {
     if (!product(pv) || std::get<bool>(pv->attr("adj_x"))) return false;
     const DType type = pv->outputs()[0].dtype;
-    const bool half = type == DType::kBFloat16;
-    Node* softmax = pv->inputs()[0].node;
+    half_ = type == DType::kBFloat16;
+    Node* softmax = through_casts(pv->inputs()[0]).node;
     MaskMatch mask;
-    if (half) {  // Cast(Softmax(Cast(scores)))
-      if (!cast(softmax, DType::kFloat32, DType::kBFloat16)) return false;
-      softmax = softmax->inputs()[0].node;
-      if (softmax->op().id != OpId::Softmax) return false;
-    } else if (!weights_of(softmax, mask)) {
-      return false;
-    }
-    if (!interior(softmax)) return false;
+    if (!weights_of(softmax, mask) || !interior(softmax)) return false;
     double scale = 1;
-    Edge x = softmax->inputs()[0];
-    if (half) {
-      if (!cast(x.node, DType::kBFloat16, DType::kFloat32)) return false;
-      x = x.node->inputs()[0];
-    } else if (!peel_mask(x, mask)) {
-      return false;
-    }
+    Edge x = through_casts(softmax->inputs()[0]);
+    if (!peel_mask(x, mask)) return false;
+    x = through_casts(x);
     peel_scale(x, scale);
-    Node* scores = x.node;
+    Node* scores = through_casts(x).node;
     if (!product(scores) || !interior(scores) || scores->outputs()[0].dtype != type) return false;
     Edge q = scores->inputs()[0], k = scores->inputs()[1], v = pv->inputs()[1];
     peel_scale(q, scale);
@@ -105,8 +93,8 @@ class AttentionFuser {
     if (w->op().id == OpId::Softmax) return true;
     if (w->op().id != OpId::Mul || !interior(w) || w->inputs().size() != 2) return false;
     for (int i = 0; i < 2; ++i) {
-      Node* sm = w->inputs()[static_cast<size_t>(i)].node;
-      const Edge z = w->inputs()[static_cast<size_t>(1 - i)];
+      Node* sm = through_casts(w->inputs()[static_cast<size_t>(i)]).node;
+      const Edge z = through_casts(w->inputs()[static_cast<size_t>(1 - i)]);
       if (sm->op().id != OpId::Softmax || !same_shape(w->outputs()[0], sm->outputs()[0])) continue;
       const Tensor* c = const_of(z);
       if (c && c->dtype() == DType::kFloat32) {
@@ -158,8 +146,9 @@ class AttentionFuser {
           !spec_of(bias).shape.rank_known() || spec_of(bias).shape.rank() > kRank)
         continue;
       double unused = 1;
+      s = through_casts(s);
       peel_scale(s, unused);
-      if (!product(s.node)) continue;
+      if (!product(through_casts(s).node)) continue;
       m.mode = "add";
       m.value = bias;
       x = n->inputs()[static_cast<size_t>(i)];
@@ -181,6 +170,16 @@ class AttentionFuser {
   static bool float_operand(const TensorSpec& s) {
     return (s.dtype == DType::kFloat32 || s.dtype == DType::kBFloat16) && s.shape.rank_known() &&
            (s.shape.rank() == kRank || s.shape.rank() == kRank - 1);
+  }
+  // In bfloat16 attention, `e` read through the Casts between float32 and
+  // bf16 that mixed precision puts around each step (a step's float32 value
+  // rounded to bf16 and back: the fused node keeps float32 there instead).
+  Edge through_casts(Edge e) const {
+    auto is_float = [](DType d) { return d == DType::kFloat32 || d == DType::kBFloat16; };
+    while (half_ && e.node->op().id == OpId::Cast && interior(e.node) &&
+           is_float(e.node->outputs()[0].dtype) && is_float(spec_of(e.node->inputs()[0]).dtype))
+      e = e.node->inputs()[0];
+    return e;
   }
   // An interior Cast from `from` to `to` without control inputs.
   bool cast(const Node* n, DType from, DType to) const {
@@ -267,6 +266,7 @@ class AttentionFuser {
   }
 
   passes::NodeUses uses_;
+  bool half_ = false;  // the pattern being matched is bfloat16
 };
 
 }  // namespace

@@ -201,13 +201,46 @@ TEST(FuseAttention, MixedBFloat16) {
     EXPECT_EQ(got[i].dtype(), DType::kBFloat16);
     expect_tensor_near<float>(f32(got[i]), want[i].shape(), f32(want[i]).to_vector<float>(), 2e-2);
   }
-  // Masks stay unfused in bf16.
+  // A select without Keras' zeroing stays unfused in bf16 too.
   auto masked = trace(in, [&](const std::vector<Tensor>& a) {
     const Tensor s = f32(matmul(a[0], a[3], false, true));
     const Tensor p = bf16(softmax(where(s > Scalar(0.f), s, Scalar(-1e9f))));
     return std::vector<Tensor>{matmul(p, a[0])};
   });
   EXPECT_FALSE(fuse_attention(*masked).changed());
+}
+
+// Keras' masked softmax under mixed_bfloat16: the select, softmax and zeroing
+// in float32, each step rounded to bf16 and back (Casts read through); an
+// added float32 mask as well.
+TEST(FuseAttention, MixedBFloat16Masks) {
+  const auto f32 = [](const Tensor& t) { return cast(t, DType::kFloat32); };
+  const auto bf16 = [](const Tensor& t) { return cast(t, DType::kBFloat16); };
+  std::vector<Tensor> in;
+  for (const Tensor& t : inputs({{2, 3, 10, 8}, {2, 3, 12, 8}, {2, 3, 12, 5}}))
+    in.push_back(bf16(t));
+  in.push_back(wave({2, 1, 10, 12}, 0.9) > Scalar(-0.3f));  // keep
+  in.push_back(wave({2, 1, 1, 12}, 0.4, 0.0, 3.0));         // added, float32
+  const Body body = [&](const std::vector<Tensor>& a) {
+    const Tensor s = matmul(a[0], a[1], false, true);
+    const Tensor sel = bf16(where(a[3], f32(s), Scalar(-1e9f)));
+    const Tensor p = bf16(softmax(f32(sel)));
+    const Tensor w = bf16(f32(p) * f32(cast(a[3], DType::kBFloat16)));
+    const Tensor s2 = matmul(a[0], transpose(a[1], {0, 1, 3, 2}));  // its own scores
+    const Tensor p2 = bf16(softmax(f32(s2) + a[4]));
+    return std::vector<Tensor>{matmul(w, a[2]), matmul(p2, a[2])};
+  };
+  auto g = trace(in, body);
+  OptimizeOptions o;
+  o.verify = true;
+  optimize(*g, o);
+  EXPECT_EQ(count_ops(*g, OpId::FusedAttention), 2);
+  for (OpId id : {OpId::Softmax, OpId::Select, OpId::Mul, OpId::MatMul, OpId::Add, OpId::Transpose})
+    EXPECT_EQ(count_ops(*g, id), 0) << op_def(id).type_name;
+  const std::vector<Tensor> want = body(in), got = Plan::compile(*g)->run(in);
+  ASSERT_EQ(got.size(), 2u);
+  for (size_t i = 0; i < 2; ++i)
+    expect_tensor_near<float>(f32(got[i]), want[i].shape(), f32(want[i]).to_vector<float>(), 2e-2);
 }
 
 // Left alone: the weights are also a result (return_attention_scores); a

@@ -202,3 +202,34 @@ def test_mha_under_mixed_bfloat16_runs_fused(mixed_bfloat16, jit):
     assert err < 0.015 * np.abs(want).max(), err
     eager = layer(tf.constant(x), tf.constant(x)).numpy().astype(np.float64)
     assert err <= np.abs(eager - want).max() + 0.01 * np.abs(want).max()
+
+
+@pytest.mark.parametrize("jit", [False, True])
+def test_masked_mha_under_mixed_bfloat16_runs_fused(mixed_bfloat16, jit):
+    # Keras' masked softmax in bf16 (select, softmax and zeroing in float32 between casts):
+    # causal, and an attention mask with a query row masked whole (its outputs are the
+    # output projection's bias alone). Against the float32 layer on the same weights.
+    rng = np.random.default_rng(5)
+    x = randn(2, 12, 16)
+    m = rng.random((2, 12, 12)) > 0.3
+    m[1, 4] = False
+    layer = layers.MultiHeadAttention(2, 8)
+    layer(tf.constant(x), tf.constant(x))
+    tf.keras.mixed_precision.set_global_policy("float32")
+    ref = layers.MultiHeadAttention(2, 8)
+    ref(tf.constant(x), tf.constant(x))
+    ref.set_weights(layer.get_weights())
+    for kwargs, args in (({"use_causal_mask": True}, (x,)), ({}, (x, m))):
+        def call(a, mm=None, lay=layer):
+            return lay(a, a, attention_mask=mm, **kwargs)
+        f = tf.function(call, jit_compile=jit)
+        got = f(*args)
+        assert got.dtype == tf.bfloat16
+        ops = _ops(f, *args)
+        assert ops.count("_FusedAttention") == 1 and "Softmax" not in ops, ops
+        want = call(*(tf.constant(a) for a in args), lay=ref).numpy()
+        np.testing.assert_allclose(np.asarray(got.numpy(), np.float32), want, atol=0.03)
+        if args[1:]:
+            bias = layer.get_weights()[-1]
+            np.testing.assert_allclose(np.asarray(got.numpy()[1, 4], np.float32), bias,
+                                       atol=0.01)
