@@ -87,8 +87,10 @@ inline void check_fused_epilogues() {
     int64_t n;
     bool bias_add_op, relu_too;
   };
-  for (const C& c : {C{{300, 64}, 96, true, true}, C{{4, 70, 32}, 48, false, false},
-                     C{{5, 7}, 3, true, false}, C{{40, 256}, 1024, false, true}}) {
+  // (The last: no depth, so the bias alone, through its relu.)
+  for (const C& c :
+       {C{{300, 64}, 96, true, true}, C{{4, 70, 32}, 48, false, false}, C{{5, 7}, 3, true, false},
+        C{{40, 256}, 1024, false, true}, C{{6, 0}, 5, true, true}}) {
     SCOPED_TRACE(str_cat(c.x.debug_string(), " n ", c.n, c.bias_add_op ? " BiasAdd" : " AddV2",
                          c.relu_too ? " relu" : ""));
     const int64_t k = c.x.dim(c.x.rank() - 1);
@@ -119,7 +121,8 @@ inline void check_fused_epilogues() {
     const std::vector<float> wv =
         cast(cast(in[1], DType::kBFloat16), DType::kFloat32).to_vector<float>();
     const std::vector<float> bv = in[2].to_vector<float>();
-    const int64_t m = c.x.num_elements() / k;
+    int64_t m = 1;  // x's rows
+    for (int d = 0; d + 1 < c.x.rank(); ++d) m *= c.x.dim(d);
     for (int64_t i = 0; i < m; ++i)
       for (int64_t j = 0; j < c.n; ++j) {
         double want = bv[static_cast<size_t>(j)];
