@@ -128,6 +128,7 @@ PassResult matmul_float_weights(Graph& g) {
     r.rewritten.push_back({n->name(), str_cat("MatMul of Cast '", w.cast->name(),
                                               "' -> _FusedMatMul (float32 weights)")});
   }
+  if (r.rewritten.empty()) return r;  // no product to give an epilogue
   EpilogueAbsorber epilogues(g);
   for (Node* n : passes::node_list(g))
     if (n->op().id == OpId::FusedMatMul) epilogues.absorb(n, r);

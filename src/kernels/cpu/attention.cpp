@@ -158,30 +158,38 @@ KILN_BF16_LOOPS(_avx2, KILN_AVX2_TARGET)
 #endif
 #undef KILN_BF16_LOOPS
 
-void scale_bf16(const BFloat16* in, float scale, BFloat16* out, int64_t n) {
-  const auto* i = reinterpret_cast<const uint16_t*>(in);
-  auto* o = reinterpret_cast<uint16_t*>(out);
+// The flavour of a KILN_BF16_LOOPS loop for this CPU.
+template <typename F>
+F widest(F base, [[maybe_unused]] F avx2, [[maybe_unused]] F avx512) {
 #ifdef KILN_X86_CLONES
   switch (detail::simd_level()) {
-    case detail::SimdLevel::kAvx512: return scale_bf16_avx512(i, scale, o, n);
-    case detail::SimdLevel::kAvx2: return scale_bf16_avx2(i, scale, o, n);
+    case detail::SimdLevel::kAvx512: return avx512;
+    case detail::SimdLevel::kAvx2: return avx2;
     case detail::SimdLevel::kBase: break;
   }
 #endif
-  scale_bf16_base(i, scale, o, n);
+  return base;
+}
+#ifdef KILN_X86_CLONES
+#define KILN_WIDEST(name) widest(name##_base, name##_avx2, name##_avx512)
+#else
+#define KILN_WIDEST(name) widest(name##_base, name##_base, name##_base)
+#endif
+
+uint16_t* bits(BFloat16* p) {
+  return reinterpret_cast<uint16_t*>(p);
 }
 
-void round_bf16(const float* in, BFloat16* out, int64_t n) {
-  auto* o = reinterpret_cast<uint16_t*>(out);
-#ifdef KILN_X86_CLONES
-  switch (detail::simd_level()) {
-    case detail::SimdLevel::kAvx512: return round_bf16_avx512(in, o, n);
-    case detail::SimdLevel::kAvx2: return round_bf16_avx2(in, o, n);
-    case detail::SimdLevel::kBase: break;
-  }
-#endif
-  round_bf16_base(in, o, n);
+void scale_bf16(const BFloat16* in, float scale, BFloat16* out, int64_t n) {
+  KILN_WIDEST(scale_bf16)(reinterpret_cast<const uint16_t*>(in), scale, bits(out), n);
 }
+void round_bf16(const float* in, BFloat16* out, int64_t n) {
+  KILN_WIDEST(round_bf16)(in, bits(out), n);
+}
+void scale_round_bf16(const float* in, float scale, BFloat16* out, int64_t n) {
+  KILN_WIDEST(scale_round_bf16)(in, scale, bits(out), n);
+}
+#undef KILN_WIDEST
 
 #ifdef KILN_X86_CLONES
 // e^x for x in [kExpNormalLo, 0] (float_math.h's exp_f32_normal, 16 lanes).
@@ -226,6 +234,11 @@ KILN_AVX512_TARGET inline void store16(uint16_t* w, __mmask16 k, __m512 e) {
 // written) when the row holds inf or NaN. Lanes further than kExpNormalLo
 // below the max get e^kExpNormalLo (~1.7e-38) instead of their e^x (<
 // 1.7e-38): specks beside the max's weight of 1.
+// (GCC 12's AVX-512 intrinsics pass undefined vectors through their mask
+// forms: false -W(maybe-)uninitialized warnings, GCC bug 105593.)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
 template <typename W>
 KILN_AVX512_TARGET float exp_row_avx512(const float* x, int64_t n, W* w) {
   const int64_t pairs = n - n % 32, full = n - n % 16;
@@ -268,10 +281,11 @@ KILN_AVX512_TARGET float exp_row_avx512(const float* x, int64_t n, W* w) {
   }
   return 1.f / _mm512_reduce_add_ps(_mm512_add_ps(sum0, sum1));
 }
+#pragma GCC diagnostic pop
 #endif
 
-// The weights of `rows` rows of `n` scores at `x` (which may be overwritten)
-// into `w` (float32, which may be `x`, or bf16), each row up to its factor
+// The weights of `rows` rows of `n` scores at `x` into `w` (float32: `x`
+// itself; or bf16, `x` then overwritten), each row up to its factor
 // `inv[row]`: softmax = w * inv.
 template <typename W>
 void softmax_rows_scaled(float* x, int64_t rows, int64_t n, W* w, float* inv) {
@@ -279,18 +293,14 @@ void softmax_rows_scaled(float* x, int64_t rows, int64_t n, W* w, float* inv) {
 #ifdef KILN_X86_CLONES
     if (detail::simd_level() == detail::SimdLevel::kAvx512) {
       if constexpr (std::is_same_v<W, float>)
-        inv[r] = exp_row_avx512(x + r * n, n, w + r * n);
+        inv[r] = exp_row_avx512(x + r * n, n, x + r * n);
       else
-        inv[r] = exp_row_avx512(x + r * n, n, reinterpret_cast<uint16_t*>(w + r * n));
+        inv[r] = exp_row_avx512(x + r * n, n, bits(w + r * n));
       if (!std::isnan(inv[r])) continue;
     }
 #endif
     softmax_rows_in_place(x + r * n, 1, n);  // Softmax's own values (inf, NaN)
-    if constexpr (std::is_same_v<W, float>) {
-      if (w != x) std::memcpy(w + r * n, x + r * n, static_cast<size_t>(n) * sizeof(float));
-    } else {
-      round_bf16(x + r * n, w + r * n, n);
-    }
+    if constexpr (!std::is_same_v<W, float>) round_bf16(x + r * n, w + r * n, n);
     inv[r] = 1;
   }
 }
@@ -298,18 +308,6 @@ void softmax_rows_scaled(float* x, int64_t rows, int64_t n, W* w, float* inv) {
 // x[i] *= scale over n floats.
 void scale_floats(float* x, float scale, int64_t n) {
   for (int64_t i = 0; i < n; ++i) x[i] *= scale;
-}
-
-void scale_round_bf16(const float* in, float scale, BFloat16* out, int64_t n) {
-  auto* o = reinterpret_cast<uint16_t*>(out);
-#ifdef KILN_X86_CLONES
-  switch (detail::simd_level()) {
-    case detail::SimdLevel::kAvx512: return scale_round_bf16_avx512(in, scale, o, n);
-    case detail::SimdLevel::kAvx2: return scale_round_bf16_avx2(in, scale, o, n);
-    case detail::SimdLevel::kBase: break;
-  }
-#endif
-  scale_round_bf16_base(in, scale, o, n);
 }
 
 // Rows [r0, r1) of q's matrix (b, n), scaled, into `qs` [rows, h].

@@ -275,11 +275,12 @@ bool packed_product(const BFloat16* x, const Tensor& y, bool tb, int64_t m, int6
 // rounding to bf16.
 void fused_matmul_elsewhere(const Tensor& x, const Tensor& y, bool ta, bool tb, int64_t m,
                             int64_t n, int64_t k, const float* bias, ProductEpilogue ep,
-                            BFloat16* o) {
+                            Tensor& out) {
   Tensor yb = Tensor::empty(DType::kBFloat16, y.shape());
   round_to_half(y.data<float>(), yb);
   if (!ep.bias && !ep.relu) {
-    gemm_product<BFloat16>({ta, tb, m, n, k, x.data<BFloat16>(), yb.data<BFloat16>()}, o);
+    gemm_product<BFloat16>({ta, tb, m, n, k, x.data<BFloat16>(), yb.data<BFloat16>()},
+                           out.mutable_data<BFloat16>());
     return;
   }
   const Tensor xf = as_float32(x, "_FusedMatMul"), yf = as_float32(yb, "_FusedMatMul");
@@ -291,9 +292,7 @@ void fused_matmul_elsewhere(const Tensor& x, const Tensor& y, bool ta, bool tb, 
       float v = c[i * n + j] + (ep.bias ? bias[j] : 0.f);
       c[i * n + j] = ep.relu ? std::max(v, 0.f) : v;
     }
-  Tensor out = Tensor::empty(DType::kBFloat16, Shape({m, n}));
   round_to_half(c, out);
-  std::memcpy(o, out.raw_data(), static_cast<size_t>(m * n) * sizeof(BFloat16));
 }
 
 // _FusedMatMul: x bf16 [..., m, k] (leading dims folded into rows; rank 2 when
@@ -318,7 +317,7 @@ void fused_matmul_kernel(KernelContext& c) {
     if (!ta && k > 0 && packed_product(x.data<BFloat16>(), y, tb, m, n, k, o, bias, ep)) return;
   } catch (const dnnl::error&) {
   }
-  fused_matmul_elsewhere(x, y, ta, tb, m, n, k, bias, ep, o);
+  fused_matmul_elsewhere(x, y, ta, tb, m, n, k, bias, ep, out);
 }
 
 }  // namespace
