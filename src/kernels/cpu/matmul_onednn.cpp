@@ -270,15 +270,15 @@ bool packed_product(const BFloat16* x, const Tensor& y, bool tb, int64_t m, int6
 }
 
 // Elsewhere (no bf16 kernel, a transposed x, a oneDNN error): the weights
-// rounded to bf16 here, then MatMul's bf16 product; with an epilogue, the
-// product of the same values in float32 on OpenBLAS, the epilogue, one
-// rounding to bf16.
+// rounded to bf16 here, then MatMul's bf16 product; with an epilogue or no
+// bf16 kernels, the product of the same values in float32 (as MatMul's
+// bf16_matmul computes it there: the same sums), the epilogue, one rounding.
 void fused_matmul_elsewhere(const Tensor& x, const Tensor& y, bool ta, bool tb, int64_t m,
                             int64_t n, int64_t k, const float* bias, ProductEpilogue ep,
                             Tensor& out) {
   Tensor yb = Tensor::empty(DType::kBFloat16, y.shape());
   round_to_half(y.data<float>(), yb);
-  if (!ep.bias && !ep.relu) {
+  if (!ep.bias && !ep.relu && bf16_gemm_native()) {
     gemm_product<BFloat16>({ta, tb, m, n, k, x.data<BFloat16>(), yb.data<BFloat16>()},
                            out.mutable_data<BFloat16>());
     return;
