@@ -84,4 +84,18 @@ int64_t max_allocation_bytes();
 /// kiln's version, "MAJOR.MINOR.PATCH" (the VERSION file at the top of the tree).
 const char* version();
 
+/// What this CPU gives kiln's kernels, probed once (oneDNN 2.6 implements these
+/// on AVX-512 only; elsewhere kiln computes the same values its own way).
+struct CpuKernels {
+  /// Winograd's float32 3x3 convolutions (Config::tensor_float_32); else direct.
+  bool winograd = false;
+  /// bfloat16 products and convolutions; else computed on float32 copies
+  /// (MatMul nodes, no jit products, weights rounded on each call).
+  bool bf16_products = false;
+  bool bf16_convolutions = false;
+  /// oneDNN's float32 brgemm products (weights packed once); else OpenBLAS.
+  bool f32_onednn_products = false;
+};
+CpuKernels cpu_kernels();
+
 }  // namespace kiln

@@ -343,6 +343,18 @@ void bind_ops(nb::module_& m) {
   m.def("_jit_excess_precision", [] { return config().jit_excess_precision; });
   m.def("_set_tensor_float_32", [](bool on) { config().tensor_float_32 = on; });
   m.def("_tensor_float_32", [] { return config().tensor_float_32; });
+  m.def(
+      "_cpu_kernels",
+      [] {
+        const CpuKernels k = cpu_kernels();
+        nb::dict d;
+        d["winograd"] = k.winograd;
+        d["bf16_products"] = k.bf16_products;
+        d["bf16_convolutions"] = k.bf16_convolutions;
+        d["f32_onednn_products"] = k.f32_onednn_products;
+        return d;
+      },
+      "What this CPU gives kiln's kernels (kiln::cpu_kernels, kiln/config.h).");
 }
 
 }  // namespace kiln::py

@@ -435,10 +435,11 @@ bool conv_blocks(const Geom& g, const Split& sp, const char* in, const FilterRef
 // rows reordered into it and out again: 0.35-0.8x the direct convolution's time
 // on ResNet's and EfficientNet's shapes, reorders included, with errors about
 // 1e-5 of the output's scale (direct: 1e-6). Config::tensor_float_32 allows it.
+// oneDNN 2.6 implements it on AVX-512 only (winograd_available).
 
 bool winograd_pays(const Geom& g) {
-  return config().tensor_float_32 && !g.bf16 && !g.depthwise && g.kh == 3 && g.kw == 3 &&
-         g.sh == 1 && g.sw == 1 && g.dh == 1 && g.dw == 1 && g.c >= 16 && g.oc >= 16 &&
+  return config().tensor_float_32 && winograd_available() && !g.bf16 && !g.depthwise && g.kh == 3 &&
+         g.kw == 3 && g.sh == 1 && g.sw == 1 && g.dh == 1 && g.dw == 1 && g.c >= 16 && g.oc >= 16 &&
          conv_macs(g) >= kMinSplitMacs;
 }
 
@@ -703,6 +704,31 @@ void fused_conv_kernel(KernelContext& c) {
 }
 
 }  // namespace
+
+namespace {
+// Whether oneDNN implements a 3x3 SAME convolution of 16 channels on 16x16
+// in `g`'s way (Winograd, bf16).
+bool implemented(void (*way)(Geom&)) {
+  Geom g{1, 16, 16, 16, 3, 3, 16, 1, 16, 16, 1, 1, 1, 1, 1, 1, 1, 1, false};
+  way(g);
+  LibrariesSingleThreaded single;
+  try {
+    return create_prim(g, nullptr) != nullptr;
+  } catch (const dnnl::error&) {
+    return false;
+  }
+}
+}  // namespace
+
+bool winograd_available() {
+  static const bool available = implemented([](Geom& g) { g.winograd = true; });
+  return available;
+}
+
+bool conv_bf16_native() {
+  static const bool native = implemented([](Geom& g) { g.bf16 = true; });
+  return native;
+}
 
 int64_t winograd_blocks() {
   return g_winograd_blocks.load();

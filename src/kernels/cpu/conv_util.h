@@ -139,6 +139,12 @@ int64_t packed_filter_bytes();
 int64_t filter_reorders();
 /// Convolution blocks computed by Winograd's algorithm so far (conv.cpp; for tests).
 int64_t winograd_blocks();
+/// Whether oneDNN has a Winograd convolution on this CPU (2.6: AVX-512 only);
+/// without one, float32 3x3 convolutions all run direct.
+bool winograd_available();
+/// Whether oneDNN has bf16 convolutions on this CPU (else they compute on
+/// float32 copies).
+bool conv_bf16_native();
 
 /// The process-wide oneDNN CPU engine and this thread's stream.
 dnnl::engine& dnnl_engine();

@@ -5,6 +5,10 @@
 #include <algorithm>
 #include <atomic>
 
+#include "conv_util.h"
+#include "gemm.h"
+#include "kiln/config.h"
+
 namespace kiln::cpu {
 
 namespace {
@@ -61,3 +65,16 @@ void set_stream_bytes_for_tests(size_t bytes) {
 }
 
 }  // namespace kiln::cpu
+
+namespace kiln {
+
+CpuKernels cpu_kernels() {
+  CpuKernels k;
+  k.winograd = cpu::winograd_available();
+  k.bf16_products = cpu::bf16_gemm_native();
+  k.bf16_convolutions = cpu::conv_bf16_native();
+  k.f32_onednn_products = cpu::f32_gemm_native();
+  return k;
+}
+
+}  // namespace kiln

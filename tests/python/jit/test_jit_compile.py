@@ -491,7 +491,9 @@ def test_lstm_step_computes_its_recurrent_product_in_the_cell_kernel(dtype):
             np.testing.assert_allclose(tf.cast(got, tf.float32).numpy(),
                                        tf.cast(want, tf.float32).numpy(), rtol=tol, atol=tol)
         ir = j.experimental_get_compiler_ir(*args)("hlo")
-        assert ir.count("computed here by blocks of rows") == 4, ir
+        # Without oneDNN's bf16 kernels (AVX2) the bf16 product stays a MatMul.
+        computed = dtype == tf.float32 or tf._kiln._cpu_kernels()["bf16_products"]
+        assert ir.count("computed here by blocks of rows") == (4 if computed else 0), ir
         assert kernels(j, *args) == 1
 
 
