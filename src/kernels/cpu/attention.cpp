@@ -194,16 +194,15 @@ void scale_round_bf16(const float* in, float scale, BFloat16* out, int64_t n) {
 #ifdef KILN_X86_CLONES
 // e^x for x in [kExpNormalLo, 0] (float_math.h's exp_f32_normal, 16 lanes).
 KILN_AVX512_TARGET inline __m512 exp_normal16(__m512 x) {
-  const __m512 magic = _mm512_set1_ps(12582912.0f);  // 1.5 * 2^23: rounds to int
-  const __m512 t = _mm512_add_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)), magic);
-  const __m512i n = _mm512_sub_epi32(_mm512_castps_si512(t), _mm512_set1_epi32(0x4B400000));
+  namespace d = fn::detail;
+  const __m512 magic = _mm512_set1_ps(d::kRoundMagic);
+  const __m512 t = _mm512_add_ps(_mm512_mul_ps(x, _mm512_set1_ps(d::kLog2e)), magic);
+  const __m512i n = _mm512_sub_epi32(_mm512_castps_si512(t), _mm512_set1_epi32(d::kRoundMagicBits));
   const __m512 nf = _mm512_sub_ps(t, magic);
-  __m512 r = _mm512_fnmadd_ps(nf, _mm512_set1_ps(0.693359375f), x);
-  r = _mm512_fnmadd_ps(nf, _mm512_set1_ps(-2.12194440e-4f), r);
-  __m512 p = _mm512_set1_ps(1.9875691500e-4f);
-  for (const float c :
-       {1.3981999507e-3f, 8.3334519073e-3f, 4.1665795894e-2f, 1.6666665459e-1f, 5.0000001201e-1f})
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(c));
+  __m512 r = _mm512_fnmadd_ps(nf, _mm512_set1_ps(d::kExpLn2Hi), x);
+  r = _mm512_fnmadd_ps(nf, _mm512_set1_ps(d::kExpLn2Lo), r);
+  __m512 p = _mm512_set1_ps(d::kExpPoly[0]);
+  for (int i = 1; i < 6; ++i) p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(d::kExpPoly[i]));
   const __m512 y = _mm512_add_ps(_mm512_fmadd_ps(p, _mm512_mul_ps(r, r), r), _mm512_set1_ps(1.f));
   return _mm512_castsi512_ps(_mm512_add_epi32(_mm512_castps_si512(y), _mm512_slli_epi32(n, 23)));
 }

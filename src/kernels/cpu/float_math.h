@@ -68,10 +68,13 @@ inline T ceil_f(T x) {
 }
 
 // x / ln2 rounded to the nearest integer n (|x| < 2^21), as a float; n too.
+inline constexpr float kLog2e = 1.44269504088896341f;
+inline constexpr float kRoundMagic = 12582912.0f;  // 1.5 * 2^23: x + it rounds x to an int
+inline constexpr int32_t kRoundMagicBits = 0x4B400000;
 inline float round_log2(float x, int32_t& n) {
-  const float t = x * 1.44269504088896341f + 12582912.0f;  // 1.5 * 2^23: rounds to int
-  n = std::bit_cast<int32_t>(t) - 0x4B400000;
-  return t - 12582912.0f;
+  const float t = x * kLog2e + kRoundMagic;
+  n = std::bit_cast<int32_t>(t) - kRoundMagicBits;
+  return t - kRoundMagic;
 }
 
 // e^r - 1 for |r| <= ln2/2: r + r^2 Q(r), Q a degree-4 minimax fit (fitted
@@ -82,14 +85,19 @@ inline float expm1_poly(float r) {
   return q * (r * r) + r;
 }
 
+/// exp_f32_core's constants, also read by SIMD copies of it (attention.cpp):
+/// ln2 in two parts (Cody-Waite) and the polynomial's coefficients, highest first.
+inline constexpr float kExpLn2Hi = 0.693359375f, kExpLn2Lo = -2.12194440e-4f;
+inline constexpr float kExpPoly[6] = {1.9875691500e-4f, 1.3981999507e-3f, 8.3334519073e-3f,
+                                      4.1665795894e-2f, 1.6666665459e-1f, 5.0000001201e-1f};
+
 // e^r for x = n ln2 + r, |r| <= ln2/2 (Cody-Waite reduction, the degree-6
 // polynomial of Cephes expf); x must be finite and within [-104, 88.8].
 inline float exp_f32_core(float x, int32_t& n) {
   const float nf = round_log2(x, n);
-  float r = x - nf * 0.693359375f;
-  r = r - nf * -2.12194440e-4f;
-  float p = horner(r, 1.9875691500e-4f, 1.3981999507e-3f, 8.3334519073e-3f, 4.1665795894e-2f,
-                   1.6666665459e-1f, 5.0000001201e-1f);
+  float r = x - nf * kExpLn2Hi;
+  r = r - nf * kExpLn2Lo;
+  float p = horner(r, kExpPoly[0], kExpPoly[1], kExpPoly[2], kExpPoly[3], kExpPoly[4], kExpPoly[5]);
   return p * (r * r) + r + 1.0f;
 }
 
