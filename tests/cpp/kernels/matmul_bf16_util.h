@@ -66,12 +66,26 @@ inline void check_bf16_matmul(const MatMulBf16Case& p) {
 
 /// A mixed_bfloat16 Dense as kiln's Keras writes it: x (bf16) times float32
 /// weights cast to bf16, the bias added in float32 between Casts (BiasAdd, or
-/// AddV2 with the bias first), then optionally relu between Casts.
+/// AddV2 with the bias first), then optionally relu between Casts. With
+/// `rows`, x's rows folded into a matrix and the product's unfolded again
+/// (TensorFlow's tensordot: a Dense on rank 3); with a bias of rank 2 too, the
+/// product's last dim split as the bias is (EinsumDense's [heads, dim]).
 inline Tensor mixed_dense(const Tensor& x, const Tensor& w, const Tensor& b, bool bias_add_op,
-                          bool relu_too) {
+                          bool relu_too, bool rows = false) {
   const auto f32 = [](const Tensor& t) { return cast(t, DType::kFloat32); };
   const auto bf16 = [](const Tensor& t) { return cast(t, DType::kBFloat16); };
-  const Tensor s = f32(matmul(x, bf16(w)));
+  Tensor p;
+  if (rows) {
+    std::vector<int64_t> out = x.shape().to_vector();
+    const int64_t k = out.back();
+    out.pop_back();
+    for (int64_t d : b.shape().dims()) out.push_back(d);
+    p = reshape(
+        matmul(reshape(x, {x.shape().num_elements() / std::max<int64_t>(k, 1), k}), bf16(w)), out);
+  } else {
+    p = matmul(x, bf16(w));
+  }
+  const Tensor s = f32(p);
   Tensor y = bf16(bias_add_op ? bias_add(s, b) : b + s);
   if (relu_too) y = bf16(relu(f32(y)));
   return y;
@@ -85,17 +99,23 @@ inline void check_fused_epilogues() {
   struct C {
     Shape x;
     int64_t n;
-    bool bias_add_op, relu_too;
+    bool bias_add_op, relu_too, rows = false;
+    int64_t heads = 0;  // the bias as [heads, n / heads] (AddV2, rows)
   };
-  // (The last: no depth, so the bias alone, through its relu.)
+  // (The fifth: no depth, so the bias alone, through its relu; the last two:
+  // the product's rows regrouped by a Reshape before the epilogue.)
   for (const C& c :
        {C{{300, 64}, 96, true, true}, C{{4, 70, 32}, 48, false, false}, C{{5, 7}, 3, true, false},
-        C{{40, 256}, 1024, false, true}, C{{6, 0}, 5, true, true}}) {
+        C{{40, 256}, 1024, false, true}, C{{6, 0}, 5, true, true},
+        C{{4, 70, 32}, 48, true, true, true}, C{{2, 3, 5, 16}, 24, false, false, true},
+        C{{2, 16, 32}, 32, false, false, true, 2}, C{{3, 10, 8}, 24, false, true, true, 4}}) {
     SCOPED_TRACE(str_cat(c.x.debug_string(), " n ", c.n, c.bias_add_op ? " BiasAdd" : " AddV2",
-                         c.relu_too ? " relu" : ""));
+                         c.relu_too ? " relu" : "", c.rows ? " rows regrouped" : "",
+                         c.heads ? " heads" : ""));
     const int64_t k = c.x.dim(c.x.rank() - 1);
+    const Shape bias_shape = c.heads ? Shape({c.heads, c.n / c.heads}) : Shape({c.n});
     const std::vector<Tensor> in = {cast(mm_wave(c.x, 0.7), DType::kBFloat16),
-                                    mm_wave({k, c.n}, 1.3), mm_wave({c.n}, 2.1)};
+                                    mm_wave({k, c.n}, 1.3), mm_wave(bias_shape, 2.1)};
     Graph g("f");
     {
       TracingContext tc(g);
@@ -103,19 +123,28 @@ inline void check_fused_epilogues() {
       std::vector<Tensor> a;
       for (size_t i = 0; i < in.size(); ++i)
         a.push_back(tc.add_input(str_cat("a", i), in[i].dtype(), in[i].shape()));
-      g.outputs().push_back(tc.edge_for(mixed_dense(a[0], a[1], a[2], c.bias_add_op, c.relu_too)));
+      g.outputs().push_back(
+          tc.edge_for(mixed_dense(a[0], a[1], a[2], c.bias_add_op, c.relu_too, c.rows)));
     }
     const PassResult r = matmul_float_weights(g);
     g.verify();
     ASSERT_EQ(r.rewritten.size(), 2u);  // the product, then its epilogue
     prune(g);
-    std::vector<OpId> left;  // besides the inputs and the weights' Cast
+    std::vector<OpId> left;  // besides the inputs, the weights' Cast and the shapes
     for (const auto& node : g.nodes())
-      if (node->op().id != OpId::Placeholder && node->op().id != OpId::Cast)
+      if (node->op().id != OpId::Placeholder && node->op().id != OpId::Cast &&
+          node->op().id != OpId::Const)
         left.push_back(node->op().id);
-    ASSERT_EQ(left, std::vector<OpId>{OpId::FusedMatMul});
+    std::vector<OpId> want_ops{OpId::FusedMatMul};
+    if (c.rows) want_ops = {OpId::Reshape, OpId::FusedMatMul, OpId::Reshape};
+    if (c.heads) want_ops.insert(want_ops.begin() + 1, OpId::Reshape);  // the flat bias
+    ASSERT_EQ(left, want_ops);
     const std::vector<Tensor> got = Plan::compile(g)->run(in);
     ASSERT_EQ(got[0].dtype(), DType::kBFloat16);
+    std::vector<int64_t> out_dims = c.x.to_vector();
+    out_dims.pop_back();
+    for (int64_t d : bias_shape.dims()) out_dims.push_back(d);
+    ASSERT_EQ(got[0].shape(), Shape(out_dims));
     const std::vector<float> out = cast(got[0], DType::kFloat32).to_vector<float>();
     const std::vector<float> xv = cast(in[0], DType::kFloat32).to_vector<float>();
     const std::vector<float> wv =
