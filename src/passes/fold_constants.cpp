@@ -1,5 +1,6 @@
 // fold_constants: evaluate nodes whose inputs are constants (and shape-only
-// ops of statically known shapes) once, at optimization time.
+// ops of statically known shapes) once, at optimization time. Each node's
+// shapes are inferred again first, from the values folded before it.
 #include <limits>
 
 #include "kiln/context.h"
@@ -94,6 +95,9 @@ PassResult fold_constants(Graph& g, int64_t max_elements) {
   const auto preserved = passes::output_nodes(g);
   for (Node* n : passes::node_list(g)) {
     rw.update_inputs(n);
+    // Shapes that folded inputs now tell (a Reshape to a folded shape
+    // computation, as TensorFlow's einsum writes them) let later Shape ops fold.
+    passes::refine_node(n);
     if (!foldable(n)) continue;
     values.clear();
     if (!evaluate(n, max_elements, values)) continue;

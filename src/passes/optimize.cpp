@@ -14,9 +14,10 @@ struct PassEntry {
 };
 
 // The pipeline. inline runs first so that every other pass sees across
-// function calls. prune runs again to drop what simplification and
-// fuse_attention orphaned; fusion runs on the final graph: convolution epilogues first, so that
-// elementwise fusion does not take their ops. Collectives are scheduled last.
+// function calls. prune runs again to drop what simplification orphaned (so
+// that fuse_attention sees the uses that remain) and what fuse_attention did; fusion runs on the
+// final graph: convolution epilogues first, so that elementwise fusion does not take their ops.
+// Collectives are scheduled last.
 constexpr PassEntry kPipeline[] = {
     {"inline", [](Graph& g, const OptimizeOptions&) { return inline_calls(g); }},
     {"prune", [](Graph& g, const OptimizeOptions&) { return prune(g); }},
@@ -28,6 +29,7 @@ constexpr PassEntry kPipeline[] = {
     {"conv_float_filters", [](Graph& g, const OptimizeOptions&) { return conv_float_filters(g); }},
     {"matmul_float_weights",
      [](Graph& g, const OptimizeOptions&) { return matmul_float_weights(g); }},
+    {"prune", [](Graph& g, const OptimizeOptions&) { return prune(g); }},
     {"fuse_attention", [](Graph& g, const OptimizeOptions&) { return fuse_attention(g); }},
     {"prune", [](Graph& g, const OptimizeOptions&) { return prune(g); }},
     {"fuse_conv", [](Graph& g, const OptimizeOptions&) { return fuse_conv(g); }},

@@ -33,33 +33,35 @@ Shape more_specific(const Shape& old, const Shape& now) {
 }
 }  // namespace
 
+bool refine_node(Node* n) {
+  if (n->op().has(kSource)) return false;
+  std::vector<Tensor> ins;
+  ins.reserve(n->inputs().size());
+  for (const Edge& e : n->inputs()) ins.push_back(e.node->output(e.index));
+  InferContext ic(n->op(), ins, n->attrs());
+  try {
+    n->op().infer(ic);
+  } catch (const Error&) {
+    return false;  // keep what tracing inferred
+  }
+  if (ic.outputs().size() != n->outputs().size()) return false;
+  std::vector<TensorSpec> specs(n->outputs().begin(), n->outputs().end());
+  bool changed = false;
+  for (size_t i = 0; i < specs.size(); ++i) {
+    if (ic.outputs()[i].dtype != specs[i].dtype) continue;
+    Shape s = more_specific(specs[i].shape, ic.outputs()[i].shape);
+    if (s == specs[i].shape) continue;
+    specs[i].shape = std::move(s);
+    changed = true;
+  }
+  if (!changed) return false;
+  n->reset(n->op(), {n->inputs().begin(), n->inputs().end()}, n->attrs(), std::move(specs));
+  return true;
+}
+
 size_t refine_shapes(Graph& g) {
   size_t refined = 0;
-  std::vector<Tensor> ins;
-  for (Node* n : node_list(g)) {
-    if (n->op().has(kSource)) continue;
-    ins.clear();
-    for (const Edge& e : n->inputs()) ins.push_back(e.node->output(e.index));
-    InferContext ic(n->op(), ins, n->attrs());
-    try {
-      n->op().infer(ic);
-    } catch (const Error&) {
-      continue;  // keep what tracing inferred
-    }
-    if (ic.outputs().size() != n->outputs().size()) continue;
-    std::vector<TensorSpec> specs(n->outputs().begin(), n->outputs().end());
-    bool changed = false;
-    for (size_t i = 0; i < specs.size(); ++i) {
-      if (ic.outputs()[i].dtype != specs[i].dtype) continue;
-      Shape s = more_specific(specs[i].shape, ic.outputs()[i].shape);
-      if (s == specs[i].shape) continue;
-      specs[i].shape = std::move(s);
-      changed = true;
-    }
-    if (!changed) continue;
-    n->reset(n->op(), {n->inputs().begin(), n->inputs().end()}, n->attrs(), std::move(specs));
-    ++refined;
-  }
+  for (Node* n : node_list(g)) refined += refine_node(n) ? 1 : 0;
   return refined;
 }
 

@@ -76,6 +76,9 @@ class NodeUses {
 /// (after inlining, a callee traced for [None] called with [3]). Returns
 /// the number of nodes refined.
 size_t refine_shapes(Graph& g);
+/// refine_shapes for one node (its inputs' specs and constants as they are
+/// now); true when an output shape became more specific.
+bool refine_node(Node* n);
 
 /// The static spec of an edge's value.
 inline const TensorSpec& spec_of(Edge e) {

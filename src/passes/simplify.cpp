@@ -1,5 +1,7 @@
-// simplify: algebraic identities that remove or merge nodes.
+// simplify: algebraic identities that remove or merge nodes, and batched
+// products folded through Reshapes back to their own batch dims.
 #include <numeric>
+#include <optional>
 
 #include "pass_util.h"
 
@@ -72,6 +74,50 @@ bool same_spec(const TensorSpec& a, const TensorSpec& b) {
   return a.dtype == b.dtype && a.shape == b.shape;
 }
 
+bool is_identity_perm(const std::vector<int64_t>& perm) {
+  for (size_t i = 0; i < perm.size(); ++i)
+    if (perm[i] != static_cast<int64_t>(i)) return false;
+  return !perm.empty();
+}
+
+// The tensor whose leading dims a Reshape at `e` folds into its one batch dim
+// (rank 3 -> rank of `batch` + 2), keeping the last two dims; nullopt if `e`
+// is no such Reshape.
+std::optional<Edge> unfolded_batch(Edge e, const std::vector<int64_t>& batch) {
+  const Node* r = e.node;
+  if (r->op().id != OpId::Reshape || !r->control_inputs().empty()) return std::nullopt;
+  const Edge x = r->inputs()[0];
+  const Shape& in = spec_of(x).shape;
+  const Shape& out = spec_of(e).shape;
+  const auto k = static_cast<int64_t>(batch.size());
+  if (!in.is_fully_defined() || !out.is_fully_defined() || in.rank() != k + 2) return std::nullopt;
+  for (int64_t i = 0; i < k; ++i)
+    if (in.dim(i) != batch[static_cast<size_t>(i)]) return std::nullopt;
+  if (in.dim(k) != out.dim(1) || in.dim(k + 1) != out.dim(2)) return std::nullopt;
+  return x;
+}
+
+// Reshape(MatMul(Reshape(a), Reshape(b))) where the inner Reshapes fold the
+// same leading dims of a and b into one batch dim and the outer one unfolds
+// them (TensorFlow's einsum writes attention this way): MatMul(a, b) over
+// those batch dims. The inner nodes are left to prune.
+bool batched_product(Node* n) {
+  const Node* m = n->inputs()[0].node;
+  if (m->op().id != OpId::MatMul || !m->control_inputs().empty()) return false;
+  const Shape& out = n->outputs()[0].shape;
+  const Shape& prod = m->outputs()[0].shape;
+  if (!out.is_fully_defined() || !prod.is_fully_defined() || prod.rank() != 3 || out.rank() < 4 ||
+      out.dim(out.rank() - 2) != prod.dim(1) || out.dim(out.rank() - 1) != prod.dim(2))
+    return false;
+  const std::vector<int64_t> dims = out.to_vector();
+  const std::vector<int64_t> batch(dims.begin(), dims.end() - 2);
+  const std::optional<Edge> a = unfolded_batch(m->inputs()[0], batch);
+  const std::optional<Edge> b = unfolded_batch(m->inputs()[1], batch);
+  if (!a || !b) return false;
+  n->reset(m->op(), {*a, *b}, m->attrs(), {n->outputs()[0]});
+  return true;
+}
+
 }  // namespace
 
 PassResult simplify(Graph& g) {
@@ -106,6 +152,9 @@ PassResult simplify(Graph& g) {
         break;
       }
       case OpId::Transpose: {
+        if (is_identity_perm(std::get<std::vector<int64_t>>(n->attr("perm"))) &&
+            bypass(n, n->inputs()[0]))
+          break;
         const Node* inner = n->inputs()[0].node;
         if (inner->op().id != OpId::Transpose || !inner->control_inputs().empty()) break;
         const Edge x = inner->inputs()[0];
@@ -136,7 +185,10 @@ PassResult simplify(Graph& g) {
           r.rewritten.emplace_back(n->name(), "Reshape(Reshape(x)) -> Reshape(x)");
         }
         const Edge x = n->inputs()[0];
-        if (spec_of(x).shape.is_fully_defined()) bypass(n, x);
+        if (spec_of(x).shape.is_fully_defined() && bypass(n, x)) break;
+        if (!n->control_inputs().empty() || !batched_product(n)) break;
+        r.rewritten.emplace_back(n->name(),
+                                 "Reshape(MatMul(Reshape(a), Reshape(b))) -> MatMul(a, b)");
         break;
       }
       default: break;

@@ -82,7 +82,9 @@ TEST(JitViews, TransposesReadInPlaceOrInTiles) {
         check_all_modes(body, args, s.num_elements() > 0 ? 1 : 0);
         Function j = make(body, true);
         if (s.num_elements() > 0) {
-          EXPECT_EQ(transposed_reads(j, args), joins(s, perm) ? 1u : 0u);
+          // The identity permutation is no view: simplify drops the Transpose.
+          const bool identity = std::is_sorted(perm.begin(), perm.end());
+          EXPECT_EQ(transposed_reads(j, args), joins(s, perm) && !identity ? 1u : 0u);
         }
       }
     }

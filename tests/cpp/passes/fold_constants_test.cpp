@@ -128,6 +128,30 @@ TEST(FoldConstants, SpecializesShapeSizeAndRankOfStaticShapes) {
   EXPECT_NO_THROW(g.verify());
 }
 
+TEST(FoldConstants, ShapesComputedFromFoldedValuesFoldOnward) {
+  // reshape(x, shape(y)[:1] ++ [-1]): the Reshape's shape is known only once
+  // its shape computation folds; then the shape of its result folds too
+  // (TensorFlow's einsum writes such chains around its products).
+  Graph g("f");
+  {
+    TracingContext tc(g);
+    ContextScope scope(tc);
+    Tensor x = tc.add_input("x", DType::kFloat32, Shape({12}));
+    Tensor y = tc.add_input("y", DType::kFloat32, Shape({3, 5}));
+    const std::vector<Tensor> parts{slice(shape(y), {0}, {1}),
+                                    Tensor::from_vector<int32_t>({-1}, Shape({1}))};
+    Tensor target = concat(parts, 0);
+    Tensor r = reshape(x, target);
+    EXPECT_FALSE(r.shape().is_fully_defined());
+    add_output(g, r);
+    add_output(g, shape(r));
+  }
+  fold_constants(g);
+  EXPECT_EQ(g.find("Reshape")->outputs()[0].shape, Shape({3, 4}));
+  expect_tensor<int32_t>(const_value(g, "Shape_1"), Shape({2}), {3, 4});
+  EXPECT_NO_THROW(g.verify());
+}
+
 TEST(FoldConstants, MultiOutputNodesBecomeOneConstPerOutput) {
   Graph g("f");
   {

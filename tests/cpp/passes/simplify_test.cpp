@@ -1,4 +1,5 @@
 // simplify: algebraic identities.
+#include "kiln/executor.h"
 #include "pass_test_util.h"
 
 namespace kiln {
@@ -167,6 +168,106 @@ TEST(Simplify, ReshapeChainsMergeAndNoOpReshapesGo) {
   Graph g3("f");
   trace(g3, DType::kFloat32, Shape({-1, 6}), [](const Tensor& x) { return reshape(x, {-1, 6}); });
   EXPECT_FALSE(simplify(g3).changed());
+}
+
+TEST(Simplify, IdentityTransposeGoes) {
+  Graph g("f");
+  trace(g, DType::kFloat32, Shape({2, 3, 4}), [](const Tensor& x) {
+    return transpose(x, {0, 1, 2}) + 1.f;
+  });
+  PassResult r = simplify(g);
+  EXPECT_EQ(r.removed, (std::vector<NodeRef>{{"transpose", "Transpose"}}));
+  // The default permutation reverses the dims: it stays.
+  Graph g2("f");
+  trace(g2, DType::kFloat32, Shape({2, 2}), [](const Tensor& x) { return transpose(x) + 1.f; });
+  EXPECT_FALSE(simplify(g2).changed());
+}
+
+// reshape(matmul(reshape(a, [B, m, k]), reshape(b, [B, k, n])), [b..., m, n]),
+// as TensorFlow's einsum writes a batched product.
+Tensor folded_product(const Tensor& a, const Tensor& b, const std::vector<int64_t>& out, bool adj_y,
+                      const std::vector<int64_t>& a3, const std::vector<int64_t>& b3) {
+  return reshape(matmul(reshape(a, a3), reshape(b, b3), false, adj_y), out);
+}
+
+TEST(Simplify, BatchedProductsFoldedThroughReshapesUnfold) {
+  struct Case {
+    const char* what;
+    Shape a, b;
+    std::vector<int64_t> a3, b3, out;
+    bool adj_y, unfolds;
+  };
+  const Case cases[] = {
+      {"heads",
+       Shape({2, 3, 4, 5}),
+       Shape({2, 3, 5, 6}),
+       {6, 4, 5},
+       {6, 5, 6},
+       {2, 3, 4, 6},
+       false,
+       true},
+      {"adj_y",
+       Shape({2, 3, 4, 5}),
+       Shape({2, 3, 6, 5}),
+       {6, 4, 5},
+       {6, 6, 5},
+       {2, 3, 4, 6},
+       true,
+       true},
+      {"rank 5",
+       Shape({2, 1, 3, 4, 5}),
+       Shape({2, 1, 3, 5, 2}),
+       {6, 4, 5},
+       {6, 5, 2},
+       {2, 1, 3, 4, 2},
+       false,
+       true},
+      {"other batch split",
+       Shape({2, 3, 4, 5}),
+       Shape({2, 3, 5, 6}),
+       {6, 4, 5},
+       {6, 5, 6},
+       {3, 2, 4, 6},
+       false,
+       false},
+      {"rows regrouped",
+       Shape({2, 3, 4, 5}),
+       Shape({3, 2, 5, 6}),
+       {6, 4, 5},
+       {6, 5, 6},
+       {2, 3, 4, 6},
+       false,
+       false},
+      {"rows moved",
+       Shape({2, 3, 2, 10}),
+       Shape({2, 3, 5, 6}),
+       {6, 4, 5},
+       {6, 5, 6},
+       {2, 3, 4, 6},
+       false,
+       false},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.what);
+    const Tensor a = testing::wave(c.a, 0.37), b = testing::wave(c.b, 0.21, 0.5);
+    auto g = testing::trace({a, b}, [&](const std::vector<Tensor>& in) {
+      return std::vector<Tensor>{folded_product(in[0], in[1], c.out, c.adj_y, c.a3, c.b3)};
+    });
+    const PassResult r = simplify(*g);
+    prune(*g);
+    EXPECT_EQ(testing::count_ops(*g, OpId::Reshape), c.unfolds ? 0 : 3) << g->listing();
+    EXPECT_NO_THROW(g->verify());
+    const Tensor want = folded_product(a, b, c.out, c.adj_y, c.a3, c.b3);
+    const std::vector<Tensor> ins{a, b};
+    const Tensor got = Plan::compile(*g)->run(ins)[0];
+    EXPECT_EQ(got.shape(), want.shape());
+    EXPECT_EQ(got.to_vector<float>(), want.to_vector<float>());
+    if (c.unfolds) {
+      EXPECT_EQ(r.rewritten, (std::vector<NodeRef>{{"Reshape_2",
+                                                    "Reshape(MatMul(Reshape(a), "
+                                                    "Reshape(b))) -> MatMul(a, b)"}}));
+    }
+  }
 }
 
 TEST(Simplify, ControlInputsBlockBypass) {

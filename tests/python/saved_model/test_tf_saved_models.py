@@ -130,3 +130,29 @@ def test_truncated_graph_is_a_clear_error(tmp_path):
     pb.write_bytes(pb.read_bytes()[:5000])
     with pytest.raises(tf.errors.DataLossError, match="truncated or corrupt"):
         tf.saved_model.load(str(d))
+
+
+@pytest.mark.parametrize("jit", [False, True])
+def test_keras_mixed_bfloat16_encoder_runs_fused(jit):
+    # TensorFlow's graph of Keras 3's MultiHeadAttention writes each head product as
+    # Reshape(BatchMatMulV2(Reshape, Reshape)) with the reshapes' shapes computed from
+    # Shape ops; those fold, the products unfold to their batch dims and the attention
+    # fuses (bf16 q, k, v; float32 scores), as kiln's own Keras layer does; the products'
+    # biases and relu join them.
+    m = load("keras_mha_bf16")
+    x = tf.constant(E["keras_mha_bf16/x"])
+    f = tf.function(lambda a: m.serve(a), jit_compile=jit)
+    got = f(x).numpy()
+    ops = [n.op for n in f.get_concrete_function(x).optimized_graph.get_operations()]
+    assert ops.count("_FusedAttention") == 1 and "Softmax" not in ops, ops
+    assert "Shape" not in ops and "GatherV2" not in ops, ops
+    # Every bias and the relu join their products (through tensordot's and the heads'
+    # Reshapes): the six products are _FusedMatMul, no BiasAdd or Relu is left.
+    assert ops.count("_FusedMatMul") == 6 and "BiasAdd" not in ops and "Relu" not in ops, ops
+    # Against the same weights in float32: no farther than TensorFlow's bf16 result
+    # (which rounds the scores to bf16; the fused node keeps them in float32).
+    exact, theirs = E["keras_mha_bf16/y_float32"], E["keras_mha_bf16/y"]
+    rms = lambda d: float(np.sqrt(np.mean(np.square(d))))  # noqa: E731
+    assert rms(got - exact) <= 1.1 * rms(theirs - exact), (rms(got - exact), rms(theirs - exact))
+    np.testing.assert_allclose(got, exact, atol=0.03)
+    np.testing.assert_allclose(got, theirs, atol=0.05)
