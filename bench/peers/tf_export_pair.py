@@ -1,16 +1,16 @@
 """kiln running the SavedModel TensorFlow exported, beside TensorFlow running it,
-alternated in one process: transformer4 (bench/peers/model_common.py) built in
-TensorFlow's Keras 3, `model.export`ed, and loaded by both.
+alternated in one process: transformer4 or a convnet (bench/peers/model_common.py)
+built in TensorFlow's Keras 3, `model.export`ed, and loaded by both.
 
 TensorFlow's graph is not kiln's: Keras 3's MultiHeadAttention and Dense go
 through TensorFlow's einsum and tensordot (Reshapes around rank-3 products,
 their shapes computed from Shape ops). The kiln sides are the loaded `serve`
-in a kiln.function (graph mode) and under jit_compile, and under jit with the
-fuse_attention pass off (what the attention costs unfused). Per-round ratios to
+in a kiln.function (graph mode) and under jit_compile, and for transformer4 under
+jit with the fuse_attention pass off (what the attention costs unfused). Per-round ratios to
 TensorFlow's own call of the same export, median [min-max].
 
     .venv-peers/bin/python bench/peers/tf_export_pair.py [--policy mixed_bfloat16 float32]
-        [--rounds 5] [--round-time 0.5]
+        [--only transformer4 resnet50_224 ...] [--rounds 5] [--round-time 0.5]
 """
 import argparse
 import os
@@ -29,18 +29,20 @@ import model_common as mc  # noqa: E402
 import model_pair as mp  # noqa: E402
 
 
-def export(tf, policy, path):
-    """transformer4 built under `policy` and exported to `path`."""
+def export(tf, name, policy, path):
+    """Model `name` built under `policy` and exported to `path`."""
     tf.keras.mixed_precision.set_global_policy(policy)
     try:
-        model = mc.build_transformer4(tf.keras)
+        model = (mc.build_transformer4(tf.keras) if name == "transformer4" else
+                 mc.build_app(tf.keras, name))
     finally:
         tf.keras.mixed_precision.set_global_policy("float32")
     model.export(path, verbose=False)
 
 
-def sides(tf, kiln, path, x):
-    """{label: build} of TensorFlow's and kiln's calls of the export at `path`."""
+def sides(tf, kiln, path, x, attention):
+    """[(label, build)] of TensorFlow's and kiln's calls of the export at `path`
+    (`attention`: with the jit side without fuse_attention too)."""
     def tf_side():
         m = tf.saved_model.load(path)  # kept: `serve` holds its variables weakly
         return (lambda a: tf.cast(m.serve(a), tf.float32)), (tf.constant(x),)
@@ -57,19 +59,21 @@ def sides(tf, kiln, path, x):
                 opt._disabled_passes = before
             return f, (kiln.constant(x),)
         return build
-    return [("tf serve", tf_side), ("kiln function", kiln_side(False)),
-            ("kiln jit", kiln_side(True)),
-            ("kiln jit, fuse_attention off", kiln_side(True, ("fuse_attention",)))]
+    out = [("tf serve", tf_side), ("kiln function", kiln_side(False)),
+           ("kiln jit", kiln_side(True))]
+    if attention:
+        out.append(("kiln jit, fuse_attention off", kiln_side(True, ("fuse_attention",))))
+    return out
 
 
-def run(tf, kiln, policy, rounds, round_time):
+def run(tf, kiln, name, policy, rounds, round_time):
     root = tempfile.mkdtemp(prefix="tf-export-")
     try:
-        path = os.path.join(root, "transformer4")
-        export(tf, policy, path)
-        x = mc.transformer_input()
+        path = os.path.join(root, name)
+        export(tf, name, policy, path)
+        x = mc.transformer_input() if name == "transformer4" else mc.image_input(name)
         ready = {}
-        for label, build in sides(tf, kiln, path, x):
+        for label, build in sides(tf, kiln, path, x, name == "transformer4"):
             got = mp.prepare(label, build)
             if got is not None:
                 ready[label] = got
@@ -81,7 +85,7 @@ def run(tf, kiln, policy, rounds, round_time):
     finally:
         shutil.rmtree(root, ignore_errors=True)
     base = times["tf serve"]
-    print(f"\ntransformer4 exported by TensorFlow, {policy}: {mc.TITLES['transformer4']}")
+    print(f"\n{name} exported by TensorFlow, {policy}: {mc.TITLES[name]}")
     for label, t in times.items():
         r = [a / b for a, b in zip(t, base)]
         print(f"  {label:30s} {st.median(t) * 1e3:7.2f} ms [{min(t) * 1e3:.2f}-{max(t) * 1e3:.2f}]"
@@ -95,6 +99,8 @@ def run(tf, kiln, policy, rounds, round_time):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--policy", nargs="*", default=["mixed_bfloat16", "float32"])
+    ap.add_argument("--only", nargs="*", default=["transformer4"],
+                    choices=["transformer4"] + list(mc.APPS))
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--round-time", type=float, default=0.5)
     ap.add_argument("--kiln-python", default=os.path.join(mp.cm.REPO, ".venv", "bin", "python"))
@@ -104,8 +110,9 @@ def main(argv=None):
     import tensorflow as tf
     load = mp.cm.kb.machine_load()
     print(f"machine: {mp.cm.machine()}; load (1, 5, 15 min) at the start {load}")
-    for policy in args.policy:
-        run(tf, kiln, policy, args.rounds, args.round_time)
+    for name in args.only:
+        for policy in args.policy:
+            run(tf, kiln, name, policy, args.rounds, args.round_time)
     return 0
 
 
