@@ -11,7 +11,6 @@ namespace kiln {
 namespace {
 using passes::EdgeHash;
 using passes::node_list;
-using passes::output_nodes;
 using passes::spec_of;
 
 bool is_scalar_like(const Shape& s) {
@@ -24,16 +23,10 @@ PassResult fuse_elementwise(Graph& g) {
   PassResult r;
   r.pass = "fuse";
   std::vector<Node*> nodes = node_list(g);
-  const auto outs = output_nodes(g);
-  std::unordered_map<const Node*, int> uses;
-  std::unordered_set<const Node*> control_targets;
-  for (Node* n : nodes) {
-    for (const Edge& e : n->inputs()) ++uses[e.node];
-    for (const Node* c : n->control_inputs()) control_targets.insert(c);
-  }
+  const passes::NodeUses uses(g);
   auto fusable = [&](const Node* n, const Shape& shape) {
     if (!n->op().block_f32 || n->outputs().size() != 1 || !n->control_inputs().empty() ||
-        control_targets.count(n))
+        uses.control_target(n))
       return false;
     const TensorSpec& out = n->outputs()[0];
     if (out.dtype != DType::kFloat32 || !(out.shape == shape)) return false;
@@ -60,7 +53,7 @@ PassResult fuse_elementwise(Graph& g) {
       work.pop_back();
       for (const Edge& e : m->inputs()) {
         Node* p = e.node;
-        if (assigned.count(p) || outs.count(p) || uses[p] != 1 || !fusable(p, shape)) continue;
+        if (assigned.count(p) || !uses.interior(p) || !fusable(p, shape)) continue;
         assigned.insert(p);
         group.push_back(p);
         work.push_back(p);

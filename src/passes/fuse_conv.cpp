@@ -9,7 +9,6 @@
 // Operands stay runtime inputs (they come from variables); the kernel folds the leading affine
 // steps (a batch norm's scale and shift) into the filter as it packs it (kernels/cpu/conv.cpp).
 #include <algorithm>
-#include <unordered_map>
 #include <unordered_set>
 
 #include "ops/fused_conv.h"
@@ -20,7 +19,6 @@ namespace {
 using fused_conv::PostOp;
 using passes::const_of;
 using passes::node_list;
-using passes::output_nodes;
 using passes::spec_of;
 
 // oneDNN allows 32 post-ops; real epilogues have 2 to 5.
@@ -44,12 +42,7 @@ const float* const_scalar(Edge e) {
 
 class ConvFuser {
  public:
-  explicit ConvFuser(const Graph& g) : outs_(output_nodes(g)) {
-    for (Node* n : node_list(g)) {
-      for (size_t k = 0; k < n->inputs().size(); ++k) users_[n->inputs()[k].node].push_back({n, k});
-      for (const Node* c : n->control_inputs()) control_targets_.insert(c);
-    }
-  }
+  explicit ConvFuser(const Graph& g) : uses_(g) {}
 
   // Grows the chain from `conv` as far as the patterns allow.
   Chain grow(Node* conv) {
@@ -59,9 +52,9 @@ class ConvFuser {
     oc_ = spec_.shape.rank_known() ? spec_.shape.dim(3) : -1;
     Node* cur = conv;
     while (ch.ops.size() < kMaxSteps && interior(cur)) {
-      const auto& us = users_[cur];
+      const auto& us = uses_.users(cur);
       if (us.size() == 1) {
-        if (claimed_.count(us[0].first) || !step(ch, cur, us[0].first)) break;
+        if (claimed_.count(us[0]) || !step(ch, cur, us[0])) break;
       } else if (!swish(ch, cur) && !hard_swish(ch, cur)) {
         break;
       }
@@ -74,7 +67,7 @@ class ConvFuser {
  private:
   // A node whose only uses are inside the chain may be swallowed.
   bool interior(const Node* n) const {
-    return !outs_.count(n) && !control_targets_.count(n) && n->outputs().size() == 1;
+    return !uses_.output(n) && !uses_.control_target(n) && n->outputs().size() == 1;
   }
   // Same dtype and shape as the convolution's output.
   bool same_spec(const Node* n) const {
@@ -180,14 +173,15 @@ class ConvFuser {
 
   // Two consumers: swish, Mul(y, Sigmoid(y)) in either operand order.
   bool swish(Chain& ch, Node* cur) {
-    const auto& us = users_[cur];
+    const auto& us = uses_.users(cur);
     if (us.size() != 2) return false;
     auto is = [](const Node* n, Epilogue e) { return n->op().epilogue == e; };
-    Node* sig = is(us[0].first, Epilogue::kSigmoid) ? us[0].first : us[1].first;
-    Node* mul = sig == us[0].first ? us[1].first : us[0].first;
+    Node* sig = is(us[0], Epilogue::kSigmoid) ? us[0] : us[1];
+    Node* mul = sig == us[0] ? us[1] : us[0];
     if (claimed_.count(sig) || claimed_.count(mul)) return false;
     if (!is(sig, Epilogue::kSigmoid) || !is(mul, Epilogue::kMul) || !same_spec(sig) ||
-        !same_spec(mul) || !interior(sig) || users_[sig].size() != 1 || users_[sig][0].first != mul)
+        !same_spec(mul) || !interior(sig) || uses_.users(sig).size() != 1 ||
+        uses_.users(sig)[0] != mul)
       return false;
     const auto& in = mul->inputs();
     if (!((in[0].node == cur && in[1].node == sig) || (in[0].node == sig && in[1].node == cur)))
@@ -207,19 +201,19 @@ class ConvFuser {
   }
   // The one user of `n`, an interior node of the chain's spec; else nullptr.
   Node* next_step(Node* n) {
-    const auto& us = users_[n];
-    if (us.size() != 1 || claimed_.count(us[0].first) || !same_spec(us[0].first)) return nullptr;
-    return interior(n) ? us[0].first : nullptr;
+    const auto& us = uses_.users(n);
+    if (us.size() != 1 || claimed_.count(us[0]) || !same_spec(us[0])) return nullptr;
+    return interior(n) ? us[0] : nullptr;
   }
 
   // Two consumers: hard swish as Keras writes it, Mul(y, RealDiv(Minimum(Relu(
   // AddV2(y, 3)), 6), 6)) (the divide may be a Mul by 1/6; operands either way).
   bool hard_swish(Chain& ch, Node* cur) {
-    const auto& us = users_[cur];
+    const auto& us = uses_.users(cur);
     if (us.size() != 2) return false;
     for (int k = 0; k < 2; ++k) {
-      Node* add = us[static_cast<size_t>(k)].first;
-      Node* mul = us[static_cast<size_t>(1 - k)].first;
+      Node* add = us[static_cast<size_t>(k)];
+      Node* mul = us[static_cast<size_t>(1 - k)];
       if (claimed_.count(add) || claimed_.count(mul) || !same_spec(add) || !same_spec(mul) ||
           add->op().epilogue != Epilogue::kAdd || !scalar_operand(add, cur, 3.f))
         continue;
@@ -244,9 +238,7 @@ class ConvFuser {
     return false;
   }
 
-  std::unordered_set<const Node*> outs_;
-  std::unordered_map<const Node*, std::vector<std::pair<Node*, size_t>>> users_;
-  std::unordered_set<const Node*> control_targets_;
+  passes::NodeUses uses_;
   // Nodes an earlier chain took: one-pixel outputs of two convolutions meet in
   // an Add that each chain could take as its step (the other as its operand).
   std::unordered_set<const Node*> claimed_;

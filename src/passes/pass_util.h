@@ -64,6 +64,10 @@ class NodeUses {
   /// output, no control input of a node and has no control inputs: a step
   /// inside a pattern that a fusion may take.
   bool interior(const Node* n) const;
+  /// `n` is a graph output.
+  bool output(const Node* n) const { return outs_.count(n) != 0; }
+  /// `n` is a control input of some node.
+  bool control_target(const Node* n) const { return control_targets_.count(n) != 0; }
 
  private:
   std::unordered_set<const Node*> outs_;
