@@ -100,10 +100,12 @@ std::optional<Edge> unfolded_batch(Edge e, const std::vector<int64_t>& batch) {
 // Reshape(MatMul(Reshape(a), Reshape(b))) where the inner Reshapes fold the
 // same leading dims of a and b into one batch dim and the outer one unfolds
 // them (TensorFlow's einsum writes attention this way): MatMul(a, b) over
-// those batch dims. The inner nodes are left to prune.
-bool batched_product(Node* n) {
+// those batch dims, when nothing else reads the product. The inner nodes are
+// left to prune.
+bool batched_product(Node* n, const passes::NodeUses& uses) {
   const Node* m = n->inputs()[0].node;
-  if (m->op().id != OpId::MatMul || !m->control_inputs().empty()) return false;
+  if (m->op().id != OpId::MatMul || !m->control_inputs().empty() || !uses.interior(m))
+    return false;  // (a product read elsewhere too would be computed twice)
   const Shape& out = n->outputs()[0].shape;
   const Shape& prod = m->outputs()[0].shape;
   if (!out.is_fully_defined() || !prod.is_fully_defined() || prod.rank() != 3 || out.rank() < 4 ||
@@ -125,6 +127,7 @@ PassResult simplify(Graph& g) {
   r.pass = "simplify";
   passes::Rewirer rw(g);
   const auto preserved = passes::output_nodes(g);
+  const passes::NodeUses uses(g);  // as the graph stood before the pass
   // Replaces n's only output by x (same spec) and drops n.
   auto bypass = [&](Node* n, Edge x) {
     if (preserved.count(n) || !n->control_inputs().empty() ||
@@ -186,7 +189,7 @@ PassResult simplify(Graph& g) {
         }
         const Edge x = n->inputs()[0];
         if (spec_of(x).shape.is_fully_defined() && bypass(n, x)) break;
-        if (!n->control_inputs().empty() || !batched_product(n)) break;
+        if (!n->control_inputs().empty() || !batched_product(n, uses)) break;
         r.rewritten.emplace_back(n->name(),
                                  "Reshape(MatMul(Reshape(a), Reshape(b))) -> MatMul(a, b)");
         break;

@@ -1,4 +1,6 @@
 // simplify: algebraic identities.
+#include <string_view>
+
 #include "kiln/executor.h"
 #include "pass_test_util.h"
 
@@ -246,12 +248,24 @@ TEST(Simplify, BatchedProductsFoldedThroughReshapesUnfold) {
        {2, 3, 4, 6},
        false,
        false},
+      {"product read twice",
+       Shape({2, 3, 4, 5}),
+       Shape({2, 3, 5, 6}),
+       {6, 4, 5},
+       {6, 5, 6},
+       {2, 3, 4, 6},
+       false,
+       false},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.what);
     const Tensor a = testing::wave(c.a, 0.37), b = testing::wave(c.b, 0.21, 0.5);
+    const bool twice = std::string_view(c.what) == "product read twice";
     auto g = testing::trace({a, b}, [&](const std::vector<Tensor>& in) {
-      return std::vector<Tensor>{folded_product(in[0], in[1], c.out, c.adj_y, c.a3, c.b3)};
+      const Tensor p = matmul(reshape(in[0], c.a3), reshape(in[1], c.b3), false, c.adj_y);
+      std::vector<Tensor> out{reshape(p, c.out)};
+      if (twice) out.push_back(p);  // the rank-3 product returned as well
+      return out;
     });
     const PassResult r = simplify(*g);
     prune(*g);
@@ -259,7 +273,9 @@ TEST(Simplify, BatchedProductsFoldedThroughReshapesUnfold) {
     EXPECT_NO_THROW(g->verify());
     const Tensor want = folded_product(a, b, c.out, c.adj_y, c.a3, c.b3);
     const std::vector<Tensor> ins{a, b};
-    const Tensor got = Plan::compile(*g)->run(ins)[0];
+    const std::vector<Tensor> outs = Plan::compile(*g)->run(ins);
+    const Tensor& got = outs[0];
+    EXPECT_EQ(testing::count_ops(*g, OpId::MatMul), 1);  // never computed twice
     EXPECT_EQ(got.shape(), want.shape());
     EXPECT_EQ(got.to_vector<float>(), want.to_vector<float>());
     if (c.unfolds) {
