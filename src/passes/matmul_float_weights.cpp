@@ -53,9 +53,9 @@ class EpilogueAbsorber {
     Node* add = up ? sole_user(up) : nullptr;
     Edge bias;
     if (!add || !bias_of(add, up, out.dim(out.rank() - 1), bias)) return;
-    if (spec_of(bias).shape.rank() > 1) bias = flat_bias(bias);
     Node* root = cast_user(add, DType::kFloat32, DType::kBFloat16);
     if (!root) return;
+    if (spec_of(bias).shape.rank() > 1) bias = flat_bias(bias);  // only once it is taken
     std::string act;
     Node* up2 = cast_user(root, DType::kBFloat16, DType::kFloat32);
     Node* relu = up2 ? sole_user(up2) : nullptr;

@@ -74,10 +74,11 @@ bool same_spec(const TensorSpec& a, const TensorSpec& b) {
   return a.dtype == b.dtype && a.shape == b.shape;
 }
 
+// perm (given in full) keeps every dim in place.
 bool is_identity_perm(const std::vector<int64_t>& perm) {
   for (size_t i = 0; i < perm.size(); ++i)
     if (perm[i] != static_cast<int64_t>(i)) return false;
-  return !perm.empty();
+  return true;
 }
 
 // The tensor whose leading dims a Reshape at `e` folds into its one batch dim
@@ -104,8 +105,11 @@ std::optional<Edge> unfolded_batch(Edge e, const std::vector<int64_t>& batch) {
 // left to prune.
 bool batched_product(Node* n, const passes::NodeUses& uses) {
   const Node* m = n->inputs()[0].node;
-  if (m->op().id != OpId::MatMul || !m->control_inputs().empty() || !uses.interior(m))
-    return false;  // (a product read elsewhere too would be computed twice)
+  // n alone reads the product (as the graph stood: a product read elsewhere
+  // too, or through a bypassed Identity, would be computed twice).
+  if (m->op().id != OpId::MatMul || !m->control_inputs().empty() || !uses.interior(m) ||
+      uses.users(m)[0] != n)
+    return false;
   const Shape& out = n->outputs()[0].shape;
   const Shape& prod = m->outputs()[0].shape;
   if (!out.is_fully_defined() || !prod.is_fully_defined() || prod.rank() != 3 || out.rank() < 4 ||
@@ -155,9 +159,8 @@ PassResult simplify(Graph& g) {
         break;
       }
       case OpId::Transpose: {
-        if (is_identity_perm(std::get<std::vector<int64_t>>(n->attr("perm"))) &&
-            bypass(n, n->inputs()[0]))
-          break;
+        const auto& own = std::get<std::vector<int64_t>>(n->attr("perm"));  // empty: reversed
+        if (!own.empty() && is_identity_perm(own) && bypass(n, n->inputs()[0])) break;
         const Node* inner = n->inputs()[0].node;
         if (inner->op().id != OpId::Transpose || !inner->control_inputs().empty()) break;
         const Edge x = inner->inputs()[0];
@@ -170,12 +173,8 @@ PassResult simplify(Graph& g) {
         const std::vector<int64_t> a = full_perm(p_in, rank), b = full_perm(p_out, rank);
         // out[i] = inner[b[i]] = x[a[b[i]]]
         std::vector<int64_t> composed(b.size());
-        bool is_identity = true;
-        for (size_t i = 0; i < b.size(); ++i) {
-          composed[i] = a[static_cast<size_t>(b[i])];
-          is_identity &= composed[i] == static_cast<int64_t>(i);
-        }
-        if (is_identity && bypass(n, x)) break;
+        for (size_t i = 0; i < b.size(); ++i) composed[i] = a[static_cast<size_t>(b[i])];
+        if (is_identity_perm(composed) && bypass(n, x)) break;
         n->set_input(0, x);
         n->set_attrs(Attrs{std::move(composed)});
         r.rewritten.emplace_back(n->name(), "Transpose(Transpose(x)) -> Transpose(x)");

@@ -153,6 +153,22 @@ TEST(MatMulFloatWeights, EpiloguesLeftAlone) {
   }
 }
 
+// A head-split bias added in float32 but never rounded back to bf16 is no
+// epilogue: the pass adds no flattened bias for it (nothing left dangling).
+TEST(MatMulFloatWeights, HeadBiasWithoutItsCastAddsNothing) {
+  const Tensor x = cast(wave({2, 4, 8}, 0.3), DType::kBFloat16), w = wave({8, 6}, 0.5);
+  const Tensor b = wave({2, 3}, 0.7);
+  auto g = trace({x, w, b}, [](const std::vector<Tensor>& a) {
+    const Tensor p = matmul(reshape(a[0], {8, 8}), cast(a[1], DType::kBFloat16));
+    return std::vector<Tensor>{cast(reshape(p, {2, 4, 2, 3}), DType::kFloat32) + a[2]};
+  });
+  const size_t before = g->num_nodes();
+  const PassResult r = matmul_float_weights(*g);
+  g->verify();
+  EXPECT_EQ(r.rewritten.size(), 1u);  // the product only
+  EXPECT_EQ(g->num_nodes(), before);
+}
+
 TEST(MatMulFloatWeights, FusedOpChecksItsInputs) {
   const Tensor xb = cast(wave({4, 6}, 0.3), DType::kBFloat16), w = wave({6, 3}, 0.5);
   testing::expect_error(

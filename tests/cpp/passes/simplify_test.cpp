@@ -286,6 +286,21 @@ TEST(Simplify, BatchedProductsFoldedThroughReshapesUnfold) {
   }
 }
 
+// The product read through an Identity by the outer Reshape and by another
+// node: simplify bypasses the Identity, so both read the product; it stays
+// one MatMul, never computed twice.
+TEST(Simplify, BatchedProductReadElsewhereThroughIdentityStays) {
+  const Tensor a = testing::wave({2, 3, 4, 5}, 0.37), b = testing::wave({2, 3, 5, 6}, 0.21, 0.5);
+  auto g = testing::trace({a, b}, [&](const std::vector<Tensor>& in) {
+    const Tensor p = identity(matmul(reshape(in[0], {6, 4, 5}), reshape(in[1], {6, 5, 6})));
+    return std::vector<Tensor>{reshape(p, {2, 3, 4, 6}), p * 2.f};
+  });
+  simplify(*g);
+  prune(*g);
+  EXPECT_EQ(testing::count_ops(*g, OpId::MatMul), 1) << g->listing();
+  EXPECT_EQ(testing::count_ops(*g, OpId::Identity), 0) << g->listing();
+}
+
 TEST(Simplify, ControlInputsBlockBypass) {
   Graph g("f");
   Tensor y;
