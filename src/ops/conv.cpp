@@ -78,16 +78,14 @@ void infer_conv(InferContext& c, bool same_dtypes) {
 template <bool kDepthwise>
 void infer_fused_conv(InferContext& c) {
   using namespace fused_conv;
-  // bfloat16 input with a float32 filter (conv_float_filters: packed to bf16 once
-  // per version), no epilogue; else float32.
+  // float32, or a bfloat16 input with a bfloat16 or float32 filter
+  // (conv_float_filters: packed to bf16 once per version).
   const bool bf16 = c.dtype(0) == DType::kBFloat16;
   if (bf16 && c.dtype(1) != DType::kFloat32) c.expect_dtype(1, DType::kBFloat16);
   if (!bf16) {
     c.expect_dtype(0, DType::kFloat32);
     c.expect_dtype(1, DType::kFloat32);
   }
-  if (bf16 && !c.attr_string("fused_ops").empty())
-    c.fail("a bfloat16 input takes no fused_ops, got '", c.attr_string("fused_ops"), "'");
   infer_conv<kDepthwise>(c, false);
   const int64_t oc = c.output(0).shape.rank_known() ? c.output(0).shape.dim(3) : -1;
   std::vector<PostOp> ops;
@@ -103,11 +101,12 @@ void infer_fused_conv(InferContext& c) {
   size_t arg = 2;
   for (PostOp op : ops) {
     if (!takes_arg(op)) continue;
-    c.expect_dtype(arg, DType::kFloat32);
     const Shape& s = c.shape(arg);
     const std::string what = str_cat(c.input_name(arg), " (for ", post_op_name(op), ")");
     if (!s.rank_known() || s.rank() > 4)
       c.fail(what, " must have rank <= 4, got shape ", s.debug_string());
+    // A residual has the output's type; the per-channel operands are float32.
+    c.expect_dtype(arg, op == PostOp::kAdd && whole_tensor(s) ? c.dtype(0) : DType::kFloat32);
     if (op == PostOp::kAdd && whole_tensor(s)) {  // a residual: the output's shape
       if (!c.output(0).shape.rank_known() || !s.is_compatible_with(c.output(0).shape))
         c.fail(what, " must have the output's shape ", c.output(0).shape.debug_string(),

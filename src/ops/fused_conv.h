@@ -8,7 +8,9 @@
 // (BiasAdd, Mul, Add, Sub) each take the next extra input, a float32 tensor
 // broadcast along the output channels: shape [C], [1, ..., 1, C] or a
 // one-element tensor (rank <= 4); an Add may instead take a tensor of the
-// output's shape (a residual connection, read where each value is written).
+// output's shape and type (a residual connection, read where each value is
+// written). A bfloat16 convolution computes its steps in float32 on the
+// accumulator and rounds its output to bfloat16 once.
 // BiasAdd must come first and take a 1-D [C] bias. Clip uses the
 // clip_min/clip_max attrs (at most one Clip).
 #pragma once

@@ -6,6 +6,11 @@
 // Relu6 (Minimum(Relu(y), 6)), ClipByValue with constant bounds, Sigmoid,
 // Tanh, swish (Mul(y, Sigmoid(y))), hard swish (Keras's x * relu6(x + 3) / 6),
 // and the Add of a residual connection (an operand of the output's shape).
+// A bfloat16 convolution's chain (mixed precision: bf16 elementwise ops trace
+// as float32 ones between Casts) also runs through Casts between bfloat16 and
+// float32 and ends at a bfloat16 value; its steps then compute in float32 on
+// the accumulator, rounded once. Its residual is bfloat16, read before its
+// Cast to float32 (exact).
 // Operands stay runtime inputs (they come from variables); the kernel folds the leading affine
 // steps (a batch norm's scale and shift) into the filter as it packs it (kernels/cpu/conv.cpp).
 #include <algorithm>
@@ -31,7 +36,18 @@ struct Chain {
   std::vector<Edge> args;
   double clip_min = 0, clip_max = 6;
   bool has_clip = false;
+  std::vector<Node*> bypassed;  // Casts of residuals the fused op reads before
 };
+
+bool float_or_bf16(DType t) {
+  return t == DType::kFloat32 || t == DType::kBFloat16;
+}
+
+// A Cast without control inputs between float32 and bfloat16 (either way).
+bool float_cast(const Node* n) {
+  return n->op().id == OpId::Cast && n->control_inputs().empty() &&
+         float_or_bf16(spec_of(n->inputs()[0]).dtype) && float_or_bf16(n->outputs()[0].dtype);
+}
 
 // One constant float32 element, or nullptr.
 const float* const_scalar(Edge e) {
@@ -44,24 +60,39 @@ class ConvFuser {
  public:
   explicit ConvFuser(const Graph& g) : uses_(g) {}
 
-  // Grows the chain from `conv` as far as the patterns allow.
+  // Grows the chain from `conv` as far as the patterns allow, back to its
+  // last member of the convolution's type.
   Chain grow(Node* conv) {
-    Chain ch;
-    ch.conv = conv;
+    Chain ch, kept;
+    ch.conv = kept.conv = conv;
     spec_ = conv->outputs()[0];
+    half_ = spec_.dtype == DType::kBFloat16;
     oc_ = spec_.shape.rank_known() ? spec_.shape.dim(3) : -1;
     Node* cur = conv;
     while (ch.ops.size() < kMaxSteps && interior(cur)) {
       const auto& us = uses_.users(cur);
       if (us.size() == 1) {
-        if (claimed_.count(us[0]) || !step(ch, cur, us[0])) break;
+        if (claimed_.count(us[0])) break;
+        if (half_ && float_cast(us[0]) && same_spec(us[0])) {
+          ch.members.push_back(us[0]);  // no step: the epilogue computes in float32
+        } else if (!step(ch, cur, us[0])) {
+          break;
+        }
       } else if (!swish(ch, cur) && !hard_swish(ch, cur)) {
         break;
       }
       cur = ch.members.back();
+      if (cur->outputs()[0].dtype == spec_.dtype) kept = ch;
     }
-    claimed_.insert(ch.members.begin(), ch.members.end());
-    return ch;
+    claimed_.insert(kept.members.begin(), kept.members.end());
+    return kept;
+  }
+
+  // Whether every read of `n` is by one of `nodes` (n is no output or control input).
+  bool read_only_by(const Node* n, const std::unordered_set<const Node*>& nodes) const {
+    if (uses_.output(n) || uses_.control_target(n)) return false;
+    const auto& us = uses_.users(n);
+    return std::all_of(us.begin(), us.end(), [&](const Node* u) { return nodes.count(u) != 0; });
   }
 
  private:
@@ -69,10 +100,12 @@ class ConvFuser {
   bool interior(const Node* n) const {
     return !uses_.output(n) && !uses_.control_target(n) && n->outputs().size() == 1;
   }
-  // Same dtype and shape as the convolution's output.
+  // The convolution's output shape and a type its chain computes in
+  // (float32; bfloat16 or float32 after a bfloat16 convolution).
   bool same_spec(const Node* n) const {
-    return n->outputs().size() == 1 && n->outputs()[0].dtype == DType::kFloat32 &&
-           n->outputs()[0].shape == spec_.shape;
+    if (n->outputs().size() != 1 || n->outputs()[0].shape != spec_.shape) return false;
+    const DType t = n->outputs()[0].dtype;
+    return t == DType::kFloat32 || (half_ && t == DType::kBFloat16);
   }
   // Whether `e` is the convolution's or a chain member's output.
   static bool from_chain(Edge e, const Chain& ch) {
@@ -92,14 +125,23 @@ class ConvFuser {
     const int64_t last = s.shape.rank() ? s.shape.dim(s.shape.rank() - 1) : 1;
     return last == 1 || last == oc_;
   }
-  // A float32 operand of the output's (fully defined) shape, not produced by
-  // the chain: a residual connection added where each value is written.
-  bool residual(Edge e, const Chain& ch) const {
-    if (from_chain(e, ch)) return false;
-    const TensorSpec& s = spec_of(e);
-    return s.dtype == DType::kFloat32 && s.shape.is_fully_defined() && s.shape == spec_.shape &&
-           fused_conv::whole_tensor(s.shape);
+  // An operand of the output's (fully defined) shape and type, not produced
+  // by the chain: a residual connection added where each value is written. A
+  // bfloat16 chain reads a float32 one before its Cast from bfloat16 (exact).
+  bool residual(Edge& e, Chain& ch) const {
+    const bool through = half_ && float_cast(e.node) && spec_of(e).dtype == DType::kFloat32 &&
+                         spec_of(e.node->inputs()[0]).dtype == DType::kBFloat16;
+    const Edge r = through ? e.node->inputs()[0] : e;
+    if (from_chain(e, ch) || from_chain(r, ch)) return false;
+    const TensorSpec& s = spec_of(r);
+    if (s.dtype != spec_.dtype || !s.shape.is_fully_defined() || s.shape != spec_.shape ||
+        !fused_conv::whole_tensor(s.shape))
+      return false;
+    if (through) ch.bypassed.push_back(e.node);
+    e = r;
+    return true;
   }
+
   // The input of binary node `u` that is not `cur` (u reads cur exactly once).
   static bool other_input(const Node* u, const Node* cur, Edge& other, size_t& cur_pos) {
     if (u->inputs().size() != 2) return false;
@@ -171,7 +213,8 @@ class ConvFuser {
     ch.clip_max = hi;
   }
 
-  // Two consumers: swish, Mul(y, Sigmoid(y)) in either operand order.
+  // Two consumers: swish, Mul(y, Sigmoid(y)) in either operand order (in a
+  // bfloat16 chain the sigmoid may reach the Mul through Casts).
   bool swish(Chain& ch, Node* cur) {
     const auto& us = uses_.users(cur);
     if (us.size() != 2) return false;
@@ -180,13 +223,15 @@ class ConvFuser {
     Node* mul = sig == us[0] ? us[1] : us[0];
     if (claimed_.count(sig) || claimed_.count(mul)) return false;
     if (!is(sig, Epilogue::kSigmoid) || !is(mul, Epilogue::kMul) || !same_spec(sig) ||
-        !same_spec(mul) || !interior(sig) || uses_.users(sig).size() != 1 ||
-        uses_.users(sig)[0] != mul)
+        !same_spec(mul))
       return false;
+    std::vector<Node*> path = {sig};  // the sigmoid, then Casts
+    Node* last = sig;
+    if (next_op(sig, path, last) != mul) return false;
     const auto& in = mul->inputs();
-    if (!((in[0].node == cur && in[1].node == sig) || (in[0].node == sig && in[1].node == cur)))
+    if (!((in[0].node == cur && in[1].node == last) || (in[0].node == last && in[1].node == cur)))
       return false;
-    ch.members.push_back(sig);
+    ch.members.insert(ch.members.end(), path.begin(), path.end());
     take(ch, mul, PostOp::kSwish);
     return true;
   }
@@ -206,8 +251,18 @@ class ConvFuser {
     return interior(n) ? us[0] : nullptr;
   }
 
+  // The step after `n`: its one user (next_step), past Casts in a bfloat16
+  // chain (added to `path`); `prev` becomes the node the step reads.
+  Node* next_op(Node* n, std::vector<Node*>& path, Node*& prev) {
+    prev = n;
+    Node* u = next_step(n);
+    for (; u && half_ && float_cast(u); u = next_step(u)) path.push_back(prev = u);
+    return u;
+  }
+
   // Two consumers: hard swish as Keras writes it, Mul(y, RealDiv(Minimum(Relu(
-  // AddV2(y, 3)), 6), 6)) (the divide may be a Mul by 1/6; operands either way).
+  // AddV2(y, 3)), 6), 6)) (the divide may be a Mul by 1/6; operands either way;
+  // Casts between the steps in a bfloat16 chain).
   bool hard_swish(Chain& ch, Node* cur) {
     const auto& us = uses_.users(cur);
     if (us.size() != 2) return false;
@@ -217,21 +272,27 @@ class ConvFuser {
       if (claimed_.count(add) || claimed_.count(mul) || !same_spec(add) || !same_spec(mul) ||
           add->op().epilogue != Epilogue::kAdd || !scalar_operand(add, cur, 3.f))
         continue;
-      Node* relu = next_step(add);
+      std::vector<Node*> path = {add};
+      Node* prev = nullptr;
+      Node* relu = next_op(add, path, prev);
       if (!relu || relu->op().epilogue != Epilogue::kRelu) continue;
-      Node* six = next_step(relu);
-      if (!six || six->op().id != OpId::Minimum || !scalar_operand(six, relu, 6.f)) continue;
-      Node* div = next_step(six);
-      const bool by_six = div && div->op().id == OpId::Div && div->inputs()[0].node == six &&
-                          scalar_operand(div, six, 6.f);
+      path.push_back(relu);
+      Node* six = next_op(relu, path, prev);
+      if (!six || six->op().id != OpId::Minimum || !scalar_operand(six, prev, 6.f)) continue;
+      path.push_back(six);
+      Node* div = next_op(six, path, prev);
+      const bool by_six = div && div->op().id == OpId::Div && div->inputs()[0].node == prev &&
+                          scalar_operand(div, prev, 6.f);
       const bool by_sixth = div && div->op().epilogue == Epilogue::kMul &&
-                            scalar_operand(div, six, static_cast<float>(1.0 / 6.0));
-      if (!(by_six || by_sixth) || next_step(div) != mul) continue;
+                            scalar_operand(div, prev, static_cast<float>(1.0 / 6.0));
+      if (!(by_six || by_sixth)) continue;
+      path.push_back(div);
+      if (next_op(div, path, prev) != mul) continue;
       const auto& in = mul->inputs();
       if (mul->op().epilogue != Epilogue::kMul ||
-          !((in[0].node == cur && in[1].node == div) || (in[0].node == div && in[1].node == cur)))
+          !((in[0].node == cur && in[1].node == prev) || (in[0].node == prev && in[1].node == cur)))
         continue;
-      ch.members.insert(ch.members.end(), {add, relu, six, div});
+      ch.members.insert(ch.members.end(), path.begin(), path.end());
       take(ch, mul, PostOp::kHardSwish);
       return true;
     }
@@ -239,6 +300,7 @@ class ConvFuser {
   }
 
   passes::NodeUses uses_;
+  bool half_ = false;  // the chain of a bfloat16 convolution
   // Nodes an earlier chain took: one-pixel outputs of two convolutions meet in
   // an Add that each chain could take as its step (the other as its operand).
   std::unordered_set<const Node*> claimed_;
@@ -246,12 +308,17 @@ class ConvFuser {
   int64_t oc_ = -1;
 };
 
+// A convolution with a float32 or bfloat16 output, or (conv_float_filters) a
+// bfloat16 one on a float32 filter with no epilogue yet.
 bool fusable_conv(const Node* n) {
   const OpId id = n->op().id;
-  if (id != OpId::Conv2D && id != OpId::DepthwiseConv2D) return false;
   const TensorSpec& out = n->outputs()[0];
-  return out.dtype == DType::kFloat32 && out.shape.rank_known() && out.shape.rank() == 4 &&
-         out.shape.dim(3) >= 0;
+  const bool fused = id == OpId::FusedConv2D || id == OpId::FusedDepthwiseConv2D;
+  if (fused ? out.dtype != DType::kBFloat16 || n->inputs().size() != 2 ||
+                  !std::get<std::string>(n->attr("fused_ops")).empty()
+            : (id != OpId::Conv2D && id != OpId::DepthwiseConv2D) || !float_or_bf16(out.dtype))
+    return false;
+  return out.shape.rank_known() && out.shape.rank() == 4 && out.shape.dim(3) >= 0;
 }
 
 }  // namespace
@@ -261,6 +328,8 @@ PassResult fuse_conv(Graph& g) {
   r.pass = "fuse_conv";
   ConvFuser fuser(g);
   std::unordered_set<const Node*> dropped;
+  std::vector<Node*> bypassed;               // Casts of residuals read before them
+  std::unordered_set<const Node*> consumed;  // the chains' members, roots included
   for (Node* n : node_list(g)) {
     if (!fusable_conv(n)) continue;
     Chain ch = fuser.grow(n);
@@ -281,17 +350,26 @@ PassResult fuse_conv(Graph& g) {
       if (m != root) absorb(m);
     }
     std::vector<Edge> inputs(n->inputs().begin(), n->inputs().end());
+    bypassed.insert(bypassed.end(), ch.bypassed.begin(), ch.bypassed.end());
     inputs.insert(inputs.end(), ch.args.begin(), ch.args.end());
+    consumed.insert(ch.members.begin(), ch.members.end());
     Attrs attrs{n->attr("strides"),   n->attr("padding"),
                 n->attr("dilations"), fused_conv::format_post_ops(ch.ops),
                 ch.clip_min,          ch.clip_max};
-    const OpId id = n->op().id == OpId::Conv2D ? OpId::FusedConv2D : OpId::FusedDepthwiseConv2D;
+    const OpId id = n->op().id == OpId::Conv2D || n->op().id == OpId::FusedConv2D
+                        ? OpId::FusedConv2D
+                        : OpId::FusedDepthwiseConv2D;
     const TensorSpec spec = root->outputs()[0];
     root->reset(op_def(id), std::move(inputs), std::move(attrs), {spec});
     root->set_control_inputs(std::move(ctl));
     r.rewritten.push_back({root->name(), str_cat(what, " -> ", op_def(id).type_name, " (",
                                                  fused_conv::format_post_ops(ch.ops), ")")});
   }
+  for (Node* c : bypassed)  // a Cast only the chains read goes with them
+    if (!dropped.count(c) && fuser.read_only_by(c, consumed)) {
+      r.removed.push_back({c->name(), c->op().type_name});
+      dropped.insert(c);
+    }
   if (dropped.empty()) return r;
   std::vector<bool> keep;
   keep.reserve(g.num_nodes());

@@ -17,6 +17,7 @@
 // Winograd's algorithm while Config::tensor_float_32 allows (on oneDNN's
 // blocked layout, reordered per block). float64 and
 // geometries oneDNN rejects use a direct loop (epilogue applied after it).
+// bfloat16 inputs: conv_bf16.cpp.
 #include <algorithm>
 #include <array>
 #include <atomic>
@@ -32,6 +33,7 @@
 #include <vector>
 
 #include "conv_epilogue.h"
+#include "conv_forward.h"
 #include "conv_split.h"
 #include "conv_util.h"
 #include "functors.h"
@@ -131,10 +133,9 @@ dnnl::post_ops make_post_ops(const Geom& g, const EpilogueCall& ep, ConvPrim& p)
       if (kind == ArgKind::kWhole) {
         // A residual: oneDNN's sum post-op on a destination that holds it (a binary
         // post-op of the output's shape keeps oneDNN off its brgemm kernels, 1.5x
-        // slower). Winograd's blocked destination and a channel block's buffer hold
-        // no residual: conv_blocks adds those itself.
-        if (p.sum_arg >= 0 || g.winograd || (g.wei_ld && g.wei_ld != g.oc))
-          throw dnnl::error(dnnl_unimplemented, "residual post-op");
+        // slower; a channel block's buffer gets its part first). Winograd's blocked
+        // destination holds no residual: conv_blocks adds it itself.
+        if (p.sum_arg >= 0 || g.winograd) throw dnnl::error(dnnl_unimplemented, "residual post-op");
         p.sum_arg = static_cast<int>(a++);
         po.append_sum(1.f);
         continue;
@@ -277,7 +278,7 @@ size_t line_round(size_t bytes) {
 // Executes one convolution primitive on this thread.
 // `ch0`: the first output channel of `p` (a channel block reads its part of the
 // epilogue's per-channel inputs); `at`: the offset of its first output value in
-// the whole output (where it reads a residual).
+// the whole output (where it reads a residual; -1: `out` holds it already).
 void run_prim(ConvPrim& p, const void* in, const dnnl::memory& wei, void* out,
               const EpilogueCall* ep, int64_t ch0, int64_t at) {
   dnnl::stream& s = dnnl_stream();
@@ -307,8 +308,11 @@ void run_prim(ConvPrim& p, const void* in, const dnnl::memory& wei, void* out,
     for (size_t j = 0; j < p.arg_md.size(); ++j)
       args.emplace(DNNL_ARG_ATTR_MULTIPLE_POST_OP(p.arg_post_index[j]) | DNNL_ARG_SRC_1,
                    user_memory(p.arg_md[j], *ep->args[p.arg_of[j]], ch0));
-    if (p.sum_arg >= 0) {  // the residual's part into the destination (dense NHWC)
-      const float* r = ep->args[static_cast<size_t>(p.sum_arg)]->data<float>() + at;
+    if (p.sum_arg >= 0 && at >= 0) {  // the residual's part into the destination (dense NHWC)
+      const size_t es = p.dst_md.data_type() == dnnl::memory::data_type::bf16 ? 2 : 4;
+      const char* r =
+          static_cast<const char*>(ep->args[static_cast<size_t>(p.sum_arg)]->raw_data()) +
+          static_cast<size_t>(at) * es;
       if (r != out) std::memcpy(out, r, p.dst_md.get_size());
     }
   }
@@ -344,14 +348,14 @@ bool conv_blocks(const Geom& g, const Split& sp, const char* in, const FilterRef
   const int64_t filter_es = g.bf16 && !g.f32_filter ? 2 : 4;  // the filter's
   const bool by_channel = sp.oc_block > 0;
   const int64_t ocb = by_channel ? sp.oc_block : g.oc, oc_blocks = ceil_div(g.oc, ocb);
-  // A channel block's dense buffer and Winograd's blocked output hold no residual
-  // for oneDNN's sum: the steps from the residual's on run on the block's rows in
-  // the output (as a channel block's are copied out).
+  // Winograd's blocked output holds no residual for oneDNN's sum: the steps from
+  // the residual's on run on the block's rows in the output.
   EpilogueCall head, tail;
-  if ((by_channel || g.winograd) && ep && split_at_residual(*ep, head, tail))
+  if (g.winograd && ep && split_at_residual(*ep, head, tail))
     ep = head.ops.empty() ? nullptr : &head;
   else
     tail.ops.clear();
+  if (g.bf16 && !tail.ops.empty()) return false;  // the tail's steps read float32 rows
   const int64_t last = g.oc - (oc_blocks - 1) * ocb;
   // prims[2k]: row block k's full-width blocks; prims[2k + 1]: its last channel
   // block, looked up only when narrower (else the same primitive).
@@ -412,8 +416,16 @@ bool conv_blocks(const Geom& g, const Split& sp, const char* in, const FilterRef
       const int64_t at = (img * g.oh + r0) * g.ow * g.oc + b * ocb;
       char* y = out + at * es;
       ConvPrim& p = *prims[static_cast<size_t>(k * 2 + (width == ocb ? 0 : 1))];
+      const bool sum_in_buf = by_channel && ep && p.sum_arg >= 0;
+      if (sum_in_buf) {  // the block's part of the residual, for oneDNN's sum
+        const char* r =
+            static_cast<const char*>(ep->args[static_cast<size_t>(p.sum_arg)]->raw_data());
+        for (int64_t m = 0; m < (r1 - r0) * g.ow; ++m)
+          std::memcpy(buf + m * width * es, r + (at + m * g.oc) * es,
+                      static_cast<size_t>(width * es));
+      }
       run_prim(p, x, by_channel ? weis[static_cast<size_t>(b)] : row_weis[static_cast<size_t>(k)],
-               by_channel ? buf : y, ep, b * ocb, at);
+               by_channel ? buf : y, ep, b * ocb, sum_in_buf ? -1 : at);
       if (!by_channel) {
         for (int64_t m = 0; !tail.ops.empty() && m < (r1 - r0) * g.ow; ++m)
           epilogue_row(tail, reinterpret_cast<float*>(y) + m * g.oc, 0, g.oc, at + m * g.oc);
@@ -421,7 +433,7 @@ bool conv_blocks(const Geom& g, const Split& sp, const char* in, const FilterRef
       }
       for (int64_t m = 0; m < (r1 - r0) * g.ow; ++m) {
         std::memcpy(y + m * g.oc * es, buf + m * width * es, static_cast<size_t>(width * es));
-        if (!tail.ops.empty())  // float32 (a bf16 call has no epilogue)
+        if (!tail.ops.empty())  // Winograd's (float32)
           epilogue_row(tail, reinterpret_cast<float*>(y) + m * g.oc, b * ocb, width, at + m * g.oc);
       }
     }
@@ -533,39 +545,6 @@ void conv_direct(const Geom& g, const T* in, const T* filter, T* out) {
   });
 }
 
-// A bfloat16 convolution where oneDNN has no bf16 kernel (CPUs without
-// AVX512_BF16/AMX): on float32 copies, the output rounded to bfloat16 (as the
-// kHalfInFloat path computed it before kernels ran bf16).
-void conv_bf16_in_float(Geom g, const Tensor& x, const Tensor& f, Tensor& out) {
-  Tensor fb = f;  // a float32 filter rounded to bfloat16 first
-  if (f.dtype() == DType::kFloat32) {
-    fb = Tensor::empty(DType::kBFloat16, f.shape());
-    round_to_half(f.data<float>(), fb);
-  }
-  const Tensor xf = as_float32(x, "Conv2D"), ff = as_float32(fb, "Conv2D");
-  Tensor yf = Tensor::empty(DType::kFloat32, out.shape());
-  g.bf16 = g.f32_filter = false;
-  bool done = false;
-  try {
-    done = conv_onednn(g, xf.data<float>(), filter_ref(ff), yf.mutable_data<float>());
-  } catch (const dnnl::error&) {
-  }
-  if (!done) conv_direct<float>(g, xf.data<float>(), ff.data<float>(), yf.mutable_data<float>());
-  round_to_half(yf.data<float>(), out);
-}
-
-// A bfloat16 convolution (the filter bfloat16, or float32 packed to bfloat16).
-void conv_bf16(Geom g, const Tensor& x, const Tensor& f, Tensor& out) {
-  g.bf16 = true;
-  g.f32_filter = f.dtype() == DType::kFloat32;
-  bool done = false;
-  try {
-    done = conv_onednn(g, x.raw_data(), filter_ref(f), out.mutable_raw_data());
-  } catch (const dnnl::error&) {
-  }
-  if (!done) conv_bf16_in_float(g, x, f, out);  // no bf16 kernel on this CPU
-}
-
 // A 1x1 convolution of one-pixel images (squeeze-and-excitation, a classifier
 // head at batch 1) as a product of few rows (gemv.h) reading the HWIO filter in
 // place: bound by the filter's read, which oneDNN's blocked kernels and packing
@@ -590,7 +569,7 @@ void conv_kernel(KernelContext& c) {
   }
   const Geom g = geometry(c, kDepthwise);
   if (x.dtype() == DType::kBFloat16) {
-    conv_bf16(g, x, f, out);
+    conv_bf16(g, x, f, EpilogueCall{}, out, c.op().type_name);
   } else if (x.dtype() == DType::kFloat32) {
     bool done = one_pixel_product(g, x.data<float>(), f.data<float>(), out.mutable_data<float>());
     try {
@@ -604,16 +583,17 @@ void conv_kernel(KernelContext& c) {
   }
 }
 
-// The fused convolution on oneDNN with its leading affine steps folded into the
-// filter (packed with the factors, kept while the filter and factors stay) and
-// the primitive's bias; false when oneDNN has no implementation.
-bool fused_conv_onednn(const Geom& g, const float* x, const Tensor& f, float* y,
+}  // namespace
+
+bool fused_conv_onednn(const Geom& g, const void* x, const Tensor& f, void* y,
                        const EpilogueCall& ep) {
   if (ep.ops.empty()) return conv_onednn(g, x, filter_ref(f), y);
   EpilogueCall folded;
   std::vector<float> scale;
   Tensor bias;
-  if (!fold_affine(ep, g.oc, folded, scale, bias)) return conv_onednn(g, x, filter_ref(f), y, &ep);
+  // The factors fold into a float32 filter (a bfloat16 one keeps its post-ops).
+  if (f.dtype() != DType::kFloat32 || !fold_affine(ep, g.oc, folded, scale, bias))
+    return conv_onednn(g, x, filter_ref(f), y, &ep);
   FilterRef filter = filter_ref(f);
   if (!scale.empty()) {
     filter.scale = scale.data();
@@ -621,6 +601,49 @@ bool fused_conv_onednn(const Geom& g, const float* x, const Tensor& f, float* y,
   }
   return conv_onednn(g, x, filter, y, folded.ops.empty() ? nullptr : &folded);
 }
+
+void fused_conv_f32(const Geom& g, const Tensor& x, const Tensor& f, EpilogueCall& ep, float* y,
+                    int64_t n, const char* op) {
+  if (x.num_elements() == 0 || f.num_elements() == 0) {  // no input channels
+    std::memset(y, 0, static_cast<size_t>(n) * 4);
+    apply_epilogue(ep, g.oc, y, n);
+    return;
+  }
+  if (one_pixel_product(g, x.data<float>(), f.data<float>(), y)) {  // never took a residual
+    apply_epilogue(ep, g.oc, y, n);
+    return;
+  }
+  bool done = false;
+  Tensor kept;
+  try {
+    done = fused_conv_onednn(g, x.data<float>(), f, y, ep);
+    if (!done) keep_residual(ep, y, kept);
+    // No primitive takes the residual: the steps before it fused, the rest after.
+    EpilogueCall head, tail;
+    if (!done && split_at_residual(ep, head, tail) &&
+        fused_conv_onednn(g, x.data<float>(), f, y, head)) {
+      apply_epilogue(tail, g.oc, y, n);
+      done = true;
+    }
+    // No fused implementation: oneDNN's plain convolution, then the epilogue.
+    if (!done && conv_onednn(g, x.data<float>(), filter_ref(f), y)) {
+      apply_epilogue(ep, g.oc, y, n);
+      done = true;
+    }
+  } catch (const dnnl::error& e) {
+    // oneDNN failed while running (its primitives were made): the residual the
+    // output took over may be overwritten already.
+    if (took_residual(ep, y))
+      throw InternalError(str_cat(op, ": oneDNN failed (", e.what(),
+                                  ") after the output took over its residual input"));
+  }
+  if (!done) {
+    conv_direct<float>(g, x.data<float>(), f.data<float>(), y);
+    apply_epilogue(ep, g.oc, y, n);
+  }
+}
+
+namespace {
 
 // The input a fused convolution's output may take over: its first residual,
 // when oneDNN's sum will add it in place (a dense destination: no one-pixel
@@ -639,68 +662,30 @@ int residual_to_reuse(const Geom& g, const EpilogueCall& ep, const FilterRef& fi
   return -1;
 }
 
-// _FusedConv2D / _FusedDepthwiseConv2dNative (float32 only, by inference).
+// _FusedConv2D / _FusedDepthwiseConv2dNative: float32, or a bfloat16 input
+// (conv_bf16.cpp) with its epilogue computed on the float32 accumulator.
 template <bool kDepthwise>
 void fused_conv_kernel(KernelContext& c) {
   using namespace fused_conv;
   const Tensor& x = c.input(0);
   const Tensor& f = c.input(1);
-  if (x.dtype() == DType::kBFloat16) {  // no epilogue (inference)
-    Tensor& out = c.allocate_output(0);
-    if (out.num_elements() == 0) return;
-    if (x.num_elements() == 0 || f.num_elements() == 0)
-      std::memset(out.mutable_raw_data(), 0, out.nbytes());
-    else
-      conv_bf16(geometry(c, kDepthwise), x, f, out);
-    return;
-  }
   EpilogueCall ep;
   parse_post_ops(c.attr_string("fused_ops"), ep.ops);  // validated by inference
   for (size_t i = 2; i < c.num_inputs(); ++i) ep.args.push_back(&c.input(i));
   ep.clip_min = static_cast<float>(c.attr_float("clip_min"));
   ep.clip_max = static_cast<float>(c.attr_float("clip_max"));
   const bool empty = x.num_elements() == 0 || f.num_elements() == 0;  // no input channels
-  const Geom g = geometry(c, kDepthwise);
-  Tensor& out = c.allocate_output(0, empty ? -1 : residual_to_reuse(g, ep, filter_ref(f)));
+  Geom g = geometry(c, kDepthwise);
+  g.bf16 = x.dtype() == DType::kBFloat16;
+  g.f32_filter = g.bf16 && f.dtype() == DType::kFloat32;
+  // A bfloat16 output takes a residual over only where oneDNN's bf16 sum adds it.
+  const bool reuse = !empty && (!g.bf16 || conv_bf16_native());
+  Tensor& out = c.allocate_output(0, reuse ? residual_to_reuse(g, ep, filter_ref(f)) : -1);
   if (out.num_elements() == 0) return;
-  float* y = out.mutable_data<float>();
-  if (empty) {
-    std::memset(y, 0, out.nbytes());
-    apply_epilogue(ep, out.shape().dim(3), y, out.num_elements());
-    return;
-  }
-  if (one_pixel_product(g, x.data<float>(), f.data<float>(), y)) {  // never took a residual
-    apply_epilogue(ep, g.oc, y, out.num_elements());
-    return;
-  }
-  bool done = false;
-  Tensor kept;
-  try {
-    done = fused_conv_onednn(g, x.data<float>(), f, y, ep);
-    if (!done) keep_residual(ep, y, kept);
-    // No primitive takes the residual: the steps before it fused, the rest after.
-    EpilogueCall head, tail;
-    if (!done && split_at_residual(ep, head, tail) &&
-        fused_conv_onednn(g, x.data<float>(), f, y, head)) {
-      apply_epilogue(tail, g.oc, y, out.num_elements());
-      done = true;
-    }
-    // No fused implementation: oneDNN's plain convolution, then the epilogue.
-    if (!done && conv_onednn(g, x.data<float>(), filter_ref(f), y)) {
-      apply_epilogue(ep, g.oc, y, out.num_elements());
-      done = true;
-    }
-  } catch (const dnnl::error& e) {
-    // oneDNN failed while running (its primitives were made): the residual the
-    // output took over may be overwritten already.
-    if (took_residual(ep, y))
-      throw InternalError(str_cat(c.op().type_name, ": oneDNN failed (", e.what(),
-                                  ") after the output took over its residual input"));
-  }
-  if (!done) {
-    conv_direct<float>(g, x.data<float>(), f.data<float>(), y);
-    apply_epilogue(ep, g.oc, y, out.num_elements());
-  }
+  if (g.bf16)
+    conv_bf16(g, x, f, ep, out, c.op().type_name);
+  else
+    fused_conv_f32(g, x, f, ep, out.mutable_data<float>(), out.num_elements(), c.op().type_name);
 }
 
 }  // namespace

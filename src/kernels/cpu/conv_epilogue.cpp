@@ -128,9 +128,9 @@ void keep_residual(EpilogueCall& ep, const float* y, Tensor& kept) {
     }
 }
 
-bool took_residual(const EpilogueCall& ep, const float* y) {
+bool took_residual(const EpilogueCall& ep, const void* y) {
   return std::any_of(ep.args.begin(), ep.args.end(), [&](const Tensor* t) {
-    return arg_kind(*t) == ArgKind::kWhole && t->data<float>() == y;
+    return arg_kind(*t) == ArgKind::kWhole && t->raw_data() == y;
   });
 }
 

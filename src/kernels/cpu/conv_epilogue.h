@@ -56,6 +56,6 @@ bool fold_affine(const EpilogueCall& ep, int64_t oc, EpilogueCall& folded,
 void keep_residual(EpilogueCall& ep, const float* y, Tensor& kept);
 
 /// Whether the output `y` took over a residual of `ep`.
-bool took_residual(const EpilogueCall& ep, const float* y);
+bool took_residual(const EpilogueCall& ep, const void* y);
 
 }  // namespace kiln::cpu

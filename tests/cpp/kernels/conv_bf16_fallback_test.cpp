@@ -5,6 +5,7 @@
 #include <cstdlib>
 
 #include "conv_bf16_util.h"
+#include "kernels/cpu/conv_util.h"
 
 namespace kiln {
 namespace {
@@ -16,6 +17,16 @@ TEST(ConvBFloat16Fallback, MatchesTheReferenceInEverySplit) {
     SCOPED_TRACE(testing::bf16_case_name(p));
     testing::check_bf16_conv(p);
   }
+}
+
+TEST(ConvBFloat16Fallback, FusedEpiloguesMatchTheReferenceInEverySplit) {
+  ASSERT_FALSE(cpu::conv_bf16_native());  // the float32 path, epilogue fused there
+  for (const testing::Bf16Case& p : testing::bf16_cases())
+    for (const testing::Bf16Epilogue& e : testing::bf16_epilogues()) {
+      SCOPED_TRACE(str_cat(testing::bf16_case_name(p), " ", e.ops.size(), " steps from ", e.ops[0],
+                           e.f32_filter ? ", float32 filter" : ""));
+      testing::check_bf16_fused_conv(p, e);
+    }
 }
 
 TEST(ConvBFloat16Fallback, GradientsMatchTheReferenceInEverySplit) {

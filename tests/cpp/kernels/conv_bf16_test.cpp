@@ -21,6 +21,15 @@ TEST(ConvBFloat16, MatchesTheReferenceInEverySplit) {
   }
 }
 
+TEST(ConvBFloat16, FusedEpiloguesMatchTheReferenceInEverySplit) {
+  for (const testing::Bf16Case& p : testing::bf16_cases())
+    for (const testing::Bf16Epilogue& e : testing::bf16_epilogues()) {
+      SCOPED_TRACE(str_cat(testing::bf16_case_name(p), " ", e.ops.size(), " steps from ", e.ops[0],
+                           e.f32_filter ? ", float32 filter" : ""));
+      testing::check_bf16_fused_conv(p, e);
+    }
+}
+
 TEST(ConvBFloat16, GradientsMatchTheReferenceInEverySplit) {
   for (const testing::Bf16Case& p : testing::bf16_cases()) {
     SCOPED_TRACE(testing::bf16_case_name(p));
