@@ -57,9 +57,11 @@ struct Config {
   /// chain of ops rounds it to float16/bfloat16 and widens it back (each op of
   /// a mixed_bfloat16 layer computes in float32 and rounds): XLA's
   /// xla_allow_excess_precision, on by default in TensorFlow. Faster, and at
-  /// least as accurate; values leaving a kernel are still rounded. false (or
+  /// least as accurate; values leaving a kernel are still rounded. A bf16
+  /// convolution's epilogue (fuse_conv, both modes) likewise computes on its
+  /// float32 accumulator. false (or
   /// XLA_FLAGS=--xla_allow_excess_precision=false) rounds after every op, as
-  /// graph mode does. Read when a function is compiled.
+  /// unfused graph mode does. Read when a function is compiled.
   bool jit_excess_precision = true;
   /// Convolutions and products may trade float32 precision for speed:
   /// TensorFlow's tf.config.experimental.enable_tensor_float_32_execution, on

@@ -2,6 +2,10 @@
 
 #include <unistd.h>
 
+#include <string>
+
+#include "core/env.h"
+
 namespace kiln {
 
 Config& config() {
@@ -22,6 +26,15 @@ int64_t max_allocation_bytes() {
     return static_cast<int64_t>(pages) * page / 4 * 3;
   }();
   return def;
+}
+
+bool excess_precision_allowed() {
+  static const bool xla_off = [] {
+    const std::string flags = env("XLA_FLAGS");
+    return flags.find("--xla_allow_excess_precision=false") != std::string::npos ||
+           flags.find("--xla_allow_excess_precision=0") != std::string::npos;
+  }();
+  return config().jit_excess_precision && !xla_off;
 }
 
 }  // namespace kiln

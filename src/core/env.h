@@ -17,4 +17,10 @@ double env_seconds(const char* name, double fallback);
 /// unset or empty. Any other value is ignored with one line on stderr.
 uint64_t env_count(const char* name, uint64_t fallback);
 
+/// Config::jit_excess_precision, unless XLA_FLAGS holds
+/// --xla_allow_excess_precision=false (TensorFlow's switch): whether a float
+/// value a chain of ops rounds to a half type and widens back may keep its
+/// precision (jit kernels, fuse_conv's bfloat16 epilogues).
+bool excess_precision_allowed();
+
 }  // namespace kiln

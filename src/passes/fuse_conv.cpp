@@ -9,13 +9,15 @@
 // A bfloat16 convolution's chain (mixed precision: bf16 elementwise ops trace
 // as float32 ones between Casts) also runs through Casts between bfloat16 and
 // float32 and ends at a bfloat16 value; its steps then compute in float32 on
-// the accumulator, rounded once. Its residual is bfloat16, read before its
-// Cast to float32 (exact).
+// the accumulator, rounded once (XLA's excess precision: not when
+// excess_precision_allowed() is false). Its residual is bfloat16, read before
+// its Cast to float32 (exact).
 // Operands stay runtime inputs (they come from variables); the kernel folds the leading affine
 // steps (a batch norm's scale and shift) into the filter as it packs it (kernels/cpu/conv.cpp).
 #include <algorithm>
 #include <unordered_set>
 
+#include "core/env.h"
 #include "ops/fused_conv.h"
 #include "pass_util.h"
 
@@ -66,7 +68,8 @@ class ConvFuser {
     Chain ch, kept;
     ch.conv = kept.conv = conv;
     spec_ = conv->outputs()[0];
-    half_ = spec_.dtype == DType::kBFloat16;
+    // Rounding once instead of after each op is XLA's excess precision.
+    half_ = spec_.dtype == DType::kBFloat16 && excess_precision_allowed();
     oc_ = spec_.shape.rank_known() ? spec_.shape.dim(3) : -1;
     Node* cur = conv;
     while (ch.ops.size() < kMaxSteps && interior(cur)) {

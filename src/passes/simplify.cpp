@@ -124,6 +124,13 @@ bool batched_product(Node* n, const passes::NodeUses& uses) {
   return true;
 }
 
+// Whether every value of float type `narrow` is exactly a value of `wide`.
+bool widens_exactly(DType narrow, DType wide) {
+  const bool half = narrow == DType::kBFloat16 || narrow == DType::kFloat16;
+  return (half && (wide == DType::kFloat32 || wide == DType::kFloat64)) ||
+         (narrow == DType::kFloat32 && wide == DType::kFloat64);
+}
+
 }  // namespace
 
 PassResult simplify(Graph& g) {
@@ -146,10 +153,21 @@ PassResult simplify(Graph& g) {
     if (n->outputs().size() != 1 || n->op().has(kStateful)) continue;
     switch (n->op().id) {
       case OpId::Identity: bypass(n, n->inputs()[0]); break;
-      case OpId::Cast:
-        if (std::get<DType>(n->attr("DstT")) == spec_of(n->inputs()[0]).dtype)
-          bypass(n, n->inputs()[0]);
+      case OpId::Cast: {
+        const DType to = std::get<DType>(n->attr("DstT"));
+        const Edge in = n->inputs()[0];
+        if (to == spec_of(in).dtype) {
+          bypass(n, in);
+          break;
+        }
+        // A float widened and narrowed back to its type is itself (mixed
+        // precision's bf16 -> float32 -> bf16): the widening is exact.
+        const Node* w = in.node;
+        if (w->op().id == OpId::Cast && w->control_inputs().empty() &&
+            spec_of(w->inputs()[0]).dtype == to && widens_exactly(to, spec_of(in).dtype))
+          bypass(n, w->inputs()[0]);
         break;
+      }
       case OpId::Mul:
       case OpId::Add:
       case OpId::Sub:

@@ -5,6 +5,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "core/env.h"
 #include "jit/codegen/emit_cpp.h"
 #include "jit/codegen/stages.h"
 #include "jit/fusion/cluster_plan.h"

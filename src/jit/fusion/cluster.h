@@ -31,8 +31,4 @@ std::vector<Kernel> compiled_kernels(const Clusters& cl);
 /// to its own type is the value itself (Config::jit_excess_precision).
 Kernel optimize_kernel(const Kernel& k, bool excess_precision = false);
 
-/// Config::jit_excess_precision, unless XLA_FLAGS holds
-/// --xla_allow_excess_precision=false (TensorFlow's switch).
-bool excess_precision_allowed();
-
 }  // namespace kiln::jit

@@ -12,15 +12,6 @@
 
 namespace kiln::jit {
 
-bool excess_precision_allowed() {
-  static const bool xla_off = [] {
-    const std::string flags = env("XLA_FLAGS");
-    return flags.find("--xla_allow_excess_precision=false") != std::string::npos ||
-           flags.find("--xla_allow_excess_precision=0") != std::string::npos;
-  }();
-  return config().jit_excess_precision && !xla_off;
-}
-
 namespace {
 // With cse[] numbering: `in` widens a value that was rounded to a half type from
 // `in`'s own dtype (f32 -> bf16 -> f32); returns that value, else -1.

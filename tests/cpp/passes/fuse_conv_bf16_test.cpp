@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "kernels/cpu/conv_util.h"
+#include "kiln/config.h"
 #include "kiln/executor.h"
 #include "kiln/function.h"
 #include "kiln/passes.h"
@@ -123,6 +124,29 @@ TEST(FuseConvBFloat16, HardSwishFusesThroughItsCasts) {
       &r);
   EXPECT_EQ(fused_ops_of(*g, OpId::FusedConv2D), "Mul,Add,HardSwish") << g->debug_listing();
   EXPECT_EQ(count_ops(*g, OpId::Cast), 0) << g->debug_listing();
+}
+
+// Without excess precision (Config::jit_excess_precision off) each op rounds
+// its bf16 result: the chain through Casts is left alone.
+TEST(FuseConvBFloat16, StrictRoundingKeepsTheCasts) {
+  const std::vector<Tensor> in = {cast(wave({1, 9, 9, 4}, 0.37), kBf),
+                                  wave({3, 3, 4, 8}, 0.91, 0.3, 0.5),
+                                  wave({8}, 0.7, 1.0, 0.4) + 1.f, wave({8}, 2.1, 0.5, 0.3)};
+  const Body body = [](const std::vector<Tensor>& a) {
+    return std::vector<Tensor>{
+        relu(batch_norm(conv2d(a[0], cast(a[1], kBf), {1, 1}, "SAME"), a[2], a[3]))};
+  };
+  PassResult r;
+  {
+    const bool saved = config().jit_excess_precision;
+    config().jit_excess_precision = false;
+    auto g = fuse_bf16(in, body, &r, 1e-6);  // the same roundings: equal results
+    config().jit_excess_precision = saved;
+    EXPECT_FALSE(r.changed()) << r.summary(8);
+    EXPECT_EQ(fused_ops_of(*g, OpId::FusedConv2D), "");
+  }
+  auto g = fuse_bf16(in, body, &r);
+  EXPECT_EQ(fused_ops_of(*g, OpId::FusedConv2D), "Mul,Add,Relu") << g->debug_listing();
 }
 
 // The fused op's output is the convolution's type: a chain running on in

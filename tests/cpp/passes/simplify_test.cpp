@@ -109,6 +109,31 @@ TEST(Simplify, CastToTheSameDtypeIsRemoved) {
   EXPECT_NO_THROW(g.verify());
 }
 
+// A half value widened and narrowed back is itself; a float32 narrowed and
+// widened back is not (the narrowing rounds), nor is a widening to a float
+// that cannot hold the value (bfloat16 through float16).
+TEST(Simplify, WideningRoundTripsGo) {
+  struct Case {
+    DType from, via;
+    bool goes;
+  };
+  for (const Case c :
+       {Case{DType::kBFloat16, DType::kFloat32, true}, Case{DType::kFloat16, DType::kFloat64, true},
+        Case{DType::kFloat32, DType::kFloat64, true},
+        Case{DType::kFloat32, DType::kBFloat16, false},
+        Case{DType::kBFloat16, DType::kFloat16, false}}) {
+    SCOPED_TRACE(str_cat(dtype_name(c.from), " via ", dtype_name(c.via)));
+    Graph g("f");
+    trace(g, c.from, Shape({3}), [&](const Tensor& x) { return cast(cast(x, c.via), c.from); });
+    PassResult r = simplify(g);
+    EXPECT_EQ(r.changed(), c.goes) << r.summary(4);
+    if (c.goes) {  // the widening Cast, read by nothing now, is prune's
+      EXPECT_EQ(g.listing(), "[] -> x\n['x'] -> Cast\n['x'] -> Identity\n");
+    }
+    EXPECT_NO_THROW(g.verify());
+  }
+}
+
 TEST(Simplify, DoubleTransposeCancelsOrMerges) {
   Graph g("f");
   trace(g, DType::kFloat32, Shape({2, 3}),
