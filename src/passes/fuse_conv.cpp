@@ -81,7 +81,7 @@ class ConvFuser {
         } else if (!step(ch, cur, us[0])) {
           break;
         }
-      } else if (!swish(ch, cur) && !hard_swish(ch, cur)) {
+      } else if (!swish(ch, cur) && !hard_swish(ch, cur) && !select_relu6(ch, cur)) {
         break;
       }
       cur = ch.members.back();
@@ -263,9 +263,9 @@ class ConvFuser {
     return u;
   }
 
-  // Two consumers: hard swish as Keras writes it, Mul(y, RealDiv(Minimum(Relu(
-  // AddV2(y, 3)), 6), 6)) (the divide may be a Mul by 1/6; operands either way;
-  // Casts between the steps in a bfloat16 chain).
+  // Two consumers: hard swish as Keras writes it, Mul(y, RealDiv(relu6(
+  // AddV2(y, 3)), 6)) (relu6_of's forms; the divide may be a Mul by 1/6;
+  // operands either way; Casts between the steps in a bfloat16 chain).
   bool hard_swish(Chain& ch, Node* cur) {
     const auto& us = uses_.users(cur);
     if (us.size() != 2) return false;
@@ -276,13 +276,10 @@ class ConvFuser {
           add->op().epilogue != Epilogue::kAdd || !scalar_operand(add, cur, 3.f))
         continue;
       std::vector<Node*> path = {add};
-      Node* prev = nullptr;
-      Node* relu = next_op(add, path, prev);
-      if (!relu || relu->op().epilogue != Epilogue::kRelu) continue;
-      path.push_back(relu);
-      Node* six = next_op(relu, path, prev);
-      if (!six || six->op().id != OpId::Minimum || !scalar_operand(six, prev, 6.f)) continue;
+      Node* six = relu6_of(add, path);
+      if (!six) continue;
       path.push_back(six);
+      Node* prev = six;
       Node* div = next_op(six, path, prev);
       const bool by_six = div && div->op().id == OpId::Div && div->inputs()[0].node == prev &&
                           scalar_operand(div, prev, 6.f);
@@ -300,6 +297,70 @@ class ConvFuser {
       return true;
     }
     return false;
+  }
+
+  // SelectV2(Less(a, c), Relu(a), c), c >= 0 (Casts after the Relu in a
+  // bfloat16 chain): relu6 as Keras 3's ReLU(max_value=c) writes it in
+  // TensorFlow, Clip(0, c) but for NaN (c, not NaN). Its SelectV2 (the other
+  // members added to `path`) and `c`, or nullptr.
+  Node* select_of(Node* a, std::vector<Node*>& path, float& c) {
+    const auto& us = uses_.users(a);
+    if (us.size() != 2) return nullptr;
+    for (int k = 0; k < 2; ++k) {
+      Node* less = us[static_cast<size_t>(k)];
+      Node* relu = us[static_cast<size_t>(1 - k)];
+      if (claimed_.count(less) || claimed_.count(relu) || less->op().id != OpId::Less ||
+          less->inputs()[0].node != a || relu->op().epilogue != Epilogue::kRelu ||
+          !same_spec(relu) || !interior(less) || uses_.users(less).size() != 1)
+        continue;
+      const float* lim = const_scalar(less->inputs()[1]);
+      Node* sel = uses_.users(less)[0];
+      std::vector<Node*> p = {less, relu};
+      Node* prev = relu;
+      if (!lim || !(*lim >= 0.f) || next_op(relu, p, prev) != sel || sel->op().id != OpId::Select ||
+          !same_spec(sel) || sel->inputs()[0].node != less || sel->inputs()[1].node != prev)
+        continue;
+      const float* lim2 = const_scalar(sel->inputs()[2]);
+      if (!lim2 || *lim2 != *lim) continue;
+      path.insert(path.end(), p.begin(), p.end());
+      c = *lim;
+      return sel;
+    }
+    return nullptr;
+  }
+
+  // Two consumers: relu6 in its select form (select_of).
+  bool select_relu6(Chain& ch, Node* cur) {
+    float c = 0;
+    if (ch.has_clip) return false;
+    Node* sel = select_of(cur, ch.members, c);
+    if (!sel) return false;
+    take(ch, sel, PostOp::kClip);
+    set_clip(ch, 0.0, c);
+    return true;
+  }
+
+  // relu6 of `n`'s value, Minimum(Relu(n), 6) or the select form (Casts
+  // between the steps in a bfloat16 chain): its last node, the others added to
+  // `path`; nullptr when neither.
+  Node* relu6_of(Node* n, std::vector<Node*>& path) {
+    Node* a = n;
+    for (Node* u = next_step(a); u && half_ && float_cast(u); u = next_step(a))
+      path.push_back(a = u);
+    float c = 0;
+    std::vector<Node*> p;
+    if (Node* sel = select_of(a, p, c); sel && c == 6.f) {
+      path.insert(path.end(), p.begin(), p.end());
+      return sel;
+    }
+    Node* relu = next_step(a);
+    if (!relu || relu->op().epilogue != Epilogue::kRelu) return nullptr;
+    p = {relu};
+    Node* prev = relu;
+    Node* six = next_op(relu, p, prev);
+    if (!six || six->op().id != OpId::Minimum || !scalar_operand(six, prev, 6.f)) return nullptr;
+    path.insert(path.end(), p.begin(), p.end());
+    return six;
   }
 
   passes::NodeUses uses_;

@@ -30,6 +30,9 @@ constexpr PassEntry kPipeline[] = {
     {"matmul_float_weights",
      [](Graph& g, const OptimizeOptions&) { return matmul_float_weights(g); }},
     {"prune", [](Graph& g, const OptimizeOptions&) { return prune(g); }},
+    // Again: values simplify made equal (a loaded graph's Identity nodes bypassed,
+    // two Casts of one value then) are one before the fusions match patterns.
+    {"cse", [](Graph& g, const OptimizeOptions&) { return cse(g); }},
     {"fuse_attention", [](Graph& g, const OptimizeOptions&) { return fuse_attention(g); }},
     {"prune", [](Graph& g, const OptimizeOptions&) { return prune(g); }},
     {"fuse_conv", [](Graph& g, const OptimizeOptions&) { return fuse_conv(g); }},

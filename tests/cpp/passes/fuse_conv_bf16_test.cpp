@@ -149,6 +149,35 @@ TEST(FuseConvBFloat16, StrictRoundingKeepsTheCasts) {
   EXPECT_EQ(fused_ops_of(*g, OpId::FusedConv2D), "Mul,Add,Relu") << g->debug_listing();
 }
 
+// TensorFlow's export of Keras 3's relu6, where(y < 6, relu(y), 6), and the
+// hard swish built on it, each bf16 step between Casts.
+TEST(FuseConvBFloat16, SelectFormsOfRelu6FuseThroughTheirCasts) {
+  const std::vector<Tensor> in = {cast(wave({1, 9, 9, 4}, 0.37), kBf),
+                                  wave({1, 1, 4, 8}, 0.91, 0.3, 4.0),
+                                  wave({8}, 0.7, 1.0, 0.4) + 1.f, wave({8}, 2.1, 0.5, 0.3)};
+  const Tensor three = cast(Tensor(3.f), kBf), six = cast(Tensor(6.f), kBf);
+  auto relu6 = [&](const Tensor& v) { return where(less(v, six), relu(v), six); };
+  PassResult r;
+  auto g = fuse_bf16(
+      in,
+      [&](const std::vector<Tensor>& a) {
+        const Tensor y = batch_norm(conv2d(a[0], cast(a[1], kBf), {1, 1}, "VALID"), a[2], a[3]);
+        return std::vector<Tensor>{relu6(y)};
+      },
+      &r);
+  EXPECT_EQ(fused_ops_of(*g, OpId::FusedConv2D), "Mul,Add,Clip") << g->debug_listing();
+  EXPECT_EQ(count_ops(*g, OpId::Cast), 0) << g->debug_listing();
+  auto h = fuse_bf16(
+      in,
+      [&](const std::vector<Tensor>& a) {
+        const Tensor y = batch_norm(conv2d(a[0], cast(a[1], kBf), {1, 1}, "VALID"), a[2], a[3]);
+        return std::vector<Tensor>{y * (relu6(y + three) / six)};
+      },
+      &r);
+  EXPECT_EQ(fused_ops_of(*h, OpId::FusedConv2D), "Mul,Add,HardSwish") << h->debug_listing();
+  EXPECT_EQ(count_ops(*h, OpId::Cast), 0) << h->debug_listing();
+}
+
 // The fused op's output is the convolution's type: a chain running on in
 // float32 ends at its last bfloat16 value.
 TEST(FuseConvBFloat16, ChainsEndAtTheirLastBFloat16Value) {

@@ -211,6 +211,17 @@ const std::vector<Pattern> kPatterns = {
      [](const Tensor& y, auto& a) { return add(a[4], multiply(a[3], y)); }},
     {"bn relu6", "Mul,Add,Clip",
      [](const Tensor& y, auto& a) { return minimum(relu(y * a[3] + a[4]), 6.f); }},
+    // Keras 3's ReLU(max_value=6) as TensorFlow exports it: where(y < 6, relu(y), 6).
+    {"relu6 select form", "Mul,Add,Clip",
+     [](const Tensor& y, auto& a) {
+       Tensor z = y * a[3] + a[4];
+       return where(less(z, Tensor(6.f)), relu(z), Tensor(6.f));
+     }},
+    {"hard swish, relu6 select form", "BiasAdd,HardSwish",
+     [](const Tensor& y, auto& a) {
+       Tensor z = bias_add(y, a[2]), w = z + 3.f;
+       return z * (where(less(w, Tensor(6.f)), relu(w), Tensor(6.f)) / 6.f);
+     }},
     {"relu6 constant first", "BiasAdd,Clip",
      [](const Tensor& y, auto& a) { return minimum(6.f, relu(bias_add(y, a[2]))); }},
     {"clip_by_value", "Add,Clip",

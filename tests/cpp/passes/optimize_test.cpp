@@ -25,8 +25,8 @@ TEST(Optimize, RunsThePipelineInOrderAndReports) {
   EXPECT_EQ(std::vector<std::string_view>(pass_names().begin(), pass_names().end()),
             (std::vector<std::string_view>{"inline", "prune", "fold_constants", "cse", "simplify",
                                            "fold_pad", "conv_float_filters", "matmul_float_weights",
-                                           "prune", "fuse_attention", "prune", "fuse_conv", "fuse",
-                                           "schedule_collectives"}));
+                                           "prune", "cse", "fuse_attention", "prune", "fuse_conv",
+                                           "fuse", "schedule_collectives"}));
   Graph g("busy");
   trace_busy(g);
   ASSERT_EQ(g.listing(),
@@ -49,12 +49,13 @@ TEST(Optimize, RunsThePipelineInOrderAndReports) {
             "  conv_float_filters: no change\n"
             "  matmul_float_weights: no change\n"
             "  prune: removed 3 ('Const' (Const), 'Const_1' (Const), 'Const_2' (Const))\n"
+            "  cse: no change\n"
             "  fuse_attention: no change\n"
             "  prune: no change\n"
             "  fuse_conv: no change\n"
             "  fuse: no change\n"
             "  schedule_collectives: no change\n");
-  ASSERT_EQ(rep.passes.size(), 14u);
+  ASSERT_EQ(rep.passes.size(), 15u);
   EXPECT_EQ(rep.unused_ops(), (std::vector<NodeRef>{{"Tanh", "Tanh"}}));
   for (const PassResult& p : rep.passes) EXPECT_GE(p.millis, 0.0);
 }
@@ -65,7 +66,7 @@ TEST(Optimize, PassesCanBeSwitchedOffByName) {
   OptimizeOptions opts;
   opts.disabled = {"fold_constants", "simplify"};
   OptimizeReport rep = optimize(g, opts);
-  ASSERT_EQ(rep.passes.size(), 12u);
+  ASSERT_EQ(rep.passes.size(), 13u);
   EXPECT_EQ(rep.passes[0].pass, "inline");
   EXPECT_EQ(rep.passes[1].pass, "prune");
   EXPECT_EQ(rep.passes[2].pass, "cse");
@@ -73,10 +74,11 @@ TEST(Optimize, PassesCanBeSwitchedOffByName) {
   EXPECT_EQ(rep.passes[4].pass, "conv_float_filters");
   EXPECT_EQ(rep.passes[5].pass, "matmul_float_weights");
   EXPECT_EQ(rep.passes[6].pass, "prune");
-  EXPECT_EQ(rep.passes[7].pass, "fuse_attention");
-  EXPECT_EQ(rep.passes[8].pass, "prune");
-  EXPECT_EQ(rep.passes[9].pass, "fuse_conv");
-  EXPECT_EQ(rep.passes[10].pass, "fuse");
+  EXPECT_EQ(rep.passes[7].pass, "cse");
+  EXPECT_EQ(rep.passes[8].pass, "fuse_attention");
+  EXPECT_EQ(rep.passes[9].pass, "prune");
+  EXPECT_EQ(rep.passes[10].pass, "fuse_conv");
+  EXPECT_EQ(rep.passes[11].pass, "fuse");
   // fuse merged x * 2 + mul into the node named after its root, 'add'.
   EXPECT_EQ(g.listing(),
             "[] -> x\n[] -> Const\n[] -> Const_1\n['Const', 'Const_1'] -> mul\n"

@@ -4,11 +4,18 @@ the bf16 convolutions (fuse_conv), which compute them on oneDNN's float32 accumu
 and round the output once: no full-size elementwise work is left between the
 convolutions, and the outputs are at least as close to float32's as the unfused
 graph's."""
+import os
+import sys
+
 import numpy as np
 import pytest
 
 import kiln as tf
 from kiln import config as kiln_config
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
+                                "fixtures", "tf_written", "saved_models"))
+import conv_blocks  # noqa: E402  (the blocks of the keras_convnet_bf16 fixture)
 
 keras = tf.keras
 L = keras.layers
@@ -21,28 +28,6 @@ CONV_OPS = ("_FusedConv2D", "_FusedDepthwiseConv2dNative")
 def _float32_after():
     yield
     mp.set_global_policy("float32")
-
-
-def build():
-    """EfficientNet-, MobileNet- and ResNet-style blocks on a 16x16x3 image."""
-    inp = keras.Input((16, 16, 3))
-    a = L.Activation("swish")(L.BatchNormalization()(L.Conv2D(16, 3, padding="same",
-                                                              use_bias=False)(inp)))
-    h = L.ReLU(max_value=6)(L.BatchNormalization()(
-        L.DepthwiseConv2D(3, padding="same", use_bias=False)(a)))
-    h = L.Add()([L.BatchNormalization()(L.Conv2D(16, 1, use_bias=False)(h)), a])
-    b = L.Conv2D(24, 3, strides=2, padding="same", activation="relu")(h)
-    h = L.Activation("hard_swish")(L.BatchNormalization()(L.Conv2D(24, 1)(b)))
-    h = L.ReLU()(L.Add()([b, L.BatchNormalization()(L.Conv2D(24, 3, padding="same")(h))]))
-    return keras.Model(inp, h)
-
-
-def with_weights(model, rng):
-    """Random weights (batch norms' statistics too, variances positive)."""
-    model.set_weights([rng.uniform(0.5, 1.5, w.shape).astype("float32") if "variance" in v.path
-                       else rng.normal(0, 0.3, w.shape).astype("float32")
-                       for v, w in zip(model.weights, model.get_weights())])
-    return model
 
 
 def function_of(model, jit, fuse=True):
@@ -64,10 +49,10 @@ def rms(a, b):
 def test_bf16_blocks_fuse_their_epilogues_and_stay_accurate(jit):
     rng = np.random.default_rng(11)
     x = rng.normal(size=(2, 16, 16, 3)).astype("float32")
-    ref = with_weights(build(), rng)
+    ref = conv_blocks.random_weights(conv_blocks.build(keras), rng)
     want = ref(x, training=False).numpy()
     mp.set_global_policy("mixed_bfloat16")
-    mixed = build()
+    mixed = conv_blocks.build(keras)
     mixed.set_weights(ref.get_weights())
     fused, unfused = function_of(mixed, jit), function_of(mixed, jit, fuse=False)
     got, plain = fused(x), unfused(x)

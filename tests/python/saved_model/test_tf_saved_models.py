@@ -156,3 +156,27 @@ def test_keras_mixed_bfloat16_encoder_runs_fused(jit):
     assert rms(got - exact) <= 1.1 * rms(theirs - exact), (rms(got - exact), rms(theirs - exact))
     np.testing.assert_allclose(got, exact, atol=0.03)
     np.testing.assert_allclose(got, theirs, atol=0.05)
+
+
+@pytest.mark.parametrize("jit", [False, True])
+def test_keras_mixed_bfloat16_convnet_runs_fused(jit):
+    # TensorFlow's graph of Keras 3 convolution blocks under mixed_bfloat16: batch norms
+    # in float32 between Casts, swish as Sigmoid and Mul, relu6 as where(y < 6, relu(y), 6)
+    # (hard swish on it), residual Adds. Every step joins its convolution (bf16, the steps
+    # on oneDNN's float32 accumulator): no op but the convolutions (and the input's Cast)
+    # works on activations.
+    m = load("keras_convnet_bf16")
+    x = tf.constant(E["keras_convnet_bf16/x"])
+    f = tf.function(lambda a: m.serve(a), jit_compile=jit)
+    got = np.asarray(tf.cast(f(x), tf.float32).numpy())
+    ops = f.get_concrete_function(x).optimized_graph.get_operations()
+    convs = ("_FusedConv2D", "_FusedDepthwiseConv2dNative")
+    assert sum(n.op in convs for n in ops) == 6, [n.op for n in ops]
+    big = [(n.op, n.name) for n in ops if n.op not in convs + ("Placeholder", "Identity")
+           and any(len(s) == 4 and s[0] == 2 and tuple(s) != x.shape for _, s in n.outputs)]
+    assert not big, big
+    # Against the same weights in float32: no farther than TensorFlow's bf16 result.
+    exact, theirs = E["keras_convnet_bf16/y_float32"], E["keras_convnet_bf16/y"]
+    rms = lambda d: float(np.sqrt(np.mean(np.square(d))))  # noqa: E731
+    assert rms(got - exact) <= 1.1 * rms(theirs - exact), (rms(got - exact), rms(theirs - exact))
+    np.testing.assert_allclose(got, theirs, rtol=2 ** -6, atol=0.05)  # two bf16 ulps
