@@ -3,9 +3,12 @@
 // back to float32 copies and rounds the output; same cases and reference as
 // conv_bf16_test.cpp.
 #include <cstdlib>
+#include <string>
+#include <vector>
 
 #include "conv_bf16_util.h"
 #include "kernels/cpu/conv_util.h"
+#include "kiln/context.h"
 
 namespace kiln {
 namespace {
@@ -34,6 +37,35 @@ TEST(ConvBFloat16Fallback, GradientsMatchTheReferenceInEverySplit) {
     SCOPED_TRACE(testing::bf16_case_name(p));
     testing::check_bf16_conv_backprop(p);
   }
+}
+
+// conv_float_filters' form (a bf16 input, the float32 filter): the filter is
+// rounded and packed on its first call only, and a write to it is seen.
+TEST(ConvBFloat16Fallback, AFloat32FilterIsRoundedAndPackedOnce) {
+  const testing::Bf16Case p{1, 9, 9, 8, 3, 16, false, "SAME"};
+  const Tensor x = cast(testing::bf16_wave({p.n, p.h, p.w, p.c}, 0.7), DType::kBFloat16);
+  Tensor f = testing::bf16_wave({p.k, p.k, p.c, p.out}, 1.3);
+  const Attrs attrs = {
+      std::vector<int64_t>{1, 1}, p.padding, std::vector<int64_t>{1, 1}, std::string(), 0.0, 6.0};
+  auto run = [&] {
+    return cast(call_op1(OpId::FusedConv2D, std::vector<Tensor>{x, f}, attrs), DType::kFloat32);
+  };
+  auto want = [&] {  // the Cast filter's result
+    return cast(conv2d(x, cast(f, DType::kBFloat16), {1, 1}, p.padding), DType::kFloat32);
+  };
+  // Filters packed by one call of `fn`.
+  auto reorders = [](const auto& fn) {
+    const int64_t before = cpu::filter_reorders();
+    fn();
+    return cpu::filter_reorders() - before;
+  };
+  EXPECT_GT(reorders([&] { EXPECT_EQ(run().to_vector<float>(), want().to_vector<float>()); }), 0);
+  const std::vector<float> again = want().to_vector<float>();
+  EXPECT_EQ(reorders([&] { EXPECT_EQ(run().to_vector<float>(), again); }), 0);  // kept
+  float* w = f.mutable_data<float>();  // written in place: a new version
+  for (int64_t i = 0; i < f.num_elements(); ++i) w[i] = -2.f * w[i];
+  const std::vector<float> changed = want().to_vector<float>();
+  EXPECT_GT(reorders([&] { EXPECT_EQ(run().to_vector<float>(), changed); }), 0);
 }
 
 }  // namespace
