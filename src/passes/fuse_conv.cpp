@@ -11,7 +11,7 @@
 // float32 and ends at a bfloat16 value; its steps then compute in float32 on
 // the accumulator, rounded once (XLA's excess precision: not when
 // excess_precision_allowed() is false). Its residual is bfloat16, read before
-// its Cast to float32 (exact).
+// its Cast to float32 (exact; the Cast joins the chain).
 // Operands stay runtime inputs (they come from variables); the kernel folds the leading affine
 // steps (a batch norm's scale and shift) into the filter as it packs it (kernels/cpu/conv.cpp).
 #include <algorithm>
@@ -38,7 +38,6 @@ struct Chain {
   std::vector<Edge> args;
   double clip_min = 0, clip_max = 6;
   bool has_clip = false;
-  std::vector<Node*> bypassed;  // Casts of residuals the fused op reads before
 };
 
 bool float_or_bf16(DType t) {
@@ -91,13 +90,6 @@ class ConvFuser {
     return kept;
   }
 
-  // Whether every read of `n` is by one of `nodes` (n is no output or control input).
-  bool read_only_by(const Node* n, const std::unordered_set<const Node*>& nodes) const {
-    if (uses_.output(n) || uses_.control_target(n)) return false;
-    const auto& us = uses_.users(n);
-    return std::all_of(us.begin(), us.end(), [&](const Node* u) { return nodes.count(u) != 0; });
-  }
-
  private:
   // A node whose only uses are inside the chain may be swallowed.
   bool interior(const Node* n) const {
@@ -130,9 +122,11 @@ class ConvFuser {
   }
   // An operand of the output's (fully defined) shape and type, not produced
   // by the chain: a residual connection added where each value is written. A
-  // bfloat16 chain reads a float32 one before its Cast from bfloat16 (exact).
+  // bfloat16 chain reads a float32 one before its Cast from bfloat16 (exact)
+  // when the Add is the Cast's one reader: the Cast joins the chain.
   bool residual(Edge& e, Chain& ch) const {
-    const bool through = half_ && float_cast(e.node) && spec_of(e).dtype == DType::kFloat32 &&
+    const bool through = half_ && float_cast(e.node) && uses_.interior(e.node) &&
+                         spec_of(e).dtype == DType::kFloat32 &&
                          spec_of(e.node->inputs()[0]).dtype == DType::kBFloat16;
     const Edge r = through ? e.node->inputs()[0] : e;
     if (from_chain(e, ch) || from_chain(r, ch)) return false;
@@ -140,7 +134,7 @@ class ConvFuser {
     if (s.dtype != spec_.dtype || !s.shape.is_fully_defined() || s.shape != spec_.shape ||
         !fused_conv::whole_tensor(s.shape))
       return false;
-    if (through) ch.bypassed.push_back(e.node);
+    if (through) ch.members.push_back(e.node);  // before the Add: the root stays last
     e = r;
     return true;
   }
@@ -392,8 +386,6 @@ PassResult fuse_conv(Graph& g) {
   r.pass = "fuse_conv";
   ConvFuser fuser(g);
   std::unordered_set<const Node*> dropped;
-  std::vector<Node*> bypassed;               // Casts of residuals read before them
-  std::unordered_set<const Node*> consumed;  // the chains' members, roots included
   for (Node* n : node_list(g)) {
     if (!fusable_conv(n)) continue;
     Chain ch = fuser.grow(n);
@@ -414,9 +406,7 @@ PassResult fuse_conv(Graph& g) {
       if (m != root) absorb(m);
     }
     std::vector<Edge> inputs(n->inputs().begin(), n->inputs().end());
-    bypassed.insert(bypassed.end(), ch.bypassed.begin(), ch.bypassed.end());
     inputs.insert(inputs.end(), ch.args.begin(), ch.args.end());
-    consumed.insert(ch.members.begin(), ch.members.end());
     Attrs attrs{n->attr("strides"),   n->attr("padding"),
                 n->attr("dilations"), fused_conv::format_post_ops(ch.ops),
                 ch.clip_min,          ch.clip_max};
@@ -429,11 +419,6 @@ PassResult fuse_conv(Graph& g) {
     r.rewritten.push_back({root->name(), str_cat(what, " -> ", op_def(id).type_name, " (",
                                                  fused_conv::format_post_ops(ch.ops), ")")});
   }
-  for (Node* c : bypassed)  // a Cast only the chains read goes with them
-    if (!dropped.count(c) && fuser.read_only_by(c, consumed)) {
-      r.removed.push_back({c->name(), c->op().type_name});
-      dropped.insert(c);
-    }
   if (dropped.empty()) return r;
   std::vector<bool> keep;
   keep.reserve(g.num_nodes());

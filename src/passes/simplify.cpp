@@ -126,8 +126,7 @@ bool batched_product(Node* n, const passes::NodeUses& uses) {
 
 // Whether every value of float type `narrow` is exactly a value of `wide`.
 bool widens_exactly(DType narrow, DType wide) {
-  const bool half = narrow == DType::kBFloat16 || narrow == DType::kFloat16;
-  return (half && (wide == DType::kFloat32 || wide == DType::kFloat64)) ||
+  return (is_half(narrow) && (wide == DType::kFloat32 || wide == DType::kFloat64)) ||
          (narrow == DType::kFloat32 && wide == DType::kFloat64);
 }
 

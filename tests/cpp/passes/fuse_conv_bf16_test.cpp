@@ -3,6 +3,7 @@
 // bf16 chains (mixed precision's Casts around float32 batch norms run through,
 // the steps computed on the float32 accumulator, the output rounded once), each
 // checked for the rewritten graph and against the unfused ops run eagerly.
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -228,6 +229,12 @@ TEST(FuseConvBFloat16, ResidualsOfTheOutputsTypeFuse) {
       },
       &r);
   EXPECT_EQ(fused_ops_of(*h, OpId::FusedConv2D), "Mul,Add,Relu") << h->debug_listing();
+  // The residual's Cast joins the chain (removed by fuse_conv, not left to prune):
+  // with the convolution's own Cast up, two.
+  EXPECT_EQ(std::count_if(r.removed.begin(), r.removed.end(),
+                          [](const NodeRef& n) { return n.second == "Cast"; }),
+            2)
+      << r.summary(16);
   EXPECT_EQ(count_ops(*h, OpId::Cast), 0) << h->debug_listing();
   auto k = fuse_bf16(
       in,
