@@ -146,6 +146,18 @@ PassResult fuse_conv(Graph& g);
 /// (jit_compile keeps it: the JIT would compute the same products).
 PassResult fuse_attention(Graph& g);
 
+/// fuse_lstm: the While loop of a Keras LSTM layer (tanh and sigmoid, no
+/// mask) becomes one _FusedLSTM node: a body computing z = x[t] + h W
+/// (GatherV2 of a captured [T, B, 4U] float32 projection, a product by a
+/// variable or captured [U, 4U] value), the cell c = sigmoid(z_f) c +
+/// sigmoid(z_i) tanh(z_c), h = sigmoid(z_o) tanh(c), and h written to a
+/// TensorList at t; a cond t < n; t starting at 0, the list reserved for n
+/// elements and read only by a TensorListStack, the counter's result
+/// unused. The kernel runs each block of the batch's rows through every step
+/// on one thread, with no barrier per step. Runs in every mode but
+/// check_numerics.
+PassResult fuse_lstm(Graph& g);
+
 /// fold_pad: a Conv2D or DepthwiseConv2dNative with VALID padding whose input
 /// is a Pad (no control inputs) of a value with static height and width, with
 /// constant paddings of the height and width only and a constant +0 fill,

@@ -25,8 +25,8 @@ TEST(Optimize, RunsThePipelineInOrderAndReports) {
   EXPECT_EQ(std::vector<std::string_view>(pass_names().begin(), pass_names().end()),
             (std::vector<std::string_view>{"inline", "prune", "fold_constants", "cse", "simplify",
                                            "fold_pad", "conv_float_filters", "matmul_float_weights",
-                                           "prune", "cse", "fuse_attention", "prune", "fuse_conv",
-                                           "fuse", "schedule_collectives"}));
+                                           "prune", "cse", "fuse_attention", "fuse_lstm", "prune",
+                                           "fuse_conv", "fuse", "schedule_collectives"}));
   Graph g("busy");
   trace_busy(g);
   ASSERT_EQ(g.listing(),
@@ -51,11 +51,12 @@ TEST(Optimize, RunsThePipelineInOrderAndReports) {
             "  prune: removed 3 ('Const' (Const), 'Const_1' (Const), 'Const_2' (Const))\n"
             "  cse: no change\n"
             "  fuse_attention: no change\n"
+            "  fuse_lstm: no change\n"
             "  prune: no change\n"
             "  fuse_conv: no change\n"
             "  fuse: no change\n"
             "  schedule_collectives: no change\n");
-  ASSERT_EQ(rep.passes.size(), 15u);
+  ASSERT_EQ(rep.passes.size(), 16u);
   EXPECT_EQ(rep.unused_ops(), (std::vector<NodeRef>{{"Tanh", "Tanh"}}));
   for (const PassResult& p : rep.passes) EXPECT_GE(p.millis, 0.0);
 }
@@ -66,7 +67,7 @@ TEST(Optimize, PassesCanBeSwitchedOffByName) {
   OptimizeOptions opts;
   opts.disabled = {"fold_constants", "simplify"};
   OptimizeReport rep = optimize(g, opts);
-  ASSERT_EQ(rep.passes.size(), 13u);
+  ASSERT_EQ(rep.passes.size(), 14u);
   EXPECT_EQ(rep.passes[0].pass, "inline");
   EXPECT_EQ(rep.passes[1].pass, "prune");
   EXPECT_EQ(rep.passes[2].pass, "cse");
@@ -76,9 +77,10 @@ TEST(Optimize, PassesCanBeSwitchedOffByName) {
   EXPECT_EQ(rep.passes[6].pass, "prune");
   EXPECT_EQ(rep.passes[7].pass, "cse");
   EXPECT_EQ(rep.passes[8].pass, "fuse_attention");
-  EXPECT_EQ(rep.passes[9].pass, "prune");
-  EXPECT_EQ(rep.passes[10].pass, "fuse_conv");
-  EXPECT_EQ(rep.passes[11].pass, "fuse");
+  EXPECT_EQ(rep.passes[9].pass, "fuse_lstm");
+  EXPECT_EQ(rep.passes[10].pass, "prune");
+  EXPECT_EQ(rep.passes[11].pass, "fuse_conv");
+  EXPECT_EQ(rep.passes[12].pass, "fuse");
   // fuse merged x * 2 + mul into the node named after its root, 'add'.
   EXPECT_EQ(g.listing(),
             "[] -> x\n[] -> Const\n[] -> Const_1\n['Const', 'Const_1'] -> mul\n"

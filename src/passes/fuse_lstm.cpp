@@ -1,0 +1,471 @@
+// fuse_lstm: the While loop of a Keras LSTM layer as one _FusedLSTM node
+// (ops/lstm.cpp; kiln/passes.h says which loops). The loop's body and cond are
+// read from their traced graphs; every node of the body must belong to the
+// step, so a loop that does anything else (masks, other activations, peepholes,
+// extra outputs for a gradient) stays a loop.
+#include <algorithm>
+#include <cstring>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "graph/subgraph.h"
+#include "pass_util.h"
+
+namespace kiln {
+namespace {
+using passes::const_of;
+using passes::spec_of;
+
+// Identity nodes (a traced body's pass-throughs) read through.
+Edge skip(Edge e) {
+  while (e.node->op().id == OpId::Identity && e.node->inputs().size() == 1 &&
+         e.node->control_inputs().empty())
+    e = e.node->inputs()[0];
+  return e;
+}
+
+// The integer scalar constant behind `e`, when there is one.
+bool int_scalar(Edge e, int64_t& v) {
+  const Tensor* t = const_of(e);
+  if (!t || t->num_elements() != 1) return false;
+  if (t->dtype() == DType::kInt32) {
+    v = *t->data<int32_t>();
+  } else if (t->dtype() == DType::kInt64) {
+    v = *t->data<int64_t>();
+  } else {
+    return false;
+  }
+  return true;
+}
+
+// The loop's pieces once matched: loop-variable and capture positions.
+struct Loop {
+  int t = -1, list = -1, c = -1, h = -1, x = -1, w = -1, n = -1;
+  const Tensor* n_value = nullptr;  // the cond's constant bound, when n < 0
+  const Tensor* w_value = nullptr;  // the body's constant kernel, when w < 0
+  std::vector<int> hs;              // every variable the body sets to the new h
+  bool writes = false;              // the body writes h to the list at t
+  const Node* read = nullptr;       // the body's ReadVariableOp of the kernel, if any
+};
+
+// Matches one body's step; `taken` collects its nodes.
+class BodyMatcher {
+ public:
+  BodyMatcher(const Graph& body, size_t vars) : b_(body), vars_(vars) {
+    for (size_t k = 0; k < body.inputs().size(); ++k) arg_[body.inputs()[k]] = static_cast<int>(k);
+  }
+
+  bool match(Loop& l) {
+    const std::vector<Edge>& outs = b_.outputs();
+    if (outs.size() != vars_ || vars_ < 4) return false;
+    Edge h_new{}, c_new{};
+    for (size_t k = 0; k < vars_; ++k) {
+      const Edge e = skip(outs[k]);
+      const int self = static_cast<int>(k);
+      if (counter(e, self)) {
+        if (l.t >= 0) return false;
+        l.t = self;
+      } else if (arg(e) == self && spec_of(e).dtype == DType::kResource) {
+        if (l.list >= 0) return false;
+        l.list = self;  // a list passed through (return_sequences=False)
+      } else if (e.node->op().id == OpId::TensorListSetItem) {
+        if (l.list >= 0 || arg(e.node->inputs()[0]) != self) return false;
+        l.list = self;
+        l.writes = true;
+        take(e.node);
+      } else if (!h_new.node && h_of(e, c_new)) {
+        h_new = e;
+        l.hs.push_back(self);
+      } else if (h_new.node && e == h_new) {
+        l.hs.push_back(self);
+      } else if (l.c < 0) {
+        l.c = self;  // checked against the cell below
+      } else {
+        return false;
+      }
+    }
+    if (l.t < 0 || l.list < 0 || l.c < 0 || l.hs.empty() || !h_new.node) return false;
+    // The c variable's result is the cell's new c, computed from itself.
+    if (skip(outs[static_cast<size_t>(l.c)]) != c_new || c_prev_ != l.c) return false;
+    if (l.writes) {
+      const Node* set = skip(outs[static_cast<size_t>(l.list)]).node;
+      if (arg(set->inputs()[1]) != l.t || skip(set->inputs()[2]) != h_new) return false;
+    }
+    if (!gates(l)) return false;
+    // Nothing else in the body: placeholders, constants and pass-throughs only.
+    for (const auto& ref : b_.nodes()) {
+      const Node* n = ref.get();
+      const OpId id = n->op().id;
+      if (taken_.count(n) || id == OpId::Placeholder || id == OpId::Const || id == OpId::Identity)
+        continue;
+      return false;
+    }
+    return true;
+  }
+
+ private:
+  int arg(Edge e) const {
+    e = skip(e);
+    auto it = arg_.find(e.node);
+    return it == arg_.end() || e.index != 0 ? -1 : it->second;
+  }
+  void take(const Node* n) { taken_.insert(n); }
+  bool op(Edge e, OpId id) const {
+    return e.node->op().id == id && e.node->control_inputs().empty();
+  }
+
+  // t + 1 of variable `self` (an int32 or int64 scalar).
+  bool counter(Edge e, int self) {
+    if (!op(e, OpId::Add)) return false;
+    int64_t one = 0;
+    const Edge a = e.node->inputs()[0], b = e.node->inputs()[1];
+    const bool ok = (arg(a) == self && int_scalar(b, one) && one == 1) ||
+                    (arg(b) == self && int_scalar(a, one) && one == 1);
+    if (ok) take(e.node);
+    return ok;
+  }
+
+  // Sigmoid of Split output `k` (the same Split for every gate).
+  bool gate_sigmoid(Edge e, int k) { return op(e, OpId::Sigmoid) && split_out(e, k); }
+  bool gate_tanh(Edge e, int k) { return op(e, OpId::Tanh) && split_out(e, k); }
+  bool split_out(Edge act, int k) {
+    const Edge s = skip(act.node->inputs()[0]);
+    if (s.index != k || !op(s, OpId::Split) || s.node->outputs().size() != 4) return false;
+    if (split_ && split_ != s.node) return false;
+    split_ = s.node;
+    take(act.node);
+    return true;
+  }
+
+  // h = Mul(Sigmoid(o), Tanh(c_new)), either order: c_new's edge out.
+  bool h_of(Edge e, Edge& c_new) {
+    if (!op(e, OpId::Mul)) return false;
+    for (int s = 0; s < 2; ++s) {
+      const Edge o = skip(e.node->inputs()[s]), th = skip(e.node->inputs()[1 - s]);
+      if (!op(th, OpId::Tanh) || !gate_sigmoid(o, 3)) continue;
+      c_new = skip(th.node->inputs()[0]);
+      if (!cell(c_new)) return false;
+      take(e.node);
+      take(th.node);
+      return true;
+    }
+    return false;
+  }
+
+  // c_new = Add(Mul(Sigmoid(f), c), Mul(Sigmoid(i), Tanh(g))), any order.
+  bool cell(Edge e) {
+    if (!op(e, OpId::Add)) return false;
+    for (int s = 0; s < 2; ++s) {
+      const Edge fc = skip(e.node->inputs()[s]), ig = skip(e.node->inputs()[1 - s]);
+      if (!op(fc, OpId::Mul) || !op(ig, OpId::Mul)) continue;
+      int c_arg = -1;
+      for (int a = 0; a < 2 && c_arg < 0; ++a)
+        if (gate_sigmoid(skip(fc.node->inputs()[a]), 1)) c_arg = arg(fc.node->inputs()[1 - a]);
+      if (c_arg < 0) return false;
+      bool in = false;
+      for (int a = 0; a < 2 && !in; ++a)
+        in = gate_sigmoid(skip(ig.node->inputs()[a]), 0) &&
+             gate_tanh(skip(ig.node->inputs()[1 - a]), 2);
+      if (!in) return false;
+      c_prev_ = c_arg;
+      take(e.node);
+      take(fc.node);
+      take(ig.node);
+      return true;
+    }
+    return false;
+  }
+
+  // The Split of z = Add(GatherV2(x, t), MatMul(h, kernel)) into four equal
+  // parts along the last axis.
+  bool gates(Loop& l) {
+    if (!split_ || !split_->control_inputs().empty()) return false;
+    const int64_t axis = std::get<int64_t>(split_->attr("axis"));
+    const TensorSpec& z_spec = spec_of(split_->inputs()[0]);
+    if (z_spec.dtype != DType::kFloat32 || !z_spec.shape.rank_known() || z_spec.shape.rank() != 2 ||
+        (axis != 1 && axis != -1))
+      return false;
+    const auto& sizes = std::get<std::vector<int64_t>>(split_->attr("size_splits"));
+    for (int64_t s : sizes)
+      if (s != sizes[0]) return false;
+    const Edge z = skip(split_->inputs()[0]);
+    if (!op(z, OpId::Add)) return false;
+    take(split_);
+    take(z.node);
+    for (int s = 0; s < 2; ++s) {
+      const Edge g = skip(z.node->inputs()[s]), p = skip(z.node->inputs()[1 - s]);
+      if (!op(g, OpId::Gather) || !op(p, OpId::MatMul)) continue;
+      if (std::get<int64_t>(g.node->attr("axis")) != 0 ||
+          std::get<int64_t>(g.node->attr("batch_dims")) != 0 || arg(g.node->inputs()[1]) != l.t)
+        return false;
+      l.x = arg(g.node->inputs()[0]);
+      if (std::get<bool>(p.node->attr("adj_x")) || std::get<bool>(p.node->attr("adj_y")))
+        return false;
+      l.h = arg(p.node->inputs()[0]);
+      Edge w = skip(p.node->inputs()[1]);
+      if (op(w, OpId::ReadVariable)) {
+        l.read = w.node;
+        take(w.node);
+        w = w.node->inputs()[0];
+      }
+      l.w = arg(w);
+      if (l.w < 0 && !l.read && w.node->op().id == OpId::Const) l.w_value = const_of(w);
+      take(g.node);
+      take(p.node);
+      const auto is_h = std::find(l.hs.begin(), l.hs.end(), l.h) != l.hs.end();
+      const TensorSpec& ws = spec_of(p.node->inputs()[1]);
+      // x and the kernel are captured (not loop variables) or constant.
+      return is_h && l.x >= static_cast<int>(vars_) &&
+             (l.w >= static_cast<int>(vars_) || l.w_value) && ws.dtype == DType::kFloat32 &&
+             ws.shape.rank_known() && ws.shape.rank() == 2;
+    }
+    return false;
+  }
+
+  const Graph& b_;
+  size_t vars_;
+  std::unordered_map<const Node*, int> arg_;
+  std::unordered_set<const Node*> taken_;
+  const Node* split_ = nullptr;
+  int c_prev_ = -1;
+};
+
+// The cond: Less(t, n) with n captured (its position out) or a constant
+// (its value out).
+bool cond_matches(const Graph& cond, int t, size_t vars, int& n, const Tensor*& n_value) {
+  if (cond.outputs().size() != 1) return false;
+  std::unordered_map<const Node*, int> arg;
+  for (size_t k = 0; k < cond.inputs().size(); ++k) arg[cond.inputs()[k]] = static_cast<int>(k);
+  const Edge less = skip(cond.outputs()[0]);
+  if (less.node->op().id != OpId::Less || !less.node->control_inputs().empty()) return false;
+  auto pos = [&](Edge e) {
+    e = skip(e);
+    auto it = arg.find(e.node);
+    return it == arg.end() ? -1 : it->second;
+  };
+  if (pos(less.node->inputs()[0]) != t) return false;
+  n = pos(less.node->inputs()[1]);
+  int64_t bound = 0;
+  if (n < 0 && int_scalar(skip(less.node->inputs()[1]), bound))
+    n_value = const_of(skip(less.node->inputs()[1]));
+  else if (n < static_cast<int>(vars))
+    return false;
+  for (const auto& ref : cond.nodes()) {
+    const OpId id = ref->op().id;
+    if (ref.get() != less.node && id != OpId::Placeholder && id != OpId::Const &&
+        id != OpId::Identity)
+      return false;
+  }
+  return true;
+}
+
+const detail::TracedSubgraph* traced(const Node* w, const char* attr) {
+  const auto* s =
+      dynamic_cast<const detail::TracedSubgraph*>(std::get<Ref<Subgraph>>(w->attr(attr)).get());
+  return s && s->hoisted().empty() ? s : nullptr;
+}
+
+// Two equal constants (not strings).
+bool same_tensor(const Tensor* x, const Tensor* y) {
+  return x && y && x->dtype() == y->dtype() && x->dtype() != DType::kString &&
+         x->shape() == y->shape() && x->nbytes() == y->nbytes() &&
+         (x->nbytes() == 0 || std::memcmp(x->raw_data(), y->raw_data(), x->nbytes()) == 0);
+}
+
+// Two edges that give the same value: the same edge or equal constants (the
+// layer's zero states, one per loop variable).
+bool same_value(Edge a, Edge b) {
+  return a == b || same_tensor(const_of(a), const_of(b));
+}
+
+class LstmFuser {
+ public:
+  explicit LstmFuser(Graph& g) : g_(g) {}
+
+  void fuse(Node* w, PassResult& r) {
+    Loop l;
+    Node* stack = nullptr;
+    if (!matches(w, l, stack)) return;
+    const Edge xp = w->inputs()[static_cast<size_t>(l.x)];
+    Edge kernel = l.w >= 0 ? w->inputs()[static_cast<size_t>(l.w)] : Edge{};
+    if (l.w_value)
+      kernel = {
+          g_.add_node(op_def(OpId::Const), {}, Attrs{*l.w_value},
+                      {{l.w_value->dtype(), l.w_value->shape()}}, str_cat(w->name(), "/kernel")),
+          0};
+    std::vector<Node*> ctl(w->control_inputs().begin(), w->control_inputs().end());
+    if (l.read) {
+      Node* read = g_.add_node(op_def(OpId::ReadVariable), {kernel}, l.read->attrs(),
+                               {l.read->outputs()[0]}, str_cat(w->name(), "/kernel"));
+      read->set_control_inputs(ctl);
+      kernel = {read, 0};
+    }
+    Edge steps = l.n >= 0 ? w->inputs()[static_cast<size_t>(l.n)] : Edge{};
+    if (l.n < 0) {  // the cond's constant bound, now the node's input
+      Node* k =
+          g_.add_node(op_def(OpId::Const), {}, Attrs{*l.n_value},
+                      {{l.n_value->dtype(), l.n_value->shape()}}, str_cat(w->name(), "/steps"));
+      steps = {k, 0};
+    }
+    const TensorSpec& hs = w->outputs()[static_cast<size_t>(l.h)];
+    const TensorSpec seq =
+        stack ? stack->outputs()[0]
+              : TensorSpec{DType::kFloat32, Shape({-1, hs.shape.dim(0), hs.shape.dim(1)})};
+    Node* f = g_.add_node(op_def(OpId::FusedLSTM),
+                          {xp, w->inputs()[static_cast<size_t>(l.h)],
+                           w->inputs()[static_cast<size_t>(l.c)], kernel, steps},
+                          Attrs{}, {seq, hs, w->outputs()[static_cast<size_t>(l.c)]},
+                          str_cat(w->name(), "/fused_lstm"));
+    f->set_control_inputs(ctl);
+    std::unordered_map<Edge, Edge, passes::EdgeHash> repl;
+    for (int k : l.hs) repl[Edge{w, k}] = Edge{f, 1};
+    repl[Edge{w, l.c}] = Edge{f, 2};
+    if (stack) repl[Edge{stack, 0}] = Edge{f, 0};
+    rewire(repl, {w, stack}, f);
+    dropped_.insert(w);
+    r.removed.push_back({w->name(), w->op().type_name});
+    if (stack) {
+      dropped_.insert(stack);
+      r.removed.push_back({stack->name(), stack->op().type_name});
+    }
+    r.added.push_back({f->name(), str_cat("While '", w->name(), "' -> _FusedLSTM")});
+  }
+
+  void finish() {
+    if (dropped_.empty()) return;
+    std::vector<bool> keep;
+    keep.reserve(g_.num_nodes());
+    for (const auto& n : g_.nodes()) keep.push_back(!dropped_.count(n.get()));
+    g_.remove_nodes(keep);
+    g_.sort_topologically();
+  }
+
+ private:
+  // Readers of output k of `n` (graph outputs count as a reader).
+  int readers(const Node* n, int k) const {
+    int count = 0;
+    for (const auto& ref : g_.nodes())
+      for (const Edge& e : ref->inputs()) count += e.node == n && e.index == k;
+    for (const Edge& e : g_.outputs()) count += e.node == n && e.index == k;
+    return count;
+  }
+  Node* sole_reader(const Node* n, int k) const {
+    Node* found = nullptr;
+    for (const auto& ref : g_.nodes())
+      for (const Edge& e : ref->inputs())
+        if (e.node == n && e.index == k) {
+          if (found) return nullptr;
+          found = ref.get();
+        }
+    for (const Edge& e : g_.outputs())
+      if (e.node == n && e.index == k) return nullptr;
+    return found;
+  }
+  bool control_target(const Node* n) const {
+    for (const auto& ref : g_.nodes())
+      for (const Node* c : ref->control_inputs())
+        if (c == n) return true;
+    return false;
+  }
+
+  bool matches(Node* w, Loop& l, Node*& stack) const {
+    if (w->op().id != OpId::While || std::get<int64_t>(w->attr("maximum_iterations")) >= 0)
+      return false;
+    const auto* body = traced(w, "body");
+    const auto* cond = traced(w, "cond");
+    if (!body || !cond) return false;
+    const size_t vars = w->outputs().size();
+    if (body->traced_graph().inputs().size() != w->inputs().size() ||
+        cond->traced_graph().inputs().size() != w->inputs().size())
+      return false;
+    if (!BodyMatcher(body->traced_graph(), vars).match(l)) return false;
+    if (!cond_matches(cond->traced_graph(), l.t, vars, l.n, l.n_value)) return false;
+    // Shapes: x [T, B, 4U], h and c [B, U], the kernel [U, 4U] (or its handle).
+    const TensorSpec& x = spec_of(w->inputs()[static_cast<size_t>(l.x)]);
+    const TensorSpec& h = w->outputs()[static_cast<size_t>(l.h)];
+    if (x.dtype != DType::kFloat32 || !x.shape.rank_known() || x.shape.rank() != 3 ||
+        h.dtype != DType::kFloat32 || !h.shape.rank_known() || h.shape.rank() != 2 ||
+        w->outputs()[static_cast<size_t>(l.c)].dtype != DType::kFloat32)
+      return false;
+    // Starts at t = 0; the counter's last value is not read.
+    int64_t t0 = -1;
+    if (!int_scalar(w->inputs()[static_cast<size_t>(l.t)], t0) || t0 != 0) return false;
+    if (readers(w, l.t) != 0) return false;
+    // Every variable set to h starts from h's value, unless a step surely runs.
+    const Edge n_edge = l.n >= 0 ? w->inputs()[static_cast<size_t>(l.n)] : Edge{};
+    const Tensor* n_const_value = l.n >= 0 ? const_of(n_edge) : l.n_value;
+    const bool runs = n_const_value && n_const_value->num_elements() == 1 &&
+                      (n_const_value->dtype() == DType::kInt32   ? *n_const_value->data<int32_t>()
+                       : n_const_value->dtype() == DType::kInt64 ? *n_const_value->data<int64_t>()
+                                                                 : 0) >= 1;
+    for (int k : l.hs)
+      if (!runs &&
+          !same_value(w->inputs()[static_cast<size_t>(k)], w->inputs()[static_cast<size_t>(l.h)]))
+        return false;
+    // The list: reserved for n elements, read by one TensorListStack (or not
+    // at all when the body does not write it).
+    const Edge list_in = w->inputs()[static_cast<size_t>(l.list)];
+    stack = nullptr;
+    if (l.writes) {
+      const Node* reserve = list_in.node;
+      if (reserve->op().id != OpId::TensorListReserve ||
+          std::get<bool>(reserve->attr("dynamic_size")) ||
+          !(l.n >= 0 ? same_value(reserve->inputs()[0], n_edge)
+                     : same_tensor(const_of(reserve->inputs()[0]), l.n_value)))
+        return false;
+      stack = sole_reader(w, l.list);
+      if (!stack || stack->op().id != OpId::TensorListStack || !stack->control_inputs().empty() ||
+          control_target(stack))
+        return false;
+    } else if (readers(w, l.list) != 0) {
+      return false;
+    }
+    return true;
+  }
+
+  // Reads of `repl`'s keys become reads of their values; control edges on
+  // `gone` move to `to`.
+  void rewire(const std::unordered_map<Edge, Edge, passes::EdgeHash>& repl,
+              std::initializer_list<const Node*> gone, Node* to) {
+    auto map = [&](Edge e) {
+      auto it = repl.find(e);
+      return it == repl.end() ? e : it->second;
+    };
+    for (const auto& ref : g_.nodes()) {
+      Node* n = ref.get();
+      for (size_t i = 0; i < n->inputs().size(); ++i) n->set_input(i, map(n->inputs()[i]));
+      std::vector<Node*> ctl(n->control_inputs().begin(), n->control_inputs().end());
+      bool changed = false;
+      for (Node*& c : ctl)
+        if (std::find(gone.begin(), gone.end(), c) != gone.end()) {
+          c = to;
+          changed = true;
+        }
+      if (changed && n != to) {
+        std::sort(ctl.begin(), ctl.end());
+        ctl.erase(std::unique(ctl.begin(), ctl.end()), ctl.end());
+        n->set_control_inputs(std::move(ctl));
+      }
+    }
+    for (Edge& e : g_.outputs()) e = map(e);
+  }
+
+  Graph& g_;
+  std::unordered_set<const Node*> dropped_;
+};
+
+}  // namespace
+
+PassResult fuse_lstm(Graph& g) {
+  PassResult r;
+  r.pass = "fuse_lstm";
+  LstmFuser fuser(g);
+  for (Node* n : passes::node_list(g))
+    if (n->op().id == OpId::While) fuser.fuse(n, r);
+  fuser.finish();
+  return r;
+}
+
+}  // namespace kiln

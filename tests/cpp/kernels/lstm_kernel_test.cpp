@@ -1,0 +1,132 @@
+// The _FusedLSTM kernel (src/kernels/cpu/lstm.cpp) called directly against a
+// float64 reference of the Keras LSTM step: one thread's rows and several
+// blocks of rows, fewer steps than x holds, no step, one row; and the errors.
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "test_util.h"
+
+namespace kiln {
+namespace {
+
+std::vector<float> pattern(int64_t n, double freq, double phase, double scale) {
+  std::vector<float> v(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i)
+    v[static_cast<size_t>(i)] =
+        static_cast<float>(scale * std::sin(freq * static_cast<double>(i) + phase));
+  return v;
+}
+
+double sigmoid(double z) {
+  return 1 / (1 + std::exp(-z));
+}
+
+struct Case {
+  int64_t t, batch, units, steps;
+};
+
+struct Inputs {
+  std::vector<float> x, h, c, k;
+  std::vector<Tensor> tensors;
+};
+
+Inputs make(const Case& cs) {
+  const int64_t u = cs.units;
+  Inputs in{pattern(cs.t * cs.batch * 4 * u, 0.37, 0.1, 2.0),
+            pattern(cs.batch * u, 0.71, 0.3, 0.8),
+            pattern(cs.batch * u, 0.53, 0.9, 1.5),
+            pattern(u * 4 * u, 0.29, 0.5, 1.0 / std::sqrt(u)),
+            {}};
+  in.tensors = {Tensor::from_vector(in.x, {cs.t, cs.batch, 4 * u}),
+                Tensor::from_vector(in.h, {cs.batch, u}), Tensor::from_vector(in.c, {cs.batch, u}),
+                Tensor::from_vector(in.k, {u, 4 * u}),
+                Tensor::from_vector(std::vector<int32_t>{static_cast<int32_t>(cs.steps)}, Shape{})};
+  return in;
+}
+
+// The steps in float64: sequence, then last h and c.
+std::vector<std::vector<double>> reference(const Case& cs, const Inputs& in) {
+  const int64_t b = cs.batch, u = cs.units;
+  std::vector<double> h(in.h.begin(), in.h.end()), c(in.c.begin(), in.c.end()), seq;
+  for (int64_t t = 0; t < cs.steps; ++t) {
+    std::vector<double> hn(h.size());
+    for (int64_t r = 0; r < b; ++r)
+      for (int64_t j = 0; j < u; ++j) {
+        double z[4];
+        for (int gate = 0; gate < 4; ++gate) {
+          const int64_t col = gate * u + j;
+          double s = in.x[static_cast<size_t>((t * b + r) * 4 * u + col)];
+          for (int64_t q = 0; q < u; ++q)
+            s += h[static_cast<size_t>(r * u + q)] * in.k[static_cast<size_t>(q * 4 * u + col)];
+          z[gate] = s;
+        }
+        double& cc = c[static_cast<size_t>(r * u + j)];
+        cc = sigmoid(z[1]) * cc + sigmoid(z[0]) * std::tanh(z[2]);
+        hn[static_cast<size_t>(r * u + j)] = sigmoid(z[3]) * std::tanh(cc);
+      }
+    h = hn;
+    seq.insert(seq.end(), h.begin(), h.end());
+  }
+  return {seq, h, c};
+}
+
+void check(const Case& cs) {
+  const std::string where =
+      str_cat("T ", cs.t, " B ", cs.batch, " U ", cs.units, " steps ", cs.steps);
+  const Inputs in = make(cs);
+  const std::vector<Tensor> out = call_op(OpId::FusedLSTM, std::span<const Tensor>(in.tensors));
+  ASSERT_EQ(out.size(), 3u) << where;
+  EXPECT_EQ(out[0].shape(), Shape({cs.steps, cs.batch, cs.units})) << where;
+  EXPECT_EQ(out[1].shape(), Shape({cs.batch, cs.units})) << where;
+  EXPECT_EQ(out[2].shape(), Shape({cs.batch, cs.units})) << where;
+  const auto want = reference(cs, in);
+  for (size_t o = 0; o < 3; ++o) {
+    const std::vector<float> got = out[o].to_vector<float>();
+    ASSERT_EQ(got.size(), want[o].size()) << where;
+    for (size_t i = 0; i < got.size(); ++i)
+      ASSERT_NEAR(got[i], want[o][i], 2e-5 * (1 + std::abs(want[o][i])))
+          << where << ", output " << o << " element " << i;
+  }
+}
+
+TEST(FusedLstmKernel, AgainstAReference) {
+  for (const Case& cs : {Case{5, 3, 4, 5},    // one thread's rows
+                         Case{7, 33, 24, 7},  // blocks of rows on the pool
+                         Case{6, 20, 32, 4},  // fewer steps than x holds
+                         Case{3, 1, 64, 3},   // one row
+                         Case{4, 16, 8, 0},   // no step: the initial states
+                         Case{0, 2, 3, 0}})   // no time steps at all
+    check(cs);
+}
+
+TEST(FusedLstmKernel, Errors) {
+  auto fails = [](std::vector<Tensor> in, const char* what) {
+    try {
+      call_op(OpId::FusedLSTM, std::span<const Tensor>(in));
+      ADD_FAILURE() << "no error, want: " << what;
+    } catch (const InvalidArgumentError& e) {
+      EXPECT_NE(std::string(e.what()).find(what), std::string::npos) << e.what();
+    }
+  };
+  const Inputs ok = make({4, 2, 3, 4});
+  auto with = [&](size_t i, Tensor t) {
+    std::vector<Tensor> v = ok.tensors;
+    v[i] = std::move(t);
+    return v;
+  };
+  const auto steps = [](int32_t n) {
+    return Tensor::from_vector(std::vector<int32_t>{n}, Shape{});
+  };
+  fails(with(4, steps(5)), "steps (5) must be in [0, 4]");
+  fails(with(4, steps(-1)), "steps (-1) must be in [0, 4]");
+  fails(with(3, Tensor::from_vector(pattern(3 * 8, 1, 0, 1), {3, 8})),
+        "do not fit [T, B, 4U], [B, U], [B, U], [U, 4U]");
+  fails(with(1, Tensor::from_vector(pattern(3 * 3, 1, 0, 1), {3, 3})),
+        "do not fit [T, B, 4U], [B, U], [B, U], [U, 4U]");
+  fails(with(0, Tensor::from_vector(pattern(8 * 12, 1, 0, 1), {8, 12})), "x must have rank 3");
+  fails(with(4, Tensor::from_vector(std::vector<float>{1.f}, Shape{})), "steps must be int32");
+}
+
+}  // namespace
+}  // namespace kiln

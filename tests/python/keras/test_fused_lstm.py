@@ -1,0 +1,160 @@
+"""fuse_lstm: a Keras LSTM layer's While loop runs as one _FusedLSTM node in graph
+mode and under jit_compile, with the loop's results (docs/OPS.md); loops it does
+not describe stay loops."""
+import numpy as np
+import pytest
+
+import kiln as tf
+from kiln import keras
+
+
+def _ops(f, *args):
+    return [n.op for n in f.get_concrete_function(*args).optimized_graph.get_operations()]
+
+
+def _data(shape, seed=0):
+    return np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
+
+
+def _model(units=6, layers=2, features=5, steps=7, **kw):
+    inp = keras.Input((steps, features))
+    x = inp
+    for i in range(layers):
+        last = i == layers - 1
+        x = keras.layers.LSTM(units, return_sequences=not last or kw.get("return_sequences", True),
+                              go_backwards=kw.get("go_backwards", False))(x)
+    return keras.Model(inp, x)
+
+
+@pytest.mark.parametrize("jit", [False, True])
+@pytest.mark.parametrize("kw", [{}, {"return_sequences": False}, {"go_backwards": True}])
+def test_keras_lstm_runs_fused(jit, kw):
+    model = _model(**kw)
+    x = tf.constant(_data((4, 7, 5)))
+    f = tf.function(model, jit_compile=jit)
+    ops = _ops(f, x)
+    assert ops.count("_FusedLSTM") == 2 and "While" not in ops, ops
+    want = model(x).numpy()  # eager: the loop, op by op
+    np.testing.assert_allclose(f(x).numpy(), want, rtol=2e-5, atol=2e-6)
+
+
+@pytest.mark.parametrize("batch, units", [(20, 32), (33, 24), (40, 32), (1, 16)])
+def test_fused_lstm_row_blocks_match_the_loop(batch, units):
+    # Enough rows and units for the kernel's blocks on the pool (20, 33, 40),
+    # and a single row; the second layer's step count is known only at run
+    # time, so its zero states (40 x 32: large constants) are compared by value.
+    model = _model(units=units, features=8, steps=9)
+    x = tf.constant(_data((batch, 9, 8), seed=batch))
+    f = tf.function(model)
+    assert _ops(f, x).count("_FusedLSTM") == 2
+    np.testing.assert_allclose(f(x).numpy(), model(x).numpy(), rtol=2e-5, atol=2e-6)
+
+
+def test_fused_lstm_states_and_unknown_batch():
+    inp = keras.Input((6, 4))
+    seq, h, c = keras.layers.LSTM(5, return_sequences=True, return_state=True)(inp)
+    model = keras.Model(inp, [seq, h, c])
+    f = tf.function(model, input_signature=[tf.TensorSpec([None, 6, 4], tf.float32)])
+    x3 = tf.constant(_data((3, 6, 4), seed=3))
+    assert _ops(f, x3).count("_FusedLSTM") == 1
+    for n in (3, 9):
+        x = tf.constant(_data((n, 6, 4), seed=n))
+        for got, want in zip(f(x), model(x)):
+            np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=2e-5, atol=2e-6)
+
+
+def test_loops_it_does_not_describe_stay_loops():
+    x = tf.constant(_data((2, 5, 3)))
+    for layer in (keras.layers.LSTM(4, activation="relu"),
+                  keras.layers.LSTM(4, recurrent_activation="hard_sigmoid"),
+                  keras.layers.GRU(4), keras.layers.SimpleRNN(4)):
+        inp = keras.Input((5, 3))
+        model = keras.Model(inp, layer(inp))
+        f = tf.function(model)
+        ops = _ops(f, x)
+        assert "_FusedLSTM" not in ops and "While" in ops, (layer, ops)
+        np.testing.assert_allclose(f(x).numpy(), model(x).numpy(), rtol=2e-5, atol=2e-6)
+    # A mask adds selects to the step.
+    inp = keras.Input((5, 3))
+    model = keras.Model(inp, keras.layers.LSTM(4)(keras.layers.Masking(0.0)(inp)))
+    ops = _ops(tf.function(model), x)
+    assert "_FusedLSTM" not in ops and "While" in ops, ops
+
+
+def test_remapping_off_keeps_the_loop():
+    model = _model()
+    x = tf.constant(_data((4, 7, 5)))
+    tf.config.optimizer.set_experimental_options({"remapping": False})
+    try:
+        ops = _ops(tf.function(model), x)
+    finally:
+        tf.config.optimizer.set_experimental_options({"remapping": True})
+    assert "_FusedLSTM" not in ops and ops.count("While") == 2, ops
+
+
+def test_fused_lstm_gradients_still_flow():
+    # Gradients differentiate the traced loop; the fused node only runs it.
+    model = _model(layers=1)
+    x = tf.constant(_data((4, 7, 5)))
+
+    @tf.function
+    def loss_and_grads(x):
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_sum(model(x) ** 2)
+        return loss, tape.gradient(loss, model.trainable_variables)
+
+    loss, grads = loss_and_grads(x)
+    with tf.GradientTape() as tape:
+        want = tf.reduce_sum(model(x) ** 2)
+    want_grads = tape.gradient(want, model.trainable_variables)
+    np.testing.assert_allclose(loss.numpy(), want.numpy(), rtol=1e-5)
+    for g, w in zip(grads, want_grads):
+        np.testing.assert_allclose(g.numpy(), w.numpy(), rtol=1e-4, atol=1e-6)
+
+
+# The loop written by hand with tf.while_loop and a TensorArray, as a user
+# (or another library) would: fused when it is the LSTM step, else a loop.
+def _hand_loop(variant=""):
+    rng = np.random.default_rng(5)
+    T, B, F, U = 6, 3, 4, 5
+    x = tf.constant(rng.standard_normal((T, B, F)).astype(np.float32))
+    w = tf.constant((rng.standard_normal((F, 4 * U)) * 0.5).astype(np.float32))
+    u_value = (rng.standard_normal((U, 4 * U)) * 0.4).astype(np.float32)
+    u = tf.Variable(u_value) if variant != "captured" else tf.constant(u_value)
+
+    def run(x):
+        xp = tf.reshape(tf.matmul(tf.reshape(x, [-1, F]), w), [T, B, 4 * U])
+        ta = tf.TensorArray(tf.float32, size=T)
+
+        def body(t, ta, h, c):
+            z = tf.gather(xp, t) + tf.matmul(h, u)
+            i, f, g, o = tf.split(z, 4, axis=1)
+            c = tf.sigmoid(f) * c + tf.sigmoid(i) * tf.tanh(g)
+            h = tf.sigmoid(o) * tf.tanh(c)
+            if variant == "extra":
+                h = h * 2.0
+            return t + 1, ta.write(t, h), h, c
+
+        kw = {"maximum_iterations": T} if variant == "max_iter" else {}
+        zeros = tf.zeros([B, U])
+        t, ta, h, c = tf.while_loop(lambda t, *_: t < T, body, (0, ta, zeros, zeros), **kw)
+        out = [ta.stack(), h, c]
+        if variant == "counter":
+            out.append(t)
+        if variant == "read":
+            out.append(ta.read(0))
+        return out
+
+    return run, x
+
+
+@pytest.mark.parametrize("variant, fused", [("", True), ("captured", True), ("extra", False),
+                                            ("max_iter", False), ("counter", False),
+                                            ("read", False)])
+def test_hand_written_loops(variant, fused):
+    run, x = _hand_loop(variant)
+    f = tf.function(run)
+    ops = _ops(f, x)
+    assert (ops.count("_FusedLSTM") == 1 and "While" not in ops) == fused, ops
+    for got, want in zip(f(x), run(x)):
+        np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=2e-5, atol=2e-6)
