@@ -158,3 +158,19 @@ def test_hand_written_loops(variant, fused):
     assert (ops.count("_FusedLSTM") == 1 and "While" not in ops) == fused, ops
     for got, want in zip(f(x), run(x)):
         np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=2e-5, atol=2e-6)
+
+
+def test_stateful_lstm_carries_its_states_across_calls():
+    # The states are variables read before the loop and assigned after it.
+    def build():
+        inp = keras.Input((5, 3), batch_size=2)
+        model = keras.Model(inp, keras.layers.LSTM(4, stateful=True)(inp))
+        model.set_weights([w * 0 + np.float32(0.1) * (i + 1) for i, w in enumerate(
+            model.get_weights())])
+        return model
+    fused, eager = build(), build()
+    f = tf.function(fused)
+    xs = [tf.constant(_data((2, 5, 3), seed=s)) for s in (1, 2, 3)]
+    assert _ops(f, xs[0]).count("_FusedLSTM") == 1
+    for x in xs:
+        np.testing.assert_allclose(f(x).numpy(), eager(x).numpy(), rtol=2e-5, atol=2e-6)
