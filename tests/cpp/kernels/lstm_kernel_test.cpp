@@ -1,6 +1,7 @@
 // The _FusedLSTM kernel (src/kernels/cpu/lstm.cpp) called directly against a
-// float64 reference of the Keras LSTM step: one thread's rows and several
-// blocks of rows, fewer steps than x holds, no step, one row; and the errors.
+// float64 reference of the Keras LSTM step: one thread's rows, several blocks
+// of rows, too few rows for a block per thread (each product on the pool),
+// fewer steps than x holds, no step, one row; and the errors.
 #include <cmath>
 #include <string>
 #include <vector>
@@ -94,6 +95,8 @@ TEST(FusedLstmKernel, AgainstAReference) {
   for (const Case& cs : {Case{5, 3, 4, 5},    // one thread's rows
                          Case{7, 33, 24, 7},  // blocks of rows on the pool
                          Case{6, 20, 32, 4},  // fewer steps than x holds
+                         Case{3, 4, 128, 3},  // too few rows for blocks: shared products
+                         Case{2, 9, 96, 2},   // likewise, rows not a multiple of 8
                          Case{3, 1, 64, 3},   // one row
                          Case{4, 16, 8, 0},   // no step: the initial states
                          Case{0, 2, 3, 0}})   // no time steps at all

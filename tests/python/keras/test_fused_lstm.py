@@ -38,10 +38,11 @@ def test_keras_lstm_runs_fused(jit, kw):
     np.testing.assert_allclose(f(x).numpy(), want, rtol=2e-5, atol=2e-6)
 
 
-@pytest.mark.parametrize("batch, units", [(20, 32), (33, 24), (40, 32), (1, 16)])
+@pytest.mark.parametrize("batch, units", [(20, 32), (33, 24), (40, 32), (1, 16), (6, 128)])
 def test_fused_lstm_row_blocks_match_the_loop(batch, units):
     # Enough rows and units for the kernel's blocks on the pool (20, 33, 40),
-    # and a single row; the second layer's step count is known only at run
+    # a single row, and few rows with wide products (each shared by the
+    # pool); the second layer's step count is known only at run
     # time, so its zero states (40 x 32: large constants) are compared by value.
     model = _model(units=units, features=8, steps=9)
     x = tf.constant(_data((batch, 9, 8), seed=batch))
