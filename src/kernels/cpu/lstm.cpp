@@ -5,9 +5,10 @@
 // product of its h rows by the recurrent kernel (one single-threaded gemm
 // call), then its cells. Rows never meet, so the blocks need no barrier per
 // step, where the While loop synchronized the pool twice a step (about a
-// third of lstm2's time; docs/BENCHMARKS.md, twenty-sixth session). The cell
-// computes what the loop's ops did, with the same functors and in the same
-// order (functors.h).
+// third of lstm2's time; docs/BENCHMARKS.md, twenty-sixth session). Too few
+// rows for a block per thread: each step's product is shared by the pool
+// instead (run_shared). The cell computes what the loop's ops did, with the
+// same functors and in the same order (functors.h).
 #include <algorithm>
 #include <cstring>
 #include <vector>
