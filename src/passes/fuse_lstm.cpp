@@ -26,9 +26,8 @@ Edge skip(Edge e) {
   return e;
 }
 
-// The integer scalar constant behind `e`, when there is one.
-bool int_scalar(Edge e, int64_t& v) {
-  const Tensor* t = const_of(e);
+// The value of an integer scalar constant `t` (null: none).
+bool int_scalar(const Tensor* t, int64_t& v) {
   if (!t || t->num_elements() != 1) return false;
   if (t->dtype() == DType::kInt32) {
     v = *t->data<int32_t>();
@@ -38,6 +37,9 @@ bool int_scalar(Edge e, int64_t& v) {
     return false;
   }
   return true;
+}
+bool int_scalar(Edge e, int64_t& v) {
+  return int_scalar(const_of(e), v);
 }
 
 // The loop's pieces once matched: loop-variable and capture positions.
@@ -280,94 +282,78 @@ bool same_value(Edge a, Edge b) {
   return a == b || same_tensor(const_of(a), const_of(b));
 }
 
+// Matches every While first (the graph unchanged but for appended nodes, so
+// `uses_` stays true), then rewires once.
 class LstmFuser {
  public:
-  explicit LstmFuser(Graph& g) : g_(g) {}
+  explicit LstmFuser(Graph& g) : g_(g), uses_(g), rw_(g) {}
 
   void fuse(Node* w, PassResult& r) {
     Loop l;
     Node* stack = nullptr;
     if (!matches(w, l, stack)) return;
-    const Edge xp = w->inputs()[static_cast<size_t>(l.x)];
-    Edge kernel = l.w >= 0 ? w->inputs()[static_cast<size_t>(l.w)] : Edge{};
-    if (l.w_value)
-      kernel = {
-          g_.add_node(op_def(OpId::Const), {}, Attrs{*l.w_value},
-                      {{l.w_value->dtype(), l.w_value->shape()}}, str_cat(w->name(), "/kernel")),
-          0};
-    std::vector<Node*> ctl(w->control_inputs().begin(), w->control_inputs().end());
+    Edge kernel =
+        l.w >= 0 ? w->inputs()[static_cast<size_t>(l.w)] : constant(*l.w_value, w, "kernel");
+    const std::vector<Node*> ctl(w->control_inputs().begin(), w->control_inputs().end());
     if (l.read) {
       Node* read = g_.add_node(op_def(OpId::ReadVariable), {kernel}, l.read->attrs(),
                                {l.read->outputs()[0]}, str_cat(w->name(), "/kernel"));
       read->set_control_inputs(ctl);
       kernel = {read, 0};
     }
-    Edge steps = l.n >= 0 ? w->inputs()[static_cast<size_t>(l.n)] : Edge{};
-    if (l.n < 0) {  // the cond's constant bound, now the node's input
-      Node* k =
-          g_.add_node(op_def(OpId::Const), {}, Attrs{*l.n_value},
-                      {{l.n_value->dtype(), l.n_value->shape()}}, str_cat(w->name(), "/steps"));
-      steps = {k, 0};
-    }
+    const Edge steps = l.n >= 0 ? w->inputs()[static_cast<size_t>(l.n)]
+                                : constant(*l.n_value, w, "steps");  // the cond's bound
     const TensorSpec& hs = w->outputs()[static_cast<size_t>(l.h)];
     const TensorSpec seq =
         stack ? stack->outputs()[0]
               : TensorSpec{DType::kFloat32, Shape({-1, hs.shape.dim(0), hs.shape.dim(1)})};
-    Node* f = g_.add_node(op_def(OpId::FusedLSTM),
-                          {xp, w->inputs()[static_cast<size_t>(l.h)],
-                           w->inputs()[static_cast<size_t>(l.c)], kernel, steps},
-                          Attrs{}, {seq, hs, w->outputs()[static_cast<size_t>(l.c)]},
-                          str_cat(w->name(), "/fused_lstm"));
+    Node* f =
+        g_.add_node(op_def(OpId::FusedLSTM),
+                    {w->inputs()[static_cast<size_t>(l.x)], w->inputs()[static_cast<size_t>(l.h)],
+                     w->inputs()[static_cast<size_t>(l.c)], kernel, steps},
+                    Attrs{}, {seq, hs, w->outputs()[static_cast<size_t>(l.c)]},
+                    str_cat(w->name(), "/fused_lstm"));
     f->set_control_inputs(ctl);
-    std::unordered_map<Edge, Edge, passes::EdgeHash> repl;
-    for (int k : l.hs) repl[Edge{w, k}] = Edge{f, 1};
-    repl[Edge{w, l.c}] = Edge{f, 2};
-    if (stack) repl[Edge{stack, 0}] = Edge{f, 0};
-    rewire(repl, {w, stack}, f);
-    dropped_.insert(w);
-    r.removed.push_back({w->name(), w->op().type_name});
+    for (int k : l.hs) rw_.replace(Edge{w, k}, Edge{f, 1});
+    rw_.replace(Edge{w, l.c}, Edge{f, 2});
+    rw_.remove(w, f);
     if (stack) {
-      dropped_.insert(stack);
-      r.removed.push_back({stack->name(), stack->op().type_name});
+      rw_.replace(Edge{stack, 0}, Edge{f, 0});
+      rw_.remove(stack, f);
     }
     r.added.push_back({f->name(), str_cat("While '", w->name(), "' -> _FusedLSTM")});
   }
 
-  void finish() {
-    if (dropped_.empty()) return;
-    std::vector<bool> keep;
-    keep.reserve(g_.num_nodes());
-    for (const auto& n : g_.nodes()) keep.push_back(!dropped_.count(n.get()));
-    g_.remove_nodes(keep);
+  void finish(PassResult& r) {
+    if (r.added.empty()) return;
+    for (Node* n : passes::node_list(g_)) rw_.update_inputs(n);
+    rw_.finish(r);
     g_.sort_topologically();
   }
 
  private:
-  // Readers of output k of `n` (graph outputs count as a reader).
+  Edge constant(const Tensor& value, const Node* w, const char* what) {
+    return {g_.add_node(op_def(OpId::Const), {}, Attrs{value}, {{value.dtype(), value.shape()}},
+                        str_cat(w->name(), "/", what)),
+            0};
+  }
+  // Input edges reading output k of `n`, plus one if `n` is a graph output
+  // (any of its outputs: counted as read).
   int readers(const Node* n, int k) const {
-    int count = 0;
-    for (const auto& ref : g_.nodes())
-      for (const Edge& e : ref->inputs()) count += e.node == n && e.index == k;
-    for (const Edge& e : g_.outputs()) count += e.node == n && e.index == k;
+    int count = uses_.output(n) ? 1 : 0;
+    const std::vector<Node*>& us = uses_.users(n);
+    for (size_t i = 0; i < us.size(); ++i)
+      if (i == 0 || us[i] != us[i - 1])  // a node reading n twice is listed twice in a row
+        for (const Edge& e : us[i]->inputs()) count += e.node == n && e.index == k;
     return count;
   }
+  // The one node reading output k of `n`, if only one does.
   Node* sole_reader(const Node* n, int k) const {
-    Node* found = nullptr;
-    for (const auto& ref : g_.nodes())
-      for (const Edge& e : ref->inputs())
-        if (e.node == n && e.index == k) {
-          if (found) return nullptr;
-          found = ref.get();
-        }
-    for (const Edge& e : g_.outputs())
-      if (e.node == n && e.index == k) return nullptr;
-    return found;
-  }
-  bool control_target(const Node* n) const {
-    for (const auto& ref : g_.nodes())
-      for (const Node* c : ref->control_inputs())
-        if (c == n) return true;
-    return false;
+    if (readers(n, k) != 1 || uses_.output(n)) return nullptr;
+    for (Node* u : uses_.users(n))
+      for (const Edge& e : u->inputs())
+        if (e.node == n && e.index == k) return u;
+    return nullptr;
   }
 
   bool matches(Node* w, Loop& l, Node*& stack) const {
@@ -395,11 +381,8 @@ class LstmFuser {
     if (readers(w, l.t) != 0) return false;
     // Every variable set to h starts from h's value, unless a step surely runs.
     const Edge n_edge = l.n >= 0 ? w->inputs()[static_cast<size_t>(l.n)] : Edge{};
-    const Tensor* n_const_value = l.n >= 0 ? const_of(n_edge) : l.n_value;
-    const bool runs = n_const_value && n_const_value->num_elements() == 1 &&
-                      (n_const_value->dtype() == DType::kInt32   ? *n_const_value->data<int32_t>()
-                       : n_const_value->dtype() == DType::kInt64 ? *n_const_value->data<int64_t>()
-                                                                 : 0) >= 1;
+    int64_t n_const = 0;
+    const bool runs = int_scalar(l.n >= 0 ? const_of(n_edge) : l.n_value, n_const) && n_const >= 1;
     for (int k : l.hs)
       if (!runs &&
           !same_value(w->inputs()[static_cast<size_t>(k)], w->inputs()[static_cast<size_t>(l.h)]))
@@ -417,7 +400,7 @@ class LstmFuser {
         return false;
       stack = sole_reader(w, l.list);
       if (!stack || stack->op().id != OpId::TensorListStack || !stack->control_inputs().empty() ||
-          control_target(stack))
+          uses_.control_target(stack))
         return false;
     } else if (readers(w, l.list) != 0) {
       return false;
@@ -425,35 +408,9 @@ class LstmFuser {
     return true;
   }
 
-  // Reads of `repl`'s keys become reads of their values; control edges on
-  // `gone` move to `to`.
-  void rewire(const std::unordered_map<Edge, Edge, passes::EdgeHash>& repl,
-              std::initializer_list<const Node*> gone, Node* to) {
-    auto map = [&](Edge e) {
-      auto it = repl.find(e);
-      return it == repl.end() ? e : it->second;
-    };
-    for (const auto& ref : g_.nodes()) {
-      Node* n = ref.get();
-      for (size_t i = 0; i < n->inputs().size(); ++i) n->set_input(i, map(n->inputs()[i]));
-      std::vector<Node*> ctl(n->control_inputs().begin(), n->control_inputs().end());
-      bool changed = false;
-      for (Node*& c : ctl)
-        if (std::find(gone.begin(), gone.end(), c) != gone.end()) {
-          c = to;
-          changed = true;
-        }
-      if (changed && n != to) {
-        std::sort(ctl.begin(), ctl.end());
-        ctl.erase(std::unique(ctl.begin(), ctl.end()), ctl.end());
-        n->set_control_inputs(std::move(ctl));
-      }
-    }
-    for (Edge& e : g_.outputs()) e = map(e);
-  }
-
   Graph& g_;
-  std::unordered_set<const Node*> dropped_;
+  passes::NodeUses uses_;
+  passes::Rewirer rw_;
 };
 
 }  // namespace
@@ -464,7 +421,7 @@ PassResult fuse_lstm(Graph& g) {
   LstmFuser fuser(g);
   for (Node* n : passes::node_list(g))
     if (n->op().id == OpId::While) fuser.fuse(n, r);
-  fuser.finish();
+  fuser.finish(r);
   return r;
 }
 

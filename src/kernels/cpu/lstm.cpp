@@ -4,16 +4,17 @@
 // enough (kMinBlockRows); each block runs every step on its thread: the
 // product of its h rows by the recurrent kernel (one single-threaded gemm
 // call), then its cells. Rows never meet, so the blocks need no barrier per
-// step, where the While loop synchronized the pool twice a step (about a
-// third of lstm2's time; docs/BENCHMARKS.md, twenty-sixth session). Too few
-// rows for a block per thread: each step's product is shared by the pool
-// instead (run_shared). The cell computes what the loop's ops did, with the
-// same functors and in the same order (functors.h).
+// step, where the While loop ran its cond and body plans and synchronized the
+// pool at every step (a quarter of lstm2's step time; docs/BENCHMARKS.md,
+// twenty-sixth session). Too few rows for a block per thread: each step's
+// product is shared by the pool instead. The cell computes what the loop's
+// ops did, with the same functors and in the same order (functors.h).
 #include <algorithm>
 #include <cstring>
 #include <vector>
 
 #include "bind.h"
+#include "elementwise_util.h"
 #include "functors.h"
 #include "gemm.h"
 #include "kernel_util.h"
@@ -28,7 +29,7 @@ constexpr int64_t kMinBlockRows = 8;
 // Less work per step (multiply-adds of all rows) stays on one thread.
 constexpr int64_t kMinSplitStepMacs = 1 << 16;
 // With fewer row blocks than threads, steps of this much work share each
-// product among the pool instead (run_shared).
+// product among the pool instead (run_rows' `shared`).
 constexpr int64_t kMinSharedStepMacs = 1 << 18;
 
 // One row's cell over u units: x and p are the row's 4u input projections
@@ -46,20 +47,21 @@ constexpr int64_t kMinSharedStepMacs = 1 << 18;
     }                                                                               \
   }
 KILN_LSTM_CELL(cell_base, )
-#if defined(__GNUC__) && defined(__x86_64__)
-KILN_LSTM_CELL(cell_avx2, __attribute__((target("avx2,fma"))))
-KILN_LSTM_CELL(cell_avx512, __attribute__((target("avx512f,avx512vl,avx512bw,avx512dq,avx2,fma"))))
+#ifdef KILN_X86_CLONES  // the elementwise kernels' flavours (elementwise_util.h)
+KILN_LSTM_CELL(cell_avx2, KILN_AVX2_TARGET)
+KILN_LSTM_CELL(cell_avx512, KILN_AVX512_TARGET)
 #endif
 #undef KILN_LSTM_CELL
 
 using CellFn = void (*)(const float*, const float*, float*, float*, int64_t);
 
 CellFn best_cell() {
-#if defined(__GNUC__) && defined(__x86_64__)
-  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
-      __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq"))
-    return cell_avx512;
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return cell_avx2;
+#ifdef KILN_X86_CLONES
+  switch (detail::simd_level()) {
+    case detail::SimdLevel::kAvx512: return cell_avx512;
+    case detail::SimdLevel::kAvx2: return cell_avx2;
+    case detail::SimdLevel::kBase: break;
+  }
 #endif
   return cell_base;
 }
@@ -73,31 +75,22 @@ struct Lstm {
   float* c;             // [B, U]: likewise
 };
 
-// Every step with the product on the whole pool (split as MatMul splits it)
-// and the cells on this thread: for batches too small for a block per thread,
-// where one thread alone would read the whole recurrent kernel each step (a
-// [8, 1024] x [1024, 4096] step took 2.7x the While loop's time on one).
-void run_shared(const Lstm& l, CellFn cell) {
-  const int64_t b = l.batch, u = l.units, g4 = 4 * u;
-  std::vector<float> prod(static_cast<size_t>(b * g4));
-  for (int64_t t = 0; t < l.steps; ++t) {
-    gemm_product(GemmArgs<float>{false, false, b, g4, u, l.h, l.kernel, 0}, prod.data());
-    const float* x = l.x + t * b * g4;
-    float* out = l.seq ? l.seq + t * b * u : l.h;
-    for (int64_t r = 0; r < b; ++r)
-      cell(x + r * g4, prod.data() + r * g4, l.c + r * u, out + r * u, u);
-    if (l.seq) std::memcpy(l.h, out, static_cast<size_t>(b * u) * sizeof(float));
-  }
-}
-
-// Rows [r0, r1) through every step on this thread.
-void run_rows(const Lstm& l, int64_t r0, int64_t r1, CellFn cell) {
+// Rows [r0, r1) through every step, the cells on this thread; each product
+// on this thread too, or (`shared`) on the whole pool, split as MatMul splits
+// it: for batches too small for a block per thread, where one thread alone
+// would read the whole recurrent kernel each step (a [8, 1024] x [1024, 4096]
+// step took 2.7x the While loop's time on one).
+void run_rows(const Lstm& l, int64_t r0, int64_t r1, CellFn cell, bool shared) {
   const int64_t rows = r1 - r0, u = l.units, g4 = 4 * u;
   std::vector<float> prod(static_cast<size_t>(rows * g4));
   float* h = l.h + r0 * u;
   float* c = l.c + r0 * u;
   for (int64_t t = 0; t < l.steps; ++t) {
-    f32_gemm_call(GemmCall<float>{false, false, rows, g4, u, h, u, l.kernel, g4, prod.data(), g4});
+    if (shared)
+      gemm_product(GemmArgs<float>{false, false, rows, g4, u, h, l.kernel, 0}, prod.data());
+    else
+      f32_gemm_call(
+          GemmCall<float>{false, false, rows, g4, u, h, u, l.kernel, g4, prod.data(), g4});
     const float* x = l.x + (t * l.batch + r0) * g4;
     float* out = l.seq ? l.seq + (t * l.batch + r0) * u : h;
     for (int64_t r = 0; r < rows; ++r)
@@ -142,14 +135,14 @@ void fused_lstm_kernel(KernelContext& c) {
     const int64_t blocks =
         step_macs < kMinSplitStepMacs ? 1 : std::clamp<int64_t>(batch / kMinBlockRows, 1, threads);
     if (blocks < threads && step_macs >= kMinSharedStepMacs) {
-      run_shared(l, cell);
+      run_rows(l, 0, batch, cell, true);
     } else {
       const int64_t per = (batch + blocks - 1) / blocks;
       parallel_for(blocks, 1, [&](int64_t b0, int64_t b1) {
         LibrariesSingleThreaded single;
         for (int64_t b = b0; b < b1; ++b)
           if (const int64_t r0 = b * per, r1 = std::min(batch, r0 + per); r0 < r1)
-            run_rows(l, r0, r1, cell);
+            run_rows(l, r0, r1, cell, false);
       });
     }
   }
