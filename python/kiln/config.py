@@ -173,7 +173,7 @@ _GRAPPLER_TO_KILN = {
     "constant_folding": ("fold_constants",),
     "arithmetic_optimization": ("cse", "simplify"),
     "remapping": ("fuse_conv", "fuse", "fold_pad", "conv_float_filters", "matmul_float_weights",
-                  "fuse_attention", "fuse_lstm"),
+                  "fuse_attention", "fuse_rnn"),
     "function_optimization": ("inline",),
     "disable_model_pruning": ("prune",),
 }

@@ -20,7 +20,7 @@ void define_graph_ops(OpTableBuilder& t);
 void define_control_flow_ops(OpTableBuilder& t);
 void define_fused_ops(OpTableBuilder& t);
 void define_attention_ops(OpTableBuilder& t);
-void define_lstm_ops(OpTableBuilder& t);
+void define_rnn_ops(OpTableBuilder& t);
 void define_collective_ops(OpTableBuilder& t);
 void define_linalg_ops(OpTableBuilder& t);
 void define_image_ops(OpTableBuilder& t);

@@ -54,7 +54,7 @@ void define_all_ops(OpTableBuilder& b) {
   define_control_flow_ops(b);
   define_fused_ops(b);
   define_attention_ops(b);
-  define_lstm_ops(b);
+  define_rnn_ops(b);
   define_collective_ops(b);
   define_linalg_ops(b);
   define_image_ops(b);

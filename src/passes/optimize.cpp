@@ -34,7 +34,7 @@ constexpr PassEntry kPipeline[] = {
     // two Casts of one value then) are one before the fusions match patterns.
     {"cse", [](Graph& g, const OptimizeOptions&) { return cse(g); }},
     {"fuse_attention", [](Graph& g, const OptimizeOptions&) { return fuse_attention(g); }},
-    {"fuse_lstm", [](Graph& g, const OptimizeOptions&) { return fuse_lstm(g); }},
+    {"fuse_rnn", [](Graph& g, const OptimizeOptions&) { return fuse_rnn(g); }},
     {"prune", [](Graph& g, const OptimizeOptions&) { return prune(g); }},
     {"fuse_conv", [](Graph& g, const OptimizeOptions&) { return fuse_conv(g); }},
     {"fuse", [](Graph& g, const OptimizeOptions&) { return fuse_elementwise(g); }},

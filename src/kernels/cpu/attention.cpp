@@ -158,24 +158,6 @@ KILN_BF16_LOOPS(_avx2, KILN_AVX2_TARGET)
 #endif
 #undef KILN_BF16_LOOPS
 
-// The flavour of a KILN_BF16_LOOPS loop for this CPU.
-template <typename F>
-F widest(F base, [[maybe_unused]] F avx2, [[maybe_unused]] F avx512) {
-#ifdef KILN_X86_CLONES
-  switch (detail::simd_level()) {
-    case detail::SimdLevel::kAvx512: return avx512;
-    case detail::SimdLevel::kAvx2: return avx2;
-    case detail::SimdLevel::kBase: break;
-  }
-#endif
-  return base;
-}
-#ifdef KILN_X86_CLONES
-#define KILN_WIDEST(name) widest(name##_base, name##_avx2, name##_avx512)
-#else
-#define KILN_WIDEST(name) widest(name##_base, name##_base, name##_base)
-#endif
-
 uint16_t* bits(BFloat16* p) {
   return reinterpret_cast<uint16_t*>(p);
 }
@@ -189,7 +171,6 @@ void round_bf16(const float* in, BFloat16* out, int64_t n) {
 void scale_round_bf16(const float* in, float scale, BFloat16* out, int64_t n) {
   KILN_WIDEST(scale_round_bf16)(in, scale, bits(out), n);
 }
-#undef KILN_WIDEST
 
 #ifdef KILN_X86_CLONES
 // e^x for x in [kExpNormalLo, 0] (float_math.h's exp_f32_normal, 16 lanes).

@@ -111,7 +111,29 @@ inline SimdLevel simd_level() {
 #endif
 #undef KILN_UNARY_SPAN
 
+/// Of a function's flavours (the second and third compiled with
+/// KILN_AVX2_TARGET and KILN_AVX512_TARGET), the widest this CPU runs.
+template <typename F>
+F widest(F base, [[maybe_unused]] F avx2, [[maybe_unused]] F avx512) {
+#ifdef KILN_X86_CLONES
+  switch (simd_level()) {
+    case SimdLevel::kAvx512: return avx512;
+    case SimdLevel::kAvx2: return avx2;
+    case SimdLevel::kBase: break;
+  }
+#endif
+  return base;
+}
+
 }  // namespace detail
+
+/// The widest flavour of name_base / name_avx2 / name_avx512 (the last two
+/// exist only where KILN_X86_CLONES is defined).
+#ifdef KILN_X86_CLONES
+#define KILN_WIDEST(name) ::kiln::cpu::detail::widest(name##_base, name##_avx2, name##_avx512)
+#else
+#define KILN_WIDEST(name) ::kiln::cpu::detail::widest(name##_base, name##_base, name##_base)
+#endif
 
 /// out[i] = f(in[i]) over n contiguous elements on the calling thread, in
 /// the widest vector flavour the CPU has (floating-point loops only: the

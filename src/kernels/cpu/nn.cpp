@@ -20,7 +20,7 @@ void bind_matmul_kernels(OpTableBuilder& t);
 void bind_conv_kernels(OpTableBuilder& t);
 void bind_pool_kernels(OpTableBuilder& t);
 void bind_attention_kernels(OpTableBuilder& t);
-void bind_lstm_kernels(OpTableBuilder& t);
+void bind_rnn_kernels(OpTableBuilder& t);
 
 namespace {
 
@@ -246,7 +246,7 @@ void bind_nn_kernels(OpTableBuilder& t) {
   bind_conv_kernels(t);
   bind_pool_kernels(t);
   bind_attention_kernels(t);
-  bind_lstm_kernels(t);
+  bind_rnn_kernels(t);
   t.kernel(OpId::BiasAdd, bias_add_kernel);
   t.kernel(OpId::Softmax, softmax_kernel<false>);
   t.kernel(OpId::LogSoftmax, softmax_kernel<true>);

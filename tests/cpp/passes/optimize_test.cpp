@@ -25,7 +25,7 @@ TEST(Optimize, RunsThePipelineInOrderAndReports) {
   EXPECT_EQ(std::vector<std::string_view>(pass_names().begin(), pass_names().end()),
             (std::vector<std::string_view>{"inline", "prune", "fold_constants", "cse", "simplify",
                                            "fold_pad", "conv_float_filters", "matmul_float_weights",
-                                           "prune", "cse", "fuse_attention", "fuse_lstm", "prune",
+                                           "prune", "cse", "fuse_attention", "fuse_rnn", "prune",
                                            "fuse_conv", "fuse", "schedule_collectives"}));
   Graph g("busy");
   trace_busy(g);
@@ -51,7 +51,7 @@ TEST(Optimize, RunsThePipelineInOrderAndReports) {
             "  prune: removed 3 ('Const' (Const), 'Const_1' (Const), 'Const_2' (Const))\n"
             "  cse: no change\n"
             "  fuse_attention: no change\n"
-            "  fuse_lstm: no change\n"
+            "  fuse_rnn: no change\n"
             "  prune: no change\n"
             "  fuse_conv: no change\n"
             "  fuse: no change\n"
@@ -77,7 +77,7 @@ TEST(Optimize, PassesCanBeSwitchedOffByName) {
   EXPECT_EQ(rep.passes[6].pass, "prune");
   EXPECT_EQ(rep.passes[7].pass, "cse");
   EXPECT_EQ(rep.passes[8].pass, "fuse_attention");
-  EXPECT_EQ(rep.passes[9].pass, "fuse_lstm");
+  EXPECT_EQ(rep.passes[9].pass, "fuse_rnn");
   EXPECT_EQ(rep.passes[10].pass, "prune");
   EXPECT_EQ(rep.passes[11].pass, "fuse_conv");
   EXPECT_EQ(rep.passes[12].pass, "fuse");

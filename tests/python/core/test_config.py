@@ -92,12 +92,12 @@ def test_experimental_options_merge_and_report_in_tensorflows_order(grappler):
     ({"arithmetic_optimization": False}, {"cse", "simplify"}),
     ({"remapping": False, "function_optimization": False},
      {"fuse", "fuse_conv", "fold_pad", "conv_float_filters", "matmul_float_weights",
-      "fuse_attention", "fuse_lstm", "inline"}),
+      "fuse_attention", "fuse_rnn", "inline"}),
     ({"disable_model_pruning": True}, {"prune"}),
     ({"constant_folding": True, "layout_optimizer": False, "loop_optimization": False}, set()),
     ({"disable_meta_optimizer": True},
      {"inline", "prune", "fold_constants", "cse", "simplify", "fuse_conv", "fuse", "fold_pad",
-      "conv_float_filters", "matmul_float_weights", "fuse_attention", "fuse_lstm"}),
+      "conv_float_filters", "matmul_float_weights", "fuse_attention", "fuse_rnn"}),
 ])
 def test_experimental_options_name_kilns_passes(grappler, options, passes):
     grappler.set_experimental_options(options)

@@ -1,8 +1,8 @@
-// fuse_lstm: the While loop of a Keras LSTM layer as one _FusedLSTM node
-// (ops/lstm.cpp; kiln/passes.h says which loops). The loop's body and cond are
-// read from their traced graphs; every node of the body must belong to the
-// step, so a loop that does anything else (masks, other activations, peepholes,
-// extra outputs for a gradient) stays a loop.
+// fuse_rnn: the While loop of a Keras LSTM or GRU layer as one _FusedLSTM or
+// _FusedGRU node (ops/rnn.cpp; kiln/passes.h says which loops). The loop's body
+// and cond are read from their traced graphs; every node of the body must
+// belong to the step, so a loop that does anything else (masks, other
+// activations, peepholes, extra outputs for a gradient) stays a loop.
 #include <algorithm>
 #include <cstring>
 #include <string>
@@ -42,14 +42,27 @@ bool int_scalar(Edge e, int64_t& v) {
   return int_scalar(const_of(e), v);
 }
 
+// A loop-invariant value of the body: a capture (arg) or constant (value),
+// through ReadVariableOp and StridedSlice nodes with constant other inputs.
+struct Invariant {
+  int arg = -1;
+  const Tensor* value = nullptr;
+  std::vector<const Node*> chain;  // from the source out
+};
+
+enum class Cell { kLstm, kGru };
+
 // The loop's pieces once matched: loop-variable and capture positions.
 struct Loop {
+  Cell cell = Cell::kLstm;
   int t = -1, list = -1, c = -1, h = -1, x = -1, w = -1, n = -1;
   const Tensor* n_value = nullptr;  // the cond's constant bound, when n < 0
   const Tensor* w_value = nullptr;  // the body's constant kernel, when w < 0
   std::vector<int> hs;              // every variable the body sets to the new h
   bool writes = false;              // the body writes h to the list at t
   const Node* read = nullptr;       // the body's ReadVariableOp of the kernel, if any
+  bool has_bias = false;            // the GRU's recurrent bias, added to the product
+  Invariant bias;
 };
 
 // Matches one body's step; `taken` collects its nodes.
@@ -61,7 +74,7 @@ class BodyMatcher {
 
   bool match(Loop& l) {
     const std::vector<Edge>& outs = b_.outputs();
-    if (outs.size() != vars_ || vars_ < 4) return false;
+    if (outs.size() != vars_ || vars_ < (l.cell == Cell::kLstm ? 4u : 3u)) return false;
     Edge h_new{}, c_new{};
     for (size_t k = 0; k < vars_; ++k) {
       const Edge e = skip(outs[k]);
@@ -77,25 +90,27 @@ class BodyMatcher {
         l.list = self;
         l.writes = true;
         take(e.node);
-      } else if (!h_new.node && h_of(e, c_new)) {
+      } else if (!h_new.node && (l.cell == Cell::kLstm ? h_of(e, c_new) : gru_h_of(e))) {
         h_new = e;
         l.hs.push_back(self);
       } else if (h_new.node && e == h_new) {
         l.hs.push_back(self);
-      } else if (l.c < 0) {
+      } else if (l.cell == Cell::kLstm && l.c < 0) {
         l.c = self;  // checked against the cell below
       } else {
         return false;
       }
     }
-    if (l.t < 0 || l.list < 0 || l.c < 0 || l.hs.empty() || !h_new.node) return false;
-    // The c variable's result is the cell's new c, computed from itself.
-    if (skip(outs[static_cast<size_t>(l.c)]) != c_new || c_prev_ != l.c) return false;
+    if (l.t < 0 || l.list < 0 || l.hs.empty() || !h_new.node) return false;
+    if (l.cell == Cell::kLstm) {
+      // The c variable's result is the cell's new c, computed from itself.
+      if (l.c < 0 || skip(outs[static_cast<size_t>(l.c)]) != c_new || c_prev_ != l.c) return false;
+    }
     if (l.writes) {
       const Node* set = skip(outs[static_cast<size_t>(l.list)]).node;
       if (arg(set->inputs()[1]) != l.t || skip(set->inputs()[2]) != h_new) return false;
     }
-    if (!gates(l)) return false;
+    if (!(l.cell == Cell::kLstm ? gates(l) : gru_gates(l))) return false;
     // Nothing else in the body: placeholders, constants and pass-throughs only.
     for (const auto& ref : b_.nodes()) {
       const Node* n = ref.get();
@@ -180,50 +195,197 @@ class BodyMatcher {
     return false;
   }
 
-  // The Split of z = Add(GatherV2(x, t), MatMul(h, kernel)) into four equal
-  // parts along the last axis.
-  bool gates(Loop& l) {
-    if (!split_ || !split_->control_inputs().empty()) return false;
-    const int64_t axis = std::get<int64_t>(split_->attr("axis"));
-    const TensorSpec& z_spec = spec_of(split_->inputs()[0]);
-    if (z_spec.dtype != DType::kFloat32 || !z_spec.shape.rank_known() || z_spec.shape.rank() != 2 ||
+  // An equal Split of a float32 [rows, G U] value along its last axis into
+  // `parts` (the LSTM's four gates, the GRU's three).
+  static bool equal_split(const Node* split, size_t parts) {
+    if (!split || !split->control_inputs().empty() || split->outputs().size() != parts)
+      return false;
+    const int64_t axis = std::get<int64_t>(split->attr("axis"));
+    const TensorSpec& z = spec_of(split->inputs()[0]);
+    if (z.dtype != DType::kFloat32 || !z.shape.rank_known() || z.shape.rank() != 2 ||
         (axis != 1 && axis != -1))
       return false;
-    const auto& sizes = std::get<std::vector<int64_t>>(split_->attr("size_splits"));
-    for (int64_t s : sizes)
-      if (s != sizes[0]) return false;
+    const auto& sizes = std::get<std::vector<int64_t>>(split->attr("size_splits"));
+    return std::all_of(sizes.begin(), sizes.end(), [&](int64_t v) { return v == sizes[0]; });
+  }
+
+  // GatherV2(x, t) along axis 0: x's capture position out.
+  bool gather_x(Edge g, Loop& l) {
+    if (!op(g, OpId::Gather) || std::get<int64_t>(g.node->attr("axis")) != 0 ||
+        std::get<int64_t>(g.node->attr("batch_dims")) != 0 || arg(g.node->inputs()[1]) != l.t)
+      return false;
+    l.x = arg(g.node->inputs()[0]);
+    take(g.node);
+    return l.x >= static_cast<int>(vars_);  // captured, not a loop variable
+  }
+
+  // MatMul(h, kernel): h's variable and the kernel (a variable's read, a
+  // capture or a constant) out.
+  bool product(Edge p, Loop& l) {
+    if (!op(p, OpId::MatMul) || std::get<bool>(p.node->attr("adj_x")) ||
+        std::get<bool>(p.node->attr("adj_y")))
+      return false;
+    l.h = arg(p.node->inputs()[0]);
+    Edge w = skip(p.node->inputs()[1]);
+    if (op(w, OpId::ReadVariable)) {
+      l.read = w.node;
+      take(w.node);
+      w = w.node->inputs()[0];
+    }
+    l.w = arg(w);
+    if (l.w < 0 && !l.read && w.node->op().id == OpId::Const) l.w_value = const_of(w);
+    take(p.node);
+    const auto is_h = std::find(l.hs.begin(), l.hs.end(), l.h) != l.hs.end();
+    const TensorSpec& ws = spec_of(p.node->inputs()[1]);
+    return is_h && (l.w >= static_cast<int>(vars_) || l.w_value) && ws.dtype == DType::kFloat32 &&
+           ws.shape.rank_known() && ws.shape.rank() == 2;
+  }
+
+  // The LSTM's Split of z = Add(GatherV2(x, t), MatMul(h, kernel)).
+  bool gates(Loop& l) {
+    if (!equal_split(split_, 4)) return false;
     const Edge z = skip(split_->inputs()[0]);
     if (!op(z, OpId::Add)) return false;
     take(split_);
     take(z.node);
     for (int s = 0; s < 2; ++s) {
       const Edge g = skip(z.node->inputs()[s]), p = skip(z.node->inputs()[1 - s]);
-      if (!op(g, OpId::Gather) || !op(p, OpId::MatMul)) continue;
-      if (std::get<int64_t>(g.node->attr("axis")) != 0 ||
-          std::get<int64_t>(g.node->attr("batch_dims")) != 0 || arg(g.node->inputs()[1]) != l.t)
-        return false;
-      l.x = arg(g.node->inputs()[0]);
-      if (std::get<bool>(p.node->attr("adj_x")) || std::get<bool>(p.node->attr("adj_y")))
-        return false;
-      l.h = arg(p.node->inputs()[0]);
-      Edge w = skip(p.node->inputs()[1]);
-      if (op(w, OpId::ReadVariable)) {
-        l.read = w.node;
-        take(w.node);
-        w = w.node->inputs()[0];
-      }
-      l.w = arg(w);
-      if (l.w < 0 && !l.read && w.node->op().id == OpId::Const) l.w_value = const_of(w);
-      take(g.node);
-      take(p.node);
-      const auto is_h = std::find(l.hs.begin(), l.hs.end(), l.h) != l.hs.end();
-      const TensorSpec& ws = spec_of(p.node->inputs()[1]);
-      // x and the kernel are captured (not loop variables) or constant.
-      return is_h && l.x >= static_cast<int>(vars_) &&
-             (l.w >= static_cast<int>(vars_) || l.w_value) && ws.dtype == DType::kFloat32 &&
-             ws.shape.rank_known() && ws.shape.rank() == 2;
+      if (op(g, OpId::Gather) && op(p, OpId::MatMul)) return gather_x(g, l) && product(p, l);
     }
     return false;
+  }
+
+  // ---- the GRU (Keras' reset_after form) ----
+
+  // Sigmoid(Add(xs:k, rs:k)), either order: gate k of the input projection
+  // and of the recurrent product.
+  bool gru_gate(Edge e, int k) {
+    if (!op(e, OpId::Sigmoid)) return false;
+    const Edge a = skip(e.node->inputs()[0]);
+    if (!op(a, OpId::Add)) return false;
+    for (int s = 0; s < 2; ++s)
+      if (gru_split(a.node->inputs()[s], k, xsplit_) &&
+          gru_split(a.node->inputs()[1 - s], k, rsplit_)) {
+        take(e.node);
+        take(a.node);
+        return true;
+      }
+    return false;
+  }
+  // Output k of a three-way Split, the same one (`slot`) each time: of a
+  // GatherV2 for xsplit_, of a MatMul or Add for rsplit_.
+  bool gru_split(Edge e, int k, const Node*& slot) {
+    e = skip(e);
+    if (e.index != k || !op(e, OpId::Split) || e.node->outputs().size() != 3) return false;
+    if (slot) return slot == e.node;
+    const OpId in = skip(e.node->inputs()[0]).node->op().id;
+    if (&slot == &xsplit_ ? in != OpId::Gather : in != OpId::MatMul && in != OpId::Add)
+      return false;
+    slot = e.node;
+    return true;
+  }
+  static bool is_one(Edge e) {
+    const Tensor* t = const_of(e);
+    return t && t->dtype() == DType::kFloat32 && t->num_elements() == 1 &&
+           *t->data<float>() == 1.0f;
+  }
+
+  // h = Add(Mul(z, h_prev), Mul(Sub(1, z), Tanh(Add(xs:2, Mul(r, rs:2))))),
+  // z = gate 0, r = gate 1; products and sums in either order.
+  bool gru_h_of(Edge e) {
+    if (!op(e, OpId::Add)) return false;
+    for (int s = 0; s < 2; ++s) {
+      const Edge zh = skip(e.node->inputs()[s]), og = skip(e.node->inputs()[1 - s]);
+      if (!op(zh, OpId::Mul) || !op(og, OpId::Mul)) continue;
+      const Node* z = nullptr;
+      for (int a = 0; a < 2 && !z; ++a)
+        if (const Edge ze = skip(zh.node->inputs()[a]); gru_gate(ze, 0)) {
+          z = ze.node;
+          h_prev_ = arg(zh.node->inputs()[1 - a]);
+        }
+      if (!z) continue;
+      for (int a = 0; a < 2; ++a) {
+        const Edge one = skip(og.node->inputs()[a]), g = skip(og.node->inputs()[1 - a]);
+        if (!op(one, OpId::Sub) || !is_one(skip(one.node->inputs()[0])) ||
+            skip(one.node->inputs()[1]).node != z || !gru_candidate(g))
+          continue;
+        for (const Node* n : {e.node, zh.node, og.node, one.node}) take(n);
+        return true;
+      }
+      return false;
+    }
+    return false;
+  }
+  // Tanh(Add(xs:2, Mul(r, rs:2))), either order.
+  bool gru_candidate(Edge g) {
+    if (!op(g, OpId::Tanh)) return false;
+    const Edge a = skip(g.node->inputs()[0]);
+    if (!op(a, OpId::Add)) return false;
+    for (int s = 0; s < 2; ++s) {
+      const Edge rh = skip(a.node->inputs()[1 - s]);
+      if (!gru_split(a.node->inputs()[s], 2, xsplit_) || !op(rh, OpId::Mul)) continue;
+      for (int m = 0; m < 2; ++m)
+        if (gru_gate(skip(rh.node->inputs()[m]), 1) &&
+            gru_split(rh.node->inputs()[1 - m], 2, rsplit_)) {
+          for (const Node* n : {g.node, a.node, rh.node}) take(n);
+          return true;
+        }
+      return false;
+    }
+    return false;
+  }
+
+  // The GRU's splits: of GatherV2(x, t) and of MatMul(h, kernel), plus a
+  // loop-invariant recurrent bias when Add-ed to it.
+  bool gru_gates(Loop& l) {
+    if (!equal_split(xsplit_, 3) || !equal_split(rsplit_, 3)) return false;
+    take(xsplit_);
+    take(rsplit_);
+    if (!gather_x(skip(xsplit_->inputs()[0]), l)) return false;
+    Edge p = skip(rsplit_->inputs()[0]);
+    if (op(p, OpId::Add)) {
+      const Node* add = p.node;
+      p = Edge{};
+      for (int s = 0; s < 2 && !p.node; ++s)
+        if (const Edge m = skip(add->inputs()[s]); op(m, OpId::MatMul) &&
+                                                   row_bias(add->inputs()[1 - s], m) &&
+                                                   invariant(add->inputs()[1 - s], l.bias))
+          p = m;
+      if (!p.node) return false;
+      l.has_bias = true;
+      take(add);
+    }
+    return product(p, l) && h_prev_ == l.h;
+  }
+  // `b` is a float32 [N] added to every row of the [B, N] product `m`.
+  static bool row_bias(Edge b, Edge m) {
+    const TensorSpec &bs = spec_of(b), &ms = spec_of(m);
+    return bs.dtype == DType::kFloat32 && bs.shape.rank_known() && bs.shape.rank() == 1 &&
+           ms.shape.rank_known() && ms.shape.rank() == 2 && bs.shape.dim(0) >= 0 &&
+           bs.shape.dim(0) == ms.shape.dim(1);
+  }
+
+  // A loop-invariant value: a capture or constant, through ReadVariableOp and
+  // StridedSlice (constant begin, end, strides).
+  bool invariant(Edge e, Invariant& v) {
+    e = skip(e);
+    std::vector<const Node*> chain;
+    while (e.node->op().id == OpId::ReadVariable || e.node->op().id == OpId::StridedSlice) {
+      // A read may follow other reads (the trace orders a step's reads).
+      for (const Node* c : e.node->control_inputs())
+        if (e.node->op().id != OpId::ReadVariable || c->op().id != OpId::ReadVariable) return false;
+      if (e.index != 0) return false;
+      for (size_t i = 1; i < e.node->inputs().size(); ++i)
+        if (!const_of(skip(e.node->inputs()[i]))) return false;
+      chain.push_back(e.node);
+      e = skip(e.node->inputs()[0]);
+    }
+    v.arg = arg(e);
+    if (v.arg < 0 && e.node->op().id == OpId::Const) v.value = const_of(e);
+    if (v.arg < static_cast<int>(vars_) && !v.value) return false;
+    for (const Node* n : chain) take(n);
+    v.chain.assign(chain.rbegin(), chain.rend());
+    return true;
   }
 
   const Graph& b_;
@@ -231,7 +393,8 @@ class BodyMatcher {
   std::unordered_map<const Node*, int> arg_;
   std::unordered_set<const Node*> taken_;
   const Node* split_ = nullptr;
-  int c_prev_ = -1;
+  const Node *xsplit_ = nullptr, *rsplit_ = nullptr;  // the GRU's
+  int c_prev_ = -1, h_prev_ = -1;
 };
 
 // The cond: Less(t, n) with n captured (its position out) or a constant
@@ -284,44 +447,47 @@ bool same_value(Edge a, Edge b) {
 
 // Matches every While first (the graph unchanged but for appended nodes, so
 // `uses_` stays true), then rewires once.
-class LstmFuser {
+class RnnFuser {
  public:
-  explicit LstmFuser(Graph& g) : g_(g), uses_(g), rw_(g) {}
+  explicit RnnFuser(Graph& g) : g_(g), uses_(g), rw_(g) {}
 
   void fuse(Node* w, PassResult& r) {
     Loop l;
     Node* stack = nullptr;
     if (!matches(w, l, stack)) return;
+    ctl_.assign(w->control_inputs().begin(), w->control_inputs().end());
     Edge kernel =
         l.w >= 0 ? w->inputs()[static_cast<size_t>(l.w)] : constant(*l.w_value, w, "kernel");
-    const std::vector<Node*> ctl(w->control_inputs().begin(), w->control_inputs().end());
-    if (l.read) {
-      Node* read = g_.add_node(op_def(OpId::ReadVariable), {kernel}, l.read->attrs(),
-                               {l.read->outputs()[0]}, str_cat(w->name(), "/kernel"));
-      read->set_control_inputs(ctl);
-      kernel = {read, 0};
-    }
+    if (l.read) kernel = clone(l.read, {kernel}, w, "kernel");
     const Edge steps = l.n >= 0 ? w->inputs()[static_cast<size_t>(l.n)]
                                 : constant(*l.n_value, w, "steps");  // the cond's bound
     const TensorSpec& hs = w->outputs()[static_cast<size_t>(l.h)];
     const TensorSpec seq =
         stack ? stack->outputs()[0]
               : TensorSpec{DType::kFloat32, Shape({-1, hs.shape.dim(0), hs.shape.dim(1)})};
-    Node* f =
-        g_.add_node(op_def(OpId::FusedLSTM),
-                    {w->inputs()[static_cast<size_t>(l.x)], w->inputs()[static_cast<size_t>(l.h)],
-                     w->inputs()[static_cast<size_t>(l.c)], kernel, steps},
-                    Attrs{}, {seq, hs, w->outputs()[static_cast<size_t>(l.c)]},
-                    str_cat(w->name(), "/fused_lstm"));
-    f->set_control_inputs(ctl);
+    const Edge x = w->inputs()[static_cast<size_t>(l.x)], h = w->inputs()[static_cast<size_t>(l.h)];
+    Node* f = nullptr;
+    if (l.cell == Cell::kLstm) {
+      f = g_.add_node(op_def(OpId::FusedLSTM),
+                      {x, h, w->inputs()[static_cast<size_t>(l.c)], kernel, steps}, Attrs{},
+                      {seq, hs, w->outputs()[static_cast<size_t>(l.c)]},
+                      str_cat(w->name(), "/fused_lstm"));
+      rw_.replace(Edge{w, l.c}, Edge{f, 2});
+    } else {
+      const Edge bias = l.has_bias
+                            ? outer(l.bias, w, "bias")
+                            : constant(Tensor::empty(DType::kFloat32, Shape({0})), w, "bias");
+      f = g_.add_node(op_def(OpId::FusedGRU), {x, h, kernel, bias, steps}, Attrs{}, {seq, hs},
+                      str_cat(w->name(), "/fused_gru"));
+    }
+    f->set_control_inputs(ctl_);
     for (int k : l.hs) rw_.replace(Edge{w, k}, Edge{f, 1});
-    rw_.replace(Edge{w, l.c}, Edge{f, 2});
     rw_.remove(w, f);
     if (stack) {
       rw_.replace(Edge{stack, 0}, Edge{f, 0});
       rw_.remove(stack, f);
     }
-    r.added.push_back({f->name(), str_cat("While '", w->name(), "' -> _FusedLSTM")});
+    r.added.push_back({f->name(), str_cat("While '", w->name(), "' -> ", f->op().type_name)});
   }
 
   void finish(PassResult& r) {
@@ -332,10 +498,31 @@ class LstmFuser {
   }
 
  private:
-  Edge constant(const Tensor& value, const Node* w, const char* what) {
+  Edge constant(const Tensor& value, const Node* w, const std::string& what) {
     return {g_.add_node(op_def(OpId::Const), {}, Attrs{value}, {{value.dtype(), value.shape()}},
                         str_cat(w->name(), "/", what)),
             0};
+  }
+  // A copy of the body's node `n` before the loop, reading `inputs` (a read
+  // of a variable after the loop's control inputs, as the body's was).
+  Edge clone(const Node* n, std::vector<Edge> inputs, const Node* w, const std::string& what) {
+    Node* c =
+        g_.add_node(op_def(n->op().id), std::move(inputs), n->attrs(),
+                    {n->outputs().begin(), n->outputs().end()}, str_cat(w->name(), "/", what));
+    if (n->op().id == OpId::ReadVariable) c->set_control_inputs(ctl_);
+    return {c, 0};
+  }
+  // The body's invariant `v` computed before the loop.
+  Edge outer(const Invariant& v, const Node* w, const std::string& what) {
+    Edge e = v.arg >= 0 ? w->inputs()[static_cast<size_t>(v.arg)] : constant(*v.value, w, what);
+    int k = 0;
+    for (const Node* n : v.chain) {
+      std::vector<Edge> in{e};
+      for (size_t i = 1; i < n->inputs().size(); ++i)
+        in.push_back(constant(*const_of(skip(n->inputs()[i])), w, str_cat(what, "/c", k, "_", i)));
+      e = clone(n, std::move(in), w, str_cat(what, "/", k++));
+    }
+    return e;
   }
   // Input edges reading output k of `n`, plus one if `n` is a graph output
   // (any of its outputs: counted as read).
@@ -366,14 +553,19 @@ class LstmFuser {
     if (body->traced_graph().inputs().size() != w->inputs().size() ||
         cond->traced_graph().inputs().size() != w->inputs().size())
       return false;
-    if (!BodyMatcher(body->traced_graph(), vars).match(l)) return false;
+    l = Loop{};
+    if (!BodyMatcher(body->traced_graph(), vars).match(l)) {
+      l = Loop{};
+      l.cell = Cell::kGru;
+      if (!BodyMatcher(body->traced_graph(), vars).match(l)) return false;
+    }
     if (!cond_matches(cond->traced_graph(), l.t, vars, l.n, l.n_value)) return false;
     // Shapes: x [T, B, 4U], h and c [B, U], the kernel [U, 4U] (or its handle).
     const TensorSpec& x = spec_of(w->inputs()[static_cast<size_t>(l.x)]);
     const TensorSpec& h = w->outputs()[static_cast<size_t>(l.h)];
     if (x.dtype != DType::kFloat32 || !x.shape.rank_known() || x.shape.rank() != 3 ||
         h.dtype != DType::kFloat32 || !h.shape.rank_known() || h.shape.rank() != 2 ||
-        w->outputs()[static_cast<size_t>(l.c)].dtype != DType::kFloat32)
+        (l.c >= 0 && w->outputs()[static_cast<size_t>(l.c)].dtype != DType::kFloat32))
       return false;
     // Starts at t = 0; the counter's last value is not read.
     int64_t t0 = -1;
@@ -411,14 +603,15 @@ class LstmFuser {
   Graph& g_;
   passes::NodeUses uses_;
   passes::Rewirer rw_;
+  std::vector<Node*> ctl_;  // the fused While's control inputs
 };
 
 }  // namespace
 
-PassResult fuse_lstm(Graph& g) {
+PassResult fuse_rnn(Graph& g) {
   PassResult r;
-  r.pass = "fuse_lstm";
-  LstmFuser fuser(g);
+  r.pass = "fuse_rnn";
+  RnnFuser fuser(g);
   for (Node* n : passes::node_list(g))
     if (n->op().id == OpId::While) fuser.fuse(n, r);
   fuser.finish(r);
