@@ -1,5 +1,5 @@
 """Model workloads (issue 41) written against kiln with `import kiln as tf`:
-lstm2, transformer4, resnet50_224 and mobilenetv3_224, inference, modes
+lstm2, gru2, transformer4, resnet50_224 and mobilenetv3_224, inference, modes
 "function" (and "jit", added by bench/demo.py). Models, weights and inputs come
 from bench/peers/model_common.py, which the peers use too.
 
@@ -28,6 +28,10 @@ def lstm2():
     return _modes(mc.build_lstm2(tf.keras), mc.lstm_input())
 
 
+def gru2():
+    return _modes(mc.build_gru2(tf.keras), mc.lstm_input())
+
+
 def transformer4():
     return _modes(mc.build_transformer4(tf.keras), mc.transformer_input())
 
@@ -39,7 +43,8 @@ def app(name):
 
 
 MODELS = [Workload("lstm2", mc.TITLES["lstm2"], lstm2, min_runs=5),
-          Workload("transformer4", mc.TITLES["transformer4"], transformer4, min_runs=5)]
+          Workload("transformer4", mc.TITLES["transformer4"], transformer4, min_runs=5),
+          Workload("gru2", mc.TITLES["gru2"], gru2, min_runs=5)]
 MODELS += [Workload(n, mc.TITLES[n], app(n), min_runs=5) for n in mc.APPS]
 
 
@@ -53,7 +58,7 @@ def smoke(save=None):
                                                               jit_compile=True))):
             out = np.asarray(f(*args))
             outs[f"{w.name}.{mode}"] = out
-            err = mc.check(w.name, out) if w.name in ("lstm2", "transformer4") else None
+            err = mc.check(w.name, out) if w.name in mc.HAND_NAMES else None
             print(f"{w.name} [{mode}]: shape {out.shape}"
                   + ("" if err is None else f", relative error vs NumPy {err:.2g}"), flush=True)
     if save:

@@ -28,21 +28,29 @@ for _short, _app in (("efficientnetv2s", "EfficientNetV2S"), ("resnet50", "ResNe
 TITLES = {
     "lstm2": "2-layer LSTM(64), return_sequences, [32, 100, 64], inference",
     "transformer4": "4 encoder blocks (d 256, 4 heads, ffn 1024), [8, 128, 256], inference",
+    "gru2": "2-layer GRU(64) (reset_after), return_sequences, [32, 100, 64], inference",
 }
 TITLES.update({n: f"keras.applications.{a}(weights=None), [{b}, {s}, {s}, 3]"
                for n, (a, b, s) in APPS.items()})
 NAMES = list(TITLES)
+# The hand-sized workloads with NumPy references (the applications have none).
+HAND_NAMES = ("lstm2", "gru2", "transformer4")
 # What `bench/demo.py --models` and the peers' `--models` runs time (issue 41's set).
 DEFAULT_NAMES = ["lstm2", "transformer4", "resnet50_224", "mobilenetv3_224"]
 
 
 def hand_flops(name):
-    """FLOPs (2 x multiply-adds) of one call of lstm2 or transformer4, from the shapes;
+    """FLOPs (2 x multiply-adds) of one call of lstm2, gru2 or transformer4, from the shapes;
     None for the applications (bench/peers/onnx_engines.py counts their exports)."""
     if name == "lstm2":
         b, t, i = LSTM_SHAPE
         u = LSTM_UNITS
         return sum(2 * b * t * 4 * u * ((i if layer == 0 else u) + u)
+                   for layer in range(LSTM_LAYERS))
+    if name == "gru2":
+        b, t, i = LSTM_SHAPE
+        u = LSTM_UNITS
+        return sum(2 * b * t * 3 * u * ((i if layer == 0 else u) + u)
                    for layer in range(LSTM_LAYERS))
     if name == "transformer4":
         tokens = TR_BATCH * TR_SEQ
@@ -99,12 +107,23 @@ def set_model_weights(model):
 
 # ---- Keras 3 model builders, run with kiln.keras or keras (same code) ----
 
-def build_lstm2(keras):
+def _recurrent2(keras, layer):
     inp = keras.Input(LSTM_SHAPE[1:])
     x = inp
     for _ in range(LSTM_LAYERS):
-        x = keras.layers.LSTM(LSTM_UNITS, return_sequences=True)(x)
+        x = getattr(keras.layers, layer)(LSTM_UNITS, return_sequences=True)(x)
     return set_model_weights(keras.Model(inp, x))
+
+
+def build_lstm2(keras):
+    return _recurrent2(keras, "LSTM")
+
+
+def build_gru2(keras):
+    """lstm2's shape with GRU layers (Keras' default reset_after=True)."""
+    return _recurrent2(keras, "GRU")
+
+
 
 
 def _encoder_block(keras, x):
@@ -139,6 +158,18 @@ def lstm_weights():
     for i in range(LSTM_LAYERS):
         specs += [("kernel", (LSTM_SHAPE[2] if i == 0 else LSTM_UNITS, 4 * LSTM_UNITS)),
                   ("recurrent_kernel", (LSTM_UNITS, 4 * LSTM_UNITS)), ("bias", (4 * LSTM_UNITS,))]
+    w = weights_for(specs)
+    return [tuple(w[3 * i:3 * i + 3]) for i in range(LSTM_LAYERS)]
+
+
+def gru_weights():
+    """[(kernel [in, 3u], recurrent [u, 3u], bias [2, 3u])] per layer, gates z, r, h;
+    bias rows: input, recurrent."""
+    specs = []
+    for i in range(LSTM_LAYERS):
+        specs += [("kernel", (LSTM_SHAPE[2] if i == 0 else LSTM_UNITS, 3 * LSTM_UNITS)),
+                  ("recurrent_kernel", (LSTM_UNITS, 3 * LSTM_UNITS)),
+                  ("bias", (2, 3 * LSTM_UNITS))]
     w = weights_for(specs)
     return [tuple(w[3 * i:3 * i + 3]) for i in range(LSTM_LAYERS)]
 
@@ -183,6 +214,21 @@ def lstm_reference(x):
     return x
 
 
+def gru_reference(x):
+    x = x.astype(np.float64)
+    for kernel, recurrent, bias in gru_weights():
+        h = np.zeros((x.shape[0], LSTM_UNITS))
+        out = []
+        for t in range(x.shape[1]):
+            xz, xr, xh = np.split(x[:, t] @ kernel + bias[0], 3, axis=-1)
+            pz, pr, ph = np.split(h @ recurrent + bias[1], 3, axis=-1)
+            z, r = _sigmoid(xz + pz), _sigmoid(xr + pr)
+            h = z * h + (1 - z) * np.tanh(xh + r * ph)
+            out.append(h)
+        x = np.stack(out, axis=1)
+    return x
+
+
 def _layer_norm(x, g, b):
     mean = x.mean(-1, keepdims=True)
     var = x.var(-1, keepdims=True)
@@ -210,10 +256,13 @@ def transformer_reference(x):
 
 @functools.lru_cache(maxsize=None)
 def reference(name):
-    """(input, NumPy reference) of lstm2 or transformer4."""
+    """(input, NumPy reference) of lstm2, gru2 or transformer4."""
     if name == "lstm2":
         x = lstm_input()
         return x, lstm_reference(x)
+    if name == "gru2":
+        x = lstm_input()
+        return x, gru_reference(x)
     x = transformer_input()
     return x, transformer_reference(x)
 

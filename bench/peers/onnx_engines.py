@@ -25,7 +25,7 @@ def kiln():
 
 
 def model_input(name):
-    if name == "lstm2":
+    if name in ("lstm2", "gru2"):
         return mc.lstm_input()
     if name == "transformer4":
         return mc.transformer_input()
@@ -38,6 +38,8 @@ def export(name):
     tf = kiln()
     if name == "lstm2":
         model = mc.build_lstm2(tf.keras)
+    elif name == "gru2":
+        model = mc.build_gru2(tf.keras)
     elif name == "transformer4":
         model = mc.build_transformer4(tf.keras)
     else:

@@ -268,7 +268,7 @@ def cases():
 def _model_case(name, mode):
     """A Keras 3 model from model_common, as tf.function (graph) or XLA."""
     tf = _tf
-    make = {"lstm2": (mc.build_lstm2, mc.lstm_input),
+    make = {"lstm2": (mc.build_lstm2, mc.lstm_input), "gru2": (mc.build_gru2, mc.lstm_input),
             "transformer4": (mc.build_transformer4, mc.transformer_input)}.get(name)
 
     def build():

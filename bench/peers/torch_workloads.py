@@ -212,6 +212,23 @@ def _lstm2():
     return lstm.eval(), lambda x: lstm(x)[0]
 
 
+def _gru2():
+    """nn.GRU(64, 64, num_layers=2) with the Keras weights: PyTorch's gates are
+    r, z, n where Keras' are z, r, h; its two biases are Keras' two rows."""
+    torch = _torch
+    gru = torch.nn.GRU(mc.LSTM_SHAPE[2], mc.LSTM_UNITS, mc.LSTM_LAYERS, batch_first=True)
+    u = mc.LSTM_UNITS
+
+    def reorder(a):  # last axis z, r, h -> r, z, n
+        return np.concatenate([a[..., u:2 * u], a[..., :u], a[..., 2 * u:]], axis=-1)
+    for i, (kernel, recurrent, bias) in enumerate(mc.gru_weights()):
+        getattr(gru, f"weight_ih_l{i}").copy_(_t(reorder(kernel).T))
+        getattr(gru, f"weight_hh_l{i}").copy_(_t(reorder(recurrent).T))
+        getattr(gru, f"bias_ih_l{i}").copy_(_t(reorder(bias[0])))
+        getattr(gru, f"bias_hh_l{i}").copy_(_t(reorder(bias[1])))
+    return gru.eval(), lambda x: gru(x)[0]
+
+
 def _load_block(layer, w):
     d = mc.TR_D
     qkv = [w[k].reshape(d, d).T for k in ("wq", "wk", "wv")]  # [in, heads*key_dim] -> [out, in]
@@ -240,7 +257,7 @@ def _transformer4():
 
 
 def _model_case(name, mode):
-    make, inp = {"lstm2": (_lstm2, mc.lstm_input),
+    make, inp = {"lstm2": (_lstm2, mc.lstm_input), "gru2": (_gru2, mc.lstm_input),
                  "transformer4": (_transformer4, mc.transformer_input)}[name]
 
     def build():
@@ -249,9 +266,9 @@ def _model_case(name, mode):
 
     def check(out):
         mc.check(name, out[0])
-    meta = {"module": "nn.LSTM" if name == "lstm2" else "nn.TransformerEncoder"}
-    if name == "lstm2" and mode == "jit":
-        meta["note"] = "Dynamo does not trace nn.LSTM (a graph break): it runs eagerly"
+    meta = {"module": {"lstm2": "nn.LSTM", "gru2": "nn.GRU"}.get(name, "nn.TransformerEncoder")}
+    if name in ("lstm2", "gru2") and mode == "jit":
+        meta["note"] = "Dynamo does not trace nn.LSTM/nn.GRU (a graph break): it runs eagerly"
     return _case(name, mode, build, check=check, min_runs=5, meta=meta)
 
 
@@ -263,8 +280,8 @@ def compile_in_process():
 
 
 def model_cases():
-    """lstm2 and transformer4 eager and compiled; no torchvision for the CNNs."""
+    """lstm2, gru2 and transformer4 eager and compiled; no torchvision for the CNNs."""
     compile_in_process()
-    out = [_model_case(n, m) for n in ("lstm2", "transformer4") for m in ("eager", "jit")]
+    out = [_model_case(n, m) for n in ("lstm2", "gru2", "transformer4") for m in ("eager", "jit")]
     reason = "torchvision is not installed in .venv-peers (no ResNet50/MobileNetV3 in torch)"
     return out + [Skip(n, m, reason) for n in mc.APPS for m in ("eager", "jit")]

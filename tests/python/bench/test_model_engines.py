@@ -29,6 +29,8 @@ def test_every_convnet_row_of_the_issue_is_a_workload():
 @pytest.mark.parametrize("name, expected", [
     # 2 layers x 100 steps x batch 32: gates [32, 4*64] from inputs (64, then 64) and h (64).
     ("lstm2", 2 * (2 * 32 * 100 * 256 * 128)),
+    # the same with three gates
+    ("gru2", 2 * (2 * 32 * 100 * 192 * 128)),
     # per block: q, k, v, out [1024 tokens, 256]^2; scores and sum 2 x [8, 128, 128, 256];
     # the FFN 256 -> 1024 -> 256.
     ("transformer4", 4 * (4 * 2 * 1024 * 256 * 256 + 2 * 2 * 1024 * 128 * 256
@@ -55,3 +57,13 @@ def test_flops_of_an_export_count_convolutions_and_products(tmp_path):
     assert oe.count_flops(path, (2, 8, 8, 3)) == 2 * expected
     x = np.ones((1, 8, 8, 3), np.float32)
     assert np.asarray(model(x)).shape == (1, 5)
+
+
+
+@pytest.mark.parametrize("name", ["lstm2", "gru2"])
+def test_recurrent_workloads_match_their_numpy_references(name):
+    # kiln's Keras model as a function (its loops fused) against the float64 NumPy step.
+    model = getattr(mc, f"build_{name}")(tf.keras)
+    x, want = mc.reference(name)
+    got = tf.function(model)(tf.constant(x)).numpy()
+    assert mc.max_error(got, want) < 1e-5
