@@ -146,19 +146,21 @@ PassResult fuse_conv(Graph& g);
 /// (jit_compile keeps it: the JIT would compute the same products).
 PassResult fuse_attention(Graph& g);
 
-/// fuse_rnn: the While loop of a Keras LSTM or GRU layer (tanh and sigmoid,
-/// no mask) becomes one _FusedLSTM or _FusedGRU node. The LSTM's body computes
-/// z = x[t] + h W (GatherV2 of a captured [T, B, 4U] float32 projection, a
-/// product by a variable or captured [U, 4U] value), the cell c = sigmoid(z_f)
-/// c + sigmoid(z_i) tanh(z_c), h = sigmoid(z_o) tanh(c); the GRU's (Keras'
-/// reset_after form) splits x[t] ([T, B, 3U]) and p = h W (+ a loop-invariant
-/// recurrent bias: a capture or constant, or a slice of a variable's value)
-/// into gates z, r, h, and computes h = z h + (1 - z) tanh(x_h + sigmoid(x_r +
-/// p_r) p_h), z = sigmoid(x_z + p_z). Either writes h to a TensorList at t; a
-/// cond t < n; t starting at 0, the list reserved for n elements and read only
-/// by a TensorListStack, the counter's result unused. The kernels run each
-/// block of the batch's rows through every step on one thread, with no
-/// barrier per step. Runs in every mode but check_numerics.
+/// fuse_rnn: the While loop of a Keras LSTM, GRU or SimpleRNN layer (tanh and
+/// sigmoid, no mask) becomes one _FusedLSTM, _FusedGRU or _FusedSimpleRNN
+/// node. The LSTM's body computes z = x[t] + h W (GatherV2 of a captured [T,
+/// B, 4U] float32 projection, a product by a variable or captured [U, 4U]
+/// value), the cell c = sigmoid(z_f) c + sigmoid(z_i) tanh(z_c), h =
+/// sigmoid(z_o) tanh(c); the GRU's (Keras' reset_after form) splits x[t] ([T,
+/// B, 3U]) and p = h W (+ a loop-invariant recurrent bias: a capture or
+/// constant, or a slice of a variable's value) into gates z, r, h, and
+/// computes h = z h + (1 - z) tanh(x_h + sigmoid(x_r + p_r) p_h), z =
+/// sigmoid(x_z + p_z); SimpleRNN's h = tanh(x[t] + p), p as the GRU's. Each
+/// writes h to a TensorList at t; a cond t < n; t starting at 0, the list
+/// reserved for n elements and read only by a TensorListStack, the counter's
+/// result unused. The kernels run each block of the batch's rows through
+/// every step on one thread, with no barrier per step. Runs in every mode but
+/// check_numerics.
 PassResult fuse_rnn(Graph& g);
 
 /// fold_pad: a Conv2D or DepthwiseConv2dNative with VALID padding whose input

@@ -1,6 +1,6 @@
-// _FusedLSTM and _FusedGRU (fuse_rnn): a Keras LSTM or GRU layer's loop over
-// time as one node. Kernels: src/kernels/cpu/rnn.cpp (rows of the batch on the
-// pool, every step of a row block on one thread: no barrier per step).
+// _FusedLSTM, _FusedGRU and _FusedSimpleRNN (fuse_rnn): a Keras LSTM, GRU or
+// SimpleRNN layer's loop over time as one node. Kernels: src/kernels/cpu/rnn.cpp (rows of the batch
+// on the pool, every step of a row block on one thread: no barrier per step).
 //
 // _FusedLSTM. Inputs: x [T, B, 4U] float32, the steps' input projections with their bias
 // (the layer's x W + b, gates in Keras' order i, f, c, o); h [B, U] and c
@@ -16,6 +16,10 @@
 // p = h kernel + bias, z = sigmoid(x_z + p_z), r = sigmoid(x_r + p_r),
 // g = tanh(x_h + r p_h), h = z h + (1 - z) g. Outputs: the steps' h stacked
 // and the last h.
+//
+// _FusedSimpleRNN (tanh): the GRU's inputs and outputs with one gate: x [T,
+// B, U], kernel [U, U], bias [U] or [0]. Step t: h = tanh(x[t] + (h kernel +
+// bias)).
 #include <algorithm>
 #include <cmath>
 
@@ -65,7 +69,12 @@ void infer_fused_lstm(InferContext& c) {
   c.set_output(2, DType::kFloat32, Shape({b, u}));
 }
 
-void infer_fused_gru(InferContext& c) {
+// _FusedGRU (G = 3) and _FusedSimpleRNN (G = 1): x [T, B, G U], h [B, U],
+// kernel [U, G U], bias [G U] or [0], steps.
+template <int G>
+void infer_fused_h_rnn(InferContext& c) {
+  static_assert(G == 1 || G == 3);
+  static constexpr const char* kGu = G == 3 ? "3U" : "U";
   for (size_t i : {kX, kH, kGruKernel, kGruBias}) c.expect_dtype(i, DType::kFloat32);
   const int64_t steps = infer_steps(c, kGruSteps);
   const Shape &x = c.shape(kX), &h = c.shape(kH), &k = c.shape(kGruKernel), &b = c.shape(kGruBias);
@@ -74,11 +83,12 @@ void infer_fused_gru(InferContext& c) {
   if (!k.rank_known() || k.rank() != 2) c.fail("kernel must have rank 2, got ", k.debug_string());
   if (!b.rank_known() || b.rank() != 1) c.fail("bias must have rank 1, got ", b.debug_string());
   const int64_t units = k.dim(0) >= 0 ? k.dim(0) : h.dim(1), batch = x.dim(1);
-  const int64_t g3 = units < 0 ? -1 : 3 * units;
-  if (!fits(k.dim(1), g3) || !fits(x.dim(2), k.dim(1)) || !fits(x.dim(2), g3) ||
-      !fits(h.dim(1), units) || !fits(h.dim(0), batch) || (b.dim(0) != 0 && !fits(b.dim(0), g3)))
+  const int64_t gu = units < 0 ? -1 : G * units;
+  if (!fits(k.dim(1), gu) || !fits(x.dim(2), k.dim(1)) || !fits(x.dim(2), gu) ||
+      !fits(h.dim(1), units) || !fits(h.dim(0), batch) || (b.dim(0) != 0 && !fits(b.dim(0), gu)))
     c.fail("x ", x.debug_string(), ", h ", h.debug_string(), ", kernel ", k.debug_string(),
-           " and bias ", b.debug_string(), " do not fit [T, B, 3U], [B, U], [U, 3U], [3U] or [0]");
+           " and bias ", b.debug_string(), " do not fit [T, B, ", kGu, "], [B, U], [U, ", kGu,
+           "], [", kGu, "] or [0]");
   const int64_t bt = batch >= 0 ? batch : h.dim(0);
   c.set_output(0, DType::kFloat32, Shape({steps, bt, units}));
   c.set_output(1, DType::kFloat32, Shape({bt, units}));
@@ -109,7 +119,13 @@ void define_rnn_ops(OpTableBuilder& t) {
       .outputs({"sequence", "h"})
       .traits(kGraphOnly | kPassOnly | kNoGradient)
       .cost(fused_rnn_cost<kGruKernel, 3>)
-      .infer(infer_fused_gru);
+      .infer(infer_fused_h_rnn<3>);
+  t.def(OpId::FusedSimpleRNN)
+      .inputs({"x", "h", "kernel", "bias", "steps"})
+      .outputs({"sequence", "h"})
+      .traits(kGraphOnly | kPassOnly | kNoGradient)
+      .cost(fused_rnn_cost<kGruKernel, 1>)
+      .infer(infer_fused_h_rnn<1>);
 }
 
 }  // namespace kiln

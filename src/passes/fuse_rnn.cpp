@@ -1,5 +1,6 @@
-// fuse_rnn: the While loop of a Keras LSTM or GRU layer as one _FusedLSTM or
-// _FusedGRU node (ops/rnn.cpp; kiln/passes.h says which loops). The loop's body
+// fuse_rnn: the While loop of a Keras LSTM, GRU or SimpleRNN layer as one
+// _FusedLSTM, _FusedGRU or _FusedSimpleRNN node (ops/rnn.cpp; kiln/passes.h
+// says which loops). The loop's body
 // and cond are read from their traced graphs; every node of the body must
 // belong to the step, so a loop that does anything else (masks, other
 // activations, peepholes, extra outputs for a gradient) stays a loop.
@@ -50,7 +51,7 @@ struct Invariant {
   std::vector<const Node*> chain;  // from the source out
 };
 
-enum class Cell { kLstm, kGru };
+enum class Cell { kLstm, kGru, kSimple };
 
 // The loop's pieces once matched: loop-variable and capture positions.
 struct Loop {
@@ -61,7 +62,7 @@ struct Loop {
   std::vector<int> hs;              // every variable the body sets to the new h
   bool writes = false;              // the body writes h to the list at t
   const Node* read = nullptr;       // the body's ReadVariableOp of the kernel, if any
-  bool has_bias = false;            // the GRU's recurrent bias, added to the product
+  bool has_bias = false;            // a recurrent bias added to the product (GRU, SimpleRNN)
   Invariant bias;
 };
 
@@ -90,7 +91,7 @@ class BodyMatcher {
         l.list = self;
         l.writes = true;
         take(e.node);
-      } else if (!h_new.node && (l.cell == Cell::kLstm ? h_of(e, c_new) : gru_h_of(e))) {
+      } else if (!h_new.node && new_h(l.cell, e, c_new)) {
         h_new = e;
         l.hs.push_back(self);
       } else if (h_new.node && e == h_new) {
@@ -110,7 +111,10 @@ class BodyMatcher {
       const Node* set = skip(outs[static_cast<size_t>(l.list)]).node;
       if (arg(set->inputs()[1]) != l.t || skip(set->inputs()[2]) != h_new) return false;
     }
-    if (!(l.cell == Cell::kLstm ? gates(l) : gru_gates(l))) return false;
+    const bool gates_ok = l.cell == Cell::kLstm  ? gates(l)
+                          : l.cell == Cell::kGru ? gru_gates(l)
+                                                 : simple_gates(l);
+    if (!gates_ok) return false;
     // Nothing else in the body: placeholders, constants and pass-throughs only.
     for (const auto& ref : b_.nodes()) {
       const Node* n = ref.get();
@@ -255,6 +259,51 @@ class BodyMatcher {
     return false;
   }
 
+  // The cell's new h from edge e (its nodes taken); c_new: the LSTM's new c.
+  bool new_h(Cell cell, Edge e, Edge& c_new) {
+    switch (cell) {
+      case Cell::kLstm: return h_of(e, c_new);
+      case Cell::kGru: return gru_h_of(e);
+      case Cell::kSimple: return simple_h_of(e);
+    }
+    return false;
+  }
+
+  // MatMul(h, kernel), or that plus a loop-invariant [N] bias (l.bias).
+  bool recurrent(Edge p, Loop& l) {
+    if (op(p, OpId::Add)) {
+      const Node* add = p.node;
+      p = Edge{};
+      for (int s = 0; s < 2 && !p.node; ++s)
+        if (const Edge m = skip(add->inputs()[s]); op(m, OpId::MatMul) &&
+                                                   row_bias(add->inputs()[1 - s], m) &&
+                                                   invariant(add->inputs()[1 - s], l.bias))
+          p = m;
+      if (!p.node) return false;
+      l.has_bias = true;
+      take(add);
+    }
+    return product(p, l);
+  }
+
+  // ---- SimpleRNN (tanh) ----
+
+  // h = Tanh(Add(GatherV2(x, t), recurrent)), read by simple_gates.
+  bool simple_h_of(Edge e) {
+    if (!op(e, OpId::Tanh) || !op(skip(e.node->inputs()[0]), OpId::Add)) return false;
+    simple_add_ = skip(e.node->inputs()[0]).node;
+    take(e.node);
+    take(simple_add_);
+    return true;
+  }
+  bool simple_gates(Loop& l) {
+    for (int s = 0; s < 2; ++s) {
+      const Edge g = skip(simple_add_->inputs()[s]), p = skip(simple_add_->inputs()[1 - s]);
+      if (op(g, OpId::Gather)) return gather_x(g, l) && recurrent(p, l);
+    }
+    return false;
+  }
+
   // ---- the GRU (Keras' reset_after form) ----
 
   // Sigmoid(Add(xs:k, rs:k)), either order: gate k of the input projection
@@ -341,21 +390,8 @@ class BodyMatcher {
     if (!equal_split(xsplit_, 3) || !equal_split(rsplit_, 3)) return false;
     take(xsplit_);
     take(rsplit_);
-    if (!gather_x(skip(xsplit_->inputs()[0]), l)) return false;
-    Edge p = skip(rsplit_->inputs()[0]);
-    if (op(p, OpId::Add)) {
-      const Node* add = p.node;
-      p = Edge{};
-      for (int s = 0; s < 2 && !p.node; ++s)
-        if (const Edge m = skip(add->inputs()[s]); op(m, OpId::MatMul) &&
-                                                   row_bias(add->inputs()[1 - s], m) &&
-                                                   invariant(add->inputs()[1 - s], l.bias))
-          p = m;
-      if (!p.node) return false;
-      l.has_bias = true;
-      take(add);
-    }
-    return product(p, l) && h_prev_ == l.h;
+    return gather_x(skip(xsplit_->inputs()[0]), l) && recurrent(skip(rsplit_->inputs()[0]), l) &&
+           h_prev_ == l.h;
   }
   // `b` is a float32 [N] added to every row of the [B, N] product `m`.
   static bool row_bias(Edge b, Edge m) {
@@ -394,6 +430,7 @@ class BodyMatcher {
   std::unordered_set<const Node*> taken_;
   const Node* split_ = nullptr;
   const Node *xsplit_ = nullptr, *rsplit_ = nullptr;  // the GRU's
+  const Node* simple_add_ = nullptr;                  // SimpleRNN's x[t] + product
   int c_prev_ = -1, h_prev_ = -1;
 };
 
@@ -477,8 +514,10 @@ class RnnFuser {
       const Edge bias = l.has_bias
                             ? outer(l.bias, w, "bias")
                             : constant(Tensor::empty(DType::kFloat32, Shape({0})), w, "bias");
-      f = g_.add_node(op_def(OpId::FusedGRU), {x, h, kernel, bias, steps}, Attrs{}, {seq, hs},
-                      str_cat(w->name(), "/fused_gru"));
+      const bool gru = l.cell == Cell::kGru;
+      f = g_.add_node(op_def(gru ? OpId::FusedGRU : OpId::FusedSimpleRNN),
+                      {x, h, kernel, bias, steps}, Attrs{}, {seq, hs},
+                      str_cat(w->name(), gru ? "/fused_gru" : "/fused_simple_rnn"));
     }
     f->set_control_inputs(ctl_);
     for (int k : l.hs) rw_.replace(Edge{w, k}, Edge{f, 1});
@@ -553,12 +592,13 @@ class RnnFuser {
     if (body->traced_graph().inputs().size() != w->inputs().size() ||
         cond->traced_graph().inputs().size() != w->inputs().size())
       return false;
-    l = Loop{};
-    if (!BodyMatcher(body->traced_graph(), vars).match(l)) {
+    bool body_ok = false;
+    for (Cell cell : {Cell::kLstm, Cell::kGru, Cell::kSimple}) {
       l = Loop{};
-      l.cell = Cell::kGru;
-      if (!BodyMatcher(body->traced_graph(), vars).match(l)) return false;
+      l.cell = cell;
+      if ((body_ok = BodyMatcher(body->traced_graph(), vars).match(l))) break;
     }
+    if (!body_ok) return false;
     if (!cond_matches(cond->traced_graph(), l.t, vars, l.n, l.n_value)) return false;
     // Shapes: x [T, B, 4U], h and c [B, U], the kernel [U, 4U] (or its handle).
     const TensorSpec& x = spec_of(w->inputs()[static_cast<size_t>(l.x)]);

@@ -1,5 +1,5 @@
-// _FusedLSTM and _FusedGRU (ops/rnn.cpp): a Keras LSTM or GRU layer's steps
-// in one kernel.
+// _FusedLSTM, _FusedGRU and _FusedSimpleRNN (ops/rnn.cpp): a Keras LSTM, GRU
+// or SimpleRNN layer's steps in one kernel.
 //
 // The batch's rows split into blocks, one per thread when there are rows
 // enough (kMinBlockRows); each block runs every step on its thread: the
@@ -68,16 +68,29 @@ using CellFn = void (*)(const float* x, float* p, const float* b, float* c, cons
       h[j] = fn::Add{}(fn::Mul{}(z, hp[j]), fn::Mul{}(fn::Sub{}(1.0f, z), g));                  \
     }                                                                                           \
   }
+// One gate: h = tanh(x + p) (p with the bias added first, as the GRU's).
+#define KILN_SIMPLE_CELL(name, target)                                                             \
+  target void name(const float* x, float* p, const float* b, float*, const float*, float* h,       \
+                   int64_t u) {                                                                    \
+    if (b) {                                                                                       \
+      _Pragma("GCC ivdep") for (int64_t j = 0; j < u; ++j) p[j] = fn::Add{}(p[j], b[j]);           \
+    }                                                                                              \
+    _Pragma("GCC ivdep") for (int64_t j = 0; j < u; ++j) h[j] = fn::Tanh{}(fn::Add{}(x[j], p[j])); \
+  }
 KILN_LSTM_CELL(lstm_base, )
 KILN_GRU_CELL(gru_base, )
+KILN_SIMPLE_CELL(simple_base, )
 #ifdef KILN_X86_CLONES  // the elementwise kernels' flavours (elementwise_util.h)
 KILN_LSTM_CELL(lstm_avx2, KILN_AVX2_TARGET)
 KILN_LSTM_CELL(lstm_avx512, KILN_AVX512_TARGET)
 KILN_GRU_CELL(gru_avx2, KILN_AVX2_TARGET)
 KILN_GRU_CELL(gru_avx512, KILN_AVX512_TARGET)
+KILN_SIMPLE_CELL(simple_avx2, KILN_AVX2_TARGET)
+KILN_SIMPLE_CELL(simple_avx512, KILN_AVX512_TARGET)
 #endif
 #undef KILN_LSTM_CELL
 #undef KILN_GRU_CELL
+#undef KILN_SIMPLE_CELL
 
 struct Rnn {
   int64_t steps, batch, units, gates;
@@ -175,25 +188,36 @@ void fused_lstm_kernel(KernelContext& c) {
   c.set_output(2, std::move(cs));
 }
 
-void fused_gru_kernel(KernelContext& c) {
+// _FusedGRU (gates 3) and _FusedSimpleRNN (1): x, h, kernel, bias, steps.
+void h_rnn_kernel(KernelContext& c, int64_t gates, CellFn cell) {
   const Tensor &x = c.input(0), &h0 = c.input(1), &k = c.input(2), &b = c.input(3);
   const int64_t batch = x.dim(1), units = k.dim(0);
-  if (k.dim(1) != 3 * units || x.dim(2) != 3 * units)
-    c.fail("x ", x.shape(), " and kernel ", k.shape(), " do not fit [T, B, 3U] and [U, 3U]");
-  if (b.rank() != 1 || (b.dim(0) != 0 && b.dim(0) != 3 * units))
-    c.fail("bias must be [", 3 * units, "] or [0], got ", b.shape());
+  if (k.dim(1) != gates * units || x.dim(2) != gates * units)
+    c.fail("x ", x.shape(), " and kernel ", k.shape(), " do not fit [T, B, ", gates,
+           " x U] and [U, ", gates, " x U]");
+  if (b.rank() != 1 || (b.dim(0) != 0 && b.dim(0) != gates * units))
+    c.fail("bias must be [", gates * units, "] or [0], got ", b.shape());
   if (h0.rank() != 2 || h0.dim(0) != batch || h0.dim(1) != units)
     c.fail("the initial state must be [", batch, ", ", units, "], got ", h0.shape());
   const int64_t steps = steps_of(c, c.input(4), x.dim(0));
   Tensor seq = Tensor::empty(DType::kFloat32, Shape({steps, batch, units}));
   Tensor h = state_copy(h0);
-  static const CellFn cell = KILN_WIDEST(gru);
   if (steps > 0 && batch > 0 && units > 0)
-    run_rnn(Rnn{steps, batch, units, 3, x.data<float>(), k.data<float>(),
+    run_rnn(Rnn{steps, batch, units, gates, x.data<float>(), k.data<float>(),
                 b.num_elements() > 0 ? b.data<float>() : nullptr, data_or_null(seq),
                 h.mutable_data<float>(), nullptr, cell});
   c.set_output(0, std::move(seq));
   c.set_output(1, std::move(h));
+}
+
+void fused_gru_kernel(KernelContext& c) {
+  static const CellFn cell = KILN_WIDEST(gru);
+  h_rnn_kernel(c, 3, cell);
+}
+
+void fused_simple_rnn_kernel(KernelContext& c) {
+  static const CellFn cell = KILN_WIDEST(simple);
+  h_rnn_kernel(c, 1, cell);
 }
 
 }  // namespace
@@ -201,6 +225,7 @@ void fused_gru_kernel(KernelContext& c) {
 void bind_rnn_kernels(OpTableBuilder& t) {
   t.kernel(OpId::FusedLSTM, fused_lstm_kernel);
   t.kernel(OpId::FusedGRU, fused_gru_kernel);
+  t.kernel(OpId::FusedSimpleRNN, fused_simple_rnn_kernel);
 }
 
 }  // namespace kiln::cpu

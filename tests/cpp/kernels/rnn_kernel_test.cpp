@@ -1,8 +1,8 @@
-// The _FusedLSTM and _FusedGRU kernels (src/kernels/cpu/rnn.cpp) called
-// directly against float64 references of the Keras LSTM and GRU (reset_after)
-// steps: one thread's rows, several blocks of rows, too few rows for a block
-// per thread (each product on the pool), fewer steps than x holds, no step,
-// one row, the GRU with and without its recurrent bias; and the errors.
+// The _FusedLSTM, _FusedGRU and _FusedSimpleRNN kernels (src/kernels/cpu/rnn.cpp)
+// called directly against float64 references of the Keras LSTM, GRU
+// (reset_after) and SimpleRNN (tanh) steps: one thread's rows, several blocks of rows, too few rows
+// for a block per thread (each product on the pool), fewer steps than x holds, no step, one row,
+// the GRU with and without its recurrent bias; and the errors.
 #include <cmath>
 #include <string>
 #include <vector>
@@ -146,40 +146,41 @@ struct GruInputs {
   std::vector<Tensor> tensors;
 };
 
-GruInputs make_gru(const Case& cs, bool bias) {
-  const int64_t u = cs.units;
-  GruInputs in{pattern(cs.t * cs.batch * 3 * u, 0.41, 0.2, 2.0),
+// The GRU's inputs (gates 3) or SimpleRNN's (1).
+GruInputs make_gru(const Case& cs, bool bias, int64_t gates = 3) {
+  const int64_t u = cs.units, g = gates;
+  GruInputs in{pattern(cs.t * cs.batch * g * u, 0.41, 0.2, 2.0),
                pattern(cs.batch * u, 0.67, 0.4, 0.8),
-               pattern(u * 3 * u, 0.31, 0.7, 1.2 / std::sqrt(u)),
-               bias ? pattern(3 * u, 0.9, 0.1, 0.5) : std::vector<float>{},
+               pattern(u * g * u, 0.31, 0.7, 1.2 / std::sqrt(u)),
+               bias ? pattern(g * u, 0.9, 0.1, 0.5) : std::vector<float>{},
                {}};
-  in.tensors = {Tensor::from_vector(in.x, {cs.t, cs.batch, 3 * u}),
-                Tensor::from_vector(in.h, {cs.batch, u}), Tensor::from_vector(in.k, {u, 3 * u}),
+  in.tensors = {Tensor::from_vector(in.x, {cs.t, cs.batch, g * u}),
+                Tensor::from_vector(in.h, {cs.batch, u}), Tensor::from_vector(in.k, {u, g * u}),
                 Tensor::from_vector(in.b, {static_cast<int64_t>(in.b.size())}),
                 Tensor::from_vector(std::vector<int64_t>{cs.steps}, Shape{})};
   return in;
 }
 
-// The GRU's steps in float64: sequence, then the last h.
-std::vector<std::vector<double>> gru_reference(const Case& cs, const GruInputs& in) {
-  const int64_t b = cs.batch, u = cs.units;
+// The steps in float64 of a cell computing a unit's h from its gates' inputs
+// x[g] and products p[g] (with the bias) and its previous h: sequence, last h.
+template <typename Cell>
+std::vector<std::vector<double>> h_reference(const Case& cs, const GruInputs& in, int gates,
+                                             Cell cell) {
+  const int64_t b = cs.batch, u = cs.units, gu = gates * u;
   std::vector<double> h(in.h.begin(), in.h.end()), seq;
   for (int64_t t = 0; t < cs.steps; ++t) {
     std::vector<double> hn(h.size());
     for (int64_t r = 0; r < b; ++r)
       for (int64_t j = 0; j < u; ++j) {
         double x[3], p[3];
-        for (int gate = 0; gate < 3; ++gate) {
+        for (int gate = 0; gate < gates; ++gate) {
           const int64_t col = gate * u + j;
-          x[gate] = in.x[static_cast<size_t>((t * b + r) * 3 * u + col)];
+          x[gate] = in.x[static_cast<size_t>((t * b + r) * gu + col)];
           p[gate] = in.b.empty() ? 0.0 : in.b[static_cast<size_t>(col)];
           for (int64_t q = 0; q < u; ++q)
-            p[gate] +=
-                h[static_cast<size_t>(r * u + q)] * in.k[static_cast<size_t>(q * 3 * u + col)];
+            p[gate] += h[static_cast<size_t>(r * u + q)] * in.k[static_cast<size_t>(q * gu + col)];
         }
-        const double z = sigmoid(x[0] + p[0]), rg = sigmoid(x[1] + p[1]);
-        const double g = std::tanh(x[2] + rg * p[2]);
-        hn[static_cast<size_t>(r * u + j)] = z * h[static_cast<size_t>(r * u + j)] + (1 - z) * g;
+        hn[static_cast<size_t>(r * u + j)] = cell(x, p, h[static_cast<size_t>(r * u + j)]);
       }
     h = hn;
     seq.insert(seq.end(), h.begin(), h.end());
@@ -187,15 +188,29 @@ std::vector<std::vector<double>> gru_reference(const Case& cs, const GruInputs& 
   return {seq, h};
 }
 
-void check_gru(const Case& cs, bool bias) {
-  const std::string where = str_cat("T ", cs.t, " B ", cs.batch, " U ", cs.units, " steps ",
-                                    cs.steps, bias ? " bias" : " no bias");
-  const GruInputs in = make_gru(cs, bias);
-  const std::vector<Tensor> out = call_op(OpId::FusedGRU, std::span<const Tensor>(in.tensors));
+std::vector<std::vector<double>> gru_reference(const Case& cs, const GruInputs& in) {
+  return h_reference(cs, in, 3, [](const double* x, const double* p, double hp) {
+    const double z = sigmoid(x[0] + p[0]), r = sigmoid(x[1] + p[1]);
+    return z * hp + (1 - z) * std::tanh(x[2] + r * p[2]);
+  });
+}
+
+std::vector<std::vector<double>> simple_reference(const Case& cs, const GruInputs& in) {
+  return h_reference(
+      cs, in, 1, [](const double* x, const double* p, double) { return std::tanh(x[0] + p[0]); });
+}
+
+// _FusedGRU, or _FusedSimpleRNN when `simple`.
+void check_gru(const Case& cs, bool bias, bool simple = false) {
+  const std::string where = str_cat(simple ? "SimpleRNN" : "GRU", " T ", cs.t, " B ", cs.batch,
+                                    " U ", cs.units, " steps ", cs.steps, bias ? " bias" : "");
+  const GruInputs in = make_gru(cs, bias, simple ? 1 : 3);
+  const std::vector<Tensor> out =
+      call_op(simple ? OpId::FusedSimpleRNN : OpId::FusedGRU, std::span<const Tensor>(in.tensors));
   ASSERT_EQ(out.size(), 2u) << where;
   EXPECT_EQ(out[0].shape(), Shape({cs.steps, cs.batch, cs.units})) << where;
   EXPECT_EQ(out[1].shape(), Shape({cs.batch, cs.units})) << where;
-  const auto want = gru_reference(cs, in);
+  const auto want = simple ? simple_reference(cs, in) : gru_reference(cs, in);
   for (size_t o = 0; o < 2; ++o) {
     const std::vector<float> got = out[o].to_vector<float>();
     ASSERT_EQ(got.size(), want[o].size()) << where;
@@ -211,6 +226,25 @@ TEST(FusedGruKernel, AgainstAReference) {
          {Case{5, 3, 4, 5}, Case{7, 33, 24, 7}, Case{6, 20, 32, 4}, Case{3, 4, 128, 3},
           Case{2, 9, 96, 2}, Case{3, 1, 64, 3}, Case{4, 16, 8, 0}, Case{0, 2, 3, 0}})
       check_gru(cs, bias);
+}
+
+TEST(FusedSimpleRnnKernel, AgainstAReference) {
+  for (bool bias : {true, false})
+    for (const Case& cs : {Case{5, 3, 4, 5}, Case{7, 33, 24, 7}, Case{6, 20, 32, 4},
+                           Case{3, 4, 256, 3}, Case{3, 1, 64, 3}, Case{4, 16, 8, 0}})
+      check_gru(cs, bias, true);
+}
+
+TEST(FusedSimpleRnnKernel, Errors) {
+  const std::vector<Tensor> ok = make_gru({4, 2, 3, 4}, true, 1).tensors;
+  expect_error(OpId::FusedSimpleRNN,
+               with(ok, 2, Tensor::from_vector(pattern(3 * 9, 1, 0, 1), {3, 9})),
+               "do not fit [T, B, U]");
+  expect_error(OpId::FusedSimpleRNN, with(ok, 3, Tensor::from_vector(pattern(4, 1, 0, 1), {4})),
+               "do not fit [T, B, U]");
+  expect_error(OpId::FusedSimpleRNN,
+               with(ok, 4, Tensor::from_vector(std::vector<int64_t>{5}, Shape{})),
+               "steps (5) must be in [0, 4]");
 }
 
 TEST(FusedGruKernel, Errors) {

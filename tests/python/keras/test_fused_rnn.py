@@ -1,11 +1,14 @@
-"""fuse_rnn: a Keras LSTM or GRU layer's While loop runs as one _FusedLSTM or
-_FusedGRU node in graph mode and under jit_compile, with the loop's results
-(docs/OPS.md); loops it does not describe stay loops."""
+"""fuse_rnn: a Keras LSTM, GRU or SimpleRNN layer's While loop runs as one
+_FusedLSTM, _FusedGRU or _FusedSimpleRNN node in graph mode and under jit_compile,
+with the loop's results (docs/OPS.md); loops it does not describe stay loops."""
 import numpy as np
 import pytest
 
 import kiln as tf
 from kiln import keras
+
+
+LAYERS = ["LSTM", "GRU", "SimpleRNN"]
 
 
 def _ops(f, *args):
@@ -26,7 +29,7 @@ def _model(units=6, layers=2, features=5, steps=7, layer="LSTM", **kw):
     return keras.Model(inp, x)
 
 
-@pytest.mark.parametrize("layer", ["LSTM", "GRU"])
+@pytest.mark.parametrize("layer", LAYERS)
 @pytest.mark.parametrize("jit", [False, True])
 @pytest.mark.parametrize("kw", [{}, {"return_sequences": False}, {"go_backwards": True},
                                 {"use_bias": False}])
@@ -40,7 +43,7 @@ def test_keras_layer_runs_fused(layer, jit, kw):
     np.testing.assert_allclose(f(x).numpy(), want, rtol=2e-5, atol=2e-6)
 
 
-@pytest.mark.parametrize("layer", ["LSTM", "GRU"])
+@pytest.mark.parametrize("layer", LAYERS)
 @pytest.mark.parametrize("batch, units", [(20, 32), (33, 24), (40, 32), (1, 16), (6, 128)])
 def test_fused_row_blocks_match_the_loop(layer, batch, units):
     # Enough rows and units for the kernel's blocks on the pool (20, 33, 40),
@@ -73,19 +76,20 @@ def test_loops_it_does_not_describe_stay_loops():
                   keras.layers.LSTM(4, recurrent_activation="hard_sigmoid"),
                   keras.layers.GRU(4, reset_after=False), keras.layers.GRU(4, activation="relu"),
                   keras.layers.GRU(4, recurrent_activation="hard_sigmoid"),
-                  keras.layers.SimpleRNN(4)):
+                  keras.layers.SimpleRNN(4, activation="relu")):
         inp = keras.Input((5, 3))
         model = keras.Model(inp, layer(inp))
         f = tf.function(model)
         ops = _ops(f, x)
-        assert not {"_FusedLSTM", "_FusedGRU"} & set(ops) and "While" in ops, (layer, ops)
+        assert not {"_FusedLSTM", "_FusedGRU", "_FusedSimpleRNN"} & set(ops) and "While" in ops, \
+            (layer, ops)
         np.testing.assert_allclose(f(x).numpy(), model(x).numpy(), rtol=2e-5, atol=2e-6)
     # A mask adds selects to the step.
-    for layer in (keras.layers.LSTM(4), keras.layers.GRU(4)):
+    for layer in (keras.layers.LSTM(4), keras.layers.GRU(4), keras.layers.SimpleRNN(4)):
         inp = keras.Input((5, 3))
         model = keras.Model(inp, layer(keras.layers.Masking(0.0)(inp)))
         ops = _ops(tf.function(model), x)
-        assert not {"_FusedLSTM", "_FusedGRU"} & set(ops) and "While" in ops, ops
+        assert not {"_FusedLSTM", "_FusedGRU", "_FusedSimpleRNN"} & set(ops) and "While" in ops, ops
 
 
 def test_remapping_off_keeps_the_loop():
@@ -99,7 +103,7 @@ def test_remapping_off_keeps_the_loop():
     assert "_FusedLSTM" not in ops and ops.count("While") == 2, ops
 
 
-@pytest.mark.parametrize("layer", ["LSTM", "GRU"])
+@pytest.mark.parametrize("layer", LAYERS)
 def test_fused_loop_gradients_still_flow(layer):
     # Gradients differentiate the traced loop; the fused node only runs it.
     model = _model(layers=1, layer=layer)
@@ -156,7 +160,7 @@ def _hand_loop(variant=""):
     return run, x
 
 
-@pytest.mark.parametrize("layer", ["LSTM", "GRU"])
+@pytest.mark.parametrize("layer", LAYERS)
 def test_stateful_layer_carries_its_states_across_calls(layer):
     # The states are variables read before the loop and assigned after it.
     def build():
@@ -223,13 +227,38 @@ def _hand_gru(variant=""):
     return run, x
 
 
+# SimpleRNN's step by hand: tanh(x[t] + (h k + b)), b a constant or none.
+def _hand_simple(variant=""):
+    rng = np.random.default_rng(9)
+    T, B, U = 5, 4, 6
+    x = tf.constant(rng.standard_normal((T, B, U)).astype(np.float32))
+    k = tf.Variable((rng.standard_normal((U, U)) * 0.4).astype(np.float32))
+    b = tf.constant((rng.standard_normal(U) * 0.3).astype(np.float32))
+
+    def run(x):
+        ta = tf.TensorArray(tf.float32, size=T)
+
+        def body(t, ta, h):
+            p = tf.matmul(h, k)
+            h = tf.tanh(tf.gather(x, t) + (p if variant == "no_bias" else p + b))
+            if variant == "extra":
+                h = h * 0.5
+            return t + 1, ta.write(t, h), h
+
+        _, ta, h = tf.while_loop(lambda t, *_: t < T, body, (0, ta, tf.zeros([B, U])))
+        return ta.stack(), h
+
+    return run, x
+
+
 @pytest.mark.parametrize("layer, variant, fused", [
     ("LSTM", "", True), ("LSTM", "captured", True), ("LSTM", "extra", False),
     ("LSTM", "max_iter", False), ("LSTM", "counter", False), ("LSTM", "read", False),
     ("GRU", "", True), ("GRU", "variable", True), ("GRU", "no_bias", True),
-    ("GRU", "extra", False)])
+    ("GRU", "extra", False), ("SimpleRNN", "", True), ("SimpleRNN", "no_bias", True),
+    ("SimpleRNN", "extra", False)])
 def test_hand_written_loops(layer, variant, fused):
-    run, x = (_hand_loop if layer == "LSTM" else _hand_gru)(variant)
+    run, x = {"LSTM": _hand_loop, "GRU": _hand_gru, "SimpleRNN": _hand_simple}[layer](variant)
     f = tf.function(run)
     ops = _ops(f, x)
     assert (ops.count(f"_Fused{layer}") == 1 and "While" not in ops) == fused, ops
